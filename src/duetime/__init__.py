@@ -1,0 +1,45 @@
+"""duetime: a durable, distributed job scheduler, right about time, failure and duplication."""
+
+from duetime.client import App, Task
+from duetime.core.clock import Clock, ManualClock, SystemClock
+from duetime.core.errors import (
+    ConfigurationError,
+    DuetimeError,
+    IdempotencyConflict,
+    IllegalTransition,
+    InvalidRequest,
+    JobNotFound,
+    SchemaError,
+)
+from duetime.core.models import Attempt, Job
+from duetime.core.retry import ErrorCategory, PermanentError, Retry, RetryPolicy
+from duetime.core.states import AttemptStatus, JobStatus
+from duetime.runtime.context import AttemptContext, JobCancelled, current
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "App",
+    "Attempt",
+    "AttemptContext",
+    "AttemptStatus",
+    "Clock",
+    "ConfigurationError",
+    "DuetimeError",
+    "ErrorCategory",
+    "IdempotencyConflict",
+    "IllegalTransition",
+    "InvalidRequest",
+    "Job",
+    "JobCancelled",
+    "JobNotFound",
+    "JobStatus",
+    "ManualClock",
+    "PermanentError",
+    "Retry",
+    "RetryPolicy",
+    "SchemaError",
+    "SystemClock",
+    "Task",
+    "current",
+]

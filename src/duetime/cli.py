@@ -1,0 +1,414 @@
+"""The `duetime` command line: the composition root that parses flags and wires services.
+
+Exit status: 0 on success, 2 on usage errors, 1 on any other error (one line on stderr).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import importlib
+import json
+import logging
+import os
+import signal
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from duetime.client import App
+from duetime.core.errors import ConfigurationError
+from duetime.core.models import Job, attempt_to_json
+from duetime.core.requests import parse_duration
+from duetime.core.states import JobStatus
+from duetime.runtime import logs
+
+log = logging.getLogger("duetime.cli")
+
+
+# -- helpers ------------------------------------------------------------------------------------
+
+
+def load_app(spec: str) -> App:
+    """Import `module:attribute` (the working directory is importable) and return the App."""
+    module_name, _, attr = spec.partition(":")
+    if not module_name:
+        raise ConfigurationError(f"--app {spec!r} is not of the form module:app")
+    if os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise ConfigurationError(
+            f"cannot import {module_name!r} for --app ({exc}); run from the folder that holds it "
+            "or set PYTHONPATH"
+        ) from None
+    target: Any = module
+    for part in (attr or "app").split("."):
+        target = getattr(target, part, None)
+        if target is None:
+            raise ConfigurationError(f"{module_name!r} has no attribute {attr or 'app'!r}")
+    if not isinstance(target, App):
+        raise ConfigurationError(f"--app {spec!r} is a {type(target).__name__}, not a duetime.App")
+    return target
+
+
+def make_app(args: argparse.Namespace) -> App:
+    app = load_app(args.app) if getattr(args, "app", None) else App(tenant=args.tenant)
+    if args.database_url:
+        app.database_url = args.database_url
+    return app
+
+
+def out(text: str = "") -> None:
+    sys.stdout.write(text + "\n")
+
+
+def table(rows: Sequence[Sequence[Any]], headers: Sequence[str]) -> None:
+    cells = [[str(h) for h in headers]] + [["" if c is None else str(c) for c in r] for r in rows]
+    widths = [max(len(row[i]) for row in cells) for i in range(len(headers))]
+    for row in cells:
+        out("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip())
+
+
+def _short(value: Any) -> str:
+    return "" if value is None else value.strftime("%Y-%m-%d %H:%M:%S")
+
+
+def print_job(job: Job, as_json: bool) -> None:
+    if as_json:
+        out(json.dumps(job.to_json(), indent=2))
+        return
+    fields = [
+        ("id", job.id),
+        ("task", job.task),
+        ("status", job.status),
+        ("queue", job.queue),
+        ("priority", job.priority),
+        ("args", json.dumps(job.args)),
+        ("due_at", job.due_at.isoformat()),
+        ("deadline_at", job.deadline_at.isoformat() if job.deadline_at else "-"),
+        ("attempts", f"{job.attempts}/{job.max_attempts} (generation {job.generation})"),
+        ("version", job.version),
+        ("business_key", job.business_key),
+        ("idempotency_key", job.idempotency_key or "-"),
+        ("created_at", job.created_at.isoformat()),
+        ("updated_at", job.updated_at.isoformat()),
+    ]
+    width = max(len(k) for k, _ in fields)
+    for key, value in fields:
+        out(f"{key.ljust(width)}  {value}")
+    if job.attempt_history:
+        out()
+        table(
+            [
+                (
+                    a["generation"],
+                    a["status"],
+                    a["worker_id"],
+                    a["started_at"],
+                    a["finished_at"] or "-",
+                    a["lease_expires_at"],
+                    (a["error_category"] or "")
+                    + (f": {a['error_message']}" if a["error_message"] else "")
+                    + (f" [late report: {a['late_outcome']}]" if a["late_outcome"] else ""),
+                )
+                for a in map(attempt_to_json, job.attempt_history)
+            ],
+            ["gen", "status", "worker", "started", "finished", "lease_expires", "error"],
+        )
+
+
+# -- commands -----------------------------------------------------------------------------------
+
+
+def cmd_migrate(args: argparse.Namespace) -> int:
+    app = make_app(args)
+    applied = app.migrate()
+    out(f"applied migrations {applied}" if applied else "schema is up to date")
+    return 0
+
+
+def cmd_worker(args: argparse.Namespace) -> int:
+    from duetime.runtime.worker import Worker
+
+    logs.configure(args.log_level, args.log_format)
+    app = make_app(args)
+    queues = [q for item in args.queues or [] for q in item.split(",") if q]
+    worker = Worker(
+        app,
+        queues=queues or None,
+        concurrency=args.concurrency,
+        poll_interval=args.poll_interval,
+        grace=args.grace,
+    )
+
+    async def main() -> None:
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+
+        def on_signal(signum: int) -> None:
+            if stop.is_set():
+                log.warning("second signal: exiting now; in-flight leases will be reaped")
+                os._exit(1)
+            log.info(
+                "received %s: finishing in-flight jobs (grace %ss)",
+                signal.Signals(signum).name,
+                args.grace,
+            )
+            stop.set()
+
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, on_signal, sig)
+        await worker.run(stop)
+
+    asyncio.run(main())
+    if worker.abandoned_threads:
+        log.warning(
+            "%d handler thread(s) outlived the grace period; exiting", worker.abandoned_threads
+        )
+        logging.shutdown()
+        os._exit(0)
+    app.close()
+    return 0
+
+
+def cmd_enqueue(args: argparse.Namespace) -> int:
+    app = make_app(args)
+    if args.from_file:
+        return _enqueue_file(app, args)
+    job = app.enqueue(
+        args.task,
+        _json_object(args.args, "--args"),
+        at=args.at,
+        delay=args.delay,
+        key=args.key,
+        queue=args.queue,
+        priority=args.priority,
+        max_attempts=args.max_attempts,
+        deadline=args.deadline,
+    )
+    if args.json:
+        out(json.dumps(job.to_json(), indent=2))
+    else:
+        out(str(job.id))
+    return 0
+
+
+def _enqueue_file(app: App, args: argparse.Namespace) -> int:
+    lines = Path(args.from_file).read_text().splitlines()
+    batch = [
+        _json_object(line, f"{args.from_file} line {n}")
+        for n, line in enumerate(lines, 1)
+        if line.strip()
+    ]
+    jobs = app.enqueue_many(
+        args.task,
+        batch,
+        at=args.at,
+        delay=args.delay,
+        queue=args.queue,
+        priority=args.priority,
+        max_attempts=args.max_attempts,
+        deadline=args.deadline,
+    )
+    if args.json:
+        out(json.dumps([j.id for j in jobs]))
+    else:
+        out(f"enqueued {len(jobs)} jobs")
+    return 0
+
+
+def _json_object(text: str | None, what: str) -> dict[str, Any]:
+    if not text:
+        return {}
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ConfigurationError(f"{what} is not valid JSON: {exc}") from None
+    if not isinstance(value, dict):
+        raise ConfigurationError(f"{what} must be a JSON object like '{{\"id\": 1}}'")
+    return value
+
+
+def cmd_jobs_list(args: argparse.Namespace) -> int:
+    app = make_app(args)
+    jobs = app.list_jobs(
+        status=args.status,
+        task=args.task,
+        queue=args.queue,
+        before_id=args.cursor,
+        limit=args.limit,
+    )
+    if args.json:
+        next_cursor = jobs[-1].id if len(jobs) == args.limit else None
+        out(
+            json.dumps({"items": [j.to_json() for j in jobs], "next_cursor": next_cursor}, indent=2)
+        )
+        return 0
+    table(
+        [
+            (
+                j.id,
+                j.task,
+                j.status,
+                j.queue,
+                j.priority,
+                f"{j.attempts}/{j.max_attempts}",
+                _short(j.due_at),
+            )
+            for j in jobs
+        ],
+        ["id", "task", "status", "queue", "prio", "attempts", "due_at (UTC)"],
+    )
+    return 0
+
+
+def cmd_jobs_show(args: argparse.Namespace) -> int:
+    print_job(make_app(args).get_job(args.id), args.json)
+    return 0
+
+
+def cmd_jobs_cancel(args: argparse.Namespace) -> int:
+    job = make_app(args).cancel(args.id)
+    _moved(job, args.json)
+    return 0
+
+
+def cmd_jobs_reschedule(args: argparse.Namespace) -> int:
+    job = make_app(args).reschedule(args.id, args.at)
+    _moved(job, args.json)
+    return 0
+
+
+def cmd_jobs_replay(args: argparse.Namespace) -> int:
+    job = make_app(args).replay(args.id)
+    _moved(job, args.json)
+    return 0
+
+
+def _moved(job: Job, as_json: bool) -> None:
+    if as_json:
+        out(json.dumps(job.to_json(), indent=2))
+    else:
+        out(f"job {job.id} is {job.status} (due {job.due_at.isoformat()}, version {job.version})")
+
+
+# -- parser -------------------------------------------------------------------------------------
+
+
+def build_parser() -> argparse.ArgumentParser:
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument(
+        "--database-url",
+        default=None,
+        help="database URL (default: $DUETIME_DATABASE_URL, else sqlite:///duetime.db)",
+    )
+    common.add_argument("--tenant", default="default", help="tenant to act as (default: default)")
+    with_app = argparse.ArgumentParser(add_help=False)
+    with_app.add_argument(
+        "--app", help="module:attribute of your duetime.App, e.g. myproj.jobs:app"
+    )
+
+    parser = argparse.ArgumentParser(
+        prog="duetime",
+        description="duetime: a durable, distributed job scheduler",
+        parents=[common],
+    )
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    p = sub.add_parser("migrate", parents=[common], help="create or upgrade the database schema")
+    p.set_defaults(func=cmd_migrate)
+
+    p = sub.add_parser("worker", parents=[common], help="run a worker that executes due jobs")
+    p.add_argument("--app", required=True, help="module:attribute of your duetime.App")
+    p.add_argument(
+        "--queues", nargs="+", metavar="QUEUE", help="queues to take jobs from (default: all)"
+    )
+    p.add_argument(
+        "--concurrency", type=_positive_int, default=10, help="jobs run at once (default 10)"
+    )
+    p.add_argument(
+        "--poll-interval", type=_seconds, default=0.5, help="idle poll interval, e.g. 0.5s"
+    )
+    p.add_argument(
+        "--grace", type=_seconds, default=30.0, help="shutdown grace period (default 30s)"
+    )
+    p.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
+    p.add_argument("--log-format", default="text", choices=["text", "json"])
+    p.set_defaults(func=cmd_worker)
+
+    p = sub.add_parser("enqueue", parents=[common, with_app], help="create a job")
+    p.add_argument("task", help="task name")
+    p.add_argument("--args", help="the job's arguments as a JSON object")
+    when = p.add_mutually_exclusive_group()
+    when.add_argument("--at", help="due time, ISO 8601 with offset")
+    when.add_argument("--in", dest="delay", help="due after a delay, e.g. 30s, 5m, 1h30m")
+    p.add_argument("--key", help="idempotency key: the same key returns the same job")
+    p.add_argument("--queue")
+    p.add_argument("--priority", type=int, help="higher runs first (default 0)")
+    p.add_argument("--max-attempts", type=_positive_int)
+    p.add_argument("--deadline", help="expire the job if not started by then (ISO 8601)")
+    p.add_argument("--from-file", help="enqueue one job per line of a JSON-lines file of args")
+    p.add_argument("--json", action="store_true", help="print the whole job as JSON")
+    p.set_defaults(func=cmd_enqueue)
+
+    jobs = sub.add_parser("jobs", help="inspect and steer jobs").add_subparsers(
+        dest="jobs_command", required=True, metavar="ACTION"
+    )
+    p = jobs.add_parser("list", parents=[common], help="list jobs, newest first")
+    p.add_argument("--status", choices=[str(s) for s in JobStatus])
+    p.add_argument("--task")
+    p.add_argument("--queue")
+    p.add_argument("--limit", type=_positive_int, default=50)
+    p.add_argument("--cursor", type=int, help="show jobs older than this id (next_cursor)")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_jobs_list)
+    for name, func, help_text in [
+        ("show", cmd_jobs_show, "show a job with its attempts"),
+        ("cancel", cmd_jobs_cancel, "cancel a job (or ask a running one to stop)"),
+        ("replay", cmd_jobs_replay, "run a dead, cancelled or expired job again"),
+        ("reschedule", cmd_jobs_reschedule, "move a scheduled job's due time"),
+    ]:
+        p = jobs.add_parser(name, parents=[common], help=help_text)
+        p.add_argument("id", type=int)
+        if name == "reschedule":
+            p.add_argument("--at", required=True, help="new due time, ISO 8601 with offset")
+        p.add_argument("--json", action="store_true")
+        p.set_defaults(func=func)
+    return parser
+
+
+def _positive_int(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def _seconds(text: str) -> float:
+    try:
+        return parse_duration(text).total_seconds()
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        result: int = args.func(args)
+        return result
+    except KeyboardInterrupt:
+        return 130
+    except Exception as exc:  # one clear line; DUETIME_DEBUG=1 shows the traceback
+        if os.environ.get("DUETIME_DEBUG"):
+            raise
+        message = str(exc) or type(exc).__name__
+        sys.stderr.write(f"duetime: error: {message}\n")
+        return 1
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,303 @@
+"""The App facade: register tasks, enqueue jobs, inspect and steer them (sync and async)."""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import inspect
+import threading
+from collections.abc import Callable, Coroutine, Iterable, Mapping
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any, ParamSpec, TypeVar
+
+from duetime.core.clock import Clock, SystemClock
+from duetime.core.errors import ConfigurationError, JobNotFound
+from duetime.core.models import Job, JobFilter, NewJob
+from duetime.core.requests import (
+    DEFAULT_MAX_PAYLOAD_BYTES,
+    TaskDefaults,
+    build_new_job,
+    parse_duration,
+    parse_instant,
+)
+from duetime.core.retry import RetryPolicy
+from duetime.core.states import Event, JobStatus
+from duetime.store import Store, open_store, resolve_url
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+Handler = Callable[..., Any]
+
+
+def _async_twin(method: Callable[P, R]) -> Callable[P, Coroutine[Any, Any, R]]:
+    """The async twin of a blocking method: the same code, run in a worker thread."""
+
+    @functools.wraps(method)
+    async def twin(*args: P.args, **kwargs: P.kwargs) -> R:
+        return await asyncio.to_thread(method, *args, **kwargs)
+
+    twin.__name__ = twin.__qualname__ = f"a{method.__name__}"
+    return twin
+
+
+@dataclass(frozen=True)
+class Task:
+    """A registered handler. Calling it runs the function directly; enqueue() schedules a job."""
+
+    app: App
+    name: str
+    fn: Handler
+    defaults: TaskDefaults
+
+    @property
+    def is_async(self) -> bool:
+        return inspect.iscoroutinefunction(self.fn)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self.fn(*args, **kwargs)
+
+    def enqueue(self, args: Mapping[str, Any] | None = None, **options: Any) -> Job:
+        return self.app.enqueue(self.name, args, **options)
+
+    def enqueue_many(self, list_of_args: Iterable[Mapping[str, Any]], **options: Any) -> list[Job]:
+        return self.app.enqueue_many(self.name, list_of_args, **options)
+
+    aenqueue = _async_twin(enqueue)
+    aenqueue_many = _async_twin(enqueue_many)
+
+
+class App:
+    """duetime's public entry point.
+
+    `App()` uses DUETIME_DATABASE_URL, else `sqlite:///duetime.db` in the working directory.
+    The database is opened on first use. An SQLite database is migrated automatically; a
+    PostgreSQL database must be migrated with `duetime migrate` (it is checked on open).
+    """
+
+    def __init__(
+        self,
+        database_url: str | None = None,
+        *,
+        tenant: str = "default",
+        clock: Clock | None = None,
+        max_payload_bytes: int = DEFAULT_MAX_PAYLOAD_BYTES,
+    ) -> None:
+        self._database_url = database_url
+        self.tenant = tenant
+        self.clock: Clock = clock or SystemClock()
+        self.max_payload_bytes = max_payload_bytes
+        self.tasks: dict[str, Task] = {}
+        self._store: Store | None = None
+        self._lock = threading.Lock()
+
+    # -- configuration ----------------------------------------------------------------------
+
+    @property
+    def database_url(self) -> str:
+        return resolve_url(self._database_url)
+
+    @database_url.setter
+    def database_url(self, url: str) -> None:
+        if self._store is not None:
+            raise ConfigurationError("the database URL cannot change after the store was opened")
+        self._database_url = url
+
+    @property
+    def store(self) -> Store:
+        with self._lock:
+            if self._store is None:
+                store = open_store(self.database_url)
+                try:
+                    if store.dialect == "sqlite":
+                        store.migrate()
+                    store.check_schema()
+                except BaseException:
+                    store.close()
+                    raise
+                self._store = store
+            return self._store
+
+    def migrate(self) -> list[int]:
+        """Apply pending migrations; returns the versions applied."""
+        store = open_store(self.database_url)
+        try:
+            return store.migrate()
+        finally:
+            store.close()
+
+    def close(self) -> None:
+        with self._lock:
+            if self._store is not None:
+                self._store.close()
+                self._store = None
+
+    # -- tasks ------------------------------------------------------------------------------
+
+    def task(
+        self,
+        fn: Handler | None = None,
+        *,
+        name: str | None = None,
+        queue: str = "default",
+        priority: int = 0,
+        max_attempts: int = 5,
+        lease: float | timedelta | str = 30.0,
+        timeout: float | timedelta | str | None = None,
+        retry: RetryPolicy | None = None,
+    ) -> Any:
+        """Register a handler: `@app.task` or `@app.task(name=..., queue=..., ...)`.
+
+        The handler receives the job's args as keyword arguments; it may be `async def`
+        (run on the event loop) or a plain function (run in a thread pool).
+        """
+
+        def register(func: Handler) -> Task:
+            task_name = name or f"{func.__module__}.{func.__qualname__}"
+            if task_name in self.tasks:
+                raise ConfigurationError(
+                    f"task {task_name!r} is registered twice; give one a name="
+                )
+            lease_s = parse_duration(lease, "lease").total_seconds()
+            if lease_s < 1:
+                raise ConfigurationError(f"task {task_name!r}: lease must be at least 1 second")
+            timeout_s = parse_duration(timeout, "timeout").total_seconds() if timeout else None
+            defaults = TaskDefaults(
+                queue=queue,
+                priority=priority,
+                max_attempts=max_attempts,
+                retry=retry or RetryPolicy(),
+                lease_seconds=lease_s,
+                timeout_seconds=timeout_s,
+            )
+            # validate the defaults once, at registration, with the same rules as enqueue
+            build_new_job(
+                task_name, {}, now=self.clock.now(), tenant=self.tenant, defaults=defaults
+            )
+            task = Task(self, task_name, func, defaults)
+            self.tasks[task_name] = task
+            return task
+
+        return register(fn) if fn is not None else register
+
+    # -- enqueue ----------------------------------------------------------------------------
+
+    def _new_job(
+        self, task_name: str, args: Mapping[str, Any] | None, options: dict[str, Any]
+    ) -> NewJob:
+        task = self.tasks.get(task_name)
+        return build_new_job(
+            task_name,
+            args,
+            now=self.clock.now(),
+            tenant=self.tenant,
+            defaults=task.defaults if task else TaskDefaults(),
+            max_payload_bytes=self.max_payload_bytes,
+            **options,
+        )
+
+    def enqueue(
+        self,
+        task_name: str,
+        args: Mapping[str, Any] | None = None,
+        *,
+        at: datetime | str | None = None,
+        delay: float | timedelta | str | None = None,
+        key: str | None = None,
+        queue: str | None = None,
+        priority: int | None = None,
+        max_attempts: int | None = None,
+        deadline: datetime | str | None = None,
+        business_key: str | None = None,
+    ) -> Job:
+        """Create one job, durably, and return it. `key` makes the call idempotent."""
+        options = dict(
+            at=at,
+            delay=delay,
+            key=key,
+            queue=queue,
+            priority=priority,
+            max_attempts=max_attempts,
+            deadline=deadline,
+            business_key=business_key,
+        )
+        new = self._new_job(task_name, args, options)
+        return self.store.enqueue([new], self.clock.now())[0].job
+
+    def enqueue_many(
+        self,
+        task_name: str,
+        list_of_args: Iterable[Mapping[str, Any] | None],
+        *,
+        at: datetime | str | None = None,
+        delay: float | timedelta | str | None = None,
+        queue: str | None = None,
+        priority: int | None = None,
+        max_attempts: int | None = None,
+        deadline: datetime | str | None = None,
+    ) -> list[Job]:
+        """Create many jobs of one task in one transaction: all of them or none."""
+        options = dict(
+            at=at,
+            delay=delay,
+            queue=queue,
+            priority=priority,
+            max_attempts=max_attempts,
+            deadline=deadline,
+        )
+        batch = [self._new_job(task_name, args, options) for args in list_of_args]
+        return [r.job for r in self.store.enqueue(batch, self.clock.now())]
+
+    # -- inspect and steer ------------------------------------------------------------------
+
+    def get_job(self, job_id: int) -> Job:
+        """The job with its attempt history; raises JobNotFound."""
+        job = self.store.get_job(job_id, tenant=self.tenant)
+        if job is None:
+            raise JobNotFound(job_id)
+        return job
+
+    def list_jobs(
+        self,
+        *,
+        status: JobStatus | str | None = None,
+        task: str | None = None,
+        queue: str | None = None,
+        before_id: int | None = None,
+        limit: int = 100,
+    ) -> list[Job]:
+        """Jobs of this app's tenant, newest first; page with before_id=<last id seen>."""
+        return self.store.list_jobs(
+            JobFilter(
+                tenant=self.tenant,
+                status=JobStatus(status) if status else None,
+                task=task,
+                queue=queue,
+                before_id=before_id,
+                limit=limit,
+            )
+        )
+
+    def cancel(self, job_id: int) -> Job:
+        """Cancel a scheduled job (cancelled) or ask a running one to stop (cancel_requested)."""
+        return self.store.transition(job_id, Event.CANCEL, self.clock.now(), tenant=self.tenant)
+
+    def reschedule(self, job_id: int, at: datetime | str) -> Job:
+        """Move a scheduled job's due time; bumps its version."""
+        due = parse_instant(at, "due time")
+        return self.store.transition(
+            job_id, Event.RESCHEDULE, self.clock.now(), tenant=self.tenant, due_at=due
+        )
+
+    def replay(self, job_id: int) -> Job:
+        """Run a dead, cancelled or expired job again: a new attempt, the same business key."""
+        return self.store.transition(job_id, Event.REPLAY, self.clock.now(), tenant=self.tenant)
+
+    aenqueue = _async_twin(enqueue)
+    aenqueue_many = _async_twin(enqueue_many)
+    aget_job = _async_twin(get_job)
+    alist_jobs = _async_twin(list_jobs)
+    acancel = _async_twin(cancel)
+    areschedule = _async_twin(reschedule)
+    areplay = _async_twin(replay)

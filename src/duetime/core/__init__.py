@@ -1,0 +1,1 @@
+"""The pure domain of duetime: no I/O, no drivers, no event loop."""

@@ -1,0 +1,42 @@
+"""Errors a user of duetime can meet; each message says what was wrong and what to do."""
+
+from __future__ import annotations
+
+
+class DuetimeError(Exception):
+    """Base class of every error duetime raises on purpose."""
+
+
+class InvalidRequest(DuetimeError, ValueError):
+    """A request was rejected before anything was stored."""
+
+
+class IdempotencyConflict(DuetimeError):
+    """An idempotency key was reused with a different request."""
+
+
+class JobNotFound(DuetimeError, LookupError):
+    def __init__(self, job_id: int) -> None:
+        super().__init__(f"job {job_id} does not exist (check the id and the tenant)")
+        self.job_id = job_id
+
+
+class IllegalTransition(DuetimeError):
+    """The job's current status forbids the requested action."""
+
+    def __init__(self, job_id: int, action: str, status: str, allowed: list[str]) -> None:
+        super().__init__(
+            f"cannot {action} job {job_id}: it is {status}; "
+            f"{action} applies only to {', '.join(allowed)} jobs"
+        )
+        self.job_id = job_id
+        self.action = action
+        self.status = status
+
+
+class SchemaError(DuetimeError):
+    """The database schema does not match what this version of duetime knows."""
+
+
+class ConfigurationError(DuetimeError):
+    """duetime was set up wrongly (bad URL, missing driver, unknown app)."""

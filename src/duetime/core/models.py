@@ -1,0 +1,201 @@
+"""Plain records that cross the store boundary: jobs, attempts, claims, outcomes."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from duetime.core.retry import ErrorCategory
+from duetime.core.states import AttemptStatus, Event, JobStatus
+
+JSONObject = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Attempt:
+    id: int
+    job_id: int
+    generation: int  # the fencing token: strictly increasing per job
+    worker_id: str
+    status: AttemptStatus
+    lease_expires_at: datetime
+    started_at: datetime
+    finished_at: datetime | None = None
+    error_category: ErrorCategory | None = None
+    error_message: str | None = None
+    error_traceback: str | None = None
+    late_outcome: str | None = None  # what a fenced-out worker tried to report, if it did
+    late_reported_at: datetime | None = None
+
+
+@dataclass(frozen=True)
+class Job:
+    id: int
+    tenant: str
+    queue: str
+    task: str
+    args: JSONObject
+    priority: int
+    due_at: datetime
+    deadline_at: datetime | None
+    status: JobStatus
+    version: int
+    attempts: int  # attempts used from the current budget (a replay starts a new budget)
+    max_attempts: int
+    generation: int  # the generation of the newest attempt (0 before the first claim)
+    retry_base: float
+    retry_cap: float
+    lease_seconds: float
+    timeout_seconds: float | None
+    idempotency_key: str | None
+    business_key: str
+    created_at: datetime
+    updated_at: datetime
+    cancel_requested_at: datetime | None = None
+    attempt_history: tuple[Attempt, ...] = field(default=(), compare=False)
+
+    @property
+    def terminal(self) -> bool:
+        from duetime.core.states import TERMINAL
+
+        return self.status in TERMINAL
+
+    def to_json(self) -> JSONObject:
+        """A JSON-ready view with RFC 3339 times."""
+        return {
+            "id": self.id,
+            "tenant": self.tenant,
+            "queue": self.queue,
+            "task": self.task,
+            "args": self.args,
+            "priority": self.priority,
+            "due_at": _iso(self.due_at),
+            "deadline_at": _iso(self.deadline_at),
+            "status": str(self.status),
+            "version": self.version,
+            "attempts": self.attempts,
+            "max_attempts": self.max_attempts,
+            "generation": self.generation,
+            "retry": {"base_seconds": self.retry_base, "cap_seconds": self.retry_cap},
+            "lease_seconds": self.lease_seconds,
+            "timeout_seconds": self.timeout_seconds,
+            "idempotency_key": self.idempotency_key,
+            "business_key": self.business_key,
+            "created_at": _iso(self.created_at),
+            "updated_at": _iso(self.updated_at),
+            "cancel_requested_at": _iso(self.cancel_requested_at),
+            "attempt_history": [attempt_to_json(a) for a in self.attempt_history],
+        }
+
+
+def attempt_to_json(a: Attempt) -> JSONObject:
+    return {
+        "id": a.id,
+        "generation": a.generation,
+        "worker_id": a.worker_id,
+        "status": str(a.status),
+        "lease_expires_at": _iso(a.lease_expires_at),
+        "started_at": _iso(a.started_at),
+        "finished_at": _iso(a.finished_at),
+        "error_category": str(a.error_category) if a.error_category else None,
+        "error_message": a.error_message,
+        "error_traceback": a.error_traceback,
+        "late_outcome": a.late_outcome,
+        "late_reported_at": _iso(a.late_reported_at),
+    }
+
+
+def _iso(value: datetime | None) -> str | None:
+    return value.isoformat() if value is not None else None
+
+
+@dataclass(frozen=True)
+class NewJob:
+    """A validated request to create one job (see duetime.core.requests)."""
+
+    tenant: str
+    task: str
+    args: JSONObject
+    args_json: str
+    queue: str
+    priority: int
+    due_at: datetime
+    deadline_at: datetime | None
+    max_attempts: int
+    retry_base: float
+    retry_cap: float
+    lease_seconds: float
+    timeout_seconds: float | None
+    idempotency_key: str | None
+    request_hash: str
+    business_key: str  # stable across attempts and replays
+
+
+@dataclass(frozen=True)
+class Enqueued:
+    job: Job
+    created: bool  # False when an idempotency key returned the original job
+
+
+@dataclass(frozen=True)
+class Lease:
+    """What a worker holds while it runs an attempt; every write it makes is fenced by it."""
+
+    job_id: int
+    attempt_id: int
+    generation: int
+
+
+@dataclass(frozen=True)
+class Claim:
+    job: Job
+    attempt: Attempt
+
+    @property
+    def lease(self) -> Lease:
+        return Lease(self.job.id, self.attempt.id, self.attempt.generation)
+
+
+@dataclass(frozen=True)
+class LeaseState:
+    """A heartbeat's answer for one lease."""
+
+    lease: Lease
+    held: bool  # False: the lease was lost (reaped, or the job moved on); stop reporting
+    cancel_requested: bool = False
+    lease_expires_at: datetime | None = None
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """How an attempt ended, as the worker (or the reaper) records it."""
+
+    event: Event  # SUCCEED, RETRY, GIVE_UP or STOP
+    due_at: datetime | None = None  # next due instant for RETRY
+    error_category: ErrorCategory | None = None
+    error_message: str | None = None
+    error_traceback: str | None = None
+    attempt_status: AttemptStatus | None = None  # default: from states.ATTEMPT_END
+
+
+@dataclass(frozen=True)
+class ExpiredLease:
+    """An attempt whose lease ran out, with what the reaper needs to decide its job's fate."""
+
+    lease: Lease
+    job_status: JobStatus
+    attempts: int
+    max_attempts: int
+    retry_base: float
+    retry_cap: float
+
+
+@dataclass(frozen=True)
+class JobFilter:
+    tenant: str | None = None  # None: every tenant (operators only)
+    status: JobStatus | None = None
+    task: str | None = None
+    queue: str | None = None
+    before_id: int | None = None  # cursor: newest first, ids below this
+    limit: int = 100

@@ -1,0 +1,208 @@
+"""Validation of enqueue requests: every bad input is refused here, before any I/O."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from duetime.core.errors import InvalidRequest
+from duetime.core.models import NewJob
+from duetime.core.retry import RetryPolicy
+
+DEFAULT_MAX_PAYLOAD_BYTES = 1024 * 1024
+DEFAULT_QUEUE = "default"
+DEFAULT_MAX_ATTEMPTS = 5
+DEFAULT_LEASE_SECONDS = 30.0
+
+_DURATION = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h|d|w)")
+_UNIT_SECONDS = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
+
+
+def parse_duration(value: str | float | int | timedelta, what: str = "duration") -> timedelta:
+    """Parse 90, 1.5, '30s', '5m', '1h30m', '2d' or a timedelta; refuse negatives."""
+    if isinstance(value, timedelta):
+        result = value
+    elif isinstance(value, bool):
+        raise InvalidRequest(f"{what} must be seconds or a duration like '30s', not a boolean")
+    elif isinstance(value, int | float):
+        result = timedelta(seconds=value)
+    elif isinstance(value, str):
+        text = value.strip().lower().replace(" ", "")
+        try:
+            result = timedelta(seconds=float(text))
+        except ValueError:
+            parts = _DURATION.findall(text)
+            if not parts or "".join(n + u for n, u in parts) != text:
+                raise InvalidRequest(
+                    f"{what} {value!r} is not a duration; write it like 30s, 5m, 1h30m or 2d"
+                ) from None
+            result = timedelta(seconds=sum(float(n) * _UNIT_SECONDS[u] for n, u in parts))
+    else:
+        raise InvalidRequest(f"{what} must be seconds or a duration like '30s'")
+    if result < timedelta(0):
+        raise InvalidRequest(f"{what} must not be negative, got {value!r}")
+    return result
+
+
+def parse_instant(value: datetime | str, what: str) -> datetime:
+    """Parse an aware datetime or an ISO 8601 string with an offset; return it in UTC."""
+    if isinstance(value, str):
+        try:
+            parsed = datetime.fromisoformat(value.strip())
+        except ValueError:
+            raise InvalidRequest(
+                f"{what} {value!r} is not an ISO 8601 time; write it like 2026-03-01T09:00:00+01:00"
+            ) from None
+    elif isinstance(value, datetime):
+        parsed = value
+    else:
+        raise InvalidRequest(f"{what} must be a datetime or an ISO 8601 string")
+    if parsed.tzinfo is None or parsed.utcoffset() is None:
+        raise InvalidRequest(
+            f"{what} {parsed.isoformat()} has no UTC offset; give one, e.g. "
+            f"{parsed.replace(tzinfo=UTC).isoformat()}"
+        )
+    return parsed.astimezone(UTC)
+
+
+@dataclass(frozen=True)
+class TaskDefaults:
+    """What a registered task contributes to a job unless the enqueue call overrides it."""
+
+    queue: str = DEFAULT_QUEUE
+    priority: int = 0
+    max_attempts: int = DEFAULT_MAX_ATTEMPTS
+    retry: RetryPolicy = field(default_factory=RetryPolicy)
+    lease_seconds: float = DEFAULT_LEASE_SECONDS
+    timeout_seconds: float | None = None
+
+
+def _check_name(value: Any, what: str, limit: int) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise InvalidRequest(f"{what} must be a non-empty string")
+    if len(value) > limit:
+        raise InvalidRequest(f"{what} is {len(value)} characters; the limit is {limit}")
+    return value
+
+
+def _check_int(value: Any, what: str, low: int, high: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise InvalidRequest(f"{what} must be a whole number, got {value!r}")
+    if not low <= value <= high:
+        raise InvalidRequest(f"{what} must be between {low} and {high}, got {value}")
+    return value
+
+
+def dump_args(args: Any, max_bytes: int) -> tuple[dict[str, Any], str]:
+    """Check that args are a JSON object within the size limit; return it and its JSON text."""
+    if args is None:
+        args = {}
+    if not isinstance(args, Mapping):
+        raise InvalidRequest(
+            f"args must be a JSON object (a dict with string keys), got {type(args).__name__}"
+        )
+    if not all(isinstance(k, str) for k in args):
+        raise InvalidRequest("args must be a JSON object: every key must be a string")
+    try:
+        text = json.dumps(args, separators=(",", ":"), sort_keys=True, allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise InvalidRequest(f"args must be plain JSON values: {exc}") from None
+    size = len(text.encode())
+    if size > max_bytes:
+        raise InvalidRequest(
+            f"args are {size} bytes of JSON; the limit is {max_bytes} bytes "
+            "(store large payloads elsewhere and pass a reference)"
+        )
+    return json.loads(text), text
+
+
+def build_new_job(
+    task: str,
+    args: Any,
+    *,
+    now: datetime,
+    tenant: str,
+    defaults: TaskDefaults,
+    at: datetime | str | None = None,
+    delay: str | float | timedelta | None = None,
+    key: str | None = None,
+    queue: str | None = None,
+    priority: int | None = None,
+    max_attempts: int | None = None,
+    deadline: datetime | str | None = None,
+    business_key: str | None = None,
+    max_payload_bytes: int = DEFAULT_MAX_PAYLOAD_BYTES,
+) -> NewJob:
+    """Validate one enqueue request and turn it into a NewJob, or raise InvalidRequest."""
+    task = _check_name(task, "task name", 200)
+    tenant = _check_name(tenant, "tenant", 100)
+    args_obj, args_json = dump_args(args, max_payload_bytes)
+    if at is not None and delay is not None:
+        raise InvalidRequest("give either at= (an instant) or delay= (a duration), not both")
+    due_spec: dict[str, Any]
+    if at is not None:
+        due_at = parse_instant(at, "due time")
+        due_spec = {"at": due_at.isoformat()}
+    elif delay is not None:
+        wait = parse_duration(delay, "delay")
+        due_at = now + wait
+        due_spec = {"delay": wait.total_seconds()}
+    else:
+        due_at = now
+        due_spec = {}
+    deadline_at = parse_instant(deadline, "deadline") if deadline is not None else None
+    if deadline_at is not None and deadline_at <= due_at:
+        raise InvalidRequest(
+            f"deadline {deadline_at.isoformat()} is not after the due time {due_at.isoformat()}; "
+            "a job must be able to start before it expires"
+        )
+    queue = _check_name(queue if queue is not None else defaults.queue, "queue", 100)
+    prio = _check_int(defaults.priority if priority is None else priority, "priority", -1000, 1000)
+    attempts = _check_int(
+        defaults.max_attempts if max_attempts is None else max_attempts, "max_attempts", 1, 1000
+    )
+    if key is not None:
+        key = _check_name(key, "idempotency key", 255)
+    if business_key is not None:
+        business_key = _check_name(business_key, "business key", 255)
+    elif key is not None:
+        business_key = f"{task}:{key}"
+    fingerprint = {
+        "task": task,
+        "args": args_obj,
+        "queue": queue,
+        "priority": prio,
+        "due": due_spec,
+        "deadline": deadline_at.isoformat() if deadline_at else None,
+        "max_attempts": attempts,
+        "business_key": business_key,
+    }
+    if business_key is None:
+        business_key = f"{task}:{uuid.uuid4().hex}"
+    digest = hashlib.sha256(
+        json.dumps(fingerprint, sort_keys=True, separators=(",", ":")).encode()
+    ).hexdigest()
+    return NewJob(
+        tenant=tenant,
+        task=task,
+        args=args_obj,
+        args_json=args_json,
+        queue=queue,
+        priority=prio,
+        due_at=due_at,
+        deadline_at=deadline_at,
+        max_attempts=attempts,
+        retry_base=defaults.retry.base,
+        retry_cap=defaults.retry.cap,
+        lease_seconds=defaults.lease_seconds,
+        timeout_seconds=defaults.timeout_seconds,
+        idempotency_key=key,
+        request_hash=digest,
+        business_key=business_key,
+    )

@@ -1,0 +1,106 @@
+"""Failure classification and capped, fully jittered exponential backoff."""
+
+from __future__ import annotations
+
+import random
+import traceback as tb
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from enum import StrEnum
+
+from duetime.core.states import Event
+
+
+class Retry(Exception):
+    """Raise from a handler to run the job again after exactly `after` seconds.
+
+    Use it for rate limits: `raise Retry(after=resp.headers["Retry-After"], reason="429")`.
+    The attempt still counts towards max_attempts.
+    """
+
+    def __init__(self, after: float | timedelta, reason: str = "retry requested") -> None:
+        seconds = after.total_seconds() if isinstance(after, timedelta) else float(after)
+        if seconds < 0:
+            raise ValueError(f"Retry(after=...) must not be negative, got {seconds}")
+        super().__init__(reason)
+        self.after = seconds
+        self.reason = reason
+
+
+class PermanentError(Exception):
+    """Raise from a handler when running again cannot help: the job goes dead at once."""
+
+
+class ErrorCategory(StrEnum):
+    RETRYABLE = "retryable"  # unexpected exception
+    RATE_LIMITED = "rate_limited"  # Retry(after=...) raised
+    PERMANENT = "permanent"  # PermanentError or a configured permanent exception type
+    TIMEOUT = "timeout"  # the attempt ran past its timeout
+    LEASE_EXPIRED = "lease_expired"  # the worker stopped renewing its lease (crash, pause)
+    INTERRUPTED = "interrupted"  # the worker shut down before the handler finished
+    CANCELLED = "cancelled"  # the handler stopped because cancellation was requested
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """Per-task retry settings. Delay before retry n is uniform(0, min(cap, base * 2**(n-1)))."""
+
+    base: float = 1.0
+    cap: float = 300.0
+    permanent: tuple[type[BaseException], ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.base <= 0 or self.cap <= 0:
+            raise ValueError("RetryPolicy base and cap must be positive seconds")
+        if self.cap < self.base:
+            raise ValueError(f"RetryPolicy cap ({self.cap}) must be >= base ({self.base})")
+
+    def backoff(self, attempt: int, rng: random.Random) -> float:
+        """Seconds to wait after the `attempt`-th failed attempt (1-based), full jitter."""
+        exponent = min(max(attempt - 1, 0), 62)
+        ceiling = min(self.cap, self.base * (2.0**exponent))
+        return rng.uniform(0.0, ceiling)
+
+
+@dataclass(frozen=True)
+class Failure:
+    category: ErrorCategory
+    message: str
+    traceback: str | None = None
+    retry_after: float | None = None  # set for RATE_LIMITED: honoured exactly
+
+
+def classify(exc: BaseException, policy: RetryPolicy) -> Failure:
+    """Turn a handler's exception into a classified failure."""
+    text = "".join(tb.format_exception(exc))
+    message = f"{type(exc).__name__}: {exc}"
+    if isinstance(exc, Retry):
+        return Failure(ErrorCategory.RATE_LIMITED, exc.reason, text, retry_after=exc.after)
+    if isinstance(exc, PermanentError) or (policy.permanent and isinstance(exc, policy.permanent)):
+        return Failure(ErrorCategory.PERMANENT, message, text)
+    if isinstance(exc, TimeoutError):
+        return Failure(ErrorCategory.TIMEOUT, message, text)
+    return Failure(ErrorCategory.RETRYABLE, message, text)
+
+
+@dataclass(frozen=True)
+class Decision:
+    event: Event  # RETRY or GIVE_UP
+    due_at: datetime | None  # when RETRY
+
+
+def decide(
+    failure: Failure,
+    *,
+    attempts: int,
+    max_attempts: int,
+    policy: RetryPolicy,
+    now: datetime,
+    rng: random.Random,
+) -> Decision:
+    """What happens to the job after a failed attempt: retry at some instant, or give up."""
+    if failure.category is ErrorCategory.PERMANENT or attempts >= max_attempts:
+        return Decision(Event.GIVE_UP, None)
+    if failure.retry_after is not None:
+        return Decision(Event.RETRY, now + timedelta(seconds=failure.retry_after))
+    return Decision(Event.RETRY, now + timedelta(seconds=policy.backoff(attempts, rng)))

@@ -1,0 +1,76 @@
+"""The job state machine: every status, every event, and the one table of legal moves.
+
+Stores apply a transition as one conditional write whose condition is "the job's current
+status is a key of the event's row"; the new status is looked up in the same row. This table is
+therefore the single source of truth for what may happen to a job, even under races.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+
+class JobStatus(StrEnum):
+    SCHEDULED = "scheduled"  # waiting for due_at (first run, or a retry after a failure)
+    RUNNING = "running"  # held by exactly one attempt under a lease
+    CANCEL_REQUESTED = "cancel_requested"  # running, and the handler has been asked to stop
+    SUCCEEDED = "succeeded"
+    DEAD = "dead"  # failed permanently or ran out of attempts; kept with its history
+    CANCELLED = "cancelled"
+    EXPIRED = "expired"  # not started before deadline_at
+
+
+class AttemptStatus(StrEnum):
+    RUNNING = "running"
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+    LOST = "lost"  # its lease expired before it reported; outcome unknown
+    CANCELLED = "cancelled"
+
+
+class Event(StrEnum):
+    CLAIM = "claim"
+    SUCCEED = "succeed"
+    RETRY = "retry"  # failed, will run again at a later due_at
+    GIVE_UP = "give_up"  # failed for good: dead
+    STOP = "stop"  # the handler stopped because cancellation was requested
+    CANCEL = "cancel"
+    RESCHEDULE = "reschedule"
+    EXPIRE = "expire"
+    REPLAY = "replay"
+
+
+S = JobStatus
+
+TRANSITIONS: dict[Event, dict[JobStatus, JobStatus]] = {
+    Event.CLAIM: {S.SCHEDULED: S.RUNNING},
+    Event.SUCCEED: {S.RUNNING: S.SUCCEEDED, S.CANCEL_REQUESTED: S.SUCCEEDED},
+    Event.RETRY: {S.RUNNING: S.SCHEDULED, S.CANCEL_REQUESTED: S.CANCELLED},
+    Event.GIVE_UP: {S.RUNNING: S.DEAD, S.CANCEL_REQUESTED: S.CANCELLED},
+    Event.STOP: {S.CANCEL_REQUESTED: S.CANCELLED},
+    Event.CANCEL: {S.SCHEDULED: S.CANCELLED, S.RUNNING: S.CANCEL_REQUESTED},
+    Event.RESCHEDULE: {S.SCHEDULED: S.SCHEDULED},
+    Event.EXPIRE: {S.SCHEDULED: S.EXPIRED},
+    Event.REPLAY: {S.DEAD: S.SCHEDULED, S.CANCELLED: S.SCHEDULED, S.EXPIRED: S.SCHEDULED},
+}
+
+TERMINAL: frozenset[JobStatus] = frozenset({S.SUCCEEDED, S.DEAD, S.CANCELLED, S.EXPIRED})
+HELD: frozenset[JobStatus] = frozenset({S.RUNNING, S.CANCEL_REQUESTED})
+
+# Events that end the attempt holding the job, and the status that attempt ends in.
+ATTEMPT_END: dict[Event, AttemptStatus] = {
+    Event.SUCCEED: AttemptStatus.SUCCEEDED,
+    Event.RETRY: AttemptStatus.FAILED,
+    Event.GIVE_UP: AttemptStatus.FAILED,
+    Event.STOP: AttemptStatus.CANCELLED,
+}
+
+
+def next_status(event: Event, current: JobStatus) -> JobStatus | None:
+    """The status after `event` from `current`, or None when the move is illegal."""
+    return TRANSITIONS[event].get(current)
+
+
+def allowed_from(event: Event) -> list[str]:
+    """The statuses `event` may start from, in a stable order."""
+    return sorted(str(s) for s in TRANSITIONS[event])

@@ -1,0 +1,1 @@
+"""Runtime services built on a Store: the worker, its reaper, logging."""

@@ -1,0 +1,83 @@
+"""What a running handler can learn about its attempt: duetime.current()."""
+
+from __future__ import annotations
+
+import threading
+from contextvars import ContextVar
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from duetime.core.errors import DuetimeError
+from duetime.core.models import Claim
+
+
+class JobCancelled(DuetimeError):
+    """Raised by AttemptContext.raise_if_cancelled() once cancellation was requested."""
+
+
+@dataclass
+class AttemptContext:
+    """The running attempt, as its handler sees it."""
+
+    claim: Claim
+    _cancel: threading.Event = field(default_factory=threading.Event, repr=False)
+    lease_lost: bool = False
+
+    @property
+    def job_id(self) -> int:
+        return self.claim.job.id
+
+    @property
+    def attempt(self) -> int:
+        """1 for the first attempt of the current budget, 2 for the first retry, and so on."""
+        return self.claim.job.attempts
+
+    @property
+    def fencing_token(self) -> int:
+        """The attempt's generation: strictly increasing per job. Pass it to systems that fence."""
+        return self.claim.attempt.generation
+
+    @property
+    def business_key(self) -> str:
+        """Stable across attempts, replicas and replays: the idempotency key to send downstream."""
+        return self.claim.job.business_key
+
+    @property
+    def task(self) -> str:
+        return self.claim.job.task
+
+    @property
+    def due_at(self) -> datetime:
+        return self.claim.job.due_at
+
+    @property
+    def cancel_requested(self) -> bool:
+        """True once an operator asked to cancel this job (or its lease was lost)."""
+        return self._cancel.is_set()
+
+    def raise_if_cancelled(self) -> None:
+        """Stop here if cancellation was requested: the job ends cancelled, not retried."""
+        if self._cancel.is_set():
+            raise JobCancelled(f"job {self.job_id} was cancelled while running")
+
+    def wait_cancelled(self, timeout: float | None = None) -> bool:
+        """Block a sync handler up to `timeout` seconds; True if cancellation was requested."""
+        return self._cancel.wait(timeout)
+
+    def request_cancel(self) -> None:
+        self._cancel.set()
+
+
+_current: ContextVar[AttemptContext | None] = ContextVar("duetime_current_attempt", default=None)
+
+
+def current() -> AttemptContext:
+    """The attempt running in this handler; raises outside a handler."""
+    ctx = _current.get()
+    if ctx is None:
+        raise RuntimeError("duetime.current() is only available inside a running task handler")
+    return ctx
+
+
+def set_current(ctx: AttemptContext) -> None:
+    _current.set(ctx)

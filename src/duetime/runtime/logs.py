@@ -1,0 +1,48 @@
+"""Structured logs: every transition is one record with an event name and key=value fields."""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import Any
+
+
+def log_event(logger: logging.Logger, event: str, level: int = logging.INFO, **fields: Any) -> None:
+    """Log `event` with fields; text output reads `event k=v ...`, JSON output keeps the fields."""
+    text = " ".join(f"{k}={_fmt(v)}" for k, v in fields.items())
+    logger.log(level, "%s %s", event, text, extra={"duetime_event": event, "duetime": fields})
+
+
+def _fmt(value: Any) -> str:
+    text = str(value)
+    return json.dumps(text) if (" " in text or not text) else text
+
+
+class JSONFormatter(logging.Formatter):
+    def format(self, record: logging.LogRecord) -> str:
+        payload: dict[str, Any] = {
+            "ts": self.formatTime(record, "%Y-%m-%dT%H:%M:%S"),
+            "level": record.levelname.lower(),
+            "logger": record.name,
+        }
+        event = getattr(record, "duetime_event", None)
+        if event:
+            payload["event"] = event
+            payload.update(getattr(record, "duetime", {}))
+        else:
+            payload["message"] = record.getMessage()
+        if record.exc_info:
+            payload["exc"] = self.formatException(record.exc_info)
+        return json.dumps(payload, default=str)
+
+
+def configure(level: str = "INFO", fmt: str = "text") -> None:
+    handler = logging.StreamHandler()
+    if fmt == "json":
+        handler.setFormatter(JSONFormatter())
+    else:
+        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s %(message)s"))
+    root = logging.getLogger("duetime")
+    root.handlers[:] = [handler]
+    root.setLevel(level.upper())
+    root.propagate = False

@@ -1,0 +1,74 @@
+"""The reaper: returns attempts whose lease ran out to the retry path. Safe to run everywhere."""
+
+from __future__ import annotations
+
+import logging
+import random
+from dataclasses import dataclass
+
+from duetime.core.clock import Clock
+from duetime.core.models import Outcome
+from duetime.core.retry import ErrorCategory, Failure, RetryPolicy, decide
+from duetime.core.states import AttemptStatus, JobStatus
+from duetime.runtime.logs import log_event
+from duetime.store.base import Store
+
+log = logging.getLogger("duetime.reaper")
+
+
+@dataclass
+class ReapResult:
+    reaped: int = 0  # lost attempts recorded (their jobs retried, dead or cancelled)
+    expired: int = 0  # scheduled jobs past their deadline
+
+
+class Reaper:
+    """Every write is conditional on the lease still being expired and held by its generation,
+    so any number of reapers may run at once: the loser's write simply changes nothing."""
+
+    def __init__(
+        self, store: Store, clock: Clock, *, rng: random.Random | None = None, batch: int = 100
+    ) -> None:
+        self.store = store
+        self.clock = clock
+        self.rng = rng or random.Random()
+        self.batch = batch
+
+    def run_once(self) -> ReapResult:
+        result = ReapResult()
+        now = self.clock.now()
+        for expired in self.store.expired_leases(now, self.batch):
+            failure = Failure(
+                ErrorCategory.LEASE_EXPIRED,
+                "lease expired: the worker stopped renewing it (crash, pause or network loss); "
+                "whether the handler finished is unknown",
+            )
+            decision = decide(
+                failure,
+                attempts=expired.attempts,
+                max_attempts=expired.max_attempts,
+                policy=RetryPolicy(expired.retry_base, expired.retry_cap),
+                now=now,
+                rng=self.rng,
+            )
+            outcome = Outcome(
+                decision.event,
+                due_at=decision.due_at,
+                error_category=failure.category,
+                error_message=failure.message,
+                attempt_status=AttemptStatus.LOST,
+            )
+            if self.store.finish(expired.lease, outcome, now, only_if_expired=True):
+                result.reaped += 1
+                log_event(
+                    log,
+                    "attempt.lost",
+                    job_id=expired.lease.job_id,
+                    generation=expired.lease.generation,
+                    next=str(decision.event),
+                    was=str(expired.job_status),
+                )
+        result.expired = self.store.expire_overdue(now, self.batch)
+        if result.expired:
+            log_event(log, "jobs.expired", count=result.expired, status=str(JobStatus.EXPIRED))
+        return result

@@ -1,0 +1,403 @@
+"""The worker: claims due jobs, runs their handlers under leases, records fenced outcomes.
+
+One asyncio loop runs four duties: the claim loop (fill free slots with due jobs), the
+heartbeat loop (renew leases in one batch, learn about cancellations and lost leases), the
+reaper loop (return lapsed attempts to the retry path) and one execution per claimed job.
+Store calls run in a small thread pool so a slow database never blocks async handlers.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import functools
+import logging
+import os
+import random
+import socket
+import threading
+import time
+import uuid
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+from duetime.client import App, Task
+from duetime.core.clock import Clock
+from duetime.core.models import Claim, Outcome
+from duetime.core.retry import ErrorCategory, Failure, RetryPolicy, classify, decide
+from duetime.core.states import Event
+from duetime.runtime.context import AttemptContext, JobCancelled, set_current
+from duetime.runtime.logs import log_event
+from duetime.runtime.reaper import Reaper
+from duetime.store.base import Store
+
+log = logging.getLogger("duetime.worker")
+T = TypeVar("T")
+
+
+@dataclass
+class WorkerStats:
+    claimed: int = 0
+    succeeded: int = 0
+    retried: int = 0
+    dead: int = 0
+    cancelled: int = 0
+    stale_rejected: int = 0  # outcomes refused because another attempt holds the job now
+    leases_lost: int = 0
+    reaped: int = 0
+    expired: int = 0
+
+
+@dataclass
+class _Running:
+    claim: Claim
+    ctx: AttemptContext
+    last_beat: float
+    handler: asyncio.Future[Any] | None = None
+    interrupted: bool = False
+    execution: asyncio.Task[None] | None = field(default=None, repr=False)
+
+
+def default_worker_id() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
+
+
+class Worker:
+    def __init__(
+        self,
+        app: App,
+        *,
+        queues: Sequence[str] | None = None,
+        concurrency: int = 10,
+        poll_interval: float = 0.5,
+        reap_interval: float = 5.0,
+        grace: float = 30.0,
+        worker_id: str | None = None,
+        rng: random.Random | None = None,
+    ) -> None:
+        if concurrency < 1:
+            raise ValueError("concurrency must be at least 1")
+        self.app = app
+        self.store: Store = app.store
+        self.clock: Clock = app.clock
+        self.queues = list(queues) if queues else None
+        self.concurrency = concurrency
+        self.poll_interval = poll_interval
+        self.reap_interval = reap_interval
+        self.grace = grace
+        self.worker_id = worker_id or default_worker_id()
+        self.rng = rng or random.Random()
+        self.stats = WorkerStats()
+        self.reaper = Reaper(self.store, self.clock, rng=self.rng)
+        self._running: dict[int, _Running] = {}
+        self._handlers = ThreadPoolExecutor(concurrency, thread_name_prefix="duetime-handler")
+        self._io = ThreadPoolExecutor(4, thread_name_prefix="duetime-store")
+        self._wake: asyncio.Event | None = None
+        self._stopping = False
+        self._threads_lock = threading.Lock()
+        self._threads_busy = 0
+
+    # -- public -----------------------------------------------------------------------------
+
+    @property
+    def in_flight(self) -> int:
+        return len(self._running)
+
+    @property
+    def abandoned_threads(self) -> int:
+        """Sync handler threads still running (after shutdown: they outlived the grace period)."""
+        with self._threads_lock:
+            return self._threads_busy
+
+    async def run(self, stop: asyncio.Event) -> None:
+        """Work until `stop` is set, then shut down gracefully within the grace period."""
+        self._wake = asyncio.Event()
+        log_event(
+            log,
+            "worker.started",
+            worker=self.worker_id,
+            queues=self.queues or "*",
+            concurrency=self.concurrency,
+        )
+        duties: list[asyncio.Task[Any]] = [
+            asyncio.create_task(self._claim_loop(), name="duetime-claim"),
+            asyncio.create_task(self._reap_loop(), name="duetime-reap"),
+        ]
+        beats = asyncio.create_task(self._heartbeat_loop(), name="duetime-heartbeat")
+        stopped = asyncio.create_task(stop.wait())
+        await asyncio.wait([stopped, *duties], return_when=asyncio.FIRST_COMPLETED)
+        for duty in duties:
+            if duty.done() and duty.exception():
+                log.error("worker duty %s crashed", duty.get_name(), exc_info=duty.exception())
+        self._stopping = True
+        for duty in [*duties, stopped]:
+            duty.cancel()
+        await self._drain()
+        beats.cancel()
+        await asyncio.gather(beats, *duties, return_exceptions=True)
+        self._io.shutdown(wait=True)
+        self._handlers.shutdown(wait=False, cancel_futures=True)
+        log_event(log, "worker.stopped", worker=self.worker_id, **vars(self.stats))
+
+    # -- loops ------------------------------------------------------------------------------
+
+    async def _claim_loop(self) -> None:
+        assert self._wake is not None
+        while not self._stopping:
+            free = self.concurrency - len(self._running)
+            claimed = 0
+            if free > 0:
+                try:
+                    claims = await self._call(
+                        functools.partial(
+                            self.store.claim,
+                            worker_id=self.worker_id,
+                            queues=self.queues,
+                            limit=free,
+                            now=self.clock.now(),
+                        )
+                    )
+                except Exception:
+                    log.exception("claim failed; retrying after the poll interval")
+                    claims = []
+                for claim in claims:
+                    self._start(claim)
+                claimed = len(claims)
+            if claimed and claimed == free:
+                continue  # there may be more due work: fill slots as they free up
+            self._wake.clear()
+            try:
+                await asyncio.wait_for(self._wake.wait(), self.poll_interval)
+            except TimeoutError:
+                pass
+
+    async def _heartbeat_loop(self) -> None:
+        while True:
+            await asyncio.sleep(self._beat_tick())
+            await self.heartbeat_once()
+
+    def _beat_tick(self) -> float:
+        leases = [r.claim.job.lease_seconds for r in self._running.values()] or [30.0]
+        return max(0.05, min(1.0, min(leases) / 6))
+
+    async def heartbeat_once(self) -> None:
+        """Renew every lease due for renewal (older than a third of its length), in one batch."""
+        now = time.monotonic()
+        due = [
+            r for r in self._running.values() if now - r.last_beat >= r.claim.job.lease_seconds / 3
+        ]
+        if not due:
+            return
+        try:
+            states = await self._call(
+                functools.partial(
+                    self.store.heartbeat, [r.claim.lease for r in due], self.clock.now()
+                )
+            )
+        except Exception:
+            log.exception("heartbeat failed; leases will be renewed on the next tick")
+            return
+        for running, state in zip(due, states, strict=True):
+            running.last_beat = now
+            if not state.held and not running.ctx.lease_lost:
+                running.ctx.lease_lost = True
+                self.stats.leases_lost += 1
+                log_event(log, "lease.lost", logging.WARNING, **_ids(running.claim))
+                self._ask_to_stop(running)
+            elif state.cancel_requested and not running.ctx.cancel_requested:
+                log_event(log, "job.cancel_seen", **_ids(running.claim))
+                self._ask_to_stop(running)
+
+    @staticmethod
+    def _ask_to_stop(running: _Running) -> None:
+        """Set the flag sync handlers poll; cancel an async handler cooperatively."""
+        running.ctx.request_cancel()
+        if isinstance(running.handler, asyncio.Task):
+            running.handler.cancel()
+
+    async def _reap_loop(self) -> None:
+        while True:
+            try:
+                result = await self._call(self.reaper.run_once)
+                self.stats.reaped += result.reaped
+                self.stats.expired += result.expired
+            except Exception:
+                log.exception("reaper run failed; trying again next interval")
+            await asyncio.sleep(self.reap_interval)
+
+    # -- one attempt ------------------------------------------------------------------------
+
+    def _start(self, claim: Claim) -> None:
+        self.stats.claimed += 1
+        running = _Running(claim, AttemptContext(claim), last_beat=time.monotonic())
+        self._running[claim.attempt.id] = running
+        running.execution = asyncio.create_task(self._execute(running))
+
+    async def _execute(self, running: _Running) -> None:
+        claim = running.claim
+        job = claim.job
+        task = self.app.tasks.get(job.task)
+        log_event(
+            log,
+            "job.started",
+            **_ids(claim),
+            attempt=job.attempts,
+            lag_ms=int((claim.attempt.started_at - job.due_at).total_seconds() * 1000),
+        )
+        started = time.monotonic()
+        try:
+            outcome = await self._run_handler(running, task)
+            await self._record(running, outcome, time.monotonic() - started)
+        finally:
+            del self._running[claim.attempt.id]
+            assert self._wake is not None
+            self._wake.set()
+
+    async def _run_handler(self, running: _Running, task: Task | None) -> Outcome:
+        job = running.claim.job
+        policy = task.defaults.retry if task else RetryPolicy(job.retry_base, job.retry_cap)
+        try:
+            if task is None:
+                raise LookupError(
+                    f"no handler for task {job.task!r} in this worker; register it with "
+                    "@app.task or run a worker whose app knows it"
+                )
+            running.handler = self._invoke(task, running.ctx, job.args)
+            await asyncio.wait_for(asyncio.shield(running.handler), job.timeout_seconds)
+            return Outcome(Event.SUCCEED)
+        except TimeoutError as exc:
+            if running.handler is not None and not running.handler.done():
+                running.ctx.request_cancel()
+                running.handler.cancel()
+                failure = Failure(
+                    ErrorCategory.TIMEOUT,
+                    f"attempt ran past its timeout of {job.timeout_seconds:g}s",
+                )
+            else:
+                failure = classify(exc, policy)
+        except (asyncio.CancelledError, JobCancelled) as exc:
+            if running.interrupted:
+                return Outcome(
+                    Event.RETRY,
+                    due_at=self.clock.now(),
+                    error_category=ErrorCategory.INTERRUPTED,
+                    error_message="the worker shut down before the handler finished",
+                )
+            if isinstance(exc, asyncio.CancelledError) and not running.ctx.cancel_requested:
+                raise
+            return Outcome(
+                Event.STOP,
+                error_category=ErrorCategory.CANCELLED,
+                error_message="the handler stopped after cancellation was requested",
+            )
+        except Exception as exc:
+            failure = classify(exc, policy)
+        decision = decide(
+            failure,
+            attempts=job.attempts,
+            max_attempts=job.max_attempts,
+            policy=policy,
+            now=self.clock.now(),
+            rng=self.rng,
+        )
+        return Outcome(
+            decision.event,
+            due_at=decision.due_at,
+            error_category=failure.category,
+            error_message=failure.message,
+            error_traceback=failure.traceback,
+        )
+
+    def _invoke(self, task: Task, ctx: AttemptContext, args: dict[str, Any]) -> asyncio.Future[Any]:
+        context = contextvars.copy_context()
+        context.run(set_current, ctx)
+        if task.is_async:
+            return asyncio.get_running_loop().create_task(task.fn(**args), context=context)
+        call = functools.partial(context.run, self._in_thread, task.fn, args)
+        return asyncio.get_running_loop().run_in_executor(self._handlers, call)
+
+    def _in_thread(self, fn: Callable[..., Any], args: dict[str, Any]) -> Any:
+        with self._threads_lock:
+            self._threads_busy += 1
+        try:
+            return fn(**args)
+        finally:
+            with self._threads_lock:
+                self._threads_busy -= 1
+
+    async def _record(self, running: _Running, outcome: Outcome, seconds: float) -> None:
+        claim = running.claim
+        delay = 0.1
+        while True:
+            try:
+                applied = await self._call(
+                    functools.partial(self.store.finish, claim.lease, outcome, self.clock.now())
+                )
+                break
+            except Exception:
+                if delay > 10:
+                    log.exception("could not record outcome; the lease will expire and be reaped")
+                    return
+                log.warning("recording outcome failed; retrying in %.1fs", delay, exc_info=True)
+                await asyncio.sleep(delay)
+                delay *= 2
+        fields: dict[str, Any] = {**_ids(claim), "duration_ms": int(seconds * 1000)}
+        if not applied:
+            self.stats.stale_rejected += 1
+            log_event(
+                log,
+                "outcome.rejected_stale",
+                logging.WARNING,
+                **fields,
+                outcome=str(outcome.event),
+                reason="another attempt holds the job now (this worker's lease was lost)",
+            )
+            return
+        if outcome.error_category:
+            fields["error"] = outcome.error_category
+            fields["message"] = (outcome.error_message or "")[:200]
+        if outcome.due_at is not None:
+            fields["retry_at"] = outcome.due_at.isoformat()
+        name = {
+            Event.SUCCEED: "job.succeeded",
+            Event.RETRY: "job.retry_scheduled",
+            Event.GIVE_UP: "job.dead",
+            Event.STOP: "job.cancelled",
+        }[outcome.event]
+        counter = {
+            Event.SUCCEED: "succeeded",
+            Event.RETRY: "retried",
+            Event.GIVE_UP: "dead",
+            Event.STOP: "cancelled",
+        }[outcome.event]
+        setattr(self.stats, counter, getattr(self.stats, counter) + 1)
+        level = logging.WARNING if outcome.event is Event.GIVE_UP else logging.INFO
+        log_event(log, name, level, **fields)
+
+    # -- shutdown ---------------------------------------------------------------------------
+
+    async def _drain(self) -> None:
+        executions = [r.execution for r in self._running.values() if r.execution is not None]
+        if executions:
+            log_event(log, "worker.draining", in_flight=len(executions), grace_s=self.grace)
+            _, pending = await asyncio.wait(executions, timeout=self.grace)
+            if pending:
+                for running in list(self._running.values()):
+                    running.interrupted = True
+                    running.ctx.request_cancel()
+                    if running.handler is not None:
+                        running.handler.cancel()
+                await asyncio.wait(pending, timeout=10)
+
+    async def _call(self, fn: Callable[[], T]) -> T:
+        return await asyncio.get_running_loop().run_in_executor(self._io, fn)
+
+
+def _ids(claim: Claim) -> dict[str, Any]:
+    return {
+        "job_id": claim.job.id,
+        "task": claim.job.task,
+        "generation": claim.attempt.generation,
+    }

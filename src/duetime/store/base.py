@@ -1,0 +1,121 @@
+"""The store contract every dialect implements, and that the shared contract suite checks.
+
+Rules that hold for every method:
+- `now` is always a parameter: a store never reads a clock.
+- Every change of a job's status is one conditional write whose condition is the job's current
+  status (from duetime.core.states.TRANSITIONS) and, for writes made by a worker, the attempt's
+  generation. A write whose condition fails changes nothing.
+- Each method is one transaction: it commits before it returns, or changes nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Protocol
+
+from duetime.core.models import (
+    Claim,
+    Enqueued,
+    ExpiredLease,
+    Job,
+    JobFilter,
+    Lease,
+    LeaseState,
+    NewJob,
+    Outcome,
+)
+from duetime.core.states import Event
+
+
+class Store(Protocol):
+    dialect: str
+
+    def migrate(self) -> list[int]:
+        """Apply every migration not yet applied; return the versions applied now."""
+        ...
+
+    def schema_version(self) -> int:
+        """The newest migration applied to the database (0 for an empty database)."""
+        ...
+
+    def check_schema(self) -> None:
+        """Raise SchemaError unless the database is at exactly the version this code knows."""
+        ...
+
+    def close(self) -> None: ...
+
+    def enqueue(self, jobs: Sequence[NewJob], now: datetime) -> list[Enqueued]:
+        """Insert jobs in one transaction, all or none.
+
+        A job whose (tenant, idempotency_key) exists already is not inserted: the original is
+        returned with created=False when its request_hash matches, and IdempotencyConflict is
+        raised (nothing is stored) when it differs.
+        """
+        ...
+
+    def get_job(self, job_id: int, *, tenant: str | None = None) -> Job | None:
+        """The job with its attempt history, or None (also when it belongs to another tenant)."""
+        ...
+
+    def list_jobs(self, f: JobFilter) -> list[Job]:
+        """Jobs matching the filter, newest first, without attempt history."""
+        ...
+
+    def claim(
+        self, *, worker_id: str, queues: Sequence[str] | None, limit: int, now: datetime
+    ) -> list[Claim]:
+        """Atomically take up to `limit` due jobs and start one attempt on each.
+
+        Eligible: status scheduled, due_at <= now, deadline_at absent or > now, queue in
+        `queues` (any queue when None). Order: priority descending, then due_at, then id. Each
+        claimed job becomes running with generation + 1 and attempts + 1, and gets a new
+        attempt row with that generation and lease_expires_at = now + the job's lease_seconds.
+        Concurrent callers never receive the same job.
+        """
+        ...
+
+    def heartbeat(self, leases: Sequence[Lease], now: datetime) -> list[LeaseState]:
+        """Renew each lease still held (attempt running with that generation) to now + lease.
+
+        A lease not held any more is reported with held=False and changes nothing.
+        """
+        ...
+
+    def finish(
+        self, lease: Lease, outcome: Outcome, now: datetime, *, only_if_expired: bool = False
+    ) -> bool:
+        """Record how the attempt ended and move its job, fenced by the lease's generation.
+
+        Applies when the job is still held (running or cancel_requested) by this generation
+        and, with only_if_expired, when the attempt's lease is expired at `now`. Then the job
+        moves by TRANSITIONS[outcome.event], due_at is set for RETRY, and the attempt ends.
+        Otherwise nothing changes in the job; the attempt keeps its status and records the
+        late report (late_outcome, late_reported_at); returns False.
+        """
+        ...
+
+    def expired_leases(self, now: datetime, limit: int) -> list[ExpiredLease]:
+        """Up to `limit` running attempts whose lease_expires_at <= now, oldest first."""
+        ...
+
+    def expire_overdue(self, now: datetime, limit: int) -> int:
+        """Move scheduled jobs whose deadline_at <= now to expired; return how many."""
+        ...
+
+    def transition(
+        self,
+        job_id: int,
+        event: Event,
+        now: datetime,
+        *,
+        tenant: str | None = None,
+        due_at: datetime | None = None,
+    ) -> Job:
+        """An operator's move (CANCEL, RESCHEDULE, REPLAY): conditional on the current status.
+
+        RESCHEDULE sets due_at; REPLAY sets due_at (default now) and starts a new attempt
+        budget (attempts = 0) while generation keeps counting. Every move bumps version.
+        Raises JobNotFound, or IllegalTransition when the status forbids the move.
+        """
+        ...

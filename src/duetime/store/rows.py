@@ -1,0 +1,101 @@
+"""Dialect-neutral store helpers: rows into core records, move maps, refusal errors."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from datetime import datetime
+from typing import Any
+
+from duetime.core.errors import IllegalTransition, InvalidRequest
+from duetime.core.models import Attempt, Job
+from duetime.core.retry import ErrorCategory
+from duetime.core.states import AttemptStatus, Event, JobStatus, allowed_from
+
+Row = Mapping[str, Any]
+ToTime = Callable[[Any], datetime]
+
+
+def moves_json(event: Event) -> str:
+    """The {from: to} map of one event, as the JSON the SQL statements look statuses up in."""
+    from duetime.core.states import TRANSITIONS
+
+    return json.dumps({str(k): str(v) for k, v in TRANSITIONS[event].items()}, sort_keys=True)
+
+
+def job_from_row(row: Row, t: ToTime, attempts: tuple[Attempt, ...] = ()) -> Job:
+    args = row["args"]
+    return Job(
+        id=row["id"],
+        tenant=row["tenant"],
+        queue=row["queue"],
+        task=row["task"],
+        args=json.loads(args) if isinstance(args, str) else dict(args),
+        priority=row["priority"],
+        due_at=t(row["due_at"]),
+        deadline_at=_opt(row["deadline_at"], t),
+        status=JobStatus(row["status"]),
+        version=row["version"],
+        attempts=row["attempts"],
+        max_attempts=row["max_attempts"],
+        generation=row["generation"],
+        retry_base=row["retry_base"],
+        retry_cap=row["retry_cap"],
+        lease_seconds=row["lease_seconds"],
+        timeout_seconds=row["timeout_seconds"],
+        idempotency_key=row["idempotency_key"],
+        business_key=row["business_key"],
+        created_at=t(row["created_at"]),
+        updated_at=t(row["updated_at"]),
+        cancel_requested_at=_opt(row["cancel_requested_at"], t),
+        attempt_history=attempts,
+    )
+
+
+def attempt_from_row(row: Row, t: ToTime) -> Attempt:
+    category = row["error_category"]
+    return Attempt(
+        id=row["id"],
+        job_id=row["job_id"],
+        generation=row["generation"],
+        worker_id=row["worker_id"],
+        status=AttemptStatus(row["status"]),
+        lease_expires_at=t(row["lease_expires_at"]),
+        started_at=t(row["started_at"]),
+        finished_at=_opt(row["finished_at"], t),
+        error_category=ErrorCategory(category) if category else None,
+        error_message=row["error_message"],
+        error_traceback=row["error_traceback"],
+        late_outcome=row["late_outcome"],
+        late_reported_at=_opt(row["late_reported_at"], t),
+    )
+
+
+def _opt(value: Any, t: ToTime) -> datetime | None:
+    return None if value is None else t(value)
+
+
+ACTION_NAMES = {
+    Event.CANCEL: "cancel",
+    Event.RESCHEDULE: "reschedule",
+    Event.REPLAY: "replay",
+    Event.EXPIRE: "expire",
+}
+
+
+def action_name(event: Event) -> str:
+    return ACTION_NAMES.get(event, str(event))
+
+
+def allowed(event: Event) -> list[str]:
+    return allowed_from(event)
+
+
+def refusal(job: Job, event: Event, due_at: datetime | None) -> Exception:
+    """The error that explains why a conditional move did not apply to `job`."""
+    if str(job.status) in allowed(event) and due_at is not None and job.deadline_at is not None:
+        return InvalidRequest(
+            f"cannot {action_name(event)} job {job.id} to {due_at.isoformat()}: it is not before "
+            f"the job's deadline {job.deadline_at.isoformat()}"
+        )
+    return IllegalTransition(job.id, action_name(event), str(job.status), allowed(event))

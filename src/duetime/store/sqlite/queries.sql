@@ -1,0 +1,118 @@
+-- Named statements of the SQLite store. The PostgreSQL file defines the same names.
+-- Job moves take :moves, a JSON object {from_status: to_status} from core.states.TRANSITIONS.
+
+-- name: insert_job
+INSERT INTO duetime_jobs (tenant, queue, task, args, priority, due_at, deadline_at, status,
+    max_attempts, retry_base, retry_cap, lease_seconds, timeout_seconds, idempotency_key,
+    request_hash, business_key, created_at, updated_at)
+VALUES (:tenant, :queue, :task, :args, :priority, :due_at, :deadline_at, 'scheduled',
+    :max_attempts, :retry_base, :retry_cap, :lease_seconds, :timeout_seconds, :idempotency_key,
+    :request_hash, :business_key, :now, :now)
+ON CONFLICT (tenant, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
+RETURNING id;
+
+-- name: job_by_key
+SELECT id, request_hash FROM duetime_jobs WHERE tenant = :tenant AND idempotency_key = :key;
+
+-- name: select_job
+SELECT * FROM duetime_jobs WHERE id = :id AND (:tenant IS NULL OR tenant = :tenant);
+
+-- name: select_attempts
+SELECT * FROM duetime_attempts WHERE job_id = :id ORDER BY generation;
+
+-- name: list_jobs
+SELECT * FROM duetime_jobs
+WHERE (:tenant IS NULL OR tenant = :tenant)
+  AND (:status IS NULL OR status = :status)
+  AND (:task IS NULL OR task = :task)
+  AND (:queue IS NULL OR queue = :queue)
+  AND (:before_id IS NULL OR id < :before_id)
+ORDER BY id DESC
+LIMIT :limit;
+
+-- name: pick_due
+SELECT id FROM duetime_jobs
+WHERE status = 'scheduled'
+  AND due_at <= :now
+  AND (deadline_at IS NULL OR deadline_at > :now)
+  AND (:queues IS NULL OR queue IN (SELECT value FROM json_each(:queues)))
+ORDER BY priority DESC, due_at, id
+LIMIT :limit;
+
+-- name: claim_job
+UPDATE duetime_jobs
+SET status = 'running', generation = generation + 1, attempts = attempts + 1, updated_at = :now
+WHERE id = :id AND status = 'scheduled'
+RETURNING *;
+
+-- name: insert_attempt
+INSERT INTO duetime_attempts (job_id, generation, worker_id, status, lease_expires_at, started_at)
+VALUES (:job_id, :generation, :worker_id, 'running', :lease_expires_at, :now)
+RETURNING *;
+
+-- name: renew_lease
+UPDATE duetime_attempts
+SET lease_expires_at = :now + CAST(
+    (SELECT lease_seconds FROM duetime_jobs WHERE id = :job_id) * 1000000 AS INTEGER)
+WHERE id = :attempt_id AND job_id = :job_id AND generation = :generation AND status = 'running'
+RETURNING lease_expires_at, (SELECT status FROM duetime_jobs WHERE id = :job_id) AS job_status;
+
+-- name: finish_job
+UPDATE duetime_jobs
+SET status = json_extract(:moves, '$.' || status),
+    due_at = COALESCE(:due_at, due_at),
+    updated_at = :now
+WHERE id = :job_id
+  AND generation = :generation
+  AND json_type(:moves, '$.' || status) IS NOT NULL
+  AND (:only_if_expired = 0 OR EXISTS (
+        SELECT 1 FROM duetime_attempts
+        WHERE id = :attempt_id AND status = 'running' AND lease_expires_at <= :now))
+RETURNING status;
+
+-- name: finish_attempt
+UPDATE duetime_attempts
+SET status = :status, finished_at = :now, error_category = :error_category,
+    error_message = :error_message, error_traceback = :error_traceback
+WHERE id = :attempt_id AND generation = :generation AND status = 'running';
+
+-- name: late_report
+UPDATE duetime_attempts SET late_outcome = :outcome, late_reported_at = :now
+WHERE id = :attempt_id AND generation = :generation;
+
+-- name: expired_leases
+SELECT a.id AS attempt_id, a.job_id, a.generation, j.status, j.attempts, j.max_attempts,
+       j.retry_base, j.retry_cap
+FROM duetime_attempts a JOIN duetime_jobs j ON j.id = a.job_id
+WHERE a.status = 'running' AND a.lease_expires_at <= :now
+ORDER BY a.lease_expires_at
+LIMIT :limit;
+
+-- name: expire_overdue
+UPDATE duetime_jobs
+SET status = json_extract(:moves, '$.' || status), version = version + 1, updated_at = :now
+WHERE id IN (
+    SELECT id FROM duetime_jobs
+    WHERE status = 'scheduled' AND deadline_at IS NOT NULL AND deadline_at <= :now
+    LIMIT :limit)
+  AND json_type(:moves, '$.' || status) IS NOT NULL;
+
+-- name: transition
+UPDATE duetime_jobs
+SET status = json_extract(:moves, '$.' || status),
+    due_at = COALESCE(:due_at, due_at),
+    attempts = CASE WHEN :replay = 1 THEN 0 ELSE attempts END,
+    deadline_at = CASE WHEN :replay = 1 AND deadline_at <= COALESCE(:due_at, due_at)
+                       THEN NULL ELSE deadline_at END,
+    cancel_requested_at = CASE WHEN json_extract(:moves, '$.' || status) = 'cancel_requested'
+                               THEN :now ELSE cancel_requested_at END,
+    version = version + 1,
+    updated_at = :now
+WHERE id = :job_id
+  AND (:tenant IS NULL OR tenant = :tenant)
+  AND json_type(:moves, '$.' || status) IS NOT NULL
+  AND (:due_at IS NULL OR :replay = 1 OR deadline_at IS NULL OR deadline_at > :due_at)
+RETURNING id;
+
+-- name: schema_version
+SELECT COALESCE(MAX(version), 0) FROM duetime_migrations;

@@ -1,0 +1,389 @@
+"""The embedded SQLite store: one file, WAL journal, write transactions under BEGIN IMMEDIATE."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from duetime.core.errors import (
+    IdempotencyConflict,
+    JobNotFound,
+    SchemaError,
+)
+from duetime.core.models import (
+    Claim,
+    Enqueued,
+    ExpiredLease,
+    Job,
+    JobFilter,
+    Lease,
+    LeaseState,
+    NewJob,
+    Outcome,
+)
+from duetime.core.states import ATTEMPT_END, Event, JobStatus
+from duetime.store.rows import attempt_from_row, job_from_row, moves_json, refusal
+from duetime.store.sql import load_migrations, load_queries
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_US = timedelta(microseconds=1)
+
+
+def to_us(value: datetime) -> int:
+    return (value - _EPOCH) // _US
+
+
+def from_us(value: int) -> datetime:
+    return _EPOCH + timedelta(microseconds=value)
+
+
+def _opt_us(value: datetime | None) -> int | None:
+    return None if value is None else to_us(value)
+
+
+class SQLiteStore:
+    """A Store on one SQLite file. Safe for many threads and many processes on one machine."""
+
+    dialect = "sqlite"
+
+    def __init__(self, path: str | Path, *, busy_timeout: float = 60.0) -> None:
+        self.path = str(path)
+        self._q = load_queries("sqlite")
+        self._migrations = load_migrations("sqlite")
+        self._lock = threading.RLock()
+        self._conn = sqlite3.connect(
+            self.path, isolation_level=None, check_same_thread=False, timeout=busy_timeout
+        )
+        self._conn.row_factory = sqlite3.Row
+        self._conn.execute("PRAGMA journal_mode=WAL")
+        self._conn.execute("PRAGMA synchronous=FULL")
+        self._conn.execute("PRAGMA foreign_keys=ON")
+
+    # -- plumbing ---------------------------------------------------------------------------
+
+    @contextmanager
+    def _tx(self, mode: str = "IMMEDIATE") -> Iterator[sqlite3.Connection]:
+        with self._lock:
+            self._conn.execute(f"BEGIN {mode}")
+            try:
+                yield self._conn
+            except BaseException:
+                self._conn.execute("ROLLBACK")
+                raise
+            self._conn.execute("COMMIT")
+
+    def close(self) -> None:
+        with self._lock:
+            self._conn.close()
+
+    # -- schema -----------------------------------------------------------------------------
+
+    def _applied_version(self, conn: sqlite3.Connection) -> int:
+        exists = conn.execute(
+            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'duetime_migrations'"
+        ).fetchone()
+        if not exists:
+            return 0
+        return int(conn.execute(self._q["schema_version"]).fetchone()[0])
+
+    def schema_version(self) -> int:
+        with self._tx("DEFERRED") as conn:
+            return self._applied_version(conn)
+
+    def migrate(self) -> list[int]:
+        applied: list[int] = []
+        with self._tx() as conn:
+            conn.execute(
+                "CREATE TABLE IF NOT EXISTS duetime_migrations ("
+                "version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)"
+            )
+            current = self._applied_version(conn)
+            self._refuse_newer(current)
+            for version, name, sql in self._migrations:
+                if version <= current:
+                    continue
+                for statement in _statements(sql):
+                    conn.execute(statement)
+                conn.execute(
+                    "INSERT INTO duetime_migrations (version, name, applied_at) VALUES (?, ?, ?)",
+                    (version, name, to_us(datetime.now(UTC))),
+                )
+                applied.append(version)
+        return applied
+
+    @property
+    def latest_version(self) -> int:
+        return self._migrations[-1][0]
+
+    def _refuse_newer(self, current: int) -> None:
+        if current > self.latest_version:
+            raise SchemaError(
+                f"the database schema is at version {current}, newer than this duetime knows "
+                f"({self.latest_version}); upgrade duetime before using this database"
+            )
+
+    def check_schema(self) -> None:
+        current = self.schema_version()
+        self._refuse_newer(current)
+        if current < self.latest_version:
+            raise SchemaError(
+                f"the database schema is at version {current} but this duetime needs "
+                f"{self.latest_version}; run `duetime migrate` first"
+            )
+
+    # -- enqueue and reads ------------------------------------------------------------------
+
+    def enqueue(self, jobs: Sequence[NewJob], now: datetime) -> list[Enqueued]:
+        results: list[tuple[int, bool]] = []
+        with self._tx() as conn:
+            for job in jobs:
+                row = conn.execute(self._q["insert_job"], _job_params(job, now)).fetchone()
+                if row is not None:
+                    results.append((row["id"], True))
+                    continue
+                existing = conn.execute(
+                    self._q["job_by_key"], {"tenant": job.tenant, "key": job.idempotency_key}
+                ).fetchone()
+                if existing["request_hash"] != job.request_hash:
+                    raise IdempotencyConflict(
+                        f"idempotency key {job.idempotency_key!r} was already used for job "
+                        f"{existing['id']} with a different request; use a new key"
+                    )
+                results.append((existing["id"], False))
+            loaded = {job_id: self._load(conn, job_id, None, False) for job_id, _ in results}
+        return [Enqueued(loaded[job_id], created) for job_id, created in results]  # type: ignore[arg-type]
+
+    def _load(
+        self, conn: sqlite3.Connection, job_id: int, tenant: str | None, with_attempts: bool
+    ) -> Job | None:
+        row = conn.execute(self._q["select_job"], {"id": job_id, "tenant": tenant}).fetchone()
+        if row is None:
+            return None
+        history: tuple[Any, ...] = ()
+        if with_attempts:
+            history = tuple(
+                attempt_from_row(a, from_us)
+                for a in conn.execute(self._q["select_attempts"], {"id": job_id})
+            )
+        return job_from_row(row, from_us, history)
+
+    def get_job(self, job_id: int, *, tenant: str | None = None) -> Job | None:
+        with self._tx("DEFERRED") as conn:
+            return self._load(conn, job_id, tenant, True)
+
+    def list_jobs(self, f: JobFilter) -> list[Job]:
+        params = {
+            "tenant": f.tenant,
+            "status": str(f.status) if f.status else None,
+            "task": f.task,
+            "queue": f.queue,
+            "before_id": f.before_id,
+            "limit": f.limit,
+        }
+        with self._tx("DEFERRED") as conn:
+            return [job_from_row(r, from_us) for r in conn.execute(self._q["list_jobs"], params)]
+
+    # -- the worker's path ------------------------------------------------------------------
+
+    def claim(
+        self, *, worker_id: str, queues: Sequence[str] | None, limit: int, now: datetime
+    ) -> list[Claim]:
+        if limit <= 0:
+            return []
+        now_us = to_us(now)
+        claims: list[Claim] = []
+        with self._tx() as conn:
+            picked = conn.execute(
+                self._q["pick_due"],
+                {
+                    "now": now_us,
+                    "limit": limit,
+                    "queues": json.dumps(list(queues)) if queues is not None else None,
+                },
+            ).fetchall()
+            for pick in picked:
+                row = conn.execute(
+                    self._q["claim_job"], {"id": pick["id"], "now": now_us}
+                ).fetchone()
+                job = job_from_row(row, from_us)
+                attempt_row = conn.execute(
+                    self._q["insert_attempt"],
+                    {
+                        "job_id": job.id,
+                        "generation": job.generation,
+                        "worker_id": worker_id,
+                        "lease_expires_at": now_us + int(job.lease_seconds * 1_000_000),
+                        "now": now_us,
+                    },
+                ).fetchone()
+                claims.append(Claim(job, attempt_from_row(attempt_row, from_us)))
+        return claims
+
+    def heartbeat(self, leases: Sequence[Lease], now: datetime) -> list[LeaseState]:
+        states: list[LeaseState] = []
+        with self._tx() as conn:
+            for lease in leases:
+                row = conn.execute(
+                    self._q["renew_lease"],
+                    {
+                        "now": to_us(now),
+                        "job_id": lease.job_id,
+                        "attempt_id": lease.attempt_id,
+                        "generation": lease.generation,
+                    },
+                ).fetchone()
+                if row is None:
+                    states.append(LeaseState(lease, held=False))
+                else:
+                    states.append(
+                        LeaseState(
+                            lease,
+                            held=True,
+                            cancel_requested=row["job_status"] == JobStatus.CANCEL_REQUESTED,
+                            lease_expires_at=from_us(row["lease_expires_at"]),
+                        )
+                    )
+        return states
+
+    def finish(
+        self, lease: Lease, outcome: Outcome, now: datetime, *, only_if_expired: bool = False
+    ) -> bool:
+        now_us = to_us(now)
+        attempt_status = outcome.attempt_status or ATTEMPT_END[outcome.event]
+        with self._tx() as conn:
+            moved = conn.execute(
+                self._q["finish_job"],
+                {
+                    "moves": moves_json(outcome.event),
+                    "due_at": _opt_us(outcome.due_at),
+                    "now": now_us,
+                    "job_id": lease.job_id,
+                    "generation": lease.generation,
+                    "attempt_id": lease.attempt_id,
+                    "only_if_expired": int(only_if_expired),
+                },
+            ).fetchone()
+            if moved is None:
+                if not only_if_expired:
+                    conn.execute(
+                        self._q["late_report"],
+                        {
+                            "outcome": str(attempt_status),
+                            "now": now_us,
+                            "attempt_id": lease.attempt_id,
+                            "generation": lease.generation,
+                        },
+                    )
+                return False
+            conn.execute(
+                self._q["finish_attempt"],
+                {
+                    "status": str(attempt_status),
+                    "now": now_us,
+                    "error_category": outcome.error_category,
+                    "error_message": outcome.error_message,
+                    "error_traceback": outcome.error_traceback,
+                    "attempt_id": lease.attempt_id,
+                    "generation": lease.generation,
+                },
+            )
+            return True
+
+    def expired_leases(self, now: datetime, limit: int) -> list[ExpiredLease]:
+        with self._tx("DEFERRED") as conn:
+            rows = conn.execute(
+                self._q["expired_leases"], {"now": to_us(now), "limit": limit}
+            ).fetchall()
+        return [
+            ExpiredLease(
+                lease=Lease(r["job_id"], r["attempt_id"], r["generation"]),
+                job_status=JobStatus(r["status"]),
+                attempts=r["attempts"],
+                max_attempts=r["max_attempts"],
+                retry_base=r["retry_base"],
+                retry_cap=r["retry_cap"],
+            )
+            for r in rows
+        ]
+
+    def expire_overdue(self, now: datetime, limit: int) -> int:
+        with self._tx() as conn:
+            cursor = conn.execute(
+                self._q["expire_overdue"],
+                {"moves": moves_json(Event.EXPIRE), "now": to_us(now), "limit": limit},
+            )
+            return cursor.rowcount
+
+    # -- operators' moves -------------------------------------------------------------------
+
+    def transition(
+        self,
+        job_id: int,
+        event: Event,
+        now: datetime,
+        *,
+        tenant: str | None = None,
+        due_at: datetime | None = None,
+    ) -> Job:
+        replay = event is Event.REPLAY
+        if replay and due_at is None:
+            due_at = now
+        with self._tx() as conn:
+            row = conn.execute(
+                self._q["transition"],
+                {
+                    "moves": moves_json(event),
+                    "due_at": _opt_us(due_at),
+                    "replay": int(replay),
+                    "now": to_us(now),
+                    "job_id": job_id,
+                    "tenant": tenant,
+                },
+            ).fetchone()
+            job = self._load(conn, job_id, tenant, True)
+        if job is None:
+            raise JobNotFound(job_id)
+        if row is None:
+            raise refusal(job, event, due_at)
+        return job
+
+
+def _job_params(job: NewJob, now: datetime) -> dict[str, Any]:
+    return {
+        "tenant": job.tenant,
+        "queue": job.queue,
+        "task": job.task,
+        "args": job.args_json,
+        "priority": job.priority,
+        "due_at": to_us(job.due_at),
+        "deadline_at": _opt_us(job.deadline_at),
+        "max_attempts": job.max_attempts,
+        "retry_base": job.retry_base,
+        "retry_cap": job.retry_cap,
+        "lease_seconds": job.lease_seconds,
+        "timeout_seconds": job.timeout_seconds,
+        "idempotency_key": job.idempotency_key,
+        "request_hash": job.request_hash,
+        "business_key": job.business_key,
+        "now": to_us(now),
+    }
+
+
+def _statements(script: str) -> Iterator[str]:
+    """Split a migration script into complete statements."""
+    buffer = ""
+    for line in script.splitlines(keepends=True):
+        if not buffer and line.strip().startswith("--"):
+            continue
+        buffer += line
+        if sqlite3.complete_statement(buffer):
+            yield buffer.strip()
+            buffer = ""
+    if buffer.strip():
+        raise SchemaError(f"incomplete statement in migration: {buffer.strip()[:80]}")

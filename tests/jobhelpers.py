@@ -1,0 +1,60 @@
+"""Building blocks for contract tests: make requests, drive a job into any status."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+from duetime.core.clock import ManualClock
+from duetime.core.models import Job, Lease, NewJob, Outcome
+from duetime.core.requests import TaskDefaults, build_new_job
+from duetime.core.retry import ErrorCategory
+from duetime.core.states import Event, JobStatus
+from duetime.store.base import Store
+
+
+def new(
+    clock: ManualClock, task: str = "t", args: dict[str, Any] | None = None, **kw: Any
+) -> NewJob:
+    defaults = kw.pop("defaults", TaskDefaults())
+    tenant = kw.pop("tenant", "default")
+    return build_new_job(task, args or {}, now=clock.now(), tenant=tenant, defaults=defaults, **kw)
+
+
+def enqueue(store: Store, clock: ManualClock, **kw: Any) -> Job:
+    return store.enqueue([new(clock, **kw)], clock.now())[0].job
+
+
+def claim_one(store: Store, clock: ManualClock, worker: str = "w1") -> tuple[Job, Lease]:
+    claims = store.claim(worker_id=worker, queues=None, limit=1, now=clock.now())
+    assert len(claims) == 1, f"expected one claim, got {claims}"
+    return claims[0].job, claims[0].lease
+
+
+def job_in(store: Store, clock: ManualClock, status: JobStatus) -> tuple[Job, Lease | None]:
+    """A fresh job in `status`, and the lease of its newest attempt if it had one."""
+    if status is JobStatus.EXPIRED:
+        job = enqueue(store, clock, deadline=clock.now() + timedelta(seconds=5))
+        clock.advance(10)
+        assert store.expire_overdue(clock.now(), 100) >= 1
+        return _reload(store, job), None
+    job = enqueue(store, clock)
+    if status is JobStatus.SCHEDULED:
+        return job, None
+    if status is JobStatus.CANCELLED:
+        return store.transition(job.id, Event.CANCEL, clock.now()), None
+    job, lease = claim_one(store, clock)
+    if status is JobStatus.RUNNING:
+        return job, lease
+    if status is JobStatus.CANCEL_REQUESTED:
+        return store.transition(job.id, Event.CANCEL, clock.now()), lease
+    event = {JobStatus.SUCCEEDED: Event.SUCCEED, JobStatus.DEAD: Event.GIVE_UP}[status]
+    category = ErrorCategory.PERMANENT if event is Event.GIVE_UP else None
+    assert store.finish(lease, Outcome(event, error_category=category), clock.now())
+    return _reload(store, job), lease
+
+
+def _reload(store: Store, job: Job) -> Job:
+    loaded = store.get_job(job.id)
+    assert loaded is not None
+    return loaded

@@ -142,6 +142,7 @@ def cmd_worker(args: argparse.Namespace) -> int:
         concurrency=args.concurrency,
         poll_interval=args.poll_interval,
         grace=args.grace,
+        reap_interval=args.reap_interval,
     )
 
     async def main() -> None:
@@ -334,6 +335,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--grace", type=_seconds, default=30.0, help="shutdown grace period (default 30s)"
+    )
+    p.add_argument(
+        "--reap-interval", type=_seconds, default=5.0, help="how often to reap lapsed leases (5s)"
     )
     p.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
     p.add_argument("--log-format", default="text", choices=["text", "json"])

@@ -1,0 +1,271 @@
+"""The worker's behaviour on each store, in-process, with real time and short leases."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from collections.abc import Callable, Iterator
+from datetime import timedelta
+from typing import Any
+
+import pytest
+
+import duetime
+from duetime.core.clock import ManualClock, SystemClock
+from duetime.core.retry import ErrorCategory
+from duetime.core.states import AttemptStatus, JobStatus
+from duetime.runtime.reaper import Reaper
+from duetime.runtime.worker import Worker
+from duetime.store.base import Store
+
+
+@pytest.fixture
+def app(store_url: str, make_store: Callable[[], Store]) -> Iterator[duetime.App]:
+    application = duetime.App(database_url=store_url)
+    yield application
+    application.close()
+
+
+async def run_until(
+    worker: Worker, done: Callable[[], bool], timeout: float = 15, grace: bool = True
+) -> None:
+    """Run the worker until `done()` holds (checked every 20 ms), then stop it."""
+    stop = asyncio.Event()
+    task = asyncio.create_task(worker.run(stop))
+    deadline = time.monotonic() + timeout
+    try:
+        while not done():
+            assert time.monotonic() < deadline, "condition not reached in time"
+            assert not task.done(), f"worker stopped early: {task}"
+            await asyncio.sleep(0.02)
+    finally:
+        stop.set()
+        await asyncio.wait_for(task, 30)
+
+
+def status_of(app: duetime.App, job_id: int) -> JobStatus:
+    return app.get_job(job_id).status
+
+
+def test_handler_sees_its_attempt(app: duetime.App) -> None:
+    seen: dict[str, Any] = {}
+
+    @app.task(name="look")
+    def look(n: int) -> None:
+        ctx = duetime.current()
+        seen.update(
+            n=n,
+            job_id=ctx.job_id,
+            attempt=ctx.attempt,
+            token=ctx.fencing_token,
+            key=ctx.business_key,
+        )
+
+    job = look.enqueue({"n": 5}, key="order-5")
+    worker = Worker(app, poll_interval=0.02)
+    asyncio.run(run_until(worker, lambda: status_of(app, job.id) is JobStatus.SUCCEEDED))
+    assert seen == {"n": 5, "job_id": job.id, "attempt": 1, "token": 1, "key": "look:order-5"}
+    with pytest.raises(RuntimeError, match="only available inside"):
+        duetime.current()
+
+
+def test_classified_failures(app: duetime.App) -> None:
+    @app.task(name="permanent")
+    def permanent() -> None:
+        raise duetime.PermanentError("card declined")
+
+    @app.task(name="limited")
+    def limited() -> None:
+        if duetime.current().attempt == 1:
+            raise duetime.Retry(after=0.5, reason="HTTP 429")
+
+    @app.task(name="slow", timeout=0.2, max_attempts=1)
+    async def slow() -> None:
+        await asyncio.sleep(10)
+
+    p = permanent.enqueue()
+    r = limited.enqueue()
+    s = slow.enqueue()
+    u = app.enqueue("nobody.knows", max_attempts=1)
+    ids = [p.id, r.id, s.id, u.id]
+    worker = Worker(app, poll_interval=0.02)
+    asyncio.run(run_until(worker, lambda: all(app.get_job(i).terminal for i in ids)))
+
+    dead = app.get_job(p.id)
+    assert dead.status is JobStatus.DEAD and dead.attempts == 1
+    assert dead.attempt_history[0].error_category is ErrorCategory.PERMANENT
+    assert "card declined" in (dead.attempt_history[0].error_traceback or "")
+
+    lim = app.get_job(r.id)
+    assert lim.status is JobStatus.SUCCEEDED
+    first, second = lim.attempt_history
+    assert first.error_category is ErrorCategory.RATE_LIMITED and first.finished_at
+    assert second.started_at - first.finished_at >= timedelta(seconds=0.5)
+
+    timed = app.get_job(s.id)
+    assert timed.status is JobStatus.DEAD
+    assert timed.attempt_history[0].error_category is ErrorCategory.TIMEOUT
+
+    unknown = app.get_job(u.id)
+    assert unknown.status is JobStatus.DEAD
+    assert "no handler for task 'nobody.knows'" in (unknown.attempt_history[0].error_message or "")
+
+
+def test_cancel_stops_an_async_handler(app: duetime.App) -> None:
+    started = threading.Event()
+
+    @app.task(name="long")
+    async def long() -> None:
+        started.set()
+        await asyncio.sleep(60)
+
+    job = long.enqueue()
+
+    async def scenario() -> None:
+        worker = Worker(app, poll_interval=0.02)
+
+        def done() -> bool:
+            if started.is_set() and status_of(app, job.id) is JobStatus.RUNNING:
+                app.cancel(job.id)
+            return status_of(app, job.id) is JobStatus.CANCELLED
+
+        await run_until(worker, done)
+
+    asyncio.run(scenario())
+    final = app.get_job(job.id)
+    assert final.cancel_requested_at is not None
+    assert final.attempt_history[-1].status is AttemptStatus.CANCELLED
+
+
+@pytest.mark.parametrize("finish_anyway", [False, True])
+def test_cancel_is_visible_to_a_sync_handler(app: duetime.App, finish_anyway: bool) -> None:
+    started = threading.Event()
+
+    @app.task(name="poller", lease=1)
+    def poller() -> None:
+        started.set()
+        ctx = duetime.current()
+        assert ctx.wait_cancelled(timeout=20), "cancellation never arrived"
+        if not finish_anyway:
+            ctx.raise_if_cancelled()
+
+    job = poller.enqueue()
+    worker = Worker(app, poll_interval=0.02)
+
+    def done() -> bool:
+        if started.is_set() and status_of(app, job.id) is JobStatus.RUNNING:
+            app.cancel(job.id)
+        return status_of(app, job.id).value in {"cancelled", "succeeded"}
+
+    asyncio.run(run_until(worker, done))
+    final = app.get_job(job.id)
+    # the final record says whether the work finished
+    if finish_anyway:
+        assert final.status is JobStatus.SUCCEEDED
+        assert final.attempt_history[-1].status is AttemptStatus.SUCCEEDED
+    else:
+        assert final.status is JobStatus.CANCELLED
+        assert final.attempt_history[-1].status is AttemptStatus.CANCELLED
+    assert final.cancel_requested_at is not None
+
+
+def test_shutdown_past_grace_interrupts_and_requeues(app: duetime.App) -> None:
+    started = threading.Event()
+
+    @app.task(name="stuck")
+    async def stuck() -> None:
+        started.set()
+        await asyncio.sleep(60)
+
+    job = stuck.enqueue()
+    worker = Worker(app, poll_interval=0.02, grace=0.3)
+    asyncio.run(run_until(worker, started.is_set))
+    after = app.get_job(job.id)
+    assert after.status is JobStatus.SCHEDULED
+    assert after.attempt_history[0].error_category is ErrorCategory.INTERRUPTED
+
+
+def test_graceful_shutdown_lets_in_flight_jobs_finish(app: duetime.App) -> None:
+    started = threading.Event()
+
+    @app.task(name="short")
+    def short() -> None:
+        started.set()
+        time.sleep(0.5)
+
+    job = short.enqueue()
+    worker = Worker(app, poll_interval=0.02, grace=10)
+    asyncio.run(run_until(worker, started.is_set))
+    assert status_of(app, job.id) is JobStatus.SUCCEEDED
+
+
+def test_a_worker_that_lost_its_lease_has_its_outcome_rejected(
+    app: duetime.App, store: Store
+) -> None:
+    started = threading.Event()
+    release = threading.Event()
+
+    @app.task(name="paused", lease=1, max_attempts=3)
+    def paused() -> None:
+        started.set()
+        assert release.wait(20)
+
+    job = paused.enqueue()
+    # another node's reaper whose clock is a minute ahead sees this lease as lapsed
+    ahead = ManualClock(SystemClock().now())
+    worker = Worker(app, poll_interval=0.02)
+
+    def done() -> bool:
+        if started.is_set() and not release.is_set():
+            ahead.set(SystemClock().now() + timedelta(minutes=1))
+            if Reaper(store, ahead).run_once().reaped == 1:
+                release.set()
+        return worker.stats.stale_rejected == 1
+
+    asyncio.run(run_until(worker, done))
+    final = app.get_job(job.id)
+    lost = final.attempt_history[0]
+    assert lost.status is AttemptStatus.LOST
+    assert lost.error_category is ErrorCategory.LEASE_EXPIRED
+    assert lost.late_outcome == "succeeded"
+    assert final.status is not JobStatus.SUCCEEDED or len(final.attempt_history) == 2
+
+
+def test_async_twins_and_task_enqueue(app: duetime.App) -> None:
+    @app.task(name="twin", queue="q1", priority=4)
+    def twin(x: int) -> None:
+        pass
+
+    async def scenario() -> None:
+        job = await app.aenqueue("twin", {"x": 1})
+        same = await twin.aenqueue({"x": 1})
+        assert job.queue == same.queue == "q1" and job.priority == 4
+        fetched = await app.aget_job(job.id)
+        assert fetched.id == job.id
+        cancelled = await app.acancel(same.id)
+        assert cancelled.status is JobStatus.CANCELLED
+        many = await twin.aenqueue_many([{"x": i} for i in range(3)])
+        assert len(many) == 3
+
+    asyncio.run(scenario())
+
+
+def test_bad_enqueues_store_nothing(app: duetime.App) -> None:
+    now = app.clock.now()
+    bad: list[dict[str, Any]] = [
+        {"args": [1]},
+        {"at": "2026-01-01T09:00:00"},
+        {"at": "next tuesday"},
+        {"args": {"big": "x" * (1024 * 1024 + 1)}},
+        {"deadline": now - timedelta(seconds=1)},
+        {"at": now, "delay": 3},
+    ]
+    for options in bad:
+        with pytest.raises(duetime.InvalidRequest):
+            app.enqueue("t", **options)
+    with pytest.raises(duetime.InvalidRequest):
+        app.enqueue_many("t", [{"ok": 1}, [2]])  # type: ignore[list-item]
+    with pytest.raises(TypeError):
+        app.enqueue("t", colour="red")  # type: ignore[call-arg]
+    assert app.list_jobs() == []

@@ -1,0 +1,104 @@
+"""Every bad enqueue input is refused with a clear message before any I/O."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta, timezone
+from typing import Any
+
+import pytest
+
+from duetime.core.errors import InvalidRequest
+from duetime.core.requests import TaskDefaults, build_new_job, parse_duration, parse_instant
+
+NOW = datetime(2026, 3, 1, 9, 0, tzinfo=UTC)
+
+
+def build(**kw: Any) -> Any:
+    task = kw.pop("task", "t")
+    args = kw.pop("args", {})
+    return build_new_job(task, args, now=NOW, tenant="default", defaults=TaskDefaults(), **kw)
+
+
+@pytest.mark.parametrize(
+    ("text", "seconds"),
+    [
+        ("30s", 30),
+        ("5m", 300),
+        ("1h30m", 5400),
+        ("2d", 172800),
+        ("1.5", 1.5),
+        (" 90 ", 90),
+        ("250ms", 0.25),
+        ("1w", 604800),
+    ],
+)
+def test_durations(text: str, seconds: float) -> None:
+    assert parse_duration(text).total_seconds() == seconds
+
+
+@pytest.mark.parametrize("text", ["soon", "5 minutes", "-5s", "5x", "", "1h-3m"])
+def test_bad_durations(text: str) -> None:
+    with pytest.raises(InvalidRequest):
+        parse_duration(text)
+
+
+def test_instants_need_an_offset_and_come_back_in_utc() -> None:
+    parsed = parse_instant("2026-03-01T10:00:00+01:00", "due time")
+    assert parsed == NOW and parsed.tzinfo is UTC
+    assert parse_instant("2026-03-01T09:00:00Z", "due time") == NOW
+    with pytest.raises(InvalidRequest, match="no UTC offset"):
+        parse_instant("2026-03-01T09:00:00", "due time")
+    with pytest.raises(InvalidRequest, match="no UTC offset"):
+        parse_instant(datetime(2026, 3, 1, 9), "due time")
+    with pytest.raises(InvalidRequest, match="not an ISO 8601 time"):
+        parse_instant("tomorrow", "due time")
+
+
+def test_due_time_from_at_delay_or_now() -> None:
+    assert build().due_at == NOW
+    assert build(delay="90s").due_at == NOW + timedelta(seconds=90)
+    assert build(delay=timedelta(minutes=1)).due_at == NOW + timedelta(minutes=1)
+    tz = timezone(timedelta(hours=5, minutes=30))
+    assert build(at=datetime(2026, 3, 1, 14, 30, tzinfo=tz)).due_at == NOW
+    with pytest.raises(InvalidRequest, match="not both"):
+        build(at=NOW, delay=5)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"args": [1, 2]}, "JSON object"),
+        ({"args": "x"}, "JSON object"),
+        ({"args": {1: "a"}}, "string"),
+        ({"args": {"a": object()}}, "plain JSON"),
+        ({"args": {"a": float("nan")}}, "plain JSON"),
+        ({"args": {"blob": "x" * (1024 * 1024)}}, "limit is 1048576 bytes"),
+        ({"deadline": NOW}, "not after the due time"),
+        ({"at": NOW + timedelta(hours=1), "deadline": NOW}, "not after the due time"),
+        ({"task": ""}, "task name"),
+        ({"task": "x" * 201}, "limit is 200"),
+        ({"queue": ""}, "queue"),
+        ({"priority": 1.5}, "whole number"),
+        ({"priority": True}, "whole number"),
+        ({"priority": 5000}, "between"),
+        ({"max_attempts": 0}, "between 1"),
+        ({"key": ""}, "idempotency key"),
+        ({"delay": -3}, "negative"),
+    ],
+)
+def test_bad_requests_are_refused(kwargs: dict[str, Any], message: str) -> None:
+    with pytest.raises(InvalidRequest, match=message):
+        build(**kwargs)
+
+
+def test_fingerprint_matches_for_the_same_request_only() -> None:
+    a = build(args={"x": 1, "y": 2}, key="k")
+    b = build(args={"y": 2, "x": 1}, key="k")
+    c = build(args={"x": 1, "y": 3}, key="k")
+    assert a.request_hash == b.request_hash != c.request_hash
+    assert a.business_key == "t:k"
+
+
+def test_business_key_without_an_idempotency_key_is_unique() -> None:
+    assert build().business_key != build().business_key
+    assert build(business_key="order-7").business_key == "order-7"

@@ -1,0 +1,57 @@
+"""The transition table is the state machine: check its shape and the invariants we rely on."""
+
+from __future__ import annotations
+
+from duetime.core.states import (
+    ATTEMPT_END,
+    HELD,
+    TERMINAL,
+    TRANSITIONS,
+    Event,
+    JobStatus,
+    allowed_from,
+    next_status,
+)
+
+
+def test_terminal_statuses_only_leave_by_replay() -> None:
+    for event, moves in TRANSITIONS.items():
+        for source in moves:
+            if source in TERMINAL:
+                assert event is Event.REPLAY, f"{event} leaves terminal status {source}"
+
+
+def test_replay_restarts_every_terminal_status_but_success() -> None:
+    assert set(TRANSITIONS[Event.REPLAY]) == TERMINAL - {JobStatus.SUCCEEDED}
+    assert set(TRANSITIONS[Event.REPLAY].values()) == {JobStatus.SCHEDULED}
+
+
+def test_worker_outcomes_apply_only_to_held_jobs() -> None:
+    for event in ATTEMPT_END:
+        assert set(TRANSITIONS[event]) <= HELD
+
+
+def test_a_cancel_request_is_never_lost() -> None:
+    # once cancellation was requested, no outcome may lead back to scheduled or running
+    for event in ATTEMPT_END:
+        target = TRANSITIONS[event].get(JobStatus.CANCEL_REQUESTED)
+        assert target in {JobStatus.CANCELLED, JobStatus.SUCCEEDED}
+
+
+def test_every_status_is_reachable_from_scheduled() -> None:
+    seen = {JobStatus.SCHEDULED}
+    frontier = [JobStatus.SCHEDULED]
+    while frontier:
+        status = frontier.pop()
+        for moves in TRANSITIONS.values():
+            target = moves.get(status)
+            if target is not None and target not in seen:
+                seen.add(target)
+                frontier.append(target)
+    assert seen == set(JobStatus)
+
+
+def test_next_status_and_allowed_from() -> None:
+    assert next_status(Event.CANCEL, JobStatus.RUNNING) is JobStatus.CANCEL_REQUESTED
+    assert next_status(Event.CANCEL, JobStatus.SUCCEEDED) is None
+    assert allowed_from(Event.CANCEL) == ["running", "scheduled"]

@@ -17,12 +17,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from duetime import logs
 from duetime.client import App
 from duetime.core.errors import ConfigurationError
 from duetime.core.models import Job, attempt_to_json
 from duetime.core.requests import parse_duration
 from duetime.core.states import JobStatus
-from duetime.runtime import logs
 
 log = logging.getLogger("duetime.cli")
 
@@ -198,6 +198,8 @@ def cmd_enqueue(args: argparse.Namespace) -> int:
 
 
 def _enqueue_file(app: App, args: argparse.Namespace) -> int:
+    if args.key:
+        raise ConfigurationError("--key applies to one job; it cannot be used with --from-file")
     lines = Path(args.from_file).read_text().splitlines()
     batch = [
         _json_object(line, f"{args.from_file} line {n}")
@@ -299,14 +301,28 @@ def _moved(job: Job, as_json: bool) -> None:
 # -- parser -------------------------------------------------------------------------------------
 
 
-def build_parser() -> argparse.ArgumentParser:
-    common = argparse.ArgumentParser(add_help=False)
-    common.add_argument(
+def _common_options(defaults: bool) -> argparse.ArgumentParser:
+    """--database-url and --tenant, accepted before and after the command.
+
+    Only the top-level parser sets defaults: a subcommand's copy must not overwrite a value
+    given before the command name.
+    """
+    parser = argparse.ArgumentParser(add_help=False)
+    parser.add_argument(
         "--database-url",
-        default=None,
+        default=None if defaults else argparse.SUPPRESS,
         help="database URL (default: $DUETIME_DATABASE_URL, else sqlite:///duetime.db)",
     )
-    common.add_argument("--tenant", default="default", help="tenant to act as (default: default)")
+    parser.add_argument(
+        "--tenant",
+        default="default" if defaults else argparse.SUPPRESS,
+        help="tenant to act as (default: default)",
+    )
+    return parser
+
+
+def build_parser() -> argparse.ArgumentParser:
+    common = _common_options(defaults=False)
     with_app = argparse.ArgumentParser(add_help=False)
     with_app.add_argument(
         "--app", help="module:attribute of your duetime.App, e.g. myproj.jobs:app"
@@ -315,7 +331,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="duetime",
         description="duetime: a durable, distributed job scheduler",
-        parents=[common],
+        parents=[_common_options(defaults=True)],
     )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 

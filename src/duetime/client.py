@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import inspect
+import logging
 import threading
 from collections.abc import Callable, Coroutine, Iterable, Mapping
 from dataclasses import dataclass
@@ -15,6 +16,7 @@ from duetime.core.clock import Clock, SystemClock
 from duetime.core.errors import ConfigurationError, JobNotFound
 from duetime.core.models import Job, JobFilter, NewJob
 from duetime.core.requests import (
+    DEFAULT_MAX_ATTEMPTS,
     DEFAULT_MAX_PAYLOAD_BYTES,
     TaskDefaults,
     build_new_job,
@@ -23,7 +25,10 @@ from duetime.core.requests import (
 )
 from duetime.core.retry import RetryPolicy
 from duetime.core.states import Event, JobStatus
+from duetime.logs import log_event
 from duetime.store import Store, open_store, resolve_url
+
+log = logging.getLogger("duetime.app")
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -142,7 +147,7 @@ class App:
         name: str | None = None,
         queue: str = "default",
         priority: int = 0,
-        max_attempts: int = 5,
+        max_attempts: int = DEFAULT_MAX_ATTEMPTS,
         lease: float | timedelta | str = 30.0,
         timeout: float | timedelta | str | None = None,
         retry: RetryPolicy | None = None,
@@ -223,7 +228,15 @@ class App:
             business_key=business_key,
         )
         new = self._new_job(task_name, args, options)
-        return self.store.enqueue([new], self.clock.now())[0].job
+        result = self.store.enqueue([new], self.clock.now())[0]
+        log_event(
+            log,
+            "job.enqueued" if result.created else "job.enqueue_deduplicated",
+            job_id=result.job.id,
+            task=task_name,
+            due_at=result.job.due_at.isoformat(),
+        )
+        return result.job
 
     def enqueue_many(
         self,
@@ -247,7 +260,9 @@ class App:
             deadline=deadline,
         )
         batch = [self._new_job(task_name, args, options) for args in list_of_args]
-        return [r.job for r in self.store.enqueue(batch, self.clock.now())]
+        jobs = [r.job for r in self.store.enqueue(batch, self.clock.now())]
+        log_event(log, "jobs.enqueued", task=task_name, count=len(jobs))
+        return jobs
 
     # -- inspect and steer ------------------------------------------------------------------
 
@@ -281,18 +296,22 @@ class App:
 
     def cancel(self, job_id: int) -> Job:
         """Cancel a scheduled job (cancelled) or ask a running one to stop (cancel_requested)."""
-        return self.store.transition(job_id, Event.CANCEL, self.clock.now(), tenant=self.tenant)
+        return self._move(job_id, Event.CANCEL)
 
     def reschedule(self, job_id: int, at: datetime | str) -> Job:
         """Move a scheduled job's due time; bumps its version."""
-        due = parse_instant(at, "due time")
-        return self.store.transition(
-            job_id, Event.RESCHEDULE, self.clock.now(), tenant=self.tenant, due_at=due
-        )
+        return self._move(job_id, Event.RESCHEDULE, parse_instant(at, "due time"))
 
     def replay(self, job_id: int) -> Job:
         """Run a dead, cancelled or expired job again: a new attempt, the same business key."""
-        return self.store.transition(job_id, Event.REPLAY, self.clock.now(), tenant=self.tenant)
+        return self._move(job_id, Event.REPLAY)
+
+    def _move(self, job_id: int, event: Event, due_at: datetime | None = None) -> Job:
+        job = self.store.transition(
+            job_id, event, self.clock.now(), tenant=self.tenant, due_at=due_at
+        )
+        log_event(log, f"job.{event}", job_id=job.id, status=str(job.status), version=job.version)
+        return job
 
     aenqueue = _async_twin(enqueue)
     aenqueue_many = _async_twin(enqueue_many)

@@ -269,3 +269,51 @@ def test_bad_enqueues_store_nothing(app: duetime.App) -> None:
     with pytest.raises(TypeError):
         app.enqueue("t", colour="red")  # type: ignore[call-arg]
     assert app.list_jobs() == []
+
+
+def test_a_sync_timeout_counts_from_when_the_handler_starts(app: duetime.App) -> None:
+    @app.task(name="hog", timeout=0.2, max_attempts=1)
+    def hog() -> None:
+        time.sleep(1.0)  # times out, but its thread keeps running for a while
+
+    @app.task(name="quick", timeout=0.5, max_attempts=1)
+    def quick() -> None:
+        pass
+
+    first = hog.enqueue(priority=1)
+    second = quick.enqueue()
+    worker = Worker(app, concurrency=1, poll_interval=0.02)
+    asyncio.run(run_until(worker, lambda: app.get_job(second.id).terminal))
+    assert app.get_job(first.id).attempt_history[0].error_category is ErrorCategory.TIMEOUT
+    # the second job waited for the only thread, then ran: it did not time out while waiting
+    assert app.get_job(second.id).status is JobStatus.SUCCEEDED
+
+
+@pytest.mark.parametrize("kind", ["sync", "async"])
+def test_sys_exit_in_a_handler_fails_the_attempt_not_the_worker(
+    app: duetime.App, kind: str
+) -> None:
+    if kind == "sync":
+
+        @app.task(name="quitter", max_attempts=1)
+        def quitter() -> None:
+            raise SystemExit(3)
+
+    else:
+
+        @app.task(name="quitter", max_attempts=1)
+        async def quitter() -> None:
+            raise SystemExit(3)
+
+    @app.task(name="after")
+    def after() -> None:
+        pass
+
+    bad = app.enqueue("quitter", priority=1)
+    good = after.enqueue()
+    worker = Worker(app, concurrency=1, poll_interval=0.02)
+    asyncio.run(run_until(worker, lambda: app.get_job(good.id).terminal))
+    failed = app.get_job(bad.id)
+    assert failed.status is JobStatus.DEAD
+    assert "SystemExit(3)" in (failed.attempt_history[0].error_message or "")
+    assert app.get_job(good.id).status is JobStatus.SUCCEEDED

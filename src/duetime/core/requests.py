@@ -17,7 +17,7 @@ from duetime.core.retry import RetryPolicy
 
 DEFAULT_MAX_PAYLOAD_BYTES = 1024 * 1024
 DEFAULT_QUEUE = "default"
-DEFAULT_MAX_ATTEMPTS = 5
+DEFAULT_MAX_ATTEMPTS = 10
 DEFAULT_LEASE_SECONDS = 30.0
 
 _DURATION = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h|d|w)")

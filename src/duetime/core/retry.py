@@ -14,11 +14,12 @@ from duetime.core.states import Event
 class Retry(Exception):
     """Raise from a handler to run the job again after exactly `after` seconds.
 
-    Use it for rate limits: `raise Retry(after=resp.headers["Retry-After"], reason="429")`.
+    Use it for rate limits: `raise Retry(after=resp.headers["Retry-After"], reason="429")`
+    (seconds as a number, a numeric string or a timedelta).
     The attempt still counts towards max_attempts.
     """
 
-    def __init__(self, after: float | timedelta, reason: str = "retry requested") -> None:
+    def __init__(self, after: float | str | timedelta, reason: str = "retry requested") -> None:
         seconds = after.total_seconds() if isinstance(after, timedelta) else float(after)
         if seconds < 0:
             raise ValueError(f"Retry(after=...) must not be negative, got {seconds}")
@@ -45,8 +46,8 @@ class ErrorCategory(StrEnum):
 class RetryPolicy:
     """Per-task retry settings. Delay before retry n is uniform(0, min(cap, base * 2**(n-1)))."""
 
-    base: float = 1.0
-    cap: float = 300.0
+    base: float = 10.0
+    cap: float = 3600.0
     permanent: tuple[type[BaseException], ...] = ()
 
     def __post_init__(self) -> None:

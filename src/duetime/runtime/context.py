@@ -22,6 +22,8 @@ class AttemptContext:
     claim: Claim
     _cancel: threading.Event = field(default_factory=threading.Event, repr=False)
     lease_lost: bool = False
+    thread_done: bool = False  # set by the worker: the sync handler's thread returned
+    orphaned: bool = False  # set by the worker: its attempt was recorded while the thread ran
 
     @property
     def job_id(self) -> int:

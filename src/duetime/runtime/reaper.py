@@ -10,7 +10,7 @@ from duetime.core.clock import Clock
 from duetime.core.models import Outcome
 from duetime.core.retry import ErrorCategory, Failure, RetryPolicy, decide
 from duetime.core.states import AttemptStatus, JobStatus
-from duetime.runtime.logs import log_event
+from duetime.logs import log_event
 from duetime.store.base import Store
 
 log = logging.getLogger("duetime.reaper")

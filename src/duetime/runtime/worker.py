@@ -18,7 +18,7 @@ import socket
 import threading
 import time
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -27,9 +27,9 @@ from duetime.client import App, Task
 from duetime.core.clock import Clock
 from duetime.core.models import Claim, Outcome
 from duetime.core.retry import ErrorCategory, Failure, RetryPolicy, classify, decide
-from duetime.core.states import Event
+from duetime.core.states import ATTEMPT_END, Event
+from duetime.logs import log_event
 from duetime.runtime.context import AttemptContext, JobCancelled, set_current
-from duetime.runtime.logs import log_event
 from duetime.runtime.reaper import Reaper
 from duetime.store.base import Store
 
@@ -98,6 +98,7 @@ class Worker:
         self._stopping = False
         self._threads_lock = threading.Lock()
         self._threads_busy = 0
+        self._orphans = 0  # sync handler threads still running after their attempt was recorded
 
     # -- public -----------------------------------------------------------------------------
 
@@ -146,7 +147,7 @@ class Worker:
     async def _claim_loop(self) -> None:
         assert self._wake is not None
         while not self._stopping:
-            free = self.concurrency - len(self._running)
+            free = self.concurrency - len(self._running) - self._orphans
             claimed = 0
             if free > 0:
                 try:
@@ -179,15 +180,13 @@ class Worker:
             await self.heartbeat_once()
 
     def _beat_tick(self) -> float:
-        leases = [r.claim.job.lease_seconds for r in self._running.values()] or [30.0]
-        return max(0.05, min(1.0, min(leases) / 6))
+        waits = [_renew_after(r) for r in self._running.values()] or [CANCEL_CHECK_SECONDS]
+        return max(0.05, min(waits) / 2)
 
     async def heartbeat_once(self) -> None:
-        """Renew every lease due for renewal (older than a third of its length), in one batch."""
+        """Renew every lease due for renewal (see _renew_after), in one batch."""
         now = time.monotonic()
-        due = [
-            r for r in self._running.values() if now - r.last_beat >= r.claim.job.lease_seconds / 3
-        ]
+        due = [r for r in self._running.values() if now - r.last_beat >= _renew_after(r)]
         if not due:
             return
         try:
@@ -252,6 +251,10 @@ class Worker:
             await self._record(running, outcome, time.monotonic() - started)
         finally:
             del self._running[claim.attempt.id]
+            with self._threads_lock:
+                if task is not None and not task.is_async and not running.ctx.thread_done:
+                    running.ctx.orphaned = True  # its thread still runs: keep the slot taken
+                    self._orphans += 1
             assert self._wake is not None
             self._wake.set()
 
@@ -264,7 +267,8 @@ class Worker:
                     f"no handler for task {job.task!r} in this worker; register it with "
                     "@app.task or run a worker whose app knows it"
                 )
-            running.handler = self._invoke(task, running.ctx, job.args)
+            running.handler, started = self._invoke(task, running.ctx, job.args)
+            await started  # a sync handler may wait for a free thread; its timeout starts now
             await asyncio.wait_for(asyncio.shield(running.handler), job.timeout_seconds)
             return Outcome(Event.SUCCEED)
         except TimeoutError as exc:
@@ -310,22 +314,40 @@ class Worker:
             error_traceback=failure.traceback,
         )
 
-    def _invoke(self, task: Task, ctx: AttemptContext, args: dict[str, Any]) -> asyncio.Future[Any]:
+    def _invoke(
+        self, task: Task, ctx: AttemptContext, args: dict[str, Any]
+    ) -> tuple[asyncio.Future[Any], asyncio.Future[None]]:
+        """Start the handler; return its future and one that resolves when it starts running."""
+        loop = asyncio.get_running_loop()
         context = contextvars.copy_context()
         context.run(set_current, ctx)
+        started: asyncio.Future[None] = loop.create_future()
         if task.is_async:
-            return asyncio.get_running_loop().create_task(task.fn(**args), context=context)
-        call = functools.partial(context.run, self._in_thread, task.fn, args)
-        return asyncio.get_running_loop().run_in_executor(self._handlers, call)
+            started.set_result(None)
+            return loop.create_task(_guarded(task.fn(**args)), context=context), started
 
-    def _in_thread(self, fn: Callable[..., Any], args: dict[str, Any]) -> Any:
-        with self._threads_lock:
-            self._threads_busy += 1
-        try:
-            return fn(**args)
-        finally:
+        def mark_started() -> None:
+            if not started.done():
+                started.set_result(None)
+
+        def in_thread() -> Any:
             with self._threads_lock:
-                self._threads_busy -= 1
+                self._threads_busy += 1
+            loop.call_soon_threadsafe(mark_started)
+            try:
+                return task.fn(**args)
+            except (SystemExit, KeyboardInterrupt) as exc:
+                raise HandlerExit(exc) from exc
+            finally:
+                with self._threads_lock:
+                    self._threads_busy -= 1
+                    ctx.thread_done = True
+                    if ctx.orphaned:
+                        self._orphans -= 1
+
+        handler = loop.run_in_executor(self._handlers, functools.partial(context.run, in_thread))
+        handler.add_done_callback(lambda _: mark_started())
+        return handler, started
 
     async def _record(self, running: _Running, outcome: Outcome, seconds: float) -> None:
         claim = running.claim
@@ -351,7 +373,7 @@ class Worker:
                 "outcome.rejected_stale",
                 logging.WARNING,
                 **fields,
-                outcome=str(outcome.event),
+                outcome=str(outcome.attempt_status or ATTEMPT_END[outcome.event]),
                 reason="another attempt holds the job now (this worker's lease was lost)",
             )
             return
@@ -393,6 +415,28 @@ class Worker:
 
     async def _call(self, fn: Callable[[], T]) -> T:
         return await asyncio.get_running_loop().run_in_executor(self._io, fn)
+
+
+CANCEL_CHECK_SECONDS = 2.0
+
+
+def _renew_after(running: _Running) -> float:
+    """Renew a lease at a third of its length, and at least every 2 s to notice cancellation."""
+    return min(running.claim.job.lease_seconds / 3, CANCEL_CHECK_SECONDS)
+
+
+class HandlerExit(Exception):
+    """A handler called sys.exit() or raised KeyboardInterrupt: a failed attempt, not a crash."""
+
+    def __init__(self, exc: BaseException) -> None:
+        super().__init__(f"handler raised {type(exc).__name__}({exc}); the worker keeps running")
+
+
+async def _guarded(coro: Coroutine[Any, Any, Any]) -> Any:
+    try:
+        return await coro
+    except (SystemExit, KeyboardInterrupt) as exc:
+        raise HandlerExit(exc) from exc
 
 
 def _ids(claim: Claim) -> dict[str, Any]:

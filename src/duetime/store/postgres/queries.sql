@@ -4,18 +4,32 @@
 -- A lease of lease_seconds ends at now + trunc(lease_seconds * 1e6) microseconds, as in SQLite.
 
 -- name: insert_job
-INSERT INTO duetime_jobs (tenant, queue, task, args, priority, due_at, deadline_at, status,
+-- Many jobs in one statement: each parameter is an array with one element per job. The ids are
+-- reserved by PostgresStore.enqueue, and rows go in in the order of the arrays (see the store).
+INSERT INTO duetime_jobs (id, tenant, queue, task, args, priority, due_at, deadline_at, status,
     max_attempts, retry_base, retry_cap, lease_seconds, timeout_seconds, idempotency_key,
     request_hash, business_key, created_at, updated_at)
-VALUES (%(tenant)s, %(queue)s, %(task)s, %(args)s::jsonb, %(priority)s, %(due_at)s,
-    %(deadline_at)s::timestamptz, 'scheduled', %(max_attempts)s, %(retry_base)s, %(retry_cap)s,
-    %(lease_seconds)s, %(timeout_seconds)s::double precision, %(idempotency_key)s::text,
-    %(request_hash)s, %(business_key)s, %(now)s, %(now)s)
+SELECT id, tenant, queue, task, args::jsonb, priority, due_at, deadline_at, 'scheduled',
+    max_attempts, retry_base, retry_cap, lease_seconds, timeout_seconds, idempotency_key,
+    request_hash, business_key, %(now)s, %(now)s
+FROM unnest(%(id)b::bigint[], %(tenant)b::text[], %(queue)b::text[], %(task)b::text[],
+    %(args)b::text[], %(priority)b::integer[], %(due_at)b::timestamptz[],
+    %(deadline_at)b::timestamptz[], %(max_attempts)b::integer[],
+    %(retry_base)b::double precision[], %(retry_cap)b::double precision[],
+    %(lease_seconds)b::double precision[], %(timeout_seconds)b::double precision[],
+    %(idempotency_key)b::text[], %(request_hash)b::text[], %(business_key)b::text[])
+    WITH ORDINALITY AS new (id, tenant, queue, task, args, priority, due_at, deadline_at,
+        max_attempts, retry_base, retry_cap, lease_seconds, timeout_seconds, idempotency_key,
+        request_hash, business_key, position)
+ORDER BY position
 ON CONFLICT (tenant, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
 RETURNING *;
 
 -- name: job_by_key
-SELECT * FROM duetime_jobs WHERE tenant = %(tenant)s AND idempotency_key = %(key)s;
+-- Many keys at once: %(tenant)s and %(key)s are arrays, pairwise.
+SELECT * FROM duetime_jobs
+WHERE (tenant, idempotency_key) IN (
+    SELECT * FROM unnest(%(tenant)s::text[], %(key)s::text[]));
 
 -- name: select_job
 SELECT * FROM duetime_jobs

@@ -16,6 +16,7 @@ from psycopg_pool import ConnectionPool
 from duetime.core.errors import (
     ConfigurationError,
     IdempotencyConflict,
+    InvalidRequest,
     JobNotFound,
     SchemaError,
 )
@@ -59,14 +60,22 @@ _ATTEMPT_COLUMNS = (
     "late_reported_at",
 )
 
-# Enqueues with idempotency keys wait for each other's uncommitted keys; two batches that take
-# the same keys in different orders can deadlock. The loser is rolled back and runs again.
-_ENQUEUE_TRIES = 5
+# A batch's job ids, reserved before its rows go in (see PostgresStore.enqueue).
+_RESERVE_IDS = (
+    "SELECT nextval(pg_get_serial_sequence('duetime_jobs', 'id')) AS id "
+    "FROM generate_series(1, %(count)s)"
+)
 
 
 def _utc(value: Any) -> datetime:
     result: datetime = value.astimezone(UTC)
     return result
+
+
+def _reason(exc: Exception) -> str:
+    """The first line of an error's message."""
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
 
 
 def _describe(url: str) -> str:
@@ -93,9 +102,8 @@ class PostgresStore:
         try:  # fail fast and clearly when the server is not there
             psycopg.connect(url, connect_timeout=10).close()
         except psycopg.Error as exc:
-            reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
             raise ConfigurationError(
-                f"cannot connect to PostgreSQL at {_describe(url)}: {reason}"
+                f"cannot connect to PostgreSQL at {_describe(url)}: {_reason(exc)}"
             ) from None
         self._pool: ConnectionPool[psycopg.Connection[TupleRow]] = ConnectionPool(
             url,
@@ -109,9 +117,15 @@ class PostgresStore:
     # -- plumbing ---------------------------------------------------------------------------
 
     @contextmanager
-    def _tx(self) -> Iterator[psycopg.Cursor[DictRow]]:
-        """One transaction: committed when the block ends, rolled back when it raises."""
+    def _tx(self, *, snapshot: bool = False) -> Iterator[psycopg.Cursor[DictRow]]:
+        """One transaction: committed when the block ends, rolled back when it raises.
+
+        With snapshot, a read-only one whose statements all see the same snapshot (reads of a
+        job and then of its attempts agree, as in SQLite's read transactions).
+        """
         with self._pool.connection() as conn, conn.cursor(row_factory=dict_row) as cur:
+            if snapshot:
+                cur.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
             yield cur
 
     def close(self) -> None:
@@ -179,42 +193,61 @@ class PostgresStore:
     def enqueue(self, jobs: Sequence[NewJob], now: datetime) -> list[Enqueued]:
         if not jobs:
             return []
-        params = [_job_params(job, now) for job in jobs]
-        for attempt in range(_ENQUEUE_TRIES):
-            try:
-                return self._enqueue_once(jobs, params)
-            except psycopg.errors.DeadlockDetected:
-                if attempt == _ENQUEUE_TRIES - 1:
-                    raise
-        raise AssertionError("unreachable")  # pragma: no cover
+        # An insert waits for another transaction's uncommitted row with the same key, so two
+        # batches taking the same keys in different orders would deadlock. Rows therefore go in
+        # in the order of their keys (the sort is stable: of two equal keys the first in the
+        # request goes first), while their ids, reserved up front, follow the request's order.
+        order = sorted(range(len(jobs)), key=lambda i: _key_order(jobs[i]))
+        try:
+            return self._enqueue(jobs, order, now)
+        except psycopg.DataError as exc:  # a value PostgreSQL cannot store; nothing was stored
+            raise InvalidRequest(
+                f"PostgreSQL cannot store this job ({_reason(exc)}); text in args, names and keys "
+                "must not contain NUL characters (\\u0000) or unpaired surrogates"
+            ) from None
 
-    def _enqueue_once(self, jobs: Sequence[NewJob], params: list[dict[str, Any]]) -> list[Enqueued]:
+    def _enqueue(self, jobs: Sequence[NewJob], order: list[int], now: datetime) -> list[Enqueued]:
         results: list[Enqueued] = []
         with self._tx() as cur:
-            cur.executemany(self._q["insert_job"], params, returning=True)
-            inserted: list[DictRow | None] = []
-            while True:
-                inserted.append(cur.fetchone())
-                if not cur.nextset():
-                    break
-            for job, job_params, row in zip(jobs, params, inserted, strict=True):
+            reserved = cur.execute(_RESERVE_IDS, {"count": len(jobs)}).fetchall()
+            ids = sorted(int(r["id"]) for r in reserved)
+            rows = cur.execute(
+                self._q["insert_job"], _insert_params([(ids[i], jobs[i]) for i in order], now)
+            ).fetchall()
+            created = {row["id"]: row for row in rows}
+            taken = [job for job_id, job in zip(ids, jobs, strict=True) if job_id not in created]
+            originals = self._jobs_by_key(cur, taken)
+            for job_id, job in zip(ids, jobs, strict=True):
+                row = created.get(job_id)
                 while row is None:  # the key is taken: return the original, or refuse
-                    existing = cur.execute(
-                        self._q["job_by_key"], {"tenant": job.tenant, "key": job.idempotency_key}
-                    ).fetchone()
-                    if existing is not None:
-                        if existing["request_hash"] != job.request_hash:
+                    original = originals.get((job.tenant, job.idempotency_key))
+                    if original is not None:
+                        if original["request_hash"] != job.request_hash:
                             raise IdempotencyConflict(
                                 f"idempotency key {job.idempotency_key!r} was already used for "
-                                f"job {existing['id']} with a different request; use a new key"
+                                f"job {original['id']} with a different request; use a new key"
                             )
-                        results.append(Enqueued(job_from_row(existing, _utc), False))
+                        results.append(Enqueued(job_from_row(original, _utc), False))
                         break
                     # the holder of the key was deleted meanwhile: the key is free again
-                    row = cur.execute(self._q["insert_job"], job_params).fetchone()
+                    params = _insert_params([(job_id, job)], now)
+                    row = cur.execute(self._q["insert_job"], params).fetchone()
+                    if row is None:
+                        originals.update(self._jobs_by_key(cur, [job]))
                 else:
                     results.append(Enqueued(job_from_row(row, _utc), True))
         return results
+
+    def _jobs_by_key(
+        self, cur: psycopg.Cursor[DictRow], jobs: Sequence[NewJob]
+    ) -> dict[tuple[str, str | None], DictRow]:
+        if not jobs:
+            return {}
+        rows = cur.execute(
+            self._q["job_by_key"],
+            {"tenant": [j.tenant for j in jobs], "key": [j.idempotency_key for j in jobs]},
+        ).fetchall()
+        return {(r["tenant"], r["idempotency_key"]): r for r in rows}
 
     def _load(
         self, cur: psycopg.Cursor[DictRow], job_id: int, tenant: str | None, with_attempts: bool
@@ -231,7 +264,7 @@ class PostgresStore:
         return job_from_row(row, _utc, history)
 
     def get_job(self, job_id: int, *, tenant: str | None = None) -> Job | None:
-        with self._tx() as cur:
+        with self._tx(snapshot=True) as cur:
             return self._load(cur, job_id, tenant, True)
 
     def list_jobs(self, f: JobFilter) -> list[Job]:
@@ -422,22 +455,32 @@ def _opt_str(value: object) -> str | None:
     return None if value is None else str(value)
 
 
-def _job_params(job: NewJob, now: datetime) -> dict[str, Any]:
+def _key_order(job: NewJob) -> tuple[bool, str, str]:
+    return (job.idempotency_key is not None, job.tenant, job.idempotency_key or "")
+
+
+def _insert_params(jobs: Sequence[tuple[int, NewJob]], now: datetime) -> dict[str, Any]:
+    """insert_job's parameters: one array per column, one element per job."""
+
+    def opt_float(value: float | None) -> float | None:
+        return None if value is None else float(value)
+
     return {
-        "tenant": job.tenant,
-        "queue": job.queue,
-        "task": job.task,
-        "args": job.args_json,
-        "priority": job.priority,
-        "due_at": job.due_at,
-        "deadline_at": job.deadline_at,
-        "max_attempts": job.max_attempts,
-        "retry_base": job.retry_base,
-        "retry_cap": job.retry_cap,
-        "lease_seconds": job.lease_seconds,
-        "timeout_seconds": job.timeout_seconds,
-        "idempotency_key": job.idempotency_key,
-        "request_hash": job.request_hash,
-        "business_key": job.business_key,
         "now": now,
+        "id": [job_id for job_id, _ in jobs],
+        "tenant": [j.tenant for _, j in jobs],
+        "queue": [j.queue for _, j in jobs],
+        "task": [j.task for _, j in jobs],
+        "args": [j.args_json for _, j in jobs],
+        "priority": [int(j.priority) for _, j in jobs],
+        "due_at": [j.due_at for _, j in jobs],
+        "deadline_at": [j.deadline_at for _, j in jobs],
+        "max_attempts": [int(j.max_attempts) for _, j in jobs],
+        "retry_base": [float(j.retry_base) for _, j in jobs],
+        "retry_cap": [float(j.retry_cap) for _, j in jobs],
+        "lease_seconds": [float(j.lease_seconds) for _, j in jobs],
+        "timeout_seconds": [opt_float(j.timeout_seconds) for _, j in jobs],
+        "idempotency_key": [j.idempotency_key for _, j in jobs],
+        "request_hash": [j.request_hash for _, j in jobs],
+        "business_key": [j.business_key for _, j in jobs],
     }

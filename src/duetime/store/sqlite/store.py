@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from duetime.core.errors import (
+    ConfigurationError,
     IdempotencyConflict,
     JobNotFound,
     SchemaError,
@@ -57,11 +58,17 @@ class SQLiteStore:
         self._q = load_queries("sqlite")
         self._migrations = load_migrations("sqlite")
         self._lock = threading.RLock()
-        self._conn = sqlite3.connect(
-            self.path, isolation_level=None, check_same_thread=False, timeout=busy_timeout
-        )
+        try:
+            self._conn = sqlite3.connect(
+                self.path, isolation_level=None, check_same_thread=False, timeout=busy_timeout
+            )
+            self._conn.execute("PRAGMA journal_mode=WAL")
+        except sqlite3.OperationalError as exc:
+            raise ConfigurationError(
+                f"cannot open the SQLite database {self.path!r} ({exc}); check that its folder "
+                "exists and is writable"
+            ) from None
         self._conn.row_factory = sqlite3.Row
-        self._conn.execute("PRAGMA journal_mode=WAL")
         self._conn.execute("PRAGMA synchronous=FULL")
         self._conn.execute("PRAGMA foreign_keys=ON")
 

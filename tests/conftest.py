@@ -28,14 +28,18 @@ def pg_database_url() -> Iterator[str]:
     pgserver.drop_database(url)
 
 
-def _truncate_postgres(url: str) -> None:
+def _reset_postgres(url: str) -> None:
+    """Drop every duetime table so the next migrate() builds a clean schema (tests may break it)."""
     import psycopg
 
     with psycopg.connect(url, autocommit=True) as conn:
-        conn.execute(
-            "DO $$ BEGIN IF to_regclass('duetime_jobs') IS NOT NULL THEN "
-            "TRUNCATE duetime_jobs, duetime_attempts RESTART IDENTITY CASCADE; END IF; END $$"
-        )
+        rows = conn.execute(
+            "SELECT tablename FROM pg_tables WHERE schemaname = current_schema() "
+            "AND tablename LIKE 'duetime%%'"
+        ).fetchall()
+        if rows:
+            names = ", ".join(f'"{name}"' for (name,) in rows)
+            conn.execute(f"DROP TABLE IF EXISTS {names} CASCADE")
 
 
 @pytest.fixture(params=STORE_KINDS)
@@ -44,7 +48,7 @@ def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     if request.param == "sqlite":
         return f"sqlite:///{tmp_path / 'duetime.db'}"
     url: str = request.getfixturevalue("pg_database_url")
-    _truncate_postgres(url)
+    _reset_postgres(url)
     return url
 
 

@@ -163,7 +163,16 @@ def _start_private_cluster() -> str:
                 f"'postgres' to run as; create one or set {URL_ENV}"
             ) from None
         os.chown(tmp, user.pw_uid, user.pw_gid)
-        prefix = ["runuser", "-u", "postgres", "--"]
+        if shutil.which("runuser"):
+            prefix = ["runuser", "-u", "postgres", "--"]
+        elif shutil.which("sudo"):
+            prefix = ["sudo", "-u", "postgres", "--"]
+        else:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise RuntimeError(
+                "running as root, a private PostgreSQL cluster must run as the 'postgres' user, "
+                f"but neither runuser nor sudo was found; set {URL_ENV} instead"
+            )
 
     data = tmp / "data"
     log = tmp / "server.log"

@@ -102,3 +102,10 @@ def test_fingerprint_matches_for_the_same_request_only() -> None:
 def test_business_key_without_an_idempotency_key_is_unique() -> None:
     assert build().business_key != build().business_key
     assert build(business_key="order-7").business_key == "order-7"
+
+
+def test_text_databases_cannot_store_is_refused() -> None:
+    with pytest.raises(InvalidRequest, match="NUL"):
+        build(args={"a": "x\x00y"})
+    with pytest.raises(InvalidRequest, match="surrogate"):
+        build(args={"a": "\ud800"})

@@ -54,4 +54,4 @@ def test_every_status_is_reachable_from_scheduled() -> None:
 def test_next_status_and_allowed_from() -> None:
     assert next_status(Event.CANCEL, JobStatus.RUNNING) is JobStatus.CANCEL_REQUESTED
     assert next_status(Event.CANCEL, JobStatus.SUCCEEDED) is None
-    assert allowed_from(Event.CANCEL) == ["running", "scheduled"]
+    assert allowed_from(Event.CANCEL) == ["cancel_requested", "running", "scheduled"]

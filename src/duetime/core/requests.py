@@ -113,6 +113,17 @@ def dump_args(args: Any, max_bytes: int) -> tuple[dict[str, Any], str]:
         text = json.dumps(args, separators=(",", ":"), sort_keys=True, allow_nan=False)
     except (TypeError, ValueError) as exc:
         raise InvalidRequest(f"args must be plain JSON values: {exc}") from None
+    if "\\u0000" in text:
+        raise InvalidRequest(
+            "args contain a NUL character (\\u0000), which databases cannot store in JSON; "
+            "remove it or encode the data (for example as base64)"
+        )
+    try:
+        json.dumps(args, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        raise InvalidRequest(
+            "args contain a lone surrogate character, which is not valid Unicode; fix the text"
+        ) from None
     size = len(text.encode())
     if size > max_bytes:
         raise InvalidRequest(

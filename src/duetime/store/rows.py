@@ -39,10 +39,10 @@ def job_from_row(row: Row, t: ToTime, attempts: tuple[Attempt, ...] = ()) -> Job
         attempts=row["attempts"],
         max_attempts=row["max_attempts"],
         generation=row["generation"],
-        retry_base=row["retry_base"],
-        retry_cap=row["retry_cap"],
-        lease_seconds=row["lease_seconds"],
-        timeout_seconds=row["timeout_seconds"],
+        retry_base=float(row["retry_base"]),
+        retry_cap=float(row["retry_cap"]),
+        lease_seconds=float(row["lease_seconds"]),
+        timeout_seconds=_opt_float(row["timeout_seconds"]),
         idempotency_key=row["idempotency_key"],
         business_key=row["business_key"],
         created_at=t(row["created_at"]),
@@ -69,6 +69,10 @@ def attempt_from_row(row: Row, t: ToTime) -> Attempt:
         late_outcome=row["late_outcome"],
         late_reported_at=_opt(row["late_reported_at"], t),
     )
+
+
+def _opt_float(value: Any) -> float | None:
+    return None if value is None else float(value)
 
 
 def _opt(value: Any, t: ToTime) -> datetime | None:

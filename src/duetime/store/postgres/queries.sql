@@ -141,7 +141,8 @@ SET status = (%(moves)s::jsonb ->> status),
                             AND deadline_at <= COALESCE(%(due_at)s::timestamptz, due_at)
                        THEN NULL ELSE deadline_at END,
     cancel_requested_at = CASE WHEN (%(moves)s::jsonb ->> status) = 'cancel_requested'
-                               THEN %(now)s ELSE cancel_requested_at END,
+                               THEN COALESCE(cancel_requested_at, %(now)s)
+                               ELSE cancel_requested_at END,
     version = version + 1,
     updated_at = %(now)s
 WHERE id = %(job_id)s

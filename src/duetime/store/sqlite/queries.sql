@@ -105,7 +105,8 @@ SET status = json_extract(:moves, '$.' || status),
     deadline_at = CASE WHEN :replay = 1 AND deadline_at <= COALESCE(:due_at, due_at)
                        THEN NULL ELSE deadline_at END,
     cancel_requested_at = CASE WHEN json_extract(:moves, '$.' || status) = 'cancel_requested'
-                               THEN :now ELSE cancel_requested_at END,
+                               THEN COALESCE(cancel_requested_at, :now)
+                               ELSE cancel_requested_at END,
     version = version + 1,
     updated_at = :now
 WHERE id = :job_id

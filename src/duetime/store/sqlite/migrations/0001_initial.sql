@@ -30,6 +30,9 @@ CREATE UNIQUE INDEX duetime_jobs_idempotency ON duetime_jobs (tenant, idempotenc
     WHERE idempotency_key IS NOT NULL;
 CREATE INDEX duetime_jobs_due ON duetime_jobs (queue, priority DESC, due_at, id)
     WHERE status = 'scheduled';
+-- workers that take every queue read their order from this one
+CREATE INDEX duetime_jobs_due_any ON duetime_jobs (priority DESC, due_at, id)
+    WHERE status = 'scheduled';
 CREATE INDEX duetime_jobs_deadline ON duetime_jobs (deadline_at)
     WHERE status = 'scheduled' AND deadline_at IS NOT NULL;
 CREATE INDEX duetime_jobs_listing ON duetime_jobs (tenant, status, id);

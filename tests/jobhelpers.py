@@ -6,9 +6,10 @@ from datetime import timedelta
 from typing import Any
 
 from duetime.core.clock import ManualClock
-from duetime.core.models import Job, Lease, NewJob, Outcome
+from duetime.core.models import Job, JobFilter, Lease, NewJob, Outcome
 from duetime.core.requests import TaskDefaults, build_new_job
 from duetime.core.retry import ErrorCategory
+from duetime.core.schedules import NewOccurrence, Origin, Plan, build_spec
 from duetime.core.states import Event, JobStatus
 from duetime.store.base import Store
 
@@ -38,6 +39,8 @@ def job_in(store: Store, clock: ManualClock, status: JobStatus) -> tuple[Job, Le
         clock.advance(10)
         assert store.expire_overdue(clock.now(), 100) >= 1
         return _reload(store, job), None
+    if status is JobStatus.WAITING:
+        return _waiting_occurrence(store, clock), None
     job = enqueue(store, clock)
     if status is JobStatus.SCHEDULED:
         return job, None
@@ -52,6 +55,21 @@ def job_in(store: Store, clock: ManualClock, status: JobStatus) -> tuple[Job, Le
     category = ErrorCategory.PERMANENT if event is Event.GIVE_UP else None
     assert store.finish(lease, Outcome(event, error_category=category), clock.now())
     return _reload(store, job), lease
+
+
+def _waiting_occurrence(store: Store, clock: ManualClock) -> Job:
+    """A schedule's occurrence buffered behind another (the only way a job is waiting)."""
+    name = f"s{clock.now().timestamp()}"
+    spec = build_spec(name, "t", timezone="UTC", cron="0 * * * *")
+    schedule, _ = store.create_schedule(
+        "default", spec, anchor_at=clock.now(), next_fire_at=None, now=clock.now()
+    )
+    occ = NewOccurrence(clock.now(), clock.now(), JobStatus.WAITING, Origin.TICK)
+    store.apply_schedule("default", name, clock.now(), lambda s, a: Plan(new_jobs=[occ]))
+    [job] = store.list_jobs(JobFilter(schedule_id=schedule.id))
+    assert job.status is JobStatus.WAITING
+    clock.advance(0.001)
+    return job
 
 
 def _reload(store: Store, job: Job) -> Job:

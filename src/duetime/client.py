@@ -13,8 +13,14 @@ from datetime import datetime, timedelta
 from typing import Any, ParamSpec, TypeVar
 
 from duetime.core.clock import Clock, SystemClock
-from duetime.core.errors import ConfigurationError, JobNotFound
-from duetime.core.models import Job, JobFilter, NewJob
+from duetime.core.errors import (
+    ConfigurationError,
+    JobNotFound,
+    ScheduleExists,
+    ScheduleNotFound,
+)
+from duetime.core.models import Job, JobFilter, NewJob, Tick
+from duetime.core.recurrence import Fire
 from duetime.core.requests import (
     DEFAULT_MAX_ATTEMPTS,
     DEFAULT_MAX_PAYLOAD_BYTES,
@@ -24,9 +30,30 @@ from duetime.core.requests import (
     parse_instant,
 )
 from duetime.core.retry import RetryPolicy
+from duetime.core.schedules import (
+    DEFAULT_CATCHUP_WINDOW,
+    DEFAULT_DST_FOLD,
+    DEFAULT_DST_GAP,
+    DEFAULT_MISFIRE,
+    DEFAULT_OVERLAP,
+    Occurrence,
+    Plan,
+    Schedule,
+    ScheduleSpec,
+    build_spec,
+    first_fire,
+    plan_backfill,
+    plan_pause,
+    plan_trigger,
+    plan_update,
+    preview,
+    spec_defaults,
+    spec_options,
+)
 from duetime.core.states import Event, JobStatus
 from duetime.logs import log_event
 from duetime.store import Store, open_store, resolve_url
+from duetime.store.base import Decide
 
 log = logging.getLogger("duetime.app")
 
@@ -45,6 +72,12 @@ def _async_twin(method: Callable[P, R]) -> Callable[P, Coroutine[Any, Any, R]]:
 
     twin.__name__ = twin.__qualname__ = f"a{method.__name__}"
     return twin
+
+
+def _update(
+    schedule: Schedule, active: list[Occurrence], *, spec: ScheduleSpec, now: datetime
+) -> Plan:
+    return plan_update(schedule, active, spec, now)
 
 
 @dataclass(frozen=True)
@@ -96,6 +129,7 @@ class App:
         self.tasks: dict[str, Task] = {}
         self._store: Store | None = None
         self._lock = threading.Lock()
+        self._declared: list[ScheduleSpec] = []
 
     # -- configuration ----------------------------------------------------------------------
 
@@ -313,6 +347,205 @@ class App:
         log_event(log, f"job.{event}", job_id=job.id, status=str(job.status), version=job.version)
         return job
 
+    # -- schedules --------------------------------------------------------------------------
+
+    def _spec(self, name: str, task: str, options: dict[str, Any]) -> ScheduleSpec:
+        registered = self.tasks.get(task)
+        defaults = options.pop("defaults", None) or (
+            registered.defaults if registered else TaskDefaults()
+        )
+        return build_spec(
+            name, task, defaults=defaults, max_payload_bytes=self.max_payload_bytes, **options
+        )
+
+    def add_schedule(
+        self,
+        name: str,
+        *,
+        task: str,
+        timezone: str,
+        cron: str | None = None,
+        every: float | timedelta | str | None = None,
+        args: Mapping[str, Any] | None = None,
+        misfire: str = DEFAULT_MISFIRE,
+        catchup_window: float | timedelta | str = DEFAULT_CATCHUP_WINDOW,
+        overlap: str = DEFAULT_OVERLAP,
+        dst_gap: str = DEFAULT_DST_GAP,
+        dst_fold: str = DEFAULT_DST_FOLD,
+        start: datetime | str | None = None,
+        end: datetime | str | None = None,
+        jitter: float | timedelta | str = 0,
+    ) -> Schedule:
+        """Create a recurring schedule; its first tick is the first fire at or after now.
+
+        Raises ScheduleExists when the name is taken in this tenant (use update_schedule).
+        """
+        spec = self._spec(
+            name,
+            task,
+            dict(
+                timezone=timezone,
+                cron=cron,
+                every=every,
+                args=args,
+                misfire=misfire,
+                catchup_window=catchup_window,
+                overlap=overlap,
+                dst_gap=dst_gap,
+                dst_fold=dst_fold,
+                start=start,
+                end=end,
+                jitter=jitter,
+            ),
+        )
+        schedule, created = self._create_schedule(spec)
+        if not created:
+            raise ScheduleExists(
+                f"schedule {name!r} exists already; change it with update_schedule "
+                "(duetime schedules update) or delete it first"
+            )
+        return schedule
+
+    def _create_schedule(self, spec: ScheduleSpec) -> tuple[Schedule, bool]:
+        now = self.clock.now()
+        anchor = spec.start_at or now
+        schedule, created = self.store.create_schedule(
+            self.tenant,
+            spec,
+            anchor_at=anchor,
+            next_fire_at=first_fire(spec, anchor, now),
+            now=now,
+        )
+        if created:
+            log_event(log, "schedule.added", schedule=spec.name, next=schedule.next_fire_at)
+        return schedule, created
+
+    def schedule(self, name: str, **options: Any) -> Callable[[Handler], Task]:
+        """Declare a schedule in code: `@app.schedule("nightly", cron=..., timezone=...)`.
+
+        Stacks on `@app.task(...)`, or registers the function as a task with default options.
+        Declared schedules are created or updated in the store by sync_schedules(), which
+        every worker calls when it starts; an unchanged schedule is left alone.
+        """
+
+        def declare(fn: Handler | Task) -> Task:
+            task = fn if isinstance(fn, Task) else self.task(fn)
+            self.declare_schedule(name, task=task.name, **options)
+            return task
+
+        return declare
+
+    def declare_schedule(self, name: str, *, task: str, **options: Any) -> None:
+        """Like add_schedule, but only remembered until sync_schedules() writes it."""
+        if any(spec.name == name for spec in self._declared):
+            raise ConfigurationError(f"schedule {name!r} is declared twice")
+        self._declared.append(self._spec(name, task, dict(options)))
+
+    def sync_schedules(self) -> dict[str, str]:
+        """Write declared schedules to the store: created, updated, or unchanged (per name)."""
+        result: dict[str, str] = {}
+        for spec in self._declared:
+            current, created = self._create_schedule(spec)
+            if created:
+                result[spec.name] = "created"
+            elif current.spec.definition_hash == spec.definition_hash:
+                result[spec.name] = "unchanged"
+            else:
+                now = self.clock.now()
+                self._apply_schedule(spec.name, functools.partial(_update, spec=spec, now=now))
+                result[spec.name] = "updated"
+                log_event(log, "schedule.updated", schedule=spec.name, source="code")
+        return result
+
+    def _apply_schedule(self, name: str, decide: Decide) -> Plan:
+        return self.store.apply_schedule(self.tenant, name, self.clock.now(), decide)
+
+    def get_schedule(self, name: str) -> Schedule:
+        schedule = self.store.get_schedule(self.tenant, name)
+        if schedule is None:
+            raise ScheduleNotFound(name)
+        return schedule
+
+    def list_schedules(self) -> list[Schedule]:
+        return self.store.list_schedules(self.tenant)
+
+    def update_schedule(self, name: str, **changes: Any) -> Schedule:
+        """Change a schedule. Future ticks follow the new definition; occurrences generated but
+        not started are regenerated. Options are those of add_schedule (task included)."""
+        current = self.get_schedule(name)
+        if "cron" in changes and changes["cron"] is not None:
+            changes.setdefault("every", None)
+        if "every" in changes and changes["every"] is not None:
+            changes.setdefault("cron", None)
+        task = changes.pop("task", current.spec.task)
+        options = {**spec_options(current.spec), **changes}
+        if task == current.spec.task:
+            options["defaults"] = spec_defaults(current.spec)
+        spec = self._spec(name, task, options)
+        self._apply_schedule(name, functools.partial(_update, spec=spec, now=self.clock.now()))
+        log_event(log, "schedule.updated", schedule=name, source="api")
+        return self.get_schedule(name)
+
+    def pause_schedule(self, name: str) -> Schedule:
+        """Stop generating ticks until resume; ticks due meanwhile meet the misfire policy."""
+        self._apply_schedule(name, lambda s, active: plan_pause(s, True))
+        log_event(log, "schedule.paused", schedule=name)
+        return self.get_schedule(name)
+
+    def resume_schedule(self, name: str) -> Schedule:
+        self._apply_schedule(name, lambda s, active: plan_pause(s, False))
+        log_event(log, "schedule.resumed", schedule=name)
+        return self.get_schedule(name)
+
+    def delete_schedule(self, name: str) -> None:
+        """Delete a schedule and its tick history; occurrences that never started are cancelled."""
+        self.store.delete_schedule(self.tenant, name, self.clock.now())
+        log_event(log, "schedule.deleted", schedule=name)
+
+    def preview_schedule(
+        self, name: str, count: int = 10, after: datetime | str | None = None
+    ) -> list[Fire]:
+        """The next `count` nominal fire times (after now, or after `after`)."""
+        schedule = self.get_schedule(name)
+        start = parse_instant(after, "after") if after is not None else self.clock.now()
+        return preview(schedule.spec, schedule.anchor_at, start, count)
+
+    def trigger_schedule(self, name: str) -> Job:
+        """Run one occurrence now, with its own identity (nominal time = now)."""
+        now = self.clock.now()
+        self._apply_schedule(name, lambda s, active: plan_trigger(s, now))
+        schedule = self.get_schedule(name)
+        job = self.store.list_jobs(JobFilter(tenant=self.tenant, schedule_id=schedule.id, limit=1))
+        log_event(log, "schedule.triggered", schedule=name, job_id=job[0].id if job else None)
+        return job[0]
+
+    def backfill_schedule(self, name: str, start: datetime | str, end: datetime | str) -> Plan:
+        """Run the ticks of a past range [start, end], honouring the overlap policy."""
+        first = parse_instant(start, "backfill start")
+        last = parse_instant(end, "backfill end")
+        now = self.clock.now()
+        plan = self._apply_schedule(
+            name, lambda s, active: plan_backfill(s, active, first, last, now)
+        )
+        log_event(
+            log,
+            "schedule.backfilled",
+            schedule=name,
+            jobs=len(plan.new_jobs),
+            ticks=len(plan.ticks),
+        )
+        return plan
+
+    def schedule_history(
+        self, name: str, limit: int = 50, before_id: int | None = None
+    ) -> list[Tick]:
+        """What became of each tick, newest first (enqueued, missed, skipped, ... and why)."""
+        return self.store.schedule_ticks(self.get_schedule(name).id, limit, before_id)
+
+    def last_run(self, name: str) -> Job | None:
+        """The newest occurrence that started, with its attempts."""
+        return self.store.latest_run(self.get_schedule(name).id)
+
     aenqueue = _async_twin(enqueue)
     aenqueue_many = _async_twin(enqueue_many)
     aget_job = _async_twin(get_job)
@@ -320,3 +553,12 @@ class App:
     acancel = _async_twin(cancel)
     areschedule = _async_twin(reschedule)
     areplay = _async_twin(replay)
+    aadd_schedule = _async_twin(add_schedule)
+    aget_schedule = _async_twin(get_schedule)
+    alist_schedules = _async_twin(list_schedules)
+    aupdate_schedule = _async_twin(update_schedule)
+    apause_schedule = _async_twin(pause_schedule)
+    aresume_schedule = _async_twin(resume_schedule)
+    adelete_schedule = _async_twin(delete_schedule)
+    atrigger_schedule = _async_twin(trigger_schedule)
+    abackfill_schedule = _async_twin(backfill_schedule)

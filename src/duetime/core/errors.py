@@ -21,6 +21,16 @@ class JobNotFound(DuetimeError, LookupError):
         self.job_id = job_id
 
 
+class ScheduleNotFound(DuetimeError, LookupError):
+    def __init__(self, name: str) -> None:
+        super().__init__(f"schedule {name!r} does not exist (check the name and the tenant)")
+        self.name = name
+
+
+class ScheduleExists(DuetimeError):
+    """A schedule with that name exists already in the tenant."""
+
+
 class IllegalTransition(DuetimeError):
     """The job's current status forbids the requested action."""
 

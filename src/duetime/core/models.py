@@ -53,6 +53,11 @@ class Job:
     created_at: datetime
     updated_at: datetime
     cancel_requested_at: datetime | None = None
+    schedule_id: int | None = None  # set on a schedule's occurrences
+    schedule_name: str | None = None
+    nominal_at: datetime | None = None  # the tick this occurrence stands for (its identity)
+    covers: tuple[datetime, ...] = ()  # a coalesced run: every late tick it stands for
+    origin: str | None = None  # tick, trigger or backfill
     attempt_history: tuple[Attempt, ...] = field(default=(), compare=False)
 
     @property
@@ -85,6 +90,10 @@ class Job:
             "created_at": _iso(self.created_at),
             "updated_at": _iso(self.updated_at),
             "cancel_requested_at": _iso(self.cancel_requested_at),
+            "schedule": self.schedule_name,
+            "nominal_at": _iso(self.nominal_at),
+            "covers": [c.isoformat() for c in self.covers],
+            "origin": self.origin,
             "attempt_history": [attempt_to_json(a) for a in self.attempt_history],
         }
 
@@ -130,6 +139,12 @@ class NewJob:
     idempotency_key: str | None
     request_hash: str
     business_key: str  # stable across attempts and replays
+    status: JobStatus = JobStatus.SCHEDULED  # or waiting, for a buffered occurrence
+    schedule_id: int | None = None
+    schedule_name: str | None = None
+    nominal_at: datetime | None = None
+    covers: tuple[datetime, ...] = ()
+    origin: str | None = None
 
 
 @dataclass(frozen=True)
@@ -192,10 +207,40 @@ class ExpiredLease:
 
 
 @dataclass(frozen=True)
+class Tick:
+    """One line of a schedule's history: a nominal tick and what became of it."""
+
+    id: int
+    schedule_id: int
+    nominal_at: datetime
+    outcome: str
+    origin: str
+    detail: str
+    recorded_at: datetime
+    job_id: int | None = None
+    job_status: JobStatus | None = None
+    started_at: datetime | None = None  # the occurrence's first attempt, if it ran
+
+    def to_json(self) -> JSONObject:
+        return {
+            "id": self.id,
+            "nominal_at": _iso(self.nominal_at),
+            "outcome": self.outcome,
+            "origin": self.origin,
+            "detail": self.detail,
+            "recorded_at": _iso(self.recorded_at),
+            "job_id": self.job_id,
+            "job_status": str(self.job_status) if self.job_status else None,
+            "started_at": _iso(self.started_at),
+        }
+
+
+@dataclass(frozen=True)
 class JobFilter:
     tenant: str | None = None  # None: every tenant (operators only)
     status: JobStatus | None = None
     task: str | None = None
     queue: str | None = None
+    schedule_id: int | None = None
     before_id: int | None = None  # cursor: newest first, ids below this
     limit: int = 100

@@ -162,21 +162,6 @@ def _transition(low: datetime, high: datetime, tz: ZoneInfo) -> datetime:
     return hi
 
 
-def gap_skips(expr: str, tz: ZoneInfo, after: datetime, until: datetime) -> list[datetime]:
-    """Wall times in (after, until] that a dst_gap=skip rule does not run (for tick history)."""
-    skipped = []
-    for wall in _walls(expr, tz, after):
-        if wall.replace(tzinfo=tz).astimezone(UTC) - _SLACK > until:
-            break
-        if not resolve(wall, tz, DstGap.SKIP, DstFold.FIRST) and resolve(
-            wall, tz, DstGap.SHIFT, DstFold.FIRST
-        ):
-            at = resolve(wall, tz, DstGap.SHIFT, DstFold.FIRST)[0].at
-            if after < at <= until:
-                skipped.append(wall)
-    return skipped
-
-
 def _walls(expr: str, tz: ZoneInfo, after: datetime) -> Iterator[datetime]:
     start = after.astimezone(tz).replace(tzinfo=None) - _SLACK
     try:
@@ -195,22 +180,25 @@ def cron_fires(
 ) -> Iterator[Fire]:
     """Fires strictly after `after` (UTC), in increasing order, without duplicates."""
     pending: list[Fire] = []
-    last: datetime | None = None
     for wall in _walls(expr, tz, after):
         for fire in resolve(wall, tz, gap, fold):
             if fire.at > after:
                 heapq.heappush(pending, fire)
         # wall times more than _SLACK apart resolve to instants in the same order
         while pending and wall - pending[0].wall > _SLACK:
-            fire = heapq.heappop(pending)
-            if fire.at != last:
-                last = fire.at
-                yield fire
+            yield _pop_instant(pending)
     while pending:
-        fire = heapq.heappop(pending)
-        if fire.at != last:
-            last = fire.at
-            yield fire
+        yield _pop_instant(pending)
+
+
+def _pop_instant(pending: list[Fire]) -> Fire:
+    """The earliest instant once, preferring a real fire over a gap shifted onto it."""
+    fire = heapq.heappop(pending)
+    while pending and pending[0].at == fire.at:
+        other = heapq.heappop(pending)
+        if fire.kind is FireKind.SHIFTED:
+            fire = other
+    return fire
 
 
 def interval_fires(every: timedelta, anchor: datetime, after: datetime) -> Iterator[Fire]:

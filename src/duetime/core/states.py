@@ -12,6 +12,7 @@ from enum import StrEnum
 
 class JobStatus(StrEnum):
     SCHEDULED = "scheduled"  # waiting for due_at (first run, or a retry after a failure)
+    WAITING = "waiting"  # a schedule's occurrence buffered behind the one still running
     RUNNING = "running"  # held by exactly one attempt under a lease
     CANCEL_REQUESTED = "cancel_requested"  # running, and the handler has been asked to stop
     SUCCEEDED = "succeeded"
@@ -38,6 +39,7 @@ class Event(StrEnum):
     RESCHEDULE = "reschedule"
     EXPIRE = "expire"
     REPLAY = "replay"
+    RELEASE = "release"  # a waiting occurrence may run: its predecessor ended
 
 
 S = JobStatus
@@ -51,16 +53,20 @@ TRANSITIONS: dict[Event, dict[JobStatus, JobStatus]] = {
     # cancelling twice is harmless: the request stands, its first time is kept
     Event.CANCEL: {
         S.SCHEDULED: S.CANCELLED,
+        S.WAITING: S.CANCELLED,
         S.RUNNING: S.CANCEL_REQUESTED,
         S.CANCEL_REQUESTED: S.CANCEL_REQUESTED,
     },
     Event.RESCHEDULE: {S.SCHEDULED: S.SCHEDULED},
     Event.EXPIRE: {S.SCHEDULED: S.EXPIRED},
     Event.REPLAY: {S.DEAD: S.SCHEDULED, S.CANCELLED: S.SCHEDULED, S.EXPIRED: S.SCHEDULED},
+    Event.RELEASE: {S.WAITING: S.SCHEDULED},
 }
 
 TERMINAL: frozenset[JobStatus] = frozenset({S.SUCCEEDED, S.DEAD, S.CANCELLED, S.EXPIRED})
 HELD: frozenset[JobStatus] = frozenset({S.RUNNING, S.CANCEL_REQUESTED})
+# an occurrence in one of these counts as "still running" for a schedule's overlap policy
+ACTIVE: frozenset[JobStatus] = frozenset({S.SCHEDULED, S.RUNNING, S.CANCEL_REQUESTED})
 
 # Events that end the attempt holding the job, and the status that attempt ends in.
 ATTEMPT_END: dict[Event, AttemptStatus] = {

@@ -53,6 +53,22 @@ class AttemptContext:
         return self.claim.job.due_at
 
     @property
+    def schedule(self) -> str | None:
+        """The schedule this occurrence belongs to (None for a one-off job)."""
+        return self.claim.job.schedule_name
+
+    @property
+    def nominal_at(self) -> datetime | None:
+        """The tick this occurrence stands for, in UTC (None for a one-off job)."""
+        return self.claim.job.nominal_at
+
+    @property
+    def covers(self) -> tuple[datetime, ...]:
+        """Every nominal tick this run stands for: several for a coalesced run after a misfire."""
+        job = self.claim.job
+        return job.covers or ((job.nominal_at,) if job.nominal_at else ())
+
+    @property
     def cancel_requested(self) -> bool:
         """True once an operator asked to cancel this job (or its lease was lost)."""
         return self._cancel.is_set()

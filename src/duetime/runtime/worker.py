@@ -30,6 +30,7 @@ from duetime.core.retry import ErrorCategory, Failure, RetryPolicy, classify, de
 from duetime.core.states import ATTEMPT_END, Event
 from duetime.logs import log_event
 from duetime.runtime.context import AttemptContext, JobCancelled, set_current
+from duetime.runtime.planner import Planner
 from duetime.runtime.reaper import Reaper
 from duetime.store.base import Store
 
@@ -73,6 +74,8 @@ class Worker:
         concurrency: int = 10,
         poll_interval: float = 0.5,
         reap_interval: float = 5.0,
+        plan_interval: float = 1.0,
+        planner: bool = True,
         grace: float = 30.0,
         worker_id: str | None = None,
         rng: random.Random | None = None,
@@ -91,6 +94,8 @@ class Worker:
         self.rng = rng or random.Random()
         self.stats = WorkerStats()
         self.reaper = Reaper(self.store, self.clock, rng=self.rng)
+        self.planner = Planner(self.store, self.clock) if planner else None
+        self.plan_interval = plan_interval
         self._running: dict[int, _Running] = {}
         self._handlers = ThreadPoolExecutor(concurrency, thread_name_prefix="duetime-handler")
         self._io = ThreadPoolExecutor(4, thread_name_prefix="duetime-store")
@@ -126,6 +131,11 @@ class Worker:
             asyncio.create_task(self._claim_loop(), name="duetime-claim"),
             asyncio.create_task(self._reap_loop(), name="duetime-reap"),
         ]
+        if self.planner is not None:
+            synced = await self._call(self.app.sync_schedules)
+            for name, action in synced.items():
+                log_event(log, "schedule.synced", schedule=name, action=action)
+            duties.append(asyncio.create_task(self._plan_loop(), name="duetime-plan"))
         beats = asyncio.create_task(self._heartbeat_loop(), name="duetime-heartbeat")
         stopped = asyncio.create_task(stop.wait())
         await asyncio.wait([stopped, *duties], return_when=asyncio.FIRST_COMPLETED)
@@ -225,6 +235,19 @@ class Worker:
             except Exception:
                 log.exception("reaper run failed; trying again next interval")
             await asyncio.sleep(self.reap_interval)
+
+    async def _plan_loop(self) -> None:
+        assert self.planner is not None
+        planner = self.planner
+        while True:
+            try:
+                result = await self._call(planner.run_once)
+                if result.occurrences or result.released:
+                    assert self._wake is not None
+                    self._wake.set()  # new due work: claim without waiting for the poll
+            except Exception:
+                log.exception("planner run failed; trying again next interval")
+            await asyncio.sleep(self.plan_interval)
 
     # -- one attempt ------------------------------------------------------------------------
 

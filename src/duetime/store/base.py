@@ -10,7 +10,7 @@ Rules that hold for every method:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Protocol
 
@@ -24,8 +24,12 @@ from duetime.core.models import (
     LeaseState,
     NewJob,
     Outcome,
+    Tick,
 )
+from duetime.core.schedules import Occurrence, Plan, Schedule, ScheduleSpec
 from duetime.core.states import Event
+
+Decide = Callable[[Schedule, list[Occurrence]], Plan]
 
 
 class Store(Protocol):
@@ -118,4 +122,61 @@ class Store(Protocol):
         budget (attempts = 0) while generation keeps counting. Every move bumps version.
         Raises JobNotFound, or IllegalTransition when the status forbids the move.
         """
+        ...
+
+    # -- schedules ----------------------------------------------------------------------------
+
+    def create_schedule(
+        self,
+        tenant: str,
+        spec: ScheduleSpec,
+        *,
+        anchor_at: datetime,
+        next_fire_at: datetime | None,
+        now: datetime,
+    ) -> tuple[Schedule, bool]:
+        """Insert a schedule unless (tenant, name) exists; return it and whether it is new."""
+        ...
+
+    def get_schedule(self, tenant: str, name: str) -> Schedule | None: ...
+
+    def list_schedules(self, tenant: str | None) -> list[Schedule]:
+        """Schedules by name (every tenant's when tenant is None)."""
+        ...
+
+    def apply_schedule(self, tenant: str, name: str, now: datetime, decide: Decide) -> Plan:
+        """Lock one schedule, call decide(schedule, its unfinished occurrences), apply the plan.
+
+        Applying a plan, in one transaction: delete occurrences that never started (when
+        asked), cancel the listed jobs (CANCEL moves), insert each new occurrence unless
+        (schedule_id, nominal_at) exists already, record the ticks, and update the schedule
+        (definition, paused, anchor, cursor; version + 1 when the definition or paused
+        changed). Raises ScheduleNotFound.
+        """
+        ...
+
+    def plan_due_schedules(self, now: datetime, limit: int, decide: Decide) -> int:
+        """Apply decide to up to `limit` unpaused schedules whose cursor is <= now.
+
+        Each schedule is handled in its own transaction under its row lock; a schedule locked
+        by another planner is skipped. Returns how many schedules were handled.
+        """
+        ...
+
+    def release_waiting(self, now: datetime, limit: int) -> int:
+        """Move the oldest waiting occurrence of each schedule with no scheduled, running or
+        cancel_requested occurrence to scheduled, due now. Returns how many moved."""
+        ...
+
+    def delete_schedule(self, tenant: str, name: str, now: datetime) -> None:
+        """Cancel the schedule's occurrences that never started, then delete it and its tick
+        history (its other jobs stay, detached). Raises ScheduleNotFound."""
+        ...
+
+    def schedule_ticks(self, schedule_id: int, limit: int, before_id: int | None) -> list[Tick]:
+        """Tick history, newest first, with each occurrence's status and first start."""
+        ...
+
+    def latest_run(self, schedule_id: int) -> Job | None:
+        """The newest occurrence (by nominal time) that started at least once, with attempts."""
         ...

@@ -48,6 +48,11 @@ def job_from_row(row: Row, t: ToTime, attempts: tuple[Attempt, ...] = ()) -> Job
         created_at=t(row["created_at"]),
         updated_at=t(row["updated_at"]),
         cancel_requested_at=_opt(row["cancel_requested_at"], t),
+        schedule_id=row["schedule_id"],
+        schedule_name=row["schedule_name"],
+        nominal_at=_opt(row["nominal_at"], t),
+        covers=_covers(row["covers"]),
+        origin=row["origin"],
         attempt_history=attempts,
     )
 
@@ -69,6 +74,17 @@ def attempt_from_row(row: Row, t: ToTime) -> Attempt:
         late_outcome=row["late_outcome"],
         late_reported_at=_opt(row["late_reported_at"], t),
     )
+
+
+def _covers(value: Any) -> tuple[datetime, ...]:
+    if value is None:
+        return ()
+    items = json.loads(value) if isinstance(value, str) else value
+    return tuple(datetime.fromisoformat(item) for item in items)
+
+
+def covers_json(covers: tuple[datetime, ...]) -> str | None:
+    return json.dumps([c.isoformat() for c in covers]) if covers else None
 
 
 def _opt_float(value: Any) -> float | None:

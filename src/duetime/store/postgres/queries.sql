@@ -44,6 +44,7 @@ WHERE (%(tenant)s::text IS NULL OR tenant = %(tenant)s::text)
   AND (%(status)s::text IS NULL OR status = %(status)s::text)
   AND (%(task)s::text IS NULL OR task = %(task)s::text)
   AND (%(queue)s::text IS NULL OR queue = %(queue)s::text)
+  AND (%(schedule_id)s::bigint IS NULL OR schedule_id = %(schedule_id)s::bigint)
   AND (%(before_id)s::bigint IS NULL OR id < %(before_id)s::bigint)
 ORDER BY id DESC
 LIMIT %(limit)s;
@@ -151,6 +152,130 @@ WHERE id = %(job_id)s
   AND (%(due_at)s::timestamptz IS NULL OR %(replay)s::boolean OR deadline_at IS NULL
        OR deadline_at > %(due_at)s::timestamptz)
 RETURNING id;
+
+-- name: insert_occurrence
+-- One occurrence of a schedule; PostgresStore holds the schedule's row lock while it inserts.
+INSERT INTO duetime_jobs (tenant, queue, task, args, priority, due_at, deadline_at, status,
+    max_attempts, retry_base, retry_cap, lease_seconds, timeout_seconds, idempotency_key,
+    request_hash, business_key, created_at, updated_at, schedule_id, schedule_name, nominal_at,
+    covers, origin)
+VALUES (%(tenant)s::text, %(queue)s::text, %(task)s::text, %(args)s::jsonb,
+    %(priority)s::integer, %(due_at)s::timestamptz, NULL, %(status)s::text,
+    %(max_attempts)s::integer, %(retry_base)s::double precision,
+    %(retry_cap)s::double precision, %(lease_seconds)s::double precision,
+    %(timeout_seconds)s::double precision, NULL, %(request_hash)s::text,
+    %(business_key)s::text, %(now)s, %(now)s, %(schedule_id)s::bigint, %(schedule_name)s::text,
+    %(nominal_at)s::timestamptz, %(covers)s::jsonb, %(origin)s::text)
+ON CONFLICT (schedule_id, nominal_at) WHERE schedule_id IS NOT NULL DO NOTHING
+RETURNING id;
+
+-- name: occurrence_id
+SELECT id FROM duetime_jobs
+WHERE schedule_id = %(schedule_id)s AND nominal_at = %(nominal_at)s::timestamptz;
+
+-- name: active_occurrences
+SELECT id, nominal_at, status, generation FROM duetime_jobs
+WHERE schedule_id = %(schedule_id)s
+  AND status IN ('scheduled', 'waiting', 'running', 'cancel_requested')
+ORDER BY nominal_at;
+
+-- name: delete_unstarted
+DELETE FROM duetime_jobs
+WHERE schedule_id = %(schedule_id)s AND status IN ('scheduled', 'waiting') AND generation = 0;
+
+-- name: release_waiting
+-- Safe with several callers at once: a waiting row is locked (SKIP LOCKED: another caller has
+-- it) and, once locked, re-checked in its newest version (READ COMMITTED), so a row another
+-- caller released or cancelled meanwhile is left alone. One row per schedule at most: the
+-- oldest waiting one.
+UPDATE duetime_jobs
+SET status = (%(moves)s::jsonb ->> status), due_at = %(now)s, version = version + 1,
+    updated_at = %(now)s
+WHERE id IN (
+    SELECT w.id FROM duetime_jobs w
+    WHERE w.status = 'waiting' AND w.schedule_id IS NOT NULL
+      AND w.nominal_at = (SELECT MIN(x.nominal_at) FROM duetime_jobs x
+                          WHERE x.schedule_id = w.schedule_id AND x.status = 'waiting')
+      AND NOT EXISTS (SELECT 1 FROM duetime_jobs a
+                      WHERE a.schedule_id = w.schedule_id
+                        AND a.status IN ('scheduled', 'running', 'cancel_requested'))
+    ORDER BY w.nominal_at, w.id
+    LIMIT %(limit)s
+    FOR UPDATE OF w SKIP LOCKED)
+  AND status = 'waiting'
+  AND (%(moves)s::jsonb ->> status) IS NOT NULL;
+
+-- name: insert_schedule
+INSERT INTO duetime_schedules (tenant, name, spec, definition_hash, paused, anchor_at,
+    next_fire_at, created_at, updated_at)
+VALUES (%(tenant)s::text, %(name)s::text, %(spec)s::jsonb, %(definition_hash)s::text, false,
+    %(anchor_at)s::timestamptz, %(next_fire_at)s::timestamptz, %(now)s, %(now)s)
+ON CONFLICT (tenant, name) DO NOTHING
+RETURNING *;
+
+-- name: select_schedule
+-- PostgresStore.apply_schedule and delete_schedule run this with FOR UPDATE appended.
+SELECT * FROM duetime_schedules WHERE tenant = %(tenant)s::text AND name = %(name)s::text
+
+-- name: list_schedules
+-- Names in code-point order, as SQLite compares text (not the database's collation).
+SELECT * FROM duetime_schedules
+WHERE (%(tenant)s::text IS NULL OR tenant = %(tenant)s::text)
+ORDER BY name COLLATE "C", tenant COLLATE "C";
+
+-- name: due_schedules
+SELECT id FROM duetime_schedules
+WHERE NOT paused AND next_fire_at IS NOT NULL AND next_fire_at <= %(now)s
+ORDER BY next_fire_at, id
+LIMIT %(limit)s;
+
+-- name: lock_due_schedule
+-- Locked, and re-checked in its newest version; nothing when another planner holds it.
+SELECT * FROM duetime_schedules
+WHERE id = %(id)s AND NOT paused AND next_fire_at IS NOT NULL AND next_fire_at <= %(now)s
+FOR UPDATE SKIP LOCKED;
+
+-- name: update_schedule
+UPDATE duetime_schedules
+SET spec = COALESCE(%(spec)s::jsonb, spec),
+    definition_hash = COALESCE(%(definition_hash)s::text, definition_hash),
+    paused = COALESCE(%(paused)s::boolean, paused),
+    anchor_at = COALESCE(%(anchor_at)s::timestamptz, anchor_at),
+    next_fire_at = CASE WHEN %(move_cursor)s::boolean THEN %(next_fire_at)s::timestamptz
+                        ELSE next_fire_at END,
+    version = version + %(bump)s::integer,
+    updated_at = %(now)s
+WHERE id = %(id)s;
+
+-- name: delete_schedule
+DELETE FROM duetime_schedules WHERE id = %(id)s;
+
+-- name: cancel_unstarted
+UPDATE duetime_jobs
+SET status = (%(moves)s::jsonb ->> status), version = version + 1, updated_at = %(now)s
+WHERE schedule_id = %(schedule_id)s AND status IN ('scheduled', 'waiting') AND generation = 0
+  AND (%(moves)s::jsonb ->> status) IS NOT NULL;
+
+-- name: insert_tick
+INSERT INTO duetime_ticks (schedule_id, nominal_at, outcome, origin, job_id, detail, recorded_at)
+VALUES (%(schedule_id)s, %(nominal_at)s::timestamptz, %(outcome)s::text, %(origin)s::text,
+    %(job_id)s::bigint, %(detail)s::text, %(now)s)
+ON CONFLICT (schedule_id, nominal_at, outcome, origin) DO NOTHING;
+
+-- name: list_ticks
+SELECT t.*, j.status AS job_status,
+       (SELECT MIN(a.started_at) FROM duetime_attempts a WHERE a.job_id = t.job_id) AS started_at
+FROM duetime_ticks t LEFT JOIN duetime_jobs j ON j.id = t.job_id
+WHERE t.schedule_id = %(schedule_id)s
+  AND (%(before_id)s::bigint IS NULL OR t.id < %(before_id)s::bigint)
+ORDER BY t.id DESC
+LIMIT %(limit)s;
+
+-- name: latest_run
+SELECT id FROM duetime_jobs
+WHERE schedule_id = %(schedule_id)s AND generation > 0
+ORDER BY nominal_at DESC
+LIMIT 1;
 
 -- name: schema_version
 SELECT COALESCE(MAX(version), 0) AS version FROM duetime_migrations;

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
@@ -18,6 +19,7 @@ from duetime.core.errors import (
     IdempotencyConflict,
     InvalidRequest,
     JobNotFound,
+    ScheduleNotFound,
     SchemaError,
 )
 from duetime.core.models import (
@@ -31,9 +33,19 @@ from duetime.core.models import (
     LeaseState,
     NewJob,
     Outcome,
+    Tick,
+)
+from duetime.core.schedules import (
+    Occurrence,
+    Plan,
+    Schedule,
+    ScheduleSpec,
+    occurrence_job,
+    spec_from_json,
 )
 from duetime.core.states import ATTEMPT_END, Event, JobStatus
-from duetime.store.rows import attempt_from_row, job_from_row, moves_json, refusal
+from duetime.store.base import Decide
+from duetime.store.rows import attempt_from_row, covers_json, job_from_row, moves_json, refusal
 from duetime.store.sql import load_migrations, load_queries
 
 # Taken (per transaction) by migrate, so that concurrent migrators run one after the other.
@@ -99,6 +111,9 @@ class PostgresStore:
         self._q = load_queries("postgres")
         self._migrations = load_migrations("postgres")
         self._claim_sql = _claim_statement(self._q)
+        # apply_schedule and delete_schedule hold the schedule's row lock: a planner (which
+        # locks a schedule before its jobs) and they thus take their turns.
+        self._lock_schedule = self._q["select_schedule"] + "\nFOR UPDATE"
         try:  # fail fast and clearly when the server is not there
             psycopg.connect(url, connect_timeout=10).close()
         except psycopg.Error as exc:
@@ -273,6 +288,7 @@ class PostgresStore:
             "status": str(f.status) if f.status else None,
             "task": f.task,
             "queue": f.queue,
+            "schedule_id": f.schedule_id,
             "before_id": f.before_id,
             "limit": f.limit,
         }
@@ -432,6 +448,238 @@ class PostgresStore:
             raise refusal(job, event, due_at)
         return job
 
+    # -- schedules --------------------------------------------------------------------------
+
+    def create_schedule(
+        self,
+        tenant: str,
+        spec: ScheduleSpec,
+        *,
+        anchor_at: datetime,
+        next_fire_at: datetime | None,
+        now: datetime,
+    ) -> tuple[Schedule, bool]:
+        params = {
+            "tenant": tenant,
+            "name": spec.name,
+            "spec": json.dumps(spec.to_json()),
+            "definition_hash": spec.definition_hash,
+            "anchor_at": anchor_at,
+            "next_fire_at": next_fire_at,
+            "now": now,
+        }
+        with _storable("schedule"), self._tx() as cur:
+            while True:
+                row = cur.execute(self._q["insert_schedule"], params).fetchone()
+                if row is not None:
+                    return _schedule(row), True
+                existing = cur.execute(
+                    self._q["select_schedule"], {"tenant": tenant, "name": spec.name}
+                ).fetchone()
+                if existing is not None:
+                    return _schedule(existing), False
+                # the holder of the name was deleted meanwhile: the name is free again
+
+    def get_schedule(self, tenant: str, name: str) -> Schedule | None:
+        with self._tx() as cur:
+            row = cur.execute(
+                self._q["select_schedule"], {"tenant": tenant, "name": name}
+            ).fetchone()
+        return _schedule(row) if row is not None else None
+
+    def list_schedules(self, tenant: str | None) -> list[Schedule]:
+        with self._tx() as cur:
+            rows = cur.execute(self._q["list_schedules"], {"tenant": tenant}).fetchall()
+        return [_schedule(r) for r in rows]
+
+    def apply_schedule(self, tenant: str, name: str, now: datetime, decide: Decide) -> Plan:
+        with _storable("schedule"), self._tx() as cur:
+            row = cur.execute(self._lock_schedule, {"tenant": tenant, "name": name}).fetchone()
+            if row is None:
+                raise ScheduleNotFound(name)
+            return self._decide_and_apply(cur, _schedule(row), now, decide)
+
+    def plan_due_schedules(self, now: datetime, limit: int, decide: Decide) -> int:
+        with self._tx() as cur:
+            rows = cur.execute(self._q["due_schedules"], {"now": now, "limit": limit}).fetchall()
+        handled = 0
+        for schedule_id in [r["id"] for r in rows]:
+            with self._tx() as cur:
+                row = cur.execute(
+                    self._q["lock_due_schedule"], {"id": schedule_id, "now": now}
+                ).fetchone()
+                if row is None:
+                    continue  # another planner holds it, or handled it meanwhile
+                self._decide_and_apply(cur, _schedule(row), now, decide)
+                handled += 1
+        return handled
+
+    def _decide_and_apply(
+        self, cur: psycopg.Cursor[DictRow], schedule: Schedule, now: datetime, decide: Decide
+    ) -> Plan:
+        """Apply decide's plan; the caller holds the schedule's row lock in this transaction."""
+        active = [
+            Occurrence(
+                job_id=r["id"],
+                nominal_at=_utc(r["nominal_at"]),
+                status=JobStatus(r["status"]),
+                started=r["generation"] > 0,
+            )
+            for r in cur.execute(
+                self._q["active_occurrences"], {"schedule_id": schedule.id}
+            ).fetchall()
+        ]
+        plan = decide(schedule, active)
+        if plan.delete_unstarted:
+            cur.execute(self._q["delete_unstarted"], {"schedule_id": schedule.id})
+        for job_id in plan.cancel_job_ids:
+            cur.execute(
+                self._q["transition"],
+                {
+                    "moves": moves_json(Event.CANCEL),
+                    "due_at": None,
+                    "replay": False,
+                    "now": now,
+                    "job_id": job_id,
+                    "tenant": None,
+                },
+            )
+        job_ids: dict[datetime, int] = {}
+        for occ in plan.new_jobs:
+            new = occurrence_job(schedule, occ)
+            params = {
+                "tenant": new.tenant,
+                "queue": new.queue,
+                "task": new.task,
+                "args": new.args_json,
+                "priority": int(new.priority),
+                "due_at": new.due_at,
+                "max_attempts": int(new.max_attempts),
+                "retry_base": float(new.retry_base),
+                "retry_cap": float(new.retry_cap),
+                "lease_seconds": float(new.lease_seconds),
+                "timeout_seconds": _opt_float(new.timeout_seconds),
+                "request_hash": new.request_hash,
+                "business_key": new.business_key,
+                "now": now,
+                "status": str(new.status),
+                "schedule_id": new.schedule_id,
+                "schedule_name": new.schedule_name,
+                "nominal_at": new.nominal_at,
+                "covers": covers_json(new.covers),
+                "origin": new.origin,
+            }
+            row = cur.execute(self._q["insert_occurrence"], params).fetchone()
+            if row is None:  # this tick became a job already: the unique identity holds
+                row = cur.execute(
+                    self._q["occurrence_id"],
+                    {"schedule_id": schedule.id, "nominal_at": new.nominal_at},
+                ).fetchone()
+            assert row is not None  # the schedule's row lock keeps its occurrences in place
+            job_ids[occ.nominal_at] = row["id"]
+        for tick in plan.ticks:
+            cur.execute(
+                self._q["insert_tick"],
+                {
+                    "schedule_id": schedule.id,
+                    "nominal_at": tick.nominal_at,
+                    "outcome": str(tick.outcome),
+                    "origin": str(tick.origin),
+                    "job_id": job_ids.get(tick.nominal_at) if tick.creates_job else None,
+                    "detail": tick.detail,
+                    "now": now,
+                },
+            )
+        spec = plan.spec
+        cur.execute(
+            self._q["update_schedule"],
+            {
+                "spec": json.dumps(spec.to_json()) if spec else None,
+                "definition_hash": spec.definition_hash if spec else None,
+                "paused": plan.paused,
+                "anchor_at": plan.anchor_at,
+                "move_cursor": plan.moves_cursor,
+                "next_fire_at": plan.next_fire_at if plan.moves_cursor else None,
+                "bump": int(spec is not None or plan.paused is not None),
+                "now": now,
+                "id": schedule.id,
+            },
+        )
+        return plan
+
+    def release_waiting(self, now: datetime, limit: int) -> int:
+        with self._tx() as cur:
+            cur.execute(
+                self._q["release_waiting"],
+                {"moves": moves_json(Event.RELEASE), "now": now, "limit": limit},
+            )
+            return cur.rowcount
+
+    def delete_schedule(self, tenant: str, name: str, now: datetime) -> None:
+        with self._tx() as cur:
+            row = cur.execute(self._lock_schedule, {"tenant": tenant, "name": name}).fetchone()
+            if row is None:
+                raise ScheduleNotFound(name)
+            cur.execute(
+                self._q["cancel_unstarted"],
+                {"moves": moves_json(Event.CANCEL), "now": now, "schedule_id": row["id"]},
+            )
+            cur.execute(self._q["delete_schedule"], {"id": row["id"]})
+
+    def schedule_ticks(self, schedule_id: int, limit: int, before_id: int | None) -> list[Tick]:
+        with self._tx() as cur:
+            rows = cur.execute(
+                self._q["list_ticks"],
+                {"schedule_id": schedule_id, "limit": limit, "before_id": before_id},
+            ).fetchall()
+        return [
+            Tick(
+                id=r["id"],
+                schedule_id=r["schedule_id"],
+                nominal_at=_utc(r["nominal_at"]),
+                outcome=r["outcome"],
+                origin=r["origin"],
+                detail=r["detail"],
+                recorded_at=_utc(r["recorded_at"]),
+                job_id=r["job_id"],
+                job_status=JobStatus(r["job_status"]) if r["job_status"] else None,
+                started_at=_utc(r["started_at"]) if r["started_at"] is not None else None,
+            )
+            for r in rows
+        ]
+
+    def latest_run(self, schedule_id: int) -> Job | None:
+        with self._tx(snapshot=True) as cur:
+            row = cur.execute(self._q["latest_run"], {"schedule_id": schedule_id}).fetchone()
+            return self._load(cur, row["id"], None, True) if row is not None else None
+
+
+@contextmanager
+def _storable(what: str) -> Iterator[None]:
+    """A value PostgreSQL cannot store (in a schedule's args, names) is an InvalidRequest."""
+    try:
+        yield
+    except psycopg.DataError as exc:
+        raise InvalidRequest(
+            f"PostgreSQL cannot store this {what} ({_reason(exc)}); text in args, names and "
+            "keys must not contain NUL characters (\\u0000) or unpaired surrogates"
+        ) from None
+
+
+def _schedule(row: DictRow) -> Schedule:
+    spec = row["spec"]
+    return Schedule(
+        id=row["id"],
+        tenant=row["tenant"],
+        spec=spec_from_json(json.loads(spec) if isinstance(spec, str) else spec),
+        paused=bool(row["paused"]),
+        anchor_at=_utc(row["anchor_at"]),
+        next_fire_at=_utc(row["next_fire_at"]) if row["next_fire_at"] is not None else None,
+        version=row["version"],
+        created_at=_utc(row["created_at"]),
+        updated_at=_utc(row["updated_at"]),
+    )
+
 
 def _claim_statement(q: dict[str, str]) -> sql.Composed:
     """The claim as one statement: pick due jobs, move them to running, start their attempts."""
@@ -453,6 +701,10 @@ def _claim_statement(q: dict[str, str]) -> sql.Composed:
 
 def _opt_str(value: object) -> str | None:
     return None if value is None else str(value)
+
+
+def _opt_float(value: float | None) -> float | None:
+    return None if value is None else float(value)
 
 
 def _key_order(job: NewJob) -> tuple[bool, str, str]:

@@ -26,6 +26,7 @@ WHERE (:tenant IS NULL OR tenant = :tenant)
   AND (:status IS NULL OR status = :status)
   AND (:task IS NULL OR task = :task)
   AND (:queue IS NULL OR queue = :queue)
+  AND (:schedule_id IS NULL OR schedule_id = :schedule_id)
   AND (:before_id IS NULL OR id < :before_id)
 ORDER BY id DESC
 LIMIT :limit;
@@ -114,6 +115,108 @@ WHERE id = :job_id
   AND json_type(:moves, '$.' || status) IS NOT NULL
   AND (:due_at IS NULL OR :replay = 1 OR deadline_at IS NULL OR deadline_at > :due_at)
 RETURNING id;
+
+-- name: insert_occurrence
+INSERT INTO duetime_jobs (tenant, queue, task, args, priority, due_at, deadline_at, status,
+    max_attempts, retry_base, retry_cap, lease_seconds, timeout_seconds, idempotency_key,
+    request_hash, business_key, created_at, updated_at, schedule_id, schedule_name, nominal_at,
+    covers, origin)
+VALUES (:tenant, :queue, :task, :args, :priority, :due_at, NULL, :status,
+    :max_attempts, :retry_base, :retry_cap, :lease_seconds, :timeout_seconds, NULL,
+    :request_hash, :business_key, :now, :now, :schedule_id, :schedule_name, :nominal_at,
+    :covers, :origin)
+ON CONFLICT (schedule_id, nominal_at) WHERE schedule_id IS NOT NULL DO NOTHING
+RETURNING id;
+
+-- name: occurrence_id
+SELECT id FROM duetime_jobs WHERE schedule_id = :schedule_id AND nominal_at = :nominal_at;
+
+-- name: active_occurrences
+SELECT id, nominal_at, status, generation FROM duetime_jobs
+WHERE schedule_id = :schedule_id
+  AND status IN ('scheduled', 'waiting', 'running', 'cancel_requested')
+ORDER BY nominal_at;
+
+-- name: delete_unstarted
+DELETE FROM duetime_jobs
+WHERE schedule_id = :schedule_id AND status IN ('scheduled', 'waiting') AND generation = 0;
+
+-- name: release_waiting
+UPDATE duetime_jobs
+SET status = json_extract(:moves, '$.' || status), due_at = :now, version = version + 1,
+    updated_at = :now
+WHERE id IN (
+    SELECT w.id FROM duetime_jobs w
+    WHERE w.status = 'waiting' AND w.schedule_id IS NOT NULL
+      AND w.nominal_at = (SELECT MIN(x.nominal_at) FROM duetime_jobs x
+                          WHERE x.schedule_id = w.schedule_id AND x.status = 'waiting')
+      AND NOT EXISTS (SELECT 1 FROM duetime_jobs a
+                      WHERE a.schedule_id = w.schedule_id
+                        AND a.status IN ('scheduled', 'running', 'cancel_requested'))
+    LIMIT :limit)
+  AND json_type(:moves, '$.' || status) IS NOT NULL;
+
+-- name: insert_schedule
+INSERT INTO duetime_schedules (tenant, name, spec, definition_hash, paused, anchor_at,
+    next_fire_at, created_at, updated_at)
+VALUES (:tenant, :name, :spec, :definition_hash, 0, :anchor_at, :next_fire_at, :now, :now)
+ON CONFLICT (tenant, name) DO NOTHING
+RETURNING *;
+
+-- name: select_schedule
+SELECT * FROM duetime_schedules WHERE tenant = :tenant AND name = :name;
+
+-- name: list_schedules
+SELECT * FROM duetime_schedules WHERE (:tenant IS NULL OR tenant = :tenant) ORDER BY name;
+
+-- name: due_schedules
+SELECT id FROM duetime_schedules
+WHERE paused = 0 AND next_fire_at IS NOT NULL AND next_fire_at <= :now
+ORDER BY next_fire_at
+LIMIT :limit;
+
+-- name: lock_due_schedule
+SELECT * FROM duetime_schedules
+WHERE id = :id AND paused = 0 AND next_fire_at IS NOT NULL AND next_fire_at <= :now;
+
+-- name: update_schedule
+UPDATE duetime_schedules
+SET spec = COALESCE(:spec, spec),
+    definition_hash = COALESCE(:definition_hash, definition_hash),
+    paused = COALESCE(:paused, paused),
+    anchor_at = COALESCE(:anchor_at, anchor_at),
+    next_fire_at = CASE WHEN :move_cursor = 1 THEN :next_fire_at ELSE next_fire_at END,
+    version = version + :bump,
+    updated_at = :now
+WHERE id = :id;
+
+-- name: delete_schedule
+DELETE FROM duetime_schedules WHERE id = :id;
+
+-- name: cancel_unstarted
+UPDATE duetime_jobs
+SET status = json_extract(:moves, '$.' || status), version = version + 1, updated_at = :now
+WHERE schedule_id = :schedule_id AND status IN ('scheduled', 'waiting') AND generation = 0
+  AND json_type(:moves, '$.' || status) IS NOT NULL;
+
+-- name: insert_tick
+INSERT INTO duetime_ticks (schedule_id, nominal_at, outcome, origin, job_id, detail, recorded_at)
+VALUES (:schedule_id, :nominal_at, :outcome, :origin, :job_id, :detail, :now)
+ON CONFLICT (schedule_id, nominal_at, outcome, origin) DO NOTHING;
+
+-- name: list_ticks
+SELECT t.*, j.status AS job_status,
+       (SELECT MIN(a.started_at) FROM duetime_attempts a WHERE a.job_id = t.job_id) AS started_at
+FROM duetime_ticks t LEFT JOIN duetime_jobs j ON j.id = t.job_id
+WHERE t.schedule_id = :schedule_id AND (:before_id IS NULL OR t.id < :before_id)
+ORDER BY t.id DESC
+LIMIT :limit;
+
+-- name: latest_run
+SELECT id FROM duetime_jobs
+WHERE schedule_id = :schedule_id AND generation > 0
+ORDER BY nominal_at DESC
+LIMIT 1;
 
 -- name: schema_version
 SELECT COALESCE(MAX(version), 0) FROM duetime_migrations;

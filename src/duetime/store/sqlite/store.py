@@ -15,6 +15,7 @@ from duetime.core.errors import (
     ConfigurationError,
     IdempotencyConflict,
     JobNotFound,
+    ScheduleNotFound,
     SchemaError,
 )
 from duetime.core.models import (
@@ -27,9 +28,19 @@ from duetime.core.models import (
     LeaseState,
     NewJob,
     Outcome,
+    Tick,
+)
+from duetime.core.schedules import (
+    Occurrence,
+    Plan,
+    Schedule,
+    ScheduleSpec,
+    occurrence_job,
+    spec_from_json,
 )
 from duetime.core.states import ATTEMPT_END, Event, JobStatus
-from duetime.store.rows import attempt_from_row, job_from_row, moves_json, refusal
+from duetime.store.base import Decide
+from duetime.store.rows import attempt_from_row, covers_json, job_from_row, moves_json, refusal
 from duetime.store.sql import load_migrations, load_queries
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
@@ -190,6 +201,7 @@ class SQLiteStore:
             "status": str(f.status) if f.status else None,
             "task": f.task,
             "queue": f.queue,
+            "schedule_id": f.schedule_id,
             "before_id": f.before_id,
             "limit": f.limit,
         }
@@ -359,6 +371,214 @@ class SQLiteStore:
         if row is None:
             raise refusal(job, event, due_at)
         return job
+
+    # -- schedules --------------------------------------------------------------------------
+
+    def create_schedule(
+        self,
+        tenant: str,
+        spec: ScheduleSpec,
+        *,
+        anchor_at: datetime,
+        next_fire_at: datetime | None,
+        now: datetime,
+    ) -> tuple[Schedule, bool]:
+        with self._tx() as conn:
+            row = conn.execute(
+                self._q["insert_schedule"],
+                {
+                    "tenant": tenant,
+                    "name": spec.name,
+                    "spec": json.dumps(spec.to_json()),
+                    "definition_hash": spec.definition_hash,
+                    "anchor_at": to_us(anchor_at),
+                    "next_fire_at": _opt_us(next_fire_at),
+                    "now": to_us(now),
+                },
+            ).fetchone()
+            if row is not None:
+                return _schedule(row), True
+            existing = conn.execute(
+                self._q["select_schedule"], {"tenant": tenant, "name": spec.name}
+            ).fetchone()
+            return _schedule(existing), False
+
+    def get_schedule(self, tenant: str, name: str) -> Schedule | None:
+        with self._tx("DEFERRED") as conn:
+            row = conn.execute(self._q["select_schedule"], {"tenant": tenant, "name": name})
+            found = row.fetchone()
+        return _schedule(found) if found else None
+
+    def list_schedules(self, tenant: str | None) -> list[Schedule]:
+        with self._tx("DEFERRED") as conn:
+            rows = conn.execute(self._q["list_schedules"], {"tenant": tenant}).fetchall()
+        return [_schedule(r) for r in rows]
+
+    def apply_schedule(self, tenant: str, name: str, now: datetime, decide: Decide) -> Plan:
+        with self._tx() as conn:
+            row = conn.execute(
+                self._q["select_schedule"], {"tenant": tenant, "name": name}
+            ).fetchone()
+            if row is None:
+                raise ScheduleNotFound(name)
+            return self._decide_and_apply(conn, _schedule(row), now, decide)
+
+    def plan_due_schedules(self, now: datetime, limit: int, decide: Decide) -> int:
+        with self._tx("DEFERRED") as conn:
+            ids = [
+                r["id"]
+                for r in conn.execute(self._q["due_schedules"], {"now": to_us(now), "limit": limit})
+            ]
+        handled = 0
+        for schedule_id in ids:
+            with self._tx() as conn:
+                row = conn.execute(
+                    self._q["lock_due_schedule"], {"id": schedule_id, "now": to_us(now)}
+                ).fetchone()
+                if row is None:
+                    continue  # another planner handled it meanwhile
+                self._decide_and_apply(conn, _schedule(row), now, decide)
+                handled += 1
+        return handled
+
+    def _decide_and_apply(
+        self, conn: sqlite3.Connection, schedule: Schedule, now: datetime, decide: Decide
+    ) -> Plan:
+        active = [
+            Occurrence(
+                job_id=r["id"],
+                nominal_at=from_us(r["nominal_at"]),
+                status=JobStatus(r["status"]),
+                started=r["generation"] > 0,
+            )
+            for r in conn.execute(self._q["active_occurrences"], {"schedule_id": schedule.id})
+        ]
+        plan = decide(schedule, active)
+        now_us = to_us(now)
+        if plan.delete_unstarted:
+            conn.execute(self._q["delete_unstarted"], {"schedule_id": schedule.id})
+        for job_id in plan.cancel_job_ids:
+            conn.execute(
+                self._q["transition"],
+                {
+                    "moves": moves_json(Event.CANCEL),
+                    "due_at": None,
+                    "replay": 0,
+                    "now": now_us,
+                    "job_id": job_id,
+                    "tenant": None,
+                },
+            )
+        job_ids: dict[datetime, int] = {}
+        for occ in plan.new_jobs:
+            new = occurrence_job(schedule, occ)
+            params = {
+                **_job_params(new, now),
+                "status": str(new.status),
+                "schedule_id": new.schedule_id,
+                "schedule_name": new.schedule_name,
+                "nominal_at": _opt_us(new.nominal_at),
+                "covers": covers_json(new.covers),
+                "origin": new.origin,
+            }
+            row = conn.execute(self._q["insert_occurrence"], params).fetchone()
+            if row is None:  # this tick became a job already: the unique identity holds
+                row = conn.execute(
+                    self._q["occurrence_id"],
+                    {"schedule_id": schedule.id, "nominal_at": params["nominal_at"]},
+                ).fetchone()
+            job_ids[occ.nominal_at] = row["id"]
+        for tick in plan.ticks:
+            conn.execute(
+                self._q["insert_tick"],
+                {
+                    "schedule_id": schedule.id,
+                    "nominal_at": to_us(tick.nominal_at),
+                    "outcome": str(tick.outcome),
+                    "origin": str(tick.origin),
+                    "job_id": job_ids.get(tick.nominal_at) if tick.creates_job else None,
+                    "detail": tick.detail,
+                    "now": now_us,
+                },
+            )
+        spec = plan.spec
+        conn.execute(
+            self._q["update_schedule"],
+            {
+                "spec": json.dumps(spec.to_json()) if spec else None,
+                "definition_hash": spec.definition_hash if spec else None,
+                "paused": None if plan.paused is None else int(plan.paused),
+                "anchor_at": _opt_us(plan.anchor_at),
+                "move_cursor": int(plan.moves_cursor),
+                "next_fire_at": _opt_us(plan.next_fire_at) if plan.moves_cursor else None,
+                "bump": int(spec is not None or plan.paused is not None),
+                "now": now_us,
+                "id": schedule.id,
+            },
+        )
+        return plan
+
+    def release_waiting(self, now: datetime, limit: int) -> int:
+        with self._tx() as conn:
+            cursor = conn.execute(
+                self._q["release_waiting"],
+                {"moves": moves_json(Event.RELEASE), "now": to_us(now), "limit": limit},
+            )
+            return cursor.rowcount
+
+    def delete_schedule(self, tenant: str, name: str, now: datetime) -> None:
+        with self._tx() as conn:
+            row = conn.execute(
+                self._q["select_schedule"], {"tenant": tenant, "name": name}
+            ).fetchone()
+            if row is None:
+                raise ScheduleNotFound(name)
+            conn.execute(
+                self._q["cancel_unstarted"],
+                {"moves": moves_json(Event.CANCEL), "now": to_us(now), "schedule_id": row["id"]},
+            )
+            conn.execute(self._q["delete_schedule"], {"id": row["id"]})
+
+    def schedule_ticks(self, schedule_id: int, limit: int, before_id: int | None) -> list[Tick]:
+        with self._tx("DEFERRED") as conn:
+            rows = conn.execute(
+                self._q["list_ticks"],
+                {"schedule_id": schedule_id, "limit": limit, "before_id": before_id},
+            ).fetchall()
+        return [
+            Tick(
+                id=r["id"],
+                schedule_id=r["schedule_id"],
+                nominal_at=from_us(r["nominal_at"]),
+                outcome=r["outcome"],
+                origin=r["origin"],
+                detail=r["detail"],
+                recorded_at=from_us(r["recorded_at"]),
+                job_id=r["job_id"],
+                job_status=JobStatus(r["job_status"]) if r["job_status"] else None,
+                started_at=from_us(r["started_at"]) if r["started_at"] is not None else None,
+            )
+            for r in rows
+        ]
+
+    def latest_run(self, schedule_id: int) -> Job | None:
+        with self._tx("DEFERRED") as conn:
+            row = conn.execute(self._q["latest_run"], {"schedule_id": schedule_id}).fetchone()
+            return self._load(conn, row["id"], None, True) if row else None
+
+
+def _schedule(row: sqlite3.Row) -> Schedule:
+    return Schedule(
+        id=row["id"],
+        tenant=row["tenant"],
+        spec=spec_from_json(json.loads(row["spec"])),
+        paused=bool(row["paused"]),
+        anchor_at=from_us(row["anchor_at"]),
+        next_fire_at=from_us(row["next_fire_at"]) if row["next_fire_at"] is not None else None,
+        version=row["version"],
+        created_at=from_us(row["created_at"]),
+        updated_at=from_us(row["updated_at"]),
+    )
 
 
 def _job_params(job: NewJob, now: datetime) -> dict[str, Any]:

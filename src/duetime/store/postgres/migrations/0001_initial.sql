@@ -8,7 +8,7 @@ CREATE TABLE duetime_jobs (
     priority integer NOT NULL DEFAULT 0,
     due_at timestamptz NOT NULL,
     deadline_at timestamptz,
-    status text NOT NULL CHECK (status IN ('scheduled', 'running', 'cancel_requested',
+    status text NOT NULL CHECK (status IN ('scheduled', 'waiting', 'running', 'cancel_requested',
         'succeeded', 'dead', 'cancelled', 'expired')),
     version bigint NOT NULL DEFAULT 1,
     attempts integer NOT NULL DEFAULT 0,

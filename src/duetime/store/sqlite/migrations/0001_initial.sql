@@ -8,7 +8,7 @@ CREATE TABLE duetime_jobs (
     priority INTEGER NOT NULL DEFAULT 0,
     due_at INTEGER NOT NULL,
     deadline_at INTEGER,
-    status TEXT NOT NULL CHECK (status IN ('scheduled', 'running', 'cancel_requested',
+    status TEXT NOT NULL CHECK (status IN ('scheduled', 'waiting', 'running', 'cancel_requested',
         'succeeded', 'dead', 'cancelled', 'expired')),
     version INTEGER NOT NULL DEFAULT 1,
     attempts INTEGER NOT NULL DEFAULT 0,

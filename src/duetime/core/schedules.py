@@ -1,0 +1,654 @@
+"""Schedule definitions and the tick policy: which occurrences a schedule's due ticks become.
+
+A schedule is a definition (task, args, trigger, zone, policies). Every tick it fires is an
+ordinary job whose identity is (schedule, nominal instant in UTC). The functions here are pure:
+given a schedule, the occurrences of it that are still active, and `now`, they return a Plan
+(jobs to create, jobs to cancel, tick history to record, where the cursor goes next) that a
+store applies in one transaction while it holds the schedule's row lock.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime, timedelta
+from enum import StrEnum
+from typing import Any, TypeVar
+
+from duetime.core.errors import InvalidRequest
+from duetime.core.models import NewJob
+from duetime.core.recurrence import (
+    DstFold,
+    DstGap,
+    Fire,
+    FireKind,
+    cron_fires,
+    interval_fires,
+    normalize_cron,
+    zone,
+)
+from duetime.core.requests import TaskDefaults, dump_args, parse_duration, parse_instant
+from duetime.core.states import ACTIVE, HELD, JobStatus
+
+
+class Misfire(StrEnum):
+    SKIP = "skip"  # late ticks are recorded as missed; only future ticks run
+    CATCH_UP = "catch_up"  # every late tick within the window runs, oldest first, paced
+    COALESCE = "coalesce"  # one run stands for all late ticks
+
+
+class Overlap(StrEnum):
+    ALLOW = "allow"
+    SKIP = "skip"
+    BUFFER_ONE = "buffer_one"
+    BUFFER_ALL = "buffer_all"
+    CANCEL_OTHER = "cancel_other"
+
+
+class TickOutcome(StrEnum):
+    ENQUEUED = "enqueued"  # became a job that runs when due
+    BUFFERED = "buffered"  # became a job that waits for the running occurrence to end
+    SKIPPED_OVERLAP = "skipped_overlap"  # the previous occurrence was still running
+    MISSED = "missed"  # late, and the misfire policy or the catch-up window said not to run it
+    COALESCED = "coalesced"  # late; covered by the one run that stands for all late ticks
+    DST_SKIPPED = "dst_skipped"  # the local time did not exist (spring forward) and dst_gap=skip
+
+
+class Origin(StrEnum):
+    TICK = "tick"
+    TRIGGER = "trigger"
+    BACKFILL = "backfill"
+
+
+DEFAULT_MISFIRE = Misfire.COALESCE
+DEFAULT_OVERLAP = Overlap.ALLOW
+DEFAULT_CATCHUP_WINDOW = 86400.0  # one day
+DEFAULT_DST_GAP = DstGap.SHIFT
+DEFAULT_DST_FOLD = DstFold.FIRST
+LATE_AFTER = timedelta(seconds=60)  # a tick handled later than this after its time is late
+CATCH_UP_PACE = timedelta(seconds=1)  # spacing between caught-up runs
+MISSED_ONE_BY_ONE = 100  # more misses than this in one pass are recorded as one summary row
+
+
+@dataclass(frozen=True)
+class ScheduleSpec:
+    """A validated schedule definition (everything a user sets; nothing the planner moves)."""
+
+    name: str
+    task: str
+    args: dict[str, Any]
+    cron: str | None
+    every_seconds: float | None
+    timezone: str
+    misfire: Misfire = DEFAULT_MISFIRE
+    catchup_window_seconds: float = DEFAULT_CATCHUP_WINDOW
+    overlap: Overlap = DEFAULT_OVERLAP
+    dst_gap: DstGap = DEFAULT_DST_GAP
+    dst_fold: DstFold = DEFAULT_DST_FOLD
+    start_at: datetime | None = None
+    end_at: datetime | None = None
+    jitter_seconds: float = 0.0
+    queue: str = "default"
+    priority: int = 0
+    max_attempts: int = 10
+    retry_base: float = 10.0
+    retry_cap: float = 3600.0
+    lease_seconds: float = 30.0
+    timeout_seconds: float | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "task": self.task,
+            "args": self.args,
+            "cron": self.cron,
+            "every_seconds": self.every_seconds,
+            "timezone": self.timezone,
+            "misfire": str(self.misfire),
+            "catchup_window_seconds": self.catchup_window_seconds,
+            "overlap": str(self.overlap),
+            "dst_gap": str(self.dst_gap),
+            "dst_fold": str(self.dst_fold),
+            "start_at": _iso(self.start_at),
+            "end_at": _iso(self.end_at),
+            "jitter_seconds": self.jitter_seconds,
+            "queue": self.queue,
+            "priority": self.priority,
+            "max_attempts": self.max_attempts,
+            "retry": {"base_seconds": self.retry_base, "cap_seconds": self.retry_cap},
+            "lease_seconds": self.lease_seconds,
+            "timeout_seconds": self.timeout_seconds,
+        }
+
+    @property
+    def definition_hash(self) -> str:
+        text = json.dumps(self.to_json(), sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(text.encode()).hexdigest()
+
+
+def build_spec(
+    name: str,
+    task: str,
+    *,
+    timezone: str,
+    cron: str | None = None,
+    every: str | float | timedelta | None = None,
+    args: Any = None,
+    misfire: str = DEFAULT_MISFIRE,
+    catchup_window: str | float | timedelta = DEFAULT_CATCHUP_WINDOW,
+    overlap: str = DEFAULT_OVERLAP,
+    dst_gap: str = DEFAULT_DST_GAP,
+    dst_fold: str = DEFAULT_DST_FOLD,
+    start: datetime | str | None = None,
+    end: datetime | str | None = None,
+    jitter: str | float | timedelta = 0,
+    defaults: TaskDefaults | None = None,
+    max_payload_bytes: int = 1024 * 1024,
+) -> ScheduleSpec:
+    """Validate a schedule definition, or raise InvalidRequest with one clear line."""
+    if not isinstance(name, str) or not name.strip() or len(name) > 200:
+        raise InvalidRequest("schedule name must be a non-empty string of at most 200 characters")
+    if not isinstance(task, str) or not task.strip():
+        raise InvalidRequest("schedule task must be a non-empty task name")
+    if (cron is None) == (every is None):
+        raise InvalidRequest("give a schedule exactly one trigger: cron=... or every=...")
+    zone(timezone)  # validates
+    normalized = normalize_cron(cron) if cron is not None else None
+    every_s = None
+    if every is not None:
+        every_s = parse_duration(every, "interval").total_seconds()
+        if every_s < 1:
+            raise InvalidRequest("an interval schedule must fire at most once a second")
+    start_at = parse_instant(start, "start") if start is not None else None
+    end_at = parse_instant(end, "end") if end is not None else None
+    if start_at and end_at and end_at <= start_at:
+        raise InvalidRequest(
+            f"end {end_at.isoformat()} is not after start {start_at.isoformat()}; "
+            "a schedule must be able to fire"
+        )
+    args_obj, _ = dump_args(args, max_payload_bytes)
+    d = defaults or TaskDefaults()
+    return ScheduleSpec(
+        name=name,
+        task=task,
+        args=args_obj,
+        cron=normalized,
+        every_seconds=every_s,
+        timezone=timezone,
+        misfire=_choice(Misfire, misfire, "misfire"),
+        catchup_window_seconds=parse_duration(catchup_window, "catch-up window").total_seconds(),
+        overlap=_choice(Overlap, overlap, "overlap"),
+        dst_gap=_choice(DstGap, dst_gap, "dst_gap"),
+        dst_fold=_choice(DstFold, dst_fold, "dst_fold"),
+        start_at=start_at,
+        end_at=end_at,
+        jitter_seconds=parse_duration(jitter, "jitter").total_seconds(),
+        queue=d.queue,
+        priority=d.priority,
+        max_attempts=d.max_attempts,
+        retry_base=d.retry.base,
+        retry_cap=d.retry.cap,
+        lease_seconds=d.lease_seconds,
+        timeout_seconds=d.timeout_seconds,
+    )
+
+
+E = TypeVar("E", bound=StrEnum)
+
+
+def _choice(kind: type[E], value: str, what: str) -> E:
+    try:
+        return kind(value)
+    except ValueError:
+        options = "|".join(str(v) for v in kind)
+        raise InvalidRequest(f"{what} must be one of {options}, got {value!r}") from None
+
+
+@dataclass(frozen=True)
+class Schedule:
+    """A stored schedule: its definition plus the planner's state."""
+
+    id: int
+    tenant: str
+    spec: ScheduleSpec
+    paused: bool
+    anchor_at: datetime  # interval rules count from here (start, else creation)
+    next_fire_at: datetime | None  # the next nominal tick not yet handled; None: ended
+    version: int
+    created_at: datetime
+    updated_at: datetime
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+    def fires(self, after: datetime) -> Iterator[Fire]:
+        """Ticks strictly after `after` as the planner walks them: a spring-forward gap always
+        yields its shifted instant, which plan_due records as dst_skipped under dst_gap=skip."""
+        return spec_fires(self.spec, self.anchor_at, after, gap=DstGap.SHIFT)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            **self.spec.to_json(),
+            "id": self.id,
+            "tenant": self.tenant,
+            "paused": self.paused,
+            "next_fire_at": _iso(self.next_fire_at),
+            "version": self.version,
+            "created_at": _iso(self.created_at),
+            "updated_at": _iso(self.updated_at),
+        }
+
+
+def spec_fires(
+    spec: ScheduleSpec, anchor: datetime, after: datetime, gap: DstGap | None = None
+) -> Iterator[Fire]:
+    """Nominal fires strictly after `after`, within the start and end bounds."""
+    start = spec.start_at
+    if start is not None and after < start:
+        after = start - timedelta(microseconds=1)
+    if spec.cron is not None:
+        fires = cron_fires(
+            spec.cron, zone(spec.timezone), after, gap=gap or spec.dst_gap, fold=spec.dst_fold
+        )
+    else:
+        assert spec.every_seconds is not None
+        fires = interval_fires(timedelta(seconds=spec.every_seconds), anchor, after)
+    for fire in fires:
+        if spec.end_at is not None and fire.at > spec.end_at:
+            return
+        yield fire
+
+
+def first_fire(spec: ScheduleSpec, anchor: datetime, at_or_after: datetime) -> datetime | None:
+    """The planner's first tick at or after an instant, or None when the schedule has ended."""
+    after = at_or_after - timedelta(microseconds=1)
+    return next((f.at for f in spec_fires(spec, anchor, after, gap=DstGap.SHIFT)), None)
+
+
+def preview(spec: ScheduleSpec, anchor: datetime, after: datetime, count: int) -> list[Fire]:
+    """The next `count` nominal fires strictly after `after`."""
+    if not 1 <= count <= 10_000:
+        raise InvalidRequest("preview count must be between 1 and 10000")
+    result = []
+    for fire in spec_fires(spec, anchor, after):
+        result.append(fire)
+        if len(result) == count:
+            break
+    return result
+
+
+def jitter_for(schedule_id: int, nominal: datetime, jitter_seconds: float) -> timedelta:
+    """A deterministic delay in [0, jitter) for one occurrence: never before its nominal time."""
+    if jitter_seconds <= 0:
+        return timedelta(0)
+    digest = hashlib.sha256(f"{schedule_id}:{nominal.isoformat()}".encode()).digest()
+    fraction = int.from_bytes(digest[:8], "big") / 2**64
+    return timedelta(seconds=round(fraction * jitter_seconds, 3))
+
+
+def business_key(tenant: str, name: str, nominal: datetime) -> str:
+    """Stable across attempts, replicas and failovers: derived from (schedule, nominal)."""
+    return f"schedule:{tenant}/{name}@{nominal.astimezone(UTC).isoformat()}"
+
+
+# -- planning -----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Occurrence:
+    """An occurrence of the schedule that has not ended, as the planner sees it."""
+
+    job_id: int
+    nominal_at: datetime
+    status: JobStatus
+    started: bool  # an attempt was ever made
+
+
+@dataclass(frozen=True)
+class NewOccurrence:
+    nominal_at: datetime
+    due_at: datetime
+    status: JobStatus  # scheduled or waiting
+    origin: Origin
+    covers: tuple[datetime, ...] = ()  # for a coalesced run: every nominal tick it stands for
+
+
+@dataclass(frozen=True)
+class TickRecord:
+    nominal_at: datetime
+    outcome: TickOutcome
+    detail: str = ""
+    origin: Origin = Origin.TICK
+
+    @property
+    def creates_job(self) -> bool:
+        return self.outcome in (TickOutcome.ENQUEUED, TickOutcome.BUFFERED)
+
+
+_UNSET: Any = object()
+
+
+@dataclass
+class Plan:
+    """What a store applies, atomically, to one schedule."""
+
+    new_jobs: list[NewOccurrence] = field(default_factory=list)
+    cancel_job_ids: list[int] = field(default_factory=list)
+    ticks: list[TickRecord] = field(default_factory=list)
+    next_fire_at: Any = _UNSET  # datetime | None when it moves
+    spec: ScheduleSpec | None = None  # a new definition (update)
+    paused: bool | None = None
+    anchor_at: datetime | None = None
+    delete_unstarted: bool = False  # remove occurrences that never started (update)
+
+    @property
+    def moves_cursor(self) -> bool:
+        return self.next_fire_at is not _UNSET
+
+
+def plan_due(schedule: Schedule, active: list[Occurrence], now: datetime) -> Plan:
+    """Handle every tick of `schedule` whose nominal time has come (nominal <= now)."""
+    plan = Plan()
+    cursor = schedule.next_fire_at
+    if schedule.paused or cursor is None or cursor > now:
+        return plan
+    spec = schedule.spec
+    window = timedelta(seconds=spec.catchup_window_seconds)
+    due: list[Fire] = []
+    next_at: datetime | None = None
+    too_old: list[datetime] = []
+    for fire in schedule.fires(cursor - timedelta(microseconds=1)):
+        if fire.at > now:
+            next_at = fire.at
+            break
+        if now - fire.at > window:
+            too_old.append(fire.at)
+        else:
+            due.append(fire)
+    plan.next_fire_at = next_at
+    _record_missed(plan, too_old, "older than the catch-up window")
+    if spec.dst_gap is DstGap.SKIP:
+        for fire in [f for f in due if f.kind is FireKind.SHIFTED]:
+            plan.ticks.append(
+                TickRecord(
+                    fire.at,
+                    TickOutcome.DST_SKIPPED,
+                    f"{fire.wall:%Y-%m-%d %H:%M} does not exist in {spec.timezone} (clocks "
+                    "moved forward); dst_gap=skip",
+                )
+            )
+        due = [f for f in due if f.kind is not FireKind.SHIFTED]
+    late = [f for f in due if now - f.at > LATE_AFTER]
+    on_time = [f for f in due if now - f.at <= LATE_AFTER]
+    runs: list[NewOccurrence] = []
+    if late:
+        if spec.misfire is Misfire.SKIP:
+            _record_missed(plan, [f.at for f in late], "late; misfire=skip runs only future ticks")
+        elif spec.misfire is Misfire.CATCH_UP:
+            for i, fire in enumerate(late):
+                runs.append(
+                    NewOccurrence(
+                        fire.at, now + i * CATCH_UP_PACE, JobStatus.SCHEDULED, Origin.TICK
+                    )
+                )
+        else:
+            last = late[-1]
+            for fire in late[:-1]:
+                plan.ticks.append(
+                    TickRecord(
+                        fire.at,
+                        TickOutcome.COALESCED,
+                        f"late; covered by the run for {last.at.isoformat()} (misfire=coalesce)",
+                    )
+                )
+            runs.append(
+                NewOccurrence(
+                    last.at, now, JobStatus.SCHEDULED, Origin.TICK, covers=tuple(f.at for f in late)
+                )
+            )
+    for fire in on_time:
+        due_at = fire.at + jitter_for(schedule.id, fire.at, spec.jitter_seconds)
+        runs.append(NewOccurrence(fire.at, due_at, JobStatus.SCHEDULED, Origin.TICK))
+    apply_overlap(plan, schedule, active, runs)
+    return plan
+
+
+def _record_missed(plan: Plan, missed: list[datetime], why: str) -> None:
+    if len(missed) <= MISSED_ONE_BY_ONE:
+        plan.ticks.extend(TickRecord(at, TickOutcome.MISSED, why) for at in missed)
+    else:
+        plan.ticks.append(
+            TickRecord(
+                missed[0],
+                TickOutcome.MISSED,
+                f"{len(missed)} ticks from {missed[0].isoformat()} to {missed[-1].isoformat()} "
+                f"were not run: {why}",
+            )
+        )
+
+
+def apply_overlap(
+    plan: Plan, schedule: Schedule, active: list[Occurrence], runs: list[NewOccurrence]
+) -> None:
+    """Turn candidate runs into jobs (or skipped ticks) under the schedule's overlap policy."""
+    policy = schedule.spec.overlap
+    live = list(active)
+    for run in runs:
+        busy = [o for o in live if o.status in ACTIVE]
+        waiting = [o for o in live if o.status is JobStatus.WAITING]
+        status: JobStatus | None = JobStatus.SCHEDULED
+        detail = ""
+        if policy is Overlap.SKIP and (busy or waiting):
+            status, detail = None, "the previous occurrence was still running (overlap=skip)"
+        elif policy is Overlap.BUFFER_ONE and (busy or waiting):
+            if waiting:
+                status, detail = None, "one run is already waiting (overlap=buffer_one)"
+            else:
+                status = JobStatus.WAITING
+        elif policy is Overlap.BUFFER_ALL and (busy or waiting):
+            status = JobStatus.WAITING
+        elif policy is Overlap.CANCEL_OTHER and (busy or waiting):
+            # not yet running: cancelled at once; running: asked to stop, the new run waits
+            for other in busy + waiting:
+                if other.job_id > 0:
+                    plan.cancel_job_ids.append(other.job_id)
+                else:
+                    _supersede(plan, other.nominal_at)
+            live = [replace(o, status=JobStatus.CANCEL_REQUESTED) for o in busy if o.status in HELD]
+            status = JobStatus.WAITING if live else JobStatus.SCHEDULED
+            detail = "cancelled the previous occurrence (overlap=cancel_other)"
+        if status is None:
+            plan.ticks.append(
+                TickRecord(run.nominal_at, TickOutcome.SKIPPED_OVERLAP, detail, run.origin)
+            )
+            continue
+        plan.new_jobs.append(replace(run, status=status))
+        outcome = TickOutcome.BUFFERED if status is JobStatus.WAITING else TickOutcome.ENQUEUED
+        if run.covers:
+            detail = f"stands for {len(run.covers)} late ticks (misfire=coalesce)"
+        plan.ticks.append(TickRecord(run.nominal_at, outcome, detail, run.origin))
+        live.append(Occurrence(-1, run.nominal_at, status, started=False))
+
+
+def _supersede(plan: Plan, nominal: datetime) -> None:
+    """Drop a run this plan was about to create: a later tick cancelled it (cancel_other)."""
+    plan.new_jobs = [j for j in plan.new_jobs if j.nominal_at != nominal]
+    plan.ticks = [
+        TickRecord(
+            t.nominal_at,
+            TickOutcome.SKIPPED_OVERLAP,
+            "superseded by a later tick (overlap=cancel_other)",
+            t.origin,
+        )
+        if t.nominal_at == nominal and t.outcome is not TickOutcome.MISSED
+        else t
+        for t in plan.ticks
+    ]
+
+
+def plan_trigger(schedule: Schedule, now: datetime) -> Plan:
+    """Run one occurrence now, with its own identity (nominal = now), whatever is running."""
+    plan = Plan()
+    plan.new_jobs.append(NewOccurrence(now, now, JobStatus.SCHEDULED, Origin.TRIGGER))
+    plan.ticks.append(TickRecord(now, TickOutcome.ENQUEUED, "triggered by hand", Origin.TRIGGER))
+    return plan
+
+
+def plan_backfill(
+    schedule: Schedule, active: list[Occurrence], start: datetime, end: datetime, now: datetime
+) -> Plan:
+    """Run the ticks of a past range [start, end], oldest first, under the overlap policy."""
+    if end <= start:
+        raise InvalidRequest("backfill range is empty: 'to' must be after 'from'")
+    if end > now:
+        raise InvalidRequest("backfill covers past ticks only: 'to' must not be in the future")
+    runs = []
+    for i, fire in enumerate(schedule.fires(start - timedelta(microseconds=1))):
+        if fire.at > end:
+            break
+        if i >= 10_000:
+            raise InvalidRequest("backfill range holds more than 10000 ticks; split it")
+        runs.append(
+            NewOccurrence(fire.at, now + i * CATCH_UP_PACE, JobStatus.SCHEDULED, Origin.BACKFILL)
+        )
+    plan = Plan()
+    apply_overlap(plan, schedule, active, runs)
+    return plan
+
+
+def plan_update(
+    schedule: Schedule, active: list[Occurrence], spec: ScheduleSpec, now: datetime
+) -> Plan:
+    """Replace the definition: future ticks follow it; unstarted occurrences are regenerated."""
+    unstarted = [
+        o for o in active if not o.started and o.status in (JobStatus.SCHEDULED, JobStatus.WAITING)
+    ]
+    restart = min([now] + [o.nominal_at for o in unstarted])
+    anchor = spec.start_at or schedule.anchor_at
+    plan = Plan(spec=spec, anchor_at=anchor, delete_unstarted=True)
+    plan.next_fire_at = first_fire(spec, anchor, restart)
+    return plan
+
+
+def plan_pause(schedule: Schedule, paused: bool) -> Plan:
+    """Pause or resume. Ticks missed while paused meet the misfire policy on the next pass."""
+    return Plan(paused=paused)
+
+
+def spec_options(spec: ScheduleSpec) -> dict[str, Any]:
+    """build_spec keyword arguments that rebuild `spec` (the base for an update)."""
+    return {
+        "timezone": spec.timezone,
+        "cron": spec.cron,
+        "every": spec.every_seconds,
+        "args": spec.args,
+        "misfire": spec.misfire,
+        "catchup_window": spec.catchup_window_seconds,
+        "overlap": spec.overlap,
+        "dst_gap": spec.dst_gap,
+        "dst_fold": spec.dst_fold,
+        "start": spec.start_at,
+        "end": spec.end_at,
+        "jitter": spec.jitter_seconds,
+    }
+
+
+def spec_defaults(spec: ScheduleSpec) -> TaskDefaults:
+    """The job options a spec carries, as TaskDefaults."""
+    from duetime.core.retry import RetryPolicy
+
+    return TaskDefaults(
+        queue=spec.queue,
+        priority=spec.priority,
+        max_attempts=spec.max_attempts,
+        retry=RetryPolicy(spec.retry_base, spec.retry_cap),
+        lease_seconds=spec.lease_seconds,
+        timeout_seconds=spec.timeout_seconds,
+    )
+
+
+def spec_from_json(data: dict[str, Any]) -> ScheduleSpec:
+    """The inverse of ScheduleSpec.to_json (a stored definition)."""
+    return ScheduleSpec(
+        name=data["name"],
+        task=data["task"],
+        args=data["args"],
+        cron=data["cron"],
+        every_seconds=data["every_seconds"],
+        timezone=data["timezone"],
+        misfire=Misfire(data["misfire"]),
+        catchup_window_seconds=data["catchup_window_seconds"],
+        overlap=Overlap(data["overlap"]),
+        dst_gap=DstGap(data["dst_gap"]),
+        dst_fold=DstFold(data["dst_fold"]),
+        start_at=_parse(data["start_at"]),
+        end_at=_parse(data["end_at"]),
+        jitter_seconds=data["jitter_seconds"],
+        queue=data["queue"],
+        priority=data["priority"],
+        max_attempts=data["max_attempts"],
+        retry_base=data["retry"]["base_seconds"],
+        retry_cap=data["retry"]["cap_seconds"],
+        lease_seconds=data["lease_seconds"],
+        timeout_seconds=data["timeout_seconds"],
+    )
+
+
+def occurrence_job(schedule: Schedule, occ: NewOccurrence) -> NewJob:
+    """The job one occurrence becomes: an ordinary job that knows its schedule and tick."""
+    spec = schedule.spec
+    identity = f"{schedule.id}:{occ.nominal_at.isoformat()}"
+    return NewJob(
+        tenant=schedule.tenant,
+        task=spec.task,
+        args=spec.args,
+        args_json=json.dumps(spec.args, separators=(",", ":"), sort_keys=True),
+        queue=spec.queue,
+        priority=spec.priority,
+        due_at=occ.due_at,
+        deadline_at=None,
+        max_attempts=spec.max_attempts,
+        retry_base=spec.retry_base,
+        retry_cap=spec.retry_cap,
+        lease_seconds=spec.lease_seconds,
+        timeout_seconds=spec.timeout_seconds,
+        idempotency_key=None,
+        request_hash=hashlib.sha256(identity.encode()).hexdigest(),
+        business_key=business_key(schedule.tenant, spec.name, occ.nominal_at),
+        status=occ.status,
+        schedule_id=schedule.id,
+        schedule_name=spec.name,
+        nominal_at=occ.nominal_at,
+        covers=occ.covers,
+        origin=str(occ.origin),
+    )
+
+
+def _parse(value: str | None) -> datetime | None:
+    return datetime.fromisoformat(value) if value else None
+
+
+def _iso(value: datetime | None) -> str | None:
+    return value.isoformat() if value is not None else None
+
+
+__all__ = [
+    "FireKind",
+    "Misfire",
+    "Occurrence",
+    "Overlap",
+    "Plan",
+    "Schedule",
+    "ScheduleSpec",
+    "TickOutcome",
+    "build_spec",
+    "plan_backfill",
+    "plan_due",
+    "plan_pause",
+    "plan_trigger",
+    "plan_update",
+    "preview",
+]

@@ -1,0 +1,282 @@
+"""Recurrence maths: explicit DST nights, and a property test against a brute-force oracle."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from itertools import islice, pairwise
+from zoneinfo import ZoneInfo
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from duetime.core.errors import InvalidRequest
+from duetime.core.recurrence import (
+    DstFold,
+    DstGap,
+    FireKind,
+    cron_fires,
+    interval_fires,
+    normalize_cron,
+    zone,
+)
+
+NY = ZoneInfo("America/New_York")
+
+
+def local(expr: str, tz: str, after: datetime, n: int, **policy: object) -> list[str]:
+    z = ZoneInfo(tz)
+    return [f.at.astimezone(z).isoformat() for f in islice(cron_fires(expr, z, after, **policy), n)]  # type: ignore[arg-type]
+
+
+def test_new_york_0230_across_spring_forward() -> None:
+    after = datetime(2026, 3, 6, 12, tzinfo=UTC)
+    shifted = local("30 2 * * *", "America/New_York", after, 3, gap=DstGap.SHIFT)
+    assert shifted == [
+        "2026-03-07T02:30:00-05:00",
+        "2026-03-08T03:00:00-04:00",  # 02:30 does not exist: first valid instant after the gap
+        "2026-03-09T02:30:00-04:00",
+    ]
+    skipped = local("30 2 * * *", "America/New_York", after, 3, gap=DstGap.SKIP)
+    assert skipped == [
+        "2026-03-07T02:30:00-05:00",
+        "2026-03-09T02:30:00-04:00",
+        "2026-03-10T02:30:00-04:00",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("fold", "expected"),
+    [
+        (DstFold.FIRST, ["2026-11-01T01:30:00-04:00", "2026-11-02T01:30:00-05:00"]),
+        (DstFold.SECOND, ["2026-11-01T01:30:00-05:00", "2026-11-02T01:30:00-05:00"]),
+        (
+            DstFold.BOTH,
+            ["2026-11-01T01:30:00-04:00", "2026-11-01T01:30:00-05:00", "2026-11-02T01:30:00-05:00"],
+        ),
+    ],
+)
+def test_new_york_0130_across_fall_back(fold: DstFold, expected: list[str]) -> None:
+    after = datetime(2026, 10, 31, 12, tzinfo=UTC)
+    assert local("30 1 * * *", "America/New_York", after, len(expected), fold=fold) == expected
+
+
+def test_fold_kinds_are_reported() -> None:
+    after = datetime(2026, 10, 31, 12, tzinfo=UTC)
+    kinds = [f.kind for f in islice(cron_fires("30 1 * * *", NY, after, fold=DstFold.BOTH), 3)]
+    assert kinds == [FireKind.FOLD_FIRST, FireKind.FOLD_SECOND, FireKind.NORMAL]
+
+
+def test_europe_london_both_changes() -> None:
+    spring = local("30 1 * * *", "Europe/London", datetime(2026, 3, 28, tzinfo=UTC), 3)
+    assert spring == [
+        "2026-03-28T01:30:00+00:00",
+        "2026-03-29T02:00:00+01:00",  # 01:30 GMT does not exist on 29 March
+        "2026-03-30T01:30:00+01:00",
+    ]
+    autumn = local(
+        "30 1 * * *", "Europe/London", datetime(2026, 10, 24, tzinfo=UTC), 3, fold=DstFold.BOTH
+    )
+    assert autumn == [
+        "2026-10-24T01:30:00+01:00",
+        "2026-10-25T01:30:00+01:00",
+        "2026-10-25T01:30:00+00:00",
+    ]
+
+
+def test_asia_kolkata_has_no_dst_and_a_half_hour_offset() -> None:
+    fires = list(
+        islice(
+            cron_fires("0 9 * * *", ZoneInfo("Asia/Kolkata"), datetime(2026, 3, 1, tzinfo=UTC)), 400
+        )
+    )
+    assert {f.at.time().isoformat() for f in fires} == {"03:30:00"}
+    assert all(b.at - a.at == timedelta(days=1) for a, b in pairwise(fires))
+
+
+def test_february_29_fires_in_leap_years_only() -> None:
+    got = local("0 0 29 2 *", "UTC", datetime(2026, 1, 1, tzinfo=UTC), 3)
+    assert got == [
+        "2028-02-29T00:00:00+00:00",
+        "2032-02-29T00:00:00+00:00",
+        "2036-02-29T00:00:00+00:00",
+    ]
+
+
+def test_every_15_minutes_across_both_hour_changes() -> None:
+    spring = local("*/15 * * * *", "America/New_York", datetime(2026, 3, 8, 6, 30, tzinfo=UTC), 4)
+    assert spring == [
+        "2026-03-08T01:45:00-05:00",
+        "2026-03-08T03:00:00-04:00",  # 02:00..02:45 shift to 03:00 and fire once
+        "2026-03-08T03:15:00-04:00",
+        "2026-03-08T03:30:00-04:00",
+    ]
+    fall = [
+        f.at
+        for f in islice(
+            cron_fires(
+                "*/15 * * * *", NY, datetime(2026, 11, 1, 5, 0, tzinfo=UTC), fold=DstFold.BOTH
+            ),
+            8,
+        )
+    ]
+    assert all(b - a == timedelta(minutes=15) for a, b in pairwise(fall))
+
+
+def test_weekdays_at_nine() -> None:
+    got = local("0 9 * * 1-5", "Europe/Berlin", datetime(2026, 3, 27, 12, tzinfo=UTC), 3)
+    # Friday 27th has passed 09:00; the weekend is skipped; DST starts on Sunday the 29th
+    assert got == [
+        "2026-03-30T09:00:00+02:00",
+        "2026-03-31T09:00:00+02:00",
+        "2026-04-01T09:00:00+02:00",
+    ]
+
+
+def test_interval_ignores_dst() -> None:
+    anchor = datetime(2026, 3, 8, 5, 0, tzinfo=UTC)
+    fires = list(islice(interval_fires(timedelta(minutes=15), anchor, anchor), 12))
+    assert fires[0].at == anchor + timedelta(minutes=15)
+    assert all(b.at - a.at == timedelta(minutes=15) for a, b in pairwise(fires))
+    walls = [f.at.astimezone(NY).strftime("%H:%M") for f in fires]
+    assert "01:45" in walls and "03:00" in walls and "02:00" not in walls
+
+
+def test_macros_and_seconds_field() -> None:
+    assert normalize_cron("@daily") == "0 0 * * *"
+    assert normalize_cron("@hourly") == "0 * * * *"
+    assert normalize_cron("  0  9 * *   MON-FRI ") == "0 9 * * MON-FRI"
+    got = local("*/20 * * * * *", "UTC", datetime(2026, 1, 1, tzinfo=UTC), 3)
+    assert got == [
+        "2026-01-01T00:00:20+00:00",
+        "2026-01-01T00:00:40+00:00",
+        "2026-01-01T00:01:00+00:00",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("expr", "message"),
+    [
+        ("", "empty"),
+        ("61 * * * *", "invalid cron"),
+        ("* * *", "3 fields"),
+        ("@fortnightly", "unknown cron macro"),
+        ("0 0 31 2 *", "invalid cron"),
+    ],
+)
+def test_invalid_cron(expr: str, message: str) -> None:
+    with pytest.raises(InvalidRequest, match=message):
+        normalize_cron(expr)
+
+
+@pytest.mark.parametrize(
+    ("name", "message"),
+    [
+        ("Mars/Olympus", "unknown time zone"),
+        ("+05:30", "fixed UTC offset"),
+        ("UTC+2", "fixed UTC offset"),
+        ("Etc/GMT-3", "fixed UTC offset"),
+        ("", "IANA"),
+    ],
+)
+def test_bad_zones(name: str, message: str) -> None:
+    with pytest.raises(InvalidRequest, match=message):
+        zone(name)
+
+
+def test_utc_is_allowed() -> None:
+    assert zone("UTC").key == "UTC"
+
+
+# -- property: agree with an independent oracle, except exactly at gaps and folds ---------------
+
+# zones whose offsets and DST shifts are whole hours, so a local minute is the UTC minute
+ZONES = [
+    "America/New_York",
+    "Europe/London",
+    "Europe/Berlin",
+    "Australia/Sydney",
+    "America/Santiago",
+    "Pacific/Auckland",
+    "Asia/Tokyo",
+    "America/Los_Angeles",
+]
+YEAR_START = datetime(2026, 1, 1, tzinfo=UTC)
+YEAR_END = datetime(2027, 1, 1, tzinfo=UTC)
+
+
+def _subset(lo: int, hi: int, max_size: int) -> st.SearchStrategy[frozenset[int]]:
+    return st.frozensets(st.integers(lo, hi), min_size=1, max_size=max_size)
+
+
+cron_parts = st.fixed_dictionaries(
+    {
+        "minutes": _subset(0, 59, 3),
+        "hours": _subset(0, 23, 4),
+        "doms": st.none() | _subset(1, 28, 6),
+        "months": st.none() | _subset(1, 12, 6),
+        "dows": st.none() | _subset(0, 6, 4),
+    }
+)
+
+
+def _field(values: frozenset[int] | None) -> str:
+    return "*" if values is None else ",".join(str(v) for v in sorted(values))
+
+
+def oracle(parts: dict[str, frozenset[int] | None], tz: ZoneInfo) -> list[datetime]:
+    """Every UTC minute of 2026 whose local wall time matches: a fold's wall time twice, a
+    gap's never. Day-of-month and day-of-week combine with OR when both are restricted."""
+    minutes, hours = parts["minutes"], parts["hours"]
+    doms, months, dows = parts["doms"], parts["months"], parts["dows"]
+    assert minutes is not None and hours is not None
+    found = []
+    hour = YEAR_START
+    while hour < YEAR_END:
+        for m in sorted(minutes):
+            u = hour + timedelta(minutes=m)
+            w = u.astimezone(tz)
+            if w.hour not in hours or (months is not None and w.month not in months):
+                continue
+            dom_ok = doms is None or w.day in doms
+            dow_ok = dows is None or (w.weekday() + 1) % 7 in dows
+            day_ok = (
+                (dom_ok or dow_ok)
+                if (doms is not None and dows is not None)
+                else (dom_ok and dow_ok)
+            )
+            if day_ok and u > YEAR_START:
+                found.append(u)
+        hour += timedelta(hours=1)
+    return found
+
+
+def ours(expr: str, tz: ZoneInfo, gap: DstGap, fold: DstFold) -> list[tuple[datetime, FireKind]]:
+    out = []
+    for fire in cron_fires(expr, tz, YEAR_START, gap=gap, fold=fold):
+        if fire.at >= YEAR_END:
+            break
+        out.append((fire.at, fire.kind))
+    return out
+
+
+@settings(max_examples=25, deadline=None)
+@given(parts=cron_parts, tz_name=st.sampled_from(ZONES))
+def test_fire_times_agree_with_the_oracle_except_at_gaps_and_folds(
+    parts: dict[str, frozenset[int] | None], tz_name: str
+) -> None:
+    tz = ZoneInfo(tz_name)
+    expr = " ".join(_field(parts[k]) for k in ("minutes", "hours", "doms", "months", "dows"))
+    truth = oracle(parts, tz)
+    # skip + both is exactly "every instant whose local time matches"
+    assert [at for at, _ in ours(expr, tz, DstGap.SKIP, DstFold.BOTH)] == truth
+    # the default policy differs only at DST instants, and only in the documented way
+    default = ours(expr, tz, DstGap.SHIFT, DstFold.FIRST)
+    got = {at for at, _ in default}
+    extra = got - set(truth)
+    missing = set(truth) - got
+    assert all(kind is FireKind.SHIFTED for at, kind in default if at in extra)
+    for at in missing:
+        wall = at.astimezone(tz)
+        assert wall.fold == 1, f"{at} missing but it is not a fold's second pass"
+    assert sorted(got) == [at for at, _ in default], "fires are not in order or not unique"

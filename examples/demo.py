@@ -12,6 +12,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from datetime import timedelta
 from pathlib import Path
 
 from duetime.core.models import Job
@@ -38,7 +39,19 @@ def main() -> int:
     app.cancel(jobs[-1].id)
     for job in jobs:
         print(f"enqueued job {job.id} {job.task} {job.args} due {job.due_at:%H:%M:%S}")
-    print()
+    # a recurring schedule: every 2 seconds, in a real time zone, ending after 7 seconds
+    pulse = app.add_schedule(
+        "demo.pulse",
+        task="demo.reminder",
+        cron="*/2 * * * * *",
+        timezone="Europe/London",
+        args={"text": "pulse"},
+        end=app.clock.now() + timedelta(seconds=7),
+    )
+    print(
+        f"schedule {pulse.name}: cron '{pulse.spec.cron}' in {pulse.spec.timezone}, "
+        f"first tick {pulse.next_fire_at:%H:%M:%S}, ends {pulse.spec.end_at:%H:%M:%S}\n"
+    )
 
     env = {**os.environ, "PYTHONPATH": str(HERE)}
     command = [
@@ -63,10 +76,14 @@ def main() -> int:
     seen: dict[tuple[int, int, str], None] = {}
     try:
         while True:
+            occurrences = app.list_jobs(task="demo.reminder")
+            known = {j.id for j in jobs}
+            jobs += [j for j in sorted(occurrences, key=lambda j: j.id) if j.id not in known]
             current = [app.get_job(j.id) for j in jobs]
             for job in current:
                 report(job, seen, started)
-            if all(j.terminal for j in current):
+            ended = app.get_schedule("demo.pulse").next_fire_at is None
+            if ended and all(j.terminal for j in current):
                 break
             if time.monotonic() - started > 60:
                 print("demo: jobs did not finish within 60 s; see the worker logs in", folder)
@@ -79,6 +96,12 @@ def main() -> int:
             w.wait(timeout=30)
 
     summary(current)
+    print("\nschedule demo.pulse, tick by tick:")
+    for tick in reversed(app.schedule_history("demo.pulse")):
+        print(
+            f"  {tick.nominal_at:%H:%M:%S} UTC  {tick.outcome:<9} job {tick.job_id}  "
+            f"{tick.job_status or ''}  {tick.detail}"
+        )
     print(f"\nworker logs: {folder}/worker0.log, worker1.log")
     expected = {
         "demo.flaky": "succeeded",
@@ -92,6 +115,12 @@ def main() -> int:
 
 def report(job: Job, seen: dict[tuple[int, int, str], None], started: float) -> None:
     clock = f"+{time.monotonic() - started:5.1f}s"
+    if (job.id, 0, "new") not in seen and job.schedule_name:
+        seen[(job.id, 0, "new")] = None
+        print(
+            f"{clock}  job {job.id} {job.task:<18} occurrence of {job.schedule_name} for tick "
+            f"{job.nominal_at:%H:%M:%S}"
+        )
     for a in job.attempt_history:
         if (job.id, a.generation, "start") not in seen:
             seen[(job.id, a.generation, "start")] = None

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import importlib
 import json
 import logging
 import os
@@ -17,7 +16,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from duetime import logs
+from duetime import cli_schedules, logs
+from duetime.cli_support import json_object, make_app, out, table
 from duetime.client import App
 from duetime.core.errors import ConfigurationError
 from duetime.core.models import Job, attempt_to_json
@@ -28,48 +28,6 @@ log = logging.getLogger("duetime.cli")
 
 
 # -- helpers ------------------------------------------------------------------------------------
-
-
-def load_app(spec: str) -> App:
-    """Import `module:attribute` (the working directory is importable) and return the App."""
-    module_name, _, attr = spec.partition(":")
-    if not module_name:
-        raise ConfigurationError(f"--app {spec!r} is not of the form module:app")
-    if os.getcwd() not in sys.path:
-        sys.path.insert(0, os.getcwd())
-    try:
-        module = importlib.import_module(module_name)
-    except ImportError as exc:
-        raise ConfigurationError(
-            f"cannot import {module_name!r} for --app ({exc}); run from the folder that holds it "
-            "or set PYTHONPATH"
-        ) from None
-    target: Any = module
-    for part in (attr or "app").split("."):
-        target = getattr(target, part, None)
-        if target is None:
-            raise ConfigurationError(f"{module_name!r} has no attribute {attr or 'app'!r}")
-    if not isinstance(target, App):
-        raise ConfigurationError(f"--app {spec!r} is a {type(target).__name__}, not a duetime.App")
-    return target
-
-
-def make_app(args: argparse.Namespace) -> App:
-    app = load_app(args.app) if getattr(args, "app", None) else App(tenant=args.tenant)
-    if args.database_url:
-        app.database_url = args.database_url
-    return app
-
-
-def out(text: str = "") -> None:
-    sys.stdout.write(text + "\n")
-
-
-def table(rows: Sequence[Sequence[Any]], headers: Sequence[str]) -> None:
-    cells = [[str(h) for h in headers]] + [["" if c is None else str(c) for c in r] for r in rows]
-    widths = [max(len(row[i]) for row in cells) for i in range(len(headers))]
-    for row in cells:
-        out("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip())
 
 
 def _short(value: Any) -> str:
@@ -181,7 +139,7 @@ def cmd_enqueue(args: argparse.Namespace) -> int:
         return _enqueue_file(app, args)
     job = app.enqueue(
         args.task,
-        _json_object(args.args, "--args"),
+        json_object(args.args, "--args"),
         at=args.at,
         delay=args.delay,
         key=args.key,
@@ -202,7 +160,7 @@ def _enqueue_file(app: App, args: argparse.Namespace) -> int:
         raise ConfigurationError("--key applies to one job; it cannot be used with --from-file")
     lines = Path(args.from_file).read_text().splitlines()
     batch = [
-        _json_object(line, f"{args.from_file} line {n}")
+        json_object(line, f"{args.from_file} line {n}")
         for n, line in enumerate(lines, 1)
         if line.strip()
     ]
@@ -221,18 +179,6 @@ def _enqueue_file(app: App, args: argparse.Namespace) -> int:
     else:
         out(f"enqueued {len(jobs)} jobs")
     return 0
-
-
-def _json_object(text: str | None, what: str) -> dict[str, Any]:
-    if not text:
-        return {}
-    try:
-        value = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ConfigurationError(f"{what} is not valid JSON: {exc}") from None
-    if not isinstance(value, dict):
-        raise ConfigurationError(f"{what} must be a JSON object like '{{\"id\": 1}}'")
-    return value
 
 
 def cmd_jobs_list(args: argparse.Namespace) -> int:
@@ -397,6 +343,7 @@ def build_parser() -> argparse.ArgumentParser:
             p.add_argument("--at", required=True, help="new due time, ISO 8601 with offset")
         p.add_argument("--json", action="store_true")
         p.set_defaults(func=func)
+    cli_schedules.add_parsers(sub, [common])
     return parser
 
 

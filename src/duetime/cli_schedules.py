@@ -1,0 +1,372 @@
+"""`duetime schedules ...`: the schedule commands of the CLI (a public contract)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections.abc import Callable
+from datetime import UTC
+from typing import Any
+
+from duetime.cli_support import make_app, out, table
+from duetime.core.errors import ConfigurationError
+from duetime.core.recurrence import DstFold, DstGap, Fire, zone
+from duetime.core.requests import parse_instant
+from duetime.core.schedules import Misfire, Overlap, Schedule, build_spec, preview
+
+
+def add_parsers(sub: Any, parents: list[argparse.ArgumentParser]) -> None:
+    commands = COMMANDS
+    schedules = sub.add_parser("schedules", help="recurring schedules").add_subparsers(
+        dest="schedules_command", required=True, metavar="ACTION"
+    )
+    with_app = argparse.ArgumentParser(add_help=False)
+    with_app.add_argument("--app", help="module:attribute of your duetime.App (task defaults)")
+
+    p = schedules.add_parser("add", parents=[*parents, with_app], help="create a schedule")
+    p.add_argument("name")
+    p.add_argument("--task", required=True)
+    _definition_flags(p, required=True)
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=commands["add"])
+
+    p = schedules.add_parser("update", parents=[*parents, with_app], help="change a schedule")
+    p.add_argument("name")
+    p.add_argument("--task")
+    _definition_flags(p, required=False)
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=commands["update"])
+
+    p = schedules.add_parser("list", parents=parents, help="schedules with last and next run")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=commands["list"])
+
+    for action, text in [
+        ("show", "a schedule with its recent ticks"),
+        ("pause", "stop generating ticks"),
+        ("resume", "generate again; missed ticks meet the misfire policy"),
+        ("delete", "delete a schedule (unstarted occurrences are cancelled)"),
+        ("trigger", "run one occurrence now"),
+    ]:
+        p = schedules.add_parser(action, parents=parents, help=text)
+        p.add_argument("name")
+        p.add_argument("--json", action="store_true")
+        p.set_defaults(func=commands[action])
+
+    p = schedules.add_parser("history", parents=parents, help="what became of each tick")
+    p.add_argument("name")
+    p.add_argument("--limit", type=int, default=50)
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=commands["history"])
+
+    p = schedules.add_parser("backfill", parents=parents, help="run the ticks of a past range")
+    p.add_argument("name")
+    p.add_argument("--from", dest="start", required=True, help="ISO 8601 with offset")
+    p.add_argument("--to", dest="end", required=True, help="ISO 8601 with offset")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=commands["backfill"])
+
+    p = schedules.add_parser(
+        "preview", parents=parents, help="next fire times of a schedule or of an unsaved rule"
+    )
+    p.add_argument("name", nargs="?", help="a saved schedule (or give --cron/--every and --tz)")
+    trigger = p.add_mutually_exclusive_group()
+    trigger.add_argument("--cron", help="cron expression of an unsaved rule")
+    trigger.add_argument("--every", help="interval of an unsaved rule, e.g. 15m")
+    p.add_argument("--tz", help="IANA time zone of an unsaved rule")
+    p.add_argument("--dst-gap", choices=[str(v) for v in DstGap])
+    p.add_argument("--dst-fold", choices=[str(v) for v in DstFold])
+    p.add_argument("--start", help="start bound of an unsaved rule (anchors --every)")
+    p.add_argument("--after", help="list fires after this instant (default: now)")
+    p.add_argument("--count", type=int, default=10)
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=commands["preview"])
+
+
+def _definition_flags(p: argparse.ArgumentParser, *, required: bool) -> None:
+    trigger = p.add_mutually_exclusive_group(required=required)
+    trigger.add_argument("--cron", help="cron expression: 5 fields, 6 with seconds, or @daily")
+    trigger.add_argument("--every", help="fixed interval in absolute time, e.g. 15m")
+    p.add_argument("--tz", required=required, help="IANA time zone, e.g. Europe/London or UTC")
+    p.add_argument("--args", help="the occurrences' arguments as a JSON object")
+    p.add_argument("--misfire", choices=[str(v) for v in Misfire])
+    p.add_argument("--catchup-window", help="ticks older than this never run (default 1d)")
+    p.add_argument("--overlap", choices=[str(v) for v in Overlap])
+    p.add_argument("--dst-gap", choices=[str(v) for v in DstGap])
+    p.add_argument("--dst-fold", choices=[str(v) for v in DstFold])
+    p.add_argument("--start", help="first possible tick, ISO 8601 (anchors --every)")
+    p.add_argument("--end", help="last possible tick, ISO 8601")
+    p.add_argument("--jitter", help="random delay per occurrence, up to this, e.g. 30s")
+
+
+def definition_options(args: argparse.Namespace) -> dict[str, Any]:
+    """The flags given on the command line, as add_schedule/update_schedule keywords."""
+    mapping = {
+        "cron": args.cron,
+        "every": args.every,
+        "timezone": args.tz,
+        "misfire": args.misfire,
+        "catchup_window": args.catchup_window,
+        "overlap": args.overlap,
+        "dst_gap": args.dst_gap,
+        "dst_fold": args.dst_fold,
+        "start": args.start,
+        "end": args.end,
+        "jitter": args.jitter,
+    }
+    options = {k: v for k, v in mapping.items() if v is not None}
+    if args.args is not None:
+        try:
+            options["args"] = json.loads(args.args)
+        except json.JSONDecodeError as exc:
+            raise ConfigurationError(f"--args is not valid JSON: {exc}") from None
+    return options
+
+
+def fires_json(fires: list[Fire], tz_name: str) -> list[str]:
+    tz = zone(tz_name)
+    return [f.at.astimezone(tz).isoformat() for f in fires]
+
+
+def fires_rows(fires: list[Fire], tz_name: str) -> list[tuple[Any, ...]]:
+    tz = zone(tz_name)
+    rows = []
+    for f in fires:
+        note = "" if f.kind == "normal" else str(f.kind)
+        rows.append((f.at.astimezone(tz).isoformat(), f.at.astimezone(UTC).isoformat(), note))
+    return rows
+
+
+def preview_unsaved(args: argparse.Namespace, now: Any) -> tuple[list[Fire], str]:
+    if not args.tz:
+        raise ConfigurationError("preview of an unsaved rule needs --tz (an IANA zone name)")
+    spec = build_spec(
+        "preview",
+        "preview",
+        timezone=args.tz,
+        cron=args.cron,
+        every=args.every,
+        dst_gap=args.dst_gap or DstGap.SHIFT,
+        dst_fold=args.dst_fold or DstFold.FIRST,
+        start=args.start,
+    )
+    after = parse_instant(args.after, "--after") if args.after else now
+    anchor = spec.start_at or after
+    return preview(spec, anchor, after, args.count), args.tz
+
+
+def schedule_row(s: Schedule, last: Any) -> tuple[Any, ...]:
+    trigger = s.spec.cron if s.spec.cron else f"every {s.spec.every_seconds:g}s"
+    tz = zone(s.spec.timezone)
+    nxt = (
+        "paused"
+        if s.paused
+        else (s.next_fire_at.astimezone(tz).isoformat() if s.next_fire_at else "ended")
+    )
+    last_run = last.attempt_history[0].started_at.isoformat() if last else "-"
+    outcome = str(last.status) if last else "-"
+    return (s.name, s.spec.task, trigger, s.spec.timezone, nxt, last_run, outcome)
+
+
+# -- commands -----------------------------------------------------------------------------------
+
+
+def cmd_add(args: argparse.Namespace) -> int:
+    app = make_app(args)
+    options = definition_options(args)
+    schedule = app.add_schedule(args.name, task=args.task, **options)
+    _print_schedule(app, schedule, args.json)
+    return 0
+
+
+def cmd_update(args: argparse.Namespace) -> int:
+    app = make_app(args)
+    changes = definition_options(args)
+    if args.task:
+        changes["task"] = args.task
+    if not changes:
+        raise ConfigurationError("nothing to change: give at least one option, e.g. --cron")
+    _print_schedule(app, app.update_schedule(args.name, **changes), args.json)
+    return 0
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    app = make_app(args)
+    schedules = app.list_schedules()
+    lasts = {s.name: app.store.latest_run(s.id) for s in schedules}
+    if args.json:
+        items = []
+        for s in schedules:
+            last = lasts[s.name]
+            items.append(
+                {
+                    **s.to_json(),
+                    "last_run": last.attempt_history[0].started_at.isoformat() if last else None,
+                    "last_outcome": str(last.status) if last else None,
+                    "last_job_id": last.id if last else None,
+                }
+            )
+        out(json.dumps(items, indent=2))
+        return 0
+    table(
+        [schedule_row(s, lasts[s.name]) for s in schedules],
+        ["name", "task", "trigger", "zone", "next run (local)", "last run (UTC)", "last outcome"],
+    )
+    return 0
+
+
+def cmd_show(args: argparse.Namespace) -> int:
+    app = make_app(args)
+    _print_schedule(app, app.get_schedule(args.name), args.json, history=10)
+    return 0
+
+
+def cmd_pause(args: argparse.Namespace) -> int:
+    app = make_app(args)
+    _print_schedule(app, app.pause_schedule(args.name), args.json)
+    return 0
+
+
+def cmd_resume(args: argparse.Namespace) -> int:
+    app = make_app(args)
+    _print_schedule(app, app.resume_schedule(args.name), args.json)
+    return 0
+
+
+def cmd_delete(args: argparse.Namespace) -> int:
+    make_app(args).delete_schedule(args.name)
+    out(json.dumps({"deleted": args.name}) if args.json else f"deleted schedule {args.name}")
+    return 0
+
+
+def cmd_trigger(args: argparse.Namespace) -> int:
+    job = make_app(args).trigger_schedule(args.name)
+    out(json.dumps(job.to_json(), indent=2) if args.json else str(job.id))
+    return 0
+
+
+def cmd_backfill(args: argparse.Namespace) -> int:
+    plan = make_app(args).backfill_schedule(args.name, args.start, args.end)
+    skipped = [t for t in plan.ticks if not t.creates_job]
+    if args.json:
+        out(
+            json.dumps(
+                {
+                    "enqueued": len(plan.new_jobs),
+                    "skipped": len(skipped),
+                    "ticks": [t.nominal_at.isoformat() for t in plan.ticks],
+                }
+            )
+        )
+    else:
+        out(
+            f"backfill: {len(plan.new_jobs)} occurrences, {len(skipped)} ticks skipped by the "
+            "overlap policy"
+        )
+    return 0
+
+
+def cmd_history(args: argparse.Namespace) -> int:
+    app = make_app(args)
+    ticks = app.schedule_history(args.name, limit=args.limit)
+    if args.json:
+        out(json.dumps([t.to_json() for t in ticks], indent=2))
+        return 0
+    table(
+        [
+            (
+                t.nominal_at.isoformat(),
+                t.outcome,
+                t.origin,
+                t.job_id or "-",
+                t.job_status or "-",
+                t.started_at.isoformat() if t.started_at else "-",
+                t.detail,
+            )
+            for t in ticks
+        ],
+        ["nominal (UTC)", "outcome", "origin", "job", "job status", "started", "why"],
+    )
+    return 0
+
+
+def cmd_preview(args: argparse.Namespace) -> int:
+    app = make_app(args)
+    if args.name:
+        if args.cron or args.every or args.tz:
+            raise ConfigurationError(
+                "give a schedule name or an unsaved rule (--cron/--every with --tz), not both"
+            )
+        schedule = app.get_schedule(args.name)
+        fires = app.preview_schedule(args.name, args.count, after=args.after)
+        tz_name = schedule.spec.timezone
+    elif args.cron or args.every:
+        fires, tz_name = preview_unsaved(args, app.clock.now())
+    else:
+        raise ConfigurationError("preview needs a schedule name, or --cron/--every with --tz")
+    if args.json:
+        out(json.dumps(fires_json(fires, tz_name)))
+    else:
+        table(fires_rows(fires, tz_name), [f"local ({tz_name})", "UTC", "note"])
+    return 0
+
+
+def _print_schedule(app: Any, s: Schedule, as_json: bool, history: int = 0) -> None:
+    if as_json:
+        data = s.to_json()
+        if history:
+            data["history"] = [t.to_json() for t in app.schedule_history(s.name, limit=history)]
+        out(json.dumps(data, indent=2))
+        return
+    spec = s.spec
+    tz = zone(spec.timezone)
+    fields = [
+        ("name", s.name),
+        ("task", spec.task),
+        ("trigger", spec.cron or f"every {spec.every_seconds:g}s"),
+        ("timezone", spec.timezone),
+        ("args", json.dumps(spec.args)),
+        ("state", "paused" if s.paused else "active"),
+        (
+            "next tick",
+            (s.next_fire_at.astimezone(tz).isoformat() + " / " + s.next_fire_at.isoformat())
+            if s.next_fire_at
+            else "none (ended)",
+        ),
+        ("misfire", f"{spec.misfire} (catch-up window {spec.catchup_window_seconds:g}s)"),
+        ("overlap", spec.overlap),
+        ("dst", f"gap={spec.dst_gap} fold={spec.dst_fold}"),
+        (
+            "bounds",
+            f"{spec.start_at.isoformat() if spec.start_at else '-'} .. "
+            f"{spec.end_at.isoformat() if spec.end_at else '-'}",
+        ),
+        ("jitter", f"{spec.jitter_seconds:g}s"),
+        ("version", s.version),
+    ]
+    width = max(len(k) for k, _ in fields)
+    for key, value in fields:
+        out(f"{key.ljust(width)}  {value}")
+    if history:
+        ticks = app.schedule_history(s.name, limit=history)
+        if ticks:
+            out()
+            table(
+                [(t.nominal_at.isoformat(), t.outcome, t.job_id or "-", t.detail) for t in ticks],
+                ["recent ticks (UTC)", "outcome", "job", "why"],
+            )
+
+
+COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
+    "add": cmd_add,
+    "update": cmd_update,
+    "list": cmd_list,
+    "show": cmd_show,
+    "pause": cmd_pause,
+    "resume": cmd_resume,
+    "delete": cmd_delete,
+    "trigger": cmd_trigger,
+    "backfill": cmd_backfill,
+    "history": cmd_history,
+    "preview": cmd_preview,
+}

@@ -109,3 +109,14 @@ def test_text_databases_cannot_store_is_refused() -> None:
         build(args={"a": "x\x00y"})
     with pytest.raises(InvalidRequest, match="surrogate"):
         build(args={"a": "\ud800"})
+
+
+@pytest.mark.parametrize("value", [1e14 * 86400, float("inf"), float("nan"), "1e400"])
+def test_absurd_durations_are_refused(value: object) -> None:
+    with pytest.raises(InvalidRequest):
+        parse_duration(value)  # type: ignore[arg-type]
+
+
+def test_names_with_nul_are_refused() -> None:
+    with pytest.raises(InvalidRequest, match="NUL"):
+        build(task="a\x00b")

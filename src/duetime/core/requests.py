@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import re
 import uuid
 from collections.abc import Mapping
@@ -20,6 +21,7 @@ DEFAULT_QUEUE = "default"
 DEFAULT_MAX_ATTEMPTS = 10
 DEFAULT_LEASE_SECONDS = 30.0
 
+MAX_DURATION_SECONDS = 100 * 365 * 86400
 _DURATION = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h|d|w)")
 _UNIT_SECONDS = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
 
@@ -27,24 +29,27 @@ _UNIT_SECONDS = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 60480
 def parse_duration(value: str | float | int | timedelta, what: str = "duration") -> timedelta:
     """Parse 90, 1.5, '30s', '5m', '1h30m', '2d' or a timedelta; refuse negatives."""
     if isinstance(value, timedelta):
-        result = value
+        seconds = value.total_seconds()
     elif isinstance(value, bool):
         raise InvalidRequest(f"{what} must be seconds or a duration like '30s', not a boolean")
     elif isinstance(value, int | float):
-        result = timedelta(seconds=value)
+        seconds = float(value)
     elif isinstance(value, str):
         text = value.strip().lower().replace(" ", "")
         try:
-            result = timedelta(seconds=float(text))
+            seconds = float(text)
         except ValueError:
             parts = _DURATION.findall(text)
             if not parts or "".join(n + u for n, u in parts) != text:
                 raise InvalidRequest(
                     f"{what} {value!r} is not a duration; write it like 30s, 5m, 1h30m or 2d"
                 ) from None
-            result = timedelta(seconds=sum(float(n) * _UNIT_SECONDS[u] for n, u in parts))
+            seconds = sum(float(n) * _UNIT_SECONDS[u] for n, u in parts)
     else:
         raise InvalidRequest(f"{what} must be seconds or a duration like '30s'")
+    if not math.isfinite(seconds) or seconds > MAX_DURATION_SECONDS:
+        raise InvalidRequest(f"{what} {value!r} is too long; the limit is 100 years")
+    result = timedelta(seconds=seconds)
     if result < timedelta(0):
         raise InvalidRequest(f"{what} must not be negative, got {value!r}")
     return result
@@ -83,9 +88,11 @@ class TaskDefaults:
     timeout_seconds: float | None = None
 
 
-def _check_name(value: Any, what: str, limit: int) -> str:
+def check_name(value: Any, what: str, limit: int) -> str:
     if not isinstance(value, str) or not value.strip():
         raise InvalidRequest(f"{what} must be a non-empty string")
+    if "\x00" in value:
+        raise InvalidRequest(f"{what} must not contain a NUL character")
     if len(value) > limit:
         raise InvalidRequest(f"{what} is {len(value)} characters; the limit is {limit}")
     return value
@@ -151,8 +158,8 @@ def build_new_job(
     max_payload_bytes: int = DEFAULT_MAX_PAYLOAD_BYTES,
 ) -> NewJob:
     """Validate one enqueue request and turn it into a NewJob, or raise InvalidRequest."""
-    task = _check_name(task, "task name", 200)
-    tenant = _check_name(tenant, "tenant", 100)
+    task = check_name(task, "task name", 200)
+    tenant = check_name(tenant, "tenant", 100)
     args_obj, args_json = dump_args(args, max_payload_bytes)
     if at is not None and delay is not None:
         raise InvalidRequest("give either at= (an instant) or delay= (a duration), not both")
@@ -173,15 +180,15 @@ def build_new_job(
             f"deadline {deadline_at.isoformat()} is not after the due time {due_at.isoformat()}; "
             "a job must be able to start before it expires"
         )
-    queue = _check_name(queue if queue is not None else defaults.queue, "queue", 100)
+    queue = check_name(queue if queue is not None else defaults.queue, "queue", 100)
     prio = _check_int(defaults.priority if priority is None else priority, "priority", -1000, 1000)
     attempts = _check_int(
         defaults.max_attempts if max_attempts is None else max_attempts, "max_attempts", 1, 1000
     )
     if key is not None:
-        key = _check_name(key, "idempotency key", 255)
+        key = check_name(key, "idempotency key", 255)
     if business_key is not None:
-        business_key = _check_name(business_key, "business key", 255)
+        business_key = check_name(business_key, "business key", 255)
     elif key is not None:
         business_key = f"{task}:{key}"
     fingerprint = {

@@ -29,7 +29,13 @@ from duetime.core.recurrence import (
     normalize_cron,
     zone,
 )
-from duetime.core.requests import TaskDefaults, dump_args, parse_duration, parse_instant
+from duetime.core.requests import (
+    TaskDefaults,
+    check_name,
+    dump_args,
+    parse_duration,
+    parse_instant,
+)
 from duetime.core.states import ACTIVE, HELD, JobStatus
 
 
@@ -148,10 +154,8 @@ def build_spec(
     max_payload_bytes: int = 1024 * 1024,
 ) -> ScheduleSpec:
     """Validate a schedule definition, or raise InvalidRequest with one clear line."""
-    if not isinstance(name, str) or not name.strip() or len(name) > 200:
-        raise InvalidRequest("schedule name must be a non-empty string of at most 200 characters")
-    if not isinstance(task, str) or not task.strip():
-        raise InvalidRequest("schedule task must be a non-empty task name")
+    check_name(name, "schedule name", 200)
+    check_name(task, "schedule task", 200)
     if (cron is None) == (every is None):
         raise InvalidRequest("give a schedule exactly one trigger: cron=... or every=...")
     zone(timezone)  # validates

@@ -125,12 +125,12 @@ LIMIT %(limit)s;
 -- name: expire_overdue
 UPDATE duetime_jobs
 SET status = (%(moves)s::jsonb ->> status), version = version + 1, updated_at = %(now)s
-WHERE id IN (
+WHERE id = ANY (ARRAY(  -- candidates picked once (see release_waiting)
     SELECT id FROM duetime_jobs
     WHERE status = 'scheduled' AND deadline_at IS NOT NULL AND deadline_at <= %(now)s
     ORDER BY deadline_at, id
     LIMIT %(limit)s
-    FOR UPDATE SKIP LOCKED)
+    FOR UPDATE SKIP LOCKED))
   AND (%(moves)s::jsonb ->> status) IS NOT NULL;
 
 -- name: transition
@@ -187,11 +187,13 @@ WHERE schedule_id = %(schedule_id)s AND status IN ('scheduled', 'waiting') AND g
 -- Safe with several callers at once: a waiting row is locked (SKIP LOCKED: another caller has
 -- it) and, once locked, re-checked in its newest version (READ COMMITTED), so a row another
 -- caller released or cancelled meanwhile is left alone. One row per schedule at most: the
--- oldest waiting one.
+-- oldest waiting one. The candidates are picked once (ARRAY(...) is an init plan): a
+-- subquery with LIMIT and SKIP LOCKED that the plan re-ran per row could yield other rows on
+-- each run under concurrency, and so move more rows than the limit.
 UPDATE duetime_jobs
 SET status = (%(moves)s::jsonb ->> status), due_at = %(now)s, version = version + 1,
     updated_at = %(now)s
-WHERE id IN (
+WHERE id = ANY (ARRAY(
     SELECT w.id FROM duetime_jobs w
     WHERE w.status = 'waiting' AND w.schedule_id IS NOT NULL
       AND w.nominal_at = (SELECT MIN(x.nominal_at) FROM duetime_jobs x
@@ -201,7 +203,7 @@ WHERE id IN (
                         AND a.status IN ('scheduled', 'running', 'cancel_requested'))
     ORDER BY w.nominal_at, w.id
     LIMIT %(limit)s
-    FOR UPDATE OF w SKIP LOCKED)
+    FOR UPDATE OF w SKIP LOCKED))
   AND status = 'waiting'
   AND (%(moves)s::jsonb ->> status) IS NOT NULL;
 

@@ -58,6 +58,7 @@ class _Running:
     last_beat: float
     handler: asyncio.Future[Any] | None = None
     interrupted: bool = False
+    finishing: bool = False  # its outcome is being recorded: heartbeats no longer speak for it
     execution: asyncio.Task[None] | None = field(default=None, repr=False)
 
 
@@ -210,6 +211,8 @@ class Worker:
             return
         for running, state in zip(due, states, strict=True):
             running.last_beat = now
+            if running.finishing or running.claim.attempt.id not in self._running:
+                continue  # it ended while the batch was in flight: "not held" is its own doing
             if not state.held and not running.ctx.lease_lost:
                 running.ctx.lease_lost = True
                 self.stats.leases_lost += 1
@@ -374,6 +377,7 @@ class Worker:
 
     async def _record(self, running: _Running, outcome: Outcome, seconds: float) -> None:
         claim = running.claim
+        running.finishing = True
         delay = 0.1
         while True:
             try:

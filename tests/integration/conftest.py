@@ -1,0 +1,35 @@
+"""Fixtures of the integration suite: a migrated database of each dialect, and processes."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from duetime import App
+from integration.apps.itapp import make_app
+from integration.procs import Processes, migrate
+
+
+@pytest.fixture
+def db_url(store_url: str) -> str:
+    """The `store_url` database (SQLite and PostgreSQL), migrated and empty."""
+    migrate(store_url)
+    return store_url
+
+
+@pytest.fixture
+def procs(tmp_path: Path) -> Iterator[Processes]:
+    """Starts worker processes; any still running when the test ends is killed."""
+    processes = Processes(tmp_path)
+    yield processes
+    processes.finish()
+
+
+@pytest.fixture
+def app(db_url: str) -> Iterator[App]:
+    """The integration app (tasks of apps/itapp.py) on `db_url`, closed after the test."""
+    instance = make_app(db_url)
+    yield instance
+    instance.close()

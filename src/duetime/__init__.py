@@ -9,6 +9,8 @@ from duetime.core.errors import (
     IllegalTransition,
     InvalidRequest,
     JobNotFound,
+    ScheduleExists,
+    ScheduleNotFound,
     SchemaError,
 )
 from duetime.core.models import Attempt, Job
@@ -38,6 +40,8 @@ __all__ = [
     "PermanentError",
     "Retry",
     "RetryPolicy",
+    "ScheduleExists",
+    "ScheduleNotFound",
     "SchemaError",
     "SystemClock",
     "Task",

@@ -50,6 +50,7 @@ def print_job(job: Job, as_json: bool) -> None:
         ("attempts", f"{job.attempts}/{job.max_attempts} (generation {job.generation})"),
         ("version", job.version),
         ("business_key", job.business_key),
+        ("schedule", _occurrence(job)),
         ("idempotency_key", job.idempotency_key or "-"),
         ("created_at", job.created_at.isoformat()),
         ("updated_at", job.updated_at.isoformat()),
@@ -81,6 +82,12 @@ def print_job(job: Job, as_json: bool) -> None:
 # -- commands -----------------------------------------------------------------------------------
 
 
+def _occurrence(job: Job) -> str:
+    if not (job.schedule_name and job.nominal_at):
+        return "-"
+    return f"{job.schedule_name} (tick {job.nominal_at.isoformat()}, {job.origin})"
+
+
 def cmd_migrate(args: argparse.Namespace) -> int:
     app = make_app(args)
     applied = app.migrate()
@@ -101,6 +108,8 @@ def cmd_worker(args: argparse.Namespace) -> int:
         poll_interval=args.poll_interval,
         grace=args.grace,
         reap_interval=args.reap_interval,
+        plan_interval=args.plan_interval,
+        planner=not args.no_planner,
     )
 
     async def main() -> None:
@@ -301,6 +310,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--reap-interval", type=_seconds, default=5.0, help="how often to reap lapsed leases (5s)"
     )
+    p.add_argument(
+        "--plan-interval", type=_seconds, default=1.0, help="how often to plan schedules (1s)"
+    )
+    p.add_argument("--no-planner", action="store_true", help="do not plan schedules here")
     p.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
     p.add_argument("--log-format", default="text", choices=["text", "json"])
     p.set_defaults(func=cmd_worker)

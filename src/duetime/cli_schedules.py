@@ -248,20 +248,15 @@ def cmd_trigger(args: argparse.Namespace) -> int:
 def cmd_backfill(args: argparse.Namespace) -> int:
     plan = make_app(args).backfill_schedule(args.name, args.start, args.end)
     skipped = [t for t in plan.ticks if not t.creates_job]
+    created = len(plan.created_job_ids)
+    existing = len(plan.new_jobs) - created
     if args.json:
-        out(
-            json.dumps(
-                {
-                    "enqueued": len(plan.new_jobs),
-                    "skipped": len(skipped),
-                    "ticks": [t.nominal_at.isoformat() for t in plan.ticks],
-                }
-            )
-        )
+        summary = {"enqueued": created, "existing": existing, "skipped": len(skipped)}
+        out(json.dumps({**summary, "job_ids": plan.created_job_ids}))
     else:
         out(
-            f"backfill: {len(plan.new_jobs)} occurrences, {len(skipped)} ticks skipped by the "
-            "overlap policy"
+            f"backfill: {created} new occurrences, {existing} ticks had one already, "
+            f"{len(skipped)} skipped (overlap policy or DST gap)"
         )
     return 0
 

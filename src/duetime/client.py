@@ -193,6 +193,10 @@ class App:
         """
 
         def register(func: Handler) -> Task:
+            if isinstance(func, Task):
+                raise ConfigurationError(
+                    f"{func.name!r} is registered already; put @app.schedule above @app.task"
+                )
             task_name = name or f"{func.__module__}.{func.__qualname__}"
             if task_name in self.tasks:
                 raise ConfigurationError(
@@ -313,6 +317,7 @@ class App:
         status: JobStatus | str | None = None,
         task: str | None = None,
         queue: str | None = None,
+        schedule: str | None = None,
         before_id: int | None = None,
         limit: int = 100,
     ) -> list[Job]:
@@ -323,6 +328,7 @@ class App:
                 status=JobStatus(status) if status else None,
                 task=task,
                 queue=queue,
+                schedule_id=self.get_schedule(schedule).id if schedule else None,
                 before_id=before_id,
                 limit=limit,
             )
@@ -479,7 +485,7 @@ class App:
             changes.setdefault("cron", None)
         task = changes.pop("task", current.spec.task)
         options = {**spec_options(current.spec), **changes}
-        if task == current.spec.task:
+        if task not in self.tasks:  # keep the stored job options unless this app knows the task
             options["defaults"] = spec_defaults(current.spec)
         spec = self._spec(name, task, options)
         self._apply_schedule(name, functools.partial(_update, spec=spec, now=self.clock.now()))
@@ -513,11 +519,10 @@ class App:
     def trigger_schedule(self, name: str) -> Job:
         """Run one occurrence now, with its own identity (nominal time = now)."""
         now = self.clock.now()
-        self._apply_schedule(name, lambda s, active: plan_trigger(s, now))
-        schedule = self.get_schedule(name)
-        job = self.store.list_jobs(JobFilter(tenant=self.tenant, schedule_id=schedule.id, limit=1))
-        log_event(log, "schedule.triggered", schedule=name, job_id=job[0].id if job else None)
-        return job[0]
+        plan = self._apply_schedule(name, lambda s, active: plan_trigger(s, now))
+        job_id = plan.created_job_ids[0]
+        log_event(log, "schedule.triggered", schedule=name, job_id=job_id)
+        return self.get_job(job_id)
 
     def backfill_schedule(self, name: str, start: datetime | str, end: datetime | str) -> Plan:
         """Run the ticks of a past range [start, end], honouring the overlap policy."""
@@ -562,3 +567,7 @@ class App:
     adelete_schedule = _async_twin(delete_schedule)
     atrigger_schedule = _async_twin(trigger_schedule)
     abackfill_schedule = _async_twin(backfill_schedule)
+    apreview_schedule = _async_twin(preview_schedule)
+    aschedule_history = _async_twin(schedule_history)
+    alast_run = _async_twin(last_run)
+    async_schedules = _async_twin(sync_schedules)

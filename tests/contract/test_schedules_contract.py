@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterator
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
@@ -277,9 +277,9 @@ def test_trigger_backfill_and_delete(app: duetime.App, clock: ManualClock) -> No
     clock.set(datetime(2026, 3, 2, 12, 0, 10, tzinfo=UTC))
     plan(app)
     result = app.backfill_schedule("hourly", "2026-03-02T05:00:00Z", "2026-03-02T09:00:00Z")
-    assert len(result.new_jobs) == 5
+    assert len(result.created_job_ids) == 5
     again = app.backfill_schedule("hourly", "2026-03-02T05:00:00Z", "2026-03-02T09:00:00Z")
-    assert len(again.new_jobs) == 5  # the same identities: no new jobs
+    assert again.created_job_ids == []  # the same identities: no new jobs
     nominals = [j.nominal_at for j in occurrences(app, "hourly")]
     assert len(nominals) == len(set(nominals))
     app.delete_schedule("hourly")
@@ -359,3 +359,68 @@ def test_invalid_schedules_store_nothing(app: duetime.App) -> None:
     app.add_schedule("x", task="report", cron="0 * * * *", timezone="UTC")
     with pytest.raises(ScheduleExists):
         app.add_schedule("x", task="report", cron="0 * * * *", timezone="UTC")
+
+
+def test_update_keeps_triggered_and_backfilled_runs(app: duetime.App, clock: ManualClock) -> None:
+    app.add_schedule("daily", task="report", cron="0 9 * * *", timezone="UTC")
+    triggered = app.trigger_schedule("daily")
+    clock.set(datetime(2026, 3, 5, 12, tzinfo=UTC))
+    backfill = app.backfill_schedule("daily", "2026-03-03T00:00:00Z", "2026-03-04T23:00:00Z")
+    app.update_schedule("daily", cron="30 9 * * *")
+    kept = {j.id for j in app.list_jobs(schedule="daily")}
+    assert {triggered.id, *backfill.created_job_ids} <= kept
+    history = app.schedule_history("daily")
+    assert all(t.job_id is not None for t in history if t.outcome == "enqueued")
+
+
+def test_one_broken_schedule_does_not_stop_the_others(app: duetime.App, clock: ManualClock) -> None:
+    app.add_schedule("first", task="report", cron="0 * * * *", timezone="UTC")
+    app.add_schedule("second", task="report", cron="0 * * * *", timezone="UTC")
+    clock.advance(31)
+
+    def decide(schedule, active):  # type: ignore[no-untyped-def]
+        if schedule.name == "first":
+            raise RuntimeError("boom")
+        from duetime.core.schedules import plan_due
+
+        return plan_due(schedule, active, clock.now())
+
+    assert app.store.plan_due_schedules(clock.now(), 10, decide) == 1
+    assert len(app.list_jobs(schedule="second")) == 1
+    assert app.get_schedule("first").next_fire_at == datetime(2026, 3, 2, 9, tzinfo=UTC)
+
+
+def test_a_long_pause_is_summarised_not_walked(app: duetime.App, clock: ManualClock) -> None:
+    app.add_schedule(
+        "secondly",
+        task="report",
+        cron="* * * * * *",
+        timezone="UTC",
+        catchup_window="1m",
+        misfire="coalesce",
+    )
+    app.pause_schedule("secondly")
+    clock.advance(timedelta(days=30))
+    app.resume_schedule("secondly")
+    plan(app)
+    ticks = app.schedule_history("secondly", limit=1000)
+    assert len(ticks) < 200  # one summary for the month, a row per tick of the last minute
+    assert ticks[-1].outcome == "missed" and "older than the catch-up window" in ticks[-1].detail
+    # the ticks of the last minute are within the 60 s lateness tolerance: on time, each runs
+    assert 59 <= len(app.list_jobs(schedule="secondly")) <= 61
+
+
+def test_trigger_and_backfill_report_exactly_what_they_created(
+    app: duetime.App, clock: ManualClock
+) -> None:
+    app.add_schedule(
+        "early", task="report", cron="30 2 * * *", timezone="America/New_York", dst_gap="skip"
+    )
+    clock.set(datetime(2026, 3, 12, tzinfo=UTC))
+    result = app.backfill_schedule("early", "2026-03-06T00:00:00Z", "2026-03-10T00:00:00Z")
+    nominals = [app.get_job(i).nominal_at for i in result.created_job_ids]
+    # 7th, 9th (and the 6th), never the 8th: 02:30 did not exist that night
+    assert len(nominals) == 3
+    assert ("dst_skipped", "backfill") in {
+        (t.outcome, t.origin) for t in app.schedule_history("early")
+    }

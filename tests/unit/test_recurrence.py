@@ -280,3 +280,9 @@ def test_fire_times_agree_with_the_oracle_except_at_gaps_and_folds(
         wall = at.astimezone(tz)
         assert wall.fold == 1, f"{at} missing but it is not a fold's second pass"
     assert sorted(got) == [at for at, _ in default], "fires are not in order or not unique"
+
+
+@pytest.mark.parametrize("name", ["EST", "MST", "HST"])
+def test_iana_fixed_offset_names_are_refused(name: str) -> None:
+    with pytest.raises(InvalidRequest, match="fixed UTC offset"):
+        zone(name)

@@ -59,6 +59,8 @@ MACROS = {
 
 # A zone's offset changes by at most this much at one transition (2 h is the largest on record).
 _SLACK = timedelta(hours=3)
+# IANA names that are fixed offsets despite looking like zones (EST never observes DST)
+_FIXED_ZONES = {"EST", "MST", "HST"}
 _FIXED_OFFSET = re.compile(r"^(UTC|GMT)?\s*[+-]\d{1,2}(:?\d{2})?$|^Etc/GMT[+-]\d+$", re.IGNORECASE)
 
 
@@ -73,7 +75,7 @@ def zone(name: str) -> ZoneInfo:
     """An IANA zone by name; fixed offsets are refused because they ignore DST rules."""
     if not isinstance(name, str) or not name.strip():
         raise InvalidRequest("time zone must be an IANA name such as Europe/London or UTC")
-    if _FIXED_OFFSET.match(name.strip()):
+    if _FIXED_OFFSET.match(name.strip()) or name.strip().upper() in _FIXED_ZONES:
         raise InvalidRequest(
             f"time zone {name!r} is a fixed UTC offset; use an IANA zone name such as "
             "America/New_York so daylight-saving rules apply (or UTC)"

@@ -182,7 +182,7 @@ def build_spec(
         every_seconds=every_s,
         timezone=timezone,
         misfire=_choice(Misfire, misfire, "misfire"),
-        catchup_window_seconds=parse_duration(catchup_window, "catch-up window").total_seconds(),
+        catchup_window_seconds=_window(catchup_window),
         overlap=_choice(Overlap, overlap, "overlap"),
         dst_gap=_choice(DstGap, dst_gap, "dst_gap"),
         dst_fold=_choice(DstFold, dst_fold, "dst_fold"),
@@ -197,6 +197,16 @@ def build_spec(
         lease_seconds=d.lease_seconds,
         timeout_seconds=d.timeout_seconds,
     )
+
+
+def _window(value: str | float | timedelta) -> float:
+    seconds = parse_duration(value, "catch-up window").total_seconds()
+    if seconds < LATE_AFTER.total_seconds():
+        raise InvalidRequest(
+            f"catch-up window must be at least {LATE_AFTER.total_seconds():g}s: a tick handled "
+            "that late still counts as on time"
+        )
+    return seconds
 
 
 E = TypeVar("E", bound=StrEnum)
@@ -309,6 +319,7 @@ class Occurrence:
     nominal_at: datetime
     status: JobStatus
     started: bool  # an attempt was ever made
+    origin: str = "tick"  # tick, trigger or backfill
 
 
 @dataclass(frozen=True)
@@ -346,7 +357,8 @@ class Plan:
     spec: ScheduleSpec | None = None  # a new definition (update)
     paused: bool | None = None
     anchor_at: datetime | None = None
-    delete_unstarted: bool = False  # remove occurrences that never started (update)
+    delete_unstarted: bool = False  # remove tick occurrences that never started (update)
+    created_job_ids: list[int] = field(default_factory=list)  # filled in by the store
 
     @property
     def moves_cursor(self) -> bool:
@@ -364,16 +376,32 @@ def plan_due(schedule: Schedule, active: list[Occurrence], now: datetime) -> Pla
     due: list[Fire] = []
     next_at: datetime | None = None
     too_old: list[datetime] = []
-    for fire in schedule.fires(cursor - timedelta(microseconds=1)):
+    start = cursor - timedelta(microseconds=1)
+    for fire in schedule.fires(start):  # ticks older than the window: recorded, never run
+        if now - fire.at <= window:
+            break
+        too_old.append(fire.at)
+        if len(too_old) > MISSED_ONE_BY_ONE:  # a long outage or pause: summarise, jump ahead
+            edge = now - window
+            plan.ticks.append(
+                TickRecord(
+                    too_old[0],
+                    TickOutcome.MISSED,
+                    f"every tick from {too_old[0].isoformat()} to {edge.isoformat()} was older "
+                    "than the catch-up window",
+                )
+            )
+            too_old, start = [], edge
+            break
+    if too_old:
+        start = too_old[-1]
+    for fire in schedule.fires(start):
         if fire.at > now:
             next_at = fire.at
             break
-        if now - fire.at > window:
-            too_old.append(fire.at)
-        else:
-            due.append(fire)
+        due.append(fire)
     plan.next_fire_at = next_at
-    _record_missed(plan, too_old, "older than the catch-up window")
+    _record_missed(plan, too_old, "older than the catch-up window")  # at most 100 here
     if spec.dst_gap is DstGap.SKIP:
         for fire in [f for f in due if f.kind is FireKind.SHIFTED]:
             plan.ticks.append(
@@ -400,19 +428,10 @@ def plan_due(schedule: Schedule, active: list[Occurrence], now: datetime) -> Pla
                 )
         else:
             last = late[-1]
-            for fire in late[:-1]:
-                plan.ticks.append(
-                    TickRecord(
-                        fire.at,
-                        TickOutcome.COALESCED,
-                        f"late; covered by the run for {last.at.isoformat()} (misfire=coalesce)",
-                    )
-                )
-            runs.append(
-                NewOccurrence(
-                    last.at, now, JobStatus.SCHEDULED, Origin.TICK, covers=tuple(f.at for f in late)
-                )
-            )
+            why = f"late; covered by the run for {last.at.isoformat()} (misfire=coalesce)"
+            _record_many(plan, [f.at for f in late[:-1]], TickOutcome.COALESCED, why)
+            covers = tuple(f.at for f in late)
+            runs.append(NewOccurrence(last.at, now, JobStatus.SCHEDULED, Origin.TICK, covers))
     for fire in on_time:
         due_at = fire.at + jitter_for(schedule.id, fire.at, spec.jitter_seconds)
         runs.append(NewOccurrence(fire.at, due_at, JobStatus.SCHEDULED, Origin.TICK))
@@ -421,17 +440,16 @@ def plan_due(schedule: Schedule, active: list[Occurrence], now: datetime) -> Pla
 
 
 def _record_missed(plan: Plan, missed: list[datetime], why: str) -> None:
-    if len(missed) <= MISSED_ONE_BY_ONE:
-        plan.ticks.extend(TickRecord(at, TickOutcome.MISSED, why) for at in missed)
-    else:
-        plan.ticks.append(
-            TickRecord(
-                missed[0],
-                TickOutcome.MISSED,
-                f"{len(missed)} ticks from {missed[0].isoformat()} to {missed[-1].isoformat()} "
-                f"were not run: {why}",
-            )
-        )
+    _record_many(plan, missed, TickOutcome.MISSED, why)
+
+
+def _record_many(plan: Plan, ticks: list[datetime], outcome: TickOutcome, why: str) -> None:
+    """One history row per tick, or one summary row when there are very many."""
+    if len(ticks) <= MISSED_ONE_BY_ONE:
+        plan.ticks.extend(TickRecord(at, outcome, why) for at in ticks)
+        return
+    first, last = ticks[0].isoformat(), ticks[-1].isoformat()
+    plan.ticks.append(TickRecord(ticks[0], outcome, f"{len(ticks)} ticks {first}..{last}: {why}"))
 
 
 def apply_overlap(
@@ -509,16 +527,19 @@ def plan_backfill(
         raise InvalidRequest("backfill range is empty: 'to' must be after 'from'")
     if end > now:
         raise InvalidRequest("backfill covers past ticks only: 'to' must not be in the future")
-    runs = []
-    for i, fire in enumerate(schedule.fires(start - timedelta(microseconds=1))):
+    runs: list[NewOccurrence] = []
+    plan = Plan()
+    for fire in schedule.fires(start - timedelta(microseconds=1)):
         if fire.at > end:
             break
-        if i >= 10_000:
+        if len(runs) >= 10_000:
             raise InvalidRequest("backfill range holds more than 10000 ticks; split it")
-        runs.append(
-            NewOccurrence(fire.at, now + i * CATCH_UP_PACE, JobStatus.SCHEDULED, Origin.BACKFILL)
-        )
-    plan = Plan()
+        if fire.kind is FireKind.SHIFTED and schedule.spec.dst_gap is DstGap.SKIP:
+            why = "the local time did not exist; dst_gap=skip"
+            plan.ticks.append(TickRecord(fire.at, TickOutcome.DST_SKIPPED, why, Origin.BACKFILL))
+            continue
+        due = now + len(runs) * CATCH_UP_PACE
+        runs.append(NewOccurrence(fire.at, due, JobStatus.SCHEDULED, Origin.BACKFILL))
     apply_overlap(plan, schedule, active, runs)
     return plan
 
@@ -527,8 +548,11 @@ def plan_update(
     schedule: Schedule, active: list[Occurrence], spec: ScheduleSpec, now: datetime
 ) -> Plan:
     """Replace the definition: future ticks follow it; unstarted occurrences are regenerated."""
+    # occurrences of ticks that never started are regenerated under the new rule; triggered
+    # and backfilled runs were asked for explicitly and stay
+    pending = (JobStatus.SCHEDULED, JobStatus.WAITING)
     unstarted = [
-        o for o in active if not o.started and o.status in (JobStatus.SCHEDULED, JobStatus.WAITING)
+        o for o in active if not o.started and o.origin == Origin.TICK and o.status in pending
     ]
     restart = min([now] + [o.nominal_at for o in unstarted])
     anchor = spec.start_at or schedule.anchor_at

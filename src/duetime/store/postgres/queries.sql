@@ -174,14 +174,15 @@ SELECT id FROM duetime_jobs
 WHERE schedule_id = %(schedule_id)s AND nominal_at = %(nominal_at)s::timestamptz;
 
 -- name: active_occurrences
-SELECT id, nominal_at, status, generation FROM duetime_jobs
+SELECT id, nominal_at, status, generation, origin FROM duetime_jobs
 WHERE schedule_id = %(schedule_id)s
   AND status IN ('scheduled', 'waiting', 'running', 'cancel_requested')
 ORDER BY nominal_at;
 
 -- name: delete_unstarted
 DELETE FROM duetime_jobs
-WHERE schedule_id = %(schedule_id)s AND status IN ('scheduled', 'waiting') AND generation = 0;
+WHERE schedule_id = %(schedule_id)s AND status IN ('scheduled', 'waiting') AND generation = 0
+  AND origin = 'tick';
 
 -- name: release_waiting
 -- Safe with several callers at once: a waiting row is locked (SKIP LOCKED: another caller has
@@ -262,7 +263,9 @@ WHERE schedule_id = %(schedule_id)s AND status IN ('scheduled', 'waiting') AND g
 INSERT INTO duetime_ticks (schedule_id, nominal_at, outcome, origin, job_id, detail, recorded_at)
 VALUES (%(schedule_id)s, %(nominal_at)s::timestamptz, %(outcome)s::text, %(origin)s::text,
     %(job_id)s::bigint, %(detail)s::text, %(now)s)
-ON CONFLICT (schedule_id, nominal_at, outcome, origin) DO NOTHING;
+ON CONFLICT (schedule_id, nominal_at, outcome, origin)
+DO UPDATE SET job_id = excluded.job_id, detail = excluded.detail,
+    recorded_at = excluded.recorded_at;
 
 -- name: list_ticks
 SELECT t.*, j.status AS job_status,

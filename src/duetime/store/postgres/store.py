@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
@@ -54,6 +55,7 @@ _MIGRATION_LOCK = 0x6475_6574_696D_6500  # "duetime\0"
 # Every writer locks a job's row before its attempt's row. A reap (finish with
 # only_if_expired) takes the job's row lock in a statement of its own, so that its check of
 # the lease (in the next statement) sees a renewal that committed while it waited.
+log = logging.getLogger("duetime.store")
 _LOCK_JOB = "SELECT id FROM duetime_jobs WHERE id = %(job_id)s FOR UPDATE"
 
 _ATTEMPT_COLUMNS = (
@@ -504,14 +506,19 @@ class PostgresStore:
             rows = cur.execute(self._q["due_schedules"], {"now": now, "limit": limit}).fetchall()
         handled = 0
         for schedule_id in [r["id"] for r in rows]:
-            with self._tx() as cur:
-                row = cur.execute(
-                    self._q["lock_due_schedule"], {"id": schedule_id, "now": now}
-                ).fetchone()
-                if row is None:
-                    continue  # another planner holds it, or handled it meanwhile
-                self._decide_and_apply(cur, _schedule(row), now, decide)
-                handled += 1
+            try:
+                with self._tx() as cur:
+                    row = cur.execute(
+                        self._q["lock_due_schedule"], {"id": schedule_id, "now": now}
+                    ).fetchone()
+                    if row is None:
+                        continue  # another planner holds it, or handled it meanwhile
+                    self._decide_and_apply(cur, _schedule(row), now, decide)
+                    handled += 1
+            except psycopg.OperationalError:
+                raise  # the database is gone: the caller backs off
+            except Exception:  # one broken schedule must not stop the others
+                log.exception("planning schedule %s failed; it is retried next pass", schedule_id)
         return handled
 
     def _decide_and_apply(
@@ -524,6 +531,7 @@ class PostgresStore:
                 nominal_at=_utc(r["nominal_at"]),
                 status=JobStatus(r["status"]),
                 started=r["generation"] > 0,
+                origin=r["origin"] or "tick",
             )
             for r in cur.execute(
                 self._q["active_occurrences"], {"schedule_id": schedule.id}
@@ -570,7 +578,9 @@ class PostgresStore:
                 "origin": new.origin,
             }
             row = cur.execute(self._q["insert_occurrence"], params).fetchone()
-            if row is None:  # this tick became a job already: the unique identity holds
+            if row is not None:
+                plan.created_job_ids.append(row["id"])
+            else:  # this tick became a job already: the unique identity holds
                 row = cur.execute(
                     self._q["occurrence_id"],
                     {"schedule_id": schedule.id, "nominal_at": new.nominal_at},

@@ -132,14 +132,15 @@ RETURNING id;
 SELECT id FROM duetime_jobs WHERE schedule_id = :schedule_id AND nominal_at = :nominal_at;
 
 -- name: active_occurrences
-SELECT id, nominal_at, status, generation FROM duetime_jobs
+SELECT id, nominal_at, status, generation, origin FROM duetime_jobs
 WHERE schedule_id = :schedule_id
   AND status IN ('scheduled', 'waiting', 'running', 'cancel_requested')
 ORDER BY nominal_at;
 
 -- name: delete_unstarted
 DELETE FROM duetime_jobs
-WHERE schedule_id = :schedule_id AND status IN ('scheduled', 'waiting') AND generation = 0;
+WHERE schedule_id = :schedule_id AND status IN ('scheduled', 'waiting') AND generation = 0
+  AND origin = 'tick';
 
 -- name: release_waiting
 UPDATE duetime_jobs
@@ -202,7 +203,9 @@ WHERE schedule_id = :schedule_id AND status IN ('scheduled', 'waiting') AND gene
 -- name: insert_tick
 INSERT INTO duetime_ticks (schedule_id, nominal_at, outcome, origin, job_id, detail, recorded_at)
 VALUES (:schedule_id, :nominal_at, :outcome, :origin, :job_id, :detail, :now)
-ON CONFLICT (schedule_id, nominal_at, outcome, origin) DO NOTHING;
+ON CONFLICT (schedule_id, nominal_at, outcome, origin)
+DO UPDATE SET job_id = excluded.job_id, detail = excluded.detail,
+    recorded_at = excluded.recorded_at;
 
 -- name: list_ticks
 SELECT t.*, j.status AS job_status,

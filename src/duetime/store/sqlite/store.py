@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import sqlite3
 import threading
 from collections.abc import Iterator, Sequence
@@ -43,6 +44,7 @@ from duetime.store.base import Decide
 from duetime.store.rows import attempt_from_row, covers_json, job_from_row, moves_json, refusal
 from duetime.store.sql import load_migrations, load_queries
 
+log = logging.getLogger("duetime.store")
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _US = timedelta(microseconds=1)
 
@@ -431,14 +433,17 @@ class SQLiteStore:
             ]
         handled = 0
         for schedule_id in ids:
-            with self._tx() as conn:
-                row = conn.execute(
-                    self._q["lock_due_schedule"], {"id": schedule_id, "now": to_us(now)}
-                ).fetchone()
-                if row is None:
-                    continue  # another planner handled it meanwhile
-                self._decide_and_apply(conn, _schedule(row), now, decide)
-                handled += 1
+            try:
+                with self._tx() as conn:
+                    row = conn.execute(
+                        self._q["lock_due_schedule"], {"id": schedule_id, "now": to_us(now)}
+                    ).fetchone()
+                    if row is None:
+                        continue  # another planner handled it meanwhile
+                    self._decide_and_apply(conn, _schedule(row), now, decide)
+                    handled += 1
+            except Exception:  # one broken schedule must not stop the others
+                log.exception("planning schedule %s failed; it is retried next pass", schedule_id)
         return handled
 
     def _decide_and_apply(
@@ -450,6 +455,7 @@ class SQLiteStore:
                 nominal_at=from_us(r["nominal_at"]),
                 status=JobStatus(r["status"]),
                 started=r["generation"] > 0,
+                origin=r["origin"] or "tick",
             )
             for r in conn.execute(self._q["active_occurrences"], {"schedule_id": schedule.id})
         ]
@@ -482,7 +488,9 @@ class SQLiteStore:
                 "origin": new.origin,
             }
             row = conn.execute(self._q["insert_occurrence"], params).fetchone()
-            if row is None:  # this tick became a job already: the unique identity holds
+            if row is not None:
+                plan.created_job_ids.append(row["id"])
+            else:  # this tick became a job already: the unique identity holds
                 row = conn.execute(
                     self._q["occurrence_id"],
                     {"schedule_id": schedule.id, "nominal_at": params["nominal_at"]},

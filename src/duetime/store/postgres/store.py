@@ -21,7 +21,6 @@ from duetime.core.errors import (
     InvalidRequest,
     JobNotFound,
     ScheduleNotFound,
-    SchemaError,
 )
 from duetime.core.models import (
     Attempt,
@@ -47,6 +46,7 @@ from duetime.core.schedules import (
 from duetime.core.states import ATTEMPT_END, Event, JobStatus
 from duetime.store.base import Decide
 from duetime.store.rows import attempt_from_row, covers_json, job_from_row, moves_json, refusal
+from duetime.store.schema import SchemaChecks
 from duetime.store.sql import load_migrations, load_queries
 
 # Taken (per transaction) by migrate, so that concurrent migrators run one after the other.
@@ -103,7 +103,7 @@ def _describe(url: str) -> str:
     return f"{host}:{port}/{parts.get('dbname') or ''}"
 
 
-class PostgresStore:
+class PostgresStore(SchemaChecks):
     """A Store on one PostgreSQL database. Safe for many threads, processes and machines."""
 
     dialect = "postgres"
@@ -184,26 +184,6 @@ class PostgresStore:
                 )
                 applied.append(version)
         return applied
-
-    @property
-    def latest_version(self) -> int:
-        return self._migrations[-1][0]
-
-    def _refuse_newer(self, current: int) -> None:
-        if current > self.latest_version:
-            raise SchemaError(
-                f"the database schema is at version {current}, newer than this duetime knows "
-                f"({self.latest_version}); upgrade duetime before using this database"
-            )
-
-    def check_schema(self) -> None:
-        current = self.schema_version()
-        self._refuse_newer(current)
-        if current < self.latest_version:
-            raise SchemaError(
-                f"the database schema is at version {current} but this duetime needs "
-                f"{self.latest_version}; run `duetime migrate` first"
-            )
 
     # -- enqueue and reads ------------------------------------------------------------------
 

@@ -42,6 +42,7 @@ from duetime.core.schedules import (
 from duetime.core.states import ATTEMPT_END, Event, JobStatus
 from duetime.store.base import Decide
 from duetime.store.rows import attempt_from_row, covers_json, job_from_row, moves_json, refusal
+from duetime.store.schema import SchemaChecks
 from duetime.store.sql import load_migrations, load_queries
 
 log = logging.getLogger("duetime.store")
@@ -61,7 +62,7 @@ def _opt_us(value: datetime | None) -> int | None:
     return None if value is None else to_us(value)
 
 
-class SQLiteStore:
+class SQLiteStore(SchemaChecks):
     """A Store on one SQLite file. Safe for many threads and many processes on one machine."""
 
     dialect = "sqlite"
@@ -136,26 +137,6 @@ class SQLiteStore:
                 )
                 applied.append(version)
         return applied
-
-    @property
-    def latest_version(self) -> int:
-        return self._migrations[-1][0]
-
-    def _refuse_newer(self, current: int) -> None:
-        if current > self.latest_version:
-            raise SchemaError(
-                f"the database schema is at version {current}, newer than this duetime knows "
-                f"({self.latest_version}); upgrade duetime before using this database"
-            )
-
-    def check_schema(self) -> None:
-        current = self.schema_version()
-        self._refuse_newer(current)
-        if current < self.latest_version:
-            raise SchemaError(
-                f"the database schema is at version {current} but this duetime needs "
-                f"{self.latest_version}; run `duetime migrate` first"
-            )
 
     # -- enqueue and reads ------------------------------------------------------------------
 

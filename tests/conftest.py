@@ -28,7 +28,7 @@ def pg_database_url() -> Iterator[str]:
     pgserver.drop_database(url)
 
 
-def _reset_postgres(url: str) -> None:
+def reset_postgres(url: str) -> None:
     """Drop every duetime table so the next migrate() builds a clean schema (tests may break it)."""
     import psycopg
 
@@ -48,7 +48,7 @@ def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     if request.param == "sqlite":
         return f"sqlite:///{tmp_path / 'duetime.db'}"
     url: str = request.getfixturevalue("pg_database_url")
-    _reset_postgres(url)
+    reset_postgres(url)
     return url
 
 

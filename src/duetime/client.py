@@ -253,8 +253,14 @@ class App:
         max_attempts: int | None = None,
         deadline: datetime | str | None = None,
         business_key: str | None = None,
+        connection: Any = None,
     ) -> Job:
-        """Create one job, durably, and return it. `key` makes the call idempotent."""
+        """Create one job, durably, and return it. `key` makes the call idempotent.
+
+        With `connection` (PostgreSQL), the job is inserted in that connection's open
+        transaction (a psycopg connection, or a SQLAlchemy session or connection on the
+        psycopg driver): it exists if and only if your transaction commits.
+        """
         options = dict(
             at=at,
             delay=delay,
@@ -266,7 +272,7 @@ class App:
             business_key=business_key,
         )
         new = self._new_job(task_name, args, options)
-        result = self.store.enqueue([new], self.clock.now())[0]
+        result = self.store.enqueue([new], self.clock.now(), connection=connection)[0]
         log_event(
             log,
             "job.enqueued" if result.created else "job.enqueue_deduplicated",
@@ -287,8 +293,12 @@ class App:
         priority: int | None = None,
         max_attempts: int | None = None,
         deadline: datetime | str | None = None,
+        connection: Any = None,
     ) -> list[Job]:
-        """Create many jobs of one task in one transaction: all of them or none."""
+        """Create many jobs of one task in one transaction: all of them or none.
+
+        `connection` works as for enqueue: the batch joins your transaction.
+        """
         options = dict(
             at=at,
             delay=delay,
@@ -298,7 +308,8 @@ class App:
             deadline=deadline,
         )
         batch = [self._new_job(task_name, args, options) for args in list_of_args]
-        jobs = [r.job for r in self.store.enqueue(batch, self.clock.now())]
+        now = self.clock.now()
+        jobs = [r.job for r in self.store.enqueue(batch, now, connection=connection)]
         log_event(log, "jobs.enqueued", task=task_name, count=len(jobs))
         return jobs
 

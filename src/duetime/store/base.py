@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from datetime import datetime
-from typing import Protocol
+from typing import Any, Protocol
 
 from duetime.core.models import (
     Claim,
@@ -49,8 +49,14 @@ class Store(Protocol):
 
     def close(self) -> None: ...
 
-    def enqueue(self, jobs: Sequence[NewJob], now: datetime) -> list[Enqueued]:
+    def enqueue(
+        self, jobs: Sequence[NewJob], now: datetime, *, connection: Any = None
+    ) -> list[Enqueued]:
         """Insert jobs in one transaction, all or none.
+
+        With `connection` (PostgreSQL only: the application's psycopg connection, or a
+        SQLAlchemy session/connection on the psycopg driver), the inserts join that
+        connection's transaction: the jobs exist if and only if the application commits it.
 
         A job whose (tenant, idempotency_key) exists already is not inserted: the original is
         returned with created=False when its request_hash matches, and IdempotencyConflict is

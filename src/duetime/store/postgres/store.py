@@ -187,7 +187,9 @@ class PostgresStore(SchemaChecks):
 
     # -- enqueue and reads ------------------------------------------------------------------
 
-    def enqueue(self, jobs: Sequence[NewJob], now: datetime) -> list[Enqueued]:
+    def enqueue(
+        self, jobs: Sequence[NewJob], now: datetime, *, connection: Any = None
+    ) -> list[Enqueued]:
         if not jobs:
             return []
         # An insert waits for another transaction's uncommitted row with the same key, so two
@@ -196,43 +198,55 @@ class PostgresStore(SchemaChecks):
         # request goes first), while their ids, reserved up front, follow the request's order.
         order = sorted(range(len(jobs)), key=lambda i: _key_order(jobs[i]))
         try:
-            return self._enqueue(jobs, order, now)
+            if connection is None:
+                with self._tx() as cur:
+                    return self._enqueue(cur, jobs, order, now)
+            conn = _psycopg_connection(connection)
+            # a savepoint inside the caller's transaction (or a transaction of its own if the
+            # connection is in autocommit mode): the jobs exist iff the caller commits
+            with conn.transaction(), conn.cursor(row_factory=dict_row) as cur:
+                return self._enqueue(cur, jobs, order, now)
         except psycopg.DataError as exc:  # a value PostgreSQL cannot store; nothing was stored
             raise InvalidRequest(
                 f"PostgreSQL cannot store this job ({_reason(exc)}); text in args, names and keys "
                 "must not contain NUL characters (\\u0000) or unpaired surrogates"
             ) from None
 
-    def _enqueue(self, jobs: Sequence[NewJob], order: list[int], now: datetime) -> list[Enqueued]:
+    def _enqueue(
+        self,
+        cur: psycopg.Cursor[DictRow],
+        jobs: Sequence[NewJob],
+        order: list[int],
+        now: datetime,
+    ) -> list[Enqueued]:
         results: list[Enqueued] = []
-        with self._tx() as cur:
-            reserved = cur.execute(_RESERVE_IDS, {"count": len(jobs)}).fetchall()
-            ids = sorted(int(r["id"]) for r in reserved)
-            rows = cur.execute(
-                self._q["insert_job"], _insert_params([(ids[i], jobs[i]) for i in order], now)
-            ).fetchall()
-            created = {row["id"]: row for row in rows}
-            taken = [job for job_id, job in zip(ids, jobs, strict=True) if job_id not in created]
-            originals = self._jobs_by_key(cur, taken)
-            for job_id, job in zip(ids, jobs, strict=True):
-                row = created.get(job_id)
-                while row is None:  # the key is taken: return the original, or refuse
-                    original = originals.get((job.tenant, job.idempotency_key))
-                    if original is not None:
-                        if original["request_hash"] != job.request_hash:
-                            raise IdempotencyConflict(
-                                f"idempotency key {job.idempotency_key!r} was already used for "
-                                f"job {original['id']} with a different request; use a new key"
-                            )
-                        results.append(Enqueued(job_from_row(original, _utc), False))
-                        break
-                    # the holder of the key was deleted meanwhile: the key is free again
-                    params = _insert_params([(job_id, job)], now)
-                    row = cur.execute(self._q["insert_job"], params).fetchone()
-                    if row is None:
-                        originals.update(self._jobs_by_key(cur, [job]))
-                else:
-                    results.append(Enqueued(job_from_row(row, _utc), True))
+        reserved = cur.execute(_RESERVE_IDS, {"count": len(jobs)}).fetchall()
+        ids = sorted(int(r["id"]) for r in reserved)
+        rows = cur.execute(
+            self._q["insert_job"], _insert_params([(ids[i], jobs[i]) for i in order], now)
+        ).fetchall()
+        created = {row["id"]: row for row in rows}
+        taken = [job for job_id, job in zip(ids, jobs, strict=True) if job_id not in created]
+        originals = self._jobs_by_key(cur, taken)
+        for job_id, job in zip(ids, jobs, strict=True):
+            row = created.get(job_id)
+            while row is None:  # the key is taken: return the original, or refuse
+                original = originals.get((job.tenant, job.idempotency_key))
+                if original is not None:
+                    if original["request_hash"] != job.request_hash:
+                        raise IdempotencyConflict(
+                            f"idempotency key {job.idempotency_key!r} was already used for "
+                            f"job {original['id']} with a different request; use a new key"
+                        )
+                    results.append(Enqueued(job_from_row(original, _utc), False))
+                    break
+                # the holder of the key was deleted meanwhile: the key is free again
+                params = _insert_params([(job_id, job)], now)
+                row = cur.execute(self._q["insert_job"], params).fetchone()
+                if row is None:
+                    originals.update(self._jobs_by_key(cur, [job]))
+            else:
+                results.append(Enqueued(job_from_row(row, _utc), True))
         return results
 
     def _jobs_by_key(
@@ -726,3 +740,20 @@ def _insert_params(jobs: Sequence[tuple[int, NewJob]], now: datetime) -> dict[st
         "request_hash": [j.request_hash for _, j in jobs],
         "business_key": [j.business_key for _, j in jobs],
     }
+
+
+def _psycopg_connection(connection: Any) -> psycopg.Connection[Any]:
+    """The psycopg connection behind what the application passed for a transactional enqueue:
+    a psycopg Connection, or a SQLAlchemy Session or Connection using the psycopg driver."""
+    if isinstance(connection, psycopg.Connection):
+        return connection
+    if hasattr(connection, "connection") and callable(getattr(connection, "execute", None)):
+        # SQLAlchemy: Session.connection() -> Connection; Connection.connection -> DBAPI proxy
+        sa_connection = connection.connection() if callable(connection.connection) else connection
+        driver = getattr(sa_connection.connection, "driver_connection", None)
+        if isinstance(driver, psycopg.Connection):
+            return driver
+    raise ConfigurationError(
+        f"transactional enqueue needs a psycopg 3 connection or a SQLAlchemy session/connection "
+        f"on the psycopg driver (postgresql+psycopg://), not {type(connection).__name__}"
+    )

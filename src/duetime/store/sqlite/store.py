@@ -140,7 +140,14 @@ class SQLiteStore(SchemaChecks):
 
     # -- enqueue and reads ------------------------------------------------------------------
 
-    def enqueue(self, jobs: Sequence[NewJob], now: datetime) -> list[Enqueued]:
+    def enqueue(
+        self, jobs: Sequence[NewJob], now: datetime, *, connection: Any = None
+    ) -> list[Enqueued]:
+        if connection is not None:
+            raise ConfigurationError(
+                "enqueue inside your own transaction (connection=...) needs PostgreSQL; the "
+                "SQLite store commits each enqueue on its own connection"
+            )
         results: list[tuple[int, bool]] = []
         with self._tx() as conn:
             for job in jobs:

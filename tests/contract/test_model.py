@@ -1,0 +1,615 @@
+"""A model of the job store: random interleavings of every job operation, on each store.
+
+A hypothesis RuleBasedStateMachine drives a ManualClock and the store's job API: enqueue, claim,
+heartbeat, finish (with live and stale leases), the reaper, cancel, reschedule, replay and
+expire_overdue. An in-memory model predicts every answer from core.states.TRANSITIONS and the
+Store docstrings, and after every step the whole database is compared with the model.
+"""
+
+from __future__ import annotations
+
+import random
+import sqlite3
+from collections.abc import Callable, Iterator
+from contextlib import closing
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, settings
+from hypothesis import event as tally
+from hypothesis import strategies as st
+from hypothesis.stateful import (
+    Bundle,
+    RuleBasedStateMachine,
+    initialize,
+    invariant,
+    multiple,
+    precondition,
+    rule,
+    run_state_machine_as_test,
+)
+
+from duetime.core.clock import ManualClock
+from duetime.core.errors import IllegalTransition, InvalidRequest, JobNotFound
+from duetime.core.models import Attempt, Job, JobFilter, Lease, LeaseState, Outcome
+from duetime.core.requests import TaskDefaults, build_new_job
+from duetime.core.retry import ErrorCategory
+from duetime.core.states import (
+    ATTEMPT_END,
+    HELD,
+    TERMINAL,
+    TRANSITIONS,
+    AttemptStatus,
+    Event,
+    JobStatus,
+)
+from duetime.runtime.reaper import Reaper
+from duetime.store.base import Store
+
+START = datetime(2026, 1, 1, tzinfo=UTC)
+WORKERS = ["w1", "w2", "w3"]
+QUEUES = ["a", "b"]
+WORKER_EVENTS = [Event.SUCCEED, Event.RETRY, Event.GIVE_UP, Event.STOP]
+ERROR_OF = {
+    Event.RETRY: ErrorCategory.RETRYABLE,
+    Event.GIVE_UP: ErrorCategory.PERMANENT,
+    Event.STOP: ErrorCategory.CANCELLED,
+}
+MAX_JOBS = 3  # few jobs, so that each one lives through many moves
+RETRY_BASE, RETRY_CAP = 10.0, 3600.0  # RetryPolicy() defaults, which TaskDefaults uses
+
+SETTINGS = settings(
+    max_examples=60,
+    stateful_step_count=40,
+    deadline=None,
+    database=None,  # MEASURE
+    suppress_health_check=[HealthCheck.too_slow],
+)
+
+
+def lease_end(now: datetime, lease_seconds: float) -> datetime:
+    """now + trunc(lease_seconds * 1e6) microseconds: how both stores compute a lease's end."""
+    return now + timedelta(microseconds=int(lease_seconds * 1_000_000))
+
+
+class FractionRandom(random.Random):
+    """uniform(a, b) is always the same fraction of the way from a to b, so the model can predict
+    the reaper's jittered backoff to the microsecond."""
+
+    def __init__(self, fraction: float) -> None:
+        super().__init__(0)
+        self.fraction = fraction
+
+    def uniform(self, a: float, b: float) -> float:
+        return a + (b - a) * self.fraction
+
+
+# -- the model ----------------------------------------------------------------------------------
+
+
+@dataclass
+class MAttempt:
+    id: int
+    generation: int
+    worker_id: str
+    lease_expires_at: datetime
+    started_at: datetime
+    status: AttemptStatus = AttemptStatus.RUNNING
+    finished_at: datetime | None = None
+    error_category: ErrorCategory | None = None
+    late_outcome: str | None = None
+    late_reported_at: datetime | None = None
+
+    def row(self) -> tuple[Any, ...]:
+        return (
+            self.id,
+            self.generation,
+            self.worker_id,
+            self.status,
+            self.lease_expires_at,
+            self.started_at,
+            self.finished_at,
+            self.error_category,
+            self.late_outcome,
+            self.late_reported_at,
+        )
+
+
+def attempt_row(a: Attempt) -> tuple[Any, ...]:
+    return (
+        a.id,
+        a.generation,
+        a.worker_id,
+        a.status,
+        a.lease_expires_at,
+        a.started_at,
+        a.finished_at,
+        a.error_category,
+        a.late_outcome,
+        a.late_reported_at,
+    )
+
+
+@dataclass
+class MJob:
+    id: int
+    queue: str
+    priority: int
+    due_at: datetime
+    deadline_at: datetime | None
+    max_attempts: int
+    lease_seconds: float
+    created_at: datetime
+    status: JobStatus = JobStatus.SCHEDULED
+    generation: int = 0
+    attempts: int = 0
+    version: int = 1
+    cancel_requested_at: datetime | None = None
+    history: list[MAttempt] = field(default_factory=list)
+
+    def row(self) -> tuple[Any, ...]:
+        return (
+            self.id,
+            self.status,
+            self.generation,
+            self.attempts,
+            self.version,
+            self.due_at,
+            self.deadline_at,
+            self.cancel_requested_at,
+            self.queue,
+            self.priority,
+            self.max_attempts,
+            self.lease_seconds,
+            self.created_at,
+        )
+
+    def attempt(self, lease: Lease) -> MAttempt:
+        [found] = [a for a in self.history if a.generation == lease.generation]
+        assert found.id == lease.attempt_id
+        return found
+
+    def running_attempt(self) -> MAttempt | None:
+        running = [a for a in self.history if a.status is AttemptStatus.RUNNING]
+        assert len(running) <= 1
+        return running[0] if running else None
+
+
+def job_row(j: Job) -> tuple[Any, ...]:
+    return (
+        j.id,
+        j.status,
+        j.generation,
+        j.attempts,
+        j.version,
+        j.due_at,
+        j.deadline_at,
+        j.cancel_requested_at,
+        j.queue,
+        j.priority,
+        j.max_attempts,
+        j.lease_seconds,
+        j.created_at,
+    )
+
+
+# -- strategies ---------------------------------------------------------------------------------
+
+seconds_0_60 = st.just(0) | st.integers(0, 60)  # now, half of the time
+job_specs = st.fixed_dictionaries(
+    {
+        "delay": seconds_0_60,
+        "deadline_after": st.none() | st.integers(1, 60),
+        "max_attempts": st.integers(1, 3),
+        "lease_seconds": st.integers(5, 30).map(float) | st.sampled_from([7.3, 12.5]),
+        "priority": st.integers(-1, 1),
+        "queue": st.sampled_from(QUEUES),
+    }
+)
+steps = st.integers(0, 40).map(float) | st.sampled_from([0.000001, 0.5])
+queue_choices = st.sampled_from([None, ["a"], ["b"], ["a", "b"]])
+
+
+# -- the machine --------------------------------------------------------------------------------
+
+
+class StoreModel(RuleBasedStateMachine):
+    """Bound to one store by a subclass (see machine_for); every example starts empty."""
+
+    store: Store
+    wipe: Callable[[], None]
+
+    jobs = Bundle("jobs")
+    leases = Bundle("leases")
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.wipe()
+        self.clock = ManualClock(START)
+        self.model: dict[int, MJob] = {}
+        self.frozen: dict[int, Job] = {}  # terminal jobs as first seen terminal
+
+    @property
+    def now(self) -> datetime:
+        return self.clock.now()
+
+    # -- time -----------------------------------------------------------------------------------
+
+    @rule(seconds=steps)
+    def advance(self, seconds: float) -> None:
+        tally("advance")
+        self.clock.advance(seconds)
+
+    # -- enqueue --------------------------------------------------------------------------------
+
+    @initialize(target=jobs, specs=st.lists(job_specs, min_size=1, max_size=3))
+    def start(self, specs: list[dict[str, Any]]) -> Any:
+        missing = 10**9
+        for event in (Event.CANCEL, Event.RESCHEDULE, Event.REPLAY):
+            with pytest.raises(JobNotFound):
+                self.store.transition(missing, event, self.now, due_at=self.now)
+        return self.enqueue(specs)
+
+    @precondition(lambda self: len(self.model) < MAX_JOBS)
+    @rule(target=jobs, specs=st.lists(job_specs, min_size=1, max_size=3))
+    def enqueue(self, specs: list[dict[str, Any]]) -> Any:
+        now = self.now
+        requests = []
+        for s in specs:
+            due = now + timedelta(seconds=s["delay"])
+            deadline = None
+            if s["deadline_after"] is not None:
+                deadline = due + timedelta(seconds=s["deadline_after"])
+            requests.append(
+                build_new_job(
+                    "t",
+                    {},
+                    now=now,
+                    tenant="default",
+                    defaults=TaskDefaults(lease_seconds=s["lease_seconds"]),
+                    delay=s["delay"],
+                    deadline=deadline,
+                    priority=s["priority"],
+                    queue=s["queue"],
+                    max_attempts=s["max_attempts"],
+                )
+            )
+        results = self.store.enqueue(requests, now)
+        tally("enqueue")
+        assert len(results) == len(requests)
+        ids = [r.job.id for r in results]
+        assert len(set(ids)) == len(ids) and not set(ids) & set(self.model)
+        for request, result in zip(requests, results, strict=True):
+            assert result.created
+            m = MJob(
+                id=result.job.id,
+                queue=request.queue,
+                priority=request.priority,
+                due_at=request.due_at,
+                deadline_at=request.deadline_at,
+                max_attempts=request.max_attempts,
+                lease_seconds=request.lease_seconds,
+                created_at=now,
+            )
+            self.model[m.id] = m
+            assert job_row(result.job) == m.row()
+        return multiple(*ids)
+
+    # -- the worker's path ----------------------------------------------------------------------
+
+    @rule(
+        target=leases,
+        worker=st.sampled_from(WORKERS),
+        limit=st.sampled_from([1, 1, 2, 4, 0]),
+        queues=queue_choices,
+    )
+    def claim(self, worker: str, limit: int, queues: list[str] | None) -> Any:
+        now = self.now
+        eligible = [
+            m
+            for m in self.model.values()
+            if m.status is JobStatus.SCHEDULED
+            and m.due_at <= now
+            and (m.deadline_at is None or m.deadline_at > now)
+            and (queues is None or m.queue in queues)
+        ]
+        eligible.sort(key=lambda m: (-m.priority, m.due_at, m.id))
+        expected = [m.id for m in eligible[:limit]]
+        claims = self.store.claim(worker_id=worker, queues=queues, limit=limit, now=now)
+        assert [c.job.id for c in claims] == expected
+        tally(f"claim: {len(claims)} jobs")
+        known_attempts = {a.id for m in self.model.values() for a in m.history}
+        for c in claims:
+            m = self.model[c.job.id]
+            assert m.status in TRANSITIONS[Event.CLAIM]
+            m.status = TRANSITIONS[Event.CLAIM][m.status]
+            m.generation += 1
+            m.attempts += 1
+            assert c.attempt.id not in known_attempts
+            attempt = MAttempt(
+                id=c.attempt.id,
+                generation=m.generation,
+                worker_id=worker,
+                lease_expires_at=lease_end(now, m.lease_seconds),
+                started_at=now,
+            )
+            m.history.append(attempt)
+            assert job_row(c.job) == m.row()
+            assert attempt_row(c.attempt) == attempt.row()
+            assert c.lease == Lease(m.id, attempt.id, m.generation)
+        return multiple(*(c.lease for c in claims))
+
+    @rule(chosen=st.lists(leases, min_size=1, max_size=3))
+    def heartbeat(self, chosen: list[Lease]) -> None:
+        now = self.now
+        states = self.store.heartbeat(chosen, now)
+        tally(f"heartbeat: {sum(s.held for s in states)} of {len(states)} held")
+        expected = []
+        for lease in chosen:
+            m = self.model[lease.job_id]
+            attempt = m.attempt(lease)
+            if attempt.status is AttemptStatus.RUNNING:
+                assert m.status in HELD and attempt.generation == m.generation
+                attempt.lease_expires_at = lease_end(now, m.lease_seconds)
+                expected.append(
+                    LeaseState(
+                        lease,
+                        held=True,
+                        cancel_requested=m.status is JobStatus.CANCEL_REQUESTED,
+                        lease_expires_at=attempt.lease_expires_at,
+                    )
+                )
+            else:
+                expected.append(LeaseState(lease, held=False))
+        assert states == expected
+
+    @rule(lease=leases, event=st.sampled_from(WORKER_EVENTS), delay=seconds_0_60)
+    def finish(self, lease: Lease, event: Event, delay: int) -> None:
+        """Any lease ever handed out, most of them stale by now."""
+        self._finish(lease, event, delay)
+
+    @precondition(lambda self: self._held())
+    @rule(data=st.data(), event=st.sampled_from(WORKER_EVENTS), delay=seconds_0_60)
+    def finish_held(self, data: st.DataObject, event: Event, delay: int) -> None:
+        """A lease still held (a live worker reporting), so that jobs move on more often."""
+        held = data.draw(st.sampled_from(self._held()), label="job")
+        attempt = self.model[held].running_attempt()
+        assert attempt is not None
+        self._finish(Lease(held, attempt.id, attempt.generation), event, delay)
+
+    def _held(self) -> list[int]:
+        return sorted(m.id for m in self.model.values() if m.status in HELD)
+
+    def _finish(self, lease: Lease, event: Event, delay: int) -> None:
+        now = self.now
+        due_at = now + timedelta(seconds=delay) if event is Event.RETRY else None
+        outcome = Outcome(event, due_at=due_at, error_category=ERROR_OF.get(event))
+        m = self.model[lease.job_id]
+        attempt = m.attempt(lease)
+        applies = lease.generation == m.generation and m.status in TRANSITIONS[event]
+        assert set(TRANSITIONS[event]) <= HELD
+        assert self.store.finish(lease, outcome, now) is applies
+        tally(f"finish {event}: {'applied' if applies else 'refused'}")
+        if applies:
+            m.status = TRANSITIONS[event][m.status]
+            if due_at is not None:
+                m.due_at = due_at
+            attempt.status = ATTEMPT_END[event]
+            attempt.finished_at = now
+            attempt.error_category = ERROR_OF.get(event)
+        else:
+            attempt.late_outcome = str(ATTEMPT_END[event])
+            attempt.late_reported_at = now
+
+    @rule(fraction=st.sampled_from([0.0, 0.25, 1.0]))
+    def reap(self, fraction: float) -> None:
+        now = self.now
+        reaped = 0
+        for m in self.model.values():
+            attempt = m.running_attempt()
+            if attempt is None or attempt.lease_expires_at > now:
+                continue
+            assert m.status in HELD
+            if m.attempts >= m.max_attempts:
+                event, due_at = Event.GIVE_UP, None
+            else:
+                ceiling = min(RETRY_CAP, RETRY_BASE * 2.0 ** (m.attempts - 1))
+                event, due_at = Event.RETRY, now + timedelta(seconds=ceiling * fraction)
+            m.status = TRANSITIONS[event][m.status]
+            if due_at is not None:
+                m.due_at = due_at
+            attempt.status = AttemptStatus.LOST
+            attempt.finished_at = now
+            attempt.error_category = ErrorCategory.LEASE_EXPIRED
+            reaped += 1
+        expired = self._expire_all(now)
+        result = Reaper(self.store, self.clock, rng=FractionRandom(fraction), batch=1000).run_once()
+        assert (result.reaped, result.expired) == (reaped, expired)
+        tally(f"reap: reaped {min(reaped, 2)}+, expired {min(expired, 2)}+")
+
+    def _overdue(self, now: datetime) -> list[MJob]:
+        return [
+            m
+            for m in self.model.values()
+            if m.status is JobStatus.SCHEDULED
+            and m.deadline_at is not None
+            and m.deadline_at <= now
+        ]
+
+    def _expire(self, m: MJob) -> None:
+        m.status = TRANSITIONS[Event.EXPIRE][m.status]
+        m.version += 1
+
+    def _expire_all(self, now: datetime) -> int:
+        overdue = self._overdue(now)
+        for m in overdue:
+            self._expire(m)
+        return len(overdue)
+
+    @rule(limit=st.sampled_from([1, 2, 100]))
+    def expire_overdue(self, limit: int) -> None:
+        now = self.now
+        overdue = self._overdue(now)
+        count = self.store.expire_overdue(now, limit)
+        assert count == min(limit, len(overdue))
+        # which ones go first when the limit bites is not specified: learn it from the store
+        for m in overdue:
+            job = self.store.get_job(m.id)
+            assert job is not None
+            assert job.status in (JobStatus.SCHEDULED, JobStatus.EXPIRED)
+            if job.status is JobStatus.EXPIRED:
+                self._expire(m)
+                count -= 1
+        assert count == 0
+
+    # -- operators' moves -----------------------------------------------------------------------
+
+    def _operator(
+        self, job_id: int, event: Event, due_at: datetime | None, expect_due: datetime | None
+    ) -> None:
+        now = self.now
+        m = self.model[job_id]
+        before = m.row()
+        allowed = m.status in TRANSITIONS[event]
+        deadline_refusal = (
+            event is Event.RESCHEDULE
+            and allowed
+            and m.deadline_at is not None
+            and expect_due is not None
+            and m.deadline_at <= expect_due
+        )
+        if not allowed or deadline_refusal:
+            error = InvalidRequest if deadline_refusal else IllegalTransition
+            tally(f"{event}: {error.__name__}")
+            with pytest.raises(error):
+                self.store.transition(job_id, event, now, due_at=due_at)
+            assert m.row() == before
+            return
+        new_status = TRANSITIONS[event][m.status]
+        if new_status is JobStatus.CANCEL_REQUESTED and m.status is JobStatus.RUNNING:
+            m.cancel_requested_at = now  # a new request is stamped now ...
+        # ... and a repeated one keeps the first time (states.py, Event.CANCEL)
+        m.status = new_status
+        if expect_due is not None:
+            m.due_at = expect_due
+        if event is Event.REPLAY:
+            m.attempts = 0
+            if m.deadline_at is not None and m.deadline_at <= m.due_at:
+                m.deadline_at = None  # docs/state-machine.md, Replay
+        m.version += 1
+        tally(f"{event}: applied from {before[1]}")
+        job = self.store.transition(job_id, event, now, due_at=due_at)
+        assert job_row(job) == m.row()
+
+    @rule(
+        job_id=jobs,
+        event=st.sampled_from([Event.CANCEL, Event.RESCHEDULE, Event.REPLAY]),
+        delay=st.none() | seconds_0_60,
+    )
+    def operate(self, job_id: int, event: Event, delay: int | None) -> None:
+        """CANCEL ignores delay; RESCHEDULE to now + delay (now if None); REPLAY likewise."""
+        due = None if delay is None else self.now + timedelta(seconds=delay)
+        if event is Event.CANCEL:
+            self._operator(job_id, event, None, None)
+        elif event is Event.RESCHEDULE:
+            self._operator(job_id, event, due or self.now, due or self.now)
+        else:  # REPLAY: due now unless given
+            self._operator(job_id, event, due, due or self.now)
+
+    @precondition(lambda self: self._held())
+    @rule(data=st.data())
+    def cancel_held(self, data: st.DataObject) -> None:
+        """Cancel a running job: biased towards the rarer moves, as operate picks any job."""
+        self._operator(
+            data.draw(st.sampled_from(self._held()), label="job"), Event.CANCEL, None, None
+        )
+
+    def _ended(self) -> list[int]:
+        return sorted(m.id for m in self.model.values() if m.status in TRANSITIONS[Event.REPLAY])
+
+    @precondition(lambda self: self._ended())
+    @rule(data=st.data(), delay=st.none() | seconds_0_60)
+    def replay_ended(self, data: st.DataObject, delay: int | None) -> None:
+        job_id = data.draw(st.sampled_from(self._ended()), label="job")
+        due = None if delay is None else self.now + timedelta(seconds=delay)
+        self._operator(job_id, Event.REPLAY, due, due or self.now)
+
+    # -- invariants -----------------------------------------------------------------------------
+
+    @invariant()
+    def store_matches_model(self) -> None:
+        listed = self.store.list_jobs(JobFilter(limit=10_000))
+        assert sorted(j.id for j in listed) == sorted(self.model)
+        for listed_job in listed:
+            m = self.model[listed_job.id]
+            job = self.store.get_job(m.id)
+            assert job is not None and job == listed_job
+            assert job_row(job) == m.row(), f"job {m.id}"
+            assert [attempt_row(a) for a in job.attempt_history] == [a.row() for a in m.history]
+            check_job_shape(job)
+            if job.status in TERMINAL:  # terminal jobs never change, until a replay
+                assert self.frozen.setdefault(job.id, job) == job
+            else:
+                self.frozen.pop(job.id, None)
+
+    @invariant()
+    def reapable_leases_match_model(self) -> None:
+        now = self.now
+        reapable = {e.lease for e in self.store.expired_leases(now, 10_000)}
+        expected = set()
+        for m in self.model.values():
+            attempt = m.running_attempt()
+            if attempt is not None and attempt.lease_expires_at <= now:
+                expected.add(Lease(m.id, attempt.id, attempt.generation))
+        assert reapable == expected
+
+
+def check_job_shape(job: Job) -> None:
+    """What holds for any job, whatever happened to it."""
+    generations = [a.generation for a in job.attempt_history]
+    assert generations == list(range(1, job.generation + 1))
+    running = [a for a in job.attempt_history if a.status is AttemptStatus.RUNNING]
+    assert len(running) <= 1
+    assert bool(running) == (job.status in HELD)
+    if running:
+        assert running[0].generation == job.generation
+    assert 0 <= job.attempts <= job.generation
+    assert job.version >= 1
+
+
+# -- running it on each store -------------------------------------------------------------------
+
+
+@pytest.fixture
+def wipe(make_store: Callable[[], Store]) -> Iterator[tuple[Store, Callable[[], None]]]:
+    """One store, and a function that empties its database (the fixture resets it per test)."""
+    store = make_store()
+    tables = ["duetime_attempts", "duetime_ticks", "duetime_jobs", "duetime_schedules"]
+    if store.dialect == "sqlite":
+        conn: Any = closing(sqlite3.connect(store.path))  # type: ignore[attr-defined]
+    else:
+        import psycopg
+
+        conn = psycopg.connect(store.url, autocommit=True)  # type: ignore[attr-defined]
+
+    with conn as c:
+
+        def clear() -> None:
+            for table in tables:
+                c.execute(f"DELETE FROM {table}")
+            if store.dialect == "sqlite":
+                c.commit()
+
+        yield store, clear
+
+
+def machine_for(store: Store, clear: Callable[[], None]) -> type[StoreModel]:
+    name = "StoreModelOn" + store.dialect.title()
+    return type(name, (StoreModel,), {"store": store, "wipe": staticmethod(clear)})
+
+
+def test_store_agrees_with_the_model(wipe: tuple[Store, Callable[[], None]]) -> None:
+    store, clear = wipe
+    run_state_machine_as_test(machine_for(store, clear), settings=SETTINGS)

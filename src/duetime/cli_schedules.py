@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 from collections.abc import Callable
-from datetime import UTC
+from datetime import UTC, timedelta
 from typing import Any
 
 from duetime.cli_support import make_app, out, table
@@ -152,17 +152,24 @@ def preview_unsaved(args: argparse.Namespace, now: Any) -> tuple[list[Fire], str
     )
     after = parse_instant(args.after, "--after") if args.after else now
     anchor = spec.start_at or after
-    return preview(spec, anchor, after, args.count), args.tz
+    # like a saved schedule, whose first tick is at or after its creation (its anchor)
+    return preview(spec, anchor, after - timedelta(microseconds=1), args.count), args.tz
+
+
+def _next_run(s: Schedule, tz: Any, with_utc: bool = False) -> str:
+    if s.paused:
+        return "paused"
+    at = s.next_run_at
+    if at is None:
+        return "none (ended)"
+    local = at.astimezone(tz).isoformat()
+    return f"{local} / {at.astimezone(UTC).isoformat()}" if with_utc else local
 
 
 def schedule_row(s: Schedule, last: Any) -> tuple[Any, ...]:
     trigger = s.spec.cron if s.spec.cron else f"every {s.spec.every_seconds:g}s"
     tz = zone(s.spec.timezone)
-    nxt = (
-        "paused"
-        if s.paused
-        else (s.next_fire_at.astimezone(tz).isoformat() if s.next_fire_at else "ended")
-    )
+    nxt = _next_run(s, tz)
     last_run = last.attempt_history[0].started_at.isoformat() if last else "-"
     outcome = str(last.status) if last else "-"
     return (s.name, s.spec.task, trigger, s.spec.timezone, nxt, last_run, outcome)
@@ -322,12 +329,7 @@ def _print_schedule(app: Any, s: Schedule, as_json: bool, history: int = 0) -> N
         ("timezone", spec.timezone),
         ("args", json.dumps(spec.args)),
         ("state", "paused" if s.paused else "active"),
-        (
-            "next tick",
-            (s.next_fire_at.astimezone(tz).isoformat() + " / " + s.next_fire_at.isoformat())
-            if s.next_fire_at
-            else "none (ended)",
-        ),
+        ("next run", _next_run(s, tz, with_utc=True)),
         ("misfire", f"{spec.misfire} (catch-up window {spec.catchup_window_seconds:g}s)"),
         ("overlap", spec.overlap),
         ("dst", f"gap={spec.dst_gap} fold={spec.dst_fold}"),

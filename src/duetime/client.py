@@ -531,7 +531,7 @@ class App:
         """Run one occurrence now, with its own identity (nominal time = now)."""
         now = self.clock.now()
         plan = self._apply_schedule(name, lambda s, active: plan_trigger(s, now))
-        job_id = plan.created_job_ids[0]
+        job_id = plan.job_ids[0]  # a second trigger in the same instant returns the first
         log_event(log, "schedule.triggered", schedule=name, job_id=job_id)
         return self.get_job(job_id)
 

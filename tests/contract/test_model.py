@@ -57,12 +57,12 @@ ERROR_OF = {
     Event.GIVE_UP: ErrorCategory.PERMANENT,
     Event.STOP: ErrorCategory.CANCELLED,
 }
-MAX_JOBS = 3  # few jobs, so that each one lives through many moves
+MAX_JOBS = 4  # few jobs, so that each one lives through many moves
 RETRY_BASE, RETRY_CAP = 10.0, 3600.0  # RetryPolicy() defaults, which TaskDefaults uses
 
 SETTINGS = settings(
-    max_examples=60,
-    stateful_step_count=40,
+    max_examples=30,
+    stateful_step_count=200,
     deadline=None,
     database=None,  # MEASURE
     suppress_health_check=[HealthCheck.too_slow],

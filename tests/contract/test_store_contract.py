@@ -85,7 +85,7 @@ def test_enqueue_stores_every_field(store: Store, clock: ManualClock) -> None:
     assert job.due_at == due and job.deadline_at == due + timedelta(hours=1)
     assert job.status is JobStatus.SCHEDULED
     assert (job.attempts, job.generation, job.version) == (0, 0, 1)
-    assert job.idempotency_key == "order-1" and job.business_key == "email.send:order-1"
+    assert job.idempotency_key == "order-1" and job.business_key == "default/email.send:order-1"
     assert job.created_at == clock.now() and job.due_at.tzinfo is not None
 
 

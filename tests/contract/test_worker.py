@@ -65,7 +65,13 @@ def test_handler_sees_its_attempt(app: duetime.App) -> None:
     job = look.enqueue({"n": 5}, key="order-5")
     worker = Worker(app, poll_interval=0.02)
     asyncio.run(run_until(worker, lambda: status_of(app, job.id) is JobStatus.SUCCEEDED))
-    assert seen == {"n": 5, "job_id": job.id, "attempt": 1, "token": 1, "key": "look:order-5"}
+    assert seen == {
+        "n": 5,
+        "job_id": job.id,
+        "attempt": 1,
+        "token": 1,
+        "key": "default/look:order-5",
+    }
     with pytest.raises(RuntimeError, match="only available inside"):
         duetime.current()
 
@@ -317,3 +323,52 @@ def test_sys_exit_in_a_handler_fails_the_attempt_not_the_worker(
     assert failed.status is JobStatus.DEAD
     assert "SystemExit(3)" in (failed.attempt_history[0].error_message or "")
     assert app.get_job(good.id).status is JobStatus.SUCCEEDED
+
+
+def test_a_stray_cancelled_error_fails_the_attempt_instead_of_stranding_it(
+    app: duetime.App,
+) -> None:
+    @app.task(name="stray", max_attempts=1)
+    async def stray() -> None:
+        inner = asyncio.create_task(asyncio.sleep(10))
+        inner.cancel()
+        await inner
+
+    job = stray.enqueue()
+    worker = Worker(app, poll_interval=0.02)
+    asyncio.run(run_until(worker, lambda: app.get_job(job.id).terminal))
+    final = app.get_job(job.id)
+    assert final.status is JobStatus.DEAD
+    assert "CancelledError" in (final.attempt_history[0].error_message or "")
+
+
+def test_a_claim_in_flight_at_shutdown_is_run_not_dropped(app: duetime.App) -> None:
+    ran = threading.Event()
+
+    @app.task(name="late")
+    def late() -> None:
+        ran.set()
+
+    job = late.enqueue()
+    worker = Worker(app, poll_interval=0.02, grace=10)
+    real_claim = worker.store.claim
+    stop_now = threading.Event()
+
+    def slow_claim(**kwargs: Any) -> Any:
+        stop_now.set()  # the stop arrives while this claim is in the store
+        time.sleep(0.5)
+        return real_claim(**kwargs)
+
+    worker.store.claim = slow_claim  # type: ignore[method-assign]
+
+    async def scenario() -> None:
+        stop = asyncio.Event()
+        task = asyncio.create_task(worker.run(stop))
+        while not stop_now.is_set():
+            await asyncio.sleep(0.01)
+        stop.set()
+        await asyncio.wait_for(task, 30)
+
+    asyncio.run(scenario())
+    assert ran.is_set()
+    assert app.get_job(job.id).status is JobStatus.SUCCEEDED

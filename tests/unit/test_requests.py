@@ -96,7 +96,7 @@ def test_fingerprint_matches_for_the_same_request_only() -> None:
     b = build(args={"y": 2, "x": 1}, key="k")
     c = build(args={"x": 1, "y": 3}, key="k")
     assert a.request_hash == b.request_hash != c.request_hash
-    assert a.business_key == "t:k"
+    assert a.business_key == "default/t:k"
 
 
 def test_business_key_without_an_idempotency_key_is_unique() -> None:

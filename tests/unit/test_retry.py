@@ -99,3 +99,22 @@ def test_decide_honours_retry_after_exactly_and_gives_up_on_permanent() -> None:
     assert decide(permanent, attempts=1, max_attempts=5, policy=policy, now=NOW, rng=rng).event is (
         Event.GIVE_UP
     )
+
+
+def test_retry_after_an_http_date_or_instant_is_decided_with_the_injected_clock() -> None:
+    http = classify(
+        _raise(Retry(after="Sun, 01 Mar 2026 09:02:00 GMT", reason="429")), RetryPolicy()
+    )
+    assert http.category is ErrorCategory.RATE_LIMITED
+    rng = random.Random(1)
+    decision = decide(http, attempts=1, max_attempts=5, policy=RetryPolicy(), now=NOW, rng=rng)
+    assert decision.due_at == NOW + timedelta(minutes=2)
+    past = classify(_raise(Retry(after=NOW - timedelta(hours=1))), RetryPolicy())
+    late = decide(past, attempts=1, max_attempts=5, policy=RetryPolicy(), now=NOW, rng=rng)
+    assert late.due_at == NOW  # never in the past
+
+
+@pytest.mark.parametrize("after", ["nan", "inf", -1, "soon", "Mon, 99 Foo 2026"])
+def test_retry_refuses_nonsense(after: object) -> None:
+    with pytest.raises(ValueError):
+        Retry(after=after)  # type: ignore[arg-type]

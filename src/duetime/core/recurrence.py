@@ -85,8 +85,9 @@ def zone(name: str) -> ZoneInfo:
     except (ZoneInfoNotFoundError, ValueError):
         hint = ""
         lowered = name.lower()
+        last = lowered.split("/")[-1]
         close = sorted(
-            z for z in available_timezones() if z.lower().endswith(lowered.split("/")[-1])
+            z for z in available_timezones() if len(last) >= 3 and z.lower().endswith(last)
         )
         if close:
             hint = f" (did you mean {close[0]}?)"

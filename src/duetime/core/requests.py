@@ -190,7 +190,7 @@ def build_new_job(
     if business_key is not None:
         business_key = check_name(business_key, "business key", 255)
     elif key is not None:
-        business_key = f"{task}:{key}"
+        business_key = f"{tenant}/{task}:{key}"
     fingerprint = {
         "task": task,
         "args": args_obj,
@@ -202,7 +202,7 @@ def build_new_job(
         "business_key": business_key,
     }
     if business_key is None:
-        business_key = f"{task}:{uuid.uuid4().hex}"
+        business_key = f"{tenant}/{task}:{uuid.uuid4().hex}"
     digest = hashlib.sha256(
         json.dumps(fingerprint, sort_keys=True, separators=(",", ":")).encode()
     ).hexdigest()

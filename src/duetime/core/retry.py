@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import math
 import random
 import traceback as tb
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from email.utils import parsedate_to_datetime
 from enum import StrEnum
 
 from duetime.core.states import Event
@@ -14,18 +16,40 @@ from duetime.core.states import Event
 class Retry(Exception):
     """Raise from a handler to run the job again after exactly `after` seconds.
 
-    Use it for rate limits: `raise Retry(after=resp.headers["Retry-After"], reason="429")`
-    (seconds as a number, a numeric string or a timedelta).
+    Use it for rate limits: `raise Retry(after=resp.headers["Retry-After"], reason="429")`:
+    seconds (a number, a numeric string or a timedelta), an HTTP date such as
+    "Wed, 21 Oct 2026 07:28:00 GMT", or an aware datetime.
     The attempt still counts towards max_attempts.
     """
 
-    def __init__(self, after: float | str | timedelta, reason: str = "retry requested") -> None:
-        seconds = after.total_seconds() if isinstance(after, timedelta) else float(after)
-        if seconds < 0:
-            raise ValueError(f"Retry(after=...) must not be negative, got {seconds}")
+    def __init__(
+        self, after: float | str | timedelta | datetime, reason: str = "retry requested"
+    ) -> None:
         super().__init__(reason)
-        self.after = seconds
         self.reason = reason
+        self.at: datetime | None = None  # an absolute instant (datetime or HTTP-date given)
+        self.after = 0.0
+        if isinstance(after, datetime):
+            if after.tzinfo is None:
+                raise ValueError("Retry(after=datetime) needs an aware datetime")
+            self.at = after
+            return
+        if isinstance(after, timedelta):
+            seconds = after.total_seconds()
+        else:
+            try:
+                seconds = float(after)
+            except ValueError:  # Retry-After also comes as an HTTP date
+                try:
+                    self.at = parsedate_to_datetime(str(after))
+                except (TypeError, ValueError):
+                    raise ValueError(
+                        f"Retry(after={after!r}) is neither seconds nor an HTTP date"
+                    ) from None
+                return
+        if not math.isfinite(seconds) or seconds < 0:
+            raise ValueError(f"Retry(after=...) must be finite and not negative, got {seconds}")
+        self.after = seconds
 
 
 class PermanentError(Exception):
@@ -69,6 +93,7 @@ class Failure:
     message: str
     traceback: str | None = None
     retry_after: float | None = None  # set for RATE_LIMITED: honoured exactly
+    retry_at: datetime | None = None  # RATE_LIMITED with an absolute instant
 
 
 def classify(exc: BaseException, policy: RetryPolicy) -> Failure:
@@ -76,7 +101,9 @@ def classify(exc: BaseException, policy: RetryPolicy) -> Failure:
     text = "".join(tb.format_exception(exc))
     message = f"{type(exc).__name__}: {exc}"
     if isinstance(exc, Retry):
-        return Failure(ErrorCategory.RATE_LIMITED, exc.reason, text, retry_after=exc.after)
+        return Failure(
+            ErrorCategory.RATE_LIMITED, exc.reason, text, retry_after=exc.after, retry_at=exc.at
+        )
     if isinstance(exc, PermanentError) or (policy.permanent and isinstance(exc, policy.permanent)):
         return Failure(ErrorCategory.PERMANENT, message, text)
     if isinstance(exc, TimeoutError):
@@ -102,6 +129,8 @@ def decide(
     """What happens to the job after a failed attempt: retry at some instant, or give up."""
     if failure.category is ErrorCategory.PERMANENT or attempts >= max_attempts:
         return Decision(Event.GIVE_UP, None)
+    if failure.retry_at is not None:
+        return Decision(Event.RETRY, max(now, failure.retry_at.astimezone(now.tzinfo)))
     if failure.retry_after is not None:
         return Decision(Event.RETRY, now + timedelta(seconds=failure.retry_after))
     return Decision(Event.RETRY, now + timedelta(seconds=policy.backoff(attempts, rng)))

@@ -243,6 +243,15 @@ class Schedule:
         yields its shifted instant, which plan_due records as dst_skipped under dst_gap=skip."""
         return spec_fires(self.spec, self.anchor_at, after, gap=DstGap.SHIFT)
 
+    @property
+    def next_run_at(self) -> datetime | None:
+        """The next tick that will run (None when paused or ended); the cursor may sit on a
+        spring-forward instant that dst_gap=skip records as skipped instead."""
+        if self.paused or self.next_fire_at is None:
+            return None
+        after = self.next_fire_at - timedelta(microseconds=1)
+        return next((f.at for f in spec_fires(self.spec, self.anchor_at, after)), None)
+
     def to_json(self) -> dict[str, Any]:
         return {
             **self.spec.to_json(),
@@ -250,6 +259,7 @@ class Schedule:
             "tenant": self.tenant,
             "paused": self.paused,
             "next_fire_at": _iso(self.next_fire_at),
+            "next_run_at": _iso(self.next_run_at),
             "version": self.version,
             "created_at": _iso(self.created_at),
             "updated_at": _iso(self.updated_at),
@@ -359,6 +369,7 @@ class Plan:
     anchor_at: datetime | None = None
     delete_unstarted: bool = False  # remove tick occurrences that never started (update)
     created_job_ids: list[int] = field(default_factory=list)  # filled in by the store
+    job_ids: list[int] = field(default_factory=list)  # every new_jobs item's job, new or not
 
     @property
     def moves_cursor(self) -> bool:

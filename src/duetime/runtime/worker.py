@@ -17,6 +17,7 @@ import random
 import socket
 import threading
 import time
+import traceback
 import uuid
 from collections.abc import Callable, Coroutine, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -25,7 +26,7 @@ from typing import Any, TypeVar
 
 from duetime.client import App, Task
 from duetime.core.clock import Clock
-from duetime.core.models import Claim, Outcome
+from duetime.core.models import Claim, Job, Outcome
 from duetime.core.retry import ErrorCategory, Failure, RetryPolicy, classify, decide
 from duetime.core.states import ATTEMPT_END, Event
 from duetime.logs import log_event
@@ -144,8 +145,12 @@ class Worker:
             if duty.done() and duty.exception():
                 log.error("worker duty %s crashed", duty.get_name(), exc_info=duty.exception())
         self._stopping = True
-        for duty in [*duties, stopped]:
+        self._wake.set()
+        claim_loop, others = duties[0], duties[1:]
+        for duty in [*others, stopped]:
             duty.cancel()
+        # a claim already sent to the store may commit: let it return and start its jobs
+        await asyncio.gather(claim_loop, return_exceptions=True)
         await self._drain()
         beats.cancel()
         await asyncio.gather(beats, *duties, return_exceptions=True)
@@ -273,7 +278,19 @@ class Worker:
         )
         started = time.monotonic()
         try:
-            outcome = await self._run_handler(running, task)
+            try:
+                outcome = await self._run_handler(running, task)
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:  # a bug while deciding must not strand the attempt
+                log.exception("could not decide the outcome of job %s", job.id)
+                outcome = Outcome(
+                    Event.RETRY,
+                    due_at=self.clock.now(),
+                    error_category=ErrorCategory.RETRYABLE,
+                    error_message=f"worker error while deciding the outcome: {exc!r}",
+                    error_traceback="".join(traceback.format_exception(exc)),
+                )
             await self._record(running, outcome, time.monotonic() - started)
         finally:
             del self._running[claim.attempt.id]
@@ -286,7 +303,9 @@ class Worker:
 
     async def _run_handler(self, running: _Running, task: Task | None) -> Outcome:
         job = running.claim.job
-        policy = task.defaults.retry if task else RetryPolicy(job.retry_base, job.retry_cap)
+        # backoff from the job's record (as the reaper does); classification from the task
+        permanent = task.defaults.retry.permanent if task else ()
+        policy = RetryPolicy(job.retry_base, job.retry_cap, permanent)
         try:
             if task is None:
                 raise LookupError(
@@ -316,7 +335,12 @@ class Worker:
                     error_message="the worker shut down before the handler finished",
                 )
             if isinstance(exc, asyncio.CancelledError) and not running.ctx.cancel_requested:
-                raise
+                current = asyncio.current_task()
+                if current is not None and current.cancelling():
+                    raise  # the worker itself is being cancelled
+                # the handler let a CancelledError of its own escape: an ordinary failure
+                failure = classify(exc, policy)
+                return self._failed(failure, job, policy)
             return Outcome(
                 Event.STOP,
                 error_category=ErrorCategory.CANCELLED,
@@ -324,6 +348,9 @@ class Worker:
             )
         except Exception as exc:
             failure = classify(exc, policy)
+        return self._failed(failure, job, policy)
+
+    def _failed(self, failure: Failure, job: Job, policy: RetryPolicy) -> Outcome:
         decision = decide(
             failure,
             attempts=job.attempts,

@@ -581,6 +581,7 @@ class PostgresStore(SchemaChecks):
                 ).fetchone()
             assert row is not None  # the schedule's row lock keeps its occurrences in place
             job_ids[occ.nominal_at] = row["id"]
+            plan.job_ids.append(row["id"])
         for tick in plan.ticks:
             cur.execute(
                 self._q["insert_tick"],

@@ -94,10 +94,11 @@ class SQLiteStore(SchemaChecks):
             self._conn.execute(f"BEGIN {mode}")
             try:
                 yield self._conn
+                self._conn.execute("COMMIT")
             except BaseException:
-                self._conn.execute("ROLLBACK")
+                if self._conn.in_transaction:  # also when COMMIT itself failed
+                    self._conn.execute("ROLLBACK")
                 raise
-            self._conn.execute("COMMIT")
 
     def close(self) -> None:
         with self._lock:
@@ -484,6 +485,7 @@ class SQLiteStore(SchemaChecks):
                     {"schedule_id": schedule.id, "nominal_at": params["nominal_at"]},
                 ).fetchone()
             job_ids[occ.nominal_at] = row["id"]
+            plan.job_ids.append(row["id"])
         for tick in plan.ticks:
             conn.execute(
                 self._q["insert_tick"],

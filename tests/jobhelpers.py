@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
+import time
+from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
 
@@ -11,6 +14,7 @@ from duetime.core.requests import TaskDefaults, build_new_job
 from duetime.core.retry import ErrorCategory
 from duetime.core.schedules import NewOccurrence, Origin, Plan, build_spec
 from duetime.core.states import Event, JobStatus
+from duetime.runtime.worker import Worker
 from duetime.store.base import Store
 
 
@@ -76,3 +80,20 @@ def _reload(store: Store, job: Job) -> Job:
     loaded = store.get_job(job.id)
     assert loaded is not None
     return loaded
+
+
+async def run_until(
+    worker: Worker, done: Callable[[], bool], timeout: float = 15, grace: bool = True
+) -> None:
+    """Run the worker until `done()` holds (checked every 20 ms), then stop it."""
+    stop = asyncio.Event()
+    task = asyncio.create_task(worker.run(stop))
+    deadline = time.monotonic() + timeout
+    try:
+        while not done():
+            assert time.monotonic() < deadline, "condition not reached in time"
+            assert not task.done(), f"worker stopped early: {task}"
+            await asyncio.sleep(0.02)
+    finally:
+        stop.set()
+        await asyncio.wait_for(task, 30)

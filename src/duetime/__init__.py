@@ -12,6 +12,7 @@ from duetime.core.errors import (
     ScheduleExists,
     ScheduleNotFound,
     SchemaError,
+    StaleAttempt,
 )
 from duetime.core.models import Attempt, Job
 from duetime.core.retry import ErrorCategory, PermanentError, Retry, RetryPolicy
@@ -43,6 +44,7 @@ __all__ = [
     "ScheduleExists",
     "ScheduleNotFound",
     "SchemaError",
+    "StaleAttempt",
     "SystemClock",
     "Task",
     "current",

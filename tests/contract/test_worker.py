@@ -18,6 +18,7 @@ from duetime.core.states import AttemptStatus, JobStatus
 from duetime.runtime.reaper import Reaper
 from duetime.runtime.worker import Worker
 from duetime.store.base import Store
+from jobhelpers import run_until
 
 
 @pytest.fixture
@@ -25,23 +26,6 @@ def app(store_url: str, make_store: Callable[[], Store]) -> Iterator[duetime.App
     application = duetime.App(database_url=store_url)
     yield application
     application.close()
-
-
-async def run_until(
-    worker: Worker, done: Callable[[], bool], timeout: float = 15, grace: bool = True
-) -> None:
-    """Run the worker until `done()` holds (checked every 20 ms), then stop it."""
-    stop = asyncio.Event()
-    task = asyncio.create_task(worker.run(stop))
-    deadline = time.monotonic() + timeout
-    try:
-        while not done():
-            assert time.monotonic() < deadline, "condition not reached in time"
-            assert not task.done(), f"worker stopped early: {task}"
-            await asyncio.sleep(0.02)
-    finally:
-        stop.set()
-        await asyncio.wait_for(task, 30)
 
 
 def status_of(app: duetime.App, job_id: int) -> JobStatus:

@@ -44,6 +44,19 @@ class IllegalTransition(DuetimeError):
         self.status = status
 
 
+class StaleAttempt(DuetimeError):
+    """This attempt no longer holds its job (its lease was lost and another attempt took
+    over): its completion transaction was rolled back, business writes included."""
+
+    def __init__(self, job_id: int, generation: int) -> None:
+        super().__init__(
+            f"attempt {generation} of job {job_id} no longer holds the job (its lease was lost); "
+            "its transaction was rolled back and the newer attempt's outcome stands"
+        )
+        self.job_id = job_id
+        self.generation = generation
+
+
 class SchemaError(DuetimeError):
     """The database schema does not match what this version of duetime knows."""
 

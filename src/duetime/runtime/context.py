@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Any
 
 from duetime.core.errors import DuetimeError
 from duetime.core.models import Claim
@@ -24,6 +27,8 @@ class AttemptContext:
     lease_lost: bool = False
     thread_done: bool = False  # set by the worker: the sync handler's thread returned
     orphaned: bool = False  # set by the worker: its attempt was recorded while the thread ran
+    completed: bool = False  # the handler's transaction() recorded the success
+    _completion: Callable[[], AbstractContextManager[Any]] | None = field(default=None, repr=False)
 
     @property
     def job_id(self) -> int:
@@ -72,6 +77,25 @@ class AttemptContext:
     def cancel_requested(self) -> bool:
         """True once an operator asked to cancel this job (or its lease was lost)."""
         return self._cancel.is_set()
+
+    @contextmanager
+    def transaction(self) -> Iterator[Any]:
+        """A transaction on duetime's database that commits together with this attempt's
+        success, fenced by its generation: write your local effects on the connection it
+        yields, and they apply once or not at all.
+
+        On PostgreSQL the connection is a psycopg connection from duetime's pool; on SQLite,
+        the store's sqlite3 connection (keep the block short: it holds the write lock). If this
+        attempt lost its lease meanwhile, everything rolls back and duetime.StaleAttempt is
+        raised. Use it once, at the end of a sync handler; the success is then recorded.
+        """
+        if self._completion is None:
+            raise RuntimeError("transaction() is only available inside a running task handler")
+        if self.completed:
+            raise RuntimeError("this attempt's outcome is already recorded")
+        with self._completion() as connection:
+            yield connection
+        self.completed = True
 
     def raise_if_cancelled(self) -> None:
         """Stop here if cancellation was requested: the job ends cancelled, not retried."""

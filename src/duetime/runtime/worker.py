@@ -26,6 +26,7 @@ from typing import Any, TypeVar
 
 from duetime.client import App, Task
 from duetime.core.clock import Clock
+from duetime.core.errors import StaleAttempt
 from duetime.core.models import Claim, Job, Outcome
 from duetime.core.retry import ErrorCategory, Failure, RetryPolicy, classify, decide
 from duetime.core.states import ATTEMPT_END, Event
@@ -59,6 +60,7 @@ class _Running:
     last_beat: float
     handler: asyncio.Future[Any] | None = None
     interrupted: bool = False
+    fenced_out: bool = False  # its completion transaction was refused: another attempt holds it
     finishing: bool = False  # its outcome is being recorded: heartbeats no longer speak for it
     execution: asyncio.Task[None] | None = field(default=None, repr=False)
 
@@ -261,7 +263,11 @@ class Worker:
 
     def _start(self, claim: Claim) -> None:
         self.stats.claimed += 1
-        running = _Running(claim, AttemptContext(claim), last_beat=time.monotonic())
+        ctx = AttemptContext(claim)
+        ctx._completion = functools.partial(
+            self.store.completion, claim.lease, Outcome(Event.SUCCEED), self.clock.now
+        )
+        running = _Running(claim, ctx, last_beat=time.monotonic())
         self._running[claim.attempt.id] = running
         running.execution = asyncio.create_task(self._execute(running))
 
@@ -346,7 +352,13 @@ class Worker:
                 error_category=ErrorCategory.CANCELLED,
                 error_message="the handler stopped after cancellation was requested",
             )
+        except StaleAttempt:
+            running.fenced_out = True
+            return Outcome(Event.SUCCEED)  # not recorded: the store refused it already
         except Exception as exc:
+            if running.ctx.completed:  # the success is recorded; what came after cannot undo it
+                log.warning("job %s raised after its transaction committed", job.id, exc_info=exc)
+                return Outcome(Event.SUCCEED)
             failure = classify(exc, policy)
         return self._failed(failure, job, policy)
 
@@ -403,8 +415,18 @@ class Worker:
         return handler, started
 
     async def _record(self, running: _Running, outcome: Outcome, seconds: float) -> None:
-        claim = running.claim
         running.finishing = True
+        if running.ctx.completed or running.fenced_out:  # settled in the handler's transaction
+            self._report(running, outcome, seconds, applied=not running.fenced_out)
+            return
+        applied = await self._store_outcome(running, outcome)
+        if applied is not None:
+            self._report(running, outcome, seconds, applied)
+
+    async def _store_outcome(self, running: _Running, outcome: Outcome) -> bool | None:
+        """Record the outcome, retrying while the database is unreachable; None if it never
+        could be (the lease then lapses and the reaper retries the job)."""
+        claim = running.claim
         delay = 0.1
         while True:
             try:
@@ -415,11 +437,17 @@ class Worker:
             except Exception:
                 if delay > 10:
                     log.exception("could not record outcome; the lease will expire and be reaped")
-                    return
+                    return None
                 log.warning("recording outcome failed; retrying in %.1fs", delay, exc_info=True)
                 await asyncio.sleep(delay)
                 delay *= 2
+        return bool(applied)
+
+    def _report(self, running: _Running, outcome: Outcome, seconds: float, applied: bool) -> None:
+        claim = running.claim
         fields: dict[str, Any] = {**_ids(claim), "duration_ms": int(seconds * 1000)}
+        if running.ctx.completed:
+            fields["recorded"] = "in the handler's transaction"
         if not applied:
             self.stats.stale_rejected += 1
             log_event(

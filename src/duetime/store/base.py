@@ -11,6 +11,7 @@ Rules that hold for every method:
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
 from datetime import datetime
 from typing import Any, Protocol
 
@@ -102,6 +103,19 @@ class Store(Protocol):
         moves by TRANSITIONS[outcome.event], due_at is set for RETRY, and the attempt ends.
         Otherwise nothing changes in the job; the attempt keeps its status and records the
         late report (late_outcome, late_reported_at); returns False.
+        """
+        ...
+
+    def completion(
+        self, lease: Lease, outcome: Outcome, now: Callable[[], datetime]
+    ) -> AbstractContextManager[Any]:
+        """A transaction for a handler's own writes that also records `outcome`, fenced.
+
+        Yields the store's database connection inside an open transaction. When the block
+        ends, `outcome` is recorded as by finish() in that same transaction and everything
+        commits together. If the lease is no longer held, everything (the caller's writes
+        included) rolls back, the late report is recorded, and StaleAttempt is raised. An
+        exception in the block rolls everything back and propagates.
         """
         ...
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import Any
@@ -21,6 +21,7 @@ from duetime.core.errors import (
     InvalidRequest,
     JobNotFound,
     ScheduleNotFound,
+    StaleAttempt,
 )
 from duetime.core.models import (
     Attempt,
@@ -56,6 +57,12 @@ _MIGRATION_LOCK = 0x6475_6574_696D_6500  # "duetime\0"
 # only_if_expired) takes the job's row lock in a statement of its own, so that its check of
 # the lease (in the next statement) sees a renewal that committed while it waited.
 log = logging.getLogger("duetime.store")
+
+
+class _Fenced(Exception):
+    """Raised inside a completion transaction to roll it back."""
+
+
 _LOCK_JOB = "SELECT id FROM duetime_jobs WHERE id = %(job_id)s FOR UPDATE"
 
 _ATTEMPT_COLUMNS = (
@@ -346,47 +353,79 @@ class PostgresStore(SchemaChecks):
     def finish(
         self, lease: Lease, outcome: Outcome, now: datetime, *, only_if_expired: bool = False
     ) -> bool:
-        attempt_status = outcome.attempt_status or ATTEMPT_END[outcome.event]
         with self._tx() as cur:
             if only_if_expired:
                 cur.execute(_LOCK_JOB, {"job_id": lease.job_id})
-            moved = cur.execute(
-                self._q["finish_job"],
-                {
-                    "moves": moves_json(outcome.event),
-                    "due_at": outcome.due_at,
-                    "now": now,
-                    "job_id": lease.job_id,
-                    "generation": lease.generation,
-                    "attempt_id": lease.attempt_id,
-                    "only_if_expired": only_if_expired,
-                },
-            ).fetchone()
-            if moved is None:
-                if not only_if_expired:
-                    cur.execute(
-                        self._q["late_report"],
-                        {
-                            "outcome": str(attempt_status),
-                            "now": now,
-                            "attempt_id": lease.attempt_id,
-                            "generation": lease.generation,
-                        },
-                    )
-                return False
-            cur.execute(
-                self._q["finish_attempt"],
-                {
-                    "status": str(attempt_status),
-                    "now": now,
-                    "error_category": _opt_str(outcome.error_category),
-                    "error_message": outcome.error_message,
-                    "error_traceback": outcome.error_traceback,
-                    "attempt_id": lease.attempt_id,
-                    "generation": lease.generation,
-                },
-            )
-            return True
+            if self._finish_on(cur, lease, outcome, now, only_if_expired):
+                return True
+            if not only_if_expired:
+                cur.execute(
+                    self._q["late_report"],
+                    {
+                        "outcome": str(outcome.attempt_status or ATTEMPT_END[outcome.event]),
+                        "now": now,
+                        "attempt_id": lease.attempt_id,
+                        "generation": lease.generation,
+                    },
+                )
+            return False
+
+    def _finish_on(
+        self,
+        cur: psycopg.Cursor[DictRow],
+        lease: Lease,
+        outcome: Outcome,
+        now: datetime,
+        only_if_expired: bool = False,
+    ) -> bool:
+        """The fenced finish statements, in the caller's transaction; True when applied."""
+        attempt_status = outcome.attempt_status or ATTEMPT_END[outcome.event]
+        moved = cur.execute(
+            self._q["finish_job"],
+            {
+                "moves": moves_json(outcome.event),
+                "due_at": outcome.due_at,
+                "now": now,
+                "job_id": lease.job_id,
+                "generation": lease.generation,
+                "attempt_id": lease.attempt_id,
+                "only_if_expired": only_if_expired,
+            },
+        ).fetchone()
+        if moved is None:
+            return False
+        cur.execute(
+            self._q["finish_attempt"],
+            {
+                "status": str(attempt_status),
+                "now": now,
+                "error_category": _opt_str(outcome.error_category),
+                "error_message": outcome.error_message,
+                "error_traceback": outcome.error_traceback,
+                "attempt_id": lease.attempt_id,
+                "generation": lease.generation,
+            },
+        )
+        return True
+
+    @contextmanager
+    def completion(
+        self, lease: Lease, outcome: Outcome, now: Callable[[], datetime]
+    ) -> Iterator[psycopg.Connection[Any]]:
+        with self._pool.connection() as conn:
+            try:
+                with conn.transaction():
+                    yield conn  # the handler's own writes, in this transaction
+                    with conn.cursor(row_factory=dict_row) as cur:
+                        cur.execute(_LOCK_JOB, {"job_id": lease.job_id})
+                        if not self._finish_on(cur, lease, outcome, now()):
+                            raise _Fenced  # rolls the handler's writes back too
+            except _Fenced:
+                pass
+            else:
+                return
+        self.finish(lease, outcome, now())  # records the late report
+        raise StaleAttempt(lease.job_id, lease.generation)
 
     def expired_leases(self, now: datetime, limit: int) -> list[ExpiredLease]:
         with self._tx() as cur:

@@ -6,7 +6,7 @@ import json
 import logging
 import sqlite3
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -18,6 +18,7 @@ from duetime.core.errors import (
     JobNotFound,
     ScheduleNotFound,
     SchemaError,
+    StaleAttempt,
 )
 from duetime.core.models import (
     Claim,
@@ -46,6 +47,12 @@ from duetime.store.schema import SchemaChecks
 from duetime.store.sql import load_migrations, load_queries
 
 log = logging.getLogger("duetime.store")
+
+
+class _Fenced(Exception):
+    """Raised inside a completion transaction to roll it back."""
+
+
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _US = timedelta(microseconds=1)
 
@@ -264,46 +271,76 @@ class SQLiteStore(SchemaChecks):
     def finish(
         self, lease: Lease, outcome: Outcome, now: datetime, *, only_if_expired: bool = False
     ) -> bool:
-        now_us = to_us(now)
-        attempt_status = outcome.attempt_status or ATTEMPT_END[outcome.event]
         with self._tx() as conn:
-            moved = conn.execute(
-                self._q["finish_job"],
-                {
-                    "moves": moves_json(outcome.event),
-                    "due_at": _opt_us(outcome.due_at),
-                    "now": now_us,
-                    "job_id": lease.job_id,
-                    "generation": lease.generation,
-                    "attempt_id": lease.attempt_id,
-                    "only_if_expired": int(only_if_expired),
-                },
-            ).fetchone()
-            if moved is None:
-                if not only_if_expired:
-                    conn.execute(
-                        self._q["late_report"],
-                        {
-                            "outcome": str(attempt_status),
-                            "now": now_us,
-                            "attempt_id": lease.attempt_id,
-                            "generation": lease.generation,
-                        },
-                    )
-                return False
-            conn.execute(
-                self._q["finish_attempt"],
-                {
-                    "status": str(attempt_status),
-                    "now": now_us,
-                    "error_category": outcome.error_category,
-                    "error_message": outcome.error_message,
-                    "error_traceback": outcome.error_traceback,
-                    "attempt_id": lease.attempt_id,
-                    "generation": lease.generation,
-                },
-            )
-            return True
+            if self._finish_on(conn, lease, outcome, now, only_if_expired):
+                return True
+            if not only_if_expired:
+                conn.execute(
+                    self._q["late_report"],
+                    {
+                        "outcome": str(outcome.attempt_status or ATTEMPT_END[outcome.event]),
+                        "now": to_us(now),
+                        "attempt_id": lease.attempt_id,
+                        "generation": lease.generation,
+                    },
+                )
+            return False
+
+    def _finish_on(
+        self,
+        conn: sqlite3.Connection,
+        lease: Lease,
+        outcome: Outcome,
+        now: datetime,
+        only_if_expired: bool = False,
+    ) -> bool:
+        """The fenced finish statements, in the caller's transaction; True when applied."""
+        now_us = to_us(now)
+        moved = conn.execute(
+            self._q["finish_job"],
+            {
+                "moves": moves_json(outcome.event),
+                "due_at": _opt_us(outcome.due_at),
+                "now": now_us,
+                "job_id": lease.job_id,
+                "generation": lease.generation,
+                "attempt_id": lease.attempt_id,
+                "only_if_expired": int(only_if_expired),
+            },
+        ).fetchone()
+        if moved is None:
+            return False
+        conn.execute(
+            self._q["finish_attempt"],
+            {
+                "status": str(outcome.attempt_status or ATTEMPT_END[outcome.event]),
+                "now": now_us,
+                "error_category": outcome.error_category,
+                "error_message": outcome.error_message,
+                "error_traceback": outcome.error_traceback,
+                "attempt_id": lease.attempt_id,
+                "generation": lease.generation,
+            },
+        )
+        return True
+
+    @contextmanager
+    def completion(
+        self, lease: Lease, outcome: Outcome, now: Callable[[], datetime]
+    ) -> Iterator[sqlite3.Connection]:
+        """Keep it short: the SQLite write lock is held while the caller writes."""
+        with self._lock:
+            try:
+                with self._tx() as conn:
+                    yield conn  # the caller's own writes, in this transaction
+                    if not self._finish_on(conn, lease, outcome, now()):
+                        raise _Fenced  # rolls the caller's writes back too
+            except _Fenced:
+                pass
+            else:
+                return
+            self.finish(lease, outcome, now())  # records the late report
+        raise StaleAttempt(lease.job_id, lease.generation)
 
     def expired_leases(self, now: datetime, limit: int) -> list[ExpiredLease]:
         with self._tx("DEFERRED") as conn:

@@ -1,0 +1,131 @@
+"""Local effects that apply once: a handler's writes commit with its fenced success."""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+import threading
+from collections.abc import Iterator
+from datetime import timedelta
+from typing import Any
+
+import psycopg
+import pytest
+
+import duetime
+from duetime.core.clock import ManualClock, SystemClock
+from duetime.core.models import Outcome
+from duetime.core.retry import ErrorCategory
+from duetime.core.states import AttemptStatus, Event, JobStatus
+from duetime.runtime.reaper import Reaper
+from duetime.runtime.worker import Worker
+from duetime.store.base import Store
+from jobhelpers import claim_one, enqueue, run_until
+
+
+def write_credit(store: Store, conn: Any, job_id: int) -> None:
+    if store.dialect == "sqlite":
+        conn.execute("INSERT INTO credits (job_id) VALUES (?)", (job_id,))
+    else:
+        conn.execute("INSERT INTO credits (job_id) VALUES (%s)", (job_id,))
+
+
+def credits(store: Store) -> list[int]:
+    if store.dialect == "sqlite":
+        with sqlite3.connect(store.path) as conn:  # type: ignore[attr-defined]
+            return [r[0] for r in conn.execute("SELECT job_id FROM credits")]
+    with psycopg.connect(store.url) as conn:  # type: ignore[attr-defined]
+        return [r[0] for r in conn.execute("SELECT job_id FROM credits")]
+
+
+@pytest.fixture
+def ledger(store: Store) -> Iterator[Store]:
+    """The store, plus an application table `credits` in the same database."""
+    ddl = "CREATE TABLE credits (job_id bigint NOT NULL)"
+    if store.dialect == "sqlite":
+        with sqlite3.connect(store.path) as conn:  # type: ignore[attr-defined]
+            conn.execute(ddl)
+    else:
+        with psycopg.connect(store.url, autocommit=True) as conn:  # type: ignore[attr-defined]
+            conn.execute("DROP TABLE IF EXISTS credits")
+            conn.execute(ddl)
+    yield store
+
+
+def test_the_effect_and_the_success_commit_together(ledger: Store, clock: ManualClock) -> None:
+    enqueue(ledger, clock)
+    job, lease = claim_one(ledger, clock)
+    with ledger.completion(lease, Outcome(Event.SUCCEED), clock.now) as conn:
+        write_credit(ledger, conn, job.id)
+    done = ledger.get_job(job.id)
+    assert done is not None and done.status is JobStatus.SUCCEEDED
+    assert done.attempt_history[0].status is AttemptStatus.SUCCEEDED
+    assert credits(ledger) == [job.id]
+
+
+def test_a_fenced_out_attempt_applies_nothing(ledger: Store, clock: ManualClock) -> None:
+    enqueue(ledger, clock)
+    job, old = claim_one(ledger, clock, worker="paused")
+    clock.advance(31)
+    Reaper(ledger, clock).run_once()  # the lease lapsed: back to scheduled
+    with pytest.raises(duetime.StaleAttempt, match="rolled back"):
+        with ledger.completion(old, Outcome(Event.SUCCEED), clock.now) as conn:
+            write_credit(ledger, conn, job.id)
+    assert credits(ledger) == []
+    lost = ledger.get_job(job.id)
+    assert lost is not None and lost.attempt_history[0].late_outcome == "succeeded"
+    clock.advance(3600)
+    _, fresh = claim_one(ledger, clock, worker="fresh")
+    with ledger.completion(fresh, Outcome(Event.SUCCEED), clock.now) as conn:
+        write_credit(ledger, conn, job.id)
+    assert credits(ledger) == [job.id]  # applied exactly once
+
+
+def test_an_error_in_the_block_rolls_everything_back(ledger: Store, clock: ManualClock) -> None:
+    enqueue(ledger, clock)
+    job, lease = claim_one(ledger, clock)
+    with pytest.raises(ZeroDivisionError):
+        with ledger.completion(lease, Outcome(Event.SUCCEED), clock.now) as conn:
+            write_credit(ledger, conn, job.id)
+            _ = 1 / 0
+    assert credits(ledger) == []
+    still = ledger.get_job(job.id)
+    assert still is not None and still.status is JobStatus.RUNNING
+
+
+def test_a_handler_uses_the_completion_transaction(ledger: Store, store_url: str) -> None:
+    app = duetime.App(database_url=store_url)
+    started = threading.Event()
+    release = threading.Event()
+
+    @app.task(name="credit", lease=1, max_attempts=3)
+    def credit() -> None:
+        ctx = duetime.current()
+        started.set()
+        assert release.wait(20)
+        with ctx.transaction() as conn:
+            write_credit(ledger, conn, ctx.job_id)
+
+    job = credit.enqueue()
+    ahead = ManualClock(SystemClock().now())
+    worker = Worker(app, poll_interval=0.02, reap_interval=3600)
+
+    def done() -> bool:
+        # first attempt: another node's reaper (a minute ahead) takes the lease away
+        if started.is_set() and not release.is_set():
+            ahead.set(SystemClock().now() + timedelta(minutes=1))
+            if Reaper(ledger, ahead).run_once().reaped == 1:
+                # that reaper's clock set the retry a minute ahead: bring it back to now
+                app.reschedule(job.id, SystemClock().now())
+                release.set()
+        return app.get_job(job.id).status is JobStatus.SUCCEEDED
+
+    asyncio.run(run_until(worker, done))
+    final = app.get_job(job.id)
+    first, second = final.attempt_history[:2]
+    assert first.status is AttemptStatus.LOST and first.late_outcome == "succeeded"
+    assert first.error_category is ErrorCategory.LEASE_EXPIRED
+    assert second.status is AttemptStatus.SUCCEEDED
+    assert credits(ledger) == [job.id]  # the stale attempt's write never landed
+    assert worker.stats.stale_rejected == 1 and worker.stats.succeeded == 1
+    app.close()

@@ -141,9 +141,11 @@ SET status = (%(moves)s::jsonb ->> status),
     deadline_at = CASE WHEN %(replay)s::boolean
                             AND deadline_at <= COALESCE(%(due_at)s::timestamptz, due_at)
                        THEN NULL ELSE deadline_at END,
-    cancel_requested_at = CASE WHEN (%(moves)s::jsonb ->> status) = 'cancel_requested'
-                               THEN COALESCE(cancel_requested_at, %(now)s)
-                               ELSE cancel_requested_at END,
+    cancel_requested_at = CASE
+        WHEN %(replay)s::boolean THEN NULL  -- a replay starts afresh
+        WHEN (%(moves)s::jsonb ->> status) = 'cancel_requested'
+             AND status <> 'cancel_requested' THEN %(now)s  -- a repeated request keeps its time
+        ELSE cancel_requested_at END,
     version = version + 1,
     updated_at = %(now)s
 WHERE id = %(job_id)s

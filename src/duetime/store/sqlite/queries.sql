@@ -105,9 +105,11 @@ SET status = json_extract(:moves, '$.' || status),
     attempts = CASE WHEN :replay = 1 THEN 0 ELSE attempts END,
     deadline_at = CASE WHEN :replay = 1 AND deadline_at <= COALESCE(:due_at, due_at)
                        THEN NULL ELSE deadline_at END,
-    cancel_requested_at = CASE WHEN json_extract(:moves, '$.' || status) = 'cancel_requested'
-                               THEN COALESCE(cancel_requested_at, :now)
-                               ELSE cancel_requested_at END,
+    cancel_requested_at = CASE
+        WHEN :replay = 1 THEN NULL  -- a replay starts afresh
+        WHEN json_extract(:moves, '$.' || status) = 'cancel_requested'
+             AND status <> 'cancel_requested' THEN :now  -- a repeated request keeps its time
+        ELSE cancel_requested_at END,
     version = version + 1,
     updated_at = :now
 WHERE id = :job_id

@@ -55,7 +55,11 @@ def job_in(store: Store, clock: ManualClock, status: JobStatus) -> tuple[Job, Le
         return job, lease
     if status is JobStatus.CANCEL_REQUESTED:
         return store.transition(job.id, Event.CANCEL, clock.now()), lease
-    event = {JobStatus.SUCCEEDED: Event.SUCCEED, JobStatus.DEAD: Event.GIVE_UP}[status]
+    event = {
+        JobStatus.SUCCEEDED: Event.SUCCEED,
+        JobStatus.DEAD: Event.GIVE_UP,
+        JobStatus.PARKED: Event.PARK,
+    }[status]
     category = ErrorCategory.PERMANENT if event is Event.GIVE_UP else None
     assert store.finish(lease, Outcome(event, error_category=category), clock.now())
     return _reload(store, job), lease

@@ -15,6 +15,7 @@ from duetime.core.errors import (
     StaleAttempt,
 )
 from duetime.core.models import Attempt, Job
+from duetime.core.reconcile import Reconcile
 from duetime.core.retry import ErrorCategory, PermanentError, Retry, RetryPolicy
 from duetime.core.states import AttemptStatus, JobStatus
 from duetime.runtime.context import AttemptContext, JobCancelled, current
@@ -39,6 +40,7 @@ __all__ = [
     "JobStatus",
     "ManualClock",
     "PermanentError",
+    "Reconcile",
     "Retry",
     "RetryPolicy",
     "ScheduleExists",

@@ -240,6 +240,12 @@ def cmd_jobs_reschedule(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_jobs_resolve(args: argparse.Namespace) -> int:
+    job = make_app(args).resolve(args.id, done=args.done)
+    _moved(job, args.json)
+    return 0
+
+
 def cmd_jobs_replay(args: argparse.Namespace) -> int:
     job = make_app(args).replay(args.id)
     _moved(job, args.json)
@@ -349,11 +355,16 @@ def build_parser() -> argparse.ArgumentParser:
         ("cancel", cmd_jobs_cancel, "cancel a job (or ask a running one to stop)"),
         ("replay", cmd_jobs_replay, "run a dead, cancelled or expired job again"),
         ("reschedule", cmd_jobs_reschedule, "move a scheduled job's due time"),
+        ("resolve", cmd_jobs_resolve, "settle a parked job: --done or --run-again"),
     ]:
         p = jobs.add_parser(name, parents=[common], help=help_text)
         p.add_argument("id", type=int)
         if name == "reschedule":
             p.add_argument("--at", required=True, help="new due time, ISO 8601 with offset")
+        if name == "resolve":
+            how = p.add_mutually_exclusive_group(required=True)
+            how.add_argument("--done", action="store_true", help="the effect happened")
+            how.add_argument("--run-again", action="store_true", help="run the job again now")
         p.add_argument("--json", action="store_true")
         p.set_defaults(func=func)
     cli_schedules.add_parsers(sub, [common])

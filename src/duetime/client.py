@@ -19,7 +19,7 @@ from duetime.core.errors import (
     ScheduleExists,
     ScheduleNotFound,
 )
-from duetime.core.models import Job, JobFilter, NewJob, Tick
+from duetime.core.models import Attempt, Job, JobFilter, NewJob, Tick
 from duetime.core.recurrence import Fire
 from duetime.core.requests import (
     DEFAULT_MAX_ATTEMPTS,
@@ -88,6 +88,7 @@ class Task:
     name: str
     fn: Handler
     defaults: TaskDefaults
+    reconcile: Callable[[Job, Attempt], Any] | None = None
 
     @property
     def is_async(self) -> bool:
@@ -185,8 +186,15 @@ class App:
         lease: float | timedelta | str = 30.0,
         timeout: float | timedelta | str | None = None,
         retry: RetryPolicy | None = None,
+        reconcile: Callable[[Job, Attempt], Any] | None = None,
     ) -> Any:
         """Register a handler: `@app.task` or `@app.task(name=..., queue=..., ...)`.
+
+        `reconcile(job, lost_attempt)` is called before the next attempt whenever an attempt
+        of this task was lost (its lease lapsed after it started, so its effect is unknown). It
+        answers duetime.Reconcile.DONE (record success without running the handler), NOT_DONE
+        (run the handler) or UNKNOWN (park the job for an operator). Without it, the handler
+        simply runs again.
 
         The handler receives the job's args as keyword arguments; it may be `async def`
         (run on the event loop) or a plain function (run in a thread pool).
@@ -218,7 +226,7 @@ class App:
             build_new_job(
                 task_name, {}, now=self.clock.now(), tenant=self.tenant, defaults=defaults
             )
-            task = Task(self, task_name, func, defaults)
+            task = Task(self, task_name, func, defaults, reconcile)
             self.tasks[task_name] = task
             return task
 
@@ -356,6 +364,13 @@ class App:
     def replay(self, job_id: int) -> Job:
         """Run a dead, cancelled or expired job again: a new attempt, the same business key."""
         return self._move(job_id, Event.REPLAY)
+
+    def resolve(self, job_id: int, *, done: bool) -> Job:
+        """Settle a parked job: done=True records it succeeded (the effect happened);
+        done=False schedules it to run again now."""
+        if done:
+            return self._move(job_id, Event.RESOLVE_DONE)
+        return self._move(job_id, Event.RESOLVE_RETRY)
 
     def _move(self, job_id: int, event: Event, due_at: datetime | None = None) -> Job:
         job = self.store.transition(
@@ -569,6 +584,7 @@ class App:
     acancel = _async_twin(cancel)
     areschedule = _async_twin(reschedule)
     areplay = _async_twin(replay)
+    aresolve = _async_twin(resolve)
     aadd_schedule = _async_twin(add_schedule)
     aget_schedule = _async_twin(get_schedule)
     alist_schedules = _async_twin(list_schedules)

@@ -12,7 +12,7 @@ import random
 import sqlite3
 from collections.abc import Callable, Iterator
 from contextlib import closing
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -103,7 +103,9 @@ def view(record: Any, names: tuple[str, ...]) -> dict[str, Any]:
 
 
 def same_job(job: Job, m: MJob) -> None:
-    assert view(job, JOB_FIELDS) == view(m, JOB_FIELDS), f"job {m.id}"
+    store, model = view(job, JOB_FIELDS), view(m, JOB_FIELDS)
+    diff = {k: f"store {store[k]!r}, model {model[k]!r}" for k in store if store[k] != model[k]}
+    assert not diff, f"job {m.id} differs: {diff}"
 
 
 def lease_end(now: datetime, lease_seconds: float) -> datetime:
@@ -170,18 +172,21 @@ class MJob:
 
 # -- strategies ---------------------------------------------------------------------------------
 
-seconds_0_60 = st.just(0) | st.integers(0, 60)  # now, half of the time
+# Durations come from a few round values half of the time, so that instants coincide (a lease
+# ending, or a deadline falling, exactly at the clock's now) and every <= / < is exercised.
+ROUND = [0, 1, 5, 10, 30]
+seconds_0_60 = st.sampled_from(ROUND) | st.integers(0, 60)
 job_specs = st.fixed_dictionaries(
     {
         "delay": seconds_0_60,
-        "deadline_after": st.none() | st.integers(1, 60),
+        "deadline_after": st.none() | st.sampled_from(ROUND[1:]) | st.integers(1, 60),
         "max_attempts": st.integers(1, 3),
-        "lease_seconds": st.integers(5, 30).map(float) | st.sampled_from([7.3, 12.5]),
+        "lease_seconds": st.sampled_from([5.0, 10.0, 30.0, 7.3]) | st.integers(5, 30).map(float),
         "priority": st.integers(-1, 1),
         "queue": st.sampled_from(QUEUES),
     }
 )
-steps = st.integers(0, 40).map(float) | st.sampled_from([0.000001, 0.5])
+steps = st.sampled_from([*ROUND, 0.5, 0.000001]) | st.integers(0, 40).map(float)
 queue_choices = st.sampled_from([None, ["a"], ["b"], ["a", "b"]])
 
 
@@ -213,6 +218,25 @@ class StoreModel(RuleBasedStateMachine):
     @rule(seconds=steps)
     def advance(self, seconds: float) -> None:
         self.clock.advance(seconds)
+
+    @precondition(lambda self: self._next_instant() is not None)
+    @rule()
+    def advance_to_next_instant(self) -> None:
+        """Jump to the next due time, deadline or lease end exactly: the boundaries."""
+        instant = self._next_instant()
+        assert instant is not None
+        self.clock.set(instant)
+
+    def _next_instant(self) -> datetime | None:
+        now = self.now
+        instants = []
+        for m in self.model.values():
+            if m.status is JobStatus.SCHEDULED:
+                instants += [m.due_at, m.deadline_at or m.due_at]
+            attempt = m.running_attempt()
+            if attempt is not None:
+                instants.append(attempt.lease_expires_at)
+        return min((t for t in instants if t > now), default=None)
 
     # -- enqueue --------------------------------------------------------------------------------
 
@@ -337,7 +361,7 @@ class StoreModel(RuleBasedStateMachine):
     @rule(lease=leases, event=st.sampled_from(WORKER_EVENTS), delay=seconds_0_60)
     def finish(self, lease: Lease, event: Event, delay: int) -> None:
         """Any lease ever handed out, most of them stale by now."""
-        self._finish(lease, event, delay)
+        self._finish(lease, self._outcome(event, delay))
 
     @precondition(lambda self: self._held())
     @rule(data=st.data(), event=st.sampled_from(WORKER_EVENTS), delay=seconds_0_60)
@@ -346,29 +370,45 @@ class StoreModel(RuleBasedStateMachine):
         held = data.draw(st.sampled_from(self._held()), label="job")
         attempt = self.model[held].running_attempt()
         assert attempt is not None
-        self._finish(Lease(held, attempt.id, attempt.generation), event, delay)
+        self._finish(Lease(held, attempt.id, attempt.generation), self._outcome(event, delay))
+
+    @rule(lease=leases, event=st.sampled_from([Event.RETRY, Event.GIVE_UP]), delay=seconds_0_60)
+    def finish_if_expired(self, lease: Lease, event: Event, delay: int) -> None:
+        """A reaper's write, decided on an earlier look: it applies only if the lease is still
+        expired (a renewal that lands first wins) and held by that generation."""
+        outcome = replace(
+            self._outcome(event, delay),
+            error_category=ErrorCategory.LEASE_EXPIRED,
+            attempt_status=AttemptStatus.LOST,
+        )
+        self._finish(lease, outcome, only_if_expired=True)
+
+    def _outcome(self, event: Event, delay: int) -> Outcome:
+        due_at = self.now + timedelta(seconds=delay) if event is Event.RETRY else None
+        return Outcome(event, due_at=due_at, error_category=ERROR_OF.get(event))
 
     def _held(self) -> list[int]:
         return sorted(m.id for m in self.model.values() if m.status in HELD)
 
-    def _finish(self, lease: Lease, event: Event, delay: int) -> None:
+    def _finish(self, lease: Lease, outcome: Outcome, *, only_if_expired: bool = False) -> None:
         now = self.now
-        due_at = now + timedelta(seconds=delay) if event is Event.RETRY else None
-        outcome = Outcome(event, due_at=due_at, error_category=ERROR_OF.get(event))
         m = self.model[lease.job_id]
         attempt = m.attempt(lease)
-        applies = lease.generation == m.generation and m.status in TRANSITIONS[event]
-        assert set(TRANSITIONS[event]) <= HELD
-        assert self.store.finish(lease, outcome, now) is applies
+        assert set(TRANSITIONS[outcome.event]) <= HELD
+        applies = lease.generation == m.generation and m.status in TRANSITIONS[outcome.event]
+        if only_if_expired:
+            applies = applies and attempt.lease_expires_at <= now
+        ended_as = outcome.attempt_status or ATTEMPT_END[outcome.event]
+        assert self.store.finish(lease, outcome, now, only_if_expired=only_if_expired) is applies
         if applies:
-            m.status = TRANSITIONS[event][m.status]
-            if due_at is not None:
-                m.due_at = due_at
-            attempt.status = ATTEMPT_END[event]
+            m.status = TRANSITIONS[outcome.event][m.status]
+            if outcome.due_at is not None:
+                m.due_at = outcome.due_at
+            attempt.status = ended_as
             attempt.finished_at = now
-            attempt.error_category = ERROR_OF.get(event)
-        else:
-            attempt.late_outcome = str(ATTEMPT_END[event])
+            attempt.error_category = outcome.error_category
+        elif not only_if_expired:  # a worker's refused report is kept; a reaper's is not
+            attempt.late_outcome = str(ended_as)
             attempt.late_reported_at = now
 
     @rule(fraction=st.sampled_from([0.0, 0.25, 1.0]))
@@ -460,6 +500,7 @@ class StoreModel(RuleBasedStateMachine):
             m.due_at = expect_due
         if event is Event.REPLAY:
             m.attempts = 0
+            m.cancel_requested_at = None  # a request belonged to the earlier run
             if m.deadline_at is not None and m.deadline_at <= m.due_at:
                 m.deadline_at = None  # docs/state-machine.md, Replay
         m.version += 1
@@ -587,18 +628,22 @@ def test_a_cancel_request_after_a_replay_is_stamped_with_its_own_time(
     store: Store, clock: ManualClock
 ) -> None:
     """A running job becomes cancel_requested "and cancel_requested_at is set"
-    (docs/state-machine.md). The stores keep the first request's time with
-    COALESCE(cancel_requested_at, now), which is right for a repeated request on the same run
-    but also keeps the time of a request made before a replay, in an earlier run of the job."""
+    (docs/state-machine.md); a repeated request keeps the first time (states.py). Found by the
+    model: the stores stamped with COALESCE(cancel_requested_at, now), so a request made in an
+    earlier run of a replayed job was reported as the time of every later request."""
     job = enqueue(store, clock)
     _, lease = claim_one(store, clock)
     first = store.transition(job.id, Event.CANCEL, clock.now())
     assert first.cancel_requested_at == clock.now()
     assert store.finish(lease, Outcome(Event.STOP), clock.now())
     clock.advance(60)
-    store.transition(job.id, Event.REPLAY, clock.now())
+    replayed = store.transition(job.id, Event.REPLAY, clock.now())
+    assert replayed.cancel_requested_at is None  # a scheduled job has no request pending
     claim_one(store, clock)
     clock.advance(60)
     again = store.transition(job.id, Event.CANCEL, clock.now())
     assert again.status is JobStatus.CANCEL_REQUESTED
-    assert again.cancel_requested_at == clock.now()  # the stores answer: 2 minutes ago
+    assert again.cancel_requested_at == clock.now()  # was: the first run's request, 2 min ago
+    clock.advance(5)
+    repeated = store.transition(job.id, Event.CANCEL, clock.now())
+    assert repeated.cancel_requested_at == again.cancel_requested_at

@@ -289,7 +289,9 @@ def test_finish_moves_the_job(
 
 
 @pytest.mark.parametrize("status", ALL_STATUSES)
-@pytest.mark.parametrize("event", [Event.SUCCEED, Event.RETRY, Event.GIVE_UP, Event.STOP])
+@pytest.mark.parametrize(
+    "event", [Event.SUCCEED, Event.RETRY, Event.GIVE_UP, Event.STOP, Event.PARK]
+)
 def test_finish_is_refused_unless_the_job_is_held(
     store: Store, clock: ManualClock, status: JobStatus, event: Event
 ) -> None:
@@ -391,7 +393,10 @@ def test_expire_overdue_only_touches_scheduled_jobs_past_deadline(
 
 
 @pytest.mark.parametrize("status", ALL_STATUSES)
-@pytest.mark.parametrize("event", [Event.CANCEL, Event.RESCHEDULE, Event.REPLAY])
+@pytest.mark.parametrize(
+    "event",
+    [Event.CANCEL, Event.RESCHEDULE, Event.REPLAY, Event.RESOLVE_DONE, Event.RESOLVE_RETRY],
+)
 def test_every_operator_move_from_every_status(
     store: Store, clock: ManualClock, status: JobStatus, event: Event
 ) -> None:

@@ -55,4 +55,10 @@ def test_every_status_is_reachable_from_the_entry_statuses() -> None:
 def test_next_status_and_allowed_from() -> None:
     assert next_status(Event.CANCEL, JobStatus.RUNNING) is JobStatus.CANCEL_REQUESTED
     assert next_status(Event.CANCEL, JobStatus.SUCCEEDED) is None
-    assert allowed_from(Event.CANCEL) == ["cancel_requested", "running", "scheduled", "waiting"]
+    assert allowed_from(Event.CANCEL) == [
+        "cancel_requested",
+        "parked",
+        "running",
+        "scheduled",
+        "waiting",
+    ]

@@ -64,6 +64,9 @@ class ErrorCategory(StrEnum):
     LEASE_EXPIRED = "lease_expired"  # the worker stopped renewing its lease (crash, pause)
     INTERRUPTED = "interrupted"  # the worker shut down before the handler finished
     CANCELLED = "cancelled"  # the handler stopped because cancellation was requested
+    RECONCILED = "reconciled"  # a note: the reconcile hook confirmed a lost attempt's effect
+    UNKNOWN_OUTCOME = "unknown_outcome"  # the reconcile hook could not tell: parked
+    RECONCILE_FAILED = "reconcile_failed"  # the reconcile hook raised
 
 
 @dataclass(frozen=True)

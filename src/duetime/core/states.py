@@ -19,6 +19,7 @@ class JobStatus(StrEnum):
     DEAD = "dead"  # failed permanently or ran out of attempts; kept with its history
     CANCELLED = "cancelled"
     EXPIRED = "expired"  # not started before deadline_at
+    PARKED = "parked"  # a lost attempt's outcome is unknown: an operator resolves it
 
 
 class AttemptStatus(StrEnum):
@@ -27,6 +28,7 @@ class AttemptStatus(StrEnum):
     FAILED = "failed"
     LOST = "lost"  # its lease expired before it reported; outcome unknown
     CANCELLED = "cancelled"
+    PARKED = "parked"  # its reconcile hook could not tell what the lost attempt did
 
 
 class Event(StrEnum):
@@ -40,6 +42,9 @@ class Event(StrEnum):
     EXPIRE = "expire"
     REPLAY = "replay"
     RELEASE = "release"  # a waiting occurrence may run: its predecessor ended
+    PARK = "park"  # reconcile answered unknown: wait for an operator
+    RESOLVE_DONE = "resolve_done"  # an operator confirmed the effect happened
+    RESOLVE_RETRY = "resolve_retry"  # an operator says: run it again
 
 
 S = JobStatus
@@ -56,11 +61,15 @@ TRANSITIONS: dict[Event, dict[JobStatus, JobStatus]] = {
         S.WAITING: S.CANCELLED,
         S.RUNNING: S.CANCEL_REQUESTED,
         S.CANCEL_REQUESTED: S.CANCEL_REQUESTED,
+        S.PARKED: S.CANCELLED,
     },
     Event.RESCHEDULE: {S.SCHEDULED: S.SCHEDULED},
     Event.EXPIRE: {S.SCHEDULED: S.EXPIRED},
     Event.REPLAY: {S.DEAD: S.SCHEDULED, S.CANCELLED: S.SCHEDULED, S.EXPIRED: S.SCHEDULED},
     Event.RELEASE: {S.WAITING: S.SCHEDULED},
+    Event.PARK: {S.RUNNING: S.PARKED, S.CANCEL_REQUESTED: S.CANCELLED},
+    Event.RESOLVE_DONE: {S.PARKED: S.SUCCEEDED},
+    Event.RESOLVE_RETRY: {S.PARKED: S.SCHEDULED},
 }
 
 TERMINAL: frozenset[JobStatus] = frozenset({S.SUCCEEDED, S.DEAD, S.CANCELLED, S.EXPIRED})
@@ -74,6 +83,7 @@ ATTEMPT_END: dict[Event, AttemptStatus] = {
     Event.RETRY: AttemptStatus.FAILED,
     Event.GIVE_UP: AttemptStatus.FAILED,
     Event.STOP: AttemptStatus.CANCELLED,
+    Event.PARK: AttemptStatus.PARKED,
 }
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import functools
+import inspect
 import logging
 import os
 import random
@@ -28,6 +29,7 @@ from duetime.client import App, Task
 from duetime.core.clock import Clock
 from duetime.core.errors import StaleAttempt
 from duetime.core.models import Claim, Job, Outcome
+from duetime.core.reconcile import Reconcile, lost_attempt_to_reconcile, outcome_for
 from duetime.core.retry import ErrorCategory, Failure, RetryPolicy, classify, decide
 from duetime.core.states import ATTEMPT_END, Event
 from duetime.logs import log_event
@@ -47,6 +49,7 @@ class WorkerStats:
     retried: int = 0
     dead: int = 0
     cancelled: int = 0
+    parked: int = 0
     stale_rejected: int = 0  # outcomes refused because another attempt holds the job now
     leases_lost: int = 0
     reaped: int = 0
@@ -318,6 +321,10 @@ class Worker:
                     f"no handler for task {job.task!r} in this worker; register it with "
                     "@app.task or run a worker whose app knows it"
                 )
+            if task.reconcile is not None and job.generation > 1:
+                settled = await self._reconcile(running, task)
+                if settled is not None:
+                    return settled
             running.handler, started = self._invoke(task, running.ctx, job.args)
             await started  # a sync handler may wait for a free thread; its timeout starts now
             await asyncio.wait_for(asyncio.shield(running.handler), job.timeout_seconds)
@@ -361,6 +368,40 @@ class Worker:
                 return Outcome(Event.SUCCEED)
             failure = classify(exc, policy)
         return self._failed(failure, job, policy)
+
+    async def _reconcile(self, running: _Running, task: Task) -> Outcome | None:
+        """Ask the task's reconcile hook about a lost earlier attempt, before running again."""
+        job = running.claim.job
+        full = await self._call(functools.partial(self.store.get_job, job.id))
+        if full is None or task.reconcile is None:
+            return None
+        lost = lost_attempt_to_reconcile(full.attempt_history, job.generation)
+        if lost is None:
+            return None
+        hook = task.reconcile
+        context = contextvars.copy_context()
+        context.run(set_current, running.ctx)
+        try:
+            if inspect.iscoroutinefunction(hook):
+                answer = await asyncio.get_running_loop().create_task(
+                    hook(full, lost), context=context
+                )
+            else:
+                answer = await asyncio.get_running_loop().run_in_executor(
+                    self._handlers, functools.partial(context.run, hook, full, lost)
+                )
+            verdict = Reconcile(answer)
+        except Exception as exc:
+            failure = Failure(
+                ErrorCategory.RECONCILE_FAILED,
+                f"the reconcile hook failed: {type(exc).__name__}: {exc}",
+                "".join(traceback.format_exception(exc)),
+            )
+            return self._failed(failure, job, RetryPolicy(job.retry_base, job.retry_cap))
+        log_event(
+            log, "job.reconciled", **_ids(running.claim), lost=lost.generation, answer=str(verdict)
+        )
+        return outcome_for(verdict, lost)
 
     def _failed(self, failure: Failure, job: Job, policy: RetryPolicy) -> Outcome:
         decision = decide(
@@ -469,12 +510,14 @@ class Worker:
             Event.RETRY: "job.retry_scheduled",
             Event.GIVE_UP: "job.dead",
             Event.STOP: "job.cancelled",
+            Event.PARK: "job.parked",
         }[outcome.event]
         counter = {
             Event.SUCCEED: "succeeded",
             Event.RETRY: "retried",
             Event.GIVE_UP: "dead",
             Event.STOP: "cancelled",
+            Event.PARK: "parked",
         }[outcome.event]
         setattr(self.stats, counter, getattr(self.stats, counter) + 1)
         level = logging.WARNING if outcome.event is Event.GIVE_UP else logging.INFO

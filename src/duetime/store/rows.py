@@ -96,6 +96,8 @@ def _opt(value: Any, t: ToTime) -> datetime | None:
 
 
 ACTION_NAMES = {
+    Event.RESOLVE_DONE: "resolve (done)",
+    Event.RESOLVE_RETRY: "resolve (run again)",
     Event.CANCEL: "cancel",
     Event.RESCHEDULE: "reschedule",
     Event.REPLAY: "replay",

@@ -19,8 +19,7 @@ from duetime.core.reconcile import Reconcile
 from duetime.core.retry import ErrorCategory, PermanentError, Retry, RetryPolicy
 from duetime.core.states import AttemptStatus, JobStatus
 from duetime.runtime.context import AttemptContext, JobCancelled, current
-
-__version__ = "0.1.0"
+from duetime.version import __version__ as __version__
 
 __all__ = [
     "App",

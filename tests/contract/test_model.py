@@ -1,9 +1,19 @@
 """A model of the job store: random interleavings of every job operation, on each store.
 
 A hypothesis RuleBasedStateMachine drives a ManualClock and the store's job API: enqueue, claim,
-heartbeat, finish (with live and stale leases), the reaper, cancel, reschedule, replay and
-expire_overdue. An in-memory model predicts every answer from core.states.TRANSITIONS and the
-Store docstrings, and after every step the whole database is compared with the model.
+heartbeat, finish (live and stale leases, and the reaper's only_if_expired write), the Reaper,
+cancel, reschedule, replay and expire_overdue. An in-memory model predicts every answer from
+core.states.TRANSITIONS, the Store docstrings and docs/state-machine.md; after every step the
+whole database (jobs, attempt histories, reapable leases) is compared with the model.
+
+- Every example starts from an empty database and at most a handful of jobs, so that each job
+  goes through many moves (claim, cancel, retry, replay, claim again...); a few rules pick a
+  held or ended job on purpose, and the clock can jump exactly to the next due time, deadline
+  or lease end, so that the <= / < boundaries are met.
+- The reaper's jitter comes from a Random whose uniform() is a chosen fraction of its range,
+  so even the retry due time it writes is predicted to the microsecond.
+- The only thing learned from the store: which overdue jobs expire_overdue takes first when
+  its limit is smaller than their number (not specified).
 """
 
 from __future__ import annotations
@@ -589,7 +599,7 @@ def check_job_shape(job: Job, now: datetime, reapable: set[Lease]) -> None:
 
 
 @pytest.fixture
-def wipe(make_store: Callable[[], Store]) -> Iterator[tuple[Store, Callable[[], None]]]:
+def store_and_wipe(make_store: Callable[[], Store]) -> Iterator[tuple[Store, Callable[[], None]]]:
     """One store, and a function that empties its database (the fixture resets it per test)."""
     store = make_store()
     tables = ["duetime_attempts", "duetime_ticks", "duetime_jobs", "duetime_schedules"]
@@ -616,8 +626,8 @@ def machine_for(store: Store, clear: Callable[[], None]) -> type[StoreModel]:
     return type(name, (StoreModel,), {"store": store, "wipe": staticmethod(clear)})
 
 
-def test_store_agrees_with_the_model(wipe: tuple[Store, Callable[[], None]]) -> None:
-    store, clear = wipe
+def test_store_agrees_with_the_model(store_and_wipe: tuple[Store, Callable[[], None]]) -> None:
+    store, clear = store_and_wipe
     run_state_machine_as_test(machine_for(store, clear), settings=SETTINGS)
 
 

@@ -236,6 +236,45 @@ class Tick:
 
 
 @dataclass(frozen=True)
+class Node:
+    """A worker process as the store knows it: registered at start, heartbeated, stopped."""
+
+    id: str
+    hostname: str
+    pid: int
+    queues: tuple[str, ...] | None  # None: every queue
+    concurrency: int
+    duties: tuple[str, ...]
+    version: str
+    started_at: datetime
+    last_seen_at: datetime
+    stopped_at: datetime | None = None
+    holding: tuple[int, ...] = ()  # jobs it runs attempts of right now
+
+    def state(self, now: datetime, dead_after: float) -> str:
+        """stopped (shut down cleanly), dead (silent for dead_after seconds) or live."""
+        if self.stopped_at is not None:
+            return "stopped"
+        return "dead" if (now - self.last_seen_at).total_seconds() > dead_after else "live"
+
+    def to_json(self, now: datetime, dead_after: float) -> JSONObject:
+        return {
+            "id": self.id,
+            "state": self.state(now, dead_after),
+            "hostname": self.hostname,
+            "pid": self.pid,
+            "queues": list(self.queues) if self.queues is not None else None,
+            "concurrency": self.concurrency,
+            "duties": list(self.duties),
+            "version": self.version,
+            "started_at": _iso(self.started_at),
+            "last_seen_at": _iso(self.last_seen_at),
+            "stopped_at": _iso(self.stopped_at),
+            "holding": list(self.holding),
+        }
+
+
+@dataclass(frozen=True)
 class JobFilter:
     tenant: str | None = None  # None: every tenant (operators only)
     status: JobStatus | None = None

@@ -28,7 +28,7 @@ from typing import Any, TypeVar
 from duetime.client import App, Task
 from duetime.core.clock import Clock
 from duetime.core.errors import StaleAttempt
-from duetime.core.models import Claim, Job, Outcome
+from duetime.core.models import Claim, Job, Node, Outcome
 from duetime.core.reconcile import Reconcile, lost_attempt_to_reconcile, outcome_for
 from duetime.core.retry import ErrorCategory, Failure, RetryPolicy, classify, decide
 from duetime.core.states import ATTEMPT_END, Event
@@ -37,6 +37,7 @@ from duetime.runtime.context import AttemptContext, JobCancelled, set_current
 from duetime.runtime.planner import Planner
 from duetime.runtime.reaper import Reaper
 from duetime.store.base import Store
+from duetime.version import __version__
 
 log = logging.getLogger("duetime.worker")
 T = TypeVar("T")
@@ -127,6 +128,7 @@ class Worker:
     async def run(self, stop: asyncio.Event) -> None:
         """Work until `stop` is set, then shut down gracefully within the grace period."""
         self._wake = asyncio.Event()
+        await self._call(functools.partial(self.store.register_node, self.node(), self.clock.now()))
         log_event(
             log,
             "worker.started",
@@ -137,6 +139,7 @@ class Worker:
         duties: list[asyncio.Task[Any]] = [
             asyncio.create_task(self._claim_loop(), name="duetime-claim"),
             asyncio.create_task(self._reap_loop(), name="duetime-reap"),
+            asyncio.create_task(self._node_loop(), name="duetime-node"),
         ]
         if self.planner is not None:
             synced = await self._call(self.app.sync_schedules)
@@ -159,6 +162,10 @@ class Worker:
         await self._drain()
         beats.cancel()
         await asyncio.gather(beats, *duties, return_exceptions=True)
+        try:
+            self.store.stop_node(self.worker_id, self.clock.now())
+        except Exception:
+            log.warning("could not mark this node stopped", exc_info=True)
         self._io.shutdown(wait=True)
         self._handlers.shutdown(wait=False, cancel_futures=True)
         log_event(log, "worker.stopped", worker=self.worker_id, **vars(self.stats))
@@ -248,6 +255,32 @@ class Worker:
             except Exception:
                 log.exception("reaper run failed; trying again next interval")
             await asyncio.sleep(self.reap_interval)
+
+    def node(self) -> Node:
+        """This worker as a node of the cluster (see `duetime nodes`)."""
+        now = self.clock.now()
+        duties = ("worker", "reaper", "planner") if self.planner else ("worker", "reaper")
+        return Node(
+            id=self.worker_id,
+            hostname=socket.gethostname(),
+            pid=os.getpid(),
+            queues=tuple(self.queues) if self.queues else None,
+            concurrency=self.concurrency,
+            duties=duties,
+            version=__version__,
+            started_at=now,
+            last_seen_at=now,
+        )
+
+    async def _node_loop(self) -> None:
+        while True:
+            await asyncio.sleep(NODE_HEARTBEAT_SECONDS)
+            try:
+                await self._call(
+                    functools.partial(self.store.touch_node, self.worker_id, self.clock.now())
+                )
+            except Exception:
+                log.warning("node heartbeat failed; trying again", exc_info=True)
 
     async def _plan_loop(self) -> None:
         assert self.planner is not None
@@ -543,6 +576,7 @@ class Worker:
 
 
 CANCEL_CHECK_SECONDS = 2.0
+NODE_HEARTBEAT_SECONDS = 5.0  # `duetime nodes` calls a node dead after 30 s of silence
 
 
 def _renew_after(running: _Running) -> float:

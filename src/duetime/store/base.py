@@ -24,6 +24,7 @@ from duetime.core.models import (
     Lease,
     LeaseState,
     NewJob,
+    Node,
     Outcome,
     Tick,
 )
@@ -199,4 +200,22 @@ class Store(Protocol):
 
     def latest_run(self, schedule_id: int) -> Job | None:
         """The newest occurrence (by nominal time) that started at least once, with attempts."""
+        ...
+
+    # -- nodes --------------------------------------------------------------------------------
+
+    def register_node(self, node: Node, now: datetime) -> None:
+        """Insert or revive the node's row (last_seen_at = now, not stopped)."""
+        ...
+
+    def touch_node(self, node_id: str, now: datetime) -> None:
+        """The node's heartbeat: last_seen_at = now."""
+        ...
+
+    def stop_node(self, node_id: str, now: datetime) -> None:
+        """The node shut down cleanly."""
+        ...
+
+    def list_nodes(self, limit: int = 200) -> list[Node]:
+        """Nodes, newest first, each with the jobs it holds running attempts of."""
         ...

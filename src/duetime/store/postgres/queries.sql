@@ -286,3 +286,24 @@ LIMIT 1;
 
 -- name: schema_version
 SELECT COALESCE(MAX(version), 0) AS version FROM duetime_migrations;
+
+-- name: upsert_node
+INSERT INTO duetime_nodes (id, hostname, pid, queues, concurrency, duties, version, started_at,
+    last_seen_at)
+VALUES (%(id)s, %(hostname)s, %(pid)s, %(queues)s::jsonb, %(concurrency)s, %(duties)s::jsonb,
+    %(version)s, %(now)s, %(now)s)
+ON CONFLICT (id) DO UPDATE SET last_seen_at = excluded.last_seen_at, stopped_at = NULL;
+
+-- name: touch_node
+UPDATE duetime_nodes SET last_seen_at = %(now)s WHERE id = %(id)s;
+
+-- name: stop_node
+UPDATE duetime_nodes SET last_seen_at = %(now)s, stopped_at = %(now)s WHERE id = %(id)s;
+
+-- name: list_nodes
+SELECT n.*,
+       ARRAY(SELECT a.job_id FROM duetime_attempts a
+             WHERE a.worker_id = n.id AND a.status = 'running' ORDER BY a.job_id) AS holding
+FROM duetime_nodes n
+ORDER BY n.started_at DESC
+LIMIT %(limit)s;

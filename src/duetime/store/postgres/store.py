@@ -33,6 +33,7 @@ from duetime.core.models import (
     Lease,
     LeaseState,
     NewJob,
+    Node,
     Outcome,
     Tick,
 )
@@ -696,6 +697,52 @@ class PostgresStore(SchemaChecks):
         with self._tx(snapshot=True) as cur:
             row = cur.execute(self._q["latest_run"], {"schedule_id": schedule_id}).fetchone()
             return self._load(cur, row["id"], None, True) if row is not None else None
+
+    # -- nodes ------------------------------------------------------------------------------
+
+    def register_node(self, node: Node, now: datetime) -> None:
+        with self._tx() as cur:
+            cur.execute(
+                self._q["upsert_node"],
+                {
+                    "id": node.id,
+                    "hostname": node.hostname,
+                    "pid": node.pid,
+                    "queues": json.dumps(list(node.queues)) if node.queues is not None else None,
+                    "concurrency": node.concurrency,
+                    "duties": json.dumps(list(node.duties)),
+                    "version": node.version,
+                    "now": now,
+                },
+            )
+
+    def touch_node(self, node_id: str, now: datetime) -> None:
+        with self._tx() as cur:
+            cur.execute(self._q["touch_node"], {"id": node_id, "now": now})
+
+    def stop_node(self, node_id: str, now: datetime) -> None:
+        with self._tx() as cur:
+            cur.execute(self._q["stop_node"], {"id": node_id, "now": now})
+
+    def list_nodes(self, limit: int = 200) -> list[Node]:
+        with self._tx() as cur:
+            rows = cur.execute(self._q["list_nodes"], {"limit": limit}).fetchall()
+        return [
+            Node(
+                id=r["id"],
+                hostname=r["hostname"],
+                pid=r["pid"],
+                queues=tuple(r["queues"]) if r["queues"] is not None else None,
+                concurrency=r["concurrency"],
+                duties=tuple(r["duties"]),
+                version=r["version"],
+                started_at=_utc(r["started_at"]),
+                last_seen_at=_utc(r["last_seen_at"]),
+                stopped_at=_utc(r["stopped_at"]) if r["stopped_at"] is not None else None,
+                holding=tuple(r["holding"]),
+            )
+            for r in rows
+        ]
 
 
 @contextmanager

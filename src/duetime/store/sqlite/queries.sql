@@ -225,3 +225,23 @@ LIMIT 1;
 
 -- name: schema_version
 SELECT COALESCE(MAX(version), 0) FROM duetime_migrations;
+
+-- name: upsert_node
+INSERT INTO duetime_nodes (id, hostname, pid, queues, concurrency, duties, version, started_at,
+    last_seen_at)
+VALUES (:id, :hostname, :pid, :queues, :concurrency, :duties, :version, :now, :now)
+ON CONFLICT (id) DO UPDATE SET last_seen_at = excluded.last_seen_at, stopped_at = NULL;
+
+-- name: touch_node
+UPDATE duetime_nodes SET last_seen_at = :now WHERE id = :id;
+
+-- name: stop_node
+UPDATE duetime_nodes SET last_seen_at = :now, stopped_at = :now WHERE id = :id;
+
+-- name: list_nodes
+SELECT n.*,
+       (SELECT json_group_array(a.job_id) FROM duetime_attempts a
+        WHERE a.worker_id = n.id AND a.status = 'running') AS holding
+FROM duetime_nodes n
+ORDER BY n.started_at DESC
+LIMIT :limit;

@@ -29,6 +29,7 @@ from duetime.core.models import (
     Lease,
     LeaseState,
     NewJob,
+    Node,
     Outcome,
     Tick,
 )
@@ -600,6 +601,52 @@ class SQLiteStore(SchemaChecks):
         with self._tx("DEFERRED") as conn:
             row = conn.execute(self._q["latest_run"], {"schedule_id": schedule_id}).fetchone()
             return self._load(conn, row["id"], None, True) if row else None
+
+    # -- nodes ------------------------------------------------------------------------------
+
+    def register_node(self, node: Node, now: datetime) -> None:
+        with self._tx() as conn:
+            conn.execute(
+                self._q["upsert_node"],
+                {
+                    "id": node.id,
+                    "hostname": node.hostname,
+                    "pid": node.pid,
+                    "queues": json.dumps(list(node.queues)) if node.queues is not None else None,
+                    "concurrency": node.concurrency,
+                    "duties": json.dumps(list(node.duties)),
+                    "version": node.version,
+                    "now": to_us(now),
+                },
+            )
+
+    def touch_node(self, node_id: str, now: datetime) -> None:
+        with self._tx() as conn:
+            conn.execute(self._q["touch_node"], {"id": node_id, "now": to_us(now)})
+
+    def stop_node(self, node_id: str, now: datetime) -> None:
+        with self._tx() as conn:
+            conn.execute(self._q["stop_node"], {"id": node_id, "now": to_us(now)})
+
+    def list_nodes(self, limit: int = 200) -> list[Node]:
+        with self._tx("DEFERRED") as conn:
+            rows = conn.execute(self._q["list_nodes"], {"limit": limit}).fetchall()
+        return [
+            Node(
+                id=r["id"],
+                hostname=r["hostname"],
+                pid=r["pid"],
+                queues=tuple(json.loads(r["queues"])) if r["queues"] is not None else None,
+                concurrency=r["concurrency"],
+                duties=tuple(json.loads(r["duties"])),
+                version=r["version"],
+                started_at=from_us(r["started_at"]),
+                last_seen_at=from_us(r["last_seen_at"]),
+                stopped_at=from_us(r["stopped_at"]) if r["stopped_at"] is not None else None,
+                holding=tuple(sorted(json.loads(r["holding"]))),
+            )
+            for r in rows
+        ]
 
 
 def _schedule(row: sqlite3.Row) -> Schedule:

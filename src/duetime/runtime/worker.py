@@ -174,6 +174,7 @@ class Worker:
 
     async def _claim_loop(self) -> None:
         assert self._wake is not None
+        backoff = 0.0  # grows while the database is unreachable
         while not self._stopping:
             free = self.concurrency - len(self._running) - self._orphans
             claimed = 0
@@ -188,9 +189,18 @@ class Worker:
                             now=self.clock.now(),
                         )
                     )
-                except Exception:
-                    log.exception("claim failed; retrying after the poll interval")
+                    backoff = 0.0
+                except Exception as exc:
+                    backoff = min(max(backoff * 2, self.poll_interval), 10.0)
+                    log_event(
+                        log,
+                        "claim.failed",
+                        logging.WARNING,
+                        error=repr(exc)[:200],
+                        retry_in_s=backoff,
+                    )
                     claims = []
+                    await asyncio.sleep(backoff)
                 for claim in claims:
                     self._start(claim)
                 claimed = len(claims)
@@ -502,19 +512,29 @@ class Worker:
         could be (the lease then lapses and the reaper retries the job)."""
         claim = running.claim
         delay = 0.1
+        # fencing keeps a late write safe, so keep trying well past the lease: the outcome is
+        # worth recording (a stale one is then refused and kept as a late report)
+        give_up = time.monotonic() + max(120.0, 4 * claim.job.lease_seconds)
         while True:
             try:
                 applied = await self._call(
                     functools.partial(self.store.finish, claim.lease, outcome, self.clock.now())
                 )
                 break
-            except Exception:
-                if delay > 10:
+            except Exception as exc:
+                if time.monotonic() > give_up:
                     log.exception("could not record outcome; the lease will expire and be reaped")
                     return None
-                log.warning("recording outcome failed; retrying in %.1fs", delay, exc_info=True)
+                log_event(
+                    log,
+                    "outcome.retrying",
+                    logging.WARNING,
+                    **_ids(claim),
+                    error=repr(exc)[:200],
+                    retry_in_s=round(delay, 1),
+                )
                 await asyncio.sleep(delay)
-                delay *= 2
+                delay = min(delay * 2, 5.0)
         return bool(applied)
 
     def _report(self, running: _Running, outcome: Outcome, seconds: float, applied: bool) -> None:

@@ -136,6 +136,8 @@ class PostgresStore(SchemaChecks):
             max_size=max_size,
             open=True,
             kwargs={"autocommit": False},
+            # a connection that died (server restart, network drop) is replaced on checkout
+            check=ConnectionPool.check_connection,
             name="duetime",
         )
 

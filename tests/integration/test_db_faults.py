@@ -1,0 +1,72 @@
+"""Dropped database connections: workers reconnect by themselves and lose nothing."""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+
+import psycopg
+import pytest
+
+from duetime import App
+from integration.apps.itapp import make_app
+from integration.procs import Processes, migrate, query, scalar
+
+JOBS = 2000
+
+
+@pytest.fixture
+def pg_url(pg_database_url: str) -> Iterator[str]:
+    from conftest import reset_postgres
+
+    reset_postgres(pg_database_url)
+    migrate(pg_database_url)
+    yield pg_database_url
+
+
+def drop_connections(url: str) -> int:
+    """Terminate every other session on this database, as a failover or a proxy would."""
+    with psycopg.connect(url, autocommit=True) as conn:
+        rows = conn.execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+            "WHERE datname = current_database() AND pid <> pg_backend_pid()"
+        ).fetchall()
+    return len(rows)
+
+
+def test_workers_survive_dropped_connections(pg_url: str, procs: Processes, tmp_path: Path) -> None:
+    app: App = make_app(pg_url)
+    try:
+        app.enqueue_many("drain.record", [{} for _ in range(JOBS)])
+        workers = [procs.worker(pg_url, "--concurrency", "10") for _ in range(2)]
+        dropped = 0
+        deadline = time.monotonic() + 240
+        drops_done = 0
+        while True:
+            done = int(
+                scalar(pg_url, "SELECT count(*) FROM duetime_jobs WHERE status = 'succeeded'")
+            )
+            if done >= JOBS:
+                break
+            assert time.monotonic() < deadline, f"only {done} of {JOBS} jobs succeeded"
+            assert all(w.alive() for w in workers), workers[0].tail()
+            if drops_done < 3 and done >= (drops_done + 1) * JOBS // 5:
+                dropped += drop_connections(pg_url)
+                drops_done += 1
+            time.sleep(0.2)
+        assert drops_done == 3 and dropped >= 3
+        for w in workers:
+            assert w.terminate_and_wait() == 0, w.tail()
+        per_job = Counter(
+            job_id
+            for (job_id,) in query(
+                pg_url, "SELECT job_id FROM duetime_attempts WHERE status = 'succeeded'"
+            )
+        )
+        assert len(per_job) == JOBS and max(per_job.values()) == 1
+        statuses = dict(query(pg_url, "SELECT status, count(*) FROM duetime_jobs GROUP BY status"))
+        assert statuses == {"succeeded": JOBS}
+    finally:
+        app.close()

@@ -61,12 +61,20 @@ from jobhelpers import claim_one, enqueue
 START = datetime(2026, 1, 1, tzinfo=UTC)
 WORKERS = ["w1", "w2", "w3"]
 QUEUES = ["a", "b"]
-WORKER_EVENTS = [Event.SUCCEED, Event.RETRY, Event.GIVE_UP, Event.STOP]
+WORKER_EVENTS = [Event.SUCCEED, Event.RETRY, Event.GIVE_UP, Event.STOP, Event.PARK]
 ERROR_OF = {
     Event.RETRY: ErrorCategory.RETRYABLE,
     Event.GIVE_UP: ErrorCategory.PERMANENT,
     Event.STOP: ErrorCategory.CANCELLED,
+    Event.PARK: ErrorCategory.UNKNOWN_OUTCOME,
 }
+OPERATOR_EVENTS = [
+    Event.CANCEL,
+    Event.RESCHEDULE,
+    Event.REPLAY,
+    Event.RESOLVE_DONE,
+    Event.RESOLVE_RETRY,
+]
 MAX_JOBS = 4  # few jobs, so that each one lives through many moves
 RETRY_BASE, RETRY_CAP = 10.0, 3600.0  # RetryPolicy() defaults, which TaskDefaults uses
 
@@ -253,7 +261,7 @@ class StoreModel(RuleBasedStateMachine):
     @initialize(target=jobs, specs=st.lists(job_specs, min_size=1, max_size=3))
     def start(self, specs: list[dict[str, Any]]) -> Any:
         missing = 10**9
-        for event in (Event.CANCEL, Event.RESCHEDULE, Event.REPLAY):
+        for event in OPERATOR_EVENTS:
             with pytest.raises(JobNotFound):
                 self.store.transition(missing, event, self.now, due_at=self.now)
         return self.enqueue(specs)
@@ -517,20 +525,17 @@ class StoreModel(RuleBasedStateMachine):
         job = self.store.transition(job_id, event, now, due_at=due_at)
         same_job(job, m)
 
-    @rule(
-        job_id=jobs,
-        event=st.sampled_from([Event.CANCEL, Event.RESCHEDULE, Event.REPLAY]),
-        delay=st.none() | seconds_0_60,
-    )
+    @rule(job_id=jobs, event=st.sampled_from(OPERATOR_EVENTS), delay=st.none() | seconds_0_60)
     def operate(self, job_id: int, event: Event, delay: int | None) -> None:
-        """CANCEL ignores delay; RESCHEDULE to now + delay (now if None); REPLAY likewise."""
+        """RESCHEDULE to now + delay (now if None); REPLAY likewise; the others take no due
+        time, as the client passes none (a resolved job keeps its due time: it is past)."""
         due = None if delay is None else self.now + timedelta(seconds=delay)
-        if event is Event.CANCEL:
-            self._operator(job_id, event, None, None)
-        elif event is Event.RESCHEDULE:
+        if event is Event.RESCHEDULE:
             self._operator(job_id, event, due or self.now, due or self.now)
-        else:  # REPLAY: due now unless given
+        elif event is Event.REPLAY:
             self._operator(job_id, event, due, due or self.now)
+        else:
+            self._operator(job_id, event, None, None)
 
     @precondition(lambda self: self._held())
     @rule(data=st.data())
@@ -539,6 +544,14 @@ class StoreModel(RuleBasedStateMachine):
         self._operator(
             data.draw(st.sampled_from(self._held()), label="job"), Event.CANCEL, None, None
         )
+
+    def _parked(self) -> list[int]:
+        return sorted(m.id for m in self.model.values() if m.status is JobStatus.PARKED)
+
+    @precondition(lambda self: self._parked())
+    @rule(data=st.data(), event=st.sampled_from([Event.RESOLVE_DONE, Event.RESOLVE_RETRY]))
+    def resolve_parked(self, data: st.DataObject, event: Event) -> None:
+        self._operator(data.draw(st.sampled_from(self._parked()), label="job"), event, None, None)
 
     def _ended(self) -> list[int]:
         return sorted(m.id for m in self.model.values() if m.status in TRANSITIONS[Event.REPLAY])

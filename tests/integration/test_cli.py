@@ -127,7 +127,7 @@ def test_enqueue_prints_the_job_and_a_key_returns_the_same_job(db_url: str) -> N
         "attempts": 0,
         "generation": 0,
         "idempotency_key": "k",
-        "business_key": "report.send:k",
+        "business_key": "default/report.send:k",
         "attempt_history": [],
     }
     assert isinstance(job["id"], int)

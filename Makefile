@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-unit test-contract test-integration lint typecheck clean
+.PHONY: demo test test-unit test-contract test-integration lint typecheck clean chaos chaos-long
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -26,6 +26,19 @@ test-contract: $(STAMP)
 
 test-integration: $(STAMP)
 	$(BIN)/pytest tests/integration
+
+# fault-injection run on a private PostgreSQL, judged by the history checker (docs/chaos.md)
+CHAOS_JOBS ?= 2000
+CHAOS_DURATION ?= 45
+CHAOS_WORKERS ?= 3
+CHAOS_REPORT ?=
+chaos: $(STAMP)
+	$(BIN)/python -m duetime.chaos.run --jobs $(CHAOS_JOBS) --duration $(CHAOS_DURATION) \
+		--workers $(CHAOS_WORKERS) $(if $(CHAOS_REPORT),--report $(CHAOS_REPORT))
+
+chaos-long: $(STAMP)
+	$(BIN)/python -m duetime.chaos.run --jobs 100000 --duration 600 --workers 4 \
+		--concurrency 16 --drain-timeout 600 --report $(or $(CHAOS_REPORT),chaos-long-report.json)
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests examples

@@ -12,6 +12,7 @@ import logging
 import os
 import signal
 import sys
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -19,7 +20,7 @@ from typing import Any
 from duetime import cli_schedules, logs
 from duetime.cli_support import json_object, make_app, out, table
 from duetime.client import App
-from duetime.core.errors import ConfigurationError
+from duetime.core.errors import ConfigurationError, StoreUnavailable
 from duetime.core.models import Job, attempt_to_json
 from duetime.core.requests import parse_duration
 from duetime.core.states import JobStatus
@@ -128,6 +129,7 @@ def cmd_worker(args: argparse.Namespace) -> int:
 
     logs.configure(args.log_level, args.log_format)
     app = make_app(args)
+    _wait_for_store(app)
     queues = [q for item in args.queues or [] for q in item.split(",") if q]
     worker = Worker(
         app,
@@ -168,6 +170,22 @@ def cmd_worker(args: argparse.Namespace) -> int:
         os._exit(0)
     app.close()
     return 0
+
+
+def _wait_for_store(app: App) -> None:
+    """A worker started while its database is down waits for it (a bad URL fails at once)."""
+    delay = 1.0
+    # nothing runs yet, so a stop request while waiting simply ends the process cleanly
+    previous = signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+    while True:
+        try:
+            app.store  # noqa: B018 - opens and checks the store
+            signal.signal(signal.SIGTERM, previous)
+            return
+        except StoreUnavailable as exc:
+            log.warning("database unavailable (%s); retrying in %.0fs", exc, delay)
+            time.sleep(delay)
+            delay = min(delay * 2, 30.0)
 
 
 def cmd_enqueue(args: argparse.Namespace) -> int:

@@ -42,7 +42,12 @@ def configure(level: str = "INFO", fmt: str = "text") -> None:
         handler.setFormatter(JSONFormatter())
     else:
         handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s %(message)s"))
-    root = logging.getLogger("duetime")
+    # one handler on the root logger, so libraries' warnings (psycopg's pool during an outage)
+    # come out in the same format; duetime's own records at the chosen level
+    root = logging.getLogger()
     root.handlers[:] = [handler]
-    root.setLevel(level.upper())
-    root.propagate = False
+    root.setLevel(logging.WARNING)
+    ours = logging.getLogger("duetime")
+    ours.handlers[:] = []
+    ours.setLevel(level.upper())
+    ours.propagate = True

@@ -6,23 +6,22 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 
+import psycopg
 import pytest
 
-from duetime.chaos.run import _find_bin_dir
-
-
-def _have_postgres() -> bool:
-    try:
-        _find_bin_dir()
-    except RuntimeError:
-        return False
-    return True
+from duetime import App
+from duetime.chaos import checker
+from duetime.chaos.app import create_tables
+from duetime.core.models import Outcome
+from duetime.core.states import Event
+from duetime.store import open_store
 
 
 @pytest.mark.timeout(240)
-@pytest.mark.skipif(not _have_postgres(), reason="needs initdb/pg_ctl (install postgresql)")
 def test_short_chaos_run_passes_the_history_checker(tmp_path: Path) -> None:
     report_path = tmp_path / "report.json"
     done = subprocess.run(
@@ -67,3 +66,84 @@ def test_short_chaos_run_passes_the_history_checker(tmp_path: Path) -> None:
     assert counts["accepted_by_driver"] == 1500
     assert counts["lost_attempts"] >= 1, "the faults never cost an attempt: they did not bite"
     assert check["violation_totals"] == {}
+
+
+@pytest.fixture
+def chaos_db() -> Iterator[str]:
+    """A fresh, migrated PostgreSQL database with the chaos tables."""
+    import pgserver
+
+    url = pgserver.create_database("duetime_chaos")
+    try:
+        store = open_store(url)
+        try:
+            store.migrate()
+        finally:
+            store.close()
+        create_tables(url)
+        yield url
+    finally:
+        pgserver.drop_database(url)
+
+
+def _one_succeeded_effect_job(url: str) -> int:
+    """Run one chaos.effect job by hand, as a worker would: log, effect, fenced success."""
+    app = App(url)
+    app.task(lambda n, kind: None, name="chaos.effect", lease=3)
+    try:
+        job = app.enqueue("chaos.effect", {"n": 0, "kind": "immediate"})
+        [claim] = app.store.claim(
+            worker_id="host:4242:abc", queues=None, limit=1, now=datetime.now(UTC)
+        )
+        with psycopg.connect(url, autocommit=True) as conn:
+            conn.execute(
+                "INSERT INTO chaos_accepted VALUES (%s, 'immediate', 'chaos.effect', %s, NULL, %s)",
+                (job.id, job.due_at, datetime.now(UTC)),
+            )
+            conn.execute(
+                "INSERT INTO chaos_executions (job_id, generation, attempt, business_key, task,"
+                " kind, pid, started_at, due_at) VALUES (%s, 1, 1, %s, 'chaos.effect',"
+                " 'immediate', 4242, %s, %s)",
+                (job.id, job.business_key, datetime.now(UTC), job.due_at),
+            )
+        with app.store.completion(
+            claim.lease, Outcome(Event.SUCCEED), lambda: datetime.now(UTC)
+        ) as conn:
+            conn.execute(
+                "INSERT INTO chaos_effects (job_id, generation, business_key, pid)"
+                " VALUES (%s, 1, %s, 4242)",
+                (job.id, job.business_key),
+            )
+        return job.id
+    finally:
+        app.close()
+
+
+def test_checker_passes_a_clean_history_and_flags_a_double_effect(
+    chaos_db: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    job_id = _one_succeeded_effect_job(chaos_db)
+    report = checker.check(chaos_db)
+    assert report.ok, report.text()
+    assert report.counts["local_effects"] == 1
+    assert report.counts["lost_jobs"] == 0
+
+    with psycopg.connect(chaos_db, autocommit=True) as conn:
+        conn.execute(
+            "INSERT INTO chaos_effects (job_id, generation, business_key, pid)"
+            " SELECT id, 2, business_key, 4243 FROM duetime_jobs WHERE id = %s",
+            (job_id,),
+        )
+        conn.execute(
+            "INSERT INTO chaos_executions (job_id, generation, attempt, business_key, task,"
+            " kind, pid, started_at, due_at) SELECT id, 1, 1, business_key, task, 'immediate',"
+            " 4243, due_at - interval '1 second', due_at FROM duetime_jobs WHERE id = %s",
+            (job_id,),
+        )
+    assert checker.main(["--database-url", chaos_db]) == 1
+    out = capsys.readouterr().out
+    assert "FAIL" in out
+    assert "VIOLATION local_effect_not_once" in out
+    assert "VIOLATION business_key_effect_twice" in out
+    assert "VIOLATION attempt_executed_twice" in out
+    assert "VIOLATION executed_before_due" in out

@@ -70,3 +70,15 @@ def test_workers_survive_dropped_connections(pg_url: str, procs: Processes, tmp_
         assert statuses == {"succeeded": JOBS}
     finally:
         app.close()
+
+
+def test_a_worker_started_while_the_database_is_down_waits_for_it(procs: Processes) -> None:
+    worker = procs.worker("postgresql://postgres@127.0.0.1:1/postgres")
+    deadline = time.monotonic() + 20
+    while "database unavailable" not in "".join(worker.lines()):
+        assert worker.alive(), worker.tail()
+        assert time.monotonic() < deadline, worker.tail()
+        time.sleep(0.2)
+    time.sleep(1.5)
+    assert worker.alive(), "the worker gave up instead of waiting"
+    assert worker.terminate_and_wait(timeout=10) == 0, worker.tail()

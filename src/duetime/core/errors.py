@@ -63,3 +63,7 @@ class SchemaError(DuetimeError):
 
 class ConfigurationError(DuetimeError):
     """duetime was set up wrongly (bad URL, missing driver, unknown app)."""
+
+
+class StoreUnavailable(ConfigurationError):
+    """The database server could not be reached (it may come back: retrying can help)."""

@@ -137,10 +137,12 @@ class Store(Protocol):
         tenant: str | None = None,
         due_at: datetime | None = None,
     ) -> Job:
-        """An operator's move (CANCEL, RESCHEDULE, REPLAY): conditional on the current status.
+        """An operator's move (CANCEL, RESCHEDULE, REPLAY, RESOLVE_DONE, RESOLVE_RETRY, and
+        the planner's RELEASE): conditional on the current status.
 
-        RESCHEDULE sets due_at; REPLAY sets due_at (default now) and starts a new attempt
-        budget (attempts = 0) while generation keeps counting. Every move bumps version.
+        RESCHEDULE sets due_at. REPLAY and RESOLVE_RETRY set due_at (default now), start a new
+        attempt budget (attempts = 0) while generation keeps counting, and drop a deadline
+        that has passed. Every move bumps version.
         Raises JobNotFound, or IllegalTransition when the status forbids the move.
         """
         ...

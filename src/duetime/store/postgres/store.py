@@ -22,6 +22,7 @@ from duetime.core.errors import (
     JobNotFound,
     ScheduleNotFound,
     StaleAttempt,
+    StoreUnavailable,
 )
 from duetime.core.models import (
     Attempt,
@@ -127,7 +128,7 @@ class PostgresStore(SchemaChecks):
         try:  # fail fast and clearly when the server is not there
             psycopg.connect(url, connect_timeout=10).close()
         except psycopg.Error as exc:
-            raise ConfigurationError(
+            raise StoreUnavailable(
                 f"cannot connect to PostgreSQL at {_describe(url)}: {_reason(exc)}"
             ) from None
         self._pool: ConnectionPool[psycopg.Connection[TupleRow]] = ConnectionPool(
@@ -464,7 +465,7 @@ class PostgresStore(SchemaChecks):
         tenant: str | None = None,
         due_at: datetime | None = None,
     ) -> Job:
-        replay = event is Event.REPLAY
+        replay = event in (Event.REPLAY, Event.RESOLVE_RETRY)  # a fresh start, due now
         if replay and due_at is None:
             due_at = now
         with self._tx() as cur:

@@ -379,7 +379,7 @@ class SQLiteStore(SchemaChecks):
         tenant: str | None = None,
         due_at: datetime | None = None,
     ) -> Job:
-        replay = event is Event.REPLAY
+        replay = event in (Event.REPLAY, Event.RESOLVE_RETRY)  # a fresh start, due now
         if replay and due_at is None:
             due_at = now
         with self._tx() as conn:

@@ -1,0 +1,350 @@
+"""The history checker: judge a chaos run from the store and the execution log.
+
+    python -m duetime.chaos.checker --database-url URL [--json]
+
+Reads duetime's tables and the chaos tables (see duetime.chaos.app) and verifies:
+
+* every accepted job exists and reached a terminal state (parked jobs are counted apart);
+* no job has more than one succeeded attempt, and a succeeded job's success is its last
+  generation's;
+* every late report (`late_outcome`) belongs to an attempt that did not succeed: stale
+  completions were rejected;
+* every local effect applied exactly once per succeeded job of an effect task, by the
+  succeeding generation, and never for a job that did not succeed; no business key twice;
+* every external effect is at the provider once per business key, for every succeeded
+  provider job;
+* no schedule tick has two occurrences;
+* every execution belongs to a recorded attempt, no attempt executed twice, and executions
+  beyond one per job are explained by how their attempt ended (lease lost after a crash, a
+  pause or a database outage; a failure), each counted;
+* no execution started before its due time; no attempt started at or after the job's deadline.
+
+Exit status 1 on any violation, 0 otherwise.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections import Counter, defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import psycopg
+
+from duetime.chaos.app import EFFECT_TASKS, PROVIDER_TASKS
+
+TERMINAL = ("succeeded", "dead", "cancelled", "expired")
+SAMPLE = 10  # violations listed per check
+
+
+@dataclass
+class Report:
+    counts: dict[str, Any] = field(default_factory=dict)
+    violations: dict[str, list[str]] = field(default_factory=dict)
+    totals: dict[str, int] = field(default_factory=dict)  # violations per check
+
+    @property
+    def ok(self) -> bool:
+        return not self.totals
+
+    def violate(self, check: str, items: Sequence[str]) -> None:
+        if items:
+            self.totals[check] = len(items)
+            self.violations[check] = list(items[:SAMPLE])
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "ok": self.ok,
+            "counts": self.counts,
+            "violations": self.violations,
+            "violation_totals": self.totals,
+        }
+
+    def text(self) -> str:
+        lines = ["chaos history check: " + ("PASS" if self.ok else "FAIL")]
+        for key, value in self.counts.items():
+            if isinstance(value, dict):
+                inner = ", ".join(f"{k}={v}" for k, v in sorted(value.items())) or "none"
+                lines.append(f"  {key}: {inner}")
+            else:
+                lines.append(f"  {key}: {value}")
+        for check, items in self.violations.items():
+            lines.append(f"VIOLATION {check}: {self.totals[check]}")
+            lines.extend(f"    {item}" for item in items)
+        return "\n".join(lines)
+
+
+def _rows(conn: psycopg.Connection[Any], sql: str) -> list[tuple[Any, ...]]:
+    return [tuple(r) for r in conn.execute(sql).fetchall()]
+
+
+def check(database_url: str) -> Report:
+    with psycopg.connect(database_url, autocommit=True) as conn:
+        return _check(conn)
+
+
+def _check(conn: psycopg.Connection[Any]) -> Report:
+    report = Report()
+    jobs = {
+        r[0]: r
+        for r in _rows(
+            conn,
+            "SELECT id, task, status, generation, due_at, deadline_at, business_key, "
+            "schedule_id, nominal_at FROM duetime_jobs",
+        )
+    }
+    # (job_id, generation) -> (status, worker_id, started_at, error_category, late_outcome)
+    attempts = {
+        (r[0], r[1]): r[2:]
+        for r in _rows(
+            conn,
+            "SELECT job_id, generation, status, worker_id, started_at, error_category, "
+            "late_outcome FROM duetime_attempts",
+        )
+    }
+    accepted = {r[0]: r for r in _rows(conn, "SELECT job_id, kind, due_at FROM chaos_accepted")}
+    executions = _rows(
+        conn,
+        "SELECT id, job_id, generation, task, kind, pid, started_at, due_at FROM chaos_executions",
+    )
+    effects = _rows(conn, "SELECT job_id, generation, business_key FROM chaos_effects")
+    provider = _rows(conn, "SELECT business_key, job_id FROM chaos_provider")
+    calls = _rows(conn, "SELECT business_key, deduplicated FROM chaos_provider_calls")
+    faults = _rows(conn, "SELECT kind, pid FROM chaos_faults")
+    killed = {pid for kind, pid in faults if kind == "sigkill"}
+    paused = {pid for kind, pid in faults if kind == "sigstop"}
+
+    status_counts = Counter(j[2] for j in jobs.values())
+    report.counts["jobs"] = len(jobs)
+    report.counts["accepted_by_driver"] = len(accepted)
+    report.counts["jobs_by_status"] = dict(status_counts)
+    report.counts["accepted_by_kind"] = dict(Counter(a[1] for a in accepted.values()))
+    report.counts["parked"] = status_counts.get("parked", 0)
+    report.counts["attempts"] = len(attempts)
+    report.counts["attempts_by_status"] = dict(Counter(a[0] for a in attempts.values()))
+    report.counts["faults"] = dict(Counter(kind for kind, _ in faults))
+
+    # 1. every accepted job exists and is terminal
+    report.violate("accepted_job_missing", [f"job {i}" for i in sorted(accepted) if i not in jobs])
+    report.violate(
+        "job_not_terminal",
+        [
+            f"job {j[0]} ({j[1]}) is {j[2]}"
+            for j in jobs.values()
+            if j[2] not in TERMINAL and j[2] != "parked"
+        ],
+    )
+    report.counts["lost_jobs"] = report.totals.get("accepted_job_missing", 0) + report.totals.get(
+        "job_not_terminal", 0
+    )
+
+    # 2. at most one succeeded attempt per job, and it is the job's last generation
+    succeeded: dict[int, list[int]] = defaultdict(list)
+    for (job_id, generation), a in attempts.items():
+        if a[0] == "succeeded":
+            succeeded[job_id].append(generation)
+    report.violate(
+        "more_than_one_success",
+        [f"job {j}: generations {sorted(g)} succeeded" for j, g in succeeded.items() if len(g) > 1],
+    )
+    report.violate(
+        "success_not_last_generation",
+        [
+            f"job {j}: succeeded generation {g} but job generation is {jobs[j][3]}"
+            for j, gens in succeeded.items()
+            for g in gens
+            if j in jobs and g != jobs[j][3]
+        ],
+    )
+    report.violate(
+        "succeeded_job_without_success",
+        [
+            f"job {j[0]}"
+            for j in jobs.values()
+            if j[2] == "succeeded" and j[0] not in succeeded and j[3] > 0
+        ],
+    )
+
+    # 3. stale completions rejected
+    late = [(k, a) for k, a in attempts.items() if a[4] is not None]
+    report.counts["late_reports"] = dict(Counter(a[4] for _, a in late))
+    report.violate(
+        "stale_completion_accepted",
+        [
+            f"job {k[0]} gen {k[1]}: {a[0]} with late report {a[4]}"
+            for k, a in late
+            if a[0] in ("succeeded",)
+        ],
+    )
+    report.counts["stale_completions_accepted"] = report.totals.get("stale_completion_accepted", 0)
+
+    # 4. local effects exactly once per succeeded effect job, by the succeeding generation
+    effects_by_job: dict[int, list[int]] = defaultdict(list)
+    for job_id, generation, _ in effects:
+        effects_by_job[job_id].append(generation)
+    bad_effects: list[str] = []
+    effect_jobs = 0
+    for j in jobs.values():
+        if j[1] not in EFFECT_TASKS:
+            continue
+        effect_jobs += 1
+        applied = effects_by_job.get(j[0], [])
+        if j[2] == "succeeded":
+            if len(applied) != 1:
+                bad_effects.append(f"job {j[0]} succeeded with {len(applied)} effects")
+            elif applied[0] not in succeeded.get(j[0], []):
+                bad_effects.append(
+                    f"job {j[0]}: effect by gen {applied[0]}, success by {succeeded.get(j[0])}"
+                )
+        elif applied:
+            bad_effects.append(f"job {j[0]} is {j[2]} but has {len(applied)} effects")
+    bad_effects += [f"effect for unknown job {j}" for j in effects_by_job if j not in jobs]
+    report.violate("local_effect_not_once", bad_effects)
+    keys = Counter(key for _, _, key in effects)
+    report.violate(
+        "business_key_effect_twice", [f"{k}: {n} effects" for k, n in keys.items() if n > 1]
+    )
+    report.counts["effect_jobs"] = effect_jobs
+    report.counts["local_effects"] = len(effects)
+    report.counts["double_effects"] = sum(
+        max(0, len(v) - 1) for v in effects_by_job.values()
+    ) + sum(n - 1 for n in keys.values() if n > 1)
+
+    # 5. external effects once per business key at the provider
+    at_provider = Counter(key for key, _ in provider)
+    missing = [
+        f"job {j[0]} succeeded but the provider has no charge for {j[6]}"
+        for j in jobs.values()
+        if j[1] in PROVIDER_TASKS and j[2] == "succeeded" and at_provider[j[6]] == 0
+    ]
+    twice = [f"{k}: {n} charges" for k, n in at_provider.items() if n > 1]
+    report.violate("external_effect_not_once", missing + twice)
+    report.counts["provider_calls"] = len(calls)
+    report.counts["provider_calls_deduplicated"] = sum(1 for _, dup in calls if dup)
+    report.counts["provider_charges"] = len(provider)
+
+    # 6. one occurrence per schedule tick
+    per_tick = Counter((j[7], j[8]) for j in jobs.values() if j[7] is not None)
+    tick_jobs = _rows(
+        conn,
+        "SELECT schedule_id, nominal_at, count(DISTINCT job_id) FROM duetime_ticks "
+        "WHERE job_id IS NOT NULL GROUP BY schedule_id, nominal_at "
+        "HAVING count(DISTINCT job_id) > 1",
+    )
+    report.violate(
+        "tick_with_two_occurrences",
+        [f"schedule {s} at {t}: {n} jobs" for (s, t), n in per_tick.items() if n > 1]
+        + [f"schedule {s} at {t}: {n} jobs in tick history" for s, t, n in tick_jobs],
+    )
+    report.counts["schedule_occurrences"] = len(per_tick)
+
+    # 7. executions: each belongs to an attempt, once; extra ones are explained
+    per_attempt = Counter((e[1], e[2]) for e in executions)
+    report.violate(
+        "attempt_executed_twice",
+        [f"job {j} gen {g}: {n} executions" for (j, g), n in per_attempt.items() if n > 1],
+    )
+    report.violate(
+        "execution_without_attempt",
+        [
+            f"execution {e[0]} job {e[1]} gen {e[2]}"
+            for e in executions
+            if (e[1], e[2]) not in attempts
+        ],
+    )
+    per_job = Counter(e[1] for e in executions)
+    report.counts["executions"] = len(executions)
+    report.counts["duplicate_executions"] = sum(n - 1 for n in per_job.values() if n > 1)
+    explained: Counter[str] = Counter()
+    unexplained: list[str] = []
+    for e in executions:
+        found = attempts.get((e[1], e[2]))
+        if found is None or found[0] == "succeeded":
+            continue
+        a = found
+        pid = pid_of(a[1])
+        status, category = a[0], a[3]
+        if status == "lost":
+            if a[4] is not None:  # the worker lived on and reported late: it was not dead
+                if pid in paused:
+                    why = "lost: worker SIGSTOPped past its lease"
+                else:
+                    why = "lost: lease lapsed while the worker ran (database outage)"
+            elif pid in killed:
+                why = "lost: worker SIGKILLed"
+            elif pid in paused:
+                why = "lost: worker SIGSTOPped past its lease"
+            else:
+                why = "lost: lease lapsed (database outage or overload)"
+            if a[4] is not None:
+                why += f", late {a[4]} rejected"
+        elif status == "failed" and e[3] == "chaos.flaky" and category == "retryable":
+            why = "failed: planned first-attempt failure"
+        elif status == "failed" and e[3] == "chaos.doomed":
+            why = "failed: planned permanent failure"
+        elif status in ("failed", "cancelled", "parked"):
+            why = f"{status}: {category}"
+        else:
+            unexplained.append(f"execution {e[0]} job {e[1]} gen {e[2]}: attempt is {status}")
+            continue
+        explained[why] += 1
+    report.violate("execution_unexplained", unexplained)
+    report.counts["executions_not_succeeding_by_cause"] = dict(explained)
+    report.counts["lost_attempts"] = sum(1 for a in attempts.values() if a[0] == "lost")
+    report.counts["lost_attempts_without_execution"] = sum(
+        1 for k, a in attempts.items() if a[0] == "lost" and k not in per_attempt
+    )
+
+    # 8. nothing before its due time, nothing started at or after its deadline
+    early = [
+        f"execution {e[0]} job {e[1]} started {e[6].isoformat()} before due {e[7].isoformat()}"
+        for e in executions
+        if e[6] < e[7]
+    ]
+    early += [
+        f"execution {e[0]} job {e[1]} started {e[6].isoformat()} before first due "
+        f"{accepted[e[1]][2].isoformat()}"
+        for e in executions
+        if e[1] in accepted and e[6] < accepted[e[1]][2]
+    ]
+    report.violate("executed_before_due", early)
+    late_starts = []
+    for (job_id, generation), attempt in attempts.items():
+        owner = jobs.get(job_id)
+        if owner is not None and owner[5] is not None and attempt[2] >= owner[5]:
+            late_starts.append(
+                f"job {job_id} gen {generation} started {attempt[2]} >= deadline {owner[5]}"
+            )
+    report.violate("started_after_deadline", late_starts)
+    report.counts["jobs_with_deadline"] = sum(1 for j in jobs.values() if j[5] is not None)
+    return report
+
+
+def pid_of(worker_id: str) -> int | None:
+    """The pid in a default worker id (host:pid:suffix)."""
+    parts = worker_id.split(":")
+    if len(parts) >= 3 and parts[-2].isdigit():
+        return int(parts[-2])
+    return None
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m duetime.chaos.checker", description="judge a chaos run's history"
+    )
+    parser.add_argument("--database-url", required=True)
+    parser.add_argument("--json", action="store_true", help="print the report as JSON")
+    args = parser.parse_args(argv)
+    report = check(args.database_url)
+    if args.json:
+        sys.stdout.write(json.dumps(report.as_dict(), indent=2, default=str) + "\n")
+    else:
+        sys.stdout.write(report.text() + "\n")
+    return 0 if report.ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,648 @@
+"""The chaos driver: run duetime on a private PostgreSQL under faults, then check the history.
+
+    python -m duetime.chaos.run [--jobs N] [--duration S] [--workers K] [--seed X] [--report FILE]
+
+1. initdb + pg_ctl a private cluster on a free port in a temporary directory (as root, the
+   server runs as the `postgres` OS user), migrate, create the chaos tables;
+2. start K `duetime worker --app duetime.chaos.app:app` processes (JSON logs per process);
+3. enqueue N jobs spread over the first part of the run (immediate, delayed, failing then
+   succeeding, permanently failing, slow, external-provider, with deadlines, cancelled right
+   after enqueue) plus an every-2-seconds schedule;
+4. for `duration` seconds: SIGKILL a random worker every few seconds and start a replacement,
+   SIGSTOP a worker past its lease and SIGCONT it, restart PostgreSQL (pg_ctl restart -m fast)
+   at least twice;
+5. stop the faults, pause the schedule, wait (bounded) until every job is terminal, SIGTERM the
+   workers, and run duetime.chaos.checker. Exit 1 on any violation.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import glob
+import json
+import logging
+import os
+import pwd
+import random
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any, TypeVar
+
+import psycopg
+
+from duetime.chaos import checker
+from duetime.chaos.app import app as chaos_app
+from duetime.chaos.app import create_tables
+
+APP_SPEC = "duetime.chaos.app:app"
+T = TypeVar("T")
+SCHEDULE = "chaos-every-2s"
+TERMINAL = ("succeeded", "dead", "cancelled", "expired", "parked")
+
+
+def say(text: str) -> None:
+    sys.stdout.write(f"[chaos {datetime.now(UTC):%H:%M:%S}] {text}\n")
+    sys.stdout.flush()
+
+
+# -- a private PostgreSQL cluster that the run controls -------------------------------------
+
+
+class Cluster:
+    """initdb/pg_ctl in a temporary directory; as root, run as the `postgres` OS user."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.data = root / "data"
+        self.log = root / "server.log"
+        self.bin = _find_bin_dir()
+        self.prefix: list[str] = []
+        self.port = 0
+        self.options = ""
+        if os.geteuid() == 0:
+            try:
+                user = pwd.getpwnam("postgres")
+            except KeyError:
+                raise RuntimeError(
+                    "as root, the cluster needs an OS user named 'postgres'"
+                ) from None
+            os.chown(root, user.pw_uid, user.pw_gid)
+            runner = shutil.which("runuser") or shutil.which("sudo")
+            if runner is None:
+                raise RuntimeError("as root, runuser or sudo is needed to run PostgreSQL")
+            self.prefix = [runner, "-u", "postgres", "--"]
+
+    @property
+    def url(self) -> str:
+        return f"postgresql://postgres@127.0.0.1:{self.port}/postgres"
+
+    def _run(self, *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+        # output to a file, not a pipe: a server started by pg_ctl must not hold our pipe open
+        with tempfile.TemporaryFile("w+") as out:
+            done = subprocess.run(
+                [*self.prefix, *args],
+                cwd=self.root,
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                text=True,
+                timeout=timeout,
+                check=False,
+            )
+            out.seek(0)
+            done.stdout = done.stderr = out.read()
+        return done
+
+    def _pg_ctl(self, *args: str) -> subprocess.CompletedProcess[str]:
+        return self._run(str(self.bin / "pg_ctl"), "-D", str(self.data), *args)
+
+    def start(self) -> None:
+        done = self._run(
+            str(self.bin / "initdb"),
+            "-D",
+            str(self.data),
+            "-A",
+            "trust",
+            "-U",
+            "postgres",
+            "-E",
+            "UTF8",
+            "--locale=C",
+            "--no-sync",
+        )
+        if done.returncode != 0:
+            raise RuntimeError(f"initdb failed: {(done.stderr or done.stdout).strip()[-2000:]}")
+        for _ in range(5):  # the free port may be taken before the server binds it
+            self.port = _free_port()
+            self.options = options = (
+                f"-p {self.port} -k {self.root} -c listen_addresses=127.0.0.1 -c fsync=off "
+                "-c max_connections=200"
+            )
+            done = self._pg_ctl("-l", str(self.log), "-o", options, "-w", "-t", "60", "start")
+            if done.returncode == 0:
+                return
+            self._pg_ctl("-m", "immediate", "-w", "stop")
+        raise RuntimeError(f"could not start PostgreSQL: {self.tail()}")
+
+    def restart(self, down_for: float = 0) -> None:
+        """pg_ctl restart -m fast; with down_for, stop (fast), stay down that long, start."""
+        if down_for <= 0:
+            # -l again: without it the restarted server would log to pg_ctl's stdout
+            done = self._pg_ctl("-l", str(self.log), "-m", "fast", "-w", "-t", "60", "restart")
+        else:
+            done = self._pg_ctl("-m", "fast", "-w", "-t", "60", "stop")
+            if done.returncode == 0:
+                time.sleep(down_for)
+                done = self._pg_ctl(
+                    "-l", str(self.log), "-o", self.options, "-w", "-t", "60", "start"
+                )
+        if done.returncode != 0:
+            raise RuntimeError(f"pg_ctl restart failed: {done.stdout.strip()} {self.tail()}")
+
+    def stop(self) -> None:
+        if (self.data / "postmaster.pid").exists():
+            self._pg_ctl("-m", "immediate", "-w", "stop")
+
+    def tail(self) -> str:
+        return self.log.read_text(errors="replace")[-2000:] if self.log.exists() else ""
+
+
+def _find_bin_dir() -> Path:
+    def version(path: str) -> tuple[int, ...]:
+        return tuple(int(p) for p in Path(path).parent.name.split(".") if p.isdigit())
+
+    for directory in sorted(glob.glob("/usr/lib/postgresql/*/bin"), key=version, reverse=True):
+        if (Path(directory) / "initdb").exists() and (Path(directory) / "pg_ctl").exists():
+            return Path(directory)
+    initdb = shutil.which("initdb")
+    if initdb and shutil.which("pg_ctl"):
+        return Path(os.path.realpath(initdb)).parent
+    raise RuntimeError("no initdb/pg_ctl found (install postgresql)")
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+# -- workers --------------------------------------------------------------------------------
+
+
+def _duetime_command() -> list[str]:
+    script = Path(sys.executable).with_name("duetime")
+    if script.exists():
+        return [str(script)]
+    found = shutil.which("duetime")
+    if found:
+        return [found]
+    return [sys.executable, "-c", "import sys; from duetime.cli import main; sys.exit(main())"]
+
+
+@dataclass
+class Workers:
+    url: str
+    logs: Path
+    concurrency: int
+    target: int = 0  # how many should be running; top_up() restores it
+    respawned: int = 0  # started because one had exited (e.g. it could not connect)
+    procs: list[subprocess.Popen[bytes]] = field(default_factory=list)
+    started: int = 0
+
+    def spawn(self) -> subprocess.Popen[bytes]:
+        self.started += 1
+        command = [
+            *_duetime_command(),
+            "worker",
+            "--app",
+            APP_SPEC,
+            "--database-url",
+            self.url,
+            "--reap-interval",
+            "1s",
+            "--poll-interval",
+            "0.2s",
+            "--grace",
+            "10s",
+            "--concurrency",
+            str(self.concurrency),
+            "--log-format",
+            "json",
+        ]
+        env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+        env.pop("DUETIME_DATABASE_URL", None)
+        with open(self.logs / f"worker{self.started}.log", "wb") as log:
+            proc = subprocess.Popen(
+                command, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, env=env
+            )
+        self.procs.append(proc)
+        return proc
+
+    def top_up(self) -> None:
+        """Start workers until `target` run (a replacement started during an outage exits:
+        a worker does not wait for a database it cannot reach at startup)."""
+        while len(self.alive()) < self.target:
+            self.respawned += 1
+            self.spawn()
+
+    def alive(self) -> list[subprocess.Popen[bytes]]:
+        return [p for p in self.procs if p.poll() is None]
+
+    def kill_all(self) -> None:
+        for p in self.alive():
+            try:
+                p.send_signal(signal.SIGCONT)
+                p.kill()
+            except ProcessLookupError:
+                pass
+            p.wait(10)
+
+
+# -- the workload ---------------------------------------------------------------------------
+
+KINDS: list[tuple[str, float]] = [
+    ("immediate", 0.38),
+    ("delayed", 0.15),
+    ("flaky", 0.10),
+    ("doomed", 0.05),
+    ("slow", 0.06),
+    ("provider", 0.14),
+    ("deadline", 0.06),
+    ("cancelled", 0.06),
+]
+
+
+def _job_for(
+    kind: str, n: int, rng: random.Random, now: datetime
+) -> tuple[str, dict[str, Any], dict[str, Any]]:
+    """(task, args, enqueue options) for job number n of this kind."""
+    args: dict[str, Any] = {"n": n, "kind": kind}
+    options: dict[str, Any] = {"key": f"chaos-{n}"}
+    task = "chaos.effect"
+    if kind == "delayed":
+        options["delay"] = rng.uniform(1, 6)
+    elif kind == "flaky":
+        task = "chaos.flaky"
+    elif kind == "doomed":
+        task = "chaos.doomed"
+    elif kind == "slow":
+        task = "chaos.slow"
+        args["seconds"] = round(rng.uniform(1, 3), 2)
+    elif kind == "provider":
+        task = "chaos.provider"
+        args["pause"] = round(rng.uniform(0.2, 1.5), 2)
+    elif kind == "deadline":
+        options["deadline"] = now + timedelta(seconds=rng.uniform(0.5, 20))
+    elif kind == "cancelled":
+        options["delay"] = 2
+    return task, args, options
+
+
+@dataclass
+class Stats:
+    enqueued: int = 0
+    enqueue_retries: int = 0
+    cancelled: int = 0
+    kills: int = 0
+    pauses: int = 0
+    pg_restarts: int = 0
+    faults: list[tuple[str, int | None, datetime, str]] = field(default_factory=list)
+
+
+def _retrying(what: str, fn: Callable[[], T], stop_at: float) -> tuple[T, int]:
+    """Call fn() until it works (the database may be restarting); give up at stop_at.
+    Returns its value and how many calls it took."""
+    delay = 0.1
+    tries = 0
+    while True:
+        tries += 1
+        try:
+            return fn(), tries
+        except Exception as exc:
+            if time.monotonic() > stop_at:
+                raise RuntimeError(f"{what} kept failing: {exc!r}") from exc
+            time.sleep(delay)
+            delay = min(delay * 2, 1.0)
+
+
+def enqueue_all(
+    url: str, jobs: int, spread: float, seed: int, stats: Stats, stop_at: float
+) -> None:
+    """Enqueue `jobs` jobs evenly over `spread` seconds; record each accepted job."""
+    rng = random.Random(seed)
+    names = [k for k, _ in KINDS]
+    weights = [w for _, w in KINDS]
+    side = psycopg.connect(url, autocommit=True)
+    started = time.monotonic()
+    try:
+        for n in range(jobs):
+            pace = started + spread * n / max(jobs, 1)
+            if (wait := pace - time.monotonic()) > 0:
+                time.sleep(wait)
+            kind = rng.choices(names, weights)[0]
+            task, args, options = _job_for(kind, n, rng, datetime.now(UTC))
+            job, tries = _retrying(
+                f"enqueue {n}",
+                functools.partial(chaos_app.enqueue, task, args, **options),  # keyed: safe
+                stop_at,
+            )
+            stats.enqueue_retries += tries - 1
+            stats.enqueued += 1
+
+            def accept(job: Any = job, kind: str = kind, task: str = task) -> None:
+                nonlocal side
+                if side.closed or side.broken:
+                    side = psycopg.connect(url, autocommit=True, connect_timeout=5)
+                side.execute(
+                    "INSERT INTO chaos_accepted (job_id, kind, task, due_at, deadline_at,"
+                    " accepted_at) VALUES (%s, %s, %s, %s, %s, %s) ON CONFLICT DO NOTHING",
+                    (job.id, kind, task, job.due_at, job.deadline_at, datetime.now(UTC)),
+                )
+
+            _retrying(f"record job {job.id}", accept, stop_at)
+            if kind == "cancelled":
+                try:
+                    chaos_app.cancel(job.id)
+                    stats.cancelled += 1
+                except Exception:
+                    pass  # an outage or it started already: it runs; either way it is checked
+    finally:
+        side.close()
+
+
+# -- the run --------------------------------------------------------------------------------
+
+
+def count_open(url: str) -> int:
+    with psycopg.connect(url, autocommit=True, connect_timeout=5) as conn:
+        row = conn.execute(
+            "SELECT count(*) FROM duetime_jobs WHERE status <> ALL(%s)", (list(TERMINAL),)
+        ).fetchone()
+    return int(row[0]) if row else 0
+
+
+def worker_log_counts(logs: Path) -> dict[str, int]:
+    wanted = (
+        "lease.lost",
+        "outcome.rejected_stale",
+        "job.succeeded",
+        "job.retry_scheduled",
+        "job.dead",
+        "job.reconciled",
+    )
+    counts = dict.fromkeys(wanted, 0)
+    errors = 0
+    for path in sorted(logs.glob("worker*.log")):
+        for line in path.read_text(errors="replace").splitlines():
+            try:
+                record = json.loads(line)
+            except ValueError:
+                continue
+            if not isinstance(record, dict):
+                continue
+            if record.get("event") in counts:
+                counts[record["event"]] += 1
+            if record.get("level") in ("error", "critical"):
+                errors += 1
+    counts["error_log_lines"] = errors
+    return counts
+
+
+def run(
+    *,
+    jobs: int,
+    duration: float,
+    workers: int,
+    seed: int,
+    concurrency: int = 8,
+    drain_timeout: float = 120,
+    outage: float = 4.0,
+    keep: bool = False,
+) -> dict[str, Any]:
+    logging.getLogger("psycopg.pool").setLevel(logging.CRITICAL)  # outages are expected here
+    rng = random.Random(seed)
+    root = Path(tempfile.mkdtemp(prefix="duetime-chaos-"))
+    logs = root / "logs"
+    logs.mkdir()
+    os.chmod(root, 0o755)
+    cluster = Cluster(root)
+    stats = Stats()
+    pool: Workers | None = None
+    t0 = time.monotonic()
+    try:
+        say(f"starting PostgreSQL in {root}")
+        cluster.start()
+        url = cluster.url
+        chaos_app.database_url = url
+        chaos_app.migrate()
+        create_tables(url)
+        chaos_app.add_schedule(
+            SCHEDULE,
+            task="chaos.tick",
+            every="2s",
+            timezone="UTC",
+            overlap="allow",
+            args={"kind": "recurring"},
+        )
+        pool = Workers(url, logs, concurrency, target=workers)
+        for _ in range(workers):
+            pool.spawn()
+        say(f"{workers} workers started on {url}; {jobs} jobs over {duration:g}s of faults")
+
+        stop_at = time.monotonic() + duration + drain_timeout
+        enqueuer = threading.Thread(
+            target=enqueue_all,
+            args=(url, jobs, duration * 0.6, seed, stats, stop_at),
+            name="chaos-enqueue",
+            daemon=True,
+        )
+        enqueuer.start()
+        inject_faults(cluster, pool, rng, duration, stats, outage)
+        enqueuer.join(timeout=max(1.0, stop_at - time.monotonic()))
+        if enqueuer.is_alive():
+            raise RuntimeError("the enqueuer did not finish")
+
+        say("faults stopped; pausing the schedule and draining")
+        _retrying("pause schedule", lambda: chaos_app.pause_schedule(SCHEDULE), stop_at)
+        drain_deadline = time.monotonic() + drain_timeout
+        remaining = -1
+        while time.monotonic() < drain_deadline:
+            pool.top_up()
+            try:
+                remaining = count_open(url)
+            except psycopg.Error:
+                remaining = -1
+            if remaining == 0:
+                break
+            time.sleep(0.5)
+        say(f"drained: {remaining} jobs not terminal")
+        for proc in pool.alive():
+            proc.send_signal(signal.SIGTERM)
+        for proc in pool.procs:
+            try:
+                proc.wait(20)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+        chaos_app.close()
+        with psycopg.connect(url, autocommit=True) as conn:
+            for kind, pid, at, detail in stats.faults:
+                conn.execute(
+                    "INSERT INTO chaos_faults (kind, pid, at, detail) VALUES (%s, %s, %s, %s)",
+                    (kind, pid, at, detail),
+                )
+        report = checker.check(url)
+        result: dict[str, Any] = {
+            "ok": report.ok,
+            "seed": seed,
+            "jobs_requested": jobs,
+            "duration_s": duration,
+            "workers": workers,
+            "elapsed_s": round(time.monotonic() - t0, 1),
+            "driver": {
+                "enqueued": stats.enqueued,
+                "enqueue_retries": stats.enqueue_retries,
+                "cancelled_after_enqueue": stats.cancelled,
+                "sigkills": stats.kills,
+                "sigstops": stats.pauses,
+                "pg_restarts": stats.pg_restarts,
+                "workers_started": pool.started,
+                "workers_respawned_after_exit": pool.respawned,
+                "not_terminal_after_drain": remaining,
+            },
+            "worker_logs": worker_log_counts(logs),
+            "check": report.as_dict(),
+            "run_dir": str(root) if keep else None,
+        }
+        say(report.text())
+        return result
+    finally:
+        if pool is not None:
+            pool.kill_all()
+        chaos_app.close()
+        cluster.stop()
+        if not keep:
+            shutil.rmtree(root, ignore_errors=True)
+
+
+def inject_faults(
+    cluster: Cluster,
+    pool: Workers,
+    rng: random.Random,
+    duration: float,
+    stats: Stats,
+    outage: float = 4.0,
+) -> None:
+    """SIGKILL a worker every ~4 s (and start another), SIGSTOP one past its lease every ~12 s,
+    restart PostgreSQL at 30% and 65% of the run (and every 60 s more on long runs); every
+    second restart keeps the server down for `outage` seconds, longer than the leases."""
+    start = time.monotonic()
+    end = start + duration
+    next_kill = start + 3
+    next_pause = start + 6
+    restarts = [start + duration * 0.30, start + duration * 0.65]
+    restarts += [start + t for t in range(90, int(duration), 60)]
+    restarts.sort()
+    paused: list[tuple[subprocess.Popen[bytes], float]] = []
+
+    def note(kind: str, pid: int | None, detail: str = "") -> None:
+        stats.faults.append((kind, pid, datetime.now(UTC), detail))
+
+    next_top_up = start + 1
+    while (now := time.monotonic()) < end:
+        if now >= next_top_up:
+            pool.top_up()
+            next_top_up = now + 1
+        for proc, until in list(paused):
+            if now >= until:
+                if proc.poll() is None:
+                    proc.send_signal(signal.SIGCONT)
+                note("sigcont", proc.pid)
+                paused.remove((proc, until))
+        stopped = {p.pid for p, _ in paused}
+        if now >= next_kill:
+            candidates = [p for p in pool.alive() if p.pid not in stopped]
+            if candidates:
+                victim = rng.choice(candidates)
+                victim.kill()
+                victim.wait(10)
+                stats.kills += 1
+                note("sigkill", victim.pid)
+                replacement = pool.spawn()
+                say(f"SIGKILL worker {victim.pid}; replacement {replacement.pid}")
+            next_kill = now + rng.uniform(2.5, 5)
+        if now >= next_pause and not paused:
+            candidates = pool.alive()
+            if candidates:
+                busy = _busiest_pid(pool.url, {p.pid for p in candidates})
+                victim = next((p for p in candidates if p.pid == busy), rng.choice(candidates))
+                victim.send_signal(signal.SIGSTOP)
+                stats.pauses += 1
+                hold = rng.uniform(5, 7)  # past the 2-3 s leases, and past a reap interval
+                note("sigstop", victim.pid, f"{hold:.1f}s")
+                paused.append((victim, now + hold))
+                say(f"SIGSTOP worker {victim.pid} for {hold:.1f}s")
+            next_pause = now + rng.uniform(10, 14)
+        if restarts and now >= restarts[0]:
+            restarts.pop(0)
+            # every other restart keeps the server down past the leases (an outage)
+            down = outage if stats.pg_restarts % 2 == 1 else 0.0
+            say(f"restarting PostgreSQL (pg_ctl -m fast), down for {down:g}s more")
+            cluster.restart(down)
+            stats.pg_restarts += 1
+            note("pg_restart", None, f"down {down:g}s")
+            say("PostgreSQL is back")
+        time.sleep(0.1)
+    for proc, _ in paused:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGCONT)
+        note("sigcont", proc.pid)
+
+
+def _busiest_pid(url: str, pids: set[int]) -> int | None:
+    """The worker pid holding the most running attempts (slow ones first), so that a pause
+    really outlives leases; None when the database cannot tell right now."""
+    try:
+        with psycopg.connect(url, autocommit=True, connect_timeout=2) as conn:
+            rows = conn.execute(
+                "SELECT a.worker_id, count(*) FILTER (WHERE j.task = 'chaos.slow'), count(*)"
+                " FROM duetime_attempts a JOIN duetime_jobs j ON j.id = a.job_id"
+                " WHERE a.status = 'running' GROUP BY a.worker_id ORDER BY 2 DESC, 3 DESC"
+            ).fetchall()
+    except psycopg.Error:
+        return None
+    for worker_id, _, _ in rows:
+        pid = checker.pid_of(str(worker_id))
+        if pid in pids:
+            return pid
+    return None
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m duetime.chaos.run",
+        description="run duetime on a private PostgreSQL under faults and check the history",
+    )
+    parser.add_argument("--jobs", type=int, default=2000, help="jobs to enqueue (2000)")
+    parser.add_argument("--duration", type=float, default=45, help="seconds of faults (45)")
+    parser.add_argument("--workers", type=int, default=3, help="worker processes (3)")
+    parser.add_argument("--concurrency", type=int, default=8, help="jobs per worker (8)")
+    parser.add_argument("--seed", type=int, default=None, help="random seed (random)")
+    parser.add_argument("--drain-timeout", type=float, default=120, help="bounded drain (120s)")
+    parser.add_argument(
+        "--outage", type=float, default=4.0, help="seconds the second restart stays down (4)"
+    )
+    parser.add_argument("--report", help="write the run's report as JSON to this file")
+    parser.add_argument("--keep", action="store_true", help="keep the cluster dir and logs")
+    args = parser.parse_args(argv)
+    seed = args.seed if args.seed is not None else random.randrange(1 << 30)
+    result = run(
+        jobs=args.jobs,
+        duration=args.duration,
+        workers=args.workers,
+        seed=seed,
+        concurrency=args.concurrency,
+        drain_timeout=args.drain_timeout,
+        outage=args.outage,
+        keep=args.keep,
+    )
+    summary = {k: v for k, v in result.items() if k != "check"}
+    sys.stdout.write(json.dumps(summary, indent=2, default=str) + "\n")
+    if args.report:
+        Path(args.report).write_text(json.dumps(result, indent=2, default=str) + "\n")
+    return 0 if result["ok"] else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -13,13 +13,9 @@ create_database() makes a fresh, uniquely named database on it; drop_database() 
 from __future__ import annotations
 
 import atexit
-import glob
 import os
-import pwd
 import secrets
 import shutil
-import socket
-import subprocess
 import tempfile
 import threading
 import time
@@ -29,6 +25,8 @@ from urllib.parse import urlsplit, urlunsplit
 import psycopg
 from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
+
+from duetime.pgcluster import Cluster, find_bin_dir
 
 LOCAL_URL = "postgresql://postgres@127.0.0.1:5432/postgres"
 URL_ENV = "DUETIME_TEST_PG_URL"
@@ -113,33 +111,8 @@ def _find_or_start() -> str:
     return _start_private_cluster()
 
 
-def _find_bin_dir() -> Path | None:
-    """The directory holding initdb and pg_ctl: the newest /usr/lib/postgresql/*/bin, or PATH."""
-
-    def version(path: str) -> tuple[int, ...]:
-        number = Path(path).parent.name
-        return tuple(int(p) for p in number.split(".") if p.isdigit())
-
-    candidates = sorted(glob.glob("/usr/lib/postgresql/*/bin"), key=version, reverse=True)
-    for directory in candidates:
-        if (Path(directory) / "initdb").exists() and (Path(directory) / "pg_ctl").exists():
-            return Path(directory)
-    initdb = shutil.which("initdb")
-    if initdb and shutil.which("pg_ctl"):
-        return Path(os.path.realpath(initdb)).parent
-    return None
-
-
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
-
-
 def _start_private_cluster() -> str:
-    bin_dir = _find_bin_dir()
-    if bin_dir is None:
+    if find_bin_dir() is None:
         why = (
             f"{PRIVATE_ENV}=1 asks for a private PostgreSQL cluster"
             if os.environ.get(PRIVATE_ENV) == "1"
@@ -150,81 +123,17 @@ def _start_private_cluster() -> str:
             f"set {URL_ENV}=postgresql://user@host:port/dbname or install postgresql "
             "(e.g. apt-get install postgresql)"
         )
-
-    prefix: list[str] = []
-    tmp = Path(tempfile.mkdtemp(prefix="duetime-pg-"))
-    if os.geteuid() == 0:  # postgres refuses to run as root: run it as the postgres user
-        try:
-            user = pwd.getpwnam("postgres")
-        except KeyError:
-            shutil.rmtree(tmp, ignore_errors=True)
-            raise RuntimeError(
-                "running as root, a private PostgreSQL cluster needs an OS user named "
-                f"'postgres' to run as; create one or set {URL_ENV}"
-            ) from None
-        os.chown(tmp, user.pw_uid, user.pw_gid)
-        if shutil.which("runuser"):
-            prefix = ["runuser", "-u", "postgres", "--"]
-        elif shutil.which("sudo"):
-            prefix = ["sudo", "-u", "postgres", "--"]
-        else:
-            shutil.rmtree(tmp, ignore_errors=True)
-            raise RuntimeError(
-                "running as root, a private PostgreSQL cluster must run as the 'postgres' user, "
-                f"but neither runuser nor sudo was found; set {URL_ENV} instead"
-            )
-
-    data = tmp / "data"
-    log = tmp / "server.log"
-
-    def run(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [*prefix, *args], cwd=tmp, capture_output=True, text=True, timeout=120, check=False
-        )
+    root = Path(tempfile.mkdtemp(prefix="duetime-pg-"))
+    cluster = Cluster(root)
 
     def cleanup() -> None:
-        if (data / "postmaster.pid").exists():
-            run(str(bin_dir / "pg_ctl"), "-D", str(data), "-m", "immediate", "-w", "stop")
-        shutil.rmtree(tmp, ignore_errors=True)
+        cluster.stop()
+        shutil.rmtree(root, ignore_errors=True)
 
-    done = run(
-        str(bin_dir / "initdb"),
-        "-D",
-        str(data),
-        "-A",
-        "trust",
-        "-U",
-        "postgres",
-        "-E",
-        "UTF8",
-        "--locale=C",
-        "--no-sync",
-    )
-    if done.returncode != 0:
+    try:
+        cluster.start()
+    except BaseException:
         cleanup()
-        raise RuntimeError(f"initdb failed: {(done.stderr or done.stdout).strip()[-2000:]}")
-
-    for _ in range(5):  # the free port may be taken before the server binds it: try another
-        port = _free_port()
-        options = f"-p {port} -k {tmp} -c listen_addresses=127.0.0.1 -c fsync=off"
-        done = run(
-            str(bin_dir / "pg_ctl"),
-            "-D",
-            str(data),
-            "-l",
-            str(log),
-            "-o",
-            options,
-            "-w",
-            "-t",
-            "60",
-            "start",
-        )
-        url = f"postgresql://postgres@127.0.0.1:{port}/postgres"
-        if done.returncode == 0 and _reachable(url, timeout=10) is None:
-            atexit.register(cleanup)
-            return url
-        run(str(bin_dir / "pg_ctl"), "-D", str(data), "-m", "immediate", "-w", "stop")
-    tail = log.read_text(errors="replace")[-2000:] if log.exists() else done.stderr
-    cleanup()
-    raise RuntimeError(f"could not start a private PostgreSQL cluster: {tail.strip()}")
+        raise
+    atexit.register(cleanup)
+    return cluster.url

@@ -558,20 +558,7 @@ class Worker:
             fields["message"] = (outcome.error_message or "")[:200]
         if outcome.due_at is not None:
             fields["retry_at"] = outcome.due_at.isoformat()
-        name = {
-            Event.SUCCEED: "job.succeeded",
-            Event.RETRY: "job.retry_scheduled",
-            Event.GIVE_UP: "job.dead",
-            Event.STOP: "job.cancelled",
-            Event.PARK: "job.parked",
-        }[outcome.event]
-        counter = {
-            Event.SUCCEED: "succeeded",
-            Event.RETRY: "retried",
-            Event.GIVE_UP: "dead",
-            Event.STOP: "cancelled",
-            Event.PARK: "parked",
-        }[outcome.event]
+        name, counter = _RECORDED[outcome.event]
         setattr(self.stats, counter, getattr(self.stats, counter) + 1)
         level = logging.WARNING if outcome.event is Event.GIVE_UP else logging.INFO
         log_event(log, name, level, **fields)
@@ -595,6 +582,14 @@ class Worker:
         return await asyncio.get_running_loop().run_in_executor(self._io, fn)
 
 
+# how a recorded outcome is logged, and the WorkerStats counter it adds to
+_RECORDED: dict[Event, tuple[str, str]] = {
+    Event.SUCCEED: ("job.succeeded", "succeeded"),
+    Event.RETRY: ("job.retry_scheduled", "retried"),
+    Event.GIVE_UP: ("job.dead", "dead"),
+    Event.STOP: ("job.cancelled", "cancelled"),
+    Event.PARK: ("job.parked", "parked"),
+}
 CANCEL_CHECK_SECONDS = 2.0
 NODE_HEARTBEAT_SECONDS = 5.0  # `duetime nodes` calls a node dead after 30 s of silence
 

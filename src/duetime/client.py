@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, ParamSpec, TypeVar
 
+from duetime import operators
 from duetime.core.clock import Clock, SystemClock
 from duetime.core.errors import (
     ConfigurationError,
@@ -51,6 +52,8 @@ from duetime.core.schedules import (
     spec_options,
 )
 from duetime.core.states import Event, JobStatus
+from duetime.core.stats import Stats
+from duetime.core.tokens import ApiToken
 from duetime.logs import log_event
 from duetime.store import Store, open_store, resolve_url
 from duetime.store.base import Decide
@@ -577,8 +580,59 @@ class App:
         """The newest occurrence that started, with its attempts."""
         return self.store.latest_run(self.get_schedule(name).id)
 
+    # -- operators --------------------------------------------------------------------------
+
+    def scoped(self, tenant: str) -> App:
+        """A view of this app for another tenant: same tasks, clock and open store."""
+        view = App(
+            self._database_url,
+            tenant=tenant,
+            clock=self.clock,
+            max_payload_bytes=self.max_payload_bytes,
+        )
+        view.tasks = self.tasks
+        view._store = self.store
+        view._lock = self._lock
+        return view
+
+    def stats(self) -> Stats:
+        """Jobs by status and queue, oldest overdue age, lag and throughput (5 and 60 min)."""
+        return operators.stats(self, self.tenant)
+
+    def replay_dead(
+        self,
+        ids: Iterable[int] | None = None,
+        *,
+        task: str | None = None,
+        queue: str | None = None,
+        per_second: float | None = None,
+        progress: Callable[[int, int], None] | None = None,
+    ) -> operators.ReplayReport:
+        """Replay dead jobs: the given ids, or every dead job of a task/queue, paced."""
+        chosen = (
+            list(ids)
+            if ids is not None
+            else operators.dead_job_ids(self, self.tenant, task=task, queue=queue)
+        )
+        return operators.replay_many(
+            self, chosen, tenant=self.tenant, per_second=per_second, progress=progress
+        )
+
+    def create_token(self, role: str = "read", *, name: str = "") -> tuple[ApiToken, str]:
+        """A new API token for this app's tenant and its secret (shown once, stored hashed)."""
+        return operators.create_token(self, self.tenant, role, name)
+
+    def list_tokens(self) -> list[ApiToken]:
+        """This tenant's tokens, revoked ones included."""
+        return self.store.list_tokens(self.tenant)
+
+    def revoke_token(self, token_id: int) -> ApiToken:
+        return operators.revoke_token(self, token_id)
+
     aenqueue = _async_twin(enqueue)
     aenqueue_many = _async_twin(enqueue_many)
+    astats = _async_twin(stats)
+    areplay_dead = _async_twin(replay_dead)
     aget_job = _async_twin(get_job)
     alist_jobs = _async_twin(list_jobs)
     acancel = _async_twin(cancel)

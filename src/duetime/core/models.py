@@ -27,6 +27,14 @@ class Attempt:
     error_traceback: str | None = None
     late_outcome: str | None = None  # what a fenced-out worker tried to report, if it did
     late_reported_at: datetime | None = None
+    due_at: datetime | None = None  # when the job was due as this attempt claimed it
+
+    @property
+    def lag_seconds(self) -> float | None:
+        """Scheduling lag: how long after its due instant this attempt started."""
+        if self.due_at is None:
+            return None
+        return (self.started_at - self.due_at).total_seconds()
 
 
 @dataclass(frozen=True)
@@ -112,6 +120,7 @@ def attempt_to_json(a: Attempt) -> JSONObject:
         "error_traceback": a.error_traceback,
         "late_outcome": a.late_outcome,
         "late_reported_at": _iso(a.late_reported_at),
+        "due_at": _iso(a.due_at),
     }
 
 
@@ -282,4 +291,6 @@ class JobFilter:
     queue: str | None = None
     schedule_id: int | None = None
     before_id: int | None = None  # cursor: newest first, ids below this
+    due_after: datetime | None = None  # due at or after this instant
+    due_before: datetime | None = None  # due before this instant
     limit: int = 100

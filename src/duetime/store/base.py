@@ -30,6 +30,8 @@ from duetime.core.models import (
 )
 from duetime.core.schedules import Occurrence, Plan, Schedule, ScheduleSpec
 from duetime.core.states import Event
+from duetime.core.stats import AttemptSample, JobCount
+from duetime.core.tokens import ApiToken, Role
 
 Decide = Callable[[Schedule, list[Occurrence]], Plan]
 
@@ -220,4 +222,40 @@ class Store(Protocol):
 
     def list_nodes(self, limit: int = 200) -> list[Node]:
         """Nodes, newest first, each with the jobs it holds running attempts of."""
+        ...
+
+    # -- API tokens -------------------------------------------------------------------------
+
+    def create_token(
+        self, *, tenant: str, role: Role, name: str, prefix: str, secret_hash: str, now: datetime
+    ) -> ApiToken:
+        """Store a new token by its hash (the secret itself is never given to the store)."""
+        ...
+
+    def list_tokens(self, tenant: str | None) -> list[ApiToken]:
+        """Tokens of one tenant (None: every tenant), revoked ones included, oldest first."""
+        ...
+
+    def revoke_token(self, token_id: int, now: datetime) -> ApiToken | None:
+        """Revoke a token (idempotent); None when there is no such token."""
+        ...
+
+    def find_token(self, secret_hash: str, now: datetime) -> ApiToken | None:
+        """The token with this hash, revoked or not; notes its use (to the minute)."""
+        ...
+
+    # -- figures ----------------------------------------------------------------------------
+
+    def job_counts(self, tenant: str | None) -> list[JobCount]:
+        """Jobs by status and queue."""
+        ...
+
+    def oldest_overdue(self, tenant: str | None, now: datetime) -> datetime | None:
+        """The due instant of the longest-waiting scheduled job that is due, if any."""
+        ...
+
+    def attempt_samples(
+        self, tenant: str | None, since: datetime, limit: int
+    ) -> list[AttemptSample]:
+        """The newest `limit` attempts started at or after `since`, newest first."""
         ...

@@ -73,6 +73,7 @@ def attempt_from_row(row: Row, t: ToTime) -> Attempt:
         error_traceback=row["error_traceback"],
         late_outcome=row["late_outcome"],
         late_reported_at=_opt(row["late_reported_at"], t),
+        due_at=_opt(row["due_at"], t),
     )
 
 

@@ -46,6 +46,8 @@ WHERE (%(tenant)s::text IS NULL OR tenant = %(tenant)s::text)
   AND (%(queue)s::text IS NULL OR queue = %(queue)s::text)
   AND (%(schedule_id)s::bigint IS NULL OR schedule_id = %(schedule_id)s::bigint)
   AND (%(before_id)s::bigint IS NULL OR id < %(before_id)s::bigint)
+  AND (%(due_after)s::timestamptz IS NULL OR due_at >= %(due_after)s::timestamptz)
+  AND (%(due_before)s::timestamptz IS NULL OR due_at < %(due_before)s::timestamptz)
 ORDER BY id DESC
 LIMIT %(limit)s;
 
@@ -71,9 +73,10 @@ WHERE j.id = picked.id AND j.status = 'scheduled'
 RETURNING j.*
 
 -- name: insert_attempt
-INSERT INTO duetime_attempts (job_id, generation, worker_id, status, lease_expires_at, started_at)
+INSERT INTO duetime_attempts (job_id, generation, worker_id, status, lease_expires_at, started_at,
+    due_at)
 SELECT id, generation, %(worker_id)s::text, 'running',
-       %(now)s + trunc(lease_seconds * 1000000)::bigint * interval '1 microsecond', %(now)s
+       %(now)s + trunc(lease_seconds * 1000000)::bigint * interval '1 microsecond', %(now)s, due_at
 FROM claimed
 ORDER BY priority DESC, due_at, id
 RETURNING *
@@ -306,4 +309,49 @@ SELECT n.*,
              WHERE a.worker_id = n.id AND a.status = 'running' ORDER BY a.job_id) AS holding
 FROM duetime_nodes n
 ORDER BY n.started_at DESC
+LIMIT %(limit)s;
+
+-- name: insert_token
+INSERT INTO duetime_tokens (tenant, role, name, prefix, secret_hash, created_at)
+VALUES (%(tenant)s, %(role)s, %(name)s, %(prefix)s, %(secret_hash)s, %(now)s)
+RETURNING *;
+
+-- name: list_tokens
+SELECT * FROM duetime_tokens
+WHERE (%(tenant)s::text IS NULL OR tenant = %(tenant)s::text)
+ORDER BY id;
+
+-- name: revoke_token
+UPDATE duetime_tokens SET revoked_at = COALESCE(revoked_at, %(now)s)
+WHERE id = %(id)s
+RETURNING *;
+
+-- name: token_by_hash
+-- last_used_at is kept to the minute, so a busy token does not write on every request
+UPDATE duetime_tokens SET last_used_at = %(now)s
+WHERE secret_hash = %(secret_hash)s
+  AND (last_used_at IS NULL OR last_used_at < %(now)s - interval '1 minute')
+RETURNING *;
+
+-- name: token_by_hash_read
+SELECT * FROM duetime_tokens WHERE secret_hash = %(secret_hash)s;
+
+-- name: job_counts
+SELECT status, queue, count(*) AS n FROM duetime_jobs
+WHERE (%(tenant)s::text IS NULL OR tenant = %(tenant)s::text)
+GROUP BY status, queue
+ORDER BY status, queue;
+
+-- name: oldest_overdue
+SELECT min(due_at) AS due_at FROM duetime_jobs
+WHERE status = 'scheduled' AND due_at <= %(now)s
+  AND (%(tenant)s::text IS NULL OR tenant = %(tenant)s::text);
+
+-- name: attempt_samples
+-- the newest attempts started since a point in time, for lag, throughput and failure figures
+SELECT j.task, j.queue, a.status, a.error_category, a.due_at, a.started_at, a.finished_at
+FROM duetime_attempts a JOIN duetime_jobs j ON j.id = a.job_id
+WHERE a.started_at >= %(since)s
+  AND (%(tenant)s::text IS NULL OR j.tenant = %(tenant)s::text)
+ORDER BY a.started_at DESC
 LIMIT %(limit)s;

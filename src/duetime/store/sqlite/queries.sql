@@ -28,6 +28,8 @@ WHERE (:tenant IS NULL OR tenant = :tenant)
   AND (:queue IS NULL OR queue = :queue)
   AND (:schedule_id IS NULL OR schedule_id = :schedule_id)
   AND (:before_id IS NULL OR id < :before_id)
+  AND (:due_after IS NULL OR due_at >= :due_after)
+  AND (:due_before IS NULL OR due_at < :due_before)
 ORDER BY id DESC
 LIMIT :limit;
 
@@ -47,8 +49,9 @@ WHERE id = :id AND status = 'scheduled'
 RETURNING *;
 
 -- name: insert_attempt
-INSERT INTO duetime_attempts (job_id, generation, worker_id, status, lease_expires_at, started_at)
-VALUES (:job_id, :generation, :worker_id, 'running', :lease_expires_at, :now)
+INSERT INTO duetime_attempts (job_id, generation, worker_id, status, lease_expires_at, started_at,
+    due_at)
+VALUES (:job_id, :generation, :worker_id, 'running', :lease_expires_at, :now, :due_at)
 RETURNING *;
 
 -- name: renew_lease
@@ -244,4 +247,49 @@ SELECT n.*,
         WHERE a.worker_id = n.id AND a.status = 'running') AS holding
 FROM duetime_nodes n
 ORDER BY n.started_at DESC
+LIMIT :limit;
+
+-- name: insert_token
+INSERT INTO duetime_tokens (tenant, role, name, prefix, secret_hash, created_at)
+VALUES (:tenant, :role, :name, :prefix, :secret_hash, :now)
+RETURNING *;
+
+-- name: list_tokens
+SELECT * FROM duetime_tokens
+WHERE (:tenant IS NULL OR tenant = :tenant)
+ORDER BY id;
+
+-- name: revoke_token
+UPDATE duetime_tokens SET revoked_at = COALESCE(revoked_at, :now)
+WHERE id = :id
+RETURNING *;
+
+-- name: token_by_hash
+-- last_used_at is kept to the minute, so a busy token does not write on every request
+UPDATE duetime_tokens SET last_used_at = :now
+WHERE secret_hash = :secret_hash
+  AND (last_used_at IS NULL OR last_used_at < :now - 60000000)
+RETURNING *;
+
+-- name: token_by_hash_read
+SELECT * FROM duetime_tokens WHERE secret_hash = :secret_hash;
+
+-- name: job_counts
+SELECT status, queue, count(*) AS n FROM duetime_jobs
+WHERE (:tenant IS NULL OR tenant = :tenant)
+GROUP BY status, queue
+ORDER BY status, queue;
+
+-- name: oldest_overdue
+SELECT min(due_at) AS due_at FROM duetime_jobs
+WHERE status = 'scheduled' AND due_at <= :now
+  AND (:tenant IS NULL OR tenant = :tenant);
+
+-- name: attempt_samples
+-- the newest attempts started since a point in time, for lag, throughput and failure figures
+SELECT j.task, j.queue, a.status, a.error_category, a.due_at, a.started_at, a.finished_at
+FROM duetime_attempts a JOIN duetime_jobs j ON j.id = a.job_id
+WHERE a.started_at >= :since
+  AND (:tenant IS NULL OR j.tenant = :tenant)
+ORDER BY a.started_at DESC
 LIMIT :limit;

@@ -41,7 +41,9 @@ from duetime.core.schedules import (
     occurrence_job,
     spec_from_json,
 )
-from duetime.core.states import ATTEMPT_END, Event, JobStatus
+from duetime.core.states import ATTEMPT_END, AttemptStatus, Event, JobStatus
+from duetime.core.stats import AttemptSample, JobCount
+from duetime.core.tokens import ApiToken, Role
 from duetime.store.base import Decide
 from duetime.store.rows import attempt_from_row, covers_json, job_from_row, moves_json, refusal
 from duetime.store.schema import SchemaChecks
@@ -202,6 +204,8 @@ class SQLiteStore(SchemaChecks):
             "queue": f.queue,
             "schedule_id": f.schedule_id,
             "before_id": f.before_id,
+            "due_after": _opt_us(f.due_after),
+            "due_before": _opt_us(f.due_before),
             "limit": f.limit,
         }
         with self._tx("DEFERRED") as conn:
@@ -238,6 +242,7 @@ class SQLiteStore(SchemaChecks):
                         "worker_id": worker_id,
                         "lease_expires_at": now_us + int(job.lease_seconds * 1_000_000),
                         "now": now_us,
+                        "due_at": to_us(job.due_at),
                     },
                 ).fetchone()
                 claims.append(Claim(job, attempt_from_row(attempt_row, from_us)))
@@ -648,6 +653,74 @@ class SQLiteStore(SchemaChecks):
             for r in rows
         ]
 
+    # -- API tokens -------------------------------------------------------------------------
+
+    def create_token(
+        self, *, tenant: str, role: Role, name: str, prefix: str, secret_hash: str, now: datetime
+    ) -> ApiToken:
+        params = {
+            "tenant": tenant,
+            "role": str(role),
+            "name": name,
+            "prefix": prefix,
+            "secret_hash": secret_hash,
+            "now": to_us(now),
+        }
+        with self._tx() as c:
+            row = c.execute(self._q["insert_token"], params).fetchone()
+        return _token(row)
+
+    def list_tokens(self, tenant: str | None) -> list[ApiToken]:
+        with self._tx() as c:
+            rows = c.execute(self._q["list_tokens"], {"tenant": tenant}).fetchall()
+        return [_token(r) for r in rows]
+
+    def revoke_token(self, token_id: int, now: datetime) -> ApiToken | None:
+        with self._tx() as c:
+            row = c.execute(self._q["revoke_token"], {"id": token_id, "now": to_us(now)}).fetchone()
+        return _token(row) if row is not None else None
+
+    def find_token(self, secret_hash: str, now: datetime) -> ApiToken | None:
+        params = {"secret_hash": secret_hash, "now": to_us(now)}
+        with self._tx() as c:
+            row = c.execute(self._q["token_by_hash"], params).fetchone()
+            if row is None:
+                row = c.execute(self._q["token_by_hash_read"], params).fetchone()
+        return _token(row) if row is not None else None
+
+    # -- figures ----------------------------------------------------------------------------
+
+    def job_counts(self, tenant: str | None) -> list[JobCount]:
+        with self._tx("DEFERRED") as c:
+            rows = c.execute(self._q["job_counts"], {"tenant": tenant}).fetchall()
+        return [JobCount(r["status"], r["queue"], int(r["n"])) for r in rows]
+
+    def oldest_overdue(self, tenant: str | None, now: datetime) -> datetime | None:
+        with self._tx("DEFERRED") as c:
+            row = c.execute(
+                self._q["oldest_overdue"], {"tenant": tenant, "now": to_us(now)}
+            ).fetchone()
+        return from_us(row["due_at"]) if row is not None and row["due_at"] is not None else None
+
+    def attempt_samples(
+        self, tenant: str | None, since: datetime, limit: int
+    ) -> list[AttemptSample]:
+        params = {"tenant": tenant, "since": to_us(since), "limit": limit}
+        with self._tx("DEFERRED") as c:
+            rows = c.execute(self._q["attempt_samples"], params).fetchall()
+        return [
+            AttemptSample(
+                task=r["task"],
+                queue=r["queue"],
+                status=AttemptStatus(r["status"]),
+                started_at=from_us(r["started_at"]),
+                due_at=from_us(r["due_at"]) if r["due_at"] is not None else None,
+                finished_at=from_us(r["finished_at"]) if r["finished_at"] is not None else None,
+                error_category=r["error_category"],
+            )
+            for r in rows
+        ]
+
 
 def _schedule(row: sqlite3.Row) -> Schedule:
     return Schedule(
@@ -696,3 +769,16 @@ def _statements(script: str) -> Iterator[str]:
             buffer = ""
     if buffer.strip():
         raise SchemaError(f"incomplete statement in migration: {buffer.strip()[:80]}")
+
+
+def _token(row: Any) -> ApiToken:
+    return ApiToken(
+        id=row["id"],
+        tenant=row["tenant"],
+        role=Role(row["role"]),
+        name=row["name"],
+        prefix=row["prefix"],
+        created_at=from_us(row["created_at"]),
+        last_used_at=from_us(row["last_used_at"]) if row["last_used_at"] is not None else None,
+        revoked_at=from_us(row["revoked_at"]) if row["revoked_at"] is not None else None,
+    )

@@ -1,0 +1,162 @@
+"""Operator actions shared by the API, the CLI and the dashboard: tokens, stats, bulk replay."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import TYPE_CHECKING
+
+from duetime.core.errors import DuetimeError, InvalidRequest, JobNotFound
+from duetime.core.models import JobFilter
+from duetime.core.states import Event, JobStatus
+from duetime.core.stats import Stats, summarize
+from duetime.core.tokens import PREFIX_CHARS, ApiToken, Role, hash_secret, new_secret, parse_role
+from duetime.logs import log_event
+
+if TYPE_CHECKING:
+    from duetime.client import App
+
+log = logging.getLogger("duetime.operators")
+
+SAMPLE_LIMIT = 100_000  # attempts read for one stats call (the newest in the last hour)
+MAX_BULK = 100_000
+
+
+# -- tokens ---------------------------------------------------------------------------------
+
+
+def create_token(app: App, tenant: str, role: Role | str, name: str = "") -> tuple[ApiToken, str]:
+    """A new token and its secret; the secret is shown once and only its hash is kept."""
+    if not tenant or len(tenant) > 200:
+        raise InvalidRequest("a token needs a tenant of 1 to 200 characters")
+    secret = new_secret()
+    token = app.store.create_token(
+        tenant=tenant,
+        role=parse_role(str(role)),
+        name=name,
+        prefix=secret[:PREFIX_CHARS],
+        secret_hash=hash_secret(secret),
+        now=app.clock.now(),
+    )
+    log_event(log, "token.created", token_id=token.id, tenant=tenant, role=str(token.role))
+    return token, secret
+
+
+def authenticate(app: App, secret: str) -> ApiToken | None:
+    """The active token with this secret, or None (unknown or revoked)."""
+    token = app.store.find_token(hash_secret(secret), app.clock.now())
+    return token if token is not None and token.active else None
+
+
+def revoke_token(app: App, token_id: int) -> ApiToken:
+    token = app.store.revoke_token(token_id, app.clock.now())
+    if token is None:
+        raise InvalidRequest(f"token {token_id} does not exist; `duetime tokens list` shows ids")
+    log_event(log, "token.revoked", token_id=token.id, tenant=token.tenant)
+    return token
+
+
+# -- figures --------------------------------------------------------------------------------
+
+
+def stats(app: App, tenant: str | None) -> Stats:
+    """Counts by status and queue, oldest overdue age, lag and throughput (5 and 60 min)."""
+    now = app.clock.now()
+    store = app.store
+    samples = store.attempt_samples(tenant, now - timedelta(hours=1), SAMPLE_LIMIT)
+    return summarize(
+        now,
+        store.job_counts(tenant),
+        store.oldest_overdue(tenant, now),
+        samples,
+        sample_limit=SAMPLE_LIMIT,
+    )
+
+
+# -- bulk replay ----------------------------------------------------------------------------
+
+
+@dataclass
+class ReplayReport:
+    matched: int = 0
+    replayed: list[int] = field(default_factory=list)
+    skipped: list[tuple[int, str]] = field(default_factory=list)  # (job id, why)
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "matched": self.matched,
+            "replayed": len(self.replayed),
+            "replayed_ids": self.replayed,
+            "skipped": [{"id": i, "reason": why} for i, why in self.skipped],
+        }
+
+
+def dead_job_ids(
+    app: App,
+    tenant: str | None,
+    *,
+    task: str | None = None,
+    queue: str | None = None,
+    limit: int = MAX_BULK,
+) -> list[int]:
+    """Ids of dead jobs matching a filter, oldest first."""
+    ids: list[int] = []
+    before: int | None = None
+    while len(ids) < limit:
+        page = app.store.list_jobs(
+            JobFilter(
+                tenant=tenant,
+                status=JobStatus.DEAD,
+                task=task,
+                queue=queue,
+                before_id=before,
+                limit=min(500, limit - len(ids)),
+            )
+        )
+        if not page:
+            break
+        ids.extend(j.id for j in page)
+        before = page[-1].id
+    return sorted(ids)
+
+
+def replay_many(
+    app: App,
+    ids: Sequence[int],
+    *,
+    tenant: str | None,
+    per_second: float | None = None,
+    progress: Callable[[int, int], None] | None = None,
+    sleep: Callable[[float], None] = time.sleep,
+) -> ReplayReport:
+    """Replay jobs one by one, at most `per_second` a second; a job that cannot be replayed
+    (gone, another tenant's, no longer dead) is skipped with its reason, never fatal."""
+    if per_second is not None and per_second <= 0:
+        raise InvalidRequest("per_second must be more than 0 (or left out for no pacing)")
+    if len(ids) > MAX_BULK:
+        raise InvalidRequest(f"at most {MAX_BULK} jobs per bulk replay; narrow the filter")
+    report = ReplayReport(matched=len(ids))
+    interval = 1.0 / per_second if per_second else 0.0
+    started = time.monotonic()
+    for n, job_id in enumerate(ids, start=1):
+        if interval:
+            wait = started + (n - 1) * interval - time.monotonic()
+            if wait > 0:
+                sleep(wait)
+        try:
+            current = app.store.get_job(job_id, tenant=tenant)
+            if current is None:
+                raise JobNotFound(job_id)
+            if current.status is not JobStatus.DEAD:
+                raise InvalidRequest(f"job {job_id} is {current.status}, not dead")
+            job = app.store.transition(job_id, Event.REPLAY, app.clock.now(), tenant=tenant)
+            report.replayed.append(job.id)
+        except DuetimeError as exc:
+            report.skipped.append((job_id, str(exc)))
+        if progress is not None:
+            progress(n, len(ids))
+    log_event(log, "jobs.bulk_replayed", replayed=len(report.replayed), skipped=len(report.skipped))
+    return report

@@ -1,0 +1,97 @@
+"""Tokens and the figures behind /v1/stats, on both stores."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from jobhelpers import claim_one, enqueue
+
+from duetime.core.clock import ManualClock
+from duetime.core.models import JobFilter, Outcome
+from duetime.core.states import AttemptStatus, Event
+from duetime.core.stats import summarize
+from duetime.core.tokens import Role, hash_secret, new_secret
+from duetime.store.base import Store
+
+
+def test_tokens_are_stored_by_hash_found_and_revoked(store: Store, clock: ManualClock) -> None:
+    secret = new_secret()
+    token = store.create_token(
+        tenant="acme",
+        role=Role.WRITE,
+        name="deploy",
+        prefix=secret[:10],
+        secret_hash=hash_secret(secret),
+        now=clock.now(),
+    )
+    assert token.tenant == "acme" and token.role is Role.WRITE and token.active
+    found = store.find_token(hash_secret(secret), clock.now())
+    assert found is not None and found.id == token.id and found.last_used_at == clock.now()
+    assert store.find_token(hash_secret(secret + "x"), clock.now()) is None
+    other = store.create_token(
+        tenant="globex",
+        role=Role.READ,
+        name="",
+        prefix="dt_other",
+        secret_hash=hash_secret("other"),
+        now=clock.now(),
+    )
+    assert [t.id for t in store.list_tokens("acme")] == [token.id]
+    assert [t.id for t in store.list_tokens(None)] == [token.id, other.id]
+    clock.advance(5)
+    revoked = store.revoke_token(token.id, clock.now())
+    assert revoked is not None and revoked.revoked_at == clock.now() and not revoked.active
+    clock.advance(5)
+    again = store.revoke_token(token.id, clock.now())
+    assert again is not None and again.revoked_at == revoked.revoked_at  # idempotent
+    assert store.revoke_token(999_999, clock.now()) is None
+    found = store.find_token(hash_secret(secret), clock.now())
+    assert found is not None and not found.active
+
+
+def test_attempts_record_when_they_were_due(store: Store, clock: ManualClock) -> None:
+    job = enqueue(store, clock, delay=10)
+    clock.advance(12.5)
+    claimed, lease = claim_one(store, clock)
+    attempt = store.get_job(claimed.id)
+    assert attempt is not None
+    first = attempt.attempt_history[0]
+    assert first.due_at == job.due_at
+    assert first.lag_seconds == 2.5
+
+
+def test_figures_count_statuses_lag_and_throughput(store: Store, clock: ManualClock) -> None:
+    for _ in range(3):
+        enqueue(store, clock)
+    enqueue(store, clock, queue="mail", tenant="other")
+    clock.advance(4)
+    job, lease = claim_one(store, clock)
+    clock.advance(1)
+    store.finish(lease, Outcome(Event.SUCCEED), clock.now())
+    counts = {(c.status, c.queue): c.count for c in store.job_counts("default")}
+    assert counts == {("scheduled", "default"): 2, ("succeeded", "default"): 1}
+    everyone = {(c.status, c.queue): c.count for c in store.job_counts(None)}
+    assert everyone[("scheduled", "mail")] == 1
+    overdue = store.oldest_overdue("default", clock.now())
+    assert overdue is not None and (clock.now() - overdue).total_seconds() == 5
+    assert store.oldest_overdue("nobody", clock.now()) is None
+
+    samples = store.attempt_samples("default", clock.now() - timedelta(hours=1), 1000)
+    assert len(samples) == 1
+    assert samples[0].status is AttemptStatus.SUCCEEDED and samples[0].lag == 4
+    stats = summarize(clock.now(), store.job_counts("default"), overdue, samples)
+    five = stats.windows[0]
+    assert (five.minutes, five.succeeded, five.started, five.lag_p50) == (5, 1, 1, 4.0)
+    assert sum(p.succeeded for p in stats.series) == 1
+    assert store.attempt_samples("other", clock.now() - timedelta(hours=1), 1000) == []
+
+
+def test_jobs_can_be_listed_by_due_time(store: Store, clock: ManualClock) -> None:
+    early = enqueue(store, clock, delay=10)
+    late = enqueue(store, clock, delay=100)
+    found = store.list_jobs(
+        JobFilter(due_after=clock.now() + timedelta(seconds=50), due_before=None)
+    )
+    assert [j.id for j in found] == [late.id]
+    found = store.list_jobs(JobFilter(due_before=clock.now() + timedelta(seconds=50)))
+    assert [j.id for j in found] == [early.id]

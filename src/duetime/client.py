@@ -20,7 +20,7 @@ from duetime.core.errors import (
     ScheduleExists,
     ScheduleNotFound,
 )
-from duetime.core.models import Attempt, Job, JobFilter, NewJob, Tick
+from duetime.core.models import Attempt, Enqueued, Job, JobFilter, NewJob, Tick
 from duetime.core.recurrence import Fire
 from duetime.core.requests import (
     DEFAULT_MAX_ATTEMPTS,
@@ -125,8 +125,10 @@ class App:
         tenant: str = "default",
         clock: Clock | None = None,
         max_payload_bytes: int = DEFAULT_MAX_PAYLOAD_BYTES,
+        pool_timeout: float | None = None,
     ) -> None:
         self._database_url = database_url
+        self.pool_timeout = pool_timeout  # PostgreSQL: seconds a call waits for a connection
         self.tenant = tenant
         self.clock: Clock = clock or SystemClock()
         self.max_payload_bytes = max_payload_bytes
@@ -151,7 +153,7 @@ class App:
     def store(self) -> Store:
         with self._lock:
             if self._store is None:
-                store = open_store(self.database_url)
+                store = open_store(self.database_url, pool_timeout=self.pool_timeout)
                 try:
                     if store.dialect == "sqlite":
                         store.migrate()
@@ -272,7 +274,9 @@ class App:
         transaction (a psycopg connection, or a SQLAlchemy session or connection on the
         psycopg driver): it exists if and only if your transaction commits.
         """
-        options = dict(
+        return self.submit(
+            task_name,
+            args,
             at=at,
             delay=delay,
             key=key,
@@ -281,7 +285,19 @@ class App:
             max_attempts=max_attempts,
             deadline=deadline,
             business_key=business_key,
-        )
+            connection=connection,
+        ).job
+
+    def submit(
+        self,
+        task_name: str,
+        args: Mapping[str, Any] | None = None,
+        *,
+        connection: Any = None,
+        **options: Any,
+    ) -> Enqueued:
+        """enqueue, also telling whether the job was created (False: an idempotency key
+        returned the original job). Options are those of enqueue."""
         new = self._new_job(task_name, args, options)
         result = self.store.enqueue([new], self.clock.now(), connection=connection)[0]
         log_event(
@@ -291,7 +307,7 @@ class App:
             task=task_name,
             due_at=result.job.due_at.isoformat(),
         )
-        return result.job
+        return result
 
     def enqueue_many(
         self,
@@ -342,8 +358,11 @@ class App:
         schedule: str | None = None,
         before_id: int | None = None,
         limit: int = 100,
+        due_after: datetime | str | None = None,
+        due_before: datetime | str | None = None,
     ) -> list[Job]:
-        """Jobs of this app's tenant, newest first; page with before_id=<last id seen>."""
+        """Jobs of this app's tenant, newest first; page with before_id=<last id seen>.
+        due_after/due_before keep jobs due in [due_after, due_before)."""
         return self.store.list_jobs(
             JobFilter(
                 tenant=self.tenant,
@@ -352,6 +371,8 @@ class App:
                 queue=queue,
                 schedule_id=self.get_schedule(schedule).id if schedule else None,
                 before_id=before_id,
+                due_after=parse_instant(due_after, "due_after") if due_after else None,
+                due_before=parse_instant(due_before, "due_before") if due_before else None,
                 limit=limit,
             )
         )

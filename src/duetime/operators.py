@@ -142,16 +142,16 @@ def replay_many(
     interval = 1.0 / per_second if per_second else 0.0
     started = time.monotonic()
     for n, job_id in enumerate(ids, start=1):
-        if interval:
-            wait = started + (n - 1) * interval - time.monotonic()
-            if wait > 0:
-                sleep(wait)
         try:
             current = app.store.get_job(job_id, tenant=tenant)
             if current is None:
                 raise JobNotFound(job_id)
             if current.status is not JobStatus.DEAD:
                 raise InvalidRequest(f"job {job_id} is {current.status}, not dead")
+            if interval:  # pace the replays themselves; a skipped job costs no time
+                wait = started + len(report.replayed) * interval - time.monotonic()
+                if wait > 0:
+                    sleep(wait)
             job = app.store.transition(job_id, Event.REPLAY, app.clock.now(), tenant=tenant)
             report.replayed.append(job.id)
         except DuetimeError as exc:

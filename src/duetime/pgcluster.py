@@ -107,6 +107,18 @@ class Cluster:
         if done.returncode != 0:
             raise RuntimeError(f"pg_ctl restart failed: {done.stdout.strip()} {self.tail()}")
 
+    def down(self) -> None:
+        """Stop the server (fast shutdown), keeping its data and port for up()."""
+        done = self._pg_ctl("-m", "fast", "-w", "-t", "60", "stop")
+        if done.returncode != 0:
+            raise RuntimeError(f"pg_ctl stop failed: {done.stdout.strip()} {self.tail()}")
+
+    def up(self) -> None:
+        """Start the server again after down(), on the same port."""
+        done = self._pg_ctl("-l", str(self.log), "-o", self.options, "-w", "-t", "60", "start")
+        if done.returncode != 0:
+            raise RuntimeError(f"pg_ctl start failed: {done.stdout.strip()} {self.tail()}")
+
     def stop(self) -> None:
         if (self.data / "postmaster.pid").exists():
             self._pg_ctl("-m", "immediate", "-w", "stop")

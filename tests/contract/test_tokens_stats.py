@@ -4,14 +4,13 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from jobhelpers import claim_one, enqueue
-
 from duetime.core.clock import ManualClock
 from duetime.core.models import JobFilter, Outcome
 from duetime.core.states import AttemptStatus, Event
 from duetime.core.stats import summarize
 from duetime.core.tokens import Role, hash_secret, new_secret
 from duetime.store.base import Store
+from jobhelpers import claim_one, enqueue
 
 
 def test_tokens_are_stored_by_hash_found_and_revoked(store: Store, clock: ManualClock) -> None:
@@ -52,7 +51,7 @@ def test_tokens_are_stored_by_hash_found_and_revoked(store: Store, clock: Manual
 def test_attempts_record_when_they_were_due(store: Store, clock: ManualClock) -> None:
     job = enqueue(store, clock, delay=10)
     clock.advance(12.5)
-    claimed, lease = claim_one(store, clock)
+    claimed, _lease = claim_one(store, clock)
     attempt = store.get_job(claimed.id)
     assert attempt is not None
     first = attempt.attempt_history[0]
@@ -65,7 +64,7 @@ def test_figures_count_statuses_lag_and_throughput(store: Store, clock: ManualCl
         enqueue(store, clock)
     enqueue(store, clock, queue="mail", tenant="other")
     clock.advance(4)
-    job, lease = claim_one(store, clock)
+    _job, lease = claim_one(store, clock)
     clock.advance(1)
     store.finish(lease, Outcome(Event.SUCCEED), clock.now())
     counts = {(c.status, c.queue): c.count for c in store.job_counts("default")}

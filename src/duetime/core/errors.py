@@ -11,6 +11,10 @@ class InvalidRequest(DuetimeError, ValueError):
     """A request was rejected before anything was stored."""
 
 
+class PayloadTooLarge(InvalidRequest):
+    """A job's args are over the payload limit."""
+
+
 class IdempotencyConflict(DuetimeError):
     """An idempotency key was reused with a different request."""
 

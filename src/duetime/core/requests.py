@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from duetime.core.errors import InvalidRequest
+from duetime.core.errors import InvalidRequest, PayloadTooLarge
 from duetime.core.models import NewJob
 from duetime.core.retry import RetryPolicy
 
@@ -133,7 +133,7 @@ def dump_args(args: Any, max_bytes: int) -> tuple[dict[str, Any], str]:
         ) from None
     size = len(text.encode())
     if size > max_bytes:
-        raise InvalidRequest(
+        raise PayloadTooLarge(
             f"args are {size} bytes of JSON; the limit is {max_bytes} bytes "
             "(store large payloads elsewhere and pass a reference)"
         )

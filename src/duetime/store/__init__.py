@@ -16,7 +16,7 @@ def resolve_url(url: str | None) -> str:
     return url or os.environ.get("DUETIME_DATABASE_URL") or DEFAULT_URL
 
 
-def open_store(url: str | None = None) -> Store:
+def open_store(url: str | None = None, *, pool_timeout: float | None = None) -> Store:
     """Open the store a URL names: sqlite:///relative.db, sqlite:////abs.db, postgresql://..."""
     url = resolve_url(url)
     if url.startswith("sqlite:///"):
@@ -33,6 +33,8 @@ def open_store(url: str | None = None) -> Store:
             raise ConfigurationError(
                 f"PostgreSQL needs psycopg ({exc}); install it: pip install 'duetime[postgres]'"
             ) from None
+        if pool_timeout is not None:
+            return PostgresStore(url, pool_timeout=pool_timeout)
         return PostgresStore(url)
     raise ConfigurationError(
         f"unsupported database URL {url.split(':', 1)[0]!r}; "
@@ -40,4 +42,23 @@ def open_store(url: str | None = None) -> Store:
     )
 
 
-__all__ = ["DEFAULT_URL", "Store", "open_store", "resolve_url"]
+__all__ = ["DEFAULT_URL", "Store", "is_unavailable", "open_store", "resolve_url"]
+
+
+def is_unavailable(exc: BaseException) -> bool:
+    """Whether an error means the database could not be reached or could not commit now
+    (a restart, a dropped connection, a busy SQLite file): retrying later can succeed."""
+    from duetime.core.errors import StoreUnavailable
+
+    if isinstance(exc, StoreUnavailable):
+        return True
+    import sqlite3
+
+    if isinstance(exc, sqlite3.OperationalError):
+        return "locked" in str(exc) or "busy" in str(exc)
+    try:
+        import psycopg
+        import psycopg_pool
+    except ImportError:  # pragma: no cover - without the postgres extra
+        return False
+    return isinstance(exc, psycopg.OperationalError | psycopg_pool.PoolTimeout)

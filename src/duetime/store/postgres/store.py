@@ -6,6 +6,7 @@ import json
 import logging
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -120,7 +121,9 @@ class PostgresStore(SchemaChecks):
 
     dialect = "postgres"
 
-    def __init__(self, url: str, *, min_size: int = 1, max_size: int = 10) -> None:
+    def __init__(
+        self, url: str, *, min_size: int = 1, max_size: int = 10, pool_timeout: float = 30.0
+    ) -> None:
         self.url = url
         self._q = load_queries("postgres")
         self._migrations = load_migrations("postgres")
@@ -143,6 +146,7 @@ class PostgresStore(SchemaChecks):
             # a connection that died (server restart, network drop) is replaced on checkout
             check=ConnectionPool.check_connection,
             name="duetime",
+            timeout=pool_timeout,  # how long a caller waits for a connection in an outage
         )
 
     # -- plumbing ---------------------------------------------------------------------------
@@ -781,11 +785,16 @@ class PostgresStore(SchemaChecks):
 
     def find_token(self, secret_hash: str, now: datetime) -> ApiToken | None:
         params = {"secret_hash": secret_hash, "now": now}
-        with self._tx() as c:
-            row = c.execute(self._q["token_by_hash"], params).fetchone()
-            if row is None:
-                row = c.execute(self._q["token_by_hash_read"], params).fetchone()
-        return _token(row) if row is not None else None
+        with self._tx() as c:  # most requests only read
+            row = c.execute(self._q["token_by_hash_read"], params).fetchone()
+        if row is None:
+            return None
+        token = _token(row)
+        if token.last_used_at is None or (now - token.last_used_at).total_seconds() >= 60:
+            with self._tx() as c:  # noted to the minute, so a busy token rarely writes
+                c.execute(self._q["token_by_hash"], params)
+            token = replace(token, last_used_at=now)
+        return token
 
     # -- figures ----------------------------------------------------------------------------
 

@@ -8,6 +8,7 @@ import sqlite3
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -682,11 +683,16 @@ class SQLiteStore(SchemaChecks):
 
     def find_token(self, secret_hash: str, now: datetime) -> ApiToken | None:
         params = {"secret_hash": secret_hash, "now": to_us(now)}
-        with self._tx() as c:
-            row = c.execute(self._q["token_by_hash"], params).fetchone()
-            if row is None:
-                row = c.execute(self._q["token_by_hash_read"], params).fetchone()
-        return _token(row) if row is not None else None
+        with self._tx("DEFERRED") as c:  # most requests only read
+            row = c.execute(self._q["token_by_hash_read"], params).fetchone()
+        if row is None:
+            return None
+        token = _token(row)
+        if token.last_used_at is None or (now - token.last_used_at).total_seconds() >= 60:
+            with self._tx() as c:  # noted to the minute, so a busy token rarely writes
+                c.execute(self._q["token_by_hash"], params)
+            token = replace(token, last_used_at=now)
+        return token
 
     # -- figures ----------------------------------------------------------------------------
 

@@ -1,0 +1,166 @@
+"""The ASGI application: settings, error mapping, body limits, health checks, routers."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+from fastapi import FastAPI, HTTPException, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from duetime.client import App
+from duetime.core.errors import (
+    DuetimeError,
+    IdempotencyConflict,
+    IllegalTransition,
+    InvalidRequest,
+    JobNotFound,
+    PayloadTooLarge,
+    ScheduleExists,
+    ScheduleNotFound,
+    SchemaError,
+)
+from duetime.store import is_unavailable
+from duetime.version import __version__
+
+log = logging.getLogger("duetime.server")
+
+RETRY_AFTER_SECONDS = 5
+
+
+@dataclass(frozen=True)
+class ServerSettings:
+    auth: bool = True  # False only on a loopback host (see `duetime serve --no-auth`)
+    tenant: str = "default"  # the tenant of every request when auth is off
+    max_body_bytes: int = 2 * 1024 * 1024  # request bodies above this get 413
+    secure_cookies: bool = False  # mark the session cookie Secure (serve behind HTTPS)
+    refresh_seconds: int = 5  # how often dashboard figures refresh
+
+
+@dataclass
+class ServerState:
+    app: App
+    settings: ServerSettings
+
+
+class BodyLimit:
+    """Refuse request bodies over a size limit with 413, before the route reads them."""
+
+    def __init__(self, app: ASGIApp, max_bytes: int) -> None:
+        self.app = app
+        self.max_bytes = max_bytes
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        for name, value in scope.get("headers", []):
+            if name == b"content-length" and value.isdigit() and int(value) > self.max_bytes:
+                await self._refuse(send)
+                return
+        seen = 0
+
+        async def counted() -> Message:
+            nonlocal seen
+            message = await receive()
+            if message["type"] == "http.request":
+                seen += len(message.get("body", b""))
+                if seen > self.max_bytes:
+                    raise HTTPException(413, self.message)
+            return message
+
+        await self.app(scope, counted, send)
+
+    @property
+    def message(self) -> str:
+        return f"request body is over the limit of {self.max_bytes} bytes"
+
+    async def _refuse(self, send: Send) -> None:
+        response = JSONResponse({"detail": self.message}, 413)
+        await response({"type": "http"}, _no_body, send)
+
+
+async def _no_body() -> Message:
+    return {"type": "http.request", "body": b"", "more_body": False}
+
+
+def _error(status: int, message: str, **headers: str) -> JSONResponse:
+    return JSONResponse({"detail": message}, status, headers=headers or None)
+
+
+def invalid(message: str, fields: tuple[str, ...] = ()) -> JSONResponse:
+    """422 in FastAPI's field-level shape. duetime's messages start with the field they are
+    about, in plain words ("deadline ...", "priority ..."), so the field is found from that."""
+
+    def stems(name: str) -> set[str]:
+        return {name, name.removesuffix("_at"), name.removesuffix("_seconds")}
+
+    field = next((f for f in fields if any(message.startswith(s) for s in stems(f))), None)
+    field = field or next((f for f in fields if f" {f} " in f" {message} "), None)
+    loc: list[str] = ["body", field] if field else ["body"]
+    return JSONResponse({"detail": [{"loc": loc, "msg": message, "type": "value_error"}]}, 422)
+
+
+def create_app(app: App, settings: ServerSettings | None = None) -> FastAPI:
+    """The duetime server for one App (its store, clock and known tasks)."""
+    from duetime.server import api_jobs, api_schedules, api_stats, dashboard, health, metrics
+
+    settings = settings or ServerSettings()
+    api = FastAPI(
+        title="duetime",
+        version=__version__,
+        summary="A durable, distributed job scheduler: jobs, schedules, dead letters, stats.",
+        docs_url="/docs",
+        redoc_url=None,
+    )
+    api.state.duetime = ServerState(app, settings)
+
+    @api.exception_handler(Exception)
+    async def unexpected(request: Request, exc: Exception) -> JSONResponse:
+        if is_unavailable(exc):
+            log.warning("store unavailable for %s %s: %s", request.method, request.url.path, exc)
+            return _error(
+                503,
+                "the database is unavailable right now, so nothing was committed; retry later "
+                "(with the same Idempotency-Key, a retried enqueue cannot create a duplicate)",
+                **{"Retry-After": str(RETRY_AFTER_SECONDS)},
+            )
+        log.exception("unexpected error in %s %s", request.method, request.url.path)
+        return _error(500, "internal error; the server log has the details")
+
+    @api.exception_handler(DuetimeError)
+    async def known(request: Request, exc: DuetimeError) -> JSONResponse:
+        if is_unavailable(exc):
+            return await unexpected(request, exc)
+        if isinstance(exc, PayloadTooLarge):
+            return _error(413, str(exc))
+        if isinstance(exc, JobNotFound | ScheduleNotFound):
+            return _error(404, str(exc))
+        if isinstance(exc, IdempotencyConflict | IllegalTransition | ScheduleExists):
+            return _error(409, str(exc))
+        if isinstance(exc, InvalidRequest):
+            return invalid(str(exc), getattr(request.state, "fields", ()))
+        if isinstance(exc, SchemaError):
+            return _error(503, str(exc), **{"Retry-After": str(RETRY_AFTER_SECONDS)})
+        return _error(400, str(exc))
+
+    @api.exception_handler(RequestValidationError)
+    async def validation(request: Request, exc: RequestValidationError) -> JSONResponse:
+        detail = [{"loc": list(e["loc"]), "msg": e["msg"], "type": e["type"]} for e in exc.errors()]
+        return JSONResponse({"detail": detail}, 422)
+
+    @api.exception_handler(HTTPException)
+    async def http_error(request: Request, exc: HTTPException) -> JSONResponse:
+        return _error(exc.status_code, str(exc.detail), **(exc.headers or {}))
+
+    api.include_router(health.router)
+    api.include_router(api_jobs.router)
+    api.include_router(api_schedules.router)
+    api.include_router(api_stats.router)
+    api.include_router(metrics.router)
+    api.include_router(dashboard.router)
+    dashboard.mount_static(api)
+    api.add_middleware(BodyLimit, max_bytes=settings.max_body_bytes)
+    return api

@@ -1,0 +1,117 @@
+"""Who is asking: bearer tokens for the API, a session cookie for the dashboard, and roles."""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import ipaddress
+import secrets
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from fastapi import HTTPException, Request
+
+from duetime import operators
+from duetime.client import App
+from duetime.core.tokens import Role
+
+SESSION_COOKIE = "duetime_session"
+_NO_AUTH_KEY = secrets.token_bytes(32)  # keys CSRF tokens when there is no token secret
+CSRF_FIELD = "csrf_token"
+
+
+@dataclass(frozen=True)
+class Principal:
+    """The caller: a tenant, a role, and (with auth on) the token that proved it."""
+
+    tenant: str
+    role: Role
+    token_id: int | None = None
+    secret: str | None = None  # the token secret, kept only to derive the CSRF token
+
+    @property
+    def sees_all(self) -> bool:
+        """Admins see and steer every tenant's jobs and schedules."""
+        return self.role is Role.ADMIN
+
+    @property
+    def tenant_filter(self) -> str | None:
+        return None if self.sees_all else self.tenant
+
+    def csrf_token(self) -> str:
+        """A per-session CSRF token, derived from the session's secret (nothing stored)."""
+        key = self.secret.encode() if self.secret else _NO_AUTH_KEY + self.tenant.encode()
+        return hmac.new(key, b"duetime-csrf", hashlib.sha256).hexdigest()
+
+    def csrf_ok(self, value: str | None) -> bool:
+        return value is not None and hmac.compare_digest(value, self.csrf_token())
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def _unauthorized(message: str) -> HTTPException:
+    return HTTPException(401, message, headers={"WWW-Authenticate": "Bearer"})
+
+
+def _bearer(request: Request) -> str | None:
+    header = request.headers.get("authorization")
+    if header is None:
+        return None
+    scheme, _, value = header.partition(" ")
+    if scheme.lower() != "bearer" or not value.strip():
+        raise _unauthorized("the Authorization header must be 'Bearer <token>'")
+    return value.strip()
+
+
+def principal_for(app: App, secret: str) -> Principal | None:
+    token = operators.authenticate(app, secret)
+    if token is None:
+        return None
+    return Principal(token.tenant, token.role, token.id, secret)
+
+
+def current_principal(request: Request, *, cookie: bool) -> Principal | None:
+    """The caller, from the bearer token (or, when `cookie`, the dashboard session)."""
+    state = request.app.state.duetime
+    if not state.settings.auth:
+        return Principal(state.settings.tenant, Role.ADMIN)
+    secret = _bearer(request)
+    if secret is None and cookie:
+        secret = request.cookies.get(SESSION_COOKIE)
+    if secret is None:
+        return None
+    return principal_for(state.app, secret)
+
+
+def needs(role: Role) -> Callable[[Request], Principal]:
+    """A FastAPI dependency: the caller, who must hold at least `role`.
+
+    GET requests may use the dashboard's session cookie (its pages refresh figures with
+    fetch); anything that changes state needs the Authorization header, so a cross-site
+    form cannot ride on the cookie.
+    """
+
+    def dependency(request: Request) -> Principal:
+        who = current_principal(request, cookie=request.method == "GET")
+        if who is None:
+            raise _unauthorized(
+                "missing or unknown bearer token; send 'Authorization: Bearer <token>' "
+                "(create one with `duetime tokens create`)"
+            )
+        if not who.role.allows(role):
+            raise HTTPException(403, f"this needs a {role} token; this token's role is {who.role}")
+        return who
+
+    return dependency
+
+
+reader = needs(Role.READ)
+writer = needs(Role.WRITE)
+admin = needs(Role.ADMIN)

@@ -1,0 +1,317 @@
+"""The JSON shapes of the REST API (v1): what requests carry and what responses return.
+
+Field names follow the Python API's JSON (Job.to_json, Schedule.to_json) so that the CLI's
+--json output, the API and the docs agree.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Annotated, Any, Literal
+
+from pydantic import (
+    AfterValidator,
+    AwareDatetime,
+    BaseModel,
+    ConfigDict,
+    Field,
+    model_validator,
+)
+
+
+def clean_text(value: str) -> str:
+    """Refuse text no database can store: NUL characters and lone surrogates."""
+    if "\x00" in value:
+        raise ValueError("must not contain NUL characters")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ValueError("must be valid Unicode (it has a lone surrogate)") from None
+    return value
+
+
+def sane_instant(value: datetime) -> datetime:
+    """An aware instant between 1970 and 9000, in UTC."""
+    try:
+        utc = value.astimezone(UTC)
+    except OverflowError:
+        raise ValueError("is out of range; use an instant between 1970 and 9000") from None
+    if not 1970 <= utc.year <= 9000:
+        raise ValueError("is out of range; use an instant between 1970 and 9000")
+    return utc
+
+
+Text = Annotated[str, AfterValidator(clean_text)]
+Instant = Annotated[AwareDatetime, AfterValidator(sane_instant)]
+
+Status = Literal[
+    "scheduled",
+    "waiting",
+    "running",
+    "cancel_requested",
+    "succeeded",
+    "dead",
+    "cancelled",
+    "expired",
+    "parked",
+]
+NAME = Field(min_length=1, max_length=200)
+
+
+class Problem(BaseModel):
+    """Every error answer: a one-line explanation of what was wrong and what to do."""
+
+    detail: str
+
+
+class FieldError(BaseModel):
+    loc: list[str | int]
+    msg: str
+    type: str
+
+
+class ValidationProblem(BaseModel):
+    """422: what was wrong with which field."""
+
+    detail: list[FieldError]
+
+
+class Retry(BaseModel):
+    base_seconds: float
+    cap_seconds: float
+
+
+class AttemptOut(BaseModel):
+    id: int
+    generation: int = Field(description="the fencing token: strictly increasing per job")
+    worker_id: str
+    status: Literal["running", "succeeded", "failed", "lost", "cancelled", "parked"]
+    lease_expires_at: AwareDatetime
+    started_at: AwareDatetime
+    finished_at: AwareDatetime | None
+    error_category: str | None
+    error_message: str | None
+    error_traceback: str | None
+    late_outcome: str | None = Field(description="what a fenced-out worker tried to report")
+    late_reported_at: AwareDatetime | None
+    due_at: AwareDatetime | None = Field(description="when the job was due as this attempt began")
+
+
+class JobOut(BaseModel):
+    id: int
+    tenant: str
+    queue: str
+    task: str
+    args: dict[str, Any]
+    priority: int
+    due_at: AwareDatetime
+    deadline_at: AwareDatetime | None
+    status: Status
+    version: int
+    attempts: int = Field(description="attempts used from the current budget")
+    max_attempts: int
+    generation: int
+    retry: Retry
+    lease_seconds: float
+    timeout_seconds: float | None
+    idempotency_key: str | None
+    business_key: str
+    created_at: AwareDatetime
+    updated_at: AwareDatetime
+    cancel_requested_at: AwareDatetime | None
+    schedule: str | None = Field(description="the schedule this job is an occurrence of")
+    nominal_at: AwareDatetime | None
+    covers: list[AwareDatetime]
+    origin: str | None
+    attempt_history: list[AttemptOut] = Field(description="oldest first; empty in lists")
+
+
+class JobPage(BaseModel):
+    items: list[JobOut]
+    next_cursor: str | None = Field(description="pass as ?cursor= for the next page; null: no more")
+
+
+class JobIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    task: Text = NAME
+    args: dict[str, Any] = Field(default_factory=dict)
+    queue: Text | None = Field(default=None, min_length=1, max_length=200)
+    priority: int | None = Field(default=None, ge=-1000, le=1000)
+    due_at: Instant | None = None
+    delay_seconds: float | None = Field(default=None, ge=0, le=10 * 365 * 86400)
+    deadline_at: Instant | None = None
+    max_attempts: int | None = Field(default=None, ge=1, le=1000)
+    business_key: Text | None = Field(default=None, min_length=1, max_length=500)
+
+    @model_validator(mode="after")
+    def _one_start(self) -> JobIn:
+        if self.due_at is not None and self.delay_seconds is not None:
+            raise ValueError("give due_at or delay_seconds, not both")
+        return self
+
+
+class RescheduleIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    due_at: Instant
+
+
+class ResolveIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    done: bool = Field(description="true: the effect happened (succeeded); false: run again now")
+
+
+class ScheduleOut(BaseModel):
+    id: int
+    tenant: str
+    name: str
+    task: str
+    args: dict[str, Any]
+    cron: str | None
+    every_seconds: float | None
+    timezone: str
+    misfire: str
+    catchup_window_seconds: float
+    overlap: str
+    dst_gap: str
+    dst_fold: str
+    start_at: AwareDatetime | None
+    end_at: AwareDatetime | None
+    jitter_seconds: float
+    queue: str
+    priority: int
+    max_attempts: int
+    retry: Retry
+    lease_seconds: float
+    timeout_seconds: float | None
+    paused: bool
+    next_fire_at: AwareDatetime | None
+    next_run_at: AwareDatetime | None
+    version: int
+    created_at: AwareDatetime
+    updated_at: AwareDatetime
+
+
+class ScheduleList(BaseModel):
+    items: list[ScheduleOut]
+
+
+class ScheduleFields(BaseModel):
+    """The words of `duetime schedules add`; durations are seconds."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    task: Text | None = Field(default=None, min_length=1, max_length=200)
+    args: dict[str, Any] | None = None
+    cron: Text | None = Field(default=None, min_length=1, max_length=200)
+    every_seconds: float | None = Field(default=None, gt=0, le=366 * 86400)
+    timezone: Text | None = Field(default=None, min_length=1, max_length=100)
+    misfire: Literal["skip", "catch_up", "coalesce"] | None = None
+    catchup_window_seconds: float | None = Field(default=None, ge=0, le=366 * 86400)
+    overlap: Literal["allow", "skip", "buffer_one", "buffer_all", "cancel_other"] | None = None
+    dst_gap: Literal["skip", "shift"] | None = None
+    dst_fold: Literal["first", "second", "both"] | None = None
+    start_at: Instant | None = None
+    end_at: Instant | None = None
+    jitter_seconds: float | None = Field(default=None, ge=0, le=86400)
+
+
+class ScheduleIn(ScheduleFields):
+    name: Text = Field(min_length=1, max_length=200)
+    task: Text = NAME
+    timezone: Text = Field(min_length=1, max_length=100)
+
+
+class FireOut(BaseModel):
+    at: AwareDatetime = Field(description="the nominal fire instant (UTC)")
+    local: str = Field(description="the wall time in the schedule's zone, with its offset")
+    kind: str
+
+
+class Preview(BaseModel):
+    name: str
+    timezone: str
+    fires: list[FireOut]
+
+
+class BackfillIn(BaseModel):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    from_: Instant = Field(alias="from")
+    to: Instant
+
+
+class BackfillOut(BaseModel):
+    jobs: list[int]
+    ticks: int
+
+
+class DeadLetterFilter(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    task: Text | None = Field(default=None, min_length=1, max_length=200)
+    queue: Text | None = Field(default=None, min_length=1, max_length=200)
+    tenant: Text | None = Field(default=None, min_length=1, max_length=200)
+
+
+class DeadLetterReplayIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    ids: list[Annotated[int, Field(ge=1, le=2**63 - 1)]] | None = Field(
+        default=None, max_length=100_000
+    )
+    filter: DeadLetterFilter | None = None
+    per_second: float | None = Field(default=None, gt=0, le=10_000)
+
+    @model_validator(mode="after")
+    def _one_selection(self) -> DeadLetterReplayIn:
+        if (self.ids is None) == (self.filter is None):
+            raise ValueError("give either ids or filter (an empty filter {} means every dead job)")
+        return self
+
+
+class SkippedOut(BaseModel):
+    id: int
+    reason: str
+
+
+class DeadLetterReplayOut(BaseModel):
+    matched: int
+    replayed: int
+    replayed_ids: list[int]
+    skipped: list[SkippedOut]
+
+
+class LagOut(BaseModel):
+    p50: float | None
+    p95: float | None
+    p99: float | None
+
+
+class WindowOut(BaseModel):
+    minutes: int
+    started: int
+    succeeded: int
+    failed: int
+    throughput_per_second: float
+    lag_seconds: LagOut
+
+
+class PointOut(BaseModel):
+    at: AwareDatetime
+    succeeded: int
+    failed: int
+    lag_p95_seconds: float | None
+
+
+class StatsOut(BaseModel):
+    now: AwareDatetime
+    by_status: dict[str, int]
+    by_queue: dict[str, dict[str, int]]
+    oldest_overdue_seconds: float | None
+    windows: dict[str, WindowOut]
+    series: list[PointOut]
+    sampled_attempts: int
+    sample_limit_hit: bool

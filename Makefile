@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-unit test-contract test-integration lint typecheck clean chaos chaos-long
+.PHONY: demo browser api-reference test test-unit test-contract test-integration lint typecheck clean chaos chaos-long
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -15,8 +15,16 @@ $(STAMP): pyproject.toml
 demo: $(STAMP)
 	$(BIN)/python examples/demo.py
 
-test: $(STAMP) lint typecheck
+test: $(STAMP) browser lint typecheck
 	$(BIN)/pytest tests
+
+# the dashboard's browser test drives Debian's Chromium (Playwright cannot download one here)
+browser:
+	@if [ -x /usr/bin/chromium ]; then :; \
+	elif command -v apt-get >/dev/null 2>&1; then \
+		echo "installing chromium for the dashboard browser test"; \
+		apt-get install -y chromium || { apt-get update && apt-get install -y chromium; }; \
+	else echo "no /usr/bin/chromium and no apt-get: install Chromium at /usr/bin/chromium" >&2; exit 1; fi
 
 test-unit: $(STAMP)
 	$(BIN)/pytest tests/unit
@@ -24,7 +32,7 @@ test-unit: $(STAMP)
 test-contract: $(STAMP)
 	$(BIN)/pytest tests/contract
 
-test-integration: $(STAMP)
+test-integration: $(STAMP) browser
 	$(BIN)/pytest tests/integration
 
 # fault-injection run on a private PostgreSQL, judged by the history checker (docs/chaos.md)
@@ -39,6 +47,10 @@ chaos: $(STAMP)
 chaos-long: $(STAMP)
 	$(BIN)/python -m duetime.chaos.run --jobs 100000 --duration 600 --workers 4 \
 		--concurrency 16 --drain-timeout 600 --report $(or $(CHAOS_REPORT),chaos-long-report.json)
+
+# the REST API reference, generated from the server's OpenAPI document (not kept in git)
+api-reference: $(STAMP)
+	$(BIN)/python -m duetime.server.reference > docs/api-reference.md
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests examples

@@ -34,6 +34,7 @@ from duetime.core.retry import ErrorCategory, Failure, RetryPolicy, classify, de
 from duetime.core.states import ATTEMPT_END, Event
 from duetime.logs import log_event
 from duetime.runtime.context import AttemptContext, JobCancelled, set_current
+from duetime.runtime.metrics import WorkerMetrics
 from duetime.runtime.planner import Planner
 from duetime.runtime.reaper import Reaper
 from duetime.store.base import Store
@@ -87,6 +88,7 @@ class Worker:
         grace: float = 30.0,
         worker_id: str | None = None,
         rng: random.Random | None = None,
+        metrics: WorkerMetrics | None = None,
     ) -> None:
         if concurrency < 1:
             raise ValueError("concurrency must be at least 1")
@@ -101,6 +103,7 @@ class Worker:
         self.worker_id = worker_id or default_worker_id()
         self.rng = rng or random.Random()
         self.stats = WorkerStats()
+        self.metrics = metrics or WorkerMetrics()  # Prometheus figures of this process
         self.reaper = Reaper(self.store, self.clock, rng=self.rng)
         self.planner = Planner(self.store, self.clock) if planner else None
         self.plan_interval = plan_interval
@@ -112,6 +115,7 @@ class Worker:
         self._threads_lock = threading.Lock()
         self._threads_busy = 0
         self._orphans = 0  # sync handler threads still running after their attempt was recorded
+        self.metrics.watch_busy(lambda: len(self._running))
 
     # -- public -----------------------------------------------------------------------------
 
@@ -243,6 +247,7 @@ class Worker:
             if not state.held and not running.ctx.lease_lost:
                 running.ctx.lease_lost = True
                 self.stats.leases_lost += 1
+                self.metrics.lease_lost()
                 log_event(log, "lease.lost", logging.WARNING, **_ids(running.claim))
                 self._ask_to_stop(running)
             elif state.cancel_requested and not running.ctx.cancel_requested:
@@ -261,6 +266,7 @@ class Worker:
             try:
                 result = await self._call(self.reaper.run_once)
                 self.stats.reaped += result.reaped
+                self.metrics.leases_reaped(result.reaped)
                 self.stats.expired += result.expired
             except Exception:
                 log.exception("reaper run failed; trying again next interval")
@@ -309,6 +315,7 @@ class Worker:
 
     def _start(self, claim: Claim) -> None:
         self.stats.claimed += 1
+        self.metrics.claimed(claim)
         ctx = AttemptContext(claim)
         ctx._completion = functools.partial(
             self.store.completion, claim.lease, Outcome(Event.SUCCEED), self.clock.now
@@ -544,6 +551,7 @@ class Worker:
             fields["recorded"] = "in the handler's transaction"
         if not applied:
             self.stats.stale_rejected += 1
+            self.metrics.stale_rejected(claim.job.task, seconds)
             log_event(
                 log,
                 "outcome.rejected_stale",
@@ -558,8 +566,9 @@ class Worker:
             fields["message"] = (outcome.error_message or "")[:200]
         if outcome.due_at is not None:
             fields["retry_at"] = outcome.due_at.isoformat()
-        name, counter = _RECORDED[outcome.event]
+        name, counter, label = _RECORDED[outcome.event]
         setattr(self.stats, counter, getattr(self.stats, counter) + 1)
+        self.metrics.finished(claim.job.task, label, seconds)
         level = logging.WARNING if outcome.event is Event.GIVE_UP else logging.INFO
         log_event(log, name, level, **fields)
 
@@ -582,13 +591,14 @@ class Worker:
         return await asyncio.get_running_loop().run_in_executor(self._io, fn)
 
 
-# how a recorded outcome is logged, and the WorkerStats counter it adds to
-_RECORDED: dict[Event, tuple[str, str]] = {
-    Event.SUCCEED: ("job.succeeded", "succeeded"),
-    Event.RETRY: ("job.retry_scheduled", "retried"),
-    Event.GIVE_UP: ("job.dead", "dead"),
-    Event.STOP: ("job.cancelled", "cancelled"),
-    Event.PARK: ("job.parked", "parked"),
+# how a recorded outcome is logged, the WorkerStats counter it adds to, and its outcome label
+# in the duetime_attempts_total metric
+_RECORDED: dict[Event, tuple[str, str, str]] = {
+    Event.SUCCEED: ("job.succeeded", "succeeded", "succeeded"),
+    Event.RETRY: ("job.retry_scheduled", "retried", "retried"),
+    Event.GIVE_UP: ("job.dead", "dead", "dead"),
+    Event.STOP: ("job.cancelled", "cancelled", "cancelled"),
+    Event.PARK: ("job.parked", "parked", "parked"),
 }
 CANCEL_CHECK_SECONDS = 2.0
 NODE_HEARTBEAT_SECONDS = 5.0  # `duetime nodes` calls a node dead after 30 s of silence

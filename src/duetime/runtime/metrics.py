@@ -1,0 +1,229 @@
+"""A worker's own Prometheus metrics: what this process claimed, ran, recorded and lost.
+
+Each WorkerMetrics keeps its figures in a dedicated CollectorRegistry (never the global one),
+so several workers in one process, and tests, never collide. The worker calls its plain
+methods (claimed, finished, lease_lost...); only this module knows about prometheus_client.
+`duetime worker --metrics-port` serves the registry over HTTP (see serve()). The figures the
+whole cluster shares (jobs by status, dead letters...) come from the server's /metrics.
+"""
+
+from __future__ import annotations
+
+import errno
+import logging
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from prometheus_client import (
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    GCCollector,
+    Histogram,
+    PlatformCollector,
+    ProcessCollector,
+    generate_latest,
+    start_http_server,
+)
+
+from duetime.core.errors import ConfigurationError
+from duetime.core.models import Claim
+from duetime.logs import log_event
+
+log = logging.getLogger("duetime.metrics")
+
+# scheduling lag: from 1 ms (a hot queue) to 10 min (a backlog)
+LAG_BUCKETS = (
+    0.001,
+    0.0025,
+    0.005,
+    0.01,
+    0.025,
+    0.05,
+    0.1,
+    0.25,
+    0.5,
+    1.0,
+    2.5,
+    5.0,
+    10.0,
+    30.0,
+    60.0,
+    120.0,
+    300.0,
+    600.0,
+)
+# handler run time: from 5 ms to an hour
+DURATION_BUCKETS = (
+    0.005,
+    0.01,
+    0.025,
+    0.05,
+    0.1,
+    0.25,
+    0.5,
+    1.0,
+    2.5,
+    5.0,
+    10.0,
+    30.0,
+    60.0,
+    120.0,
+    300.0,
+    600.0,
+    1800.0,
+    3600.0,
+)
+STALE = "rejected_stale"  # the attempts_total outcome of a completion fenced out by the store
+
+
+class WorkerMetrics:
+    """Counters and histograms for one worker (give each Worker its own), in a registry of
+    their own.
+
+    process=True also registers the standard process, platform and GC collectors
+    (process_cpu_seconds_total, process_resident_memory_bytes, python_info...).
+    """
+
+    def __init__(self, *, process: bool = True) -> None:
+        self.registry = CollectorRegistry()
+        r = self.registry
+        self.lag = Histogram(
+            "duetime_scheduling_lag_seconds",
+            "How long after its due time an attempt started (start minus due), at claim time.",
+            ["queue"],
+            buckets=LAG_BUCKETS,
+            registry=r,
+        )
+        self.claims = Counter(
+            "duetime_jobs_claimed",
+            "Jobs this worker claimed (one per attempt started).",
+            ["queue"],
+            registry=r,
+        )
+        self.attempts = Counter(
+            "duetime_attempts",
+            "Attempts this worker ran to an end, by task and recorded outcome "
+            f"(succeeded, retried, dead, cancelled, parked, or {STALE} when fenced out).",
+            ["task", "outcome"],
+            registry=r,
+        )
+        self.duration = Histogram(
+            "duetime_attempt_duration_seconds",
+            "How long an attempt's handler ran, from start to outcome, by task.",
+            ["task"],
+            buckets=DURATION_BUCKETS,
+            registry=r,
+        )
+        self.lease_expiries = Counter(
+            "duetime_lease_expiries",
+            "Expired leases: attempts this process's reaper recorded as lost, plus leases this "
+            "worker learned it had lost (a heartbeat answered not held).",
+            registry=r,
+        )
+        self.stale = Counter(
+            "duetime_stale_completions_rejected",
+            "Outcomes this worker tried to record that the store refused: another attempt "
+            "(a newer generation) held the job by then.",
+            registry=r,
+        )
+        self.busy = Gauge(
+            "duetime_worker_busy",
+            "Attempts running in this worker now.",
+            registry=r,
+        )
+        if process:
+            ProcessCollector(registry=r)
+            PlatformCollector(registry=r)
+            GCCollector(registry=r)
+
+    # -- what the worker tells ------------------------------------------------------------------
+
+    def watch_busy(self, running: Callable[[], int]) -> None:
+        """Read the busy gauge from `running()` at scrape time (it cannot drift)."""
+        self.busy.set_function(lambda: float(running()))
+
+    def claimed(self, claim: Claim) -> None:
+        queue = claim.job.queue
+        self.claims.labels(queue).inc()
+        lag = claim.attempt.lag_seconds
+        if lag is None:
+            lag = (claim.attempt.started_at - claim.job.due_at).total_seconds()
+        self.lag.labels(queue).observe(max(0.0, lag))
+
+    def finished(self, task: str, outcome: str, seconds: float) -> None:
+        """An attempt whose outcome was recorded (`outcome`: see the worker's _RECORDED)."""
+        self.attempts.labels(task, outcome).inc()
+        self.duration.labels(task).observe(max(0.0, seconds))
+
+    def stale_rejected(self, task: str, seconds: float) -> None:
+        """An attempt whose outcome the store refused (fenced out by a newer generation)."""
+        self.stale.inc()
+        self.finished(task, STALE, seconds)
+
+    def lease_lost(self) -> None:
+        """A heartbeat said this worker no longer holds an attempt's lease."""
+        self.lease_expiries.inc()
+
+    def leases_reaped(self, count: int) -> None:
+        """This process's reaper recorded `count` attempts with expired leases as lost."""
+        if count > 0:
+            self.lease_expiries.inc(count)
+
+    # -- reading ------------------------------------------------------------------------------
+
+    def value(self, name: str, **labels: str) -> float:
+        """One sample's value (0 when it has none yet), e.g. value("duetime_attempts_total",
+        task="t", outcome="succeeded")."""
+        found = self.registry.get_sample_value(name, labels)
+        return found if found is not None else 0.0
+
+    def render(self) -> bytes:
+        """The registry in the Prometheus text format."""
+        return generate_latest(self.registry)
+
+
+@dataclass
+class MetricsServer:
+    """The HTTP endpoint serving one registry; stop() closes it."""
+
+    host: str
+    port: int  # the bound port (the one asked for, or the one picked for port 0)
+    _shutdown: Callable[[], None]
+    _thread: threading.Thread
+
+    def stop(self) -> None:
+        self._shutdown()
+        self._thread.join(5)
+
+
+def serve(metrics: WorkerMetrics, port: int, host: str = "127.0.0.1") -> MetricsServer:
+    """Serve `metrics` at http://host:port/ (any path) from a daemon thread.
+
+    A port in use or an address that cannot be bound is a ConfigurationError with one line
+    saying what to do.
+    """
+    if not 0 <= port <= 65535:
+        raise ConfigurationError(f"--metrics-port must be 0 to 65535, got {port}")
+    try:
+        httpd, thread = start_http_server(port, host, registry=metrics.registry)
+    except OSError as exc:
+        where = f"{host}:{port}"
+        if exc.errno == errno.EADDRINUSE:
+            raise ConfigurationError(
+                f"cannot serve metrics on {where}: the port is already in use; pick another "
+                "--metrics-port (each worker on a host needs its own) or stop what listens there"
+            ) from None
+        raise ConfigurationError(
+            f"cannot serve metrics on {where}: {exc.strerror or exc}; check --metrics-host "
+            "(an address of this machine, e.g. 127.0.0.1 or 0.0.0.0) and --metrics-port"
+        ) from None
+    bound = int(httpd.server_address[1])
+
+    def shutdown() -> None:
+        httpd.shutdown()
+        httpd.server_close()
+
+    log_event(log, "metrics.serving", host=host, port=bound, path="/metrics")
+    return MetricsServer(host, bound, shutdown, thread)

@@ -1,0 +1,149 @@
+"""/metrics: cluster-wide figures in the Prometheus text format, read from the store per scrape.
+
+Every scrape reads the store once (duetime.operators.stats: counts by status and queue, the
+oldest overdue job, and the attempts of the last hour) through a custom collector in a
+registry of this app's own, next to the server process's standard collectors. What a single
+worker did (its lag histogram, attempts by outcome...) is on that worker's --metrics-port.
+
+It needs an admin token (the figures cover every tenant). A store that cannot answer raises,
+and the app's error handler turns that into 503, so Prometheus records the scrape as failed
+(`up == 0`) instead of stale figures.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from collections.abc import Iterator
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, Request, Response
+from prometheus_client import (
+    CONTENT_TYPE_LATEST,
+    CollectorRegistry,
+    GCCollector,
+    PlatformCollector,
+    ProcessCollector,
+    generate_latest,
+)
+from prometheus_client.metrics_core import GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
+
+from duetime import operators
+from duetime.client import App
+from duetime.core.states import JobStatus
+from duetime.core.stats import Stats
+from duetime.server import auth
+
+router = APIRouter(tags=["metrics"])
+
+QUANTILES = (("0.5", "lag_p50"), ("0.95", "lag_p95"), ("0.99", "lag_p99"))
+_registry_lock = threading.Lock()
+
+
+class StoreCollector(Collector):
+    """Gauges computed from the store each time the registry is collected."""
+
+    def __init__(self, app: App) -> None:
+        self.app = app
+
+    def describe(self) -> Iterator[Metric]:
+        """The names this collector yields, without reading the store (for registration)."""
+        yield from families(None)
+
+    def collect(self) -> Iterator[Metric]:
+        yield from families(operators.stats(self.app, None))
+
+
+def families(stats: Stats | None) -> Iterator[Metric]:
+    """The store's figures as metric families (empty families when `stats` is None)."""
+    jobs = GaugeMetricFamily(
+        "duetime_jobs",
+        "Jobs by status and queue, every tenant (statuses a queue has none of read 0).",
+        labels=["status", "queue"],
+    )
+    overdue = GaugeMetricFamily(
+        "duetime_oldest_overdue_seconds",
+        "How long the longest-waiting due job (scheduled, due_at passed) has waited; 0: none.",
+    )
+    dead = GaugeMetricFamily(
+        "duetime_dead_letters", "Dead jobs (failed for good), kept for inspection and replay."
+    )
+    parked = GaugeMetricFamily(
+        "duetime_parked_jobs", "Parked jobs: a lost attempt's effect is unknown; resolve them."
+    )
+    lag = GaugeMetricFamily(
+        "duetime_recent_scheduling_lag_seconds",
+        "Start minus due of the attempts started in the window, by quantile (NaN: none).",
+        labels=["window", "quantile"],
+    )
+    attempts = GaugeMetricFamily(
+        "duetime_recent_attempts",
+        "Attempts in the window: started, succeeded, failed (failed or lost).",
+        labels=["window", "outcome"],
+    )
+    throughput = GaugeMetricFamily(
+        "duetime_recent_throughput_per_second",
+        "Attempts that succeeded in the window, per second.",
+        labels=["window"],
+    )
+    if stats is not None:
+        by_queue = stats.by_queue()
+        for queue in sorted(by_queue):
+            for status in JobStatus:
+                jobs.add_metric([str(status), queue], by_queue[queue].get(str(status), 0))
+        by_status = stats.by_status()
+        overdue.add_metric([], stats.oldest_overdue_seconds or 0.0)
+        dead.add_metric([], by_status.get(str(JobStatus.DEAD), 0))
+        parked.add_metric([], by_status.get(str(JobStatus.PARKED), 0))
+        for w in stats.windows:
+            window = f"{w.minutes}m"
+            for quantile, field in QUANTILES:
+                value: float | None = getattr(w, field)
+                lag.add_metric([window, quantile], math.nan if value is None else value)
+            attempts.add_metric([window, "started"], w.started)
+            attempts.add_metric([window, "succeeded"], w.succeeded)
+            attempts.add_metric([window, "failed"], w.failed)
+            throughput.add_metric([window], w.throughput_per_second)
+    yield from (jobs, overdue, dead, parked, lag, attempts, throughput)
+
+
+def build_registry(app: App, *, process: bool = True) -> CollectorRegistry:
+    """A registry with the store's figures and (process=True) this process's own."""
+    registry = CollectorRegistry()
+    registry.register(StoreCollector(app))
+    if process:
+        ProcessCollector(registry=registry)
+        PlatformCollector(registry=registry)
+        GCCollector(registry=registry)
+    return registry
+
+
+def registry_for(request: Request) -> CollectorRegistry:
+    """The registry of the FastAPI app serving `request`, built on first use."""
+    state = request.app.state
+    with _registry_lock:
+        registry: CollectorRegistry | None = getattr(state, "duetime_metrics", None)
+        if registry is None:
+            registry = build_registry(state.duetime.app)
+            state.duetime_metrics = registry
+    return registry
+
+
+@router.get(
+    "/metrics",
+    response_class=Response,
+    responses={
+        200: {
+            "content": {CONTENT_TYPE_LATEST.split(";")[0]: {}},
+            "description": "Prometheus text format",
+        },
+        401: {"description": "missing or unknown bearer token"},
+        403: {"description": "the token is not an admin token"},
+        503: {"description": "the store is unavailable"},
+    },
+)
+def metrics(request: Request, _: Annotated[auth.Principal, Depends(auth.admin)]) -> Response:
+    """Cluster-wide figures from the store, and this server process's own, for Prometheus."""
+    body = generate_latest(registry_for(request))
+    return Response(content=body, media_type=CONTENT_TYPE_LATEST)

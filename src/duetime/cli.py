@@ -14,13 +14,12 @@ import signal
 import sys
 import time
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
-from duetime import cli_schedules, logs
+from duetime import cli_ops, cli_schedules, cli_serve, logs
 from duetime.cli_support import json_object, make_app, out, table
 from duetime.client import App
-from duetime.core.errors import ConfigurationError, StoreUnavailable
+from duetime.core.errors import StoreUnavailable
 from duetime.core.models import Job, attempt_to_json
 from duetime.core.requests import parse_duration
 from duetime.core.states import JobStatus
@@ -125,10 +124,15 @@ def cmd_migrate(args: argparse.Namespace) -> int:
 
 
 def cmd_worker(args: argparse.Namespace) -> int:
+    from duetime.runtime import metrics as worker_metrics
     from duetime.runtime.worker import Worker
 
     logs.configure(args.log_level, args.log_format)
     app = make_app(args)
+    figures = worker_metrics.WorkerMetrics()
+    exporter = None  # nothing listens without --metrics-port
+    if args.metrics_port is not None:  # before waiting for the store: a busy port fails fast
+        exporter = worker_metrics.serve(figures, args.metrics_port, args.metrics_host)
     _wait_for_store(app)
     queues = [q for item in args.queues or [] for q in item.split(",") if q]
     worker = Worker(
@@ -140,6 +144,7 @@ def cmd_worker(args: argparse.Namespace) -> int:
         reap_interval=args.reap_interval,
         plan_interval=args.plan_interval,
         planner=not args.no_planner,
+        metrics=figures,
     )
 
     async def main() -> None:
@@ -162,6 +167,8 @@ def cmd_worker(args: argparse.Namespace) -> int:
         await worker.run(stop)
 
     asyncio.run(main())
+    if exporter is not None:
+        exporter.stop()
     if worker.abandoned_threads:
         log.warning(
             "%d handler thread(s) outlived the grace period; exiting", worker.abandoned_threads
@@ -189,9 +196,11 @@ def _wait_for_store(app: App) -> None:
 
 
 def cmd_enqueue(args: argparse.Namespace) -> int:
-    app = make_app(args)
     if args.from_file:
-        return _enqueue_file(app, args)
+        return cli_ops.enqueue_file(args)
+    if not args.task:
+        args.usage_error("the following arguments are required: task (or --from-file FILE)")
+    app = make_app(args)
     job = app.enqueue(
         args.task,
         json_object(args.args, "--args"),
@@ -210,32 +219,6 @@ def cmd_enqueue(args: argparse.Namespace) -> int:
     return 0
 
 
-def _enqueue_file(app: App, args: argparse.Namespace) -> int:
-    if args.key:
-        raise ConfigurationError("--key applies to one job; it cannot be used with --from-file")
-    lines = Path(args.from_file).read_text().splitlines()
-    batch = [
-        json_object(line, f"{args.from_file} line {n}")
-        for n, line in enumerate(lines, 1)
-        if line.strip()
-    ]
-    jobs = app.enqueue_many(
-        args.task,
-        batch,
-        at=args.at,
-        delay=args.delay,
-        queue=args.queue,
-        priority=args.priority,
-        max_attempts=args.max_attempts,
-        deadline=args.deadline,
-    )
-    if args.json:
-        out(json.dumps([j.id for j in jobs]))
-    else:
-        out(f"enqueued {len(jobs)} jobs")
-    return 0
-
-
 def cmd_jobs_list(args: argparse.Namespace) -> int:
     app = make_app(args)
     jobs = app.list_jobs(
@@ -243,10 +226,12 @@ def cmd_jobs_list(args: argparse.Namespace) -> int:
         task=args.task,
         queue=args.queue,
         before_id=args.cursor,
+        due_after=args.due_after,
+        due_before=args.due_before,
         limit=args.limit,
     )
+    next_cursor = jobs[-1].id if len(jobs) == args.limit else None
     if args.json:
-        next_cursor = jobs[-1].id if len(jobs) == args.limit else None
         out(
             json.dumps({"items": [j.to_json() for j in jobs], "next_cursor": next_cursor}, indent=2)
         )
@@ -266,6 +251,8 @@ def cmd_jobs_list(args: argparse.Namespace) -> int:
         ],
         ["id", "task", "status", "queue", "prio", "attempts", "due_at (UTC)"],
     )
+    if next_cursor is not None:
+        out(f"next cursor: {next_cursor}")
     return 0
 
 
@@ -366,12 +353,24 @@ def build_parser() -> argparse.ArgumentParser:
         "--plan-interval", type=_seconds, default=1.0, help="how often to plan schedules (1s)"
     )
     p.add_argument("--no-planner", action="store_true", help="do not plan schedules here")
+    p.add_argument(
+        "--metrics-port",
+        type=int,
+        metavar="PORT",
+        help="serve this worker's Prometheus metrics on this port (default: not served)",
+    )
+    p.add_argument(
+        "--metrics-host",
+        default="127.0.0.1",
+        metavar="HOST",
+        help="address to serve metrics on (default 127.0.0.1; 0.0.0.0 for every interface)",
+    )
     p.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
     p.add_argument("--log-format", default="text", choices=["text", "json"])
     p.set_defaults(func=cmd_worker)
 
     p = sub.add_parser("enqueue", parents=[common, with_app], help="create a job")
-    p.add_argument("task", help="task name")
+    p.add_argument("task", nargs="?", help="task name (optional with --from-file)")
     p.add_argument("--args", help="the job's arguments as a JSON object")
     when = p.add_mutually_exclusive_group()
     when.add_argument("--at", help="due time, ISO 8601 with offset")
@@ -381,9 +380,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--priority", type=int, help="higher runs first (default 0)")
     p.add_argument("--max-attempts", type=_positive_int)
     p.add_argument("--deadline", help="expire the job if not started by then (ISO 8601)")
-    p.add_argument("--from-file", help="enqueue one job per line of a JSON-lines file of args")
+    p.add_argument(
+        "--from-file",
+        metavar="FILE",
+        help="one job per line of a JSON-lines file (- for stdin): a job object, or with TASK "
+        "the args",
+    )
+    p.add_argument("--batch", type=_positive_int, help="--from-file: jobs per transaction (500)")
     p.add_argument("--json", action="store_true", help="print the whole job as JSON")
-    p.set_defaults(func=cmd_enqueue)
+    p.set_defaults(func=cmd_enqueue, usage_error=p.error)
 
     jobs = sub.add_parser("jobs", help="inspect and steer jobs").add_subparsers(
         dest="jobs_command", required=True, metavar="ACTION"
@@ -394,6 +399,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--queue")
     p.add_argument("--limit", type=_positive_int, default=50)
     p.add_argument("--cursor", type=int, help="show jobs older than this id (next_cursor)")
+    p.add_argument("--due-after", help="only jobs due at or after this instant (ISO 8601)")
+    p.add_argument("--due-before", help="only jobs due before this instant (ISO 8601)")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_jobs_list)
     for name, func, help_text in [
@@ -422,6 +429,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_nodes)
 
     cli_schedules.add_parsers(sub, [common])
+    cli_ops.add_parsers(sub, [common])
+    cli_serve.add_parser(sub, [common])
     return parser
 
 

@@ -7,8 +7,10 @@ import importlib
 import json
 import os
 import sys
+import time
 from collections.abc import Sequence
-from typing import Any
+from types import TracebackType
+from typing import Any, TextIO
 
 from duetime.client import App
 from duetime.core.errors import ConfigurationError
@@ -66,3 +68,84 @@ def json_object(text: str | None, what: str) -> dict[str, Any]:
     if not isinstance(value, dict):
         raise ConfigurationError(f"{what} must be a JSON object like '{{\"id\": 1}}'")
     return value
+
+
+class Progress:
+    """A progress bar for long operations, on stderr (stdout stays for results).
+
+    On a terminal it redraws `\r[#####...] 1234/5000 jobs 24%` as work advances and ends the
+    line when done; otherwise it writes nothing but that final line. Disabled (`enabled=False`,
+    e.g. with --json) it writes nothing at all. Use it as a context manager: leaving the block
+    normally writes the final line, leaving it by an exception only ends a drawn line.
+    """
+
+    WIDTH = 20
+    INTERVAL = 0.1  # seconds between redraws on a terminal
+
+    def __init__(
+        self, total: int, unit: str = "jobs", *, enabled: bool = True, stream: TextIO | None = None
+    ) -> None:
+        self.total = total
+        self.unit = unit
+        self.enabled = enabled
+        self.stream = stream if stream is not None else sys.stderr
+        self.tty = enabled and _isatty(self.stream)
+        self.done = 0
+        self._drawn = 0.0  # monotonic time of the last redraw (0: nothing drawn yet)
+        self._shown = -1  # the `done` the terminal shows (-1: nothing)
+
+    def render(self) -> str:
+        total = max(self.total, 0)
+        ratio = 1.0 if total == 0 else min(max(self.done / total, 0.0), 1.0)
+        filled = int(ratio * self.WIDTH)
+        bar = "#" * filled + "." * (self.WIDTH - filled)
+        return f"[{bar}] {self.done}/{total} {self.unit} {int(ratio * 100)}%"
+
+    def update(self, done: int) -> None:
+        """Record that `done` items of `total` are finished (redrawn at most every 0.1 s)."""
+        self.done = done
+        if not self.tty:
+            return
+        now = time.monotonic()
+        if self._drawn and now - self._drawn < self.INTERVAL and done < self.total:
+            return
+        self._drawn = now
+        self._shown = done
+        self.stream.write("\r" + self.render())
+        self.stream.flush()
+
+    def finish(self) -> None:
+        if not self.enabled:
+            return
+        if not self.tty:
+            line = self.render()
+        elif self._shown == self.done:
+            line = ""  # the terminal shows it already: only end the line
+        else:
+            line = "\r" + self.render()
+        self.stream.write(line + "\n")
+        self.stream.flush()
+        self._drawn, self._shown = 0.0, -1
+
+    def __enter__(self) -> Progress:
+        self.update(self.done)
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if exc_type is None:
+            self.finish()
+        elif self.tty and self._drawn:
+            self.stream.write("\n")  # the error message starts on a line of its own
+            self.stream.flush()
+
+
+def _isatty(stream: TextIO) -> bool:
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):  # a closed or unusual stream
+        return False

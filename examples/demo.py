@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -18,6 +19,13 @@ from pathlib import Path
 from duetime.core.models import Job
 
 HERE = Path(__file__).resolve().parent
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
 
 
 def main() -> int:
@@ -54,6 +62,27 @@ def main() -> int:
     )
 
     env = {**os.environ, "PYTHONPATH": str(HERE)}
+    # the dashboard and API on this database, with an admin token for the demo's tenant
+    port = free_port()
+    _, secret = app.create_token("admin", name="demo")
+    server = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "duetime.cli",
+            "serve",
+            "--app",
+            "demo_app:app",
+            "--port",
+            str(port),
+            "--log-level",
+            "WARNING",
+        ],
+        env=env,
+        stderr=open(folder / "serve.log", "w"),
+    )
+    print(f"dashboard: http://127.0.0.1:{port}/  (log in with the token {secret})")
+    print(f"API:       curl -H 'Authorization: Bearer {secret}' http://127.0.0.1:{port}/v1/stats\n")
     command = [
         sys.executable,
         "-m",
@@ -103,6 +132,14 @@ def main() -> int:
             f"{tick.job_status or ''}  {tick.detail}"
         )
     print(f"\nworker logs: {folder}/worker0.log, worker1.log")
+    print(f"\ndashboard: http://127.0.0.1:{port}/  token: {secret}")
+    if sys.stdin.isatty():
+        try:
+            input("the dashboard stays up until you press Enter (or Ctrl-C) ")
+        except (EOFError, KeyboardInterrupt):
+            pass
+    server.send_signal(signal.SIGTERM)
+    server.wait(timeout=30)
     expected = {
         "demo.flaky": "succeeded",
         "demo.doomed": "dead",

@@ -211,6 +211,7 @@ def cmd_enqueue(args: argparse.Namespace) -> int:
         priority=args.priority,
         max_attempts=args.max_attempts,
         deadline=args.deadline,
+        business_key=args.business_key,
     )
     if args.json:
         out(json.dumps(job.to_json(), indent=2))
@@ -376,6 +377,9 @@ def build_parser() -> argparse.ArgumentParser:
     when.add_argument("--at", help="due time, ISO 8601 with offset")
     when.add_argument("--in", dest="delay", help="due after a delay, e.g. 30s, 5m, 1h30m")
     p.add_argument("--key", help="idempotency key: the same key returns the same job")
+    p.add_argument(
+        "--business-key", help="the key handlers send downstream (default: derived from --key)"
+    )
     p.add_argument("--queue")
     p.add_argument("--priority", type=int, help="higher runs first (default 0)")
     p.add_argument("--max-attempts", type=_positive_int)

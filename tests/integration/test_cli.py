@@ -153,6 +153,15 @@ def test_enqueue_same_key_with_different_args_is_refused(db_url: str) -> None:
     assert count_jobs(db_url) == 1
 
 
+def test_enqueue_takes_a_business_key(db_url: str) -> None:
+    job = as_json(
+        cli(db_url, "enqueue", "pay", "--key", "k", "--business-key", "order-42", "--json")
+    )
+    assert job["business_key"] == "order-42" and job["idempotency_key"] == "k"
+    keyed = as_json(cli(db_url, "enqueue", "pay", "--key", "k2", "--json"))
+    assert keyed["business_key"] == "default/pay:k2"
+
+
 def test_enqueue_from_file_is_all_or_nothing(db_url: str, tmp_path: Path) -> None:
     good = tmp_path / "good.jsonl"
     good.write_text('{"n": 1}\n\n{"n": 2}\n{"n": 3}\n')

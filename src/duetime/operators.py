@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 from duetime.core.errors import DuetimeError, InvalidRequest, JobNotFound
 from duetime.core.models import JobFilter
+from duetime.core.requests import TENANT_LIMIT, check_name
 from duetime.core.states import Event, JobStatus
 from duetime.core.stats import Stats, summarize
 from duetime.core.tokens import PREFIX_CHARS, ApiToken, Role, hash_secret, new_secret, parse_role
@@ -30,8 +31,7 @@ MAX_BULK = 100_000
 
 def create_token(app: App, tenant: str, role: Role | str, name: str = "") -> tuple[ApiToken, str]:
     """A new token and its secret; the secret is shown once and only its hash is kept."""
-    if not tenant or len(tenant) > 200:
-        raise InvalidRequest("a token needs a tenant of 1 to 200 characters")
+    check_name(tenant, "tenant", TENANT_LIMIT)  # the same rule as the jobs the token creates
     secret = new_secret()
     token = app.store.create_token(
         tenant=tenant,

@@ -30,7 +30,8 @@ class Env:
     clock: ManualClock
 
     def client(self, **settings: Any) -> TestClient:
-        base = "https://testserver" if settings.get("secure_cookies") else "http://testserver"
+        host = "127.0.0.1" if settings.get("auth") is False else "testserver"  # --no-auth: loopback
+        base = f"https://{host}" if settings.get("secure_cookies") else f"http://{host}"
         return TestClient(create_app(self.app, ServerSettings(**settings)), base_url=base)
 
     def token(self, tenant: str = "default", role: str = "admin") -> str:

@@ -201,7 +201,8 @@ def test_server_metrics_need_an_admin_token(client: TestClient, server_app: App)
 
 
 def test_server_metrics_are_open_with_auth_off(server_app: App) -> None:
-    with TestClient(create_app(server_app, ServerSettings(auth=False))) as open_client:
+    server = create_app(server_app, ServerSettings(auth=False))
+    with TestClient(server, base_url="http://127.0.0.1") as open_client:  # loopback only
         response = open_client.get("/metrics")
     assert response.status_code == 200
     assert "duetime_jobs" in response.text

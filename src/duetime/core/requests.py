@@ -106,6 +106,25 @@ def _check_int(value: Any, what: str, low: int, high: int) -> int:
     return value
 
 
+TENANT_LIMIT = 100  # characters
+MAX_ARGS_DEPTH = 64  # deeper JSON is refused: parsers and serializers give up around 500
+
+
+def _nesting(value: Any) -> int:
+    """How deeply lists and objects nest in value (iteratively: no recursion limit)."""
+    deepest = 0
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, Mapping | list | tuple):
+            deepest = max(deepest, depth)
+            if depth > MAX_ARGS_DEPTH:
+                break
+            children = item.values() if isinstance(item, Mapping) else item
+            stack.extend((child, depth + 1) for child in children)
+    return deepest
+
+
 def dump_args(args: Any, max_bytes: int) -> tuple[dict[str, Any], str]:
     """Check that args are a JSON object within the size limit; return it and its JSON text."""
     if args is None:
@@ -113,6 +132,10 @@ def dump_args(args: Any, max_bytes: int) -> tuple[dict[str, Any], str]:
     if not isinstance(args, Mapping):
         raise InvalidRequest(
             f"args must be a JSON object (a dict with string keys), got {type(args).__name__}"
+        )
+    if _nesting(args) > MAX_ARGS_DEPTH:
+        raise InvalidRequest(
+            f"args nest more than {MAX_ARGS_DEPTH} levels deep; flatten the structure"
         )
     if not all(isinstance(k, str) for k in args):
         raise InvalidRequest("args must be a JSON object: every key must be a string")
@@ -159,7 +182,7 @@ def build_new_job(
 ) -> NewJob:
     """Validate one enqueue request and turn it into a NewJob, or raise InvalidRequest."""
     task = check_name(task, "task name", 200)
-    tenant = check_name(tenant, "tenant", 100)
+    tenant = check_name(tenant, "tenant", TENANT_LIMIT)
     args_obj, args_json = dump_args(args, max_payload_bytes)
     if at is not None and delay is not None:
         raise InvalidRequest("give either at= (an instant) or delay= (a duration), not both")

@@ -296,10 +296,12 @@ def preview(spec: ScheduleSpec, anchor: datetime, after: datetime, count: int) -
     """The next `count` nominal fires strictly after `after`."""
     if not 1 <= count <= 10_000:
         raise InvalidRequest("preview count must be between 1 and 10000")
-    result = []
-    for fire in spec_fires(spec, anchor, after):
-        result.append(fire)
-        if len(result) == count:
+    result: list[Fire] = []
+    fires = spec_fires(spec, anchor, after)
+    while len(result) < count:
+        try:
+            result.append(next(fires))
+        except (StopIteration, OverflowError):  # OverflowError: past the year 9999
             break
     return result
 

@@ -127,17 +127,18 @@ def list_jobs(
             before_id=before_id,
             due_after=due_after,
             due_before=due_before,
-            limit=limit,
+            limit=limit + 1,  # one more than asked: whether there is a next page at all
         )
     )
-    next_cursor = str(jobs[-1].id) if len(jobs) == limit else None
+    next_cursor = str(jobs[limit - 1].id) if len(jobs) > limit else None
+    jobs = jobs[:limit]
     return {"items": [job_out(j) for j in jobs], "next_cursor": next_cursor}
 
 
 def _cursor(cursor: str | None) -> int | None:
     if cursor is None or cursor == "":
         return None
-    if not cursor.isdigit() or not 0 < int(cursor) < 2**63:
+    if not (cursor.isascii() and cursor.isdigit()) or not 0 < int(cursor) < 2**63:
         raise InvalidRequest("cursor is not one this API gave out; start again without cursor")
     return int(cursor)
 

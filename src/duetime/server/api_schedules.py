@@ -8,6 +8,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, Path, Query, Request, Response
 from pydantic import AfterValidator
 
+from duetime.core.errors import InvalidRequest
 from duetime.core.schedules import Schedule
 from duetime.server.api_jobs import AUTH, job_out
 from duetime.server.auth import Principal, reader, writer
@@ -103,7 +104,11 @@ def update_schedule(
     """Change some fields; future ticks follow the new definition and occurrences generated
     but not started are regenerated. Send null to clear start_at or end_at."""
     request.state.fields = FIELDS
-    changes = _options(body.model_dump(exclude_unset=True))
+    values = body.model_dump(exclude_unset=True)
+    for field, value in values.items():
+        if value is None and field not in ("start_at", "end_at"):
+            raise InvalidRequest(f"{field} cannot be null; leave it out to keep it")
+    changes = _options(values)
     return schedule_out(act_as(request, who, tenant).update_schedule(name, **changes))
 
 

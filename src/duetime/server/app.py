@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from fastapi import FastAPI, HTTPException, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from duetime.client import App
@@ -90,15 +91,34 @@ def _error(status: int, message: str, **headers: str) -> JSONResponse:
     return JSONResponse({"detail": message}, status, headers=headers or None)
 
 
+# the words duetime's messages use for a request field, when they differ from its name
+FIELD_WORDS = {
+    "timezone": ("time zone",),
+    "every_seconds": ("interval",),
+    "catchup_window_seconds": ("catch-up window", "catchup window"),
+    "due_at": ("due time",),
+    "name": ("schedule name",),
+    "task": ("task name", "schedule task"),
+    "Idempotency-Key": ("idempotency key",),
+    "business_key": ("business key",),
+}
+
+
 def invalid(message: str, fields: tuple[str, ...] = ()) -> JSONResponse:
     """422 in FastAPI's field-level shape. duetime's messages start with the field they are
-    about, in plain words ("deadline ...", "priority ..."), so the field is found from that."""
+    about, in plain words ("deadline ...", "time zone ..."), so the field is found from that."""
 
-    def stems(name: str) -> set[str]:
-        return {name, name.removesuffix("_at"), name.removesuffix("_seconds")}
+    def words(name: str) -> set[str]:
+        return {
+            name,
+            name.removesuffix("_at"),
+            name.removesuffix("_seconds"),
+            *FIELD_WORDS.get(name, ()),
+        }
 
-    field = next((f for f in fields if any(message.startswith(s) for s in stems(f))), None)
-    field = field or next((f for f in fields if f" {f} " in f" {message} "), None)
+    # the longest matching word wins: "schedule task" is about task, not name
+    matches = [(len(w), f) for f in fields for w in words(f) if message.startswith(w)]
+    field = max(matches)[1] if matches else None
     loc: list[str] = ["body", field] if field else ["body"]
     return JSONResponse({"detail": [{"loc": loc, "msg": message, "type": "value_error"}]}, 422)
 
@@ -151,8 +171,15 @@ def create_app(app: App, settings: ServerSettings | None = None) -> FastAPI:
         detail = [{"loc": list(e["loc"]), "msg": e["msg"], "type": e["type"]} for e in exc.errors()]
         return JSONResponse({"detail": detail}, 422)
 
-    @api.exception_handler(HTTPException)
-    async def http_error(request: Request, exc: HTTPException) -> JSONResponse:
+    @api.exception_handler(StarletteHTTPException)
+    async def http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        if exc.status_code == 400 and request.url.path.startswith("/v1"):
+            # a body FastAPI could not parse (too deeply nested JSON, invalid UTF-8): invalid
+            # input like any other, so 422 in the same shape
+            msg = "the body is not JSON this API can read (check its encoding and nesting)"
+            return JSONResponse(
+                {"detail": [{"loc": ["body"], "msg": msg, "type": "json_invalid"}]}, 422
+            )
         return _error(exc.status_code, str(exc.detail), **(exc.headers or {}))
 
     api.include_router(health.router)

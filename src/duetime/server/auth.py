@@ -8,6 +8,7 @@ import ipaddress
 import secrets
 from collections.abc import Callable
 from dataclasses import dataclass
+from urllib.parse import urlsplit
 
 from fastapi import HTTPException, Request
 
@@ -56,6 +57,28 @@ def is_loopback(host: str) -> bool:
         return False
 
 
+SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+
+
+def _local_only(request: Request) -> None:
+    """Without tokens, anything that reaches a loopback port is admin: refuse requests that
+    name another host (DNS rebinding) and writes another site's page makes (cross-site forms
+    and fetches), which a browser on the same machine would otherwise carry."""
+    host = urlsplit(f"//{request.headers.get('host', '')}").hostname or ""
+    if not is_loopback(host):
+        raise HTTPException(
+            403, "with --no-auth the server answers only requests addressed to a loopback host"
+        )
+    if request.method in SAFE_METHODS:
+        return
+    origin = request.headers.get("origin")
+    origin_host = urlsplit(origin).hostname or "" if origin and origin != "null" else ""
+    if request.headers.get("sec-fetch-site") in ("cross-site", "same-site") or (
+        origin is not None and not is_loopback(origin_host)
+    ):
+        raise HTTPException(403, "with --no-auth, requests from other sites' pages are refused")
+
+
 def _unauthorized(message: str) -> HTTPException:
     return HTTPException(401, message, headers={"WWW-Authenticate": "Bearer"})
 
@@ -81,6 +104,7 @@ def current_principal(request: Request, *, cookie: bool) -> Principal | None:
     """The caller, from the bearer token (or, when `cookie`, the dashboard session)."""
     state = request.app.state.duetime
     if not state.settings.auth:
+        _local_only(request)
         return Principal(state.settings.tenant, Role.ADMIN)
     secret = _bearer(request)
     if secret is None and cookie:

@@ -34,8 +34,10 @@ from duetime.core.models import Attempt, Job, JobFilter
 from duetime.core.schedules import Schedule
 from duetime.core.states import TRANSITIONS, Event, JobStatus
 from duetime.core.tokens import Role
+from duetime.server.api_stats import MAX_REPLAY_SECONDS
 from duetime.server.app import ServerState
 from duetime.server.auth import SESSION_COOKIE, Principal, current_principal, principal_for
+from duetime.server.schemas import sane_instant
 from duetime.store import is_unavailable
 
 HERE = Path(__file__).parent
@@ -335,7 +337,7 @@ def _opt(value: str | None) -> str | None:
 
 
 def _parse_id(value: str | None) -> int | None:
-    if value is None or not value.strip().isdigit():
+    if value is None or not (value.strip().isascii() and value.strip().isdigit()):
         return None
     number = int(value.strip())
     return number if 0 < number < 2**63 else None
@@ -354,9 +356,11 @@ def parse_when(value: str | None, what: str) -> tuple[datetime, bool]:
             f"{what} {text!r} is not a time; write it like 2026-03-01T09:00 (UTC) "
             "or 2026-03-01T09:00:00+01:00"
         ) from None
-    if parsed.tzinfo is None or parsed.utcoffset() is None:
-        return parsed.replace(tzinfo=UTC), True
-    return parsed.astimezone(UTC), False
+    naive = parsed.tzinfo is None or parsed.utcoffset() is None
+    try:
+        return sane_instant(parsed.replace(tzinfo=UTC) if naive else parsed), naive
+    except ValueError as exc:
+        raise InvalidRequest(f"{what} {text!r} {exc}") from None
 
 
 # -- login and logout --------------------------------------------------------------------------
@@ -886,6 +890,11 @@ def bulk_replay(
             chosen = [n for n in (_parse_id(i) for i in ids or []) if n is not None]
             if not chosen:
                 raise InvalidRequest("select at least one dead job to replay")
+        if rate and (len(chosen) - 1) / rate > MAX_REPLAY_SECONDS:
+            raise InvalidRequest(
+                f"at {rate:g} a second, {len(chosen)} jobs would take over "
+                f"{MAX_REPLAY_SECONDS} s; raise the pace or use `duetime dlq replay`"
+            )
         report = operators.replay_many(app, chosen, tenant=who.tenant_filter, per_second=rate)
     except DuetimeError as exc:
         if is_unavailable(exc):

@@ -218,8 +218,15 @@ class ScheduleFields(BaseModel):
     jitter_seconds: float | None = Field(default=None, ge=0, le=86400)
 
 
+def addressable_name(value: str) -> str:
+    """A schedule name the API can put in a URL path: no slash, not just dots."""
+    if "/" in value or set(value) <= {"."}:
+        raise ValueError("must not contain '/' or be only dots (it is part of URLs)")
+    return value
+
+
 class ScheduleIn(ScheduleFields):
-    name: Text = Field(min_length=1, max_length=200)
+    name: Annotated[Text, AfterValidator(addressable_name)] = Field(min_length=1, max_length=200)
     task: Text = NAME
     timezone: Text = Field(min_length=1, max_length=100)
 

@@ -229,9 +229,10 @@ def cmd_jobs_list(args: argparse.Namespace) -> int:
         before_id=args.cursor,
         due_after=args.due_after,
         due_before=args.due_before,
-        limit=args.limit,
+        limit=args.limit + 1,  # one more than shown: whether there is a next page
     )
-    next_cursor = jobs[-1].id if len(jobs) == args.limit else None
+    next_cursor = jobs[args.limit - 1].id if len(jobs) > args.limit else None
+    jobs = jobs[: args.limit]
     if args.json:
         out(
             json.dumps({"items": [j.to_json() for j in jobs], "next_cursor": next_cursor}, indent=2)

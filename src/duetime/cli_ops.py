@@ -264,10 +264,11 @@ def cmd_dlq_list(args: argparse.Namespace) -> int:
         task=args.task,
         queue=args.queue,
         before_id=args.cursor,
-        limit=args.limit,
+        limit=args.limit + 1,  # one more than shown: whether there is a next page
     )
+    next_cursor = page[args.limit - 1].id if len(page) > args.limit else None
+    page = page[: args.limit]
     jobs = [app.store.get_job(j.id, tenant=app.tenant) or j for j in page]
-    next_cursor = page[-1].id if len(page) == args.limit else None
     if args.json:
         items = []
         for job in jobs:

@@ -20,7 +20,7 @@ from duetime import cli_ops, cli_schedules, cli_serve, logs
 from duetime.cli_support import json_object, make_app, out, table
 from duetime.client import App
 from duetime.core.errors import StoreUnavailable
-from duetime.core.models import Job, attempt_to_json
+from duetime.core.models import Job, attempt_to_json, page_of
 from duetime.core.requests import parse_duration
 from duetime.core.states import JobStatus
 
@@ -222,17 +222,16 @@ def cmd_enqueue(args: argparse.Namespace) -> int:
 
 def cmd_jobs_list(args: argparse.Namespace) -> int:
     app = make_app(args)
-    jobs = app.list_jobs(
+    found = app.list_jobs(
         status=args.status,
         task=args.task,
         queue=args.queue,
         before_id=args.cursor,
         due_after=args.due_after,
         due_before=args.due_before,
-        limit=args.limit + 1,  # one more than shown: whether there is a next page
+        limit=args.limit + 1,  # one more than shown: whether a next page exists
     )
-    next_cursor = jobs[args.limit - 1].id if len(jobs) > args.limit else None
-    jobs = jobs[: args.limit]
+    jobs, next_cursor = page_of(found, args.limit)
     if args.json:
         out(
             json.dumps({"items": [j.to_json() for j in jobs], "next_cursor": next_cursor}, indent=2)

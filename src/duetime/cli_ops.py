@@ -18,7 +18,7 @@ from duetime import operators
 from duetime.cli_support import Progress, make_app, out, table
 from duetime.client import App
 from duetime.core.errors import ConfigurationError, DuetimeError, InvalidRequest
-from duetime.core.models import Attempt, Job, NewJob, attempt_to_json
+from duetime.core.models import Attempt, Job, NewJob, attempt_to_json, page_of
 from duetime.core.requests import TaskDefaults, build_new_job
 from duetime.core.states import JobStatus
 from duetime.core.stats import Stats
@@ -259,16 +259,15 @@ def _seconds(value: float | None) -> str:
 
 def cmd_dlq_list(args: argparse.Namespace) -> int:
     app = make_app(args)
-    page = app.list_jobs(
+    found = app.list_jobs(
         status=JobStatus.DEAD,
         task=args.task,
         queue=args.queue,
         before_id=args.cursor,
-        limit=args.limit + 1,  # one more than shown: whether there is a next page
+        limit=args.limit + 1,  # one more than shown: whether a next page exists
+        with_attempts=True,
     )
-    next_cursor = page[args.limit - 1].id if len(page) > args.limit else None
-    page = page[: args.limit]
-    jobs = [app.store.get_job(j.id, tenant=app.tenant) or j for j in page]
+    jobs, next_cursor = page_of(found, args.limit)
     if args.json:
         items = []
         for job in jobs:

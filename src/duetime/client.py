@@ -360,9 +360,11 @@ class App:
         limit: int = 100,
         due_after: datetime | str | None = None,
         due_before: datetime | str | None = None,
+        with_attempts: bool = False,
     ) -> list[Job]:
         """Jobs of this app's tenant, newest first; page with before_id=<last id seen>.
-        due_after/due_before keep jobs due in [due_after, due_before)."""
+        due_after/due_before keep jobs due in [due_after, due_before); with_attempts loads
+        each job's attempt history too."""
         return self.store.list_jobs(
             JobFilter(
                 tenant=self.tenant,
@@ -374,6 +376,7 @@ class App:
                 due_after=parse_instant(due_after, "due_after") if due_after else None,
                 due_before=parse_instant(due_before, "due_before") if due_before else None,
                 limit=limit,
+                with_attempts=with_attempts,
             )
         )
 

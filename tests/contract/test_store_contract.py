@@ -476,3 +476,22 @@ def test_list_jobs_filters_and_pages_newest_first(store: Store, clock: ManualClo
     assert {j.task for j in store.list_jobs(JobFilter(task="a"))} == {"a"}
     assert [j.id for j in store.list_jobs(JobFilter(status=JobStatus.RUNNING))] == [ids[0]]
     assert store.list_jobs(JobFilter(tenant="nobody")) == []
+
+
+def test_list_jobs_loads_attempt_histories_in_one_listing(store: Store, clock: ManualClock) -> None:
+    first = enqueue(store, clock, queue="a")
+    second = enqueue(store, clock, queue="b")
+    untouched = enqueue(store, clock, queue="c")
+    for queue in ("a", "b"):
+        claim = store.claim(worker_id="w", queues=[queue], limit=1, now=clock.now())[0]
+        store.finish(claim.lease, Outcome(Event.RETRY, due_at=clock.now()), clock.now())
+    claim = store.claim(worker_id="w", queues=["a"], limit=1, now=clock.now())[0]
+    listed = {j.id: j for j in store.list_jobs(JobFilter(with_attempts=True))}
+    assert listed == {j.id: store.get_job(j.id) for j in (first, second, untouched)}
+    for job in listed.values():
+        stored = store.get_job(job.id)
+        assert stored is not None and job.attempt_history == stored.attempt_history
+    assert [a.generation for a in listed[first.id].attempt_history] == [1, 2]
+    assert listed[untouched.id].attempt_history == ()
+    assert claim.attempt.id == listed[first.id].attempt_history[-1].id
+    assert all(j.attempt_history == () for j in store.list_jobs(JobFilter()))

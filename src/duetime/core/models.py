@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -294,3 +295,11 @@ class JobFilter:
     due_after: datetime | None = None  # due at or after this instant
     due_before: datetime | None = None  # due before this instant
     limit: int = 100
+    with_attempts: bool = False  # load each job's attempt history too (one more query)
+
+
+def page_of(found: Sequence[Job], limit: int) -> tuple[list[Job], int | None]:
+    """Split what a listing read with limit + 1 into the page to show and the cursor of the
+    next page: the last id shown when more follow, None when nothing does."""
+    page = list(found[:limit])
+    return page, (page[-1].id if len(found) > limit else None)

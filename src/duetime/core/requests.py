@@ -114,14 +114,11 @@ def _nesting(value: Any) -> int:
     """How deeply lists and objects nest in value (iteratively: no recursion limit)."""
     deepest = 0
     stack: list[tuple[Any, int]] = [(value, 1)]
-    while stack:
+    while stack and deepest <= MAX_ARGS_DEPTH:
         item, depth = stack.pop()
-        if isinstance(item, Mapping | list | tuple):
-            deepest = max(deepest, depth)
-            if depth > MAX_ARGS_DEPTH:
-                break
-            children = item.values() if isinstance(item, Mapping) else item
-            stack.extend((child, depth + 1) for child in children)
+        deepest = max(deepest, depth)
+        children = item.values() if isinstance(item, Mapping) else item
+        stack.extend((c, depth + 1) for c in children if isinstance(c, Mapping | list | tuple))
     return deepest
 
 

@@ -10,7 +10,7 @@ from fastapi import APIRouter, Depends, Header, Path, Query, Request, Response
 from pydantic import AfterValidator
 
 from duetime.core.errors import InvalidRequest, JobNotFound
-from duetime.core.models import Job, JobFilter
+from duetime.core.models import Job, JobFilter, page_of
 from duetime.core.states import Event, JobStatus
 from duetime.logs import log_event
 from duetime.server.auth import Principal, reader, writer
@@ -25,6 +25,7 @@ from duetime.server.schemas import (
     Status,
     ValidationProblem,
     clean_text,
+    parse_id,
 )
 from duetime.server.state import duetime_app, scope_tenant
 
@@ -118,7 +119,7 @@ def list_jobs(
     """Jobs newest first, `limit` at a time; follow `next_cursor` for the next page.
     Dead letters are `?status=dead`."""
     before_id = _cursor(cursor)
-    jobs = duetime_app(request).store.list_jobs(
+    found = duetime_app(request).store.list_jobs(
         JobFilter(
             tenant=scope_tenant(who, tenant),
             status=JobStatus(status) if status else None,
@@ -127,20 +128,21 @@ def list_jobs(
             before_id=before_id,
             due_after=due_after,
             due_before=due_before,
-            limit=limit + 1,  # one more than asked: whether there is a next page at all
+            limit=limit + 1,  # one more than shown: whether a next page exists
         )
     )
-    next_cursor = str(jobs[limit - 1].id) if len(jobs) > limit else None
-    jobs = jobs[:limit]
+    jobs, last = page_of(found, limit)
+    next_cursor = str(last) if last is not None else None
     return {"items": [job_out(j) for j in jobs], "next_cursor": next_cursor}
 
 
 def _cursor(cursor: str | None) -> int | None:
     if cursor is None or cursor == "":
         return None
-    if not (cursor.isascii() and cursor.isdigit()) or not 0 < int(cursor) < 2**63:
+    before_id = parse_id(cursor)
+    if before_id is None:
         raise InvalidRequest("cursor is not one this API gave out; start again without cursor")
-    return int(cursor)
+    return before_id
 
 
 @router.get("/jobs/{job_id}", response_model=JobOut, responses={**AUTH, **NOT_FOUND})

@@ -30,14 +30,14 @@ from markupsafe import Markup, escape
 from duetime import operators
 from duetime.client import App
 from duetime.core.errors import DuetimeError, InvalidRequest
-from duetime.core.models import Attempt, Job, JobFilter
+from duetime.core.models import Attempt, Job, JobFilter, page_of
 from duetime.core.schedules import Schedule
 from duetime.core.states import TRANSITIONS, Event, JobStatus
 from duetime.core.tokens import Role
 from duetime.server.api_stats import MAX_REPLAY_SECONDS
 from duetime.server.app import ServerState
 from duetime.server.auth import SESSION_COOKIE, Principal, current_principal, principal_for
-from duetime.server.schemas import sane_instant
+from duetime.server.schemas import parse_id, sane_instant
 from duetime.store import is_unavailable
 
 HERE = Path(__file__).parent
@@ -336,13 +336,6 @@ def _opt(value: str | None) -> str | None:
     return value or None
 
 
-def _parse_id(value: str | None) -> int | None:
-    if value is None or not (value.strip().isascii() and value.strip().isdigit()):
-        return None
-    number = int(value.strip())
-    return number if 0 < number < 2**63 else None
-
-
 def parse_when(value: str | None, what: str) -> tuple[datetime, bool]:
     """A time typed in a form, in UTC, and whether it lacked an offset (then it is read as UTC,
     which is what a datetime-local input sends)."""
@@ -484,7 +477,7 @@ def jobs_page(
     nav = "parked" if form["status"] == "parked" else "jobs"
     errors: list[str] = []
     if form["id"] is not None:
-        job_id = _parse_id(form["id"])
+        job_id = parse_id(form["id"])
         if job_id is not None:
             return RedirectResponse(f"/jobs/{job_id}", 303)
         errors.append(f"job id {form['id']!r} is not a number")
@@ -501,7 +494,7 @@ def jobs_page(
                 bounds[key], _ = parse_when(form[key], key.replace("_", " "))
             except InvalidRequest as exc:
                 errors.append(str(exc))
-    cursor = _parse_id(before) if before else None
+    cursor = parse_id(before) if before else None
     if before and cursor is None:
         errors.append(f"page cursor {before!r} is not a job id")
     jobs: list[Job] = []
@@ -519,10 +512,10 @@ def jobs_page(
                 limit=PAGE_SIZE + 1,
             )
         )
-        jobs = found[:PAGE_SIZE]
-        if len(found) > PAGE_SIZE:
+        jobs, last = page_of(found, PAGE_SIZE)
+        if last is not None:
             kept = {k: v for k, v in form.items() if v is not None and k != "id"}
-            next_url = "/jobs?" + urlencode({**kept, "before": jobs[-1].id})
+            next_url = "/jobs?" + urlencode({**kept, "before": last})
     first_url = None
     if cursor is not None:
         kept = {k: v for k, v in form.items() if v is not None and k != "id"}
@@ -556,7 +549,7 @@ def _actions(job: Job) -> dict[str, bool]:
 
 
 def _find_job(request: Request, who: Principal, job_id: str) -> Job | None:
-    number = _parse_id(job_id)
+    number = parse_id(job_id)
     if number is None:
         return None
     return _state(request).app.store.get_job(number, tenant=who.tenant_filter)
@@ -702,7 +695,7 @@ def _rule(s: Schedule) -> str:
 
 
 def _find_schedule(request: Request, who: Principal, schedule_id: str) -> Schedule | None:
-    number = _parse_id(schedule_id)
+    number = parse_id(schedule_id)
     if number is None:
         return None
     schedules = _state(request).app.store.list_schedules(who.tenant_filter)
@@ -820,7 +813,7 @@ def dead_letters_page(
         "queue": _opt(queue),
         "tenant": _opt(tenant) if who.sees_all else None,
     }
-    cursor = _parse_id(before)
+    cursor = parse_id(before)
     found = store.list_jobs(
         JobFilter(
             tenant=form["tenant"] if who.sees_all else who.tenant,
@@ -829,16 +822,15 @@ def dead_letters_page(
             queue=form["queue"],
             before_id=cursor,
             limit=PAGE_SIZE + 1,
+            with_attempts=True,
         )
     )
-    rows = []
-    for listed in found[:PAGE_SIZE]:
-        job = store.get_job(listed.id, tenant=listed.tenant) or listed
-        rows.append({"job": job, "error": _last_error(job)})
+    jobs, last = page_of(found, PAGE_SIZE)
+    rows = [{"job": job, "error": _last_error(job)} for job in jobs]
     kept = {k: v for k, v in form.items() if v is not None}
     next_url = None
-    if len(found) > PAGE_SIZE:
-        next_url = "/dead-letters?" + urlencode({**kept, "before": found[PAGE_SIZE - 1].id})
+    if last is not None:
+        next_url = "/dead-letters?" + urlencode({**kept, "before": last})
     first_url = None
     if cursor is not None:
         first_url = "/dead-letters" + (f"?{urlencode(kept)}" if kept else "")
@@ -887,7 +879,7 @@ def bulk_replay(
             if not chosen:
                 raise InvalidRequest("no dead job matches that filter; nothing was replayed")
         else:
-            chosen = [n for n in (_parse_id(i) for i in ids or []) if n is not None]
+            chosen = [n for n in (parse_id(i) for i in ids or []) if n is not None]
             if not chosen:
                 raise InvalidRequest("select at least one dead job to replay")
         if rate and (len(chosen) - 1) / rate > MAX_REPLAY_SECONDS:

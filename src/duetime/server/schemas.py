@@ -30,6 +30,15 @@ def clean_text(value: str) -> str:
     return value
 
 
+def parse_id(text: str | None) -> int | None:
+    """A job or schedule id typed into a URL or form (ASCII digits, 1 to 2**63 - 1), or None."""
+    text = (text or "").strip()
+    if not (text.isascii() and text.isdigit()):
+        return None
+    number = int(text)
+    return number if 0 < number < 2**63 else None
+
+
 def sane_instant(value: datetime) -> datetime:
     """An aware instant between 1970 and 9000, in UTC."""
     try:

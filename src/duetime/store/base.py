@@ -73,7 +73,8 @@ class Store(Protocol):
         ...
 
     def list_jobs(self, f: JobFilter) -> list[Job]:
-        """Jobs matching the filter, newest first, without attempt history."""
+        """Jobs matching the filter, newest first; with f.with_attempts, each with its attempt
+        history (read in the same snapshot), else without."""
         ...
 
     def claim(

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime
 from typing import Any
 
@@ -11,6 +11,8 @@ from duetime.core.errors import IllegalTransition, InvalidRequest
 from duetime.core.models import Attempt, Job
 from duetime.core.retry import ErrorCategory
 from duetime.core.states import AttemptStatus, Event, JobStatus, allowed_from
+from duetime.core.stats import AttemptSample
+from duetime.core.tokens import ApiToken, Role
 
 Row = Mapping[str, Any]
 ToTime = Callable[[Any], datetime]
@@ -74,6 +76,39 @@ def attempt_from_row(row: Row, t: ToTime) -> Attempt:
         late_outcome=row["late_outcome"],
         late_reported_at=_opt(row["late_reported_at"], t),
         due_at=_opt(row["due_at"], t),
+    )
+
+
+def attempts_by_job(rows: Iterable[Row], t: ToTime) -> dict[int, tuple[Attempt, ...]]:
+    """Attempt rows of many jobs (ordered by job, then generation), grouped by job id."""
+    grouped: dict[int, list[Attempt]] = {}
+    for row in rows:
+        grouped.setdefault(row["job_id"], []).append(attempt_from_row(row, t))
+    return {job_id: tuple(attempts) for job_id, attempts in grouped.items()}
+
+
+def token_from_row(row: Row, t: ToTime) -> ApiToken:
+    return ApiToken(
+        id=row["id"],
+        tenant=row["tenant"],
+        role=Role(row["role"]),
+        name=row["name"],
+        prefix=row["prefix"],
+        created_at=t(row["created_at"]),
+        last_used_at=_opt(row["last_used_at"], t),
+        revoked_at=_opt(row["revoked_at"], t),
+    )
+
+
+def sample_from_row(row: Row, t: ToTime) -> AttemptSample:
+    return AttemptSample(
+        task=row["task"],
+        queue=row["queue"],
+        status=AttemptStatus(row["status"]),
+        started_at=t(row["started_at"]),
+        due_at=_opt(row["due_at"], t),
+        finished_at=_opt(row["finished_at"], t),
+        error_category=row["error_category"],
     )
 
 

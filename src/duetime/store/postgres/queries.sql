@@ -38,6 +38,9 @@ WHERE id = %(id)s AND (%(tenant)s::text IS NULL OR tenant = %(tenant)s::text);
 -- name: select_attempts
 SELECT * FROM duetime_attempts WHERE job_id = %(id)s ORDER BY generation;
 
+-- name: select_attempts_of_jobs
+SELECT * FROM duetime_attempts WHERE job_id = ANY(%(ids)s) ORDER BY job_id, generation;
+
 -- name: list_jobs
 SELECT * FROM duetime_jobs
 WHERE (%(tenant)s::text IS NULL OR tenant = %(tenant)s::text)

@@ -47,11 +47,20 @@ from duetime.core.schedules import (
     occurrence_job,
     spec_from_json,
 )
-from duetime.core.states import ATTEMPT_END, AttemptStatus, Event, JobStatus
+from duetime.core.states import ATTEMPT_END, Event, JobStatus
 from duetime.core.stats import AttemptSample, JobCount
 from duetime.core.tokens import ApiToken, Role
 from duetime.store.base import Decide
-from duetime.store.rows import attempt_from_row, covers_json, job_from_row, moves_json, refusal
+from duetime.store.rows import (
+    attempt_from_row,
+    attempts_by_job,
+    covers_json,
+    job_from_row,
+    moves_json,
+    refusal,
+    sample_from_row,
+    token_from_row,
+)
 from duetime.store.schema import SchemaChecks
 from duetime.store.sql import load_migrations, load_queries
 
@@ -308,9 +317,14 @@ class PostgresStore(SchemaChecks):
             "due_before": f.due_before,
             "limit": f.limit,
         }
-        with self._tx() as cur:
+        with self._tx(snapshot=True) as cur:
             rows = cur.execute(self._q["list_jobs"], params).fetchall()
-        return [job_from_row(r, _utc) for r in rows]
+            history = {}
+            if f.with_attempts and rows:
+                ids = [r["id"] for r in rows]
+                attempts = cur.execute(self._q["select_attempts_of_jobs"], {"ids": ids})
+                history = attempts_by_job(attempts.fetchall(), _utc)
+        return [job_from_row(r, _utc, history.get(r["id"], ())) for r in rows]
 
     # -- the worker's path ------------------------------------------------------------------
 
@@ -771,17 +785,18 @@ class PostgresStore(SchemaChecks):
         }
         with self._tx() as c:
             row = c.execute(self._q["insert_token"], params).fetchone()
-        return _token(row)
+        assert row is not None  # INSERT ... RETURNING gives the row
+        return token_from_row(row, _utc)
 
     def list_tokens(self, tenant: str | None) -> list[ApiToken]:
         with self._tx() as c:
             rows = c.execute(self._q["list_tokens"], {"tenant": tenant}).fetchall()
-        return [_token(r) for r in rows]
+        return [token_from_row(r, _utc) for r in rows]
 
     def revoke_token(self, token_id: int, now: datetime) -> ApiToken | None:
         with self._tx() as c:
             row = c.execute(self._q["revoke_token"], {"id": token_id, "now": now}).fetchone()
-        return _token(row) if row is not None else None
+        return token_from_row(row, _utc) if row is not None else None
 
     def find_token(self, secret_hash: str, now: datetime) -> ApiToken | None:
         params = {"secret_hash": secret_hash, "now": now}
@@ -789,7 +804,7 @@ class PostgresStore(SchemaChecks):
             row = c.execute(self._q["token_by_hash_read"], params).fetchone()
         if row is None:
             return None
-        token = _token(row)
+        token = token_from_row(row, _utc)
         if token.last_used_at is None or (now - token.last_used_at).total_seconds() >= 60:
             with self._tx() as c:  # noted to the minute, so a busy token rarely writes
                 c.execute(self._q["token_by_hash"], params)
@@ -814,31 +829,7 @@ class PostgresStore(SchemaChecks):
         params = {"tenant": tenant, "since": since, "limit": limit}
         with self._tx(snapshot=True) as c:
             rows = c.execute(self._q["attempt_samples"], params).fetchall()
-        return [
-            AttemptSample(
-                task=r["task"],
-                queue=r["queue"],
-                status=AttemptStatus(r["status"]),
-                started_at=_utc(r["started_at"]),
-                due_at=_utc(r["due_at"]) if r["due_at"] is not None else None,
-                finished_at=_utc(r["finished_at"]) if r["finished_at"] is not None else None,
-                error_category=r["error_category"],
-            )
-            for r in rows
-        ]
-
-
-def _token(row: Any) -> ApiToken:
-    return ApiToken(
-        id=row["id"],
-        tenant=row["tenant"],
-        role=Role(row["role"]),
-        name=row["name"],
-        prefix=row["prefix"],
-        created_at=_utc(row["created_at"]),
-        last_used_at=_utc(row["last_used_at"]) if row["last_used_at"] is not None else None,
-        revoked_at=_utc(row["revoked_at"]) if row["revoked_at"] is not None else None,
-    )
+        return [sample_from_row(r, _utc) for r in rows]
 
 
 @contextmanager

@@ -20,6 +20,10 @@ SELECT * FROM duetime_jobs WHERE id = :id AND (:tenant IS NULL OR tenant = :tena
 -- name: select_attempts
 SELECT * FROM duetime_attempts WHERE job_id = :id ORDER BY generation;
 
+-- name: select_attempts_of_jobs
+SELECT * FROM duetime_attempts WHERE job_id IN (SELECT value FROM json_each(:ids))
+ORDER BY job_id, generation;
+
 -- name: list_jobs
 SELECT * FROM duetime_jobs
 WHERE (:tenant IS NULL OR tenant = :tenant)

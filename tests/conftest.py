@@ -1,4 +1,4 @@
-"""Fixtures shared by every suite: a manual clock and a store of each dialect."""
+"""Fixtures shared by every suite: a manual clock and a store of each dialect (tests/kit.py)."""
 
 from __future__ import annotations
 
@@ -9,8 +9,9 @@ import pytest
 
 from duetime.core.clock import ManualClock
 from duetime.store.base import Store
+from kit import KITS, DialectKit, kit_named
 
-STORE_KINDS = ["sqlite", "postgres"]
+STORE_KINDS = [kit.name for kit in KITS]
 
 
 @pytest.fixture
@@ -18,38 +19,39 @@ def clock() -> ManualClock:
     return ManualClock()
 
 
-@pytest.fixture(scope="session")
-def pg_database_url() -> Iterator[str]:
-    """One fresh PostgreSQL database for this test run (a private server is started if needed)."""
-    import pgserver
+@pytest.fixture(scope="session", autouse=True)
+def _kits_finish() -> Iterator[None]:
+    """Each kit drops the databases this run created, when the run ends."""
+    yield
+    for kit in KITS:
+        kit.finish()
 
-    url = pgserver.create_database()
-    yield url
-    pgserver.drop_database(url)
+
+@pytest.fixture(scope="session")
+def pg_database_url() -> str:
+    """This run's PostgreSQL database (a private server is started if needed)."""
+    from kit import PostgresKit
+
+    kit = kit_named("postgres")
+    assert isinstance(kit, PostgresKit)
+    return kit.run_url()
 
 
 def reset_postgres(url: str) -> None:
     """Drop every duetime table so the next migrate() builds a clean schema (tests may break it)."""
-    import psycopg
-
-    with psycopg.connect(url, autocommit=True) as conn:
-        rows = conn.execute(
-            "SELECT tablename FROM pg_tables WHERE schemaname = current_schema() "
-            "AND tablename LIKE 'duetime%%'"
-        ).fetchall()
-        if rows:
-            names = ", ".join(f'"{name}"' for (name,) in rows)
-            conn.execute(f"DROP TABLE IF EXISTS {names} CASCADE")
+    kit_named("postgres").fresh_url(Path("."))
 
 
 @pytest.fixture(params=STORE_KINDS)
-def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    """A database URL of each dialect, migrated and empty."""
-    if request.param == "sqlite":
-        return f"sqlite:///{tmp_path / 'duetime.db'}"
-    url: str = request.getfixturevalue("pg_database_url")
-    reset_postgres(url)
-    return url
+def kit(request: pytest.FixtureRequest) -> DialectKit:
+    """The dialect kit of each registered dialect."""
+    return kit_named(request.param)
+
+
+@pytest.fixture
+def store_url(kit: DialectKit, tmp_path: Path) -> str:
+    """A database URL of each dialect, empty (not migrated)."""
+    return kit.fresh_url(tmp_path)
 
 
 @pytest.fixture

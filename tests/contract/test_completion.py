@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 import asyncio
-import sqlite3
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import timedelta
 from typing import Any
 
-import psycopg
 import pytest
 
 import duetime
@@ -21,38 +19,30 @@ from duetime.runtime.reaper import Reaper
 from duetime.runtime.worker import Worker
 from duetime.store.base import Store
 from jobhelpers import claim_one, enqueue, run_until
+from kit import DialectKit, kit_named
 
 
 def write_credit(store: Store, conn: Any, job_id: int) -> None:
-    if store.dialect == "sqlite":
-        conn.execute("INSERT INTO credits (job_id) VALUES (?)", (job_id,))
-    else:
-        conn.execute("INSERT INTO credits (job_id) VALUES (%s)", (job_id,))
-
-
-def credits(store: Store) -> list[int]:
-    if store.dialect == "sqlite":
-        with sqlite3.connect(store.path) as conn:  # type: ignore[attr-defined]
-            return [r[0] for r in conn.execute("SELECT job_id FROM credits")]
-    with psycopg.connect(store.url) as conn:  # type: ignore[attr-defined]
-        return [r[0] for r in conn.execute("SELECT job_id FROM credits")]
+    kit_named(store.dialect).execute_on(conn, "INSERT INTO credits (job_id) VALUES (?)", (job_id,))
 
 
 @pytest.fixture
-def ledger(store: Store) -> Iterator[Store]:
+def ledger(store: Store, kit: DialectKit, store_url: str) -> Iterator[Store]:
     """The store, plus an application table `credits` in the same database."""
-    ddl = "CREATE TABLE credits (job_id bigint NOT NULL)"
-    if store.dialect == "sqlite":
-        with sqlite3.connect(store.path) as conn:  # type: ignore[attr-defined]
-            conn.execute(ddl)
-    else:
-        with psycopg.connect(store.url, autocommit=True) as conn:  # type: ignore[attr-defined]
-            conn.execute("DROP TABLE IF EXISTS credits")
-            conn.execute(ddl)
+    kit.execute(store_url, "DROP TABLE IF EXISTS credits")
+    kit.execute(store_url, "CREATE TABLE credits (job_id bigint NOT NULL)")
     yield store
 
 
-def test_the_effect_and_the_success_commit_together(ledger: Store, clock: ManualClock) -> None:
+@pytest.fixture
+def credits(kit: DialectKit, store_url: str) -> Callable[[], list[int]]:
+    """Reads the credits table (the application's own writes)."""
+    return lambda: [r[0] for r in kit.execute(store_url, "SELECT job_id FROM credits")]
+
+
+def test_the_effect_and_the_success_commit_together(
+    ledger: Store, clock: ManualClock, credits: Callable[[], list[int]]
+) -> None:
     enqueue(ledger, clock)
     job, lease = claim_one(ledger, clock)
     with ledger.completion(lease, Outcome(Event.SUCCEED), clock.now) as conn:
@@ -60,10 +50,12 @@ def test_the_effect_and_the_success_commit_together(ledger: Store, clock: Manual
     done = ledger.get_job(job.id)
     assert done is not None and done.status is JobStatus.SUCCEEDED
     assert done.attempt_history[0].status is AttemptStatus.SUCCEEDED
-    assert credits(ledger) == [job.id]
+    assert credits() == [job.id]
 
 
-def test_a_fenced_out_attempt_applies_nothing(ledger: Store, clock: ManualClock) -> None:
+def test_a_fenced_out_attempt_applies_nothing(
+    ledger: Store, clock: ManualClock, credits: Callable[[], list[int]]
+) -> None:
     enqueue(ledger, clock)
     job, old = claim_one(ledger, clock, worker="paused")
     clock.advance(31)
@@ -71,29 +63,33 @@ def test_a_fenced_out_attempt_applies_nothing(ledger: Store, clock: ManualClock)
     with pytest.raises(duetime.StaleAttempt, match="rolled back"):
         with ledger.completion(old, Outcome(Event.SUCCEED), clock.now) as conn:
             write_credit(ledger, conn, job.id)
-    assert credits(ledger) == []
+    assert credits() == []
     lost = ledger.get_job(job.id)
     assert lost is not None and lost.attempt_history[0].late_outcome == "succeeded"
     clock.advance(3600)
     _, fresh = claim_one(ledger, clock, worker="fresh")
     with ledger.completion(fresh, Outcome(Event.SUCCEED), clock.now) as conn:
         write_credit(ledger, conn, job.id)
-    assert credits(ledger) == [job.id]  # applied exactly once
+    assert credits() == [job.id]  # applied exactly once
 
 
-def test_an_error_in_the_block_rolls_everything_back(ledger: Store, clock: ManualClock) -> None:
+def test_an_error_in_the_block_rolls_everything_back(
+    ledger: Store, clock: ManualClock, credits: Callable[[], list[int]]
+) -> None:
     enqueue(ledger, clock)
     job, lease = claim_one(ledger, clock)
     with pytest.raises(ZeroDivisionError):
         with ledger.completion(lease, Outcome(Event.SUCCEED), clock.now) as conn:
             write_credit(ledger, conn, job.id)
             _ = 1 / 0
-    assert credits(ledger) == []
+    assert credits() == []
     still = ledger.get_job(job.id)
     assert still is not None and still.status is JobStatus.RUNNING
 
 
-def test_a_handler_uses_the_completion_transaction(ledger: Store, store_url: str) -> None:
+def test_a_handler_uses_the_completion_transaction(
+    ledger: Store, store_url: str, credits: Callable[[], list[int]]
+) -> None:
     app = duetime.App(database_url=store_url)
     started = threading.Event()
     release = threading.Event()
@@ -126,6 +122,6 @@ def test_a_handler_uses_the_completion_transaction(ledger: Store, store_url: str
     assert first.status is AttemptStatus.LOST and first.late_outcome == "succeeded"
     assert first.error_category is ErrorCategory.LEASE_EXPIRED
     assert second.status is AttemptStatus.SUCCEEDED
-    assert credits(ledger) == [job.id]  # the stale attempt's write never landed
+    assert credits() == [job.id]  # the stale attempt's write never landed
     assert worker.stats.stale_rejected == 1 and worker.stats.succeeded == 1
     app.close()

@@ -20,8 +20,7 @@ whole database (jobs, attempt histories, reapable leases) is compared with the m
 from __future__ import annotations
 
 import random
-import sqlite3
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from contextlib import closing
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
@@ -58,6 +57,7 @@ from duetime.core.states import (
 from duetime.runtime.reaper import Reaper
 from duetime.store.base import Store
 from jobhelpers import claim_one, enqueue
+from kit import DialectKit
 
 START = datetime(2026, 1, 1, tzinfo=UTC)
 WORKERS = ["w1", "w2", "w3"]
@@ -617,26 +617,20 @@ def check_job_shape(job: Job, now: datetime, reapable: set[Lease]) -> None:
 
 
 @pytest.fixture
-def store_and_wipe(make_store: Callable[[], Store]) -> Iterator[tuple[Store, Callable[[], None]]]:
+def store_and_wipe(
+    make_store: Callable[[], Store], kit: DialectKit, store_url: str
+) -> tuple[Store, Callable[[], None]]:
     """One store, and a function that empties its database (the fixture resets it per test)."""
     store = make_store()
     tables = ["duetime_attempts", "duetime_ticks", "duetime_jobs", "duetime_schedules"]
-    if store.dialect == "sqlite":
-        conn: Any = closing(sqlite3.connect(store.path))  # type: ignore[attr-defined]
-    else:
-        import psycopg
 
-        conn = psycopg.connect(store.url, autocommit=True)  # type: ignore[attr-defined]
-
-    with conn as c:
-
-        def clear() -> None:
+    def clear() -> None:
+        with closing(kit.connect(store_url)) as conn:
+            cur = conn.cursor()
             for table in tables:
-                c.execute(f"DELETE FROM {table}")
-            if store.dialect == "sqlite":
-                c.commit()
+                cur.execute(f"DELETE FROM {table}")
 
-        yield store, clear
+    return store, clear
 
 
 def machine_for(store: Store, clear: Callable[[], None]) -> type[StoreModel]:

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import sqlite3
 import threading
 from collections.abc import Callable
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import pytest
 
@@ -15,12 +17,14 @@ from duetime.core.errors import (
     InvalidRequest,
     JobNotFound,
     SchemaError,
+    StoreUnavailable,
 )
 from duetime.core.models import JobFilter, Lease, Outcome
 from duetime.core.retry import ErrorCategory
 from duetime.core.states import TRANSITIONS, AttemptStatus, Event, JobStatus
 from duetime.store.base import Store
 from jobhelpers import claim_one, enqueue, job_in, new
+from kit import DialectKit
 
 ALL_STATUSES = list(JobStatus)
 
@@ -34,31 +38,22 @@ def test_migrate_is_idempotent_and_schema_current(store: Store) -> None:
     store.check_schema()
 
 
-def test_store_refuses_a_newer_schema(store: Store) -> None:
-    _exec(store, "INSERT INTO duetime_migrations (version, name, applied_at) VALUES (999, 'x', 0)")
+def test_store_refuses_a_newer_schema(store: Store, kit: DialectKit, store_url: str) -> None:
+    kit.execute(
+        store_url,
+        "INSERT INTO duetime_migrations (version, name, applied_at) VALUES (?, ?, ?)",
+        (999, "x", kit.instant(datetime(2026, 1, 1, tzinfo=UTC))),
+    )
     with pytest.raises(SchemaError, match="newer than this duetime knows"):
         store.check_schema()
     with pytest.raises(SchemaError, match="upgrade duetime"):
         store.migrate()
 
 
-def test_store_asks_for_migrate_when_behind(store: Store) -> None:
-    _exec(store, "DELETE FROM duetime_migrations")
+def test_store_asks_for_migrate_when_behind(store: Store, kit: DialectKit, store_url: str) -> None:
+    kit.execute(store_url, "DELETE FROM duetime_migrations")
     with pytest.raises(SchemaError, match="run `duetime migrate`"):
         store.check_schema()
-
-
-def _exec(store: Store, sql: str) -> None:
-    if store.dialect == "sqlite":
-        import sqlite3
-
-        with sqlite3.connect(store.path) as conn:  # type: ignore[attr-defined]
-            conn.execute(sql)
-    else:
-        import psycopg
-
-        with psycopg.connect(store.url, autocommit=True) as conn:  # type: ignore[attr-defined]
-            conn.execute(sql.replace("VALUES (999, 'x', 0)", "VALUES (999, 'x', now())"))
 
 
 # -- enqueue ------------------------------------------------------------------------------------
@@ -495,3 +490,23 @@ def test_list_jobs_loads_attempt_histories_in_one_listing(store: Store, clock: M
     assert listed[untouched.id].attempt_history == ()
     assert claim.attempt.id == listed[first.id].attempt_history[-1].id
     assert all(j.attempt_history == () for j in store.list_jobs(JobFilter()))
+
+
+def test_a_busy_sqlite_file_is_reported_unavailable(tmp_path: Path) -> None:
+    """SQLite only: another process holding the write lock past the busy timeout is
+    StoreUnavailable (retrying later can help), not a driver error."""
+    from duetime.store.sqlite.driver import SQLiteDriver
+    from duetime.store.sqlstore import SQLStore
+
+    path = tmp_path / "busy.db"
+    store = SQLStore(SQLiteDriver(path, busy_timeout=0.1))
+    store.migrate()
+    holder = sqlite3.connect(path, isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")
+    try:
+        with pytest.raises(StoreUnavailable, match="stayed locked"):
+            store.expire_overdue(datetime(2026, 1, 1, tzinfo=UTC), 10)
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+        store.close()

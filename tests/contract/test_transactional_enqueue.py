@@ -1,32 +1,42 @@
-"""Enqueue inside the application's own transaction: the job exists iff that commits."""
+"""Enqueue inside the application's own transaction: the job exists iff that commits.
+
+On every dialect that can join an application's transaction (PostgreSQL with psycopg, MySQL
+with PyMySQL), with the driver's own connection and with a SQLAlchemy session on it.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from contextlib import closing
 from pathlib import Path
+from typing import Any
 
-import psycopg
 import pytest
 import sqlalchemy
 from sqlalchemy.orm import Session
 
 import duetime
 from duetime.core.errors import ConfigurationError
+from kit import DialectKit, kit_named
+
+JOINING = ["postgres", "mysql"]
+SQLALCHEMY_SCHEME = {"postgres": "postgresql+psycopg", "mysql": "mysql+pymysql"}
+
+
+@pytest.fixture(params=JOINING)
+def kit(request: pytest.FixtureRequest) -> DialectKit:
+    return kit_named(request.param)
 
 
 @pytest.fixture
-def orders(pg_database_url: str) -> Iterator[str]:
-    """A migrated PostgreSQL database with an application table of its own."""
-    from conftest import reset_postgres
-
-    reset_postgres(pg_database_url)
-    duetime.App(database_url=pg_database_url).migrate()
-    with psycopg.connect(pg_database_url, autocommit=True) as conn:
-        conn.execute("DROP TABLE IF EXISTS app_orders")
-        conn.execute("CREATE TABLE app_orders (id int PRIMARY KEY)")
-    yield pg_database_url
-    with psycopg.connect(pg_database_url, autocommit=True) as conn:
-        conn.execute("DROP TABLE IF EXISTS app_orders")
+def orders(kit: DialectKit, tmp_path: Path) -> Iterator[str]:
+    """A migrated database with an application table of its own."""
+    url = kit.fresh_url(tmp_path)
+    duetime.App(database_url=url).migrate()
+    kit.execute(url, "DROP TABLE IF EXISTS app_orders")
+    kit.execute(url, "CREATE TABLE app_orders (id int PRIMARY KEY)")
+    yield url
+    kit.execute(url, "DROP TABLE IF EXISTS app_orders")
 
 
 @pytest.fixture
@@ -36,10 +46,26 @@ def app(orders: str) -> Iterator[duetime.App]:
     application.close()
 
 
+def native(kit: DialectKit, url: str) -> Any:
+    """The driver's own connection, in a transaction (not autocommit)."""
+    conn = kit.connect(url)
+    if kit.name == "postgres":
+        conn.autocommit = False
+    else:
+        conn.autocommit(False)
+    return conn
+
+
+def count_orders(kit: DialectKit, url: str) -> int:
+    return int(kit.execute(url, "SELECT count(*) FROM app_orders")[0][0])
+
+
 @pytest.mark.parametrize("commit", [True, False])
-def test_psycopg_transaction(app: duetime.App, orders: str, commit: bool) -> None:
-    with psycopg.connect(orders) as conn:
-        conn.execute("INSERT INTO app_orders VALUES (1)")
+def test_the_drivers_own_connection(
+    app: duetime.App, kit: DialectKit, orders: str, commit: bool
+) -> None:
+    with closing(native(kit, orders)) as conn:
+        conn.cursor().execute("INSERT INTO app_orders VALUES (1)")
         job = app.enqueue("ship", {"order": 1}, connection=conn)
         many = app.enqueue_many("ship", [{"order": 2}, {"order": 3}], connection=conn)
         # not visible to anyone else before the commit
@@ -51,11 +77,13 @@ def test_psycopg_transaction(app: duetime.App, orders: str, commit: bool) -> Non
     ids = [job.id, *[j.id for j in many]]
     found = [app.store.get_job(i) for i in ids]
     assert all(j is not None for j in found) if commit else all(j is None for j in found)
+    assert count_orders(kit, orders) == (1 if commit else 0)
 
 
 @pytest.mark.parametrize("commit", [True, False])
-def test_sqlalchemy_session(app: duetime.App, orders: str, commit: bool) -> None:
-    engine = sqlalchemy.create_engine(orders.replace("postgresql://", "postgresql+psycopg://"))
+def test_sqlalchemy_session(app: duetime.App, kit: DialectKit, orders: str, commit: bool) -> None:
+    rest = orders.split("://", 1)[1]
+    engine = sqlalchemy.create_engine(f"{SQLALCHEMY_SCHEME[kit.name]}://{rest}")
     try:
         with Session(engine) as session:
             session.execute(sqlalchemy.text("INSERT INTO app_orders VALUES (7)"))
@@ -65,34 +93,45 @@ def test_sqlalchemy_session(app: duetime.App, orders: str, commit: bool) -> None
             else:
                 session.rollback()
         assert (app.store.get_job(job.id) is not None) == commit
-        with engine.connect() as sa_conn:
-            n = sa_conn.execute(sqlalchemy.text("SELECT count(*) FROM app_orders")).scalar()
-        assert n == (1 if commit else 0)
+        assert count_orders(kit, orders) == (1 if commit else 0)
     finally:
         engine.dispose()
 
 
 def test_an_idempotency_conflict_leaves_the_application_transaction_usable(
-    app: duetime.App, orders: str
+    app: duetime.App, kit: DialectKit, orders: str
 ) -> None:
     app.enqueue("ship", {"order": 1}, key="k")
-    with psycopg.connect(orders) as conn:
-        conn.execute("INSERT INTO app_orders VALUES (1)")
+    with closing(native(kit, orders)) as conn:
+        conn.cursor().execute("INSERT INTO app_orders VALUES (1)")
         with pytest.raises(duetime.IdempotencyConflict):
             app.enqueue("ship", {"order": 2}, key="k", connection=conn)
-        conn.execute("INSERT INTO app_orders VALUES (2)")  # still usable: only a savepoint
+        conn.cursor().execute("INSERT INTO app_orders VALUES (2)")  # usable: only a savepoint
         conn.commit()
-        assert conn.execute("SELECT count(*) FROM app_orders").fetchone() == (2,)
+    assert count_orders(kit, orders) == 2
+
+
+def test_the_same_key_in_the_application_transaction_returns_the_original(
+    app: duetime.App, kit: DialectKit, orders: str
+) -> None:
+    first = app.enqueue("ship", {"order": 1}, key="k")
+    with closing(native(kit, orders)) as conn:
+        again = app.enqueue("ship", {"order": 1}, key="k", connection=conn)
+        conn.commit()
+    assert again.id == first.id
 
 
 def test_sqlite_refuses_a_foreign_connection(tmp_path: Path) -> None:
     app = duetime.App(database_url=f"sqlite:///{tmp_path / 'x.db'}")
-    with pytest.raises(ConfigurationError, match="needs PostgreSQL"):
+    with pytest.raises(ConfigurationError, match="needs PostgreSQL or MySQL"):
         app.enqueue("ship", connection=object())
     assert app.list_jobs() == []
     app.close()
 
 
-def test_an_unsupported_connection_object_is_refused(app: duetime.App, orders: str) -> None:
-    with pytest.raises(ConfigurationError, match="psycopg 3 connection"):
+def test_an_unsupported_connection_object_is_refused(
+    app: duetime.App, kit: DialectKit, orders: str
+) -> None:
+    expected = {"postgres": "psycopg 3 connection", "mysql": "PyMySQL connection"}[kit.name]
+    with pytest.raises(ConfigurationError, match=expected):
         app.enqueue("ship", connection=object())

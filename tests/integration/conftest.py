@@ -10,6 +10,16 @@ import pytest
 from duetime import App
 from integration.apps.itapp import make_app
 from integration.procs import Processes, migrate
+from kit import DialectKit, kit_named
+
+# The integration suite runs on these dialects; a test module that must hold on every
+# registered dialect overrides `kit` with params=conftest.STORE_KINDS (test_drain, test_stale).
+EVERYDAY = ["sqlite", "postgres"]
+
+
+@pytest.fixture(params=EVERYDAY)
+def kit(request: pytest.FixtureRequest) -> DialectKit:
+    return kit_named(request.param)
 
 
 @pytest.fixture

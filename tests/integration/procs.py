@@ -10,13 +10,14 @@ from __future__ import annotations
 import json
 import os
 import signal
-import sqlite3
 import subprocess
 import sys
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
+
+from kit import kit_for
 
 HERE = Path(__file__).resolve().parent
 APPS_DIR = HERE / "apps"
@@ -285,17 +286,8 @@ def describe(done: subprocess.CompletedProcess[str]) -> str:
 
 
 def query(database_url: str, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
-    """Run one read-only query; write `?` for parameters (translated for PostgreSQL)."""
-    if database_url.startswith("sqlite:///"):
-        conn = sqlite3.connect(database_url.removeprefix("sqlite:///"), timeout=60)
-        try:
-            return [tuple(r) for r in conn.execute(sql, tuple(params)).fetchall()]
-        finally:
-            conn.close()
-    import psycopg
-
-    with psycopg.connect(database_url, autocommit=True) as pg:
-        return [tuple(r) for r in pg.execute(sql.replace("?", "%s"), tuple(params)).fetchall()]
+    """Run one read-only query; write `?` for parameters (translated for the dialect)."""
+    return kit_for(database_url).execute(database_url, sql, params)
 
 
 def scalar(database_url: str, sql: str, params: Sequence[Any] = ()) -> Any:
@@ -305,35 +297,9 @@ def scalar(database_url: str, sql: str, params: Sequence[Any] = ()) -> Any:
 
 
 def job_row_unlocked(database_url: str, job_id: int) -> bool:
-    """True when no other connection holds a write lock that would block work on `job_id`.
-
-    SQLite: the database write lock is free. PostgreSQL: the job's row is not locked.
-    """
-    if database_url.startswith("sqlite:///"):
-        conn = sqlite3.connect(
-            database_url.removeprefix("sqlite:///"), timeout=0.2, isolation_level=None
-        )
-        try:
-            conn.execute("BEGIN IMMEDIATE")
-            conn.execute("ROLLBACK")
-            return True
-        except sqlite3.OperationalError:
-            return False
-        finally:
-            conn.close()
-    import psycopg
-
-    with psycopg.connect(database_url) as pg:
-        try:
-            pg.execute("SELECT id FROM duetime_jobs WHERE id = %s FOR UPDATE NOWAIT", (job_id,))
-            pg.execute(
-                "SELECT id FROM duetime_attempts WHERE job_id = %s FOR UPDATE NOWAIT", (job_id,)
-            )
-            return True
-        except psycopg.errors.LockNotAvailable:
-            return False
-        finally:
-            pg.rollback()
+    """True when no other connection holds a write lock that would block work on `job_id`
+    (SQLite: the database write lock is free; others: the job's rows are not locked)."""
+    return kit_for(database_url).row_unlocked(database_url, job_id)
 
 
 def migrate(database_url: str) -> None:

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from duetime import App, AttemptStatus, ErrorCategory, JobStatus
-from duetime.store.sql import load_migrations
+from duetime.store.driver import load_migrations
 from integration.procs import Processes, base_env, describe, run_cli, scalar, wait_until
 
 # -- helpers ------------------------------------------------------------------------------------
@@ -81,7 +81,8 @@ def workdir(tmp_path: Path) -> Path:
 
 
 def migration_versions(url: str) -> list[int]:
-    return [v for v, _, _ in load_migrations("sqlite" if url.startswith("sqlite") else "postgres")]
+    package = "duetime.store.sqlite" if url.startswith("sqlite") else "duetime.store.postgres"
+    return [m.version for m in load_migrations(package)]
 
 
 # -- migrate ------------------------------------------------------------------------------------

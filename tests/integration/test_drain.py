@@ -10,8 +10,17 @@ from pathlib import Path
 
 import pytest
 
+from conftest import STORE_KINDS
 from duetime import App
 from integration.procs import Processes, query, scalar, wait_until
+from kit import DialectKit, kit_named
+
+
+@pytest.fixture(params=STORE_KINDS)
+def kit(request: pytest.FixtureRequest) -> DialectKit:
+    """Every registered dialect (the integration suite's default is sqlite and postgres)."""
+    return kit_named(request.param)
+
 
 JOBS = 20_000
 WORKERS = 4

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import math
 import socket
-import sqlite3
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
@@ -210,7 +209,7 @@ def test_server_metrics_are_open_with_auth_off(server_app: App) -> None:
 
 @pytest.mark.parametrize(
     "error",
-    [StoreUnavailable("connection refused"), sqlite3.OperationalError("database is locked")],
+    [StoreUnavailable("connection refused"), StoreUnavailable("the SQLite database is locked")],
     ids=["unavailable", "locked"],
 )
 def test_a_store_outage_makes_metrics_answer_503(

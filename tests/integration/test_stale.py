@@ -6,8 +6,19 @@ from __future__ import annotations
 import json
 from datetime import UTC, datetime
 
+import pytest
+
+from conftest import STORE_KINDS
 from duetime import App, AttemptStatus, ErrorCategory, JobStatus
 from integration.procs import Processes, WorkerProcess, job_row_unlocked, wait_until
+from kit import DialectKit, kit_named
+
+
+@pytest.fixture(params=STORE_KINDS)
+def kit(request: pytest.FixtureRequest) -> DialectKit:
+    """Every registered dialect (the integration suite's default is sqlite and postgres)."""
+    return kit_named(request.param)
+
 
 LEASE_S = 2.0  # the lease of slow.first_attempt
 

@@ -1,16 +1,25 @@
-"""Both dialects define the same named statements and the same migration versions."""
+"""Every dialect defines exactly the named statements of store/statements.py, and the same
+migration versions."""
 
 from __future__ import annotations
 
-from duetime.store.sql import load_migrations, load_queries
+import pytest
+
+from duetime.store import DIALECTS
+from duetime.store.driver import load_migrations, load_queries
+from duetime.store.statements import STATEMENTS
+
+PACKAGES = sorted({module.rsplit(".", 1)[0] for module, _ in DIALECTS.values()})
 
 
-def test_dialects_define_the_same_query_names() -> None:
-    assert set(load_queries("sqlite")) == set(load_queries("postgres"))
+@pytest.mark.parametrize("package", PACKAGES)
+def test_each_dialect_defines_every_statement_of_the_contract(package: str) -> None:
+    defined = set(load_queries(package))
+    assert sorted(set(STATEMENTS) - defined) == [], "missing"
+    assert sorted(defined - set(STATEMENTS)) == [], "not in store/statements.py"
 
 
-def test_dialects_have_the_same_migrations() -> None:
-    sqlite = [(v, name) for v, name, _ in load_migrations("sqlite")]
-    postgres = [(v, name) for v, name, _ in load_migrations("postgres")]
-    assert sqlite == postgres
-    assert [v for v, _ in sqlite] == list(range(1, len(sqlite) + 1))
+@pytest.mark.parametrize("package", PACKAGES)
+def test_each_dialect_numbers_its_migrations_from_one(package: str) -> None:
+    versions = [m.version for m in load_migrations(package)]
+    assert versions == list(range(1, len(versions) + 1))

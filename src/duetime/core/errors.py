@@ -71,3 +71,7 @@ class ConfigurationError(DuetimeError):
 
 class StoreUnavailable(ConfigurationError):
     """The database server could not be reached (it may come back: retrying can help)."""
+
+
+class StoreError(DuetimeError):
+    """The database refused a statement for a reason duetime gives no specific meaning to."""

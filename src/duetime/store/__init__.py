@@ -1,14 +1,24 @@
-"""Stores: one contract (base.Store), one implementation per database dialect."""
+"""Stores: one contract (base.Store), implemented once (sqlstore.SQLStore) over a driver per
+database dialect. A dialect is registered here by the URL schemes it answers to."""
 
 from __future__ import annotations
 
+import importlib
 import os
-from pathlib import Path
 
-from duetime.core.errors import ConfigurationError
+from duetime.core.errors import ConfigurationError, StoreUnavailable
 from duetime.store.base import Store
 
 DEFAULT_URL = "sqlite:///duetime.db"
+
+# URL scheme -> (the module whose open_driver(url, pool_timeout) opens it, the pip extra it needs)
+DIALECTS: dict[str, tuple[str, str | None]] = {
+    "sqlite": ("duetime.store.sqlite.driver", None),
+    "postgresql": ("duetime.store.postgres.driver", "postgres"),
+    "postgres": ("duetime.store.postgres.driver", "postgres"),
+    "mysql": ("duetime.store.mysql.driver", "mysql"),
+    "mariadb": ("duetime.store.mysql.driver", "mysql"),
+}
 
 
 def resolve_url(url: str | None) -> str:
@@ -17,48 +27,33 @@ def resolve_url(url: str | None) -> str:
 
 
 def open_store(url: str | None = None, *, pool_timeout: float | None = None) -> Store:
-    """Open the store a URL names: sqlite:///relative.db, sqlite:////abs.db, postgresql://..."""
+    """Open the store a URL names: sqlite:///relative.db, sqlite:////abs.db,
+    postgresql://user@host/db, mysql://user:password@host:3306/db (or mariadb://)."""
+    from duetime.store.sqlstore import SQLStore
+
     url = resolve_url(url)
-    if url.startswith("sqlite:///"):
-        from duetime.store.sqlite.store import SQLiteStore
-
-        path = url.removeprefix("sqlite:///")
-        if not path:
-            raise ConfigurationError("sqlite URL has no file name; use sqlite:///duetime.db")
-        return SQLiteStore(Path(path))
-    if url.startswith(("postgresql://", "postgres://")):
-        try:
-            from duetime.store.postgres.store import PostgresStore
-        except ImportError as exc:  # pragma: no cover - depends on the environment
-            raise ConfigurationError(
-                f"PostgreSQL needs psycopg ({exc}); install it: pip install 'duetime[postgres]'"
-            ) from None
-        if pool_timeout is not None:
-            return PostgresStore(url, pool_timeout=pool_timeout)
-        return PostgresStore(url)
-    raise ConfigurationError(
-        f"unsupported database URL {url.split(':', 1)[0]!r}; "
-        "use sqlite:///path.db or postgresql://user@host/dbname"
-    )
-
-
-__all__ = ["DEFAULT_URL", "Store", "is_unavailable", "open_store", "resolve_url"]
+    scheme = url.split(":", 1)[0].lower() if ":" in url else ""
+    if scheme not in DIALECTS:
+        raise ConfigurationError(
+            f"unsupported database URL {scheme or url!r}; use sqlite:///path.db, "
+            "postgresql://user@host/dbname or mysql://user@host/dbname"
+        )
+    module_name, extra = DIALECTS[scheme]
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:  # pragma: no cover - depends on the environment
+        raise ConfigurationError(
+            f"{scheme} needs a driver that is not installed ({exc}); "
+            f"install it: pip install 'duetime[{extra}]'"
+        ) from None
+    driver = module.open_driver(url, pool_timeout=pool_timeout)
+    return SQLStore(driver)
 
 
 def is_unavailable(exc: BaseException) -> bool:
     """Whether an error means the database could not be reached or could not commit now
     (a restart, a dropped connection, a busy SQLite file): retrying later can succeed."""
-    from duetime.core.errors import StoreUnavailable
+    return isinstance(exc, StoreUnavailable)
 
-    if isinstance(exc, StoreUnavailable):
-        return True
-    import sqlite3
 
-    if isinstance(exc, sqlite3.OperationalError):
-        return "locked" in str(exc) or "busy" in str(exc)
-    try:
-        import psycopg
-        import psycopg_pool
-    except ImportError:  # pragma: no cover - without the postgres extra
-        return False
-    return isinstance(exc, psycopg.OperationalError | psycopg_pool.PoolTimeout)
+__all__ = ["DEFAULT_URL", "DIALECTS", "Store", "is_unavailable", "open_store", "resolve_url"]

@@ -18,6 +18,32 @@ Row = Mapping[str, Any]
 ToTime = Callable[[Any], datetime]
 
 
+# an attempt's columns, as claimed() returns them prefixed with "attempt_" beside its job's
+ATTEMPT_COLUMNS = (
+    "id",
+    "job_id",
+    "generation",
+    "worker_id",
+    "status",
+    "lease_expires_at",
+    "started_at",
+    "finished_at",
+    "error_category",
+    "error_message",
+    "error_traceback",
+    "late_outcome",
+    "late_reported_at",
+    "due_at",
+)
+
+
+def json_list(value: Any) -> list[Any]:
+    """A JSON array column: parsed already (PostgreSQL), text (SQLite, MySQL) or NULL."""
+    if value is None:
+        return []
+    return list(json.loads(value) if isinstance(value, str | bytes) else value)
+
+
 def moves_json(event: Event) -> str:
     """The {from: to} map of one event, as the JSON the SQL statements look statuses up in."""
     from duetime.core.states import TRANSITIONS
@@ -32,7 +58,7 @@ def job_from_row(row: Row, t: ToTime, attempts: tuple[Attempt, ...] = ()) -> Job
         tenant=row["tenant"],
         queue=row["queue"],
         task=row["task"],
-        args=json.loads(args) if isinstance(args, str) else dict(args),
+        args=json.loads(args) if isinstance(args, str | bytes) else dict(args),
         priority=row["priority"],
         due_at=t(row["due_at"]),
         deadline_at=_opt(row["deadline_at"], t),
@@ -113,10 +139,7 @@ def sample_from_row(row: Row, t: ToTime) -> AttemptSample:
 
 
 def _covers(value: Any) -> tuple[datetime, ...]:
-    if value is None:
-        return ()
-    items = json.loads(value) if isinstance(value, str) else value
-    return tuple(datetime.fromisoformat(item) for item in items)
+    return tuple(datetime.fromisoformat(item) for item in json_list(value))
 
 
 def covers_json(covers: tuple[datetime, ...]) -> str | None:

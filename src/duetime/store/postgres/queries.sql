@@ -1,35 +1,53 @@
--- Named statements of the PostgreSQL store: the same names as sqlite/queries.sql.
--- Job moves take %(moves)s, a JSON object {from_status: to_status} from core.states.TRANSITIONS:
--- (%(moves)s::jsonb ->> status) is the new status, NULL when the move is illegal.
--- A lease of lease_seconds ends at now + trunc(lease_seconds * 1e6) microseconds, as in SQLite.
+-- The PostgreSQL dialect's named statements; their contracts are in store/statements.py.
+-- Instants are timestamptz; lists arrive as arrays. A lease of lease_seconds ends at
+-- now + trunc(lease_seconds * 1e6) microseconds, as in every dialect.
+-- Every writer locks a job's row before its attempt's row.
+
+-- name: migrations_table_exists
+SELECT 1 AS found WHERE to_regclass('duetime_migrations') IS NOT NULL;
+
+-- name: create_migrations_table
+CREATE TABLE IF NOT EXISTS duetime_migrations (
+    version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL);
+
+-- name: lock_migrations
+-- "duetime\0" as a number; released when the transaction ends
+SELECT pg_advisory_xact_lock(7238803526727329024);
+
+-- name: unlock_migrations
+-- the advisory lock above ends with the transaction
+SELECT 1;
+
+-- name: schema_version
+SELECT COALESCE(MAX(version), 0) AS version FROM duetime_migrations;
+
+-- name: insert_migration
+INSERT INTO duetime_migrations (version, name, applied_at)
+VALUES (%(version)s, %(name)s, %(now)s);
+
+-- name: reserve_job_ids
+-- from the jobs' own sequence: never handed out twice, whatever commits or rolls back
+SELECT nextval(pg_get_serial_sequence('duetime_jobs', 'id')) AS id
+FROM generate_series(1, %(count)s);
 
 -- name: insert_job
--- Many jobs in one statement: each parameter is an array with one element per job. The ids are
--- reserved by PostgresStore.enqueue, and rows go in in the order of the arrays (see the store).
 INSERT INTO duetime_jobs (id, tenant, queue, task, args, priority, due_at, deadline_at, status,
     max_attempts, retry_base, retry_cap, lease_seconds, timeout_seconds, idempotency_key,
-    request_hash, business_key, created_at, updated_at)
-SELECT id, tenant, queue, task, args::jsonb, priority, due_at, deadline_at, 'scheduled',
-    max_attempts, retry_base, retry_cap, lease_seconds, timeout_seconds, idempotency_key,
-    request_hash, business_key, %(now)s, %(now)s
-FROM unnest(%(id)b::bigint[], %(tenant)b::text[], %(queue)b::text[], %(task)b::text[],
-    %(args)b::text[], %(priority)b::integer[], %(due_at)b::timestamptz[],
-    %(deadline_at)b::timestamptz[], %(max_attempts)b::integer[],
-    %(retry_base)b::double precision[], %(retry_cap)b::double precision[],
-    %(lease_seconds)b::double precision[], %(timeout_seconds)b::double precision[],
-    %(idempotency_key)b::text[], %(request_hash)b::text[], %(business_key)b::text[])
-    WITH ORDINALITY AS new (id, tenant, queue, task, args, priority, due_at, deadline_at,
-        max_attempts, retry_base, retry_cap, lease_seconds, timeout_seconds, idempotency_key,
-        request_hash, business_key, position)
-ORDER BY position
-ON CONFLICT (tenant, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
-RETURNING *;
+    request_hash, business_key, created_at, updated_at, schedule_id, schedule_name, nominal_at,
+    covers, origin)
+VALUES (%(id)s, %(tenant)s, %(queue)s, %(task)s, %(args)s::jsonb, %(priority)s, %(due_at)s,
+    %(deadline_at)s, %(status)s, %(max_attempts)s, %(retry_base)s, %(retry_cap)s,
+    %(lease_seconds)s, %(timeout_seconds)s, %(idempotency_key)s, %(request_hash)s,
+    %(business_key)s, %(now)s, %(now)s, %(schedule_id)s, %(schedule_name)s, %(nominal_at)s,
+    %(covers)s::jsonb, %(origin)s)
+ON CONFLICT DO NOTHING;
 
--- name: job_by_key
--- Many keys at once: %(tenant)s and %(key)s are arrays, pairwise.
+-- name: jobs_by_ids
+SELECT * FROM duetime_jobs WHERE id = ANY (%(ids)s::bigint[]);
+
+-- name: jobs_by_keys
 SELECT * FROM duetime_jobs
-WHERE (tenant, idempotency_key) IN (
-    SELECT * FROM unnest(%(tenant)s::text[], %(key)s::text[]));
+WHERE tenant = ANY (%(tenants)s::text[]) AND idempotency_key = ANY (%(keys)s::text[]);
 
 -- name: select_job
 SELECT * FROM duetime_jobs
@@ -39,7 +57,8 @@ WHERE id = %(id)s AND (%(tenant)s::text IS NULL OR tenant = %(tenant)s::text);
 SELECT * FROM duetime_attempts WHERE job_id = %(id)s ORDER BY generation;
 
 -- name: select_attempts_of_jobs
-SELECT * FROM duetime_attempts WHERE job_id = ANY(%(ids)s) ORDER BY job_id, generation;
+SELECT * FROM duetime_attempts WHERE job_id = ANY (%(ids)s::bigint[])
+ORDER BY job_id, generation;
 
 -- name: list_jobs
 SELECT * FROM duetime_jobs
@@ -54,48 +73,71 @@ WHERE (%(tenant)s::text IS NULL OR tenant = %(tenant)s::text)
 ORDER BY id DESC
 LIMIT %(limit)s;
 
+-- name: occurrence_id
+SELECT id FROM duetime_jobs
+WHERE schedule_id = %(schedule_id)s AND nominal_at = %(nominal_at)s::timestamptz;
+
 -- name: pick_due
--- A claim is ONE statement that PostgresStore.claim puts together from three parts:
---   WITH picked AS (pick_due), claimed AS (claim_job), started AS (insert_attempt)
---   SELECT each claimed job with its new attempt.
+-- 'scheduled' is written out (not taken from the moves) so the partial indexes serve it
 SELECT id FROM duetime_jobs
 WHERE status = 'scheduled'
   AND due_at <= %(now)s
   AND (deadline_at IS NULL OR deadline_at > %(now)s)
-  AND (%(queues)s::text[] IS NULL OR queue = ANY (%(queues)s::text[]))
+  AND (%(all_queues)s::boolean OR queue = ANY (%(queues)s::text[]))
 ORDER BY priority DESC, due_at, id
 LIMIT %(limit)s
-FOR UPDATE SKIP LOCKED
+FOR UPDATE SKIP LOCKED;
 
--- name: claim_job
-UPDATE duetime_jobs AS j
-SET status = 'running', generation = j.generation + 1, attempts = j.attempts + 1,
-    updated_at = %(now)s
-FROM picked
-WHERE j.id = picked.id AND j.status = 'scheduled'
-RETURNING j.*
+-- name: claim_jobs
+UPDATE duetime_jobs
+SET status = (%(moves)s::jsonb ->> status), generation = generation + 1,
+    attempts = attempts + 1, updated_at = %(now)s
+WHERE id = ANY (%(ids)s::bigint[])
+  AND (%(moves)s::jsonb ->> status) IS NOT NULL;
 
--- name: insert_attempt
+-- name: insert_attempts
 INSERT INTO duetime_attempts (job_id, generation, worker_id, status, lease_expires_at, started_at,
     due_at)
 SELECT id, generation, %(worker_id)s::text, 'running',
-       %(now)s + trunc(lease_seconds * 1000000)::bigint * interval '1 microsecond', %(now)s, due_at
-FROM claimed
-ORDER BY priority DESC, due_at, id
-RETURNING *
+       %(now)s + trunc(lease_seconds * 1000000)::bigint * interval '1 microsecond', %(now)s,
+       due_at
+FROM duetime_jobs WHERE id = ANY (%(ids)s::bigint[])
+ORDER BY id;
 
--- name: renew_lease
--- The job row is share-locked first, as every writer locks the job before its attempt: a
--- renewal and a reap (which locks the job, then checks the lease) are thus serialized.
+-- name: claimed
+SELECT j.*,
+       a.id AS attempt_id, a.job_id AS attempt_job_id, a.generation AS attempt_generation,
+       a.worker_id AS attempt_worker_id, a.status AS attempt_status,
+       a.lease_expires_at AS attempt_lease_expires_at, a.started_at AS attempt_started_at,
+       a.finished_at AS attempt_finished_at, a.error_category AS attempt_error_category,
+       a.error_message AS attempt_error_message, a.error_traceback AS attempt_error_traceback,
+       a.late_outcome AS attempt_late_outcome, a.late_reported_at AS attempt_late_reported_at,
+       a.due_at AS attempt_due_at
+FROM duetime_jobs j JOIN duetime_attempts a ON a.job_id = j.id AND a.generation = j.generation
+WHERE j.id = ANY (%(ids)s::bigint[])
+ORDER BY j.priority DESC, j.due_at, j.id;
+
+-- name: renew_leases
+-- The jobs' rows are share-locked first (in id order), as every writer locks the job before
+-- its attempt: a renewal and a reap (which locks the job, then checks the lease) are serialized.
 WITH j AS (
-    SELECT id, status, lease_seconds FROM duetime_jobs WHERE id = %(job_id)s FOR SHARE
+    SELECT id, lease_seconds FROM duetime_jobs
+    WHERE id IN (SELECT job_id FROM duetime_attempts WHERE id = ANY (%(attempt_ids)s::bigint[]))
+    ORDER BY id
+    FOR SHARE
 )
 UPDATE duetime_attempts AS a
 SET lease_expires_at = %(now)s + trunc(j.lease_seconds * 1000000)::bigint * interval '1 microsecond'
 FROM j
-WHERE a.job_id = j.id
-  AND a.id = %(attempt_id)s AND a.generation = %(generation)s AND a.status = 'running'
-RETURNING a.lease_expires_at, j.status AS job_status;
+WHERE a.job_id = j.id AND a.id = ANY (%(attempt_ids)s::bigint[]) AND a.status = 'running';
+
+-- name: lease_states
+SELECT a.id AS attempt_id, a.job_id, a.generation, a.lease_expires_at, j.status AS job_status
+FROM duetime_attempts a JOIN duetime_jobs j ON j.id = a.job_id
+WHERE a.id = ANY (%(attempt_ids)s::bigint[]) AND a.status = 'running';
+
+-- name: lock_job
+SELECT id FROM duetime_jobs WHERE id = %(job_id)s FOR UPDATE;
 
 -- name: finish_job
 UPDATE duetime_jobs
@@ -107,8 +149,7 @@ WHERE id = %(job_id)s
   AND (%(moves)s::jsonb ->> status) IS NOT NULL
   AND (NOT %(only_if_expired)s::boolean OR EXISTS (
         SELECT 1 FROM duetime_attempts
-        WHERE id = %(attempt_id)s AND status = 'running' AND lease_expires_at <= %(now)s))
-RETURNING status;
+        WHERE id = %(attempt_id)s AND status = 'running' AND lease_expires_at <= %(now)s));
 
 -- name: finish_attempt
 UPDATE duetime_attempts
@@ -129,9 +170,10 @@ ORDER BY a.lease_expires_at, a.id
 LIMIT %(limit)s;
 
 -- name: expire_overdue
+-- The candidates are picked once (ARRAY(...) is an init plan; see release_waiting).
 UPDATE duetime_jobs
 SET status = (%(moves)s::jsonb ->> status), version = version + 1, updated_at = %(now)s
-WHERE id = ANY (ARRAY(  -- candidates picked once (see release_waiting)
+WHERE id = ANY (ARRAY(
     SELECT id FROM duetime_jobs
     WHERE status = 'scheduled' AND deadline_at IS NOT NULL AND deadline_at <= %(now)s
     ORDER BY deadline_at, id
@@ -158,75 +200,21 @@ WHERE id = %(job_id)s
   AND (%(tenant)s::text IS NULL OR tenant = %(tenant)s::text)
   AND (%(moves)s::jsonb ->> status) IS NOT NULL
   AND (%(due_at)s::timestamptz IS NULL OR %(replay)s::boolean OR deadline_at IS NULL
-       OR deadline_at > %(due_at)s::timestamptz)
-RETURNING id;
-
--- name: insert_occurrence
--- One occurrence of a schedule; PostgresStore holds the schedule's row lock while it inserts.
-INSERT INTO duetime_jobs (tenant, queue, task, args, priority, due_at, deadline_at, status,
-    max_attempts, retry_base, retry_cap, lease_seconds, timeout_seconds, idempotency_key,
-    request_hash, business_key, created_at, updated_at, schedule_id, schedule_name, nominal_at,
-    covers, origin)
-VALUES (%(tenant)s::text, %(queue)s::text, %(task)s::text, %(args)s::jsonb,
-    %(priority)s::integer, %(due_at)s::timestamptz, NULL, %(status)s::text,
-    %(max_attempts)s::integer, %(retry_base)s::double precision,
-    %(retry_cap)s::double precision, %(lease_seconds)s::double precision,
-    %(timeout_seconds)s::double precision, NULL, %(request_hash)s::text,
-    %(business_key)s::text, %(now)s, %(now)s, %(schedule_id)s::bigint, %(schedule_name)s::text,
-    %(nominal_at)s::timestamptz, %(covers)s::jsonb, %(origin)s::text)
-ON CONFLICT (schedule_id, nominal_at) WHERE schedule_id IS NOT NULL DO NOTHING
-RETURNING id;
-
--- name: occurrence_id
-SELECT id FROM duetime_jobs
-WHERE schedule_id = %(schedule_id)s AND nominal_at = %(nominal_at)s::timestamptz;
-
--- name: active_occurrences
-SELECT id, nominal_at, status, generation, origin FROM duetime_jobs
-WHERE schedule_id = %(schedule_id)s
-  AND status IN ('scheduled', 'waiting', 'running', 'cancel_requested')
-ORDER BY nominal_at;
-
--- name: delete_unstarted
-DELETE FROM duetime_jobs
-WHERE schedule_id = %(schedule_id)s AND status IN ('scheduled', 'waiting') AND generation = 0
-  AND origin = 'tick';
-
--- name: release_waiting
--- Safe with several callers at once: a waiting row is locked (SKIP LOCKED: another caller has
--- it) and, once locked, re-checked in its newest version (READ COMMITTED), so a row another
--- caller released or cancelled meanwhile is left alone. One row per schedule at most: the
--- oldest waiting one. The candidates are picked once (ARRAY(...) is an init plan): a
--- subquery with LIMIT and SKIP LOCKED that the plan re-ran per row could yield other rows on
--- each run under concurrency, and so move more rows than the limit.
-UPDATE duetime_jobs
-SET status = (%(moves)s::jsonb ->> status), due_at = %(now)s, version = version + 1,
-    updated_at = %(now)s
-WHERE id = ANY (ARRAY(
-    SELECT w.id FROM duetime_jobs w
-    WHERE w.status = 'waiting' AND w.schedule_id IS NOT NULL
-      AND w.nominal_at = (SELECT MIN(x.nominal_at) FROM duetime_jobs x
-                          WHERE x.schedule_id = w.schedule_id AND x.status = 'waiting')
-      AND NOT EXISTS (SELECT 1 FROM duetime_jobs a
-                      WHERE a.schedule_id = w.schedule_id
-                        AND a.status IN ('scheduled', 'running', 'cancel_requested'))
-    ORDER BY w.nominal_at, w.id
-    LIMIT %(limit)s
-    FOR UPDATE OF w SKIP LOCKED))
-  AND status = 'waiting'
-  AND (%(moves)s::jsonb ->> status) IS NOT NULL;
+       OR deadline_at > %(due_at)s::timestamptz);
 
 -- name: insert_schedule
 INSERT INTO duetime_schedules (tenant, name, spec, definition_hash, paused, anchor_at,
     next_fire_at, created_at, updated_at)
 VALUES (%(tenant)s::text, %(name)s::text, %(spec)s::jsonb, %(definition_hash)s::text, false,
     %(anchor_at)s::timestamptz, %(next_fire_at)s::timestamptz, %(now)s, %(now)s)
-ON CONFLICT (tenant, name) DO NOTHING
-RETURNING *;
+ON CONFLICT (tenant, name) DO NOTHING;
 
 -- name: select_schedule
--- PostgresStore.apply_schedule and delete_schedule run this with FOR UPDATE appended.
+SELECT * FROM duetime_schedules WHERE tenant = %(tenant)s::text AND name = %(name)s::text;
+
+-- name: lock_schedule
 SELECT * FROM duetime_schedules WHERE tenant = %(tenant)s::text AND name = %(name)s::text
+FOR UPDATE;
 
 -- name: list_schedules
 -- Names in code-point order, as SQLite compares text (not the database's collation).
@@ -267,6 +255,41 @@ SET status = (%(moves)s::jsonb ->> status), version = version + 1, updated_at = 
 WHERE schedule_id = %(schedule_id)s AND status IN ('scheduled', 'waiting') AND generation = 0
   AND (%(moves)s::jsonb ->> status) IS NOT NULL;
 
+-- name: active_occurrences
+SELECT id, nominal_at, status, generation, origin FROM duetime_jobs
+WHERE schedule_id = %(schedule_id)s
+  AND status IN ('scheduled', 'waiting', 'running', 'cancel_requested')
+ORDER BY nominal_at;
+
+-- name: delete_unstarted
+DELETE FROM duetime_jobs
+WHERE schedule_id = %(schedule_id)s AND status IN ('scheduled', 'waiting') AND generation = 0
+  AND origin = 'tick';
+
+-- name: release_waiting
+-- Safe with several callers at once: a waiting row is locked (SKIP LOCKED: another caller has
+-- it) and, once locked, re-checked in its newest version (READ COMMITTED), so a row another
+-- caller released or cancelled meanwhile is left alone. One row per schedule at most: the
+-- oldest waiting one. The candidates are picked once (ARRAY(...) is an init plan): a
+-- subquery with LIMIT and SKIP LOCKED that the plan re-ran per row could yield other rows on
+-- each run under concurrency, and so move more rows than the limit.
+UPDATE duetime_jobs
+SET status = (%(moves)s::jsonb ->> status), due_at = %(now)s, version = version + 1,
+    updated_at = %(now)s
+WHERE id = ANY (ARRAY(
+    SELECT w.id FROM duetime_jobs w
+    WHERE w.status = 'waiting' AND w.schedule_id IS NOT NULL
+      AND w.nominal_at = (SELECT MIN(x.nominal_at) FROM duetime_jobs x
+                          WHERE x.schedule_id = w.schedule_id AND x.status = 'waiting')
+      AND NOT EXISTS (SELECT 1 FROM duetime_jobs a
+                      WHERE a.schedule_id = w.schedule_id
+                        AND a.status IN ('scheduled', 'running', 'cancel_requested'))
+    ORDER BY w.nominal_at, w.id
+    LIMIT %(limit)s
+    FOR UPDATE OF w SKIP LOCKED))
+  AND status = 'waiting'
+  AND (%(moves)s::jsonb ->> status) IS NOT NULL;
+
 -- name: insert_tick
 INSERT INTO duetime_ticks (schedule_id, nominal_at, outcome, origin, job_id, detail, recorded_at)
 VALUES (%(schedule_id)s, %(nominal_at)s::timestamptz, %(outcome)s::text, %(origin)s::text,
@@ -289,9 +312,6 @@ SELECT id FROM duetime_jobs
 WHERE schedule_id = %(schedule_id)s AND generation > 0
 ORDER BY nominal_at DESC
 LIMIT 1;
-
--- name: schema_version
-SELECT COALESCE(MAX(version), 0) AS version FROM duetime_migrations;
 
 -- name: upsert_node
 INSERT INTO duetime_nodes (id, hostname, pid, queues, concurrency, duties, version, started_at,
@@ -316,8 +336,10 @@ LIMIT %(limit)s;
 
 -- name: insert_token
 INSERT INTO duetime_tokens (tenant, role, name, prefix, secret_hash, created_at)
-VALUES (%(tenant)s, %(role)s, %(name)s, %(prefix)s, %(secret_hash)s, %(now)s)
-RETURNING *;
+VALUES (%(tenant)s, %(role)s, %(name)s, %(prefix)s, %(secret_hash)s, %(now)s);
+
+-- name: select_token
+SELECT * FROM duetime_tokens WHERE id = %(id)s;
 
 -- name: list_tokens
 SELECT * FROM duetime_tokens
@@ -325,16 +347,12 @@ WHERE (%(tenant)s::text IS NULL OR tenant = %(tenant)s::text)
 ORDER BY id;
 
 -- name: revoke_token
-UPDATE duetime_tokens SET revoked_at = COALESCE(revoked_at, %(now)s)
-WHERE id = %(id)s
-RETURNING *;
+UPDATE duetime_tokens SET revoked_at = COALESCE(revoked_at, %(now)s) WHERE id = %(id)s;
 
--- name: token_by_hash
--- last_used_at is kept to the minute, so a busy token does not write on every request
+-- name: token_used
 UPDATE duetime_tokens SET last_used_at = %(now)s
 WHERE secret_hash = %(secret_hash)s
-  AND (last_used_at IS NULL OR last_used_at < %(now)s - interval '1 minute')
-RETURNING *;
+  AND (last_used_at IS NULL OR last_used_at < %(before)s);
 
 -- name: token_by_hash_read
 SELECT * FROM duetime_tokens WHERE secret_hash = %(secret_hash)s;

@@ -1,18 +1,54 @@
--- Named statements of the SQLite store. The PostgreSQL file defines the same names.
--- Job moves take :moves, a JSON object {from_status: to_status} from core.states.TRANSITIONS.
+-- The SQLite dialect's named statements; their contracts are in store/statements.py.
+-- Instants are integer microseconds since the epoch; lists arrive as JSON text (json_each).
+-- Every write runs under BEGIN IMMEDIATE: one writer at a time holds the whole file, so
+-- picked rows cannot change before the same transaction moves them.
+
+-- name: migrations_table_exists
+SELECT 1 AS found FROM sqlite_master WHERE type = 'table' AND name = 'duetime_migrations';
+
+-- name: create_migrations_table
+CREATE TABLE IF NOT EXISTS duetime_migrations (
+    version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL);
+
+-- name: lock_migrations
+-- the write transaction already holds the file
+SELECT 1;
+
+-- name: unlock_migrations
+SELECT 1;
+
+-- name: schema_version
+SELECT COALESCE(MAX(version), 0) AS version FROM duetime_migrations;
+
+-- name: insert_migration
+INSERT INTO duetime_migrations (version, name, applied_at) VALUES (:version, :name, :now);
+
+-- name: reserve_job_ids
+-- Under the write lock: the next ids after every id ever used (AUTOINCREMENT keeps the
+-- highest in sqlite_sequence, also for ids given explicitly).
+WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < :count)
+SELECT MAX(COALESCE((SELECT seq FROM sqlite_sequence WHERE name = 'duetime_jobs'), 0),
+           COALESCE((SELECT MAX(id) FROM duetime_jobs), 0)) + i AS id
+FROM n;
 
 -- name: insert_job
-INSERT INTO duetime_jobs (tenant, queue, task, args, priority, due_at, deadline_at, status,
+INSERT INTO duetime_jobs (id, tenant, queue, task, args, priority, due_at, deadline_at, status,
     max_attempts, retry_base, retry_cap, lease_seconds, timeout_seconds, idempotency_key,
-    request_hash, business_key, created_at, updated_at)
-VALUES (:tenant, :queue, :task, :args, :priority, :due_at, :deadline_at, 'scheduled',
+    request_hash, business_key, created_at, updated_at, schedule_id, schedule_name, nominal_at,
+    covers, origin)
+VALUES (:id, :tenant, :queue, :task, :args, :priority, :due_at, :deadline_at, :status,
     :max_attempts, :retry_base, :retry_cap, :lease_seconds, :timeout_seconds, :idempotency_key,
-    :request_hash, :business_key, :now, :now)
-ON CONFLICT (tenant, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
-RETURNING id;
+    :request_hash, :business_key, :now, :now, :schedule_id, :schedule_name, :nominal_at,
+    :covers, :origin)
+ON CONFLICT DO NOTHING;
 
--- name: job_by_key
-SELECT id, request_hash FROM duetime_jobs WHERE tenant = :tenant AND idempotency_key = :key;
+-- name: jobs_by_ids
+SELECT * FROM duetime_jobs WHERE id IN (SELECT value FROM json_each(:ids));
+
+-- name: jobs_by_keys
+SELECT * FROM duetime_jobs
+WHERE tenant IN (SELECT value FROM json_each(:tenants))
+  AND idempotency_key IN (SELECT value FROM json_each(:keys));
 
 -- name: select_job
 SELECT * FROM duetime_jobs WHERE id = :id AND (:tenant IS NULL OR tenant = :tenant);
@@ -37,33 +73,62 @@ WHERE (:tenant IS NULL OR tenant = :tenant)
 ORDER BY id DESC
 LIMIT :limit;
 
+-- name: occurrence_id
+SELECT id FROM duetime_jobs WHERE schedule_id = :schedule_id AND nominal_at = :nominal_at;
+
 -- name: pick_due
+-- 'scheduled' is written out (not taken from the moves) so the partial indexes serve it
 SELECT id FROM duetime_jobs
 WHERE status = 'scheduled'
   AND due_at <= :now
   AND (deadline_at IS NULL OR deadline_at > :now)
-  AND (:queues IS NULL OR queue IN (SELECT value FROM json_each(:queues)))
+  AND (:all_queues OR queue IN (SELECT value FROM json_each(:queues)))
 ORDER BY priority DESC, due_at, id
 LIMIT :limit;
 
--- name: claim_job
+-- name: claim_jobs
 UPDATE duetime_jobs
-SET status = 'running', generation = generation + 1, attempts = attempts + 1, updated_at = :now
-WHERE id = :id AND status = 'scheduled'
-RETURNING *;
+SET status = json_extract(:moves, '$.' || status), generation = generation + 1,
+    attempts = attempts + 1, updated_at = :now
+WHERE id IN (SELECT value FROM json_each(:ids))
+  AND json_type(:moves, '$.' || status) IS NOT NULL;
 
--- name: insert_attempt
+-- name: insert_attempts
 INSERT INTO duetime_attempts (job_id, generation, worker_id, status, lease_expires_at, started_at,
     due_at)
-VALUES (:job_id, :generation, :worker_id, 'running', :lease_expires_at, :now, :due_at)
-RETURNING *;
+SELECT id, generation, :worker_id, 'running', :now + CAST(lease_seconds * 1000000 AS INTEGER),
+       :now, due_at
+FROM duetime_jobs WHERE id IN (SELECT value FROM json_each(:ids))
+ORDER BY id;
 
--- name: renew_lease
+-- name: claimed
+SELECT j.*,
+       a.id AS attempt_id, a.job_id AS attempt_job_id, a.generation AS attempt_generation,
+       a.worker_id AS attempt_worker_id, a.status AS attempt_status,
+       a.lease_expires_at AS attempt_lease_expires_at, a.started_at AS attempt_started_at,
+       a.finished_at AS attempt_finished_at, a.error_category AS attempt_error_category,
+       a.error_message AS attempt_error_message, a.error_traceback AS attempt_error_traceback,
+       a.late_outcome AS attempt_late_outcome, a.late_reported_at AS attempt_late_reported_at,
+       a.due_at AS attempt_due_at
+FROM duetime_jobs j JOIN duetime_attempts a ON a.job_id = j.id AND a.generation = j.generation
+WHERE j.id IN (SELECT value FROM json_each(:ids))
+ORDER BY j.priority DESC, j.due_at, j.id;
+
+-- name: renew_leases
 UPDATE duetime_attempts
 SET lease_expires_at = :now + CAST(
-    (SELECT lease_seconds FROM duetime_jobs WHERE id = :job_id) * 1000000 AS INTEGER)
-WHERE id = :attempt_id AND job_id = :job_id AND generation = :generation AND status = 'running'
-RETURNING lease_expires_at, (SELECT status FROM duetime_jobs WHERE id = :job_id) AS job_status;
+    (SELECT j.lease_seconds FROM duetime_jobs j WHERE j.id = duetime_attempts.job_id)
+    * 1000000 AS INTEGER)
+WHERE id IN (SELECT value FROM json_each(:attempt_ids)) AND status = 'running';
+
+-- name: lease_states
+SELECT a.id AS attempt_id, a.job_id, a.generation, a.lease_expires_at, j.status AS job_status
+FROM duetime_attempts a JOIN duetime_jobs j ON j.id = a.job_id
+WHERE a.id IN (SELECT value FROM json_each(:attempt_ids)) AND a.status = 'running';
+
+-- name: lock_job
+-- the write transaction already holds the file
+SELECT id FROM duetime_jobs WHERE id = :job_id;
 
 -- name: finish_job
 UPDATE duetime_jobs
@@ -75,8 +140,7 @@ WHERE id = :job_id
   AND json_type(:moves, '$.' || status) IS NOT NULL
   AND (:only_if_expired = 0 OR EXISTS (
         SELECT 1 FROM duetime_attempts
-        WHERE id = :attempt_id AND status = 'running' AND lease_expires_at <= :now))
-RETURNING status;
+        WHERE id = :attempt_id AND status = 'running' AND lease_expires_at <= :now));
 
 -- name: finish_attempt
 UPDATE duetime_attempts
@@ -93,7 +157,7 @@ SELECT a.id AS attempt_id, a.job_id, a.generation, j.status, j.attempts, j.max_a
        j.retry_base, j.retry_cap
 FROM duetime_attempts a JOIN duetime_jobs j ON j.id = a.job_id
 WHERE a.status = 'running' AND a.lease_expires_at <= :now
-ORDER BY a.lease_expires_at
+ORDER BY a.lease_expires_at, a.id
 LIMIT :limit;
 
 -- name: expire_overdue
@@ -102,6 +166,7 @@ SET status = json_extract(:moves, '$.' || status), version = version + 1, update
 WHERE id IN (
     SELECT id FROM duetime_jobs
     WHERE status = 'scheduled' AND deadline_at IS NOT NULL AND deadline_at <= :now
+    ORDER BY deadline_at, id
     LIMIT :limit)
   AND json_type(:moves, '$.' || status) IS NOT NULL;
 
@@ -122,67 +187,28 @@ SET status = json_extract(:moves, '$.' || status),
 WHERE id = :job_id
   AND (:tenant IS NULL OR tenant = :tenant)
   AND json_type(:moves, '$.' || status) IS NOT NULL
-  AND (:due_at IS NULL OR :replay = 1 OR deadline_at IS NULL OR deadline_at > :due_at)
-RETURNING id;
-
--- name: insert_occurrence
-INSERT INTO duetime_jobs (tenant, queue, task, args, priority, due_at, deadline_at, status,
-    max_attempts, retry_base, retry_cap, lease_seconds, timeout_seconds, idempotency_key,
-    request_hash, business_key, created_at, updated_at, schedule_id, schedule_name, nominal_at,
-    covers, origin)
-VALUES (:tenant, :queue, :task, :args, :priority, :due_at, NULL, :status,
-    :max_attempts, :retry_base, :retry_cap, :lease_seconds, :timeout_seconds, NULL,
-    :request_hash, :business_key, :now, :now, :schedule_id, :schedule_name, :nominal_at,
-    :covers, :origin)
-ON CONFLICT (schedule_id, nominal_at) WHERE schedule_id IS NOT NULL DO NOTHING
-RETURNING id;
-
--- name: occurrence_id
-SELECT id FROM duetime_jobs WHERE schedule_id = :schedule_id AND nominal_at = :nominal_at;
-
--- name: active_occurrences
-SELECT id, nominal_at, status, generation, origin FROM duetime_jobs
-WHERE schedule_id = :schedule_id
-  AND status IN ('scheduled', 'waiting', 'running', 'cancel_requested')
-ORDER BY nominal_at;
-
--- name: delete_unstarted
-DELETE FROM duetime_jobs
-WHERE schedule_id = :schedule_id AND status IN ('scheduled', 'waiting') AND generation = 0
-  AND origin = 'tick';
-
--- name: release_waiting
-UPDATE duetime_jobs
-SET status = json_extract(:moves, '$.' || status), due_at = :now, version = version + 1,
-    updated_at = :now
-WHERE id IN (
-    SELECT w.id FROM duetime_jobs w
-    WHERE w.status = 'waiting' AND w.schedule_id IS NOT NULL
-      AND w.nominal_at = (SELECT MIN(x.nominal_at) FROM duetime_jobs x
-                          WHERE x.schedule_id = w.schedule_id AND x.status = 'waiting')
-      AND NOT EXISTS (SELECT 1 FROM duetime_jobs a
-                      WHERE a.schedule_id = w.schedule_id
-                        AND a.status IN ('scheduled', 'running', 'cancel_requested'))
-    LIMIT :limit)
-  AND json_type(:moves, '$.' || status) IS NOT NULL;
+  AND (:due_at IS NULL OR :replay = 1 OR deadline_at IS NULL OR deadline_at > :due_at);
 
 -- name: insert_schedule
 INSERT INTO duetime_schedules (tenant, name, spec, definition_hash, paused, anchor_at,
     next_fire_at, created_at, updated_at)
 VALUES (:tenant, :name, :spec, :definition_hash, 0, :anchor_at, :next_fire_at, :now, :now)
-ON CONFLICT (tenant, name) DO NOTHING
-RETURNING *;
+ON CONFLICT (tenant, name) DO NOTHING;
 
 -- name: select_schedule
 SELECT * FROM duetime_schedules WHERE tenant = :tenant AND name = :name;
 
+-- name: lock_schedule
+-- the write transaction already holds the file
+SELECT * FROM duetime_schedules WHERE tenant = :tenant AND name = :name;
+
 -- name: list_schedules
-SELECT * FROM duetime_schedules WHERE (:tenant IS NULL OR tenant = :tenant) ORDER BY name;
+SELECT * FROM duetime_schedules WHERE (:tenant IS NULL OR tenant = :tenant) ORDER BY name, tenant;
 
 -- name: due_schedules
 SELECT id FROM duetime_schedules
 WHERE paused = 0 AND next_fire_at IS NOT NULL AND next_fire_at <= :now
-ORDER BY next_fire_at
+ORDER BY next_fire_at, id
 LIMIT :limit;
 
 -- name: lock_due_schedule
@@ -209,6 +235,33 @@ SET status = json_extract(:moves, '$.' || status), version = version + 1, update
 WHERE schedule_id = :schedule_id AND status IN ('scheduled', 'waiting') AND generation = 0
   AND json_type(:moves, '$.' || status) IS NOT NULL;
 
+-- name: active_occurrences
+SELECT id, nominal_at, status, generation, origin FROM duetime_jobs
+WHERE schedule_id = :schedule_id
+  AND status IN ('scheduled', 'waiting', 'running', 'cancel_requested')
+ORDER BY nominal_at;
+
+-- name: delete_unstarted
+DELETE FROM duetime_jobs
+WHERE schedule_id = :schedule_id AND status IN ('scheduled', 'waiting') AND generation = 0
+  AND origin = 'tick';
+
+-- name: release_waiting
+UPDATE duetime_jobs
+SET status = json_extract(:moves, '$.' || status), due_at = :now, version = version + 1,
+    updated_at = :now
+WHERE id IN (
+    SELECT w.id FROM duetime_jobs w
+    WHERE w.status = 'waiting' AND w.schedule_id IS NOT NULL
+      AND w.nominal_at = (SELECT MIN(x.nominal_at) FROM duetime_jobs x
+                          WHERE x.schedule_id = w.schedule_id AND x.status = 'waiting')
+      AND NOT EXISTS (SELECT 1 FROM duetime_jobs a
+                      WHERE a.schedule_id = w.schedule_id
+                        AND a.status IN ('scheduled', 'running', 'cancel_requested'))
+    ORDER BY w.nominal_at, w.id
+    LIMIT :limit)
+  AND json_type(:moves, '$.' || status) IS NOT NULL;
+
 -- name: insert_tick
 INSERT INTO duetime_ticks (schedule_id, nominal_at, outcome, origin, job_id, detail, recorded_at)
 VALUES (:schedule_id, :nominal_at, :outcome, :origin, :job_id, :detail, :now)
@@ -229,9 +282,6 @@ SELECT id FROM duetime_jobs
 WHERE schedule_id = :schedule_id AND generation > 0
 ORDER BY nominal_at DESC
 LIMIT 1;
-
--- name: schema_version
-SELECT COALESCE(MAX(version), 0) FROM duetime_migrations;
 
 -- name: upsert_node
 INSERT INTO duetime_nodes (id, hostname, pid, queues, concurrency, duties, version, started_at,
@@ -255,8 +305,10 @@ LIMIT :limit;
 
 -- name: insert_token
 INSERT INTO duetime_tokens (tenant, role, name, prefix, secret_hash, created_at)
-VALUES (:tenant, :role, :name, :prefix, :secret_hash, :now)
-RETURNING *;
+VALUES (:tenant, :role, :name, :prefix, :secret_hash, :now);
+
+-- name: select_token
+SELECT * FROM duetime_tokens WHERE id = :id;
 
 -- name: list_tokens
 SELECT * FROM duetime_tokens
@@ -264,16 +316,11 @@ WHERE (:tenant IS NULL OR tenant = :tenant)
 ORDER BY id;
 
 -- name: revoke_token
-UPDATE duetime_tokens SET revoked_at = COALESCE(revoked_at, :now)
-WHERE id = :id
-RETURNING *;
+UPDATE duetime_tokens SET revoked_at = COALESCE(revoked_at, :now) WHERE id = :id;
 
--- name: token_by_hash
--- last_used_at is kept to the minute, so a busy token does not write on every request
+-- name: token_used
 UPDATE duetime_tokens SET last_used_at = :now
-WHERE secret_hash = :secret_hash
-  AND (last_used_at IS NULL OR last_used_at < :now - 60000000)
-RETURNING *;
+WHERE secret_hash = :secret_hash AND (last_used_at IS NULL OR last_used_at < :before);
 
 -- name: token_by_hash_read
 SELECT * FROM duetime_tokens WHERE secret_hash = :secret_hash;

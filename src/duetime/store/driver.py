@@ -1,0 +1,238 @@
+"""What a database dialect gives the one SQL store: transactions, its way of passing
+parameters and storing instants, its SQL files, and its errors translated into duetime's.
+
+The store (store/sqlstore.py) holds every rule of the contract and talks to the database only
+through a Driver: it opens a transaction, runs the dialect's named statements in it and reads
+rows back as mappings. A named statement has one contract in every dialect (its parameters,
+what it changes, which columns it returns); only its SQL differs. A name may hold several
+statements (separated by a `;` at the end of a line): they run in order with the same
+parameters; the result is the rows of the last one that returns rows, and the count of rows
+the last one changed.
+"""
+
+from __future__ import annotations
+
+import re
+from abc import ABC, abstractmethod
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager, contextmanager
+from dataclasses import dataclass
+from datetime import datetime
+from importlib import resources
+from typing import Any, ClassVar
+
+from duetime.core.errors import ConfigurationError, DuetimeError, SchemaError, StoreError
+
+Row = Mapping[str, Any]
+
+_NAME = re.compile(r"^--\s*name:\s*(\w+)\s*$", re.MULTILINE)
+_STATEMENT_END = re.compile(r";[ \t]*(?:--[^\n]*)?\n")
+_MIGRATION = re.compile(r"(\d{4})_(\w+)\.sql")
+
+
+@dataclass(frozen=True)
+class Migration:
+    version: int
+    name: str
+    script: str
+
+
+def load_queries(package: str) -> dict[str, tuple[str, ...]]:
+    """The named statements of a dialect's queries.sql (`-- name: x` starts a block)."""
+    text = resources.files(package).joinpath("queries.sql").read_text()
+    parts = _NAME.split(text)
+    queries: dict[str, tuple[str, ...]] = {}
+    for name, body in zip(parts[1::2], parts[2::2], strict=True):
+        if name in queries:
+            raise ValueError(f"{package}/queries.sql defines {name} twice")
+        statements = tuple(s for s in (_strip(p) for p in _STATEMENT_END.split(body + "\n")) if s)
+        if not statements:
+            raise ValueError(f"{package}/queries.sql: {name} has no statement")
+        queries[name] = statements
+    return queries
+
+
+def load_migrations(package: str) -> list[Migration]:
+    """Each migrations/NNNN_name.sql of a dialect, in version order."""
+    found = []
+    for entry in resources.files(package).joinpath("migrations").iterdir():
+        match = _MIGRATION.fullmatch(entry.name)
+        if match:
+            found.append(Migration(int(match.group(1)), match.group(2), entry.read_text()))
+    return sorted(found, key=lambda m: m.version)
+
+
+def _strip(statement: str) -> str:
+    """A statement without its surrounding comment-only lines and trailing semicolon."""
+    lines = [line for line in statement.strip().splitlines() if line.strip()]
+    while lines and lines[0].lstrip().startswith("--"):
+        lines.pop(0)
+    return "\n".join(lines).strip().rstrip(";").strip()
+
+
+class Connection:
+    """One open transaction of a driver, running the dialect's named statements."""
+
+    def __init__(self, driver: Driver, native: Any) -> None:
+        self.driver = driver
+        self.native = native  # the driver's own connection (given to completion blocks)
+
+    def rows(self, name: str, /, **params: Any) -> list[Row]:
+        """The rows of the named statement (of its last statement, when it has several)."""
+        return self._run(name, params)[0]
+
+    def one(self, name: str, /, **params: Any) -> Row | None:
+        found = self._run(name, params)[0]
+        return found[0] if found else None
+
+    def run(self, name: str, /, **params: Any) -> int:
+        """Run the named statement; return how many rows its last statement changed."""
+        return self._run(name, params)[1]
+
+    def run_many(self, name: str, params: Sequence[Mapping[str, Any]]) -> None:
+        """Run a one-statement name once per parameter set, batched as the driver can."""
+        if not params:
+            return
+        [statement] = self.driver.statements(name)
+        with self.driver.translated():
+            self.driver.execute_many(
+                self.native, statement, [self.driver.encode(p) for p in params]
+            )
+
+    def _run(self, name: str, params: Mapping[str, Any]) -> tuple[list[Row], int]:
+        encoded = self.driver.encode(params)
+        found: list[Row] = []
+        count = 0
+        with self.driver.translated():
+            for statement in self.driver.statements(name):
+                rows, count = self.driver.execute(self.native, statement, encoded)
+                if rows is not None:
+                    found = rows
+        return found, count
+
+
+class Driver(ABC):
+    """A database dialect under the SQL store. Subclasses set `dialect` and `package`, and
+    implement transactions, statement execution, time decoding and error translation."""
+
+    dialect: ClassVar[str]  # "sqlite", "postgres", "mysql"
+    package: ClassVar[str]  # the package holding queries.sql and migrations/
+
+    def __init__(self) -> None:
+        self.queries = load_queries(self.package)
+        self.migrations = load_migrations(self.package)
+
+    def statements(self, name: str) -> tuple[str, ...]:
+        return self.queries[name]
+
+    # -- what each dialect supplies ----------------------------------------------------------
+
+    @abstractmethod
+    def transaction(
+        self, *, write: bool = True, snapshot: bool = False
+    ) -> AbstractContextManager[Connection]:
+        """A transaction, committed when the block ends and rolled back when it raises.
+
+        write=False: the block only reads. snapshot=True: a read-only one whose statements
+        all see the same snapshot. Errors of the database in beginning and committing it are
+        raised as duetime's own (see translate), as Connection does for its statements; an
+        error of the caller's own code in the block passes through unchanged.
+        """
+
+    @abstractmethod
+    def joined(self, native: Any) -> AbstractContextManager[Connection]:
+        """A savepoint in the application's own open transaction (transactional enqueue);
+        raises ConfigurationError when the dialect cannot join what the application gave."""
+
+    @abstractmethod
+    def execute(
+        self, native: Any, sql: str, params: Mapping[str, Any]
+    ) -> tuple[list[Row] | None, int]:
+        """Run one statement with encoded parameters: its rows (None when it returns none)
+        and how many rows it changed."""
+
+    @abstractmethod
+    def execute_many(self, native: Any, sql: str, params: list[Mapping[str, Any]]) -> None: ...
+
+    @abstractmethod
+    def run_script(self, native: Any, script: str) -> None:
+        """Run a migration script (several statements, no parameters)."""
+
+    @abstractmethod
+    def to_time(self, value: Any) -> datetime:
+        """An instant as the database returns it, as an aware UTC datetime."""
+
+    @abstractmethod
+    def encode_time(self, value: datetime) -> Any: ...
+
+    @abstractmethod
+    def translate(self, exc: BaseException) -> DuetimeError | None:
+        """duetime's error for an error of the database driver, or None when `exc` is not
+        the driver's (it then propagates unchanged)."""
+
+    @abstractmethod
+    def close(self) -> None: ...
+
+    # -- parameter encoding (a dialect overrides what it stores differently) -----------------
+
+    def encode_bool(self, value: bool) -> Any:
+        return value
+
+    def encode_list(self, value: Sequence[Any]) -> Any:
+        return list(value)
+
+    def encode(self, params: Mapping[str, Any]) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for key, value in params.items():
+            if isinstance(value, datetime):
+                value = self.encode_time(value)
+            elif isinstance(value, bool):
+                value = self.encode_bool(value)
+            elif isinstance(value, list | tuple):
+                value = self.encode_list(value)
+            out[key] = value
+        return out
+
+    @contextmanager
+    def translated(self) -> Iterator[None]:
+        """Raise the database's errors as duetime's own (StoreUnavailable, InvalidRequest...)."""
+        try:
+            yield
+        except DuetimeError:
+            raise
+        except Exception as exc:
+            mine = self.translate(exc)
+            if mine is None:
+                raise
+            raise mine from exc
+
+
+def driver_connection(connection: Any, kind: type[Any], accepted: str) -> Any:
+    """The driver's own connection (of type `kind`) behind what an application passed for a
+    transactional enqueue: that connection itself, or a SQLAlchemy Session or Connection using
+    that driver. Anything else is refused, naming what is `accepted`."""
+    if isinstance(connection, kind):
+        return connection
+    if hasattr(connection, "connection") and callable(getattr(connection, "execute", None)):
+        # SQLAlchemy: Session.connection() -> Connection; Connection.connection -> DBAPI proxy
+        sa_connection = connection.connection() if callable(connection.connection) else connection
+        native = getattr(sa_connection.connection, "driver_connection", None)
+        if isinstance(native, kind):
+            return native
+    raise ConfigurationError(
+        f"transactional enqueue needs {accepted}, not {type(connection).__name__}"
+    )
+
+
+def refuse_newer(current: int, latest: int) -> None:
+    if current > latest:
+        raise SchemaError(
+            f"the database schema is at version {current}, newer than this duetime knows "
+            f"({latest}); upgrade duetime before using this database"
+        )
+
+
+def unexpected(dialect: str, exc: BaseException) -> StoreError:
+    """The error for a database failure duetime has no specific meaning for."""
+    first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+    return StoreError(f"the {dialect} database refused a statement: {first}")

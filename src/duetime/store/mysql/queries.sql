@@ -1,0 +1,372 @@
+-- The MariaDB / MySQL dialect's named statements; their contracts are in store/statements.py.
+-- Instants are DATETIME(6) in UTC; a list arrives as `(a, b, ...)` (`(NULL)` when empty), so
+-- write `IN %(ids)s`: the optimizer uses the key for a literal list, not for a JSON_TABLE. Transactions are
+-- READ COMMITTED; every writer locks a job's row before its attempt's row. MySQL has no
+-- RETURNING: a statement's effect is read back by a following SELECT.
+
+-- name: migrations_table_exists
+SELECT 1 AS found FROM information_schema.tables
+WHERE table_schema = DATABASE() AND table_name = 'duetime_migrations';
+
+-- name: create_migrations_table
+CREATE TABLE IF NOT EXISTS duetime_migrations (
+    version INT NOT NULL PRIMARY KEY, name VARCHAR(200) NOT NULL,
+    applied_at DATETIME(6) NOT NULL) ENGINE = InnoDB;
+
+-- name: lock_migrations
+-- a named lock of this session: it outlives the commits each DDL statement makes
+SELECT GET_LOCK('duetime.migrate', 600) AS locked;
+
+-- name: unlock_migrations
+SELECT RELEASE_LOCK('duetime.migrate') AS released;
+
+-- name: schema_version
+SELECT COALESCE(MAX(version), 0) AS version FROM duetime_migrations;
+
+-- name: insert_migration
+INSERT INTO duetime_migrations (version, name, applied_at)
+VALUES (%(version)s, %(name)s, %(now)s);
+
+-- name: reserve_job_ids
+-- AUTO_INCREMENT hands out the ids (never twice, whatever commits); the rows are this
+-- connection's own and are gone again when the transaction ends. JSON_TABLE makes `count` rows.
+INSERT INTO duetime_job_ids (owner)
+SELECT CONNECTION_ID()
+FROM JSON_TABLE(CONCAT('[', REPEAT('0,', %(count)s - 1), '0]'),
+                '$[*]' COLUMNS (n FOR ORDINALITY)) AS seq;
+SELECT id FROM duetime_job_ids WHERE owner = CONNECTION_ID() ORDER BY id;
+DELETE FROM duetime_job_ids WHERE owner = CONNECTION_ID();
+
+-- name: insert_job
+INSERT INTO duetime_jobs (id, tenant, queue, task, args, priority, due_at, deadline_at, status,
+    max_attempts, retry_base, retry_cap, lease_seconds, timeout_seconds, idempotency_key,
+    request_hash, business_key, created_at, updated_at, schedule_id, schedule_name, nominal_at,
+    covers, origin)
+VALUES (%(id)s, %(tenant)s, %(queue)s, %(task)s, %(args)s, %(priority)s, %(due_at)s,
+    %(deadline_at)s, %(status)s, %(max_attempts)s, %(retry_base)s, %(retry_cap)s,
+    %(lease_seconds)s, %(timeout_seconds)s, %(idempotency_key)s, %(request_hash)s,
+    %(business_key)s, %(now)s, %(now)s, %(schedule_id)s, %(schedule_name)s, %(nominal_at)s,
+    %(covers)s, %(origin)s)
+ON DUPLICATE KEY UPDATE id = id;
+
+-- name: jobs_by_ids
+SELECT * FROM duetime_jobs WHERE id IN %(ids)s;
+
+-- name: jobs_by_keys
+-- a locking read: it sees the newest committed rows even inside an application's REPEATABLE
+-- READ transaction (transactional enqueue), where the insert's duplicate check sees them too
+SELECT * FROM duetime_jobs
+WHERE tenant IN %(tenants)s AND idempotency_key IN %(keys)s
+LOCK IN SHARE MODE;
+
+-- name: select_job
+SELECT * FROM duetime_jobs
+WHERE id = %(id)s AND (%(tenant)s IS NULL OR tenant = %(tenant)s);
+
+-- name: select_attempts
+SELECT * FROM duetime_attempts WHERE job_id = %(id)s ORDER BY generation;
+
+-- name: select_attempts_of_jobs
+SELECT * FROM duetime_attempts WHERE job_id IN %(ids)s
+ORDER BY job_id, generation;
+
+-- name: list_jobs
+SELECT * FROM duetime_jobs
+WHERE (%(tenant)s IS NULL OR tenant = %(tenant)s)
+  AND (%(status)s IS NULL OR status = %(status)s)
+  AND (%(task)s IS NULL OR task = %(task)s)
+  AND (%(queue)s IS NULL OR queue = %(queue)s)
+  AND (%(schedule_id)s IS NULL OR schedule_id = %(schedule_id)s)
+  AND (%(before_id)s IS NULL OR id < %(before_id)s)
+  AND (%(due_after)s IS NULL OR due_at >= %(due_after)s)
+  AND (%(due_before)s IS NULL OR due_at < %(due_before)s)
+ORDER BY id DESC
+LIMIT %(limit)s;
+
+-- name: occurrence_id
+SELECT id FROM duetime_jobs
+WHERE schedule_id = %(schedule_id)s AND nominal_at = %(nominal_at)s;
+
+-- name: pick_due
+-- 'scheduled' is written out (not taken from the moves) so the indexes serve it
+SELECT id FROM duetime_jobs
+WHERE status = 'scheduled'
+  AND due_at <= %(now)s
+  AND (deadline_at IS NULL OR deadline_at > %(now)s)
+  AND (%(all_queues)s OR queue IN %(queues)s)
+ORDER BY neg_priority, due_at, id
+LIMIT %(limit)s
+FOR UPDATE SKIP LOCKED;
+
+-- name: claim_jobs
+UPDATE duetime_jobs
+SET generation = generation + 1, attempts = attempts + 1, updated_at = %(now)s,
+    status = JSON_UNQUOTE(JSON_EXTRACT(%(moves)s, CONCAT('$.', status)))
+WHERE id IN %(ids)s
+  AND JSON_EXTRACT(%(moves)s, CONCAT('$.', status)) IS NOT NULL;
+
+-- name: insert_attempts
+INSERT INTO duetime_attempts (job_id, generation, worker_id, status, lease_expires_at, started_at,
+    due_at)
+SELECT id, generation, %(worker_id)s, 'running', DATE_ADD(%(now)s, INTERVAL FLOOR(lease_seconds * 1000000) MICROSECOND), %(now)s, due_at
+FROM duetime_jobs WHERE id IN %(ids)s
+ORDER BY id;
+
+-- name: claimed
+SELECT j.*,
+       a.id AS attempt_id, a.job_id AS attempt_job_id, a.generation AS attempt_generation,
+       a.worker_id AS attempt_worker_id, a.status AS attempt_status,
+       a.lease_expires_at AS attempt_lease_expires_at, a.started_at AS attempt_started_at,
+       a.finished_at AS attempt_finished_at, a.error_category AS attempt_error_category,
+       a.error_message AS attempt_error_message, a.error_traceback AS attempt_error_traceback,
+       a.late_outcome AS attempt_late_outcome, a.late_reported_at AS attempt_late_reported_at,
+       a.due_at AS attempt_due_at
+FROM duetime_jobs j JOIN duetime_attempts a ON a.job_id = j.id AND a.generation = j.generation
+WHERE j.id IN %(ids)s
+ORDER BY j.priority DESC, j.due_at, j.id;
+
+-- name: renew_leases
+-- The jobs' rows are share-locked first (in id order), as every writer locks the job before
+-- its attempt: a renewal and a reap (which locks the job, then checks the lease) are serialized.
+SELECT id FROM duetime_jobs
+WHERE id IN (SELECT job_id FROM duetime_attempts WHERE id IN %(attempt_ids)s)
+ORDER BY id
+LOCK IN SHARE MODE;
+UPDATE duetime_attempts AS a JOIN duetime_jobs AS j ON j.id = a.job_id
+SET a.lease_expires_at = DATE_ADD(%(now)s, INTERVAL FLOOR(j.lease_seconds * 1000000) MICROSECOND)
+WHERE a.id IN %(attempt_ids)s AND a.status = 'running';
+
+-- name: lease_states
+SELECT a.id AS attempt_id, a.job_id, a.generation, a.lease_expires_at, j.status AS job_status
+FROM duetime_attempts a JOIN duetime_jobs j ON j.id = a.job_id
+WHERE a.id IN %(attempt_ids)s AND a.status = 'running';
+
+-- name: lock_job
+SELECT id FROM duetime_jobs WHERE id = %(job_id)s FOR UPDATE;
+
+-- name: finish_job
+-- MySQL assigns left to right and later expressions see earlier results: status goes last
+UPDATE duetime_jobs
+SET due_at = COALESCE(%(due_at)s, due_at),
+    updated_at = %(now)s,
+    status = JSON_UNQUOTE(JSON_EXTRACT(%(moves)s, CONCAT('$.', status)))
+WHERE id = %(job_id)s
+  AND generation = %(generation)s
+  AND JSON_EXTRACT(%(moves)s, CONCAT('$.', status)) IS NOT NULL
+  AND (NOT %(only_if_expired)s OR EXISTS (
+        SELECT 1 FROM duetime_attempts
+        WHERE id = %(attempt_id)s AND status = 'running' AND lease_expires_at <= %(now)s));
+
+-- name: finish_attempt
+UPDATE duetime_attempts
+SET status = %(status)s, finished_at = %(now)s, error_category = %(error_category)s,
+    error_message = %(error_message)s, error_traceback = %(error_traceback)s
+WHERE id = %(attempt_id)s AND generation = %(generation)s AND status = 'running';
+
+-- name: late_report
+UPDATE duetime_attempts SET late_outcome = %(outcome)s, late_reported_at = %(now)s
+WHERE id = %(attempt_id)s AND generation = %(generation)s;
+
+-- name: expired_leases
+SELECT a.id AS attempt_id, a.job_id, a.generation, j.status, j.attempts, j.max_attempts,
+       j.retry_base, j.retry_cap
+FROM duetime_attempts a JOIN duetime_jobs j ON j.id = a.job_id
+WHERE a.status = 'running' AND a.lease_expires_at <= %(now)s
+ORDER BY a.lease_expires_at, a.id
+LIMIT %(limit)s;
+
+-- name: expire_overdue
+UPDATE duetime_jobs
+SET version = version + 1, updated_at = %(now)s, status = JSON_UNQUOTE(JSON_EXTRACT(%(moves)s, CONCAT('$.', status)))
+WHERE status = 'scheduled' AND deadline_at IS NOT NULL AND deadline_at <= %(now)s
+  AND JSON_EXTRACT(%(moves)s, CONCAT('$.', status)) IS NOT NULL
+ORDER BY deadline_at, id
+LIMIT %(limit)s;
+
+-- name: transition
+-- MySQL assigns left to right and later expressions see earlier results: columns whose
+-- new value reads the old status or due time come first, status last
+UPDATE duetime_jobs
+SET cancel_requested_at = CASE
+        WHEN %(replay)s THEN NULL  -- a replay starts afresh
+        WHEN JSON_UNQUOTE(JSON_EXTRACT(%(moves)s, CONCAT('$.', status))) = 'cancel_requested'
+             AND status <> 'cancel_requested' THEN %(now)s  -- a repeated request keeps its time
+        ELSE cancel_requested_at END,
+    deadline_at = CASE WHEN %(replay)s AND deadline_at <= COALESCE(%(due_at)s, due_at)
+                       THEN NULL ELSE deadline_at END,
+    attempts = CASE WHEN %(replay)s THEN 0 ELSE attempts END,
+    due_at = COALESCE(%(due_at)s, due_at),
+    version = version + 1,
+    updated_at = %(now)s,
+    status = JSON_UNQUOTE(JSON_EXTRACT(%(moves)s, CONCAT('$.', status)))
+WHERE id = %(job_id)s
+  AND (%(tenant)s IS NULL OR tenant = %(tenant)s)
+  AND JSON_EXTRACT(%(moves)s, CONCAT('$.', status)) IS NOT NULL
+  AND (%(due_at)s IS NULL OR %(replay)s OR deadline_at IS NULL OR deadline_at > %(due_at)s);
+
+-- name: insert_schedule
+INSERT INTO duetime_schedules (tenant, name, spec, definition_hash, paused, anchor_at,
+    next_fire_at, created_at, updated_at)
+VALUES (%(tenant)s, %(name)s, %(spec)s, %(definition_hash)s, FALSE, %(anchor_at)s,
+    %(next_fire_at)s, %(now)s, %(now)s)
+ON DUPLICATE KEY UPDATE id = id;
+
+-- name: select_schedule
+SELECT * FROM duetime_schedules WHERE tenant = %(tenant)s AND name = %(name)s;
+
+-- name: lock_schedule
+SELECT * FROM duetime_schedules WHERE tenant = %(tenant)s AND name = %(name)s
+FOR UPDATE;
+
+-- name: list_schedules
+-- utf8mb4_bin orders names by code point, as the other dialects do
+SELECT * FROM duetime_schedules
+WHERE (%(tenant)s IS NULL OR tenant = %(tenant)s)
+ORDER BY name, tenant;
+
+-- name: due_schedules
+SELECT id FROM duetime_schedules
+WHERE NOT paused AND next_fire_at IS NOT NULL AND next_fire_at <= %(now)s
+ORDER BY next_fire_at, id
+LIMIT %(limit)s;
+
+-- name: lock_due_schedule
+-- Locked, and re-checked in its newest version; nothing when another planner holds it.
+SELECT * FROM duetime_schedules
+WHERE id = %(id)s AND NOT paused AND next_fire_at IS NOT NULL AND next_fire_at <= %(now)s
+FOR UPDATE SKIP LOCKED;
+
+-- name: update_schedule
+UPDATE duetime_schedules
+SET spec = COALESCE(%(spec)s, spec),
+    definition_hash = COALESCE(%(definition_hash)s, definition_hash),
+    paused = COALESCE(%(paused)s, paused),
+    anchor_at = COALESCE(%(anchor_at)s, anchor_at),
+    next_fire_at = CASE WHEN %(move_cursor)s THEN %(next_fire_at)s ELSE next_fire_at END,
+    version = version + %(bump)s,
+    updated_at = %(now)s
+WHERE id = %(id)s;
+
+-- name: delete_schedule
+DELETE FROM duetime_schedules WHERE id = %(id)s;
+
+-- name: cancel_unstarted
+UPDATE duetime_jobs
+SET version = version + 1, updated_at = %(now)s, status = JSON_UNQUOTE(JSON_EXTRACT(%(moves)s, CONCAT('$.', status)))
+WHERE schedule_id = %(schedule_id)s AND status IN ('scheduled', 'waiting') AND generation = 0
+  AND JSON_EXTRACT(%(moves)s, CONCAT('$.', status)) IS NOT NULL;
+
+-- name: active_occurrences
+SELECT id, nominal_at, status, generation, origin FROM duetime_jobs
+WHERE schedule_id = %(schedule_id)s
+  AND status IN ('scheduled', 'waiting', 'running', 'cancel_requested')
+ORDER BY nominal_at;
+
+-- name: delete_unstarted
+DELETE FROM duetime_jobs
+WHERE schedule_id = %(schedule_id)s AND status IN ('scheduled', 'waiting') AND generation = 0
+  AND origin = 'tick';
+
+-- name: release_waiting
+-- The candidates are read into a derived table first (MySQL cannot update a table that a
+-- subquery of the same statement reads); each is re-checked as it is updated.
+UPDATE duetime_jobs
+SET due_at = %(now)s, version = version + 1, updated_at = %(now)s, status = JSON_UNQUOTE(JSON_EXTRACT(%(moves)s, CONCAT('$.', status)))
+WHERE id IN (SELECT id FROM (
+    SELECT w.id FROM duetime_jobs w
+    WHERE w.status = 'waiting' AND w.schedule_id IS NOT NULL
+      AND w.nominal_at = (SELECT MIN(x.nominal_at) FROM duetime_jobs x
+                          WHERE x.schedule_id = w.schedule_id AND x.status = 'waiting')
+      AND NOT EXISTS (SELECT 1 FROM duetime_jobs a
+                      WHERE a.schedule_id = w.schedule_id
+                        AND a.status IN ('scheduled', 'running', 'cancel_requested'))
+    ORDER BY w.nominal_at, w.id
+    LIMIT %(limit)s) AS candidates)
+  AND status = 'waiting'
+  AND JSON_EXTRACT(%(moves)s, CONCAT('$.', status)) IS NOT NULL;
+
+-- name: insert_tick
+INSERT INTO duetime_ticks (schedule_id, nominal_at, outcome, origin, job_id, detail, recorded_at)
+VALUES (%(schedule_id)s, %(nominal_at)s, %(outcome)s, %(origin)s, %(job_id)s, %(detail)s,
+    %(now)s)
+ON DUPLICATE KEY UPDATE job_id = VALUES(job_id), detail = VALUES(detail),
+    recorded_at = VALUES(recorded_at);
+
+-- name: list_ticks
+SELECT t.*, j.status AS job_status,
+       (SELECT MIN(a.started_at) FROM duetime_attempts a WHERE a.job_id = t.job_id) AS started_at
+FROM duetime_ticks t LEFT JOIN duetime_jobs j ON j.id = t.job_id
+WHERE t.schedule_id = %(schedule_id)s
+  AND (%(before_id)s IS NULL OR t.id < %(before_id)s)
+ORDER BY t.id DESC
+LIMIT %(limit)s;
+
+-- name: latest_run
+SELECT id FROM duetime_jobs
+WHERE schedule_id = %(schedule_id)s AND generation > 0
+ORDER BY nominal_at DESC
+LIMIT 1;
+
+-- name: upsert_node
+INSERT INTO duetime_nodes (id, hostname, pid, queues, concurrency, duties, version, started_at,
+    last_seen_at)
+VALUES (%(id)s, %(hostname)s, %(pid)s, %(queues)s, %(concurrency)s, %(duties)s,
+    %(version)s, %(now)s, %(now)s)
+ON DUPLICATE KEY UPDATE last_seen_at = VALUES(last_seen_at), stopped_at = NULL;
+
+-- name: touch_node
+UPDATE duetime_nodes SET last_seen_at = %(now)s WHERE id = %(id)s;
+
+-- name: stop_node
+UPDATE duetime_nodes SET last_seen_at = %(now)s, stopped_at = %(now)s WHERE id = %(id)s;
+
+-- name: list_nodes
+SELECT n.*,
+       (SELECT JSON_ARRAYAGG(a.job_id) FROM duetime_attempts a
+        WHERE a.worker_id = n.id AND a.status = 'running') AS holding
+FROM duetime_nodes n
+ORDER BY n.started_at DESC
+LIMIT %(limit)s;
+
+-- name: insert_token
+INSERT INTO duetime_tokens (tenant, role, name, prefix, secret_hash, created_at)
+VALUES (%(tenant)s, %(role)s, %(name)s, %(prefix)s, %(secret_hash)s, %(now)s);
+
+-- name: select_token
+SELECT * FROM duetime_tokens WHERE id = %(id)s;
+
+-- name: list_tokens
+SELECT * FROM duetime_tokens
+WHERE (%(tenant)s IS NULL OR tenant = %(tenant)s)
+ORDER BY id;
+
+-- name: revoke_token
+UPDATE duetime_tokens SET revoked_at = COALESCE(revoked_at, %(now)s) WHERE id = %(id)s;
+
+-- name: token_used
+UPDATE duetime_tokens SET last_used_at = %(now)s
+WHERE secret_hash = %(secret_hash)s
+  AND (last_used_at IS NULL OR last_used_at < %(before)s);
+
+-- name: token_by_hash_read
+SELECT * FROM duetime_tokens WHERE secret_hash = %(secret_hash)s;
+
+-- name: job_counts
+SELECT status, queue, COUNT(*) AS n FROM duetime_jobs
+WHERE (%(tenant)s IS NULL OR tenant = %(tenant)s)
+GROUP BY status, queue
+ORDER BY status, queue;
+
+-- name: oldest_overdue
+SELECT MIN(due_at) AS due_at FROM duetime_jobs
+WHERE status = 'scheduled' AND due_at <= %(now)s
+  AND (%(tenant)s IS NULL OR tenant = %(tenant)s);
+
+-- name: attempt_samples
+-- the newest attempts started since a point in time, for lag, throughput and failure figures
+SELECT j.task, j.queue, a.status, a.error_category, a.due_at, a.started_at, a.finished_at
+FROM duetime_attempts a JOIN duetime_jobs j ON j.id = a.job_id
+WHERE a.started_at >= %(since)s
+  AND (%(tenant)s IS NULL OR j.tenant = %(tenant)s)
+ORDER BY a.started_at DESC
+LIMIT %(limit)s;

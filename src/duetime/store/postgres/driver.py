@@ -1,0 +1,145 @@
+"""The PostgreSQL dialect: a pool of psycopg 3 connections, READ COMMITTED transactions, row
+locks (FOR UPDATE SKIP LOCKED) for races between processes and machines.
+
+Instants are timestamptz; lists travel as arrays.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from typing import Any
+
+import psycopg
+import psycopg_pool
+from psycopg.conninfo import conninfo_to_dict
+from psycopg.rows import dict_row
+
+from duetime.core.errors import (
+    DuetimeError,
+    InvalidRequest,
+    StoreUnavailable,
+)
+from duetime.store.driver import Connection, Driver, Row, driver_connection, unexpected
+
+
+class PostgresDriver(Driver):
+    dialect = "postgres"
+    package = "duetime.store.postgres"
+
+    def __init__(
+        self, url: str, *, min_size: int = 1, max_size: int = 10, pool_timeout: float = 30.0
+    ) -> None:
+        super().__init__()
+        self.url = url
+        try:  # fail fast and clearly when the server is not there
+            psycopg.connect(url, connect_timeout=10).close()
+        except psycopg.Error as exc:
+            raise StoreUnavailable(
+                f"cannot connect to PostgreSQL at {self.where()}: {_reason(exc)}"
+            ) from None
+        self._pool: psycopg_pool.ConnectionPool[psycopg.Connection[Any]] = (
+            psycopg_pool.ConnectionPool(
+                url,
+                min_size=min_size,
+                max_size=max_size,
+                open=True,
+                kwargs={"autocommit": False},
+                # a connection that died (server restart, network drop) is replaced on checkout
+                check=psycopg_pool.ConnectionPool.check_connection,
+                name="duetime",
+                timeout=pool_timeout,  # how long a caller waits for a connection in an outage
+            )
+        )
+
+    def where(self) -> str:
+        """Where the URL points, without its password."""
+        try:
+            parts = conninfo_to_dict(self.url)
+        except psycopg.ProgrammingError:
+            return "the configured URL (it could not be parsed)"
+        host = parts.get("host") or "localhost"
+        port = parts.get("port") or 5432
+        return f"{host}:{port}/{parts.get('dbname') or ''}"
+
+    @contextmanager
+    def transaction(self, *, write: bool = True, snapshot: bool = False) -> Iterator[Connection]:
+        with self.translated():
+            pooled = self._pool.connection()
+            native = pooled.__enter__()
+        try:
+            if snapshot:
+                with self.translated():
+                    native.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+            yield Connection(self, native)
+        except BaseException as exc:
+            try:
+                pooled.__exit__(type(exc), exc, exc.__traceback__)  # rolls back
+            except Exception:
+                pass
+            raise
+        with self.translated():
+            pooled.__exit__(None, None, None)  # commits
+
+    @contextmanager
+    def joined(self, native: Any) -> Iterator[Connection]:
+        accepted = (
+            "a psycopg 3 connection or a SQLAlchemy session or connection on postgresql+psycopg://"
+        )
+        conn = driver_connection(native, psycopg.Connection, accepted)
+        # a savepoint inside the caller's transaction (or a transaction of its own if the
+        # connection is in autocommit mode): what runs here exists iff the caller commits
+        with conn.transaction():
+            yield Connection(self, conn)
+
+    def execute(
+        self, native: Any, sql: str, params: Mapping[str, Any]
+    ) -> tuple[list[Row] | None, int]:
+        with native.cursor(row_factory=dict_row) as cur:
+            cur.execute(sql, params)
+            rows = cur.fetchall() if cur.description is not None else None
+            return rows, cur.rowcount
+
+    def execute_many(self, native: Any, sql: str, params: list[Mapping[str, Any]]) -> None:
+        with native.cursor() as cur:
+            cur.executemany(sql, params)
+
+    def run_script(self, native: Any, script: str) -> None:
+        native.execute(script)  # no parameters: the whole script runs as one batch
+
+    def to_time(self, value: Any) -> datetime:
+        result: datetime = value.astimezone(UTC)
+        return result
+
+    def encode_time(self, value: datetime) -> datetime:
+        return value
+
+    def translate(self, exc: BaseException) -> DuetimeError | None:
+        if isinstance(exc, psycopg_pool.PoolTimeout):
+            return StoreUnavailable(f"no connection to PostgreSQL at {self.where()} in time")
+        if isinstance(exc, psycopg.OperationalError):
+            return StoreUnavailable(f"PostgreSQL at {self.where()} failed: {_reason(exc)}")
+        if isinstance(exc, psycopg.DataError):  # a value PostgreSQL cannot store
+            return InvalidRequest(
+                f"PostgreSQL cannot store this value ({_reason(exc)}); text in args, names and "
+                "keys must not contain NUL characters (\\u0000) or unpaired surrogates"
+            )
+        if isinstance(exc, psycopg.Error):
+            return unexpected(self.dialect, exc)
+        return None
+
+    def close(self) -> None:
+        self._pool.close()
+
+
+def _reason(exc: BaseException) -> str:
+    """The first line of an error's message."""
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
+def open_driver(url: str, *, pool_timeout: float | None = None) -> PostgresDriver:
+    if pool_timeout is not None:
+        return PostgresDriver(url, pool_timeout=pool_timeout)
+    return PostgresDriver(url)

@@ -1,0 +1,136 @@
+"""The SQLite dialect: one file, WAL journal, writes under BEGIN IMMEDIATE.
+
+Instants are integer microseconds since the Unix epoch (UTC); lists travel as JSON text. One
+connection per store, shared by the store's threads under a lock; other processes on the same
+machine take their turns through SQLite's file locks (waiting up to the busy timeout).
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from duetime.core.errors import ConfigurationError, DuetimeError, SchemaError, StoreUnavailable
+from duetime.store.driver import Connection, Driver, Row, unexpected
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_US = timedelta(microseconds=1)
+
+
+def to_micros(value: datetime) -> int:
+    """An instant as SQLite stores it: integer microseconds since the epoch."""
+    return (value - _EPOCH) // _US
+
+
+class SQLiteDriver(Driver):
+    dialect = "sqlite"
+    package = "duetime.store.sqlite"
+
+    def __init__(self, path: str | Path, *, busy_timeout: float = 60.0) -> None:
+        super().__init__()
+        self.path = str(path)
+        self.busy_timeout = busy_timeout
+        self._lock = threading.RLock()
+        try:
+            self._conn = sqlite3.connect(
+                self.path, isolation_level=None, check_same_thread=False, timeout=busy_timeout
+            )
+            self._conn.execute("PRAGMA journal_mode=WAL")
+        except sqlite3.OperationalError as exc:
+            raise ConfigurationError(
+                f"cannot open the SQLite database {self.path!r} ({exc}); check that its folder "
+                "exists and is writable"
+            ) from None
+        self._conn.row_factory = sqlite3.Row
+        self._conn.execute("PRAGMA synchronous=FULL")
+        self._conn.execute("PRAGMA foreign_keys=ON")
+
+    def where(self) -> str:
+        return self.path
+
+    @contextmanager
+    def transaction(self, *, write: bool = True, snapshot: bool = False) -> Iterator[Connection]:
+        # a write transaction takes the write lock at once, so its reads and writes agree; a
+        # read transaction (DEFERRED) sees one snapshot of the file until it ends
+        with self._lock:
+            with self.translated():
+                self._conn.execute("BEGIN IMMEDIATE" if write and not snapshot else "BEGIN")
+            try:
+                yield Connection(self, self._conn)
+                with self.translated():
+                    self._conn.execute("COMMIT")
+            except BaseException:
+                if self._conn.in_transaction:  # also when COMMIT itself failed
+                    self._conn.execute("ROLLBACK")
+                raise
+
+    @contextmanager
+    def joined(self, native: Any) -> Iterator[Connection]:
+        raise ConfigurationError(
+            "enqueue inside your own transaction (connection=...) needs PostgreSQL or MySQL; the "
+            "SQLite store commits each enqueue on its own connection"
+        )
+        yield  # pragma: no cover - a generator, for contextmanager
+
+    def execute(
+        self, native: Any, sql: str, params: Mapping[str, Any]
+    ) -> tuple[list[Row] | None, int]:
+        cursor = native.execute(sql, params)
+        rows = cursor.fetchall() if cursor.description is not None else None
+        return rows, cursor.rowcount
+
+    def execute_many(self, native: Any, sql: str, params: list[Mapping[str, Any]]) -> None:
+        native.executemany(sql, params)
+
+    def run_script(self, native: Any, script: str) -> None:
+        buffer = ""
+        for line in script.splitlines(keepends=True):
+            if not buffer and line.strip().startswith("--"):
+                continue
+            buffer += line
+            if sqlite3.complete_statement(buffer):
+                native.execute(buffer.strip())
+                buffer = ""
+        if buffer.strip():
+            raise SchemaError(f"incomplete statement in migration: {buffer.strip()[:80]}")
+
+    def to_time(self, value: Any) -> datetime:
+        return _EPOCH + timedelta(microseconds=value)
+
+    def encode_time(self, value: datetime) -> int:
+        return to_micros(value)
+
+    def encode_bool(self, value: bool) -> int:
+        return int(value)
+
+    def encode_list(self, value: Sequence[Any]) -> str:
+        return json.dumps(list(value))
+
+    def translate(self, exc: BaseException) -> DuetimeError | None:
+        if not isinstance(exc, sqlite3.Error):
+            return None
+        text = str(exc)
+        if isinstance(exc, sqlite3.OperationalError) and ("locked" in text or "busy" in text):
+            return StoreUnavailable(
+                f"the SQLite database {self.path} stayed locked by another process for "
+                f"{self.busy_timeout:g}s; try again, or use PostgreSQL for heavy concurrency"
+            )
+        return unexpected(self.dialect, exc)
+
+    def close(self) -> None:
+        with self._lock:
+            self._conn.close()
+
+
+def open_driver(url: str, *, pool_timeout: float | None = None) -> SQLiteDriver:
+    """sqlite:///relative/path.db or sqlite:////absolute/path.db (pool_timeout: unused)."""
+    path = url.split(":", 1)[1].removeprefix("///")
+    if not url.split(":", 1)[1].startswith("///") or not path:
+        raise ConfigurationError("sqlite URL has no file name; use sqlite:///duetime.db")
+    return SQLiteDriver(Path(path))

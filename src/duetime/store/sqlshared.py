@@ -1,0 +1,90 @@
+"""Statement sequences both parts of the SQL store use (store/sqlstore.py, sqlextra.py)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from duetime.core.errors import StoreError
+from duetime.core.models import Attempt, Job, NewJob
+from duetime.core.states import Event
+from duetime.store.driver import Connection
+from duetime.store.rows import ToTime, attempt_from_row, covers_json, job_from_row, moves_json
+
+
+def reserve_ids(c: Connection, count: int) -> list[int]:
+    """`count` new job ids, ascending (inserts give them explicitly, in every dialect)."""
+    ids = sorted(int(r["id"]) for r in c.rows("reserve_job_ids", count=count))
+    if len(ids) != count:
+        raise StoreError(f"asked the database for {count} job ids and got {len(ids)}")
+    return ids
+
+
+def load_job(
+    c: Connection, t: ToTime, job_id: int, tenant: str | None, history: bool
+) -> Job | None:
+    """The job (of `tenant`, when given), with its attempts when `history`."""
+    row = c.one("select_job", id=job_id, tenant=tenant)
+    if row is None:
+        return None
+    attempts: tuple[Attempt, ...] = ()
+    if history:
+        attempts = tuple(attempt_from_row(a, t) for a in c.rows("select_attempts", id=job_id))
+    return job_from_row(row, t, attempts)
+
+
+def move(
+    c: Connection,
+    job_id: int,
+    event: Event,
+    now: datetime,
+    *,
+    tenant: str | None = None,
+    due_at: datetime | None = None,
+    replay: bool = False,
+) -> bool:
+    """An operator's (or a planner's) move of one job by core.states.TRANSITIONS[event],
+    conditional on its current status; True when it applied."""
+    moved = c.run(
+        "transition",
+        moves=moves_json(event),
+        due_at=due_at,
+        replay=replay,
+        now=now,
+        job_id=job_id,
+        tenant=tenant,
+    )
+    return moved > 0
+
+
+def job_params(job_id: int, job: NewJob, now: datetime) -> dict[str, Any]:
+    """insert_job's parameters for one job (a plain enqueue or a schedule's occurrence)."""
+    return {
+        "id": job_id,
+        "tenant": job.tenant,
+        "queue": job.queue,
+        "task": job.task,
+        "args": job.args_json,
+        "priority": int(job.priority),
+        "due_at": job.due_at,
+        "deadline_at": job.deadline_at,
+        "status": str(job.status),
+        "max_attempts": int(job.max_attempts),
+        "retry_base": float(job.retry_base),
+        "retry_cap": float(job.retry_cap),
+        "lease_seconds": float(job.lease_seconds),
+        "timeout_seconds": None if job.timeout_seconds is None else float(job.timeout_seconds),
+        "idempotency_key": job.idempotency_key,
+        "request_hash": job.request_hash,
+        "business_key": job.business_key,
+        "schedule_id": job.schedule_id,
+        "schedule_name": job.schedule_name,
+        "nominal_at": job.nominal_at,
+        "covers": covers_json(job.covers),
+        "origin": job.origin,
+        "now": now,
+    }
+
+
+def key_order(job: NewJob) -> tuple[bool, str, str]:
+    return (job.idempotency_key is not None, job.tenant, job.idempotency_key or "")

@@ -1,0 +1,372 @@
+"""The store contract (store/base.py), implemented once for every SQL dialect.
+
+Every rule lives here: which statements run in which transaction, in which order rows are
+locked, how a fenced write is recognised, how an idempotency key is honoured. A Driver
+(store/driver.py) supplies only what differs between databases. The schedules, nodes, tokens
+and figures parts of the contract are in store/sqlextra.py, mixed into SQLStore.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from typing import Any
+
+from duetime.core.errors import (
+    IdempotencyConflict,
+    JobNotFound,
+    SchemaError,
+    StaleAttempt,
+    StoreError,
+)
+from duetime.core.models import (
+    Attempt,
+    Claim,
+    Enqueued,
+    ExpiredLease,
+    Job,
+    JobFilter,
+    Lease,
+    LeaseState,
+    NewJob,
+    Outcome,
+)
+from duetime.core.states import ATTEMPT_END, Event, JobStatus
+from duetime.store.driver import Connection, Driver, Row, refuse_newer
+from duetime.store.rows import (
+    ATTEMPT_COLUMNS,
+    attempt_from_row,
+    attempts_by_job,
+    job_from_row,
+    moves_json,
+    refusal,
+)
+from duetime.store.sqlextra import SchedulesNodesTokens
+from duetime.store.sqlshared import job_params, key_order, load_job, move, reserve_ids
+
+
+class _Fenced(Exception):
+    """Raised inside a completion transaction to roll it back."""
+
+
+class SQLStore(SchedulesNodesTokens):
+    """A Store on any SQL database a Driver speaks for. Safe for many threads; safe for many
+    processes and machines as far as the database is (SQLite: one machine)."""
+
+    def __init__(self, driver: Driver) -> None:
+        self.driver = driver
+        self.dialect = driver.dialect
+        self._t = driver.to_time
+
+    def close(self) -> None:
+        self.driver.close()
+
+    # -- schema -----------------------------------------------------------------------------
+
+    @property
+    def latest_version(self) -> int:
+        return self.driver.migrations[-1].version
+
+    def schema_version(self) -> int:
+        with self.driver.transaction(write=False) as c:
+            return self._applied_version(c)
+
+    def check_schema(self) -> None:
+        current = self.schema_version()
+        refuse_newer(current, self.latest_version)
+        if current < self.latest_version:
+            raise SchemaError(
+                f"the database schema is at version {current} but this duetime needs "
+                f"{self.latest_version}; run `duetime migrate` first"
+            )
+
+    def migrate(self) -> list[int]:
+        applied: list[int] = []
+        with self.driver.transaction() as c:
+            c.run("lock_migrations")  # concurrent migrators take their turns
+            try:
+                c.run("create_migrations_table")
+                current = self._applied_version(c)
+                refuse_newer(current, self.latest_version)
+                for migration in self.driver.migrations:
+                    if migration.version <= current:
+                        continue
+                    with self.driver.translated():
+                        self.driver.run_script(c.native, migration.script)
+                    c.run(
+                        "insert_migration",
+                        version=migration.version,
+                        name=migration.name,
+                        now=datetime.now(UTC),
+                    )
+                    applied.append(migration.version)
+            finally:
+                c.run("unlock_migrations")
+        return applied
+
+    def _applied_version(self, c: Connection) -> int:
+        if not c.rows("migrations_table_exists"):
+            return 0
+        row = c.one("schema_version")
+        return int(row["version"]) if row is not None and row["version"] is not None else 0
+
+    # -- enqueue and reads ------------------------------------------------------------------
+
+    def enqueue(
+        self, jobs: Sequence[NewJob], now: datetime, *, connection: Any = None
+    ) -> list[Enqueued]:
+        if not jobs:
+            return []
+        if connection is None:
+            with self.driver.transaction() as c:
+                return self._enqueue(c, jobs, now)
+        with self.driver.joined(connection) as c:
+            return self._enqueue(c, jobs, now)
+
+    def _enqueue(self, c: Connection, jobs: Sequence[NewJob], now: datetime) -> list[Enqueued]:
+        # An insert waits for another transaction's uncommitted row with the same key, so two
+        # batches taking the same keys in different orders could deadlock. Rows therefore go
+        # in in the order of their keys (the sort is stable: of two equal keys the first in the
+        # request goes first), while their ids, reserved up front, follow the request's order.
+        ids = reserve_ids(c, len(jobs))
+        order = sorted(range(len(jobs)), key=lambda i: key_order(jobs[i]))
+        c.run_many("insert_job", [job_params(ids[i], jobs[i], now) for i in order])
+        created = {row["id"]: row for row in c.rows("jobs_by_ids", ids=ids)}
+        taken = [job for job_id, job in zip(ids, jobs, strict=True) if job_id not in created]
+        originals = self._jobs_by_key(c, taken)
+        results: list[Enqueued] = []
+        for job_id, job in zip(ids, jobs, strict=True):
+            row = created.get(job_id)
+            tries = 0
+            while row is None:  # the key is taken: return the original, or refuse
+                tries += 1
+                if tries > 5:
+                    raise StoreError(
+                        f"idempotency key {job.idempotency_key!r} is taken but its job cannot "
+                        "be read (a transaction isolation above READ COMMITTED?); try again"
+                    )
+                original = originals.get((job.tenant, job.idempotency_key))
+                if original is not None:
+                    if original["request_hash"] != job.request_hash:
+                        raise IdempotencyConflict(
+                            f"idempotency key {job.idempotency_key!r} was already used for "
+                            f"job {original['id']} with a different request; use a new key"
+                        )
+                    results.append(Enqueued(job_from_row(original, self._t), False))
+                    break
+                # the holder of the key was deleted meanwhile: the key is free again
+                c.run("insert_job", **job_params(job_id, job, now))
+                row = c.one("select_job", id=job_id, tenant=None)
+                if row is None:
+                    originals.update(self._jobs_by_key(c, [job]))
+            else:
+                results.append(Enqueued(job_from_row(row, self._t), True))
+        return results
+
+    def _jobs_by_key(
+        self, c: Connection, jobs: Sequence[NewJob]
+    ) -> dict[tuple[str, str | None], Row]:
+        keyed = [j for j in jobs if j.idempotency_key is not None]
+        if not keyed:
+            return {}
+        rows = c.rows(
+            "jobs_by_keys",
+            tenants=sorted({j.tenant for j in keyed}),
+            keys=sorted({str(j.idempotency_key) for j in keyed}),
+        )
+        return {(r["tenant"], r["idempotency_key"]): r for r in rows}
+
+    def get_job(self, job_id: int, *, tenant: str | None = None) -> Job | None:
+        with self.driver.transaction(snapshot=True) as c:
+            return load_job(c, self._t, job_id, tenant, True)
+
+    def list_jobs(self, f: JobFilter) -> list[Job]:
+        with self.driver.transaction(snapshot=True) as c:
+            rows = c.rows(
+                "list_jobs",
+                tenant=f.tenant,
+                status=str(f.status) if f.status else None,
+                task=f.task,
+                queue=f.queue,
+                schedule_id=f.schedule_id,
+                before_id=f.before_id,
+                due_after=f.due_after,
+                due_before=f.due_before,
+                limit=f.limit,
+            )
+            history: dict[int, tuple[Attempt, ...]] = {}
+            if f.with_attempts and rows:
+                found = c.rows("select_attempts_of_jobs", ids=[r["id"] for r in rows])
+                history = attempts_by_job(found, self._t)
+        return [job_from_row(r, self._t, history.get(r["id"], ())) for r in rows]
+
+    # -- the worker's path ------------------------------------------------------------------
+
+    def claim(
+        self, *, worker_id: str, queues: Sequence[str] | None, limit: int, now: datetime
+    ) -> list[Claim]:
+        if limit <= 0:
+            return []
+        with self.driver.transaction() as c:
+            picked = c.rows(
+                "pick_due",
+                now=now,
+                limit=limit,
+                all_queues=queues is None,
+                queues=list(queues) if queues is not None else [],
+            )
+            ids = [r["id"] for r in picked]
+            if not ids:
+                return []
+            moved = c.run("claim_jobs", ids=ids, moves=moves_json(Event.CLAIM), now=now)
+            if moved != len(ids):  # pick_due locked them: nothing else can have moved them
+                raise StoreError(f"claimed {moved} of the {len(ids)} jobs picked; nothing taken")
+            c.run("insert_attempts", ids=ids, worker_id=worker_id, now=now)
+            rows = c.rows("claimed", ids=ids)
+        return [
+            Claim(
+                job_from_row(row, self._t),
+                attempt_from_row({col: row[f"attempt_{col}"] for col in ATTEMPT_COLUMNS}, self._t),
+            )
+            for row in rows
+        ]
+
+    def heartbeat(self, leases: Sequence[Lease], now: datetime) -> list[LeaseState]:
+        if not leases:
+            return []
+        attempt_ids = [lease.attempt_id for lease in leases]
+        with self.driver.transaction() as c:
+            c.run("renew_leases", attempt_ids=attempt_ids, now=now)
+            rows = {r["attempt_id"]: r for r in c.rows("lease_states", attempt_ids=attempt_ids)}
+        states = []
+        for lease in leases:
+            row = rows.get(lease.attempt_id)
+            if row is None or (row["job_id"], row["generation"]) != (
+                lease.job_id,
+                lease.generation,
+            ):
+                states.append(LeaseState(lease, held=False))
+            else:
+                states.append(
+                    LeaseState(
+                        lease,
+                        held=True,
+                        cancel_requested=row["job_status"] == JobStatus.CANCEL_REQUESTED,
+                        lease_expires_at=self._t(row["lease_expires_at"]),
+                    )
+                )
+        return states
+
+    def finish(
+        self, lease: Lease, outcome: Outcome, now: datetime, *, only_if_expired: bool = False
+    ) -> bool:
+        with self.driver.transaction() as c:
+            if only_if_expired:
+                # the job's row lock first (every writer locks a job before its attempt), so
+                # the lease check in the next statement sees a renewal that committed meanwhile
+                c.run("lock_job", job_id=lease.job_id)
+            if self._finish_on(c, lease, outcome, now, only_if_expired):
+                return True
+            if not only_if_expired:
+                c.run(
+                    "late_report",
+                    outcome=str(outcome.attempt_status or ATTEMPT_END[outcome.event]),
+                    now=now,
+                    attempt_id=lease.attempt_id,
+                    generation=lease.generation,
+                )
+            return False
+
+    def _finish_on(
+        self,
+        c: Connection,
+        lease: Lease,
+        outcome: Outcome,
+        now: datetime,
+        only_if_expired: bool = False,
+    ) -> bool:
+        """The fenced finish statements, in the caller's transaction; True when applied."""
+        moved = c.run(
+            "finish_job",
+            moves=moves_json(outcome.event),
+            due_at=outcome.due_at,
+            now=now,
+            job_id=lease.job_id,
+            generation=lease.generation,
+            attempt_id=lease.attempt_id,
+            only_if_expired=only_if_expired,
+        )
+        if not moved:
+            return False
+        c.run(
+            "finish_attempt",
+            status=str(outcome.attempt_status or ATTEMPT_END[outcome.event]),
+            now=now,
+            error_category=str(outcome.error_category) if outcome.error_category else None,
+            error_message=outcome.error_message,
+            error_traceback=outcome.error_traceback,
+            attempt_id=lease.attempt_id,
+            generation=lease.generation,
+        )
+        return True
+
+    @contextmanager
+    def completion(
+        self, lease: Lease, outcome: Outcome, now: Callable[[], datetime]
+    ) -> Iterator[Any]:
+        """Keep the block short: the job's row (SQLite: the whole file) stays locked."""
+        try:
+            with self.driver.transaction() as c:
+                yield c.native  # the handler's own writes, in this transaction
+                c.run("lock_job", job_id=lease.job_id)
+                if not self._finish_on(c, lease, outcome, now()):
+                    raise _Fenced  # rolls the handler's writes back too
+        except _Fenced:
+            pass
+        else:
+            return
+        self.finish(lease, outcome, now())  # records the late report
+        raise StaleAttempt(lease.job_id, lease.generation)
+
+    def expired_leases(self, now: datetime, limit: int) -> list[ExpiredLease]:
+        with self.driver.transaction(write=False) as c:
+            rows = c.rows("expired_leases", now=now, limit=limit)
+        return [
+            ExpiredLease(
+                lease=Lease(r["job_id"], r["attempt_id"], r["generation"]),
+                job_status=JobStatus(r["status"]),
+                attempts=r["attempts"],
+                max_attempts=r["max_attempts"],
+                retry_base=float(r["retry_base"]),
+                retry_cap=float(r["retry_cap"]),
+            )
+            for r in rows
+        ]
+
+    def expire_overdue(self, now: datetime, limit: int) -> int:
+        with self.driver.transaction() as c:
+            return c.run("expire_overdue", moves=moves_json(Event.EXPIRE), now=now, limit=limit)
+
+    # -- operators' moves -------------------------------------------------------------------
+
+    def transition(
+        self,
+        job_id: int,
+        event: Event,
+        now: datetime,
+        *,
+        tenant: str | None = None,
+        due_at: datetime | None = None,
+    ) -> Job:
+        replay = event in (Event.REPLAY, Event.RESOLVE_RETRY)  # a fresh start, due now
+        if replay and due_at is None:
+            due_at = now
+        with self.driver.transaction() as c:
+            moved = move(c, job_id, event, now, tenant=tenant, due_at=due_at, replay=replay)
+            job = load_job(c, self._t, job_id, tenant, True)
+        if job is None:
+            raise JobNotFound(job_id)
+        if not moved:
+            raise refusal(job, event, due_at)
+        return job

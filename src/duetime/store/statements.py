@@ -1,0 +1,94 @@
+"""The named statements every dialect's queries.sql defines, each with its one contract.
+
+Parameters are named as in the contract. `moves` is a JSON object {from_status: to_status}
+from core.states.TRANSITIONS: a move applies only where the row's status is a key of it. Lists
+(ids, tenants, keys, queues) arrive however the dialect passes lists (an array, JSON text...).
+"Returns" names the columns of the rows a statement gives back; "changes" statements give back
+how many rows they changed (Connection.run). A unit test holds every dialect to this list.
+"""
+
+from __future__ import annotations
+
+STATEMENTS: dict[str, str] = {
+    # -- schema
+    "migrations_table_exists": "a row when duetime_migrations exists, none otherwise",
+    "create_migrations_table": "creates duetime_migrations (version, name, applied_at) if absent",
+    "lock_migrations": "makes concurrent migrators take turns until unlock_migrations",
+    "unlock_migrations": "releases what lock_migrations took, where it outlives a transaction",
+    "schema_version": "returns version: the newest applied (0 when none)",
+    "insert_migration": "records migration (version, name) applied at now",
+    # -- jobs
+    "reserve_job_ids": "returns id: `count` new job ids, never given out before",
+    "insert_job": "inserts one job with the given id; does nothing when (tenant, "
+    "idempotency_key) or (schedule_id, nominal_at) exists already",
+    "jobs_by_ids": "returns the jobs whose id is in ids",
+    "jobs_by_keys": "returns the jobs with an idempotency key, whose tenant is in tenants "
+    "and whose key is in keys",
+    "select_job": "returns the job `id` (only when of `tenant`, if tenant is not null)",
+    "select_attempts": "returns the attempts of job `id`, by generation",
+    "select_attempts_of_jobs": "returns the attempts of the jobs in ids, by job and generation",
+    "list_jobs": "returns jobs matching the filter's parameters, newest id first, up to limit",
+    "occurrence_id": "returns id: the job of (schedule_id, nominal_at)",
+    # -- the worker's path
+    "pick_due": "returns id: up to `limit` scheduled jobs due at now, not past their deadline, "
+    "of `queues` (of any queue when all_queues), by priority desc, due_at, id; locked for the "
+    "transaction "
+    "where the dialect locks rows, skipping rows another transaction locked",
+    "claim_jobs": "changes: each job in ids by `moves`, generation + 1, attempts + 1",
+    "insert_attempts": "inserts a running attempt for each job in ids: the job's generation, "
+    "worker_id, started_at now, lease until now + lease_seconds, the job's due_at",
+    "claimed": "returns each job in ids with its current attempt's columns as attempt_<name>, "
+    "by priority desc, due_at, id",
+    "renew_leases": "changes: the running attempts in attempt_ids get a lease until now + "
+    "their job's lease_seconds (their jobs' rows locked first, in id order)",
+    "lease_states": "returns attempt_id, job_id, generation, lease_expires_at, job_status of "
+    "the running attempts in attempt_ids",
+    "lock_job": "locks the job's row for the transaction",
+    "finish_job": "changes: the job by `moves`, due_at when given, if its generation is "
+    "`generation` (and with only_if_expired, its attempt is running with an expired lease)",
+    "finish_attempt": "ends the running attempt: status, finished_at, error fields",
+    "late_report": "records a refused outcome on the attempt (late_outcome, late_reported_at)",
+    "expired_leases": "returns attempt_id, job_id, generation, status, attempts, max_attempts, "
+    "retry_base, retry_cap of up to `limit` running attempts whose lease ended at now, "
+    "oldest first",
+    "expire_overdue": "changes: up to `limit` scheduled jobs whose deadline passed, by `moves`",
+    "transition": "changes: one job by `moves` (an operator's move); see Store.transition",
+    # -- schedules
+    "insert_schedule": "changes: inserts a schedule unless (tenant, name) exists",
+    "select_schedule": "returns the schedule (tenant, name)",
+    "lock_schedule": "returns the schedule (tenant, name), its row locked for the transaction",
+    "list_schedules": "returns schedules of `tenant` (all when null) by name in code-point order",
+    "due_schedules": "returns id: up to `limit` unpaused schedules whose cursor is at or before "
+    "now, by cursor",
+    "lock_due_schedule": "returns schedule `id` if still due, locked; none when another "
+    "transaction holds it",
+    "update_schedule": "updates a schedule's definition, paused, anchor and cursor",
+    "delete_schedule": "deletes schedule `id` (its ticks with it)",
+    "cancel_unstarted": "changes: the schedule's scheduled or waiting jobs that never started, "
+    "by `moves`",
+    "active_occurrences": "returns id, nominal_at, status, generation, origin of the schedule's "
+    "scheduled, waiting, running and cancel_requested jobs",
+    "delete_unstarted": "deletes the schedule's tick occurrences that never started",
+    "release_waiting": "changes: per schedule with no active occurrence, its oldest waiting "
+    "one by `moves`, due now; up to `limit`",
+    "insert_tick": "records a tick's outcome (or replaces the same tick, outcome and origin)",
+    "list_ticks": "returns a schedule's ticks, newest first, with job_status and started_at",
+    "latest_run": "returns id: the schedule's newest occurrence that started",
+    # -- nodes
+    "upsert_node": "registers or revives a node",
+    "touch_node": "sets a node's last_seen_at",
+    "stop_node": "marks a node stopped",
+    "list_nodes": "returns nodes, newest first, each with holding: the jobs it runs now",
+    # -- API tokens
+    "insert_token": "inserts a token",
+    "select_token": "returns token `id`",
+    "list_tokens": "returns tokens of `tenant` (all when null) by id",
+    "revoke_token": "sets revoked_at unless set",
+    "token_used": "sets last_used_at = now when it is null or before `before`",
+    "token_by_hash_read": "returns the token with secret_hash",
+    # -- figures
+    "job_counts": "returns status, queue, n",
+    "oldest_overdue": "returns due_at: the earliest due scheduled job",
+    "attempt_samples": "returns task, queue, status, error_category, due_at, started_at, "
+    "finished_at of the newest attempts started since `since`, up to limit",
+}

@@ -1,0 +1,263 @@
+"""The dialect kit: what the shared test suites need from each database dialect.
+
+Every contract test, the model test and the dialect-wide integration tests take a `store_url`
+fixture that is parametrized over KITS, so a dialect joins all of them by one line at the end
+of this module (see docs/stores.md, "Adding a dialect"). A kit knows how to find or start its
+server, make a fresh database for this test run, empty it between tests, and run raw SQL for
+tests that look at or break the database on purpose (written with `?` placeholders).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from contextlib import closing
+from datetime import datetime
+from pathlib import Path
+from typing import Any, ClassVar
+
+
+class DialectKit(ABC):
+    name: ClassVar[str]  # the store's dialect
+    placeholder: ClassVar[str] = "%s"  # what `?` becomes in raw SQL
+
+    @abstractmethod
+    def fresh_url(self, tmp_path: Path) -> str:
+        """The URL of an empty database (no duetime tables) for one test."""
+
+    @abstractmethod
+    def connect(self, url: str) -> Any:
+        """A DB-API connection to `url` in autocommit mode."""
+
+    def finish(self) -> None:  # noqa: B027 - most kits create nothing to drop
+        """Called once when the test run ends: drop what the run created."""
+
+    def owns(self, url: str) -> bool:
+        return url.split(":", 1)[0] in self.schemes
+
+    schemes: ClassVar[tuple[str, ...]]
+
+    def instant(self, value: datetime) -> Any:
+        """`value` as this dialect stores an instant (for raw SQL parameters)."""
+        return value
+
+    def execute(self, url: str, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        """Run one raw statement (placeholders written `?`); return its rows."""
+        with closing(self.connect(url)) as conn:
+            cur = conn.cursor()
+            cur.execute(sql.replace("?", self.placeholder), tuple(params))
+            rows = cur.fetchall() if cur.description is not None else []
+            return [tuple(r) for r in rows]
+
+    def execute_on(self, native: Any, sql: str, params: Sequence[Any] = ()) -> None:
+        """Run a statement on a connection the store handed out (a completion block)."""
+        cur = native.cursor()
+        cur.execute(sql.replace("?", self.placeholder), tuple(params))
+
+    @abstractmethod
+    def row_unlocked(self, url: str, job_id: int) -> bool:
+        """True when no transaction holds a lock that would block work on the job."""
+
+
+class SQLiteKit(DialectKit):
+    name = "sqlite"
+    placeholder = "?"
+    schemes = ("sqlite",)
+
+    def fresh_url(self, tmp_path: Path) -> str:
+        return f"sqlite:///{tmp_path / 'duetime.db'}"
+
+    def connect(self, url: str) -> sqlite3.Connection:
+        return sqlite3.connect(url.removeprefix("sqlite:///"), timeout=60, isolation_level=None)
+
+    def instant(self, value: datetime) -> Any:
+        from duetime.store.sqlite.driver import to_micros
+
+        return to_micros(value)
+
+    def row_unlocked(self, url: str, job_id: int) -> bool:
+        conn = sqlite3.connect(url.removeprefix("sqlite:///"), timeout=0.2, isolation_level=None)
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+            conn.execute("ROLLBACK")
+            return True
+        except sqlite3.OperationalError:
+            return False
+        finally:
+            conn.close()
+
+
+class PostgresKit(DialectKit):
+    """The server of tests/pgserver.py (configured, local, or a private throwaway cluster)."""
+
+    name = "postgres"
+    schemes = ("postgresql", "postgres")
+    _url: str | None = None
+
+    def run_url(self) -> str:
+        """This test run's own database, created on first use."""
+        if self._url is None:
+            import pgserver
+
+            self._url = pgserver.create_database()
+        return self._url
+
+    def fresh_url(self, tmp_path: Path) -> str:
+        url = self.run_url()
+        tables = self.execute(
+            url,
+            "SELECT tablename FROM pg_tables WHERE schemaname = current_schema() "
+            "AND tablename LIKE 'duetime%%'",
+        )
+        if tables:
+            names = ", ".join(f'"{name}"' for (name,) in tables)
+            self.execute(url, f"DROP TABLE IF EXISTS {names} CASCADE")
+        return url
+
+    def connect(self, url: str) -> Any:
+        import psycopg
+
+        return psycopg.connect(url, autocommit=True)
+
+    def finish(self) -> None:
+        if self._url is not None:
+            import pgserver
+
+            pgserver.drop_database(self._url)
+
+    def row_unlocked(self, url: str, job_id: int) -> bool:
+        import psycopg
+
+        with psycopg.connect(url) as pg:
+            try:
+                pg.execute("SELECT id FROM duetime_jobs WHERE id = %s FOR UPDATE NOWAIT", (job_id,))
+                pg.execute(
+                    "SELECT id FROM duetime_attempts WHERE job_id = %s FOR UPDATE NOWAIT",
+                    (job_id,),
+                )
+                return True
+            except psycopg.errors.LockNotAvailable:
+                return False
+            finally:
+                pg.rollback()
+
+
+class MySQLKit(DialectKit):
+    """MariaDB 10.6+ or MySQL 8, found or started by tests/mysqlserver.py. Each run creates
+    its own database and drops it at the end."""
+
+    name = "mysql"
+    schemes = ("mysql", "mariadb")
+    _url: str | None = None
+
+    def server_url(self) -> str:
+        import mysqlserver
+
+        return mysqlserver.server_url()
+
+    def run_url(self) -> str:
+        if self._url is None:
+            import secrets
+            from urllib.parse import urlsplit, urlunsplit
+
+            server = self.server_url()
+            name = f"duetime_test_{secrets.token_hex(6)}"
+            self.execute(server, f"CREATE DATABASE {name} CHARACTER SET utf8mb4")
+            self._url = urlunsplit(urlsplit(server)._replace(path="/" + name))
+        return self._url
+
+    def fresh_url(self, tmp_path: Path) -> str:
+        """Empty the run's database. DDL is slow here (about 1 s to build the schema), so a
+        schema left intact by the previous test is kept and only its rows are deleted."""
+        from duetime.store.driver import load_migrations
+
+        url = self.run_url()
+        tables = [
+            name
+            for (name,) in self.execute(
+                url,
+                "SELECT table_name FROM information_schema.tables "
+                "WHERE table_schema = DATABASE() AND table_name LIKE 'duetime%%'",
+            )
+        ]
+        expected = [m.version for m in load_migrations("duetime.store.mysql")]
+        intact = (
+            "duetime_migrations" in tables
+            and [
+                v for (v,) in self.execute(url, "SELECT version FROM duetime_migrations ORDER BY 1")
+            ]
+            == expected
+        )
+        with closing(self.connect(url)) as conn:
+            cur = conn.cursor()
+            cur.execute("SET FOREIGN_KEY_CHECKS = 0")
+            if intact:
+                cur.execute("START TRANSACTION")
+                for name in tables:
+                    if name != "duetime_migrations":
+                        cur.execute(f"DELETE FROM `{name}`")
+                cur.execute("COMMIT")
+            elif tables:
+                cur.execute("DROP TABLE IF EXISTS " + ", ".join(f"`{n}`" for n in tables))
+        return url
+
+    def connect(self, url: str) -> Any:
+        import pymysql
+
+        from duetime.store.mysql.driver import _connect_params
+
+        params = {**_connect_params(url), "autocommit": True}
+        return pymysql.connect(**params)
+
+    def instant(self, value: datetime) -> Any:
+        from datetime import UTC
+
+        return value.astimezone(UTC).replace(tzinfo=None)
+
+    def finish(self) -> None:
+        if self._url is not None:
+            from urllib.parse import urlsplit
+
+            name = urlsplit(self._url).path.lstrip("/")
+            self.execute(self._url, f"DROP DATABASE IF EXISTS {name}")
+
+    def row_unlocked(self, url: str, job_id: int) -> bool:
+        import pymysql
+
+        with closing(self.connect(url)) as conn:
+            cur = conn.cursor()
+            cur.execute("SET SESSION innodb_lock_wait_timeout = 1")
+            cur.execute("START TRANSACTION")
+            try:
+                cur.execute(
+                    "SELECT id FROM duetime_jobs WHERE id = %s FOR UPDATE NOWAIT", (job_id,)
+                )
+                cur.execute(
+                    "SELECT id FROM duetime_attempts WHERE job_id = %s FOR UPDATE NOWAIT",
+                    (job_id,),
+                )
+                return True
+            except pymysql.err.OperationalError:
+                return False
+            finally:
+                conn.rollback()
+
+
+def kit_for(url: str) -> DialectKit:
+    for kit in KITS:
+        if kit.owns(url):
+            return kit
+    raise ValueError(f"no dialect kit for {url!r}")
+
+
+def kit_named(name: str) -> DialectKit:
+    return next(kit for kit in KITS if kit.name == name)
+
+
+# -- the registry: one line per dialect ----------------------------------------------------------
+KITS: list[DialectKit] = [
+    SQLiteKit(),
+    PostgresKit(),
+    MySQLKit(),
+]

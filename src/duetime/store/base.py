@@ -110,6 +110,20 @@ class Store(Protocol):
         """
         ...
 
+    def finish_many(
+        self,
+        items: Sequence[tuple[Lease, Outcome]],
+        now: datetime,
+        *,
+        only_if_expired: bool = False,
+    ) -> list[bool]:
+        """finish() for many attempts in one transaction; which of them applied, in order.
+
+        Each item is fenced on its own: a stale one is refused (and its late report kept)
+        while the others commit. At most one item per job counts; a second is refused.
+        """
+        ...
+
     def completion(
         self, lease: Lease, outcome: Outcome, now: Callable[[], datetime]
     ) -> AbstractContextManager[Any]:

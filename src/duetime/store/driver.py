@@ -12,6 +12,7 @@ the last one changed.
 
 from __future__ import annotations
 
+import json
 import re
 from abc import ABC, abstractmethod
 from collections.abc import Iterator, Mapping, Sequence
@@ -68,6 +69,12 @@ def _strip(statement: str) -> str:
     while lines and lines[0].lstrip().startswith("--"):
         lines.pop(0)
     return "\n".join(lines).strip().rstrip(";").strip()
+
+
+class Rows(list[dict[str, Any]]):
+    """A batch of records passed as one parameter: every dialect receives it as a JSON array
+    of objects and reads it as a table (jsonb_to_recordset, json_each, JSON_TABLE). Values are
+    JSON values; instants are written as the dialect's JSON form (Driver.json_time)."""
 
 
 class Connection:
@@ -181,6 +188,16 @@ class Driver(ABC):
     def encode_list(self, value: Sequence[Any]) -> Any:
         return list(value)
 
+    def json_time(self, value: datetime) -> Any:
+        """An instant inside a Rows batch (JSON): ISO 8601 unless the dialect reads another."""
+        return value.isoformat()
+
+    def encode_rows(self, rows: Rows) -> str:
+        def value(v: Any) -> Any:
+            return self.json_time(v) if isinstance(v, datetime) else v
+
+        return json.dumps([{k: value(v) for k, v in row.items()} for row in rows])
+
     def encode(self, params: Mapping[str, Any]) -> dict[str, Any]:
         out: dict[str, Any] = {}
         for key, value in params.items():
@@ -188,6 +205,8 @@ class Driver(ABC):
                 value = self.encode_time(value)
             elif isinstance(value, bool):
                 value = self.encode_bool(value)
+            elif isinstance(value, Rows):
+                value = self.encode_rows(value)
             elif isinstance(value, list | tuple):
                 value = self.encode_list(value)
             out[key] = value

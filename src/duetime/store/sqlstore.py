@@ -32,8 +32,8 @@ from duetime.core.models import (
     NewJob,
     Outcome,
 )
-from duetime.core.states import ATTEMPT_END, Event, JobStatus
-from duetime.store.driver import Connection, Driver, Row, refuse_newer
+from duetime.core.states import ATTEMPT_END, AttemptStatus, Event, JobStatus, next_status
+from duetime.store.driver import Connection, Driver, Row, Rows, refuse_newer
 from duetime.store.rows import (
     ATTEMPT_COLUMNS,
     attempt_from_row,
@@ -261,55 +261,92 @@ class SQLStore(SchedulesNodesTokens):
     def finish(
         self, lease: Lease, outcome: Outcome, now: datetime, *, only_if_expired: bool = False
     ) -> bool:
+        return self.finish_many([(lease, outcome)], now, only_if_expired=only_if_expired)[0]
+
+    def finish_many(
+        self,
+        items: Sequence[tuple[Lease, Outcome]],
+        now: datetime,
+        *,
+        only_if_expired: bool = False,
+    ) -> list[bool]:
+        if not items:
+            return []
         with self.driver.transaction() as c:
-            if only_if_expired:
-                # the job's row lock first (every writer locks a job before its attempt), so
-                # the lease check in the next statement sees a renewal that committed meanwhile
-                c.run("lock_job", job_id=lease.job_id)
-            if self._finish_on(c, lease, outcome, now, only_if_expired):
-                return True
-            if not only_if_expired:
-                c.run(
-                    "late_report",
-                    outcome=str(outcome.attempt_status or ATTEMPT_END[outcome.event]),
-                    now=now,
-                    attempt_id=lease.attempt_id,
-                    generation=lease.generation,
-                )
-            return False
+            applied = self._finish_on(c, items, now, only_if_expired)
+            refused = [item for item, ok in zip(items, applied, strict=True) if not ok]
+            if refused and not only_if_expired:
+                c.run("late_reports", batch=Rows(_late_report(*item) for item in refused), now=now)
+        return applied
 
     def _finish_on(
         self,
         c: Connection,
-        lease: Lease,
-        outcome: Outcome,
+        items: Sequence[tuple[Lease, Outcome]],
         now: datetime,
         only_if_expired: bool = False,
-    ) -> bool:
-        """The fenced finish statements, in the caller's transaction; True when applied."""
-        moved = c.run(
-            "finish_job",
-            moves=moves_json(outcome.event),
-            due_at=outcome.due_at,
-            now=now,
-            job_id=lease.job_id,
-            generation=lease.generation,
-            attempt_id=lease.attempt_id,
-            only_if_expired=only_if_expired,
-        )
-        if not moved:
-            return False
-        c.run(
-            "finish_attempt",
-            status=str(outcome.attempt_status or ATTEMPT_END[outcome.event]),
-            now=now,
-            error_category=str(outcome.error_category) if outcome.error_category else None,
-            error_message=outcome.error_message,
-            error_traceback=outcome.error_traceback,
-            attempt_id=lease.attempt_id,
-            generation=lease.generation,
-        )
-        return True
+    ) -> list[bool]:
+        """The fenced finish of a batch, in the caller's transaction; which items applied.
+
+        The jobs' rows are locked first, in id order (every writer locks a job before its
+        attempt, and batches in id order cannot deadlock each other). What applies is read
+        under those locks, and the update re-checks it in its own WHERE: the generation (the
+        fencing token), the status the move starts from, and for a reap the expired lease.
+        """
+        job_ids = sorted({lease.job_id for lease, _ in items})
+        jobs = {r["id"]: r for r in c.rows("lock_jobs", ids=job_ids)}
+        leases = {}
+        if only_if_expired:
+            found = c.rows("attempt_leases", ids=[lease.attempt_id for lease, _ in items])
+            leases = {r["id"]: r for r in found}
+        applied: list[bool] = []
+        moves = Rows()
+        ends = Rows()
+        for lease, outcome in items:
+            job = jobs.pop(lease.job_id, None)  # one outcome per job and batch at most
+            target = None
+            if job is not None and job["generation"] == lease.generation:
+                target = next_status(outcome.event, JobStatus(job["status"]))
+            if target is not None and only_if_expired:
+                attempt = leases.get(lease.attempt_id)
+                if not (
+                    attempt is not None
+                    and attempt["status"] == AttemptStatus.RUNNING
+                    and self._t(attempt["lease_expires_at"]) <= now
+                ):
+                    target = None
+            applied.append(target is not None)
+            if job is None or target is None:
+                continue
+            moves.append(
+                {
+                    "job_id": lease.job_id,
+                    "generation": lease.generation,
+                    "from_status": str(job["status"]),
+                    "to_status": str(target),
+                    "due_at": outcome.due_at,
+                    "attempt_id": lease.attempt_id,
+                    "only_if_expired": only_if_expired,
+                }
+            )
+            ends.append(
+                {
+                    "attempt_id": lease.attempt_id,
+                    "generation": lease.generation,
+                    "status": str(outcome.attempt_status or ATTEMPT_END[outcome.event]),
+                    "error_category": str(outcome.error_category)
+                    if outcome.error_category
+                    else None,
+                    "error_message": storable(outcome.error_message),
+                    "error_traceback": storable(outcome.error_traceback),
+                }
+            )
+        if moves:
+            moved = c.run("finish_jobs", batch=moves, now=now)
+            if moved != len(moves):  # the row locks make this impossible: refuse to guess
+                raise StoreError(f"finished {moved} of the {len(moves)} jobs locked; nothing kept")
+            c.run("finish_attempts", batch=ends, now=now)
+        return applied
 
     @contextmanager
     def completion(
@@ -319,8 +356,7 @@ class SQLStore(SchedulesNodesTokens):
         try:
             with self.driver.transaction() as c:
                 yield c.native  # the handler's own writes, in this transaction
-                c.run("lock_job", job_id=lease.job_id)
-                if not self._finish_on(c, lease, outcome, now()):
+                if not self._finish_on(c, [(lease, outcome)], now())[0]:
                     raise _Fenced  # rolls the handler's writes back too
         except _Fenced:
             pass
@@ -370,3 +406,19 @@ class SQLStore(SchedulesNodesTokens):
         if not moved:
             raise refusal(job, event, due_at)
         return job
+
+
+def _late_report(lease: Lease, outcome: Outcome) -> dict[str, object]:
+    return {
+        "attempt_id": lease.attempt_id,
+        "generation": lease.generation,
+        "outcome": str(outcome.attempt_status or ATTEMPT_END[outcome.event]),
+    }
+
+
+def storable(text: str | None) -> str | None:
+    """Error text as every dialect can store it: no NUL, no unpaired surrogate (a handler's
+    exception message may hold either; its outcome must still be recorded)."""
+    if text is None:
+        return None
+    return text.replace("\x00", "\ufffd").encode("utf-8", "replace").decode("utf-8")

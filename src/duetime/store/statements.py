@@ -2,7 +2,8 @@
 
 Parameters are named as in the contract. `moves` is a JSON object {from_status: to_status}
 from core.states.TRANSITIONS: a move applies only where the row's status is a key of it. Lists
-(ids, tenants, keys, queues) arrive however the dialect passes lists (an array, JSON text...).
+(ids, tenants, keys, queues) arrive however the dialect passes lists (an array, JSON text...);
+a `batch` is a store.driver.Rows, a JSON array of objects the dialect reads as a table.
 "Returns" names the columns of the rows a statement gives back; "changes" statements give back
 how many rows they changed (Connection.run). A unit test holds every dialect to this list.
 """
@@ -43,11 +44,17 @@ STATEMENTS: dict[str, str] = {
     "their job's lease_seconds (their jobs' rows locked first, in id order)",
     "lease_states": "returns attempt_id, job_id, generation, lease_expires_at, job_status of "
     "the running attempts in attempt_ids",
-    "lock_job": "locks the job's row for the transaction",
-    "finish_job": "changes: the job by `moves`, due_at when given, if its generation is "
-    "`generation` (and with only_if_expired, its attempt is running with an expired lease)",
-    "finish_attempt": "ends the running attempt: status, finished_at, error fields",
-    "late_report": "records a refused outcome on the attempt (late_outcome, late_reported_at)",
+    "lock_jobs": "returns id, generation, status of the jobs in ids, their rows locked for "
+    "the transaction in id order",
+    "attempt_leases": "returns id, status, lease_expires_at of the attempts in ids",
+    "finish_jobs": "changes: each job of `batch` (job_id, generation, from_status, to_status, "
+    "due_at, attempt_id, only_if_expired) to to_status (and due_at when given) if it still has "
+    "that generation and from_status (and with only_if_expired, its attempt is running with a "
+    "lease that ended at now)",
+    "finish_attempts": "ends each running attempt of `batch` (attempt_id, generation, status, "
+    "error_category, error_message, error_traceback) at now",
+    "late_reports": "records each refused outcome of `batch` (attempt_id, generation, "
+    "outcome) on its attempt, at now",
     "expired_leases": "returns attempt_id, job_id, generation, status, attempts, max_attempts, "
     "retry_base, retry_cap of up to `limit` running attempts whose lease ended at now, "
     "oldest first",

@@ -196,6 +196,9 @@ class MySQLDriver(Driver):
     def encode_time(self, value: datetime) -> datetime:
         return value.astimezone(UTC).replace(tzinfo=None)
 
+    def json_time(self, value: datetime) -> str:
+        return self.encode_time(value).isoformat(sep=" ", timespec="microseconds")
+
     def encode_bool(self, value: bool) -> int:
         return int(value)
 

@@ -141,31 +141,54 @@ SELECT a.id AS attempt_id, a.job_id, a.generation, a.lease_expires_at, j.status 
 FROM duetime_attempts a JOIN duetime_jobs j ON j.id = a.job_id
 WHERE a.id IN %(attempt_ids)s AND a.status = 'running';
 
--- name: lock_job
-SELECT id FROM duetime_jobs WHERE id = %(job_id)s FOR UPDATE;
+-- name: lock_jobs
+SELECT id, generation, status FROM duetime_jobs WHERE id IN %(ids)s
+ORDER BY id
+FOR UPDATE;
 
--- name: finish_job
+-- name: attempt_leases
+SELECT id, status, lease_expires_at FROM duetime_attempts WHERE id IN %(ids)s;
+
+-- name: finish_jobs
 -- MySQL assigns left to right and later expressions see earlier results: status goes last
-UPDATE duetime_jobs
-SET due_at = COALESCE(%(due_at)s, due_at),
-    updated_at = %(now)s,
-    status = JSON_UNQUOTE(JSON_EXTRACT(%(moves)s, CONCAT('$.', status)))
-WHERE id = %(job_id)s
-  AND generation = %(generation)s
-  AND JSON_EXTRACT(%(moves)s, CONCAT('$.', status)) IS NOT NULL
-  AND (NOT %(only_if_expired)s OR EXISTS (
-        SELECT 1 FROM duetime_attempts
-        WHERE id = %(attempt_id)s AND status = 'running' AND lease_expires_at <= %(now)s));
+UPDATE duetime_jobs AS j
+JOIN JSON_TABLE(%(batch)s, '$[*]' COLUMNS (
+        job_id BIGINT PATH '$.job_id',
+        generation BIGINT PATH '$.generation',
+        from_status VARCHAR(20) PATH '$.from_status',
+        to_status VARCHAR(20) PATH '$.to_status',
+        due_at DATETIME(6) PATH '$.due_at',
+        attempt_id BIGINT PATH '$.attempt_id',
+        only_if_expired BOOLEAN PATH '$.only_if_expired')) AS v ON j.id = v.job_id
+SET j.due_at = COALESCE(v.due_at, j.due_at), j.updated_at = %(now)s,
+    j.status = v.to_status
+WHERE j.generation = v.generation AND j.status = v.from_status COLLATE utf8mb4_bin
+  AND (NOT v.only_if_expired OR EXISTS (
+        SELECT 1 FROM duetime_attempts AS a
+        WHERE a.id = v.attempt_id AND a.status = 'running' AND a.lease_expires_at <= %(now)s));
 
--- name: finish_attempt
-UPDATE duetime_attempts
-SET status = %(status)s, finished_at = %(now)s, error_category = %(error_category)s,
-    error_message = %(error_message)s, error_traceback = %(error_traceback)s
-WHERE id = %(attempt_id)s AND generation = %(generation)s AND status = 'running';
+-- name: finish_attempts
+UPDATE duetime_attempts AS a
+JOIN JSON_TABLE(%(batch)s, '$[*]' COLUMNS (
+        attempt_id BIGINT PATH '$.attempt_id',
+        generation BIGINT PATH '$.generation',
+        status VARCHAR(20) PATH '$.status',
+        error_category VARCHAR(50) PATH '$.error_category',
+        error_message LONGTEXT PATH '$.error_message',
+        error_traceback LONGTEXT PATH '$.error_traceback')) AS v ON a.id = v.attempt_id
+SET a.finished_at = %(now)s, a.error_category = v.error_category,
+    a.error_message = v.error_message, a.error_traceback = v.error_traceback,
+    a.status = v.status
+WHERE a.generation = v.generation AND a.status = 'running';
 
--- name: late_report
-UPDATE duetime_attempts SET late_outcome = %(outcome)s, late_reported_at = %(now)s
-WHERE id = %(attempt_id)s AND generation = %(generation)s;
+-- name: late_reports
+UPDATE duetime_attempts AS a
+JOIN JSON_TABLE(%(batch)s, '$[*]' COLUMNS (
+        attempt_id BIGINT PATH '$.attempt_id',
+        generation BIGINT PATH '$.generation',
+        outcome VARCHAR(20) PATH '$.outcome')) AS v ON a.id = v.attempt_id
+SET a.late_outcome = v.outcome, a.late_reported_at = %(now)s
+WHERE a.generation = v.generation;
 
 -- name: expired_leases
 SELECT a.id AS attempt_id, a.job_id, a.generation, j.status, j.attempts, j.max_attempts,

@@ -136,30 +136,39 @@ SELECT a.id AS attempt_id, a.job_id, a.generation, a.lease_expires_at, j.status 
 FROM duetime_attempts a JOIN duetime_jobs j ON j.id = a.job_id
 WHERE a.id = ANY (%(attempt_ids)s::bigint[]) AND a.status = 'running';
 
--- name: lock_job
-SELECT id FROM duetime_jobs WHERE id = %(job_id)s FOR UPDATE;
+-- name: lock_jobs
+SELECT id, generation, status FROM duetime_jobs WHERE id = ANY (%(ids)s::bigint[])
+ORDER BY id
+FOR UPDATE;
 
--- name: finish_job
-UPDATE duetime_jobs
-SET status = (%(moves)s::jsonb ->> status),
-    due_at = COALESCE(%(due_at)s::timestamptz, due_at),
-    updated_at = %(now)s
-WHERE id = %(job_id)s
-  AND generation = %(generation)s
-  AND (%(moves)s::jsonb ->> status) IS NOT NULL
-  AND (NOT %(only_if_expired)s::boolean OR EXISTS (
-        SELECT 1 FROM duetime_attempts
-        WHERE id = %(attempt_id)s AND status = 'running' AND lease_expires_at <= %(now)s));
+-- name: attempt_leases
+SELECT id, status, lease_expires_at FROM duetime_attempts WHERE id = ANY (%(ids)s::bigint[]);
 
--- name: finish_attempt
-UPDATE duetime_attempts
-SET status = %(status)s::text, finished_at = %(now)s, error_category = %(error_category)s::text,
-    error_message = %(error_message)s::text, error_traceback = %(error_traceback)s::text
-WHERE id = %(attempt_id)s AND generation = %(generation)s AND status = 'running';
+-- name: finish_jobs
+UPDATE duetime_jobs AS j
+SET status = v.to_status, due_at = COALESCE(v.due_at, j.due_at), updated_at = %(now)s
+FROM jsonb_to_recordset(%(batch)s::jsonb) AS v(job_id bigint, generation bigint,
+    from_status text, to_status text, due_at timestamptz, attempt_id bigint,
+    only_if_expired boolean)
+WHERE j.id = v.job_id AND j.generation = v.generation AND j.status = v.from_status
+  AND (NOT v.only_if_expired OR EXISTS (
+        SELECT 1 FROM duetime_attempts AS a
+        WHERE a.id = v.attempt_id AND a.status = 'running' AND a.lease_expires_at <= %(now)s));
 
--- name: late_report
-UPDATE duetime_attempts SET late_outcome = %(outcome)s::text, late_reported_at = %(now)s
-WHERE id = %(attempt_id)s AND generation = %(generation)s;
+-- name: finish_attempts
+UPDATE duetime_attempts AS a
+SET status = v.status, finished_at = %(now)s, error_category = v.error_category,
+    error_message = v.error_message, error_traceback = v.error_traceback
+FROM jsonb_to_recordset(%(batch)s::jsonb) AS v(attempt_id bigint, generation bigint,
+    status text, error_category text, error_message text, error_traceback text)
+WHERE a.id = v.attempt_id AND a.generation = v.generation AND a.status = 'running';
+
+-- name: late_reports
+UPDATE duetime_attempts AS a
+SET late_outcome = v.outcome, late_reported_at = %(now)s
+FROM jsonb_to_recordset(%(batch)s::jsonb) AS v(attempt_id bigint, generation bigint,
+    outcome text)
+WHERE a.id = v.attempt_id AND a.generation = v.generation;
 
 -- name: expired_leases
 SELECT a.id AS attempt_id, a.job_id, a.generation, j.status, j.attempts, j.max_attempts,

@@ -106,6 +106,9 @@ class SQLiteDriver(Driver):
     def encode_time(self, value: datetime) -> int:
         return to_micros(value)
 
+    def json_time(self, value: datetime) -> int:
+        return to_micros(value)
+
     def encode_bool(self, value: bool) -> int:
         return int(value)
 

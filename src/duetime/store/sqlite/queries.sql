@@ -126,31 +126,54 @@ SELECT a.id AS attempt_id, a.job_id, a.generation, a.lease_expires_at, j.status 
 FROM duetime_attempts a JOIN duetime_jobs j ON j.id = a.job_id
 WHERE a.id IN (SELECT value FROM json_each(:attempt_ids)) AND a.status = 'running';
 
--- name: lock_job
+-- name: lock_jobs
 -- the write transaction already holds the file
-SELECT id FROM duetime_jobs WHERE id = :job_id;
+SELECT id, generation, status FROM duetime_jobs WHERE id IN (SELECT value FROM json_each(:ids))
+ORDER BY id;
 
--- name: finish_job
+-- name: attempt_leases
+SELECT id, status, lease_expires_at FROM duetime_attempts
+WHERE id IN (SELECT value FROM json_each(:ids));
+
+-- name: finish_jobs
 UPDATE duetime_jobs
-SET status = json_extract(:moves, '$.' || status),
-    due_at = COALESCE(:due_at, due_at),
-    updated_at = :now
-WHERE id = :job_id
-  AND generation = :generation
-  AND json_type(:moves, '$.' || status) IS NOT NULL
-  AND (:only_if_expired = 0 OR EXISTS (
-        SELECT 1 FROM duetime_attempts
-        WHERE id = :attempt_id AND status = 'running' AND lease_expires_at <= :now));
+SET status = v.to_status, due_at = COALESCE(v.due_at, duetime_jobs.due_at), updated_at = :now
+FROM (SELECT json_extract(value, '$.job_id') AS job_id,
+             json_extract(value, '$.generation') AS generation,
+             json_extract(value, '$.from_status') AS from_status,
+             json_extract(value, '$.to_status') AS to_status,
+             json_extract(value, '$.due_at') AS due_at,
+             json_extract(value, '$.attempt_id') AS attempt_id,
+             json_extract(value, '$.only_if_expired') AS only_if_expired
+      FROM json_each(:batch)) AS v
+WHERE duetime_jobs.id = v.job_id AND duetime_jobs.generation = v.generation
+  AND duetime_jobs.status = v.from_status
+  AND (v.only_if_expired = 0 OR EXISTS (
+        SELECT 1 FROM duetime_attempts AS a
+        WHERE a.id = v.attempt_id AND a.status = 'running' AND a.lease_expires_at <= :now));
 
--- name: finish_attempt
+-- name: finish_attempts
 UPDATE duetime_attempts
-SET status = :status, finished_at = :now, error_category = :error_category,
-    error_message = :error_message, error_traceback = :error_traceback
-WHERE id = :attempt_id AND generation = :generation AND status = 'running';
+SET status = v.status, finished_at = :now, error_category = v.error_category,
+    error_message = v.error_message, error_traceback = v.error_traceback
+FROM (SELECT json_extract(value, '$.attempt_id') AS attempt_id,
+             json_extract(value, '$.generation') AS generation,
+             json_extract(value, '$.status') AS status,
+             json_extract(value, '$.error_category') AS error_category,
+             json_extract(value, '$.error_message') AS error_message,
+             json_extract(value, '$.error_traceback') AS error_traceback
+      FROM json_each(:batch)) AS v
+WHERE duetime_attempts.id = v.attempt_id AND duetime_attempts.generation = v.generation
+  AND duetime_attempts.status = 'running';
 
--- name: late_report
-UPDATE duetime_attempts SET late_outcome = :outcome, late_reported_at = :now
-WHERE id = :attempt_id AND generation = :generation;
+-- name: late_reports
+UPDATE duetime_attempts
+SET late_outcome = v.outcome, late_reported_at = :now
+FROM (SELECT json_extract(value, '$.attempt_id') AS attempt_id,
+             json_extract(value, '$.generation') AS generation,
+             json_extract(value, '$.outcome') AS outcome
+      FROM json_each(:batch)) AS v
+WHERE duetime_attempts.id = v.attempt_id AND duetime_attempts.generation = v.generation;
 
 -- name: expired_leases
 SELECT a.id AS attempt_id, a.job_id, a.generation, j.status, j.attempts, j.max_attempts,

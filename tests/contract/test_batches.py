@@ -1,0 +1,127 @@
+"""Batched writes keep every fencing rule: claims, heartbeats and outcomes of many jobs at once.
+
+A stale attempt inside a batch is refused alone (and its late report kept) while the rest of
+the batch commits; a batch is one transaction.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from duetime.core.clock import ManualClock
+from duetime.core.models import Lease, Outcome
+from duetime.core.retry import ErrorCategory
+from duetime.core.states import AttemptStatus, Event, JobStatus
+from duetime.store.base import Store
+from jobhelpers import enqueue
+
+
+def claim_all(store: Store, clock: ManualClock, n: int, worker: str = "w") -> list[Lease]:
+    claims = store.claim(worker_id=worker, queues=None, limit=n, now=clock.now())
+    assert len(claims) == n
+    return [c.lease for c in claims]
+
+
+def test_a_claim_takes_every_due_job_up_to_its_limit_in_one_go(
+    store: Store, clock: ManualClock
+) -> None:
+    ids = [enqueue(store, clock, args={"i": i}).id for i in range(25)]
+    enqueue(store, clock, at=clock.now() + timedelta(minutes=5))  # not due
+    claims = store.claim(worker_id="w", queues=None, limit=100, now=clock.now())
+    assert sorted(c.job.id for c in claims) == ids
+    assert all(c.job.status is JobStatus.RUNNING and c.attempt.generation == 1 for c in claims)
+    assert len({c.attempt.id for c in claims}) == 25
+
+
+def test_a_stale_outcome_in_a_batch_is_refused_alone(store: Store, clock: ManualClock) -> None:
+    for i in range(5):
+        enqueue(store, clock, args={"i": i})
+    leases = claim_all(store, clock, 5, worker="old")
+    stale = leases[2]
+    # the stale one's lease lapses and another worker takes its job over
+    clock.advance(31)
+    expired = Outcome(
+        Event.RETRY,
+        due_at=clock.now(),
+        error_category=ErrorCategory.LEASE_EXPIRED,
+        attempt_status=AttemptStatus.LOST,
+    )
+    assert store.finish_many([(stale, expired)], clock.now(), only_if_expired=True) == [True]
+    [new] = claim_all(store, clock, 1, worker="new")
+    assert new.job_id == stale.job_id and new.generation == stale.generation + 1
+    outcomes = [
+        (lease, Outcome(Event.SUCCEED))
+        if i % 2 == 0
+        else (lease, Outcome(Event.RETRY, due_at=clock.now() + timedelta(seconds=9)))
+        for i, lease in enumerate(leases)
+    ]
+    applied = store.finish_many(outcomes, clock.now())
+    assert applied == [True, True, False, True, True]
+    for lease, ok in zip(leases, applied, strict=True):
+        job = store.get_job(lease.job_id)
+        assert job is not None
+        first = job.attempt_history[0]
+        if not ok:  # the newer attempt still holds it; the late report is kept
+            assert job.status is JobStatus.RUNNING and job.generation == new.generation
+            assert first.status is AttemptStatus.LOST and first.late_outcome == "succeeded"
+        elif lease.job_id == leases[1].job_id or lease.job_id == leases[3].job_id:
+            assert job.status is JobStatus.SCHEDULED
+            assert job.due_at == clock.now() + timedelta(seconds=9)
+            assert first.status is AttemptStatus.FAILED
+        else:
+            assert job.status is JobStatus.SUCCEEDED and first.status is AttemptStatus.SUCCEEDED
+
+
+def test_a_reap_batch_takes_only_the_leases_still_expired(store: Store, clock: ManualClock) -> None:
+    for i in range(3):
+        enqueue(store, clock, args={"i": i})
+    leases = claim_all(store, clock, 3)
+    clock.advance(31)
+    store.heartbeat([leases[1]], clock.now())  # renewed between the scan and the reap
+    lost = Outcome(Event.RETRY, due_at=clock.now(), attempt_status=AttemptStatus.LOST)
+    applied = store.finish_many(
+        [(lease, lost) for lease in leases], clock.now(), only_if_expired=True
+    )
+    assert applied == [True, False, True]
+    renewed = store.get_job(leases[1].job_id)
+    assert renewed is not None and renewed.status is JobStatus.RUNNING
+    assert renewed.attempt_history[0].late_outcome is None  # a reap leaves no late report
+
+
+def test_one_outcome_per_job_in_a_batch(store: Store, clock: ManualClock) -> None:
+    enqueue(store, clock)
+    [lease] = claim_all(store, clock, 1)
+    applied = store.finish_many(
+        [(lease, Outcome(Event.SUCCEED)), (lease, Outcome(Event.GIVE_UP))], clock.now()
+    )
+    assert applied == [True, False]
+    job = store.get_job(lease.job_id)
+    assert job is not None and job.status is JobStatus.SUCCEEDED
+
+
+def test_a_heartbeat_batch_renews_only_leases_still_held(store: Store, clock: ManualClock) -> None:
+    for i in range(4):
+        enqueue(store, clock, args={"i": i})
+    leases = claim_all(store, clock, 4)
+    assert store.finish(leases[0], Outcome(Event.SUCCEED), clock.now())
+    clock.advance(10)
+    states = store.heartbeat(leases, clock.now())
+    assert [s.held for s in states] == [False, True, True, True]
+    assert all(s.lease_expires_at == clock.now() + timedelta(seconds=30) for s in states[1:])
+
+
+def test_error_text_the_database_cannot_hold_is_still_recorded(
+    store: Store, clock: ManualClock
+) -> None:
+    enqueue(store, clock)
+    [lease] = claim_all(store, clock, 1)
+    failure = Outcome(
+        Event.GIVE_UP,
+        error_category=ErrorCategory.PERMANENT,
+        error_message="bad \x00 byte and a lone \udc80 surrogate",
+        error_traceback="Traceback\x00",
+    )
+    assert store.finish(lease, failure, clock.now())
+    job = store.get_job(lease.job_id)
+    assert job is not None and job.status is JobStatus.DEAD
+    assert job.attempt_history[0].error_message == "bad \ufffd byte and a lone ? surrogate"

@@ -34,10 +34,9 @@ from duetime.core.models import Attempt, Job, JobFilter, page_of
 from duetime.core.schedules import Schedule
 from duetime.core.states import TRANSITIONS, Event, JobStatus
 from duetime.core.tokens import Role
-from duetime.server.api_stats import MAX_REPLAY_SECONDS
-from duetime.server.app import ServerState
 from duetime.server.auth import SESSION_COOKIE, Principal, current_principal, principal_for
-from duetime.server.schemas import parse_id, sane_instant
+from duetime.server.schemas import MAX_REPLAY_SECONDS, parse_id, sane_instant
+from duetime.server.state import ServerState, server_state
 from duetime.store import is_unavailable
 
 HERE = Path(__file__).parent
@@ -191,8 +190,7 @@ templates = Jinja2Templates(env=_environment())
 
 
 def _state(request: Request) -> ServerState:
-    state: ServerState = request.app.state.duetime
-    return state
+    return server_state(request)
 
 
 def _user(request: Request) -> Principal | None:

@@ -13,7 +13,8 @@ from duetime.cli.support import make_app, out, table
 from duetime.core.errors import ConfigurationError
 from duetime.core.recurrence import DstFold, DstGap, Fire, zone
 from duetime.core.requests import parse_instant
-from duetime.core.schedules import Misfire, Overlap, Schedule, build_spec, preview
+from duetime.core.schedule_spec import Misfire, Overlap, build_spec, preview
+from duetime.core.schedules import Schedule
 
 
 def add_parsers(sub: Any, parents: list[argparse.ArgumentParser]) -> None:

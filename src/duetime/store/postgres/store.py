@@ -39,14 +39,8 @@ from duetime.core.models import (
     Outcome,
     Tick,
 )
-from duetime.core.schedules import (
-    Occurrence,
-    Plan,
-    Schedule,
-    ScheduleSpec,
-    occurrence_job,
-    spec_from_json,
-)
+from duetime.core.schedule_spec import ScheduleSpec, spec_from_json
+from duetime.core.schedules import Occurrence, Plan, Schedule, occurrence_job
 from duetime.core.states import ATTEMPT_END, Event, JobStatus
 from duetime.core.stats import AttemptSample, JobCount
 from duetime.core.tokens import ApiToken, Role

@@ -55,9 +55,10 @@ api-reference: $(STAMP)
 lint: $(STAMP)
 	$(BIN)/ruff check src tests examples
 	$(BIN)/ruff format --check src tests examples
+	$(BIN)/lint-imports
 
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
 clean:
-	rm -rf $(VENV) build dist .pytest_cache .mypy_cache .ruff_cache .hypothesis
+	rm -rf $(VENV) build dist .pytest_cache .mypy_cache .ruff_cache .hypothesis .import_linter_cache

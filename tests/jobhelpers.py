@@ -12,7 +12,8 @@ from duetime.core.clock import ManualClock
 from duetime.core.models import Job, JobFilter, Lease, NewJob, Outcome
 from duetime.core.requests import TaskDefaults, build_new_job
 from duetime.core.retry import ErrorCategory
-from duetime.core.schedules import NewOccurrence, Origin, Plan, build_spec
+from duetime.core.schedule_spec import build_spec
+from duetime.core.schedules import NewOccurrence, Origin, Plan
 from duetime.core.states import Event, JobStatus
 from duetime.runtime.worker import Worker
 from duetime.store.base import Store

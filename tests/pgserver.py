@@ -26,7 +26,7 @@ import psycopg
 from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
-from duetime.pgcluster import Cluster, find_bin_dir
+from duetime.chaos.pgcluster import Cluster, find_bin_dir
 
 LOCAL_URL = "postgresql://postgres@127.0.0.1:5432/postgres"
 URL_ENV = "DUETIME_TEST_PG_URL"

@@ -31,25 +31,27 @@ from duetime.core.requests import (
     parse_instant,
 )
 from duetime.core.retry import RetryPolicy
-from duetime.core.schedules import (
+from duetime.core.schedule_spec import (
     DEFAULT_CATCHUP_WINDOW,
     DEFAULT_DST_FOLD,
     DEFAULT_DST_GAP,
     DEFAULT_MISFIRE,
     DEFAULT_OVERLAP,
-    Occurrence,
-    Plan,
-    Schedule,
     ScheduleSpec,
     build_spec,
     first_fire,
+    preview,
+    spec_defaults,
+    spec_options,
+)
+from duetime.core.schedules import (
+    Occurrence,
+    Plan,
+    Schedule,
     plan_backfill,
     plan_pause,
     plan_trigger,
     plan_update,
-    preview,
-    spec_defaults,
-    spec_options,
 )
 from duetime.core.states import Event, JobStatus
 from duetime.core.stats import Stats

@@ -1,4 +1,8 @@
-"""Operator actions shared by the API, the CLI and the dashboard: tokens, stats, bulk replay."""
+"""Operator actions shared by the API, the CLI and the dashboard: tokens, stats, bulk replay.
+
+They act on anything with a store and a clock (a `Backend`, such as duetime.App), so this
+module sits below the App facade and never imports it.
+"""
 
 from __future__ import annotations
 
@@ -7,8 +11,9 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import TYPE_CHECKING
+from typing import Protocol
 
+from duetime.core.clock import Clock
 from duetime.core.errors import DuetimeError, InvalidRequest, JobNotFound
 from duetime.core.models import JobFilter
 from duetime.core.requests import TENANT_LIMIT, check_name
@@ -16,9 +21,7 @@ from duetime.core.states import Event, JobStatus
 from duetime.core.stats import Stats, summarize
 from duetime.core.tokens import PREFIX_CHARS, ApiToken, Role, hash_secret, new_secret, parse_role
 from duetime.logs import log_event
-
-if TYPE_CHECKING:
-    from duetime.client import App
+from duetime.store.base import Store
 
 log = logging.getLogger("duetime.operators")
 
@@ -26,10 +29,22 @@ SAMPLE_LIMIT = 100_000  # attempts read for one stats call (the newest in the la
 MAX_BULK = 100_000
 
 
+class Backend(Protocol):
+    """What an operator action acts on: a store and the clock that says `now` (an App)."""
+
+    @property
+    def store(self) -> Store: ...
+
+    @property
+    def clock(self) -> Clock: ...
+
+
 # -- tokens ---------------------------------------------------------------------------------
 
 
-def create_token(app: App, tenant: str, role: Role | str, name: str = "") -> tuple[ApiToken, str]:
+def create_token(
+    app: Backend, tenant: str, role: Role | str, name: str = ""
+) -> tuple[ApiToken, str]:
     """A new token and its secret; the secret is shown once and only its hash is kept."""
     check_name(tenant, "tenant", TENANT_LIMIT)  # the same rule as the jobs the token creates
     secret = new_secret()
@@ -45,13 +60,13 @@ def create_token(app: App, tenant: str, role: Role | str, name: str = "") -> tup
     return token, secret
 
 
-def authenticate(app: App, secret: str) -> ApiToken | None:
+def authenticate(app: Backend, secret: str) -> ApiToken | None:
     """The active token with this secret, or None (unknown or revoked)."""
     token = app.store.find_token(hash_secret(secret), app.clock.now())
     return token if token is not None and token.active else None
 
 
-def revoke_token(app: App, token_id: int) -> ApiToken:
+def revoke_token(app: Backend, token_id: int) -> ApiToken:
     token = app.store.revoke_token(token_id, app.clock.now())
     if token is None:
         raise InvalidRequest(f"token {token_id} does not exist; `duetime tokens list` shows ids")
@@ -62,7 +77,7 @@ def revoke_token(app: App, token_id: int) -> ApiToken:
 # -- figures --------------------------------------------------------------------------------
 
 
-def stats(app: App, tenant: str | None) -> Stats:
+def stats(app: Backend, tenant: str | None) -> Stats:
     """Counts by status and queue, oldest overdue age, lag and throughput (5 and 60 min)."""
     now = app.clock.now()
     store = app.store
@@ -95,7 +110,7 @@ class ReplayReport:
 
 
 def dead_job_ids(
-    app: App,
+    app: Backend,
     tenant: str | None,
     *,
     task: str | None = None,
@@ -124,7 +139,7 @@ def dead_job_ids(
 
 
 def replay_many(
-    app: App,
+    app: Backend,
     ids: Sequence[int],
     *,
     tenant: str | None,

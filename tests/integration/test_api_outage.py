@@ -13,7 +13,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from duetime import App, operators
-from duetime.pgcluster import Cluster
+from duetime.chaos.pgcluster import Cluster
 from duetime.server import ServerSettings, create_app
 from duetime.store import open_store
 

@@ -19,8 +19,8 @@ from typing import Any
 import pytest
 
 from duetime import App, ErrorCategory
-from duetime.cli_schedules import backfill_chunks
-from duetime.cli_support import Progress
+from duetime.cli.backfill import backfill_chunks
+from duetime.cli.support import Progress
 from duetime.core.models import Outcome
 from duetime.core.states import Event
 from duetime.operators import authenticate

@@ -18,7 +18,7 @@ from duetime import App, operators
 from duetime.core.clock import ManualClock
 from duetime.core.errors import StoreUnavailable
 from duetime.core.states import JobStatus
-from duetime.server.app import ServerSettings, create_app
+from duetime.server import ServerSettings, create_app
 from integration.procs import Processes, describe, run_cli, wait_until
 from jobhelpers import claim_one, enqueue, job_in
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import httpx
 
 from duetime import App, operators
-from duetime.pgcluster import free_port
+from duetime.chaos.pgcluster import free_port
 from integration.procs import DUETIME, Processes, base_env, describe, run_cli
 
 

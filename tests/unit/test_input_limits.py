@@ -23,7 +23,7 @@ def test_dump_args_limits_nesting() -> None:
 
 
 def test_dashboard_refuses_out_of_range_times() -> None:
-    from duetime.server.dashboard import parse_when
+    from duetime.server.dashboard.forms import parse_when
 
     with pytest.raises(InvalidRequest):
         parse_when("0001-01-01T00:30:00+01:00", "due time")

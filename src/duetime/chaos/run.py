@@ -41,7 +41,7 @@ import psycopg
 from duetime.chaos import checker
 from duetime.chaos.app import app as chaos_app
 from duetime.chaos.app import create_tables
-from duetime.pgcluster import Cluster
+from duetime.chaos.pgcluster import Cluster
 
 APP_SPEC = "duetime.chaos.app:app"
 T = TypeVar("T")

@@ -1,5 +1,6 @@
 """duetime's HTTP server: the REST API (/v1), the dashboard (/), /metrics and health checks."""
 
-from duetime.server.app import ServerSettings, create_app
+from duetime.server.app import create_app
+from duetime.server.state import ServerSettings
 
 __all__ = ["ServerSettings", "create_app"]

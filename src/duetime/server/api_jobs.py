@@ -13,8 +13,9 @@ from duetime.core.errors import InvalidRequest, JobNotFound
 from duetime.core.models import Job, JobFilter, page_of
 from duetime.core.states import Event, JobStatus
 from duetime.logs import log_event
-from duetime.server.auth import Principal, reader, writer
+from duetime.server.auth import Principal, reader, scope_tenant, writer
 from duetime.server.schemas import (
+    AUTH,
     Instant,
     JobIn,
     JobOut,
@@ -23,11 +24,10 @@ from duetime.server.schemas import (
     RescheduleIn,
     ResolveIn,
     Status,
-    ValidationProblem,
     clean_text,
     parse_id,
 )
-from duetime.server.state import duetime_app, scope_tenant
+from duetime.server.state import duetime_app
 
 log = logging.getLogger("duetime.server")
 router = APIRouter(prefix="/v1", tags=["jobs"])
@@ -35,12 +35,6 @@ router = APIRouter(prefix="/v1", tags=["jobs"])
 JobId = Annotated[int, Path(ge=1, le=2**63 - 1, description="the job's id")]
 OptionalText = Annotated[str | None, AfterValidator(lambda v: clean_text(v) if v else v)]
 
-AUTH: dict[int | str, dict[str, Any]] = {
-    401: {"model": Problem, "description": "missing, unknown or revoked token"},
-    403: {"model": Problem, "description": "the token's role does not allow this"},
-    422: {"model": ValidationProblem, "description": "invalid input, field by field"},
-    503: {"model": Problem, "description": "the database is unavailable; nothing committed"},
-}
 NOT_FOUND: dict[int | str, dict[str, Any]] = {
     404: {"model": Problem, "description": "no such job in this tenant"}
 }

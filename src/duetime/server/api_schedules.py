@@ -10,9 +10,9 @@ from pydantic import AfterValidator
 
 from duetime.core.errors import InvalidRequest
 from duetime.core.schedules import Schedule
-from duetime.server.api_jobs import AUTH, job_out
-from duetime.server.auth import Principal, reader, writer
+from duetime.server.auth import Principal, act_as, reader, scope_tenant, writer
 from duetime.server.schemas import (
+    AUTH,
     BackfillIn,
     BackfillOut,
     JobOut,
@@ -24,7 +24,7 @@ from duetime.server.schemas import (
     ScheduleOut,
     clean_text,
 )
-from duetime.server.state import act_as, duetime_app, scope_tenant
+from duetime.server.state import duetime_app
 
 router = APIRouter(prefix="/v1", tags=["schedules"])
 
@@ -145,7 +145,7 @@ def trigger(
     name: Name, request: Request, who: Annotated[Principal, Depends(writer)], tenant: Tenant = None
 ) -> dict[str, Any]:
     """Run one occurrence now (its nominal time is now); returns the job."""
-    return job_out(act_as(request, who, tenant).trigger_schedule(name))
+    return act_as(request, who, tenant).trigger_schedule(name).to_json()
 
 
 @router.get("/schedules/{name}/preview", response_model=Preview, responses={**AUTH, **NOT_FOUND})

@@ -9,14 +9,18 @@ from pydantic import AfterValidator
 
 from duetime import operators
 from duetime.core.errors import InvalidRequest
-from duetime.server.api_jobs import AUTH
-from duetime.server.auth import Principal, admin, reader
-from duetime.server.schemas import DeadLetterReplayIn, DeadLetterReplayOut, StatsOut, clean_text
-from duetime.server.state import duetime_app, scope_tenant
+from duetime.server.auth import Principal, admin, reader, scope_tenant
+from duetime.server.schemas import (
+    AUTH,
+    MAX_REPLAY_SECONDS,
+    DeadLetterReplayIn,
+    DeadLetterReplayOut,
+    StatsOut,
+    clean_text,
+)
+from duetime.server.state import duetime_app
 
 router = APIRouter(prefix="/v1")
-
-MAX_REPLAY_SECONDS = 30  # a request waits at most this long; longer: `duetime dlq replay`
 
 
 @router.get("/stats", response_model=StatsOut, responses=AUTH, tags=["stats"])

@@ -1,9 +1,8 @@
-"""The ASGI application: settings, error mapping, body limits, health checks, routers."""
+"""The ASGI application: error mapping, body limits, and the routers put together."""
 
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
 
 from fastapi import FastAPI, HTTPException, Request
 from fastapi.exceptions import RequestValidationError
@@ -23,27 +22,14 @@ from duetime.core.errors import (
     ScheduleNotFound,
     SchemaError,
 )
+from duetime.server import api_jobs, api_schedules, api_stats, dashboard, health, metrics
+from duetime.server.state import ServerSettings, ServerState
 from duetime.store import is_unavailable
 from duetime.version import __version__
 
 log = logging.getLogger("duetime.server")
 
 RETRY_AFTER_SECONDS = 5
-
-
-@dataclass(frozen=True)
-class ServerSettings:
-    auth: bool = True  # False only on a loopback host (see `duetime serve --no-auth`)
-    tenant: str = "default"  # the tenant of every request when auth is off
-    max_body_bytes: int = 2 * 1024 * 1024  # request bodies above this get 413
-    secure_cookies: bool = False  # mark the session cookie Secure (serve behind HTTPS)
-    refresh_seconds: int = 5  # how often dashboard figures refresh
-
-
-@dataclass
-class ServerState:
-    app: App
-    settings: ServerSettings
 
 
 class BodyLimit:
@@ -125,8 +111,6 @@ def invalid(message: str, fields: tuple[str, ...] = ()) -> JSONResponse:
 
 def create_app(app: App, settings: ServerSettings | None = None) -> FastAPI:
     """The duetime server for one App (its store, clock and known tasks)."""
-    from duetime.server import api_jobs, api_schedules, api_stats, dashboard, health, metrics
-
     settings = settings or ServerSettings()
     api = FastAPI(
         title="duetime",

@@ -1,4 +1,5 @@
-"""Who is asking: bearer tokens for the API, a session cookie for the dashboard, and roles."""
+"""Who is asking: bearer tokens for the API, a session cookie for the dashboard, roles, and the
+tenant a caller may act in."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from fastapi import HTTPException, Request
 from duetime import operators
 from duetime.client import App
 from duetime.core.tokens import Role
+from duetime.server.state import duetime_app, server_state
 
 SESSION_COOKIE = "duetime_session"
 _NO_AUTH_KEY = secrets.token_bytes(32)  # keys CSRF tokens when there is no token secret
@@ -102,7 +104,7 @@ def principal_for(app: App, secret: str) -> Principal | None:
 
 def current_principal(request: Request, *, cookie: bool) -> Principal | None:
     """The caller, from the bearer token (or, when `cookie`, the dashboard session)."""
-    state = request.app.state.duetime
+    state = server_state(request)
     if not state.settings.auth:
         _local_only(request)
         return Principal(state.settings.tenant, Role.ADMIN)
@@ -139,3 +141,19 @@ def needs(role: Role) -> Callable[[Request], Principal]:
 reader = needs(Role.READ)
 writer = needs(Role.WRITE)
 admin = needs(Role.ADMIN)
+
+
+def scope_tenant(who: Principal, tenant: str | None) -> str | None:
+    """The tenant a listing covers: the caller's own, or for admins every tenant or the one
+    they name with ?tenant=."""
+    if tenant is None:
+        return who.tenant_filter
+    if who.sees_all or tenant == who.tenant:
+        return tenant
+    raise HTTPException(403, "only admin tokens may choose a tenant; leave tenant out")
+
+
+def act_as(request: Request, who: Principal, tenant: str | None) -> App:
+    """The App view a request acts through: the caller's tenant, or (admins) the named one."""
+    chosen = scope_tenant(who, tenant) or who.tenant
+    return duetime_app(request).scoped(chosen)

@@ -7,6 +7,7 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel
 
 from duetime.core.errors import DuetimeError
+from duetime.server.state import duetime_app
 from duetime.store import is_unavailable
 from duetime.version import __version__
 
@@ -32,7 +33,7 @@ def healthz() -> Health:
 )
 def readyz(request: Request) -> Health | JSONResponse:
     """The store answers and its schema is the one this version knows."""
-    app = request.app.state.duetime.app
+    app = duetime_app(request)
     try:
         app.store.check_schema()
     except Exception as exc:

@@ -34,6 +34,7 @@ from duetime.client import App
 from duetime.core.states import JobStatus
 from duetime.core.stats import Stats
 from duetime.server import auth
+from duetime.server.state import duetime_app
 
 router = APIRouter(tags=["metrics"])
 
@@ -125,7 +126,7 @@ def registry_for(request: Request) -> CollectorRegistry:
     with _registry_lock:
         registry: CollectorRegistry | None = getattr(state, "duetime_metrics", None)
         if registry is None:
-            registry = build_registry(state.duetime.app)
+            registry = build_registry(duetime_app(request))
             state.duetime_metrics = registry
     return registry
 

@@ -85,6 +85,15 @@ class ValidationProblem(BaseModel):
     detail: list[FieldError]
 
 
+# the error answers every authenticated route documents
+AUTH: dict[int | str, dict[str, Any]] = {
+    401: {"model": Problem, "description": "missing, unknown or revoked token"},
+    403: {"model": Problem, "description": "the token's role does not allow this"},
+    422: {"model": ValidationProblem, "description": "invalid input, field by field"},
+    503: {"model": Problem, "description": "the database is unavailable; nothing committed"},
+}
+
+
 class Retry(BaseModel):
     base_seconds: float
     cap_seconds: float
@@ -270,6 +279,9 @@ class DeadLetterFilter(BaseModel):
     task: Text | None = Field(default=None, min_length=1, max_length=200)
     queue: Text | None = Field(default=None, min_length=1, max_length=200)
     tenant: Text | None = Field(default=None, min_length=1, max_length=200)
+
+
+MAX_REPLAY_SECONDS = 30  # a request waits at most this long; longer: `duetime dlq replay`
 
 
 class DeadLetterReplayIn(BaseModel):

@@ -1,29 +1,34 @@
-"""What every route needs from the running server: its App, and the tenant a caller may use."""
+"""What every route reads from the running server: its settings and the App it serves."""
 
 from __future__ import annotations
 
-from fastapi import HTTPException, Request
+from dataclasses import dataclass
+
+from fastapi import Request
 
 from duetime.client import App
-from duetime.server.auth import Principal
+
+
+@dataclass(frozen=True)
+class ServerSettings:
+    auth: bool = True  # False only on a loopback host (see `duetime serve --no-auth`)
+    tenant: str = "default"  # the tenant of every request when auth is off
+    max_body_bytes: int = 2 * 1024 * 1024  # request bodies above this get 413
+    secure_cookies: bool = False  # mark the session cookie Secure (serve behind HTTPS)
+    refresh_seconds: int = 5  # how often dashboard figures refresh
+
+
+@dataclass
+class ServerState:
+    app: App
+    settings: ServerSettings
+
+
+def server_state(request: Request) -> ServerState:
+    """The state create_app attached to the FastAPI app serving `request`."""
+    state: ServerState = request.app.state.duetime
+    return state
 
 
 def duetime_app(request: Request) -> App:
-    app: App = request.app.state.duetime.app
-    return app
-
-
-def scope_tenant(who: Principal, tenant: str | None) -> str | None:
-    """The tenant a listing covers: the caller's own, or for admins every tenant or the one
-    they name with ?tenant=."""
-    if tenant is None:
-        return who.tenant_filter
-    if who.sees_all or tenant == who.tenant:
-        return tenant
-    raise HTTPException(403, "only admin tokens may choose a tenant; leave tenant out")
-
-
-def act_as(request: Request, who: Principal, tenant: str | None) -> App:
-    """The App view a request acts through: the caller's tenant, or (admins) the named one."""
-    chosen = scope_tenant(who, tenant) or who.tenant
-    return duetime_app(request).scoped(chosen)
+    return server_state(request).app

@@ -28,7 +28,8 @@ from duetime.core.models import (
     Outcome,
     Tick,
 )
-from duetime.core.schedules import Occurrence, Plan, Schedule, ScheduleSpec
+from duetime.core.schedule_spec import ScheduleSpec
+from duetime.core.schedules import Occurrence, Plan, Schedule
 from duetime.core.states import Event
 from duetime.core.stats import AttemptSample, JobCount
 from duetime.core.tokens import ApiToken, Role

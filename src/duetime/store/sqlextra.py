@@ -9,14 +9,8 @@ from datetime import datetime, timedelta
 
 from duetime.core.errors import ScheduleNotFound, StoreUnavailable
 from duetime.core.models import Job, Node, Tick
-from duetime.core.schedules import (
-    Occurrence,
-    Plan,
-    Schedule,
-    ScheduleSpec,
-    occurrence_job,
-    spec_from_json,
-)
+from duetime.core.schedule_spec import ScheduleSpec, spec_from_json
+from duetime.core.schedules import Occurrence, Plan, Schedule, occurrence_job
 from duetime.core.states import Event, JobStatus
 from duetime.core.stats import AttemptSample, JobCount
 from duetime.core.tokens import ApiToken, Role

@@ -1,4 +1,5 @@
-"""Helpers shared by the CLI's command modules: loading the app, printing tables and JSON."""
+"""Helpers shared by the CLI's command modules: loading the app, printing tables and JSON,
+a progress bar, and the argparse types of numeric flags."""
 
 from __future__ import annotations
 
@@ -9,11 +10,13 @@ import os
 import sys
 import time
 from collections.abc import Sequence
+from datetime import datetime
 from types import TracebackType
 from typing import Any, TextIO
 
 from duetime.client import App
 from duetime.core.errors import ConfigurationError
+from duetime.core.requests import parse_duration
 
 
 def load_app(spec: str) -> App:
@@ -68,6 +71,48 @@ def json_object(text: str | None, what: str) -> dict[str, Any]:
     if not isinstance(value, dict):
         raise ConfigurationError(f"{what} must be a JSON object like '{{\"id\": 1}}'")
     return value
+
+
+def when(value: datetime | None) -> str:
+    """An instant in a table cell, to the second (UTC), or - for none."""
+    return "-" if value is None else value.strftime("%Y-%m-%d %H:%M:%S")
+
+
+# -- argparse types (argparse names the function in "invalid <name> value" errors) -------------
+
+
+def positive_int(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def _positive_int(text: str) -> int:
+    """positive_int under the name the worker, enqueue and jobs flags have always shown in
+    argparse's "invalid _positive_int value" errors."""
+    return positive_int(text)
+
+
+def positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a number above 0, got {text}")
+    return value
+
+
+def seconds(text: str) -> float:
+    """A duration flag (30s, 5m, 1h30m, or plain seconds) in seconds."""
+    try:
+        return parse_duration(text).total_seconds()
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+# -- progress -----------------------------------------------------------------------------------
 
 
 class Progress:

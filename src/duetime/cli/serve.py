@@ -7,13 +7,13 @@ import logging
 from typing import Any
 
 from duetime import logs
-from duetime.cli_support import make_app
+from duetime.cli.support import make_app
 from duetime.core.errors import ConfigurationError
 
 log = logging.getLogger("duetime.cli")
 
 
-def add_parser(sub: Any, parents: list[argparse.ArgumentParser]) -> None:
+def add_parsers(sub: Any, parents: list[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "serve", parents=parents, help="serve the REST API (/v1), dashboard (/) and /metrics"
     )

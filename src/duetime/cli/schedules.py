@@ -1,37 +1,23 @@
-"""`duetime schedules ...`: the schedule commands of the CLI (a public contract)."""
+"""`duetime schedules ...`: the schedule commands of the CLI (a public contract); `backfill`
+is in duetime.cli.backfill."""
 
 from __future__ import annotations
 
 import argparse
 import json
-import logging
-from collections.abc import Callable
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, timedelta
 from typing import Any
 
-from duetime.cli_support import Progress, make_app, out, table
-from duetime.client import App
+from duetime.cli import backfill
+from duetime.cli.support import make_app, out, table
 from duetime.core.errors import ConfigurationError
 from duetime.core.recurrence import DstFold, DstGap, Fire, zone
 from duetime.core.requests import parse_instant
-from duetime.core.schedules import (
-    CATCH_UP_PACE,
-    Misfire,
-    Overlap,
-    Plan,
-    Schedule,
-    TickOutcome,
-    build_spec,
-    plan_backfill,
-    preview,
-)
-from duetime.logs import log_event
-
-log = logging.getLogger("duetime.cli")
+from duetime.core.schedule_spec import Misfire, Overlap, build_spec, preview
+from duetime.core.schedules import Schedule
 
 
 def add_parsers(sub: Any, parents: list[argparse.ArgumentParser]) -> None:
-    commands = COMMANDS
     schedules = sub.add_parser("schedules", help="recurring schedules").add_subparsers(
         dest="schedules_command", required=True, metavar="ACTION"
     )
@@ -43,43 +29,38 @@ def add_parsers(sub: Any, parents: list[argparse.ArgumentParser]) -> None:
     p.add_argument("--task", required=True)
     _definition_flags(p, required=True)
     p.add_argument("--json", action="store_true")
-    p.set_defaults(func=commands["add"])
+    p.set_defaults(func=cmd_add)
 
     p = schedules.add_parser("update", parents=[*parents, with_app], help="change a schedule")
     p.add_argument("name")
     p.add_argument("--task")
     _definition_flags(p, required=False)
     p.add_argument("--json", action="store_true")
-    p.set_defaults(func=commands["update"])
+    p.set_defaults(func=cmd_update)
 
     p = schedules.add_parser("list", parents=parents, help="schedules with last and next run")
     p.add_argument("--json", action="store_true")
-    p.set_defaults(func=commands["list"])
+    p.set_defaults(func=cmd_list)
 
-    for action, text in [
-        ("show", "a schedule with its recent ticks"),
-        ("pause", "stop generating ticks"),
-        ("resume", "generate again; missed ticks meet the misfire policy"),
-        ("delete", "delete a schedule (unstarted occurrences are cancelled)"),
-        ("trigger", "run one occurrence now"),
+    for action, func, text in [
+        ("show", cmd_show, "a schedule with its recent ticks"),
+        ("pause", cmd_pause, "stop generating ticks"),
+        ("resume", cmd_resume, "generate again; missed ticks meet the misfire policy"),
+        ("delete", cmd_delete, "delete a schedule (unstarted occurrences are cancelled)"),
+        ("trigger", cmd_trigger, "run one occurrence now"),
     ]:
         p = schedules.add_parser(action, parents=parents, help=text)
         p.add_argument("name")
         p.add_argument("--json", action="store_true")
-        p.set_defaults(func=commands[action])
+        p.set_defaults(func=func)
 
     p = schedules.add_parser("history", parents=parents, help="what became of each tick")
     p.add_argument("name")
     p.add_argument("--limit", type=int, default=50)
     p.add_argument("--json", action="store_true")
-    p.set_defaults(func=commands["history"])
+    p.set_defaults(func=cmd_history)
 
-    p = schedules.add_parser("backfill", parents=parents, help="run the ticks of a past range")
-    p.add_argument("name")
-    p.add_argument("--from", dest="start", required=True, help="ISO 8601 with offset")
-    p.add_argument("--to", dest="end", required=True, help="ISO 8601 with offset")
-    p.add_argument("--json", action="store_true")
-    p.set_defaults(func=commands["backfill"])
+    backfill.add_parser(schedules, parents)
 
     p = schedules.add_parser(
         "preview", parents=parents, help="next fire times of a schedule or of an unsaved rule"
@@ -95,7 +76,7 @@ def add_parsers(sub: Any, parents: list[argparse.ArgumentParser]) -> None:
     p.add_argument("--after", help="list fires after this instant (default: now)")
     p.add_argument("--count", type=int, default=10)
     p.add_argument("--json", action="store_true")
-    p.set_defaults(func=commands["preview"])
+    p.set_defaults(func=cmd_preview)
 
 
 def _definition_flags(p: argparse.ArgumentParser, *, required: bool) -> None:
@@ -267,79 +248,6 @@ def cmd_trigger(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_backfill(args: argparse.Namespace) -> int:
-    app = make_app(args)
-    first = parse_instant(args.start, "backfill start")
-    last = parse_instant(args.end, "backfill end")
-    schedule = app.get_schedule(args.name)
-    # the whole range, planned but not stored: refuses a bad range (or one of more than 10,000
-    # ticks) before anything is stored, and lists the ticks to split into chunks
-    now = app.clock.now()
-    whole = plan_backfill(schedule, [], first, last, now)
-    fires = sorted({t.nominal_at for t in whole.ticks})
-    not_run = {t.nominal_at for t in whole.ticks if t.outcome is TickOutcome.DST_SKIPPED}
-    chunks = backfill_chunks(fires, first, last, BACKFILL_CHUNK)
-    created_ids: list[int] = []
-    existing = skipped = done = runs = 0
-    with Progress(len(fires), "ticks", enabled=not args.json and len(chunks) > 1) as bar:
-        for start, end, ticks in chunks:
-            plan = _backfill_chunk(app, args.name, start, end, now + runs * CATCH_UP_PACE)
-            created_ids += plan.created_job_ids
-            existing += len(plan.new_jobs) - len(plan.created_job_ids)
-            skipped += sum(1 for t in plan.ticks if not t.creates_job)
-            runs += sum(1 for at in ticks if at not in not_run)
-            done += len(ticks)
-            bar.update(done)
-    created = len(created_ids)
-    if args.json:
-        summary = {"enqueued": created, "existing": existing, "skipped": skipped}
-        out(json.dumps({**summary, "job_ids": created_ids}))
-    else:
-        out(
-            f"backfill: {created} new occurrences, {existing} ticks had one already, "
-            f"{skipped} skipped (overlap policy or DST gap)"
-        )
-    return 0
-
-
-BACKFILL_CHUNK = 500  # ticks per transaction of `schedules backfill`
-
-
-def backfill_chunks(
-    fires: list[datetime], first: datetime, last: datetime, size: int
-) -> list[tuple[datetime, datetime, list[datetime]]]:
-    """Split [first, last] into ranges of at most `size` fires (one more for the last chunk),
-    each range inclusive, back to back, and never empty (a range needs end > start)."""
-    groups = [fires[i : i + size] for i in range(0, len(fires), size)] or [[]]
-    if len(groups) > 1 and groups[-1][0] == last:  # a lone last tick at `last` joins the rest
-        lone = groups.pop()
-        groups[-1] = groups[-1] + lone
-    chunks = []
-    for k, group in enumerate(groups):
-        start = first if k == 0 else group[0]
-        end = last if k == len(groups) - 1 else groups[k + 1][0] - timedelta(microseconds=1)
-        chunks.append((start, end, group))
-    return chunks
-
-
-def _backfill_chunk(
-    app: App, name: str, start: datetime, end: datetime, pace_from: datetime
-) -> Plan:
-    """One chunk in one transaction, as App.backfill_schedule does it, except that its runs
-    are paced from `pace_from` (the start plus one second per run of the earlier chunks): the
-    whole backfill is paced as one would be, one run a second."""
-    plan = app.store.apply_schedule(
-        app.tenant,
-        name,
-        app.clock.now(),
-        lambda s, active: plan_backfill(s, active, start, end, pace_from),
-    )
-    log_event(
-        log, "schedule.backfilled", schedule=name, jobs=len(plan.new_jobs), ticks=len(plan.ticks)
-    )
-    return plan
-
-
 def cmd_history(args: argparse.Namespace) -> int:
     app = make_app(args)
     ticks = app.schedule_history(args.name, limit=args.limit)
@@ -424,18 +332,3 @@ def _print_schedule(app: Any, s: Schedule, as_json: bool, history: int = 0) -> N
                 [(t.nominal_at.isoformat(), t.outcome, t.job_id or "-", t.detail) for t in ticks],
                 ["recent ticks (UTC)", "outcome", "job", "why"],
             )
-
-
-COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
-    "add": cmd_add,
-    "update": cmd_update,
-    "list": cmd_list,
-    "show": cmd_show,
-    "pause": cmd_pause,
-    "resume": cmd_resume,
-    "delete": cmd_delete,
-    "trigger": cmd_trigger,
-    "backfill": cmd_backfill,
-    "history": cmd_history,
-    "preview": cmd_preview,
-}

@@ -1,0 +1,172 @@
+"""`duetime jobs list|show|cancel|replay|reschedule|resolve`: inspect and steer jobs."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+from duetime.cli.support import _positive_int, make_app, out, table
+from duetime.core.models import Job, attempt_to_json, page_of
+from duetime.core.states import JobStatus
+
+
+def add_parsers(sub: Any, parents: list[argparse.ArgumentParser]) -> None:
+    jobs = sub.add_parser("jobs", help="inspect and steer jobs").add_subparsers(
+        dest="jobs_command", required=True, metavar="ACTION"
+    )
+    p = jobs.add_parser("list", parents=parents, help="list jobs, newest first")
+    p.add_argument("--status", choices=[str(s) for s in JobStatus])
+    p.add_argument("--task")
+    p.add_argument("--queue")
+    p.add_argument("--limit", type=_positive_int, default=50)
+    p.add_argument("--cursor", type=int, help="show jobs older than this id (next_cursor)")
+    p.add_argument("--due-after", help="only jobs due at or after this instant (ISO 8601)")
+    p.add_argument("--due-before", help="only jobs due before this instant (ISO 8601)")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_jobs_list)
+    for name, func, help_text in [
+        ("show", cmd_jobs_show, "show a job with its attempts"),
+        ("cancel", cmd_jobs_cancel, "cancel a job (or ask a running one to stop)"),
+        ("replay", cmd_jobs_replay, "run a dead, cancelled or expired job again"),
+        ("reschedule", cmd_jobs_reschedule, "move a scheduled job's due time"),
+        ("resolve", cmd_jobs_resolve, "settle a parked job: --done or --run-again"),
+    ]:
+        p = jobs.add_parser(name, parents=parents, help=help_text)
+        p.add_argument("id", type=int)
+        if name == "reschedule":
+            p.add_argument("--at", required=True, help="new due time, ISO 8601 with offset")
+        if name == "resolve":
+            how = p.add_mutually_exclusive_group(required=True)
+            how.add_argument("--done", action="store_true", help="the effect happened")
+            how.add_argument("--run-again", action="store_true", help="run the job again now")
+        p.add_argument("--json", action="store_true")
+        p.set_defaults(func=func)
+
+
+def cmd_jobs_list(args: argparse.Namespace) -> int:
+    app = make_app(args)
+    found = app.list_jobs(
+        status=args.status,
+        task=args.task,
+        queue=args.queue,
+        before_id=args.cursor,
+        due_after=args.due_after,
+        due_before=args.due_before,
+        limit=args.limit + 1,  # one more than shown: whether a next page exists
+    )
+    jobs, next_cursor = page_of(found, args.limit)
+    if args.json:
+        out(
+            json.dumps({"items": [j.to_json() for j in jobs], "next_cursor": next_cursor}, indent=2)
+        )
+        return 0
+    table(
+        [
+            (
+                j.id,
+                j.task,
+                j.status,
+                j.queue,
+                j.priority,
+                f"{j.attempts}/{j.max_attempts}",
+                _short(j.due_at),
+            )
+            for j in jobs
+        ],
+        ["id", "task", "status", "queue", "prio", "attempts", "due_at (UTC)"],
+    )
+    if next_cursor is not None:
+        out(f"next cursor: {next_cursor}")
+    return 0
+
+
+def cmd_jobs_show(args: argparse.Namespace) -> int:
+    print_job(make_app(args).get_job(args.id), args.json)
+    return 0
+
+
+def cmd_jobs_cancel(args: argparse.Namespace) -> int:
+    job = make_app(args).cancel(args.id)
+    _moved(job, args.json)
+    return 0
+
+
+def cmd_jobs_reschedule(args: argparse.Namespace) -> int:
+    job = make_app(args).reschedule(args.id, args.at)
+    _moved(job, args.json)
+    return 0
+
+
+def cmd_jobs_resolve(args: argparse.Namespace) -> int:
+    job = make_app(args).resolve(args.id, done=args.done)
+    _moved(job, args.json)
+    return 0
+
+
+def cmd_jobs_replay(args: argparse.Namespace) -> int:
+    job = make_app(args).replay(args.id)
+    _moved(job, args.json)
+    return 0
+
+
+def _moved(job: Job, as_json: bool) -> None:
+    if as_json:
+        out(json.dumps(job.to_json(), indent=2))
+    else:
+        out(f"job {job.id} is {job.status} (due {job.due_at.isoformat()}, version {job.version})")
+
+
+def print_job(job: Job, as_json: bool) -> None:
+    if as_json:
+        out(json.dumps(job.to_json(), indent=2))
+        return
+    fields = [
+        ("id", job.id),
+        ("task", job.task),
+        ("status", job.status),
+        ("queue", job.queue),
+        ("priority", job.priority),
+        ("args", json.dumps(job.args)),
+        ("due_at", job.due_at.isoformat()),
+        ("deadline_at", job.deadline_at.isoformat() if job.deadline_at else "-"),
+        ("attempts", f"{job.attempts}/{job.max_attempts} (generation {job.generation})"),
+        ("version", job.version),
+        ("business_key", job.business_key),
+        ("schedule", _occurrence(job)),
+        ("idempotency_key", job.idempotency_key or "-"),
+        ("created_at", job.created_at.isoformat()),
+        ("updated_at", job.updated_at.isoformat()),
+    ]
+    width = max(len(k) for k, _ in fields)
+    for key, value in fields:
+        out(f"{key.ljust(width)}  {value}")
+    if job.attempt_history:
+        out()
+        table(
+            [
+                (
+                    a["generation"],
+                    a["status"],
+                    a["worker_id"],
+                    a["started_at"],
+                    a["finished_at"] or "-",
+                    a["lease_expires_at"],
+                    (a["error_category"] or "")
+                    + (f": {a['error_message']}" if a["error_message"] else "")
+                    + (f" [late report: {a['late_outcome']}]" if a["late_outcome"] else ""),
+                )
+                for a in map(attempt_to_json, job.attempt_history)
+            ],
+            ["gen", "status", "worker", "started", "finished", "lease_expires", "error"],
+        )
+
+
+def _occurrence(job: Job) -> str:
+    if not (job.schedule_name and job.nominal_at):
+        return "-"
+    return f"{job.schedule_name} (tick {job.nominal_at.isoformat()}, {job.origin})"
+
+
+def _short(value: Any) -> str:
+    return "" if value is None else value.strftime("%Y-%m-%d %H:%M:%S")

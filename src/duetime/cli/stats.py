@@ -1,0 +1,85 @@
+"""`duetime stats`: jobs by status and queue, oldest overdue age, lag and throughput."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+from duetime import operators
+from duetime.cli.support import make_app, out, table
+from duetime.core.states import JobStatus
+from duetime.core.stats import Stats
+
+
+def add_parsers(sub: Any, parents: list[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser(
+        "stats", parents=parents, help="jobs by status and queue, overdue age, lag, throughput"
+    )
+    p.add_argument("--all", action="store_true", help="figures over every tenant")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_stats)
+
+
+def cmd_stats(args: argparse.Namespace) -> int:
+    app = make_app(args)
+    figures = operators.stats(app, None) if args.all else app.stats()
+    if args.json:
+        out(json.dumps(figures.to_json(), indent=2))
+        return 0
+    print_stats(figures)
+    return 0
+
+
+def print_stats(figures: Stats) -> None:
+    by_queue = figures.by_queue()
+    by_status = figures.by_status()
+    queues = sorted(by_queue)
+    rows = [
+        (status, by_status.get(str(status), 0), *(by_queue[q].get(str(status), 0) for q in queues))
+        for status in JobStatus
+    ]
+    rows.append(("total", sum(by_status.values()), *(sum(by_queue[q].values()) for q in queues)))
+    table(rows, ["status", "all queues", *queues])
+    out()
+    overdue = figures.oldest_overdue_seconds
+    out(
+        "oldest overdue job: none"
+        if overdue is None
+        else f"oldest overdue job: due {_age(overdue)} ago and not started yet"
+    )
+    out()
+    table(
+        [
+            (
+                f"last {w.minutes}m",
+                w.started,
+                w.succeeded,
+                w.failed,
+                f"{w.throughput_per_second:.4f}",
+                _seconds(w.lag_p50),
+                _seconds(w.lag_p95),
+                _seconds(w.lag_p99),
+            )
+            for w in figures.windows
+        ],
+        ["window", "started", "succeeded", "failed", "done/s", "lag p50", "lag p95", "lag p99"],
+    )
+    if figures.sample_limit_hit:
+        out()
+        out(f"(figures from the newest {figures.sampled} attempts of the last hour only)")
+
+
+def _age(seconds: float) -> str:
+    """12.3s, 5m 07s, 3h 02m, 4d 06h."""
+    if seconds < 60:
+        return f"{seconds:.1f}s"
+    whole = int(seconds)
+    for unit, size, sub, sub_size in (("d", 86400, "h", 3600), ("h", 3600, "m", 60)):
+        if whole >= size:
+            return f"{whole // size}{unit} {whole % size // sub_size:02d}{sub}"
+    return f"{whole // 60}m {whole % 60:02d}s"
+
+
+def _seconds(value: float | None) -> str:
+    return "-" if value is None else f"{value:.3f}s"

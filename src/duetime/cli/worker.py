@@ -1,0 +1,130 @@
+"""`duetime worker`: run a worker process that executes due jobs until SIGTERM or SIGINT."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import os
+import signal
+import sys
+import time
+from typing import Any
+
+from duetime import logs
+from duetime.cli.support import _positive_int, make_app, seconds
+from duetime.client import App
+from duetime.core.errors import StoreUnavailable
+
+log = logging.getLogger("duetime.cli")
+
+
+def add_parsers(sub: Any, parents: list[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser("worker", parents=parents, help="run a worker that executes due jobs")
+    p.add_argument("--app", required=True, help="module:attribute of your duetime.App")
+    p.add_argument(
+        "--queues", nargs="+", metavar="QUEUE", help="queues to take jobs from (default: all)"
+    )
+    p.add_argument(
+        "--concurrency", type=_positive_int, default=10, help="jobs run at once (default 10)"
+    )
+    p.add_argument(
+        "--poll-interval", type=seconds, default=0.5, help="idle poll interval, e.g. 0.5s"
+    )
+    p.add_argument(
+        "--grace", type=seconds, default=30.0, help="shutdown grace period (default 30s)"
+    )
+    p.add_argument(
+        "--reap-interval", type=seconds, default=5.0, help="how often to reap lapsed leases (5s)"
+    )
+    p.add_argument(
+        "--plan-interval", type=seconds, default=1.0, help="how often to plan schedules (1s)"
+    )
+    p.add_argument("--no-planner", action="store_true", help="do not plan schedules here")
+    p.add_argument(
+        "--metrics-port",
+        type=int,
+        metavar="PORT",
+        help="serve this worker's Prometheus metrics on this port (default: not served)",
+    )
+    p.add_argument(
+        "--metrics-host",
+        default="127.0.0.1",
+        metavar="HOST",
+        help="address to serve metrics on (default 127.0.0.1; 0.0.0.0 for every interface)",
+    )
+    p.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
+    p.add_argument("--log-format", default="text", choices=["text", "json"])
+    p.set_defaults(func=cmd_worker)
+
+
+def cmd_worker(args: argparse.Namespace) -> int:
+    from duetime.runtime import metrics as worker_metrics
+    from duetime.runtime.worker import Worker
+
+    logs.configure(args.log_level, args.log_format)
+    app = make_app(args)
+    figures = worker_metrics.WorkerMetrics()
+    exporter = None  # nothing listens without --metrics-port
+    if args.metrics_port is not None:  # before waiting for the store: a busy port fails fast
+        exporter = worker_metrics.serve(figures, args.metrics_port, args.metrics_host)
+    _wait_for_store(app)
+    queues = [q for item in args.queues or [] for q in item.split(",") if q]
+    worker = Worker(
+        app,
+        queues=queues or None,
+        concurrency=args.concurrency,
+        poll_interval=args.poll_interval,
+        grace=args.grace,
+        reap_interval=args.reap_interval,
+        plan_interval=args.plan_interval,
+        planner=not args.no_planner,
+        metrics=figures,
+    )
+
+    async def main() -> None:
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+
+        def on_signal(signum: int) -> None:
+            if stop.is_set():
+                log.warning("second signal: exiting now; in-flight leases will be reaped")
+                os._exit(1)
+            log.info(
+                "received %s: finishing in-flight jobs (grace %ss)",
+                signal.Signals(signum).name,
+                args.grace,
+            )
+            stop.set()
+
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, on_signal, sig)
+        await worker.run(stop)
+
+    asyncio.run(main())
+    if exporter is not None:
+        exporter.stop()
+    if worker.abandoned_threads:
+        log.warning(
+            "%d handler thread(s) outlived the grace period; exiting", worker.abandoned_threads
+        )
+        logging.shutdown()
+        os._exit(0)
+    app.close()
+    return 0
+
+
+def _wait_for_store(app: App) -> None:
+    """A worker started while its database is down waits for it (a bad URL fails at once)."""
+    delay = 1.0
+    # nothing runs yet, so a stop request while waiting simply ends the process cleanly
+    previous = signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+    while True:
+        try:
+            app.store  # noqa: B018 - opens and checks the store
+            signal.signal(signal.SIGTERM, previous)
+            return
+        except StoreUnavailable as exc:
+            log.warning("database unavailable (%s); retrying in %.0fs", exc, delay)
+            time.sleep(delay)
+            delay = min(delay * 2, 30.0)

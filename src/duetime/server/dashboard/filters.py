@@ -1,0 +1,100 @@
+"""The dashboard's Jinja filters: instants, durations, rates and text as the pages show them."""
+
+from __future__ import annotations
+
+import json
+import re
+from datetime import UTC, datetime
+from typing import Any
+from zoneinfo import ZoneInfo
+
+from markupsafe import Markup, escape
+
+
+def rfc3339(value: datetime | None) -> str:
+    """An instant as RFC 3339 UTC to the second: 2026-01-01T09:30:00Z."""
+    if value is None:
+        return "—"
+    return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def time_tag(value: datetime | None) -> Markup:
+    """<time> with the UTC instant; dashboard.js puts the browser's local time in its title."""
+    if value is None:
+        return Markup('<span class="muted">—</span>')
+    iso = value.astimezone(UTC).isoformat()
+    return Markup('<time datetime="{0}" title="{1}">{1}</time>').format(iso, rfc3339(value))
+
+
+def input_time(value: datetime | None) -> str:
+    """An instant as a datetime-local input value, in UTC (the form says so)."""
+    return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S") if value is not None else ""
+
+
+def local_time(value: datetime | None, tz: str) -> str:
+    """An instant in an IANA zone: 2026-01-01 10:30:00 CET +01:00."""
+    if value is None:
+        return "—"
+    try:
+        local = value.astimezone(ZoneInfo(tz))
+    except (KeyError, ValueError):
+        return rfc3339(value)
+    offset = local.strftime("%z")
+    return f"{local:%Y-%m-%d %H:%M:%S} {local.tzname()} {offset[:3]}:{offset[3:]}"
+
+
+def duration(seconds: float | None) -> str:
+    """A human duration; dashboard.js formats refreshed figures the same way."""
+    if seconds is None:
+        return "—"
+    s = max(0.0, float(seconds))
+    if s < 1:
+        return f"{s * 1000:.0f} ms"
+    if s < 60:
+        return f"{s:.1f} s"
+    whole = int(s)
+    if whole < 3600:
+        return f"{whole // 60}m {whole % 60:02d}s"
+    if whole < 86400:
+        return f"{whole // 3600}h {whole % 3600 // 60:02d}m"
+    return f"{whole // 86400}d {whole % 86400 // 3600:02d}h"
+
+
+def rate(per_second: float) -> str:
+    """A throughput: per second when at least one a second, else per minute."""
+    if per_second >= 1:
+        return f"{per_second:.1f}/s"
+    return f"{per_second * 60:.1f}/min"
+
+
+def every(seconds: float | None) -> str:
+    """An interval rule's period: 90 s, 15 min, 2 h, 1 d."""
+    if seconds is None:
+        return "—"
+    for unit, size in (("d", 86400), ("h", 3600), ("min", 60)):
+        if seconds >= size and seconds % size == 0:
+            return f"{int(seconds // size)} {unit}"
+    return f"{seconds:g} s"
+
+
+def breakable(value: str) -> Markup:
+    """Escaped text with line-break opportunities after dots, colons and slashes, so long
+    dotted task names wrap between their parts rather than mid-word."""
+    return Markup(re.sub(r"([./:])", r"\1<wbr>", str(escape(value))))
+
+
+def pretty_json(value: Any) -> str:
+    return json.dumps(value, indent=2, sort_keys=True, ensure_ascii=False)
+
+
+# each filter under the name templates use
+FILTERS = {
+    "rfc3339": rfc3339,
+    "ts": time_tag,
+    "local": local_time,
+    "inputtime": input_time,
+    "dur": duration,
+    "rate": rate,
+    "wbr": breakable,
+    "pretty": pretty_json,
+}

@@ -1,0 +1,249 @@
+"""/jobs: the job list (and the parked jobs), one job's page, and its actions (cancel, replay,
+reschedule, resolve)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import datetime
+from typing import Annotated
+from urllib.parse import urlencode
+
+from fastapi import APIRouter, Form, Request
+from fastapi.responses import RedirectResponse, Response
+
+from duetime.client import App
+from duetime.core.errors import DuetimeError, InvalidRequest
+from duetime.core.models import Job, JobFilter, page_of
+from duetime.core.states import TRANSITIONS, Event, JobStatus
+from duetime.core.tokens import Role
+from duetime.server.auth import Principal
+from duetime.server.dashboard.filters import rfc3339
+from duetime.server.dashboard.forms import guard, opt, parse_when
+from duetime.server.dashboard.render import PAGE_SIZE, error_page, render
+from duetime.server.dashboard.session import go_back, to_login, user
+from duetime.server.schemas import parse_id
+from duetime.server.state import duetime_app
+from duetime.store import is_unavailable
+
+router = APIRouter(include_in_schema=False)
+
+
+@router.get("/jobs")
+def jobs_page(
+    request: Request,
+    id: str | None = None,
+    task: str | None = None,
+    queue: str | None = None,
+    status: str | None = None,
+    tenant: str | None = None,
+    due_after: str | None = None,
+    due_before: str | None = None,
+    before: str | None = None,
+) -> Response:
+    who = user(request)
+    if who is None:
+        return to_login(request)
+    form = {
+        "id": opt(id),
+        "task": opt(task),
+        "queue": opt(queue),
+        "status": opt(status),
+        "tenant": opt(tenant) if who.sees_all else None,
+        "due_after": opt(due_after),
+        "due_before": opt(due_before),
+    }
+    nav = "parked" if form["status"] == "parked" else "jobs"
+    errors: list[str] = []
+    if form["id"] is not None:
+        job_id = parse_id(form["id"])
+        if job_id is not None:
+            return RedirectResponse(f"/jobs/{job_id}", 303)
+        errors.append(f"job id {form['id']!r} is not a number")
+    status_value: JobStatus | None = None
+    if form["status"] is not None:
+        try:
+            status_value = JobStatus(form["status"])
+        except ValueError:
+            errors.append(f"unknown status {form['status']!r}")
+    bounds: dict[str, datetime | None] = {"due_after": None, "due_before": None}
+    for key in bounds:
+        if form[key] is not None:
+            try:
+                bounds[key], _ = parse_when(form[key], key.replace("_", " "))
+            except InvalidRequest as exc:
+                errors.append(str(exc))
+    cursor = parse_id(before) if before else None
+    if before and cursor is None:
+        errors.append(f"page cursor {before!r} is not a job id")
+    jobs: list[Job] = []
+    next_url = None
+    if not errors:
+        found = duetime_app(request).store.list_jobs(
+            JobFilter(
+                tenant=form["tenant"] if who.sees_all else who.tenant,
+                status=status_value,
+                task=form["task"],
+                queue=form["queue"],
+                before_id=cursor,
+                due_after=bounds["due_after"],
+                due_before=bounds["due_before"],
+                limit=PAGE_SIZE + 1,
+            )
+        )
+        jobs, last = page_of(found, PAGE_SIZE)
+        if last is not None:
+            kept = {k: v for k, v in form.items() if v is not None and k != "id"}
+            next_url = "/jobs?" + urlencode({**kept, "before": last})
+    first_url = None
+    if cursor is not None:
+        kept = {k: v for k, v in form.items() if v is not None and k != "id"}
+        first_url = "/jobs" + (f"?{urlencode(kept)}" if kept else "")
+    return render(
+        request,
+        who,
+        "jobs.html",
+        {
+            "jobs": jobs,
+            "form": form,
+            "errors": errors,
+            "next_url": next_url,
+            "first_url": first_url,
+            "page_size": PAGE_SIZE,
+        },
+        status=400 if errors else 200,
+        nav=nav,
+    )
+
+
+def _actions(job: Job) -> dict[str, bool]:
+    """Which buttons the job page offers for the job's current status."""
+    status = job.status
+    return {
+        "cancel": status in TRANSITIONS[Event.CANCEL] and status is not JobStatus.CANCEL_REQUESTED,
+        "reschedule": status in TRANSITIONS[Event.RESCHEDULE],
+        "replay": status in TRANSITIONS[Event.REPLAY],
+        "resolve": status in TRANSITIONS[Event.RESOLVE_DONE],
+    }
+
+
+def _find_job(request: Request, who: Principal, job_id: str) -> Job | None:
+    number = parse_id(job_id)
+    if number is None:
+        return None
+    return duetime_app(request).store.get_job(number, tenant=who.tenant_filter)
+
+
+def _schedule_link(job: Job) -> str | None:
+    return f"/schedules/{job.schedule_id}" if job.schedule_id is not None else None
+
+
+@router.get("/jobs/{job_id}")
+def job_page(request: Request, job_id: str) -> Response:
+    who = user(request)
+    if who is None:
+        return to_login(request)
+    job = _find_job(request, who, job_id)
+    if job is None:
+        return error_page(request, who, 404, f"There is no job {job_id} that you can see.")
+    return render(
+        request,
+        who,
+        "job.html",
+        {
+            "job": job,
+            "attempts": list(job.attempt_history),
+            "actions": _actions(job),
+            "schedule_url": _schedule_link(job),
+        },
+        nav="jobs",
+    )
+
+
+def _job_action(
+    request: Request,
+    job_id: str,
+    csrf_token: str | None,
+    back: str | None,
+    act: Callable[[App, int], tuple[Job, str]],
+) -> Response:
+    who = user(request)
+    refused = guard(request, who, csrf_token, Role.WRITE)
+    if refused is not None or who is None:
+        return refused or to_login(request)
+    job = _find_job(request, who, job_id)
+    if job is None:
+        return error_page(request, who, 404, f"There is no job {job_id} that you can see.")
+    default = f"/jobs/{job.id}"
+    try:
+        # an admin acts in the job's own tenant; anyone else only ever finds their own jobs
+        _, message = act(duetime_app(request).scoped(job.tenant), job.id)
+    except DuetimeError as exc:
+        if is_unavailable(exc):
+            raise
+        return go_back(request, back, default, "error", str(exc))
+    return go_back(request, back, default, "ok", message)
+
+
+@router.post("/jobs/{job_id}/cancel")
+def cancel_job(
+    request: Request,
+    job_id: str,
+    csrf_token: Annotated[str | None, Form()] = None,
+    back: Annotated[str | None, Form()] = None,
+) -> Response:
+    def act(app: App, number: int) -> tuple[Job, str]:
+        job = app.cancel(number)
+        if job.status is JobStatus.CANCEL_REQUESTED:
+            return job, f"Job {number} is running; its handler has been asked to stop."
+        return job, f"Job {number} cancelled."
+
+    return _job_action(request, job_id, csrf_token, back, act)
+
+
+@router.post("/jobs/{job_id}/replay")
+def replay_job(
+    request: Request,
+    job_id: str,
+    csrf_token: Annotated[str | None, Form()] = None,
+    back: Annotated[str | None, Form()] = None,
+) -> Response:
+    def act(app: App, number: int) -> tuple[Job, str]:
+        job = app.replay(number)
+        return job, f"Job {number} replayed: it is scheduled again, due {rfc3339(job.due_at)}."
+
+    return _job_action(request, job_id, csrf_token, back, act)
+
+
+@router.post("/jobs/{job_id}/reschedule")
+def reschedule_job(
+    request: Request,
+    job_id: str,
+    csrf_token: Annotated[str | None, Form()] = None,
+    due_at: Annotated[str | None, Form()] = None,
+    back: Annotated[str | None, Form()] = None,
+) -> Response:
+    def act(app: App, number: int) -> tuple[Job, str]:
+        when, naive = parse_when(due_at, "new due time")
+        job = app.reschedule(number, when)
+        note = " (the time had no UTC offset, so it was read as UTC)" if naive else ""
+        return job, f"Job {number} rescheduled to {rfc3339(job.due_at)}{note}."
+
+    return _job_action(request, job_id, csrf_token, back, act)
+
+
+@router.post("/jobs/{job_id}/resolve")
+def resolve_job(
+    request: Request,
+    job_id: str,
+    csrf_token: Annotated[str | None, Form()] = None,
+    outcome: Annotated[str | None, Form()] = None,
+    back: Annotated[str | None, Form()] = None,
+) -> Response:
+    def act(app: App, number: int) -> tuple[Job, str]:
+        if outcome == "done":
+            return app.resolve(number, done=True), f"Job {number} recorded as succeeded."
+        if outcome == "retry":
+            return app.resolve(number, done=False), f"Job {number} will run again now."
+        raise InvalidRequest("resolve needs outcome 'done' or 'retry'")
+
+    return _job_action(request, job_id, csrf_token, back, act)

@@ -125,6 +125,10 @@ class SQLStore(SchedulesNodesTokens):
             return self._enqueue(c, jobs, now)
 
     def _enqueue(self, c: Connection, jobs: Sequence[NewJob], now: datetime) -> list[Enqueued]:
+        if len(jobs) == 1:  # one statement, its id from the database
+            row = c.one("enqueue_one", **job_params(0, jobs[0], now))
+            if row is not None:
+                return [Enqueued(job_from_row(row, self._t), True)]
         # An insert waits for another transaction's uncommitted row with the same key, so two
         # batches taking the same keys in different orders could deadlock. Rows therefore go
         # in in the order of their keys (the sort is stable: of two equal keys the first in the

@@ -20,6 +20,8 @@ STATEMENTS: dict[str, str] = {
     "insert_migration": "records migration (version, name) applied at now",
     # -- jobs
     "reserve_job_ids": "returns id: `count` new job ids, never given out before",
+    "enqueue_one": "inserts one job, its id given by the database, and returns it; returns "
+    "nothing when (tenant, idempotency_key) or (schedule_id, nominal_at) exists already",
     "insert_job": "inserts one job with the given id; does nothing when (tenant, "
     "idempotency_key) or (schedule_id, nominal_at) exists already",
     "jobs_by_ids": "returns the jobs whose id is in ids",

@@ -37,6 +37,22 @@ FROM JSON_TABLE(CONCAT('[', REPEAT('0,', %(count)s - 1), '0]'),
 SELECT id FROM duetime_job_ids WHERE owner = CONNECTION_ID() ORDER BY id;
 DELETE FROM duetime_job_ids WHERE owner = CONNECTION_ID();
 
+-- name: enqueue_one
+-- The id from duetime_job_ids (LAST_INSERT_ID() keeps it: the jobs' insert generates none).
+INSERT INTO duetime_job_ids (owner) VALUES (CONNECTION_ID());
+INSERT INTO duetime_jobs (id, tenant, queue, task, args, priority, due_at, deadline_at, status,
+    max_attempts, retry_base, retry_cap, lease_seconds, timeout_seconds, idempotency_key,
+    request_hash, business_key, created_at, updated_at, schedule_id, schedule_name, nominal_at,
+    covers, origin)
+VALUES (LAST_INSERT_ID(), %(tenant)s, %(queue)s, %(task)s, %(args)s, %(priority)s,
+    %(due_at)s, %(deadline_at)s, %(status)s, %(max_attempts)s, %(retry_base)s, %(retry_cap)s,
+    %(lease_seconds)s, %(timeout_seconds)s, %(idempotency_key)s, %(request_hash)s,
+    %(business_key)s, %(now)s, %(now)s, %(schedule_id)s, %(schedule_name)s, %(nominal_at)s,
+    %(covers)s, %(origin)s)
+ON DUPLICATE KEY UPDATE id = id;
+SELECT * FROM duetime_jobs WHERE id = LAST_INSERT_ID();
+DELETE FROM duetime_job_ids WHERE id = LAST_INSERT_ID();
+
 -- name: insert_job
 INSERT INTO duetime_jobs (id, tenant, queue, task, args, priority, due_at, deadline_at, status,
     max_attempts, retry_base, retry_cap, lease_seconds, timeout_seconds, idempotency_key,

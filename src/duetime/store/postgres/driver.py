@@ -6,6 +6,8 @@ Instants are timestamptz; lists travel as arrays.
 
 from __future__ import annotations
 
+import time
+import weakref
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from datetime import UTC, datetime
@@ -46,8 +48,9 @@ class PostgresDriver(Driver):
                 max_size=max_size,
                 open=True,
                 kwargs={"autocommit": False},
+                configure=_configure,
                 # a connection that died (server restart, network drop) is replaced on checkout
-                check=psycopg_pool.ConnectionPool.check_connection,
+                check=_check_if_idle,
                 name="duetime",
                 timeout=pool_timeout,  # how long a caller waits for a connection in an outage
             )
@@ -81,6 +84,7 @@ class PostgresDriver(Driver):
             raise
         with self.translated():
             pooled.__exit__(None, None, None)  # commits
+        _used[native] = time.monotonic()
 
     @contextmanager
     def joined(self, native: Any) -> Iterator[Connection]:
@@ -131,6 +135,25 @@ class PostgresDriver(Driver):
 
     def close(self) -> None:
         self._pool.close()
+
+
+# when each pooled connection last finished a transaction (weak keys: the pool discards some)
+_used: weakref.WeakKeyDictionary[Any, float] = weakref.WeakKeyDictionary()
+_CHECK_AFTER_IDLE = 2.0  # seconds: a connection idle longer is checked before it is reused
+
+
+def _check_if_idle(conn: psycopg.Connection[Any]) -> None:
+    """The pool's checkout check: a round trip only for a connection that sat idle (one in
+    use moments ago is alive; a dead one fails its statement and is replaced)."""
+    if time.monotonic() - _used.get(conn, 0.0) > _CHECK_AFTER_IDLE:
+        psycopg_pool.ConnectionPool.check_connection(conn)
+
+
+def _configure(conn: psycopg.Connection[Any]) -> None:
+    """Each new connection plans every statement for its own parameters: a cached generic
+    plan cannot know that `due_at <= now` selects only the due rows, and reads them all."""
+    conn.execute("SET plan_cache_mode = force_custom_plan")
+    conn.commit()
 
 
 def _reason(exc: BaseException) -> str:

@@ -31,6 +31,18 @@ SELECT MAX(COALESCE((SELECT seq FROM sqlite_sequence WHERE name = 'duetime_jobs'
            COALESCE((SELECT MAX(id) FROM duetime_jobs), 0)) + i AS id
 FROM n;
 
+-- name: enqueue_one
+INSERT INTO duetime_jobs (tenant, queue, task, args, priority, due_at, deadline_at, status,
+    max_attempts, retry_base, retry_cap, lease_seconds, timeout_seconds, idempotency_key,
+    request_hash, business_key, created_at, updated_at, schedule_id, schedule_name, nominal_at,
+    covers, origin)
+VALUES (:tenant, :queue, :task, :args, :priority, :due_at, :deadline_at, :status,
+    :max_attempts, :retry_base, :retry_cap, :lease_seconds, :timeout_seconds, :idempotency_key,
+    :request_hash, :business_key, :now, :now, :schedule_id, :schedule_name, :nominal_at,
+    :covers, :origin)
+ON CONFLICT DO NOTHING
+RETURNING *;
+
 -- name: insert_job
 INSERT INTO duetime_jobs (id, tenant, queue, task, args, priority, due_at, deadline_at, status,
     max_attempts, retry_base, retry_cap, lease_seconds, timeout_seconds, idempotency_key,
@@ -77,14 +89,32 @@ LIMIT :limit;
 SELECT id FROM duetime_jobs WHERE schedule_id = :schedule_id AND nominal_at = :nominal_at;
 
 -- name: pick_due
--- 'scheduled' is written out (not taken from the moves) so the partial indexes serve it
-SELECT id FROM duetime_jobs
-WHERE status = 'scheduled'
-  AND due_at <= :now
-  AND (deadline_at IS NULL OR deadline_at > :now)
-  AND (:all_queues OR queue IN (SELECT value FROM json_each(:queues)))
-ORDER BY priority DESC, due_at, id
-LIMIT :limit;
+-- One branch runs: every queue, one queue, or several. INDEXED BY: the partial indexes give the
+-- claim order, so a scan stops after `limit` due rows instead of sorting every scheduled job
+-- (without statistics SQLite would take the status index and sort). Several queues are merged
+-- by a sort of their due rows.
+SELECT id FROM (
+    SELECT id FROM duetime_jobs INDEXED BY duetime_jobs_due_any
+    WHERE :all_queues AND status = 'scheduled' AND due_at <= :now
+      AND (deadline_at IS NULL OR deadline_at > :now)
+    ORDER BY priority DESC, due_at, id
+    LIMIT :limit)
+UNION ALL
+SELECT id FROM (
+    SELECT id FROM duetime_jobs INDEXED BY duetime_jobs_due
+    WHERE NOT :all_queues AND json_array_length(:queues) = 1
+      AND queue = json_extract(:queues, '$[0]') AND status = 'scheduled' AND due_at <= :now
+      AND (deadline_at IS NULL OR deadline_at > :now)
+    ORDER BY priority DESC, due_at, id
+    LIMIT :limit)
+UNION ALL
+SELECT id FROM (
+    SELECT id FROM duetime_jobs INDEXED BY duetime_jobs_due
+    WHERE NOT :all_queues AND json_array_length(:queues) > 1
+      AND queue IN (SELECT value FROM json_each(:queues)) AND status = 'scheduled'
+      AND due_at <= :now AND (deadline_at IS NULL OR deadline_at > :now)
+    ORDER BY priority DESC, due_at, id
+    LIMIT :limit);
 
 -- name: claim_jobs
 UPDATE duetime_jobs

@@ -354,8 +354,11 @@ class Worker:
         finally:
             del self._running[claim.attempt.id]
             with self._threads_lock:
-                if task is not None and not task.is_async and not running.ctx.thread_done:
-                    running.ctx.orphaned = True  # its thread still runs: keep the slot taken
+                # its thread still runs: keep the slot taken (a handler a reconcile hook
+                # settled never had a thread)
+                in_thread = task is not None and not task.is_async and running.handler is not None
+                if in_thread and not running.ctx.thread_done:
+                    running.ctx.orphaned = True
                     self._orphans += 1
             assert self._wake is not None
             self._wake.set()

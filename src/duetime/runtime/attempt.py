@@ -2,7 +2,7 @@
 
 AttemptRunner.begin(claim) makes a RunningAttempt; AttemptRunner.run() takes it to its end:
 the task's reconcile hook (when an earlier attempt was lost), the handler (an `async` one as
-a task on the loop, a sync one in the handler threads) under the job's timeout and
+a task on the loop, a sync one in runtime/handlers.py's threads) under the job's timeout and
 cooperative cancellation, the classification of what it raised and the retry decision, the
 outcome written fenced by the attempt's generation (retried while the database is down), and
 the log line, WorkerStats counter and metrics of the result. Claiming and slots are the
@@ -17,11 +17,8 @@ import functools
 import inspect
 import logging
 import random
-import threading
 import time
 import traceback
-from collections.abc import Callable, Coroutine
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -33,6 +30,7 @@ from duetime.core.retry import ErrorCategory, Failure, RetryPolicy, classify, de
 from duetime.core.states import ATTEMPT_END, Event
 from duetime.logs import log_event
 from duetime.runtime.context import AttemptContext, JobCancelled, set_current
+from duetime.runtime.handlers import HandlerThreads, guarded
 from duetime.runtime.metrics import WorkerMetrics
 from duetime.runtime.service import BlockingCalls
 
@@ -76,56 +74,6 @@ class RunningAttempt:
         self.ctx.request_cancel()
         if self.handler is not None:
             self.handler.cancel()
-
-
-class HandlerThreads:
-    """The threads sync handlers run in, counting those busy, and the orphans: threads still
-    running after their attempt was recorded (each keeps a slot of the worker taken)."""
-
-    def __init__(self, size: int) -> None:
-        self.pool = ThreadPoolExecutor(size, thread_name_prefix="duetime-handler")
-        self._lock = threading.Lock()
-        self._busy: set[int] = set()  # id() of the AttemptContext of each thread running
-        self.orphans = 0
-
-    @property
-    def busy(self) -> int:
-        with self._lock:
-            return len(self._busy)
-
-    def start(
-        self, fn: Callable[[], Any], ctx: AttemptContext, on_start: Callable[[], None]
-    ) -> asyncio.Future[Any]:
-        """Run `fn` in a thread; `on_start` is called on the loop when the thread begins."""
-        loop = asyncio.get_running_loop()
-
-        def in_thread() -> Any:
-            with self._lock:
-                self._busy.add(id(ctx))
-            loop.call_soon_threadsafe(on_start)
-            try:
-                return fn()
-            except (SystemExit, KeyboardInterrupt) as exc:
-                raise HandlerExit(exc) from exc
-            finally:
-                with self._lock:
-                    self._busy.discard(id(ctx))
-                    ctx.thread_done = True
-                    if ctx.orphaned:
-                        self.orphans -= 1
-
-        return loop.run_in_executor(self.pool, in_thread)
-
-    def orphan_if_running(self, ctx: AttemptContext) -> None:
-        """Its attempt is recorded: a thread of it still running keeps its slot taken."""
-        with self._lock:
-            if id(ctx) in self._busy:
-                ctx.orphaned = True
-                self.orphans += 1
-
-    def shutdown(self) -> None:
-        """Stop handing out threads; threads still running are left to finish (or not)."""
-        self.pool.shutdown(wait=False, cancel_futures=True)
 
 
 class AttemptRunner:
@@ -311,7 +259,7 @@ class AttemptRunner:
         started: asyncio.Future[None] = loop.create_future()
         if task.is_async:
             started.set_result(None)
-            return loop.create_task(_guarded(task.fn(**args)), context=context), started
+            return loop.create_task(guarded(task.fn(**args)), context=context), started
 
         def mark_started() -> None:
             if not started.done():
@@ -401,20 +349,6 @@ RECORDED: dict[Event, tuple[str, str, str]] = {
     Event.STOP: ("job.cancelled", "cancelled", "cancelled"),
     Event.PARK: ("job.parked", "parked", "parked"),
 }
-
-
-class HandlerExit(Exception):
-    """A handler called sys.exit() or raised KeyboardInterrupt: a failed attempt, not a crash."""
-
-    def __init__(self, exc: BaseException) -> None:
-        super().__init__(f"handler raised {type(exc).__name__}({exc}); the worker keeps running")
-
-
-async def _guarded(coro: Coroutine[Any, Any, Any]) -> Any:
-    try:
-        return await coro
-    except (SystemExit, KeyboardInterrupt) as exc:
-        raise HandlerExit(exc) from exc
 
 
 def claim_fields(claim: Claim) -> dict[str, Any]:

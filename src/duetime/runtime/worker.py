@@ -25,7 +25,8 @@ from duetime.core import models
 from duetime.core.clock import Clock
 from duetime.core.models import Claim
 from duetime.logs import log_event
-from duetime.runtime.attempt import AttemptRunner, HandlerThreads, RunningAttempt, WorkerStats
+from duetime.runtime.attempt import AttemptRunner, RunningAttempt, WorkerStats
+from duetime.runtime.handlers import HandlerThreads
 from duetime.runtime.leases import LeaseHeartbeats
 from duetime.runtime.metrics import WorkerMetrics
 from duetime.runtime.node import Node, NodeHeartbeat, run_until_signalled

@@ -90,7 +90,8 @@ def _reload(store: Store, job: Job) -> Job:
 async def run_until(
     worker: Worker, done: Callable[[], bool], timeout: float = 15, grace: bool = True
 ) -> None:
-    """Run the worker until `done()` holds (checked every 20 ms), then stop it."""
+    """Run the worker until `done()` holds, then stop it. `done()` is checked each time the
+    worker's claim loop waits (after an attempt ends, and every poll interval)."""
     stop = asyncio.Event()
     task = asyncio.create_task(worker.run(stop))
     deadline = time.monotonic() + timeout
@@ -98,7 +99,13 @@ async def run_until(
         while not done():
             assert time.monotonic() < deadline, "condition not reached in time"
             assert not task.done(), f"worker stopped early: {task}"
-            await asyncio.sleep(0.02)
+            idle = asyncio.ensure_future(worker.slots.idle.wait())
+            await asyncio.wait(
+                [idle, task],
+                timeout=max(0.0, deadline - time.monotonic()),
+                return_when=asyncio.FIRST_COMPLETED,
+            )
+            idle.cancel()
     finally:
         stop.set()
         await asyncio.wait_for(task, 30)

@@ -124,3 +124,26 @@ def test_without_a_hook_the_handler_simply_runs_again(app: duetime.App) -> None:
     run(app, job_id, lambda j: j.terminal)
     assert calls == ["plain 42"]
     assert app.get_job(job_id).status is JobStatus.SUCCEEDED
+
+
+def test_a_job_settled_by_its_hook_gives_its_slot_back(app: duetime.App) -> None:
+    calls: list[str] = []
+    register(app, duetime.Reconcile.DONE, calls)
+
+    @app.task(name="after")
+    def after() -> None:
+        calls.append("after")
+
+    job_id = with_lost_attempt(app, "charge")
+    worker = Worker(app, concurrency=1, poll_interval=0.02, reap_interval=0.05)
+    follow: list[int] = []
+
+    def done() -> bool:
+        if not follow and app.get_job(job_id).terminal:
+            follow.append(after.enqueue().id)
+        return bool(follow) and app.get_job(follow[0]).terminal
+
+    # the sync handler never ran, so no thread of it can be left holding the only slot
+    asyncio.run(run_until(worker, done))
+    assert app.get_job(follow[0]).status is JobStatus.SUCCEEDED
+    assert calls[-1] == "after"

@@ -336,22 +336,18 @@ def test_a_claim_in_flight_at_shutdown_is_run_not_dropped(app: duetime.App) -> N
     job = late.enqueue()
     worker = Worker(app, poll_interval=0.02, grace=10)
     real_claim = worker.store.claim
-    stop_now = threading.Event()
-
-    def slow_claim(**kwargs: Any) -> Any:
-        stop_now.set()  # the stop arrives while this claim is in the store
-        time.sleep(0.5)
-        return real_claim(**kwargs)
-
-    worker.store.claim = slow_claim  # type: ignore[method-assign]
 
     async def scenario() -> None:
         stop = asyncio.Event()
-        task = asyncio.create_task(worker.run(stop))
-        while not stop_now.is_set():
-            await asyncio.sleep(0.01)
-        stop.set()
-        await asyncio.wait_for(task, 30)
+        loop = asyncio.get_running_loop()
+
+        def slow_claim(**kwargs: Any) -> Any:
+            loop.call_soon_threadsafe(stop.set)  # the stop arrives while this claim is in the store
+            time.sleep(0.5)  # a slow database
+            return real_claim(**kwargs)
+
+        worker.store.claim = slow_claim  # type: ignore[method-assign]
+        await asyncio.wait_for(worker.run(stop), 30)
 
     asyncio.run(scenario())
     assert ran.is_set()

@@ -8,8 +8,8 @@ import pytest
 
 from duetime.core.models import Attempt, Claim, Job
 from duetime.core.states import AttemptStatus, JobStatus
+from duetime.runtime.attempt import RECORDED
 from duetime.runtime.metrics import STALE, WorkerMetrics
-from duetime.runtime.worker import _RECORDED
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 
@@ -134,7 +134,7 @@ def test_registries_are_private_and_may_carry_process_figures() -> None:
 
 
 def test_every_recorded_outcome_has_a_distinct_label() -> None:
-    labels = [label for _, _, label in _RECORDED.values()]
+    labels = [label for _, _, label in RECORDED.values()]
     assert len(set(labels)) == len(labels)
     assert STALE not in labels
     assert {"succeeded", "retried", "dead", "cancelled", "parked"} <= set(labels)

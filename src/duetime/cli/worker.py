@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 import logging
 import os
 import signal
@@ -82,26 +81,7 @@ def cmd_worker(args: argparse.Namespace) -> int:
         metrics=figures,
     )
 
-    async def main() -> None:
-        stop = asyncio.Event()
-        loop = asyncio.get_running_loop()
-
-        def on_signal(signum: int) -> None:
-            if stop.is_set():
-                log.warning("second signal: exiting now; in-flight leases will be reaped")
-                os._exit(1)
-            log.info(
-                "received %s: finishing in-flight jobs (grace %ss)",
-                signal.Signals(signum).name,
-                args.grace,
-            )
-            stop.set()
-
-        for sig in (signal.SIGTERM, signal.SIGINT):
-            loop.add_signal_handler(sig, on_signal, sig)
-        await worker.run(stop)
-
-    asyncio.run(main())
+    worker.serve()  # until SIGTERM or SIGINT; a second signal exits at once with status 1
     if exporter is not None:
         exporter.stop()
     if worker.abandoned_threads:

@@ -153,7 +153,7 @@ class WorkerMetrics:
         self.lag.labels(queue).observe(max(0.0, lag))
 
     def finished(self, task: str, outcome: str, seconds: float) -> None:
-        """An attempt whose outcome was recorded (`outcome`: see the worker's _RECORDED)."""
+        """An attempt whose outcome was recorded (`outcome`: see runtime.attempt.RECORDED)."""
         self.attempts.labels(task, outcome).inc()
         self.duration.labels(task).observe(max(0.0, seconds))
 

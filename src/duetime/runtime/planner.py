@@ -4,19 +4,23 @@ Each pass handles every unpaused schedule whose next tick has come, one transact
 schedule under its row lock (a schedule another planner holds is skipped this pass), and
 releases buffered occurrences whose predecessor ended. Duplicates are impossible whatever the
 number of planners: each occurrence's identity (schedule, nominal instant) is unique in the store.
+PlannerService runs the passes on a node, after writing the schedules the app declares.
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from duetime.core.clock import Clock
 from duetime.core.schedules import Occurrence, Plan, Schedule, plan_due
 from duetime.logs import log_event
+from duetime.runtime.service import BlockingCalls, IntervalService, Pulse
 from duetime.store.base import Store
 
 log = logging.getLogger("duetime.planner")
+worker_log = logging.getLogger("duetime.worker")  # schedule.synced is a worker event
 
 
 @dataclass
@@ -54,3 +58,40 @@ class Planner:
         if result.released:
             log_event(log, "occurrences.released", count=result.released)
         return result
+
+
+class PlannerService(IntervalService):
+    """A planner pass every `interval` seconds, after `sync` (the app's sync_schedules) wrote
+    the declared schedules at start. `created` fires after a pass that created or released
+    occurrences, and `on_new_work` is called then, so claiming need not wait for its poll."""
+
+    name = "planner"
+
+    def __init__(
+        self,
+        planner: Planner,
+        calls: BlockingCalls,
+        interval: float = 1.0,
+        *,
+        sync: Callable[[], Mapping[str, str]] | None = None,
+        on_new_work: Callable[[], None] | None = None,
+    ) -> None:
+        super().__init__(interval)
+        self.planner = planner
+        self.calls = calls
+        self.sync = sync
+        self.on_new_work = on_new_work
+        self.created = Pulse()
+
+    async def start(self) -> None:
+        if self.sync is not None:
+            synced = await self.calls(self.sync)
+            for name, action in synced.items():
+                log_event(worker_log, "schedule.synced", schedule=name, action=action)
+
+    async def run_once(self) -> None:
+        result = await self.calls(self.planner.run_once)
+        if result.occurrences or result.released:
+            self.created.fire()
+            if self.on_new_work is not None:
+                self.on_new_work()

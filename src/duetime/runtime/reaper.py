@@ -1,9 +1,13 @@
-"""The reaper: returns attempts whose lease ran out to the retry path. Safe to run everywhere."""
+"""The reaper: returns attempts whose lease ran out to the retry path. Safe to run everywhere.
+
+Reaper.run_once() is one pass; ReaperService runs it on a node every few seconds.
+"""
 
 from __future__ import annotations
 
 import logging
 import random
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from duetime.core.clock import Clock
@@ -11,6 +15,7 @@ from duetime.core.models import Outcome
 from duetime.core.retry import ErrorCategory, Failure, RetryPolicy, decide
 from duetime.core.states import AttemptStatus, JobStatus
 from duetime.logs import log_event
+from duetime.runtime.service import BlockingCalls, IntervalService
 from duetime.store.base import Store
 
 log = logging.getLogger("duetime.reaper")
@@ -72,3 +77,26 @@ class Reaper:
         if result.expired:
             log_event(log, "jobs.expired", count=result.expired, status=str(JobStatus.EXPIRED))
         return result
+
+
+class ReaperService(IntervalService):
+    """A reaper pass every `interval` seconds; `on_result` hears each pass's figures."""
+
+    name = "reaper"
+
+    def __init__(
+        self,
+        reaper: Reaper,
+        calls: BlockingCalls,
+        interval: float = 5.0,
+        on_result: Callable[[ReapResult], None] | None = None,
+    ) -> None:
+        super().__init__(interval)
+        self.reaper = reaper
+        self.calls = calls
+        self.on_result = on_result
+
+    async def run_once(self) -> None:
+        result = await self.calls(self.reaper.run_once)
+        if self.on_result is not None:
+            self.on_result(result)

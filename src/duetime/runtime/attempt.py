@@ -1,0 +1,360 @@
+"""One attempt's life: run its handler, decide its outcome, record it fenced, report it.
+
+AttemptRunner.begin(claim) makes a RunningAttempt; AttemptRunner.run() takes it to its end:
+the task's reconcile hook (when an earlier attempt was lost), the handler (an `async` one as
+a task on the loop, a sync one in runtime/handlers.py's threads) under the job's timeout and
+cooperative cancellation, the classification of what it raised and the retry decision, the
+outcome written fenced by the attempt's generation (retried while the database is down), and
+the log line, WorkerStats counter and metrics of the result. Claiming and slots are the
+worker's (runtime/worker.py); lease renewals are runtime/leases.py's.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import functools
+import inspect
+import logging
+import random
+import time
+import traceback
+from dataclasses import dataclass, field
+from typing import Any
+
+from duetime.client import App, Task
+from duetime.core.errors import StaleAttempt
+from duetime.core.models import Claim, Job, Outcome
+from duetime.core.reconcile import Reconcile, lost_attempt_to_reconcile, outcome_for
+from duetime.core.retry import ErrorCategory, Failure, RetryPolicy, classify, decide
+from duetime.core.states import ATTEMPT_END, Event
+from duetime.logs import log_event
+from duetime.runtime.context import AttemptContext, JobCancelled, set_current
+from duetime.runtime.handlers import HandlerThreads, guarded
+from duetime.runtime.metrics import WorkerMetrics
+from duetime.runtime.service import BlockingCalls
+
+log = logging.getLogger("duetime.worker")  # attempt events are worker events (docs/workers.md)
+
+
+@dataclass
+class WorkerStats:
+    claimed: int = 0
+    succeeded: int = 0
+    retried: int = 0
+    dead: int = 0
+    cancelled: int = 0
+    parked: int = 0
+    stale_rejected: int = 0  # outcomes refused because another attempt holds the job now
+    leases_lost: int = 0
+    reaped: int = 0
+    expired: int = 0
+
+
+@dataclass
+class RunningAttempt:
+    claim: Claim
+    ctx: AttemptContext
+    last_beat: float  # time.monotonic() of its last lease renewal
+    handler: asyncio.Future[Any] | None = None
+    interrupted: bool = False
+    fenced_out: bool = False  # its completion transaction was refused: another attempt holds it
+    finishing: bool = False  # its outcome is being recorded: heartbeats no longer speak for it
+    execution: asyncio.Task[None] | None = field(default=None, repr=False)
+
+    def ask_to_stop(self) -> None:
+        """Set the flag sync handlers poll; cancel an async handler cooperatively."""
+        self.ctx.request_cancel()
+        if isinstance(self.handler, asyncio.Task):
+            self.handler.cancel()
+
+    def interrupt(self) -> None:
+        """The worker stops past its grace period: stop the handler, record it interrupted."""
+        self.interrupted = True
+        self.ctx.request_cancel()
+        if self.handler is not None:
+            self.handler.cancel()
+
+
+class AttemptRunner:
+    """Runs attempts to their recorded end, for every slot of one worker."""
+
+    def __init__(
+        self,
+        app: App,
+        calls: BlockingCalls,
+        threads: HandlerThreads,
+        *,
+        rng: random.Random,
+        stats: WorkerStats,
+        metrics: WorkerMetrics,
+    ) -> None:
+        self.app = app
+        self.store = app.store
+        self.clock = app.clock
+        self.calls = calls
+        self.threads = threads
+        self.rng = rng
+        self.stats = stats
+        self.metrics = metrics
+
+    def begin(self, claim: Claim) -> RunningAttempt:
+        ctx = AttemptContext(claim)
+        ctx._completion = functools.partial(
+            self.store.completion, claim.lease, Outcome(Event.SUCCEED), self.clock.now
+        )
+        return RunningAttempt(claim, ctx, last_beat=time.monotonic())
+
+    async def run(self, running: RunningAttempt) -> None:
+        claim = running.claim
+        job = claim.job
+        task = self.app.tasks.get(job.task)
+        log_event(
+            log,
+            "job.started",
+            **claim_fields(claim),
+            attempt=job.attempts,
+            lag_ms=int((claim.attempt.started_at - job.due_at).total_seconds() * 1000),
+        )
+        started = time.monotonic()
+        try:
+            try:
+                outcome = await self._run_handler(running, task)
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:  # a bug while deciding must not strand the attempt
+                log.exception("could not decide the outcome of job %s", job.id)
+                outcome = Outcome(
+                    Event.RETRY,
+                    due_at=self.clock.now(),
+                    error_category=ErrorCategory.RETRYABLE,
+                    error_message=f"worker error while deciding the outcome: {exc!r}",
+                    error_traceback="".join(traceback.format_exception(exc)),
+                )
+            await self._record(running, outcome, time.monotonic() - started)
+        finally:
+            self.threads.orphan_if_running(running.ctx)
+
+    async def _run_handler(self, running: RunningAttempt, task: Task | None) -> Outcome:
+        job = running.claim.job
+        # backoff from the job's record (as the reaper does); classification from the task
+        permanent = task.defaults.retry.permanent if task else ()
+        policy = RetryPolicy(job.retry_base, job.retry_cap, permanent)
+        try:
+            if task is None:
+                raise LookupError(
+                    f"no handler for task {job.task!r} in this worker; register it with "
+                    "@app.task or run a worker whose app knows it"
+                )
+            if task.reconcile is not None and job.generation > 1:
+                settled = await self._reconcile(running, task)
+                if settled is not None:
+                    return settled
+            running.handler, started = self._invoke(task, running.ctx, job.args)
+            await started  # a sync handler may wait for a free thread; its timeout starts now
+            await asyncio.wait_for(asyncio.shield(running.handler), job.timeout_seconds)
+            return Outcome(Event.SUCCEED)
+        except TimeoutError as exc:
+            if running.handler is not None and not running.handler.done():
+                running.ctx.request_cancel()
+                running.handler.cancel()
+                failure = Failure(
+                    ErrorCategory.TIMEOUT,
+                    f"attempt ran past its timeout of {job.timeout_seconds:g}s",
+                )
+            else:
+                failure = classify(exc, policy)
+        except (asyncio.CancelledError, JobCancelled) as exc:
+            if running.interrupted:
+                return Outcome(
+                    Event.RETRY,
+                    due_at=self.clock.now(),
+                    error_category=ErrorCategory.INTERRUPTED,
+                    error_message="the worker shut down before the handler finished",
+                )
+            if isinstance(exc, asyncio.CancelledError) and not running.ctx.cancel_requested:
+                current = asyncio.current_task()
+                if current is not None and current.cancelling():
+                    raise  # the worker itself is being cancelled
+                # the handler let a CancelledError of its own escape: an ordinary failure
+                failure = classify(exc, policy)
+                return self._failed(failure, job, policy)
+            return Outcome(
+                Event.STOP,
+                error_category=ErrorCategory.CANCELLED,
+                error_message="the handler stopped after cancellation was requested",
+            )
+        except StaleAttempt:
+            running.fenced_out = True
+            return Outcome(Event.SUCCEED)  # not recorded: the store refused it already
+        except Exception as exc:
+            if running.ctx.completed:  # the success is recorded; what came after cannot undo it
+                log.warning("job %s raised after its transaction committed", job.id, exc_info=exc)
+                return Outcome(Event.SUCCEED)
+            failure = classify(exc, policy)
+        return self._failed(failure, job, policy)
+
+    async def _reconcile(self, running: RunningAttempt, task: Task) -> Outcome | None:
+        """Ask the task's reconcile hook about a lost earlier attempt, before running again."""
+        job = running.claim.job
+        full = await self.calls(functools.partial(self.store.get_job, job.id))
+        if full is None or task.reconcile is None:
+            return None
+        lost = lost_attempt_to_reconcile(full.attempt_history, job.generation)
+        if lost is None:
+            return None
+        hook = task.reconcile
+        context = contextvars.copy_context()
+        context.run(set_current, running.ctx)
+        try:
+            if inspect.iscoroutinefunction(hook):
+                answer = await asyncio.get_running_loop().create_task(
+                    hook(full, lost), context=context
+                )
+            else:
+                answer = await asyncio.get_running_loop().run_in_executor(
+                    self.threads.pool, functools.partial(context.run, hook, full, lost)
+                )
+            verdict = Reconcile(answer)
+        except Exception as exc:
+            failure = Failure(
+                ErrorCategory.RECONCILE_FAILED,
+                f"the reconcile hook failed: {type(exc).__name__}: {exc}",
+                "".join(traceback.format_exception(exc)),
+            )
+            return self._failed(failure, job, RetryPolicy(job.retry_base, job.retry_cap))
+        log_event(
+            log,
+            "job.reconciled",
+            **claim_fields(running.claim),
+            lost=lost.generation,
+            answer=str(verdict),
+        )
+        return outcome_for(verdict, lost)
+
+    def _failed(self, failure: Failure, job: Job, policy: RetryPolicy) -> Outcome:
+        decision = decide(
+            failure,
+            attempts=job.attempts,
+            max_attempts=job.max_attempts,
+            policy=policy,
+            now=self.clock.now(),
+            rng=self.rng,
+        )
+        return Outcome(
+            decision.event,
+            due_at=decision.due_at,
+            error_category=failure.category,
+            error_message=failure.message,
+            error_traceback=failure.traceback,
+        )
+
+    def _invoke(
+        self, task: Task, ctx: AttemptContext, args: dict[str, Any]
+    ) -> tuple[asyncio.Future[Any], asyncio.Future[None]]:
+        """Start the handler; return its future and one that resolves when it starts running."""
+        loop = asyncio.get_running_loop()
+        context = contextvars.copy_context()
+        context.run(set_current, ctx)
+        started: asyncio.Future[None] = loop.create_future()
+        if task.is_async:
+            started.set_result(None)
+            return loop.create_task(guarded(task.fn(**args)), context=context), started
+
+        def mark_started() -> None:
+            if not started.done():
+                started.set_result(None)
+
+        call = functools.partial(context.run, functools.partial(task.fn, **args))
+        handler = self.threads.start(call, ctx, mark_started)
+        handler.add_done_callback(lambda _: mark_started())
+        return handler, started
+
+    async def _record(self, running: RunningAttempt, outcome: Outcome, seconds: float) -> None:
+        running.finishing = True
+        if running.ctx.completed or running.fenced_out:  # settled in the handler's transaction
+            self._report(running, outcome, seconds, applied=not running.fenced_out)
+            return
+        applied = await self._store_outcome(running, outcome)
+        if applied is not None:
+            self._report(running, outcome, seconds, applied)
+
+    async def _store_outcome(self, running: RunningAttempt, outcome: Outcome) -> bool | None:
+        """Record the outcome, retrying while the database is unreachable; None if it never
+        could be (the lease then lapses and the reaper retries the job)."""
+        claim = running.claim
+        delay = 0.1
+        # fencing keeps a late write safe, so keep trying well past the lease: the outcome is
+        # worth recording (a stale one is then refused and kept as a late report)
+        give_up = time.monotonic() + max(120.0, 4 * claim.job.lease_seconds)
+        while True:
+            try:
+                applied = await self.calls(
+                    functools.partial(self.store.finish, claim.lease, outcome, self.clock.now())
+                )
+                break
+            except Exception as exc:
+                if time.monotonic() > give_up:
+                    log.exception("could not record outcome; the lease will expire and be reaped")
+                    return None
+                log_event(
+                    log,
+                    "outcome.retrying",
+                    logging.WARNING,
+                    **claim_fields(claim),
+                    error=repr(exc)[:200],
+                    retry_in_s=round(delay, 1),
+                )
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, 5.0)
+        return bool(applied)
+
+    def _report(
+        self, running: RunningAttempt, outcome: Outcome, seconds: float, applied: bool
+    ) -> None:
+        claim = running.claim
+        fields: dict[str, Any] = {**claim_fields(claim), "duration_ms": int(seconds * 1000)}
+        if running.ctx.completed:
+            fields["recorded"] = "in the handler's transaction"
+        if not applied:
+            self.stats.stale_rejected += 1
+            self.metrics.stale_rejected(claim.job.task, seconds)
+            log_event(
+                log,
+                "outcome.rejected_stale",
+                logging.WARNING,
+                **fields,
+                outcome=str(outcome.attempt_status or ATTEMPT_END[outcome.event]),
+                reason="another attempt holds the job now (this worker's lease was lost)",
+            )
+            return
+        if outcome.error_category:
+            fields["error"] = outcome.error_category
+            fields["message"] = (outcome.error_message or "")[:200]
+        if outcome.due_at is not None:
+            fields["retry_at"] = outcome.due_at.isoformat()
+        name, counter, label = RECORDED[outcome.event]
+        setattr(self.stats, counter, getattr(self.stats, counter) + 1)
+        self.metrics.finished(claim.job.task, label, seconds)
+        level = logging.WARNING if outcome.event is Event.GIVE_UP else logging.INFO
+        log_event(log, name, level, **fields)
+
+
+# how a recorded outcome is logged, the WorkerStats counter it adds to, and its outcome label
+# in the duetime_attempts_total metric
+RECORDED: dict[Event, tuple[str, str, str]] = {
+    Event.SUCCEED: ("job.succeeded", "succeeded", "succeeded"),
+    Event.RETRY: ("job.retry_scheduled", "retried", "retried"),
+    Event.GIVE_UP: ("job.dead", "dead", "dead"),
+    Event.STOP: ("job.cancelled", "cancelled", "cancelled"),
+    Event.PARK: ("job.parked", "parked", "parked"),
+}
+
+
+def claim_fields(claim: Claim) -> dict[str, Any]:
+    """The fields every log line about an attempt carries."""
+    return {
+        "job_id": claim.job.id,
+        "task": claim.job.task,
+        "generation": claim.attempt.generation,
+    }

@@ -1,0 +1,123 @@
+"""A node runs its services: started in order, stopped in reverse, and the signals that stop it."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import signal
+
+import pytest
+
+from duetime.runtime.node import Node, run_until_signalled
+from duetime.runtime.service import Pulse, Service
+
+
+class Recorder(Service):
+    """A service that notes what the node asks of it in a shared journal."""
+
+    def __init__(self, name: str, journal: list[str], *, crash: bool = False) -> None:
+        super().__init__()
+        self.name = name
+        self.journal = journal
+        self.crash = crash
+        self.running = Pulse()
+
+    async def start(self) -> None:
+        self.journal.append(f"start {self.name}")
+
+    async def run(self) -> None:
+        self.running.fire()
+        if self.crash:
+            raise RuntimeError(f"{self.name} broke")
+        while not self.stopping:
+            await self.pause(3600)
+        self.journal.append(f"stopped {self.name}")
+
+    def stop(self) -> None:
+        self.journal.append(f"stop {self.name}")
+        super().stop()
+
+
+def test_services_start_in_order_and_stop_in_reverse_one_after_another() -> None:
+    journal: list[str] = []
+    services = [Recorder(name, journal) for name in ("registry", "reaper", "slots")]
+
+    async def scenario() -> None:
+        stop = asyncio.Event()
+        node = asyncio.create_task(Node(services).run(stop))
+        for service in services:
+            await service.running.wait(1)
+        assert journal == ["start registry", "start reaper", "start slots"]
+        journal.clear()
+        stop.set()
+        await asyncio.wait_for(node, 5)
+
+    asyncio.run(scenario())
+    assert journal == [
+        "stop slots",
+        "stopped slots",
+        "stop reaper",
+        "stopped reaper",
+        "stop registry",
+        "stopped registry",
+    ]
+
+
+def test_a_crashed_service_is_logged_and_stops_the_node(caplog: pytest.LogCaptureFixture) -> None:
+    journal: list[str] = []
+    services = [Recorder("registry", journal), Recorder("relay", journal, crash=True)]
+    with caplog.at_level(logging.ERROR, logger="duetime.worker"):
+        asyncio.run(asyncio.wait_for(Node(services).run(asyncio.Event()), 5))
+    assert journal[-2:] == ["stop registry", "stopped registry"]
+    assert "stop relay" not in journal  # it had ended already
+    [record] = caplog.records
+    assert record.getMessage() == "worker duty relay crashed"
+    assert "relay broke" in str(record.exc_info and record.exc_info[1])
+
+
+def test_a_failed_start_runs_nothing() -> None:
+    journal: list[str] = []
+
+    class Unregistered(Recorder):
+        async def start(self) -> None:
+            raise ConnectionError("database down")
+
+    later = Recorder("slots", journal)
+    with pytest.raises(ConnectionError):
+        asyncio.run(Node([Unregistered("registry", journal), later]).run(asyncio.Event()))
+    assert journal == [] and later.running.count == 0
+
+
+def test_the_first_signal_asks_for_a_graceful_stop(caplog: pytest.LogCaptureFixture) -> None:
+    exits: list[int] = []
+
+    async def main(stop: asyncio.Event) -> None:
+        os.kill(os.getpid(), signal.SIGTERM)
+        await asyncio.wait_for(stop.wait(), 5)
+
+    with caplog.at_level(logging.INFO, logger="duetime.cli"):
+        run_until_signalled(main, grace=1.5, exit_now=exits.append)
+    assert exits == []
+    assert "received SIGTERM: finishing in-flight jobs (grace 1.5s)" in caplog.messages
+
+
+def test_a_second_signal_exits_at_once_with_status_1(caplog: pytest.LogCaptureFixture) -> None:
+    exits: list[int] = []
+    exited: list[asyncio.Event] = []
+
+    def exit_now(code: int) -> None:
+        exits.append(code)
+        exited[0].set()
+
+    async def main(stop: asyncio.Event) -> None:
+        exited.append(asyncio.Event())
+        os.kill(os.getpid(), signal.SIGINT)
+        await asyncio.wait_for(stop.wait(), 5)
+        os.kill(os.getpid(), signal.SIGTERM)  # while the graceful shutdown is under way
+        await asyncio.wait_for(exited[0].wait(), 5)
+
+    with caplog.at_level(logging.INFO, logger="duetime.cli"):
+        run_until_signalled(main, grace=30, exit_now=exit_now)
+    assert exits == [1]
+    assert caplog.messages[-1] == "second signal: exiting now; in-flight leases will be reaped"

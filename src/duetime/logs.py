@@ -9,6 +9,8 @@ from typing import Any
 
 def log_event(logger: logging.Logger, event: str, level: int = logging.INFO, **fields: Any) -> None:
     """Log `event` with fields; text output reads `event k=v ...`, JSON output keeps the fields."""
+    if not logger.isEnabledFor(level):
+        return  # per-job events cost nothing when their level is off
     text = " ".join(f"{k}={_fmt(v)}" for k, v in fields.items())
     logger.log(level, "%s %s", event, text, extra={"duetime_event": event, "duetime": fields})
 

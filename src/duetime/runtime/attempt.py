@@ -19,6 +19,7 @@ import logging
 import random
 import time
 import traceback
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -29,6 +30,7 @@ from duetime.core.reconcile import Reconcile, lost_attempt_to_reconcile, outcome
 from duetime.core.retry import ErrorCategory, Failure, RetryPolicy, classify, decide
 from duetime.core.states import ATTEMPT_END, Event
 from duetime.logs import log_event
+from duetime.runtime.completer import Completer
 from duetime.runtime.context import AttemptContext, JobCancelled, set_current
 from duetime.runtime.handlers import HandlerThreads, guarded
 from duetime.runtime.metrics import WorkerMetrics
@@ -88,8 +90,10 @@ class AttemptRunner:
         rng: random.Random,
         stats: WorkerStats,
         metrics: WorkerMetrics,
+        completer: Completer,
     ) -> None:
         self.app = app
+        self.completer = completer
         self.store = app.store
         self.clock = app.clock
         self.calls = calls
@@ -105,7 +109,11 @@ class AttemptRunner:
         )
         return RunningAttempt(claim, ctx, last_beat=time.monotonic())
 
-    async def run(self, running: RunningAttempt) -> None:
+    async def run(
+        self, running: RunningAttempt, handler_done: Callable[[], None] | None = None
+    ) -> None:
+        """Run the attempt to its recorded end; `handler_done` is called once its handler is
+        over (its outcome decided), before the outcome is recorded."""
         claim = running.claim
         job = claim.job
         task = self.app.tasks.get(job.task)
@@ -131,9 +139,16 @@ class AttemptRunner:
                     error_message=f"worker error while deciding the outcome: {exc!r}",
                     error_traceback="".join(traceback.format_exception(exc)),
                 )
-            await self._record(running, outcome, time.monotonic() - started)
+            seconds = time.monotonic() - started
+            self.threads.orphan_if_running(running.ctx)
+            if handler_done is not None:
+                handler_done()
+                handler_done = None
+            await self._record(running, outcome, seconds)
         finally:
             self.threads.orphan_if_running(running.ctx)
+            if handler_done is not None:
+                handler_done()
 
     async def _run_handler(self, running: RunningAttempt, task: Task | None) -> Outcome:
         job = running.claim.job
@@ -280,34 +295,13 @@ class AttemptRunner:
             self._report(running, outcome, seconds, applied)
 
     async def _store_outcome(self, running: RunningAttempt, outcome: Outcome) -> bool | None:
-        """Record the outcome, retrying while the database is unreachable; None if it never
-        could be (the lease then lapses and the reaper retries the job)."""
-        claim = running.claim
-        delay = 0.1
+        """Record the outcome through the completer (batched with other slots' outcomes,
+        retried while the database is unreachable); None if it never could be (the lease then
+        lapses and the reaper retries the job)."""
         # fencing keeps a late write safe, so keep trying well past the lease: the outcome is
         # worth recording (a stale one is then refused and kept as a late report)
-        give_up = time.monotonic() + max(120.0, 4 * claim.job.lease_seconds)
-        while True:
-            try:
-                applied = await self.calls(
-                    functools.partial(self.store.finish, claim.lease, outcome, self.clock.now())
-                )
-                break
-            except Exception as exc:
-                if time.monotonic() > give_up:
-                    log.exception("could not record outcome; the lease will expire and be reaped")
-                    return None
-                log_event(
-                    log,
-                    "outcome.retrying",
-                    logging.WARNING,
-                    **claim_fields(claim),
-                    error=repr(exc)[:200],
-                    retry_in_s=round(delay, 1),
-                )
-                await asyncio.sleep(delay)
-                delay = min(delay * 2, 5.0)
-        return bool(applied)
+        give_up = max(120.0, 4 * running.claim.job.lease_seconds)
+        return await self.completer.record(running.claim.lease, outcome, give_up_after=give_up)
 
     def _report(
         self, running: RunningAttempt, outcome: Outcome, seconds: float, applied: bool

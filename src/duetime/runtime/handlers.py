@@ -56,9 +56,9 @@ class HandlerThreads:
         return loop.run_in_executor(self.pool, in_thread)
 
     def orphan_if_running(self, ctx: AttemptContext) -> None:
-        """Its attempt is recorded: a thread of it still running keeps its slot taken."""
+        """Its handler is over: a thread of it still running keeps its slot taken (once)."""
         with self._lock:
-            if id(ctx) in self._busy:
+            if id(ctx) in self._busy and not ctx.orphaned:
                 ctx.orphaned = True
                 self.orphans += 1
 

@@ -26,6 +26,7 @@ from duetime.core.clock import Clock
 from duetime.core.models import Claim
 from duetime.logs import log_event
 from duetime.runtime.attempt import AttemptRunner, RunningAttempt, WorkerStats
+from duetime.runtime.completer import Completer
 from duetime.runtime.handlers import HandlerThreads
 from duetime.runtime.leases import LeaseHeartbeats
 from duetime.runtime.metrics import WorkerMetrics
@@ -85,8 +86,15 @@ class Worker:
         self.planner = Planner(self.store, self.clock) if planner else None
         self._calls = BlockingCalls(4)
         self._threads = HandlerThreads(concurrency)
+        self.completer = Completer(self.store, self.clock, self._calls)
         runner = AttemptRunner(
-            app, self._calls, self._threads, rng=self.rng, stats=self.stats, metrics=self.metrics
+            app,
+            self._calls,
+            self._threads,
+            rng=self.rng,
+            stats=self.stats,
+            metrics=self.metrics,
+            completer=self.completer,
         )
         # the node's services (see services()); the planner wakes the slots, leases renew theirs
         self.slots = Slots(
@@ -119,7 +127,7 @@ class Worker:
             stats=self.stats,
             metrics=self.metrics,
         )
-        self.metrics.watch_busy(lambda: len(self.slots.running))
+        self.metrics.watch_busy(lambda: self.slots.busy)
 
     # -- public -----------------------------------------------------------------------------
 
@@ -135,7 +143,15 @@ class Worker:
     def services(self) -> list[Service]:
         """The node's services in start order; they stop in reverse order."""
         planning = [self.planning] if self.planning else []
-        return [self.registry, *planning, self.reaping, *self.extra, self.leases, self.slots]
+        return [
+            self.registry,
+            *planning,
+            self.reaping,
+            *self.extra,
+            self.leases,
+            self.completer,
+            self.slots,
+        ]
 
     async def run(self, stop: asyncio.Event) -> None:
         """Work until `stop` is set, then shut down gracefully within the grace period."""
@@ -180,15 +196,20 @@ class Worker:
 class Slots(Service):
     """The worker's slots: while some are free, claims due jobs and runs one attempt per claim.
 
-    Claims up to the number of free slots in one transaction; if that filled them all it
-    claims again at once, otherwise it waits for the poll interval or until woken (an attempt
-    ended, the planner made work due). A sync handler thread that outlived its attempt keeps
-    its slot taken. Stopping ends claiming, lets a claim already sent to the store return and
-    start its jobs, then drains the attempts in flight within the grace period; those still
-    running then are interrupted (recorded as such within 10 more seconds).
+    A slot is taken while a handler runs; once it is over, its outcome is recorded by the
+    completer while the slot takes the next job. Claims take up to the number of free slots in
+    one transaction. After a claim that filled every free slot (more work is likely due), the
+    loop claims again as soon as half the slots are free, or after `claim_linger` seconds with
+    any free, so claims come in batches rather than one job at a time; after a claim that found
+    less, it waits for the poll interval or until woken (the planner made work due, a
+    wake-up or the timer). A sync handler thread that outlived its attempt keeps its slot
+    taken. Stopping ends claiming, lets a claim already sent to the store return and start its
+    jobs, then drains the attempts in flight within the grace period; those still running then
+    are interrupted (recorded as such within 10 more seconds).
     """
 
     name = "slots"
+    claim_linger = 0.005
 
     def __init__(
         self,
@@ -207,10 +228,16 @@ class Slots(Service):
         self.concurrency = concurrency
         self.poll_interval = poll_interval
         self.grace = grace
-        self.running: dict[int, RunningAttempt] = {}  # by attempt id
+        self.claim_batch = max(1, concurrency // 2)
+        self.running: dict[int, RunningAttempt] = {}  # by attempt id, until recorded
+        self.busy = 0  # slots whose handler runs
+        self.more_due = False  # the last claim filled every free slot
         self.idle = Pulse()  # the claim loop waits: no free slot, or nothing more was due
         self.finished = Pulse()  # an attempt ended (recorded, refused as stale, or given up)
         self.draining = Pulse()  # shutdown began with attempts in flight
+
+    def free(self) -> int:
+        return self.concurrency - self.busy - self.runner.threads.orphans
 
     async def start(self) -> None:
         log_event(
@@ -229,8 +256,7 @@ class Slots(Service):
         runner = self.runner
         backoff = 0.0  # grows while the database is unreachable
         while not self.stopping:
-            free = self.concurrency - len(self.running) - runner.threads.orphans
-            claimed = 0
+            free = self.free()
             if free > 0:
                 try:
                     claims = await runner.calls(
@@ -256,26 +282,36 @@ class Slots(Service):
                     await self.pause(backoff)
                 for claim in claims:
                     self._start(claim)
-                claimed = len(claims)
-            if claimed and claimed == free:
-                continue  # there may be more due work: fill slots as they free up
+                self.more_due = bool(claims) and len(claims) == free
             self.idle.fire()
-            await self.pause(self.poll_interval)
+            if self.more_due:
+                if self.free() >= self.claim_batch:
+                    continue
+                await self.pause(self.claim_linger)  # or until half the slots are free
+            else:
+                await self.pause(self.poll_interval)
 
     def _start(self, claim: Claim) -> None:
         self.runner.stats.claimed += 1
         self.runner.metrics.claimed(claim)
         running = self.runner.begin(claim)
         self.running[claim.attempt.id] = running
+        self.busy += 1
         running.execution = asyncio.create_task(self._execute(running))
+
+    def _handler_done(self) -> None:
+        self.busy -= 1
+        if self.more_due and self.free() >= self.claim_batch:
+            self.wake()
 
     async def _execute(self, running: RunningAttempt) -> None:
         try:
-            await self.runner.run(running)
+            await self.runner.run(running, self._handler_done)
         finally:
             del self.running[running.claim.attempt.id]
             self.finished.fire()
-            self.wake()
+            if not self.more_due:
+                self.wake()
 
     async def _drain(self) -> None:
         executions = [r.execution for r in self.running.values() if r.execution is not None]

@@ -213,21 +213,15 @@ class SQLStore(SchedulesNodesTokens):
         if limit <= 0:
             return []
         with self.driver.transaction() as c:
-            picked = c.rows(
-                "pick_due",
+            rows = c.rows(
+                "claim",
                 now=now,
                 limit=limit,
                 all_queues=queues is None,
                 queues=list(queues) if queues is not None else [],
+                moves=moves_json(Event.CLAIM),
+                worker_id=worker_id,
             )
-            ids = [r["id"] for r in picked]
-            if not ids:
-                return []
-            moved = c.run("claim_jobs", ids=ids, moves=moves_json(Event.CLAIM), now=now)
-            if moved != len(ids):  # pick_due locked them: nothing else can have moved them
-                raise StoreError(f"claimed {moved} of the {len(ids)} jobs picked; nothing taken")
-            c.run("insert_attempts", ids=ids, worker_id=worker_id, now=now)
-            rows = c.rows("claimed", ids=ids)
         return [
             Claim(
                 job_from_row(row, self._t),
@@ -305,7 +299,6 @@ class SQLStore(SchedulesNodesTokens):
             leases = {r["id"]: r for r in found}
         applied: list[bool] = []
         moves = Rows()
-        ends = Rows()
         for lease, outcome in items:
             job = jobs.pop(lease.job_id, None)  # one outcome per job and batch at most
             target = None
@@ -331,12 +324,6 @@ class SQLStore(SchedulesNodesTokens):
                     "due_at": outcome.due_at,
                     "attempt_id": lease.attempt_id,
                     "only_if_expired": only_if_expired,
-                }
-            )
-            ends.append(
-                {
-                    "attempt_id": lease.attempt_id,
-                    "generation": lease.generation,
                     "status": str(outcome.attempt_status or ATTEMPT_END[outcome.event]),
                     "error_category": str(outcome.error_category)
                     if outcome.error_category
@@ -346,10 +333,9 @@ class SQLStore(SchedulesNodesTokens):
                 }
             )
         if moves:
-            moved = c.run("finish_jobs", batch=moves, now=now)
-            if moved != len(moves):  # the row locks make this impossible: refuse to guess
-                raise StoreError(f"finished {moved} of the {len(moves)} jobs locked; nothing kept")
-            c.run("finish_attempts", batch=ends, now=now)
+            ended = c.run("finish_jobs", batch=moves, now=now)
+            if ended != len(moves):  # the row locks make this impossible: refuse to guess
+                raise StoreError(f"finished {ended} of the {len(moves)} jobs locked; nothing kept")
         return applied
 
     @contextmanager

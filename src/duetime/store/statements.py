@@ -33,15 +33,12 @@ STATEMENTS: dict[str, str] = {
     "list_jobs": "returns jobs matching the filter's parameters, newest id first, up to limit",
     "occurrence_id": "returns id: the job of (schedule_id, nominal_at)",
     # -- the worker's path
-    "pick_due": "returns id: up to `limit` scheduled jobs due at now, not past their deadline, "
-    "of `queues` (of any queue when all_queues), by priority desc, due_at, id; locked for the "
-    "transaction "
-    "where the dialect locks rows, skipping rows another transaction locked",
-    "claim_jobs": "changes: each job in ids by `moves`, generation + 1, attempts + 1",
-    "insert_attempts": "inserts a running attempt for each job in ids: the job's generation, "
-    "worker_id, started_at now, lease until now + lease_seconds, the job's due_at",
-    "claimed": "returns each job in ids with its current attempt's columns as attempt_<name>, "
-    "by priority desc, due_at, id",
+    "claim": "takes up to `limit` scheduled jobs due at now and not past their deadline, of "
+    "`queues` (of any queue when all_queues), by priority desc, due_at, id, skipping rows "
+    "another transaction locked; moves each by `moves` with generation + 1 and attempts + 1, "
+    "and starts a running attempt of that generation for worker_id (started_at now, lease "
+    "until now + lease_seconds, the job's due_at); returns each job with its attempt's columns "
+    "as attempt_<name>, in the same order",
     "renew_leases": "changes: the running attempts in attempt_ids get a lease until now + "
     "their job's lease_seconds (their jobs' rows locked first, in id order)",
     "lease_states": "returns attempt_id, job_id, generation, lease_expires_at, job_status of "
@@ -52,9 +49,9 @@ STATEMENTS: dict[str, str] = {
     "finish_jobs": "changes: each job of `batch` (job_id, generation, from_status, to_status, "
     "due_at, attempt_id, only_if_expired) to to_status (and due_at when given) if it still has "
     "that generation and from_status (and with only_if_expired, its attempt is running with a "
-    "lease that ended at now)",
-    "finish_attempts": "ends each running attempt of `batch` (attempt_id, generation, status, "
-    "error_category, error_message, error_traceback) at now",
+    "lease that ended at now); then ends the running attempt of each job that moved (status, "
+    "error_category, error_message, error_traceback, finished_at now); counts the attempts "
+    "ended",
     "late_reports": "records each refused outcome of `batch` (attempt_id, generation, "
     "outcome) on its attempt, at now",
     "expired_leases": "returns attempt_id, job_id, generation, status, attempts, max_attempts, "

@@ -103,8 +103,12 @@ LIMIT %(limit)s;
 SELECT id FROM duetime_jobs
 WHERE schedule_id = %(schedule_id)s AND nominal_at = %(nominal_at)s;
 
--- name: pick_due
--- 'scheduled' is written out (not taken from the moves) so the indexes serve it
+-- name: claim
+-- The picked ids (FOR UPDATE SKIP LOCKED) go to a temporary table of this connection, then the
+-- jobs move, their attempts start, and the claimed rows come back.
+CREATE TEMPORARY TABLE IF NOT EXISTS duetime_claim (id BIGINT NOT NULL PRIMARY KEY);
+DELETE FROM duetime_claim;
+INSERT INTO duetime_claim (id)
 SELECT id FROM duetime_jobs
 WHERE status = 'scheduled'
   AND due_at <= %(now)s
@@ -113,22 +117,16 @@ WHERE status = 'scheduled'
 ORDER BY neg_priority, due_at, id
 LIMIT %(limit)s
 FOR UPDATE SKIP LOCKED;
-
--- name: claim_jobs
 UPDATE duetime_jobs
 SET generation = generation + 1, attempts = attempts + 1, updated_at = %(now)s,
     status = JSON_UNQUOTE(JSON_EXTRACT(%(moves)s, CONCAT('$.', status)))
-WHERE id IN %(ids)s
+WHERE id IN (SELECT id FROM duetime_claim)
   AND JSON_EXTRACT(%(moves)s, CONCAT('$.', status)) IS NOT NULL;
-
--- name: insert_attempts
 INSERT INTO duetime_attempts (job_id, generation, worker_id, status, lease_expires_at, started_at,
     due_at)
 SELECT id, generation, %(worker_id)s, 'running', DATE_ADD(%(now)s, INTERVAL FLOOR(lease_seconds * 1000000) MICROSECOND), %(now)s, due_at
-FROM duetime_jobs WHERE id IN %(ids)s
+FROM duetime_jobs WHERE id IN (SELECT id FROM duetime_claim)
 ORDER BY id;
-
--- name: claimed
 SELECT j.*,
        a.id AS attempt_id, a.job_id AS attempt_job_id, a.generation AS attempt_generation,
        a.worker_id AS attempt_worker_id, a.status AS attempt_status,
@@ -138,7 +136,7 @@ SELECT j.*,
        a.late_outcome AS attempt_late_outcome, a.late_reported_at AS attempt_late_reported_at,
        a.due_at AS attempt_due_at
 FROM duetime_jobs j JOIN duetime_attempts a ON a.job_id = j.id AND a.generation = j.generation
-WHERE j.id IN %(ids)s
+WHERE j.id IN (SELECT id FROM duetime_claim)
 ORDER BY j.priority DESC, j.due_at, j.id;
 
 -- name: renew_leases
@@ -182,8 +180,6 @@ WHERE j.generation = v.generation AND j.status = v.from_status COLLATE utf8mb4_b
   AND (NOT v.only_if_expired OR EXISTS (
         SELECT 1 FROM duetime_attempts AS a
         WHERE a.id = v.attempt_id AND a.status = 'running' AND a.lease_expires_at <= %(now)s));
-
--- name: finish_attempts
 UPDATE duetime_attempts AS a
 JOIN JSON_TABLE(%(batch)s, '$[*]' COLUMNS (
         attempt_id BIGINT PATH '$.attempt_id',
@@ -191,11 +187,16 @@ JOIN JSON_TABLE(%(batch)s, '$[*]' COLUMNS (
         status VARCHAR(20) PATH '$.status',
         error_category VARCHAR(50) PATH '$.error_category',
         error_message LONGTEXT PATH '$.error_message',
-        error_traceback LONGTEXT PATH '$.error_traceback')) AS v ON a.id = v.attempt_id
+        error_traceback LONGTEXT PATH '$.error_traceback',
+        job_id BIGINT PATH '$.job_id',
+        to_status VARCHAR(20) PATH '$.to_status')) AS v ON a.id = v.attempt_id
 SET a.finished_at = %(now)s, a.error_category = v.error_category,
     a.error_message = v.error_message, a.error_traceback = v.error_traceback,
     a.status = v.status
-WHERE a.generation = v.generation AND a.status = 'running';
+WHERE a.generation = v.generation AND a.status = 'running'
+  AND EXISTS (SELECT 1 FROM duetime_jobs AS j  -- only where the job moved
+              WHERE j.id = v.job_id AND j.generation = v.generation
+                AND j.status = v.to_status COLLATE utf8mb4_bin);
 
 -- name: late_reports
 UPDATE duetime_attempts AS a

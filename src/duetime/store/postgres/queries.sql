@@ -90,34 +90,36 @@ LIMIT %(limit)s;
 SELECT id FROM duetime_jobs
 WHERE schedule_id = %(schedule_id)s AND nominal_at = %(nominal_at)s::timestamptz;
 
--- name: pick_due
--- 'scheduled' is written out (not taken from the moves) so the partial indexes serve it
-SELECT id FROM duetime_jobs
-WHERE status = 'scheduled'
-  AND due_at <= %(now)s
-  AND (deadline_at IS NULL OR deadline_at > %(now)s)
-  AND (%(all_queues)s::boolean OR queue = ANY (%(queues)s::text[]))
-ORDER BY priority DESC, due_at, id
-LIMIT %(limit)s
-FOR UPDATE SKIP LOCKED;
-
--- name: claim_jobs
-UPDATE duetime_jobs
-SET status = (%(moves)s::jsonb ->> status), generation = generation + 1,
-    attempts = attempts + 1, updated_at = %(now)s
-WHERE id = ANY (%(ids)s::bigint[])
-  AND (%(moves)s::jsonb ->> status) IS NOT NULL;
-
--- name: insert_attempts
-INSERT INTO duetime_attempts (job_id, generation, worker_id, status, lease_expires_at, started_at,
-    due_at)
-SELECT id, generation, %(worker_id)s::text, 'running',
-       %(now)s + trunc(lease_seconds * 1000000)::bigint * interval '1 microsecond', %(now)s,
-       due_at
-FROM duetime_jobs WHERE id = ANY (%(ids)s::bigint[])
-ORDER BY id;
-
--- name: claimed
+-- name: claim
+-- One statement: pick the due jobs (FOR UPDATE SKIP LOCKED: concurrent claimers skip each
+-- other's rows instead of waiting), move them by the moves, start their attempts. 'scheduled'
+-- is written out (not taken from the moves) so the partial indexes serve the pick.
+WITH picked AS (
+    SELECT id FROM duetime_jobs
+    WHERE status = 'scheduled'
+      AND due_at <= %(now)s
+      AND (deadline_at IS NULL OR deadline_at > %(now)s)
+      AND (%(all_queues)s::boolean OR queue = ANY (%(queues)s::text[]))
+    ORDER BY priority DESC, due_at, id
+    LIMIT %(limit)s
+    FOR UPDATE SKIP LOCKED
+), claimed AS (
+    UPDATE duetime_jobs AS j
+    SET status = (%(moves)s::jsonb ->> j.status), generation = j.generation + 1,
+        attempts = j.attempts + 1, updated_at = %(now)s
+    FROM picked
+    WHERE j.id = picked.id AND (%(moves)s::jsonb ->> j.status) IS NOT NULL
+    RETURNING j.*
+), started AS (
+    INSERT INTO duetime_attempts (job_id, generation, worker_id, status, lease_expires_at,
+        started_at, due_at)
+    SELECT id, generation, %(worker_id)s::text, 'running',
+           %(now)s + trunc(lease_seconds * 1000000)::bigint * interval '1 microsecond', %(now)s,
+           due_at
+    FROM claimed
+    ORDER BY id
+    RETURNING *
+)
 SELECT j.*,
        a.id AS attempt_id, a.job_id AS attempt_job_id, a.generation AS attempt_generation,
        a.worker_id AS attempt_worker_id, a.status AS attempt_status,
@@ -126,8 +128,7 @@ SELECT j.*,
        a.error_message AS attempt_error_message, a.error_traceback AS attempt_error_traceback,
        a.late_outcome AS attempt_late_outcome, a.late_reported_at AS attempt_late_reported_at,
        a.due_at AS attempt_due_at
-FROM duetime_jobs j JOIN duetime_attempts a ON a.job_id = j.id AND a.generation = j.generation
-WHERE j.id = ANY (%(ids)s::bigint[])
+FROM claimed AS j JOIN started AS a ON a.job_id = j.id
 ORDER BY j.priority DESC, j.due_at, j.id;
 
 -- name: renew_leases
@@ -158,22 +159,28 @@ FOR UPDATE;
 SELECT id, status, lease_expires_at FROM duetime_attempts WHERE id = ANY (%(ids)s::bigint[]);
 
 -- name: finish_jobs
-UPDATE duetime_jobs AS j
-SET status = v.to_status, due_at = COALESCE(v.due_at, j.due_at), updated_at = %(now)s
-FROM jsonb_to_recordset(%(batch)s::jsonb) AS v(job_id bigint, generation bigint,
-    from_status text, to_status text, due_at timestamptz, attempt_id bigint,
-    only_if_expired boolean)
-WHERE j.id = v.job_id AND j.generation = v.generation AND j.status = v.from_status
-  AND (NOT v.only_if_expired OR EXISTS (
-        SELECT 1 FROM duetime_attempts AS a
-        WHERE a.id = v.attempt_id AND a.status = 'running' AND a.lease_expires_at <= %(now)s));
-
--- name: finish_attempts
+-- One statement: the jobs move (fenced by generation, status and, for a reap, the expired
+-- lease), then the attempts of the jobs that moved end.
+WITH v AS (
+    SELECT * FROM jsonb_to_recordset(%(batch)s::jsonb) AS v(job_id bigint, generation bigint,
+        from_status text, to_status text, due_at timestamptz, attempt_id bigint,
+        only_if_expired boolean, status text, error_category text, error_message text,
+        error_traceback text)
+), moved AS (
+    UPDATE duetime_jobs AS j
+    SET status = v.to_status, due_at = COALESCE(v.due_at, j.due_at), updated_at = %(now)s
+    FROM v
+    WHERE j.id = v.job_id AND j.generation = v.generation AND j.status = v.from_status
+      AND (NOT v.only_if_expired OR EXISTS (
+            SELECT 1 FROM duetime_attempts AS a
+            WHERE a.id = v.attempt_id AND a.status = 'running'
+              AND a.lease_expires_at <= %(now)s))
+    RETURNING j.id
+)
 UPDATE duetime_attempts AS a
 SET status = v.status, finished_at = %(now)s, error_category = v.error_category,
     error_message = v.error_message, error_traceback = v.error_traceback
-FROM jsonb_to_recordset(%(batch)s::jsonb) AS v(attempt_id bigint, generation bigint,
-    status text, error_category text, error_message text, error_traceback text)
+FROM v JOIN moved ON moved.id = v.job_id
 WHERE a.id = v.attempt_id AND a.generation = v.generation AND a.status = 'running';
 
 -- name: late_reports

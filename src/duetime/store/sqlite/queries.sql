@@ -88,11 +88,15 @@ LIMIT :limit;
 -- name: occurrence_id
 SELECT id FROM duetime_jobs WHERE schedule_id = :schedule_id AND nominal_at = :nominal_at;
 
--- name: pick_due
--- One branch runs: every queue, one queue, or several. INDEXED BY: the partial indexes give the
--- claim order, so a scan stops after `limit` due rows instead of sorting every scheduled job
--- (without statistics SQLite would take the status index and sort). Several queues are merged
--- by a sort of their due rows.
+-- name: claim
+-- Under the write lock: the picked ids go to a temporary table of this connection, then the
+-- jobs move, their attempts start, and the claimed rows come back. The pick runs one branch
+-- (every queue, one queue, or several). INDEXED BY: the partial indexes give the claim order,
+-- so a scan stops after `limit` due rows instead of sorting every scheduled job (without
+-- statistics SQLite would take the status index and sort).
+CREATE TEMP TABLE IF NOT EXISTS duetime_claim (id INTEGER PRIMARY KEY);
+DELETE FROM temp.duetime_claim;
+INSERT INTO temp.duetime_claim (id)
 SELECT id FROM (
     SELECT id FROM duetime_jobs INDEXED BY duetime_jobs_due_any
     WHERE :all_queues AND status = 'scheduled' AND due_at <= :now
@@ -115,23 +119,17 @@ SELECT id FROM (
       AND due_at <= :now AND (deadline_at IS NULL OR deadline_at > :now)
     ORDER BY priority DESC, due_at, id
     LIMIT :limit);
-
--- name: claim_jobs
 UPDATE duetime_jobs
 SET status = json_extract(:moves, '$.' || status), generation = generation + 1,
     attempts = attempts + 1, updated_at = :now
-WHERE id IN (SELECT value FROM json_each(:ids))
+WHERE id IN (SELECT id FROM temp.duetime_claim)
   AND json_type(:moves, '$.' || status) IS NOT NULL;
-
--- name: insert_attempts
 INSERT INTO duetime_attempts (job_id, generation, worker_id, status, lease_expires_at, started_at,
     due_at)
 SELECT id, generation, :worker_id, 'running', :now + CAST(lease_seconds * 1000000 AS INTEGER),
        :now, due_at
-FROM duetime_jobs WHERE id IN (SELECT value FROM json_each(:ids))
+FROM duetime_jobs WHERE id IN (SELECT id FROM temp.duetime_claim)
 ORDER BY id;
-
--- name: claimed
 SELECT j.*,
        a.id AS attempt_id, a.job_id AS attempt_job_id, a.generation AS attempt_generation,
        a.worker_id AS attempt_worker_id, a.status AS attempt_status,
@@ -141,7 +139,7 @@ SELECT j.*,
        a.late_outcome AS attempt_late_outcome, a.late_reported_at AS attempt_late_reported_at,
        a.due_at AS attempt_due_at
 FROM duetime_jobs j JOIN duetime_attempts a ON a.job_id = j.id AND a.generation = j.generation
-WHERE j.id IN (SELECT value FROM json_each(:ids))
+WHERE j.id IN (SELECT id FROM temp.duetime_claim)
 ORDER BY j.priority DESC, j.due_at, j.id;
 
 -- name: renew_leases
@@ -181,8 +179,6 @@ WHERE duetime_jobs.id = v.job_id AND duetime_jobs.generation = v.generation
   AND (v.only_if_expired = 0 OR EXISTS (
         SELECT 1 FROM duetime_attempts AS a
         WHERE a.id = v.attempt_id AND a.status = 'running' AND a.lease_expires_at <= :now));
-
--- name: finish_attempts
 UPDATE duetime_attempts
 SET status = v.status, finished_at = :now, error_category = v.error_category,
     error_message = v.error_message, error_traceback = v.error_traceback
@@ -191,10 +187,14 @@ FROM (SELECT json_extract(value, '$.attempt_id') AS attempt_id,
              json_extract(value, '$.status') AS status,
              json_extract(value, '$.error_category') AS error_category,
              json_extract(value, '$.error_message') AS error_message,
-             json_extract(value, '$.error_traceback') AS error_traceback
+             json_extract(value, '$.error_traceback') AS error_traceback,
+             json_extract(value, '$.job_id') AS job_id,
+             json_extract(value, '$.to_status') AS to_status
       FROM json_each(:batch)) AS v
 WHERE duetime_attempts.id = v.attempt_id AND duetime_attempts.generation = v.generation
-  AND duetime_attempts.status = 'running';
+  AND duetime_attempts.status = 'running'
+  AND EXISTS (SELECT 1 FROM duetime_jobs AS j  -- only where the job moved
+              WHERE j.id = v.job_id AND j.generation = v.generation AND j.status = v.to_status);
 
 -- name: late_reports
 UPDATE duetime_attempts

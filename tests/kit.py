@@ -21,6 +21,7 @@ from typing import Any, ClassVar
 class DialectKit(ABC):
     name: ClassVar[str]  # the store's dialect
     placeholder: ClassVar[str] = "%s"  # what `?` becomes in raw SQL
+    wakeups: ClassVar[str] = "none"  # Store.listen(): "none", "changed" (no detail), "due"
 
     @abstractmethod
     def fresh_url(self, tmp_path: Path) -> str:
@@ -63,6 +64,7 @@ class DialectKit(ABC):
 class SQLiteKit(DialectKit):
     name = "sqlite"
     placeholder = "?"
+    wakeups = "changed"
     schemes = ("sqlite",)
 
     def fresh_url(self, tmp_path: Path) -> str:
@@ -93,6 +95,7 @@ class PostgresKit(DialectKit):
 
     name = "postgres"
     schemes = ("postgresql", "postgres")
+    wakeups = "due"
     _url: str | None = None
 
     def run_url(self) -> str:

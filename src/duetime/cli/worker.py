@@ -8,6 +8,7 @@ import os
 import signal
 import sys
 import time
+from datetime import timedelta
 from typing import Any
 
 from duetime import logs
@@ -41,6 +42,14 @@ def add_parsers(sub: Any, parents: list[argparse.ArgumentParser]) -> None:
     )
     p.add_argument("--no-planner", action="store_true", help="do not plan schedules here")
     p.add_argument(
+        "--retention",
+        type=_retention,
+        default=timedelta(days=7),
+        metavar="DURATION|off",
+        help="delete succeeded, cancelled and expired jobs this long after they finished "
+        "(default 7d; 'off' keeps them; dead letters are always kept)",
+    )
+    p.add_argument(
         "--metrics-port",
         type=int,
         metavar="PORT",
@@ -55,6 +64,15 @@ def add_parsers(sub: Any, parents: list[argparse.ArgumentParser]) -> None:
     p.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
     p.add_argument("--log-format", default="text", choices=["text", "json"])
     p.set_defaults(func=cmd_worker)
+
+
+def _retention(text: str) -> timedelta | None:
+    if text.strip().lower() == "off":
+        return None
+    value = seconds(text)
+    if value <= 0:
+        raise argparse.ArgumentTypeError("must be a positive duration like 7d, or 'off'")
+    return timedelta(seconds=value)
 
 
 def cmd_worker(args: argparse.Namespace) -> int:
@@ -78,6 +96,7 @@ def cmd_worker(args: argparse.Namespace) -> int:
         reap_interval=args.reap_interval,
         plan_interval=args.plan_interval,
         planner=not args.no_planner,
+        retention=args.retention,
         metrics=figures,
     )
 

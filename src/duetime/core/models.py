@@ -202,6 +202,7 @@ class Outcome:
     error_message: str | None = None
     error_traceback: str | None = None
     attempt_status: AttemptStatus | None = None  # default: from states.ATTEMPT_END
+    decided_at: datetime | None = None  # when due_at was decided (a retry's delay counts from it)
 
 
 @dataclass(frozen=True)
@@ -214,6 +215,15 @@ class ExpiredLease:
     max_attempts: int
     retry_base: float
     retry_cap: float
+
+
+@dataclass(frozen=True)
+class Wakeup:
+    """Word from the database that work falls due: jobs of `queue` at `due_at`. Both are None
+    when the database can only say that something changed (SQLite)."""
+
+    queue: str | None = None
+    due_at: datetime | None = None
 
 
 @dataclass(frozen=True)

@@ -248,17 +248,19 @@ class AttemptRunner:
         return outcome_for(verdict, lost)
 
     def _failed(self, failure: Failure, job: Job, policy: RetryPolicy) -> Outcome:
+        now = self.clock.now()
         decision = decide(
             failure,
             attempts=job.attempts,
             max_attempts=job.max_attempts,
             policy=policy,
-            now=self.clock.now(),
+            now=now,
             rng=self.rng,
         )
         return Outcome(
             decision.event,
             due_at=decision.due_at,
+            decided_at=now,
             error_category=failure.category,
             error_message=failure.message,
             error_traceback=failure.traceback,

@@ -138,6 +138,7 @@ def _as_of(pending: _Pending, now: datetime) -> Outcome:
     """The outcome as recorded at `now`: a retry's delay counts from when it is written, as the
     attempt's finished_at does (it waited in the batch since it was handed over)."""
     outcome = pending.outcome
-    if outcome.due_at is None or now <= pending.queued_at:
+    since = outcome.decided_at or pending.queued_at
+    if outcome.due_at is None or now <= since:
         return outcome
-    return replace(outcome, due_at=outcome.due_at + (now - pending.queued_at))
+    return replace(outcome, due_at=outcome.due_at + (now - since))

@@ -17,8 +17,10 @@ import logging
 import os
 import random
 import socket
+import time
 import uuid
 from collections.abc import Sequence
+from datetime import timedelta
 
 from duetime.client import App
 from duetime.core import models
@@ -32,12 +34,16 @@ from duetime.runtime.leases import LeaseHeartbeats
 from duetime.runtime.metrics import WorkerMetrics
 from duetime.runtime.node import Node, NodeHeartbeat, run_until_signalled
 from duetime.runtime.planner import Planner, PlannerService
+from duetime.runtime.pruner import Pruner
 from duetime.runtime.reaper import Reaper, ReaperService, ReapResult
 from duetime.runtime.service import BlockingCalls, Pulse, Service
+from duetime.runtime.timer import DueTimes, Timer
+from duetime.runtime.wakeups import Wakeups
 from duetime.store.base import Store
 from duetime.version import __version__
 
 log = logging.getLogger("duetime.worker")
+DEFAULT_RETENTION = timedelta(days=7)  # finished jobs are pruned after this (None: kept)
 
 
 def default_worker_id() -> str:
@@ -66,6 +72,7 @@ class Worker:
         rng: random.Random | None = None,
         metrics: WorkerMetrics | None = None,
         services: Sequence[Service] = (),
+        retention: timedelta | None = DEFAULT_RETENTION,
     ) -> None:
         if concurrency < 1:
             raise ValueError("concurrency must be at least 1")
@@ -105,6 +112,18 @@ class Worker:
             poll_interval=poll_interval,
             grace=grace,
         )
+        # the near future of due instants, kept by the timer and told of new work by wake-ups
+        self.timer = Timer(
+            self.store, self.clock, self._calls, queues=self.queues, wake=self.slots.wake
+        )
+        self.slots.due = self.timer.due
+        self.wakeups = Wakeups(self.store, self.timer.heard)
+        self.retention = retention
+        self.pruner = (
+            Pruner(self.store, self.clock, self._calls, retention=retention)
+            if retention is not None
+            else None
+        )
         self.registry = NodeHeartbeat(self.store, self.clock, self._calls, self.node)
         self.planning = (
             PlannerService(
@@ -143,12 +162,16 @@ class Worker:
     def services(self) -> list[Service]:
         """The node's services in start order; they stop in reverse order."""
         planning = [self.planning] if self.planning else []
+        pruning = [self.pruner] if self.pruner else []
         return [
             self.registry,
             *planning,
             self.reaping,
+            *pruning,
             *self.extra,
             self.leases,
+            self.wakeups,
+            self.timer,
             self.completer,
             self.slots,
         ]
@@ -174,7 +197,8 @@ class Worker:
     def node(self) -> models.Node:
         """This worker as a node of the cluster (see `duetime nodes`)."""
         now = self.clock.now()
-        duties = ("worker", "reaper", "planner") if self.planner else ("worker", "reaper")
+        duties = ("worker", "reaper", *(["planner"] if self.planner else []))
+        duties = (*duties, *(["pruner"] if self.pruner else []))
         return models.Node(
             id=self.worker_id,
             hostname=socket.gethostname(),
@@ -210,6 +234,7 @@ class Slots(Service):
 
     name = "slots"
     claim_linger = 0.005
+    spin = 0.0015  # the event loop's timers fire up to 1 ms late: the last stretch is watched
 
     def __init__(
         self,
@@ -232,6 +257,7 @@ class Slots(Service):
         self.running: dict[int, RunningAttempt] = {}  # by attempt id, until recorded
         self.busy = 0  # slots whose handler runs
         self.more_due = False  # the last claim filled every free slot
+        self.due: DueTimes | None = None  # the timer's near future (runtime/timer.py)
         self.idle = Pulse()  # the claim loop waits: no free slot, or nothing more was due
         self.finished = Pulse()  # an attempt ended (recorded, refused as stale, or given up)
         self.draining = Pulse()  # shutdown began with attempts in flight
@@ -289,7 +315,27 @@ class Slots(Service):
                     continue
                 await self.pause(self.claim_linger)  # or until half the slots are free
             else:
-                await self.pause(self.poll_interval)
+                await self._pause_for_work()
+
+    async def _pause_for_work(self) -> None:
+        """Wait for the poll interval, a wake, or the next instant the timer knows jobs fall
+        due; on that instant return at once, not before it (the claim then decides, in the
+        store, what is due)."""
+        clock = self.runner.clock
+        at = self.due.next() if self.due is not None else None
+        wait = self.poll_interval if at is None else (at - clock.now()).total_seconds()
+        if at is None or wait >= self.poll_interval:
+            await self.pause(self.poll_interval)
+            return
+        if wait > self.spin:
+            await self.pause(wait - self.spin)
+            if (at - clock.now()).total_seconds() > self.spin:
+                return  # woken early (a wake, a stop): look again
+        limit = time.monotonic() + 2 * self.spin
+        while clock.now() < at and time.monotonic() < limit and not self.stopping:
+            await asyncio.sleep(0)
+        assert self.due is not None
+        self.due.pop_due(clock.now())
 
     def _start(self, claim: Claim) -> None:
         self.runner.stats.claimed += 1

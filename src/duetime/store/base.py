@@ -27,6 +27,7 @@ from duetime.core.models import (
     Node,
     Outcome,
     Tick,
+    Wakeup,
 )
 from duetime.core.schedule_spec import ScheduleSpec
 from duetime.core.schedules import Occurrence, Plan, Schedule
@@ -35,6 +36,16 @@ from duetime.core.stats import AttemptSample, JobCount
 from duetime.core.tokens import ApiToken, Role
 
 Decide = Callable[[Schedule, list[Occurrence]], Plan]
+
+
+class Listener(Protocol):
+    """A feed of wake-ups from the database (see Store.listen)."""
+
+    def wait(self, timeout: float) -> list[Wakeup]:
+        """Block up to `timeout` seconds for wake-ups; return those that came (maybe none)."""
+        ...
+
+    def close(self) -> None: ...
 
 
 class Store(Protocol):
@@ -136,6 +147,25 @@ class Store(Protocol):
         included) rolls back, the late report is recorded, and StaleAttempt is raised. An
         exception in the block rolls everything back and propagates.
         """
+        ...
+
+    def next_due(
+        self, now: datetime, until: datetime, queues: Sequence[str] | None, limit: int
+    ) -> list[datetime]:
+        """The distinct instants in (now, until] at which scheduled jobs of `queues` (any queue
+        when None) fall due, earliest first, at most `limit` of them: a node's timer."""
+        ...
+
+    def listen(self) -> Listener | None:
+        """A feed of wake-ups: word that jobs were enqueued or became due again (enqueue, a
+        retry, a replay, a reschedule, a released or planned occurrence), on a connection of
+        its own; None where the database has no such feed (workers then poll)."""
+        ...
+
+    def prune(self, before: datetime, limit: int) -> int:
+        """Delete up to `limit` succeeded, cancelled or expired jobs last changed before
+        `before` (oldest first) with their attempts; return how many. Dead and parked jobs
+        are never pruned."""
         ...
 
     def expired_leases(self, now: datetime, limit: int) -> list[ExpiredLease]:

@@ -23,6 +23,7 @@ from importlib import resources
 from typing import Any, ClassVar
 
 from duetime.core.errors import ConfigurationError, DuetimeError, SchemaError, StoreError
+from duetime.store.base import Listener
 
 Row = Mapping[str, Any]
 
@@ -179,6 +180,14 @@ class Driver(ABC):
 
     @abstractmethod
     def close(self) -> None: ...
+
+    def notify(self, c: Connection, due: Mapping[str, datetime]) -> None:  # noqa: B027
+        """Tell listeners, once `c`'s transaction commits, that jobs of each queue fall due at
+        the instant given (the earliest of them). Default: nothing (no feed; see listener)."""
+
+    def listener(self) -> Listener | None:
+        """A feed of wake-ups on a connection of its own, or None (the dialect has none)."""
+        return None
 
     # -- parameter encoding (a dialect overrides what it stores differently) -----------------
 

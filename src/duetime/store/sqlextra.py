@@ -23,7 +23,7 @@ from duetime.store.rows import (
     sample_from_row,
     token_from_row,
 )
-from duetime.store.sqlshared import job_params, load_job, move, reserve_ids
+from duetime.store.sqlshared import earliest_of, job_params, load_job, move, reserve_ids
 
 log = logging.getLogger("duetime.store")
 
@@ -117,6 +117,7 @@ class SchedulesNodesTokens:
         for job_id in plan.cancel_job_ids:
             move(c, job_id, Event.CANCEL, now)
         job_ids: dict[datetime, int] = {}
+        due: list[tuple[str, datetime]] = []
         ids = reserve_ids(c, len(plan.new_jobs)) if plan.new_jobs else []
         for reserved, occ in zip(ids, plan.new_jobs, strict=True):
             new = occurrence_job(schedule, occ)
@@ -129,6 +130,8 @@ class SchedulesNodesTokens:
                 plan.created_job_ids.append(reserved)
             job_ids[occ.nominal_at] = row["id"]
             plan.job_ids.append(row["id"])
+            if row["id"] == reserved and new.status is JobStatus.SCHEDULED:
+                due.append((new.queue, new.due_at))
         for tick in plan.ticks:
             c.run(
                 "insert_tick",
@@ -140,6 +143,8 @@ class SchedulesNodesTokens:
                 detail=tick.detail,
                 now=now,
             )
+        if due:
+            self.driver.notify(c, earliest_of(due))
         spec = plan.spec
         c.run(
             "update_schedule",
@@ -157,7 +162,10 @@ class SchedulesNodesTokens:
 
     def release_waiting(self, now: datetime, limit: int) -> int:
         with self.driver.transaction() as c:
-            return c.run("release_waiting", moves=moves_json(Event.RELEASE), now=now, limit=limit)
+            moved = c.run("release_waiting", moves=moves_json(Event.RELEASE), now=now, limit=limit)
+            if moved:  # due now; "" (every queue): the rows' queues are not read back
+                self.driver.notify(c, {"": now})
+            return moved
 
     def delete_schedule(self, tenant: str, name: str, now: datetime) -> None:
         with self.driver.transaction() as c:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
 
@@ -88,3 +89,17 @@ def job_params(job_id: int, job: NewJob, now: datetime) -> dict[str, Any]:
 
 def key_order(job: NewJob) -> tuple[bool, str, str]:
     return (job.idempotency_key is not None, job.tenant, job.idempotency_key or "")
+
+
+def earliest_of(pairs: Iterable[tuple[str, datetime]]) -> dict[str, datetime]:
+    """The earliest instant per queue, from (queue, instant) pairs: what a wake-up carries."""
+    found: dict[str, datetime] = {}
+    for queue, at in pairs:
+        if queue not in found or at < found[queue]:
+            found[queue] = at
+    return found
+
+
+def earliest(jobs: Iterable[Job | NewJob]) -> dict[str, datetime]:
+    """The earliest due instant per queue of these jobs."""
+    return earliest_of((job.queue, job.due_at) for job in jobs)

@@ -33,6 +33,7 @@ from duetime.core.models import (
     Outcome,
 )
 from duetime.core.states import ATTEMPT_END, AttemptStatus, Event, JobStatus, next_status
+from duetime.store.base import Listener
 from duetime.store.driver import Connection, Driver, Row, Rows, refuse_newer
 from duetime.store.rows import (
     ATTEMPT_COLUMNS,
@@ -43,7 +44,15 @@ from duetime.store.rows import (
     refusal,
 )
 from duetime.store.sqlextra import SchedulesNodesTokens
-from duetime.store.sqlshared import job_params, key_order, load_job, move, reserve_ids
+from duetime.store.sqlshared import (
+    earliest,
+    earliest_of,
+    job_params,
+    key_order,
+    load_job,
+    move,
+    reserve_ids,
+)
 
 
 class _Fenced(Exception):
@@ -128,6 +137,7 @@ class SQLStore(SchedulesNodesTokens):
         if len(jobs) == 1:  # one statement, its id from the database
             row = c.one("enqueue_one", **job_params(0, jobs[0], now))
             if row is not None:
+                self.driver.notify(c, {jobs[0].queue: jobs[0].due_at})
                 return [Enqueued(job_from_row(row, self._t), True)]
         # An insert waits for another transaction's uncommitted row with the same key, so two
         # batches taking the same keys in different orders could deadlock. Rows therefore go
@@ -166,6 +176,7 @@ class SQLStore(SchedulesNodesTokens):
                     originals.update(self._jobs_by_key(c, [job]))
             else:
                 results.append(Enqueued(job_from_row(row, self._t), True))
+        self.driver.notify(c, earliest(r.job for r in results if r.created))
         return results
 
     def _jobs_by_key(
@@ -292,7 +303,8 @@ class SQLStore(SchedulesNodesTokens):
         fencing token), the status the move starts from, and for a reap the expired lease.
         """
         job_ids = sorted({lease.job_id for lease, _ in items})
-        jobs = {r["id"]: r for r in c.rows("lock_jobs", ids=job_ids)}
+        locked = c.rows("lock_jobs", ids=job_ids)
+        jobs = {r["id"]: r for r in locked}
         leases = {}
         if only_if_expired:
             found = c.rows("attempt_leases", ids=[lease.attempt_id for lease, _ in items])
@@ -336,6 +348,14 @@ class SQLStore(SchedulesNodesTokens):
             ended = c.run("finish_jobs", batch=moves, now=now)
             if ended != len(moves):  # the row locks make this impossible: refuse to guess
                 raise StoreError(f"finished {ended} of the {len(moves)} jobs locked; nothing kept")
+            again = {
+                m["job_id"]: m["due_at"] for m in moves if m["to_status"] == JobStatus.SCHEDULED
+            }
+            if again:  # retries: due again later (the queue is the job's)
+                queues = {r["id"]: r["queue"] for r in locked if r["id"] in again}
+                self.driver.notify(
+                    c, earliest_of((queues[i], at or now) for i, at in again.items())
+                )
         return applied
 
     @contextmanager
@@ -354,6 +374,27 @@ class SQLStore(SchedulesNodesTokens):
             return
         self.finish(lease, outcome, now())  # records the late report
         raise StaleAttempt(lease.job_id, lease.generation)
+
+    def next_due(
+        self, now: datetime, until: datetime, queues: Sequence[str] | None, limit: int
+    ) -> list[datetime]:
+        with self.driver.transaction(write=False) as c:
+            rows = c.rows(
+                "next_due",
+                now=now,
+                until=until,
+                all_queues=queues is None,
+                queues=list(queues) if queues is not None else [],
+                limit=limit,
+            )
+        return sorted({self._t(r["due_at"]) for r in rows})
+
+    def listen(self) -> Listener | None:
+        return self.driver.listener()
+
+    def prune(self, before: datetime, limit: int) -> int:
+        with self.driver.transaction() as c:
+            return c.run("prune", before=before, limit=limit)
 
     def expired_leases(self, now: datetime, limit: int) -> list[ExpiredLease]:
         with self.driver.transaction(write=False) as c:
@@ -391,6 +432,8 @@ class SQLStore(SchedulesNodesTokens):
         with self.driver.transaction() as c:
             moved = move(c, job_id, event, now, tenant=tenant, due_at=due_at, replay=replay)
             job = load_job(c, self._t, job_id, tenant, True)
+            if moved and job is not None and job.status is JobStatus.SCHEDULED:
+                self.driver.notify(c, {job.queue: job.due_at})
         if job is None:
             raise JobNotFound(job_id)
         if not moved:

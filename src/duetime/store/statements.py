@@ -43,7 +43,7 @@ STATEMENTS: dict[str, str] = {
     "their job's lease_seconds (their jobs' rows locked first, in id order)",
     "lease_states": "returns attempt_id, job_id, generation, lease_expires_at, job_status of "
     "the running attempts in attempt_ids",
-    "lock_jobs": "returns id, generation, status of the jobs in ids, their rows locked for "
+    "lock_jobs": "returns id, generation, status, queue of the jobs in ids, their rows locked for "
     "the transaction in id order",
     "attempt_leases": "returns id, status, lease_expires_at of the attempts in ids",
     "finish_jobs": "changes: each job of `batch` (job_id, generation, from_status, to_status, "
@@ -59,6 +59,10 @@ STATEMENTS: dict[str, str] = {
     "oldest first",
     "expire_overdue": "changes: up to `limit` scheduled jobs whose deadline passed, by `moves`",
     "transition": "changes: one job by `moves` (an operator's move); see Store.transition",
+    "next_due": "returns due_at: the instants at which scheduled jobs of `queues` (of any "
+    "queue when all_queues) fall due after now and up to `until`, earliest first, up to limit",
+    "prune": "changes: deletes up to `limit` succeeded, cancelled or expired jobs last updated "
+    "before `before`, oldest first (their attempts with them)",
     # -- schedules
     "insert_schedule": "changes: inserts a schedule unless (tenant, name) exists",
     "select_schedule": "returns the schedule (tenant, name)",

@@ -156,7 +156,7 @@ FROM duetime_attempts a JOIN duetime_jobs j ON j.id = a.job_id
 WHERE a.id IN %(attempt_ids)s AND a.status = 'running';
 
 -- name: lock_jobs
-SELECT id, generation, status FROM duetime_jobs WHERE id IN %(ids)s
+SELECT id, generation, status, queue FROM duetime_jobs WHERE id IN %(ids)s
 ORDER BY id
 FOR UPDATE;
 
@@ -409,4 +409,17 @@ FROM duetime_attempts a JOIN duetime_jobs j ON j.id = a.job_id
 WHERE a.started_at >= %(since)s
   AND (%(tenant)s IS NULL OR j.tenant = %(tenant)s)
 ORDER BY a.started_at DESC
+LIMIT %(limit)s;
+
+-- name: next_due
+SELECT due_at FROM duetime_jobs
+WHERE status = 'scheduled' AND due_at > %(now)s AND due_at <= %(until)s
+  AND (%(all_queues)s OR queue IN %(queues)s)
+ORDER BY due_at
+LIMIT %(limit)s;
+
+-- name: prune
+DELETE FROM duetime_jobs
+WHERE status IN ('succeeded', 'cancelled', 'expired') AND updated_at < %(before)s
+ORDER BY updated_at
 LIMIT %(limit)s;

@@ -10,7 +10,7 @@ import time
 import weakref
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import psycopg
@@ -23,6 +23,8 @@ from duetime.core.errors import (
     InvalidRequest,
     StoreUnavailable,
 )
+from duetime.core.models import Wakeup
+from duetime.store.base import Listener
 from duetime.store.driver import Connection, Driver, Row, driver_connection, unexpected
 
 
@@ -133,6 +135,17 @@ class PostgresDriver(Driver):
             return unexpected(self.dialect, exc)
         return None
 
+    def notify(self, c: Connection, due: Mapping[str, datetime]) -> None:
+        payloads = [f"{queue}\t{_micros(at)}" for queue, at in due.items()]
+        with self.translated():
+            c.native.execute(
+                "SELECT pg_notify(%s, p) FROM unnest(%s::text[]) AS p", (CHANNEL, payloads)
+            )
+
+    def listener(self) -> Listener:
+        with self.translated():
+            return _Listener(self.url, self)
+
     def close(self) -> None:
         self._pool.close()
 
@@ -154,6 +167,45 @@ def _configure(conn: psycopg.Connection[Any]) -> None:
     plan cannot know that `due_at <= now` selects only the due rows, and reads them all."""
     conn.execute("SET plan_cache_mode = force_custom_plan")
     conn.commit()
+
+
+CHANNEL = "duetime_due"  # NOTIFY payload: "<queue>\t<due instant, microseconds since epoch>"
+
+
+def _micros(at: datetime) -> int:
+    return (at - _EPOCH) // timedelta(microseconds=1)
+
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+class _Listener:
+    """LISTEN on a connection of its own (autocommit): the worker's wake-ups."""
+
+    def __init__(self, url: str, driver: PostgresDriver) -> None:
+        self.driver = driver
+        self.conn = psycopg.connect(url, autocommit=True, connect_timeout=10)
+        self.conn.execute(f"LISTEN {CHANNEL}")
+
+    def wait(self, timeout: float) -> list[Wakeup]:
+        found: list[Wakeup] = []
+        with self.driver.translated():
+            for note in self.conn.notifies(timeout=timeout, stop_after=1):
+                found.append(_wakeup(note.payload))
+            if found:  # and whatever else is waiting, without waiting
+                found.extend(_wakeup(n.payload) for n in self.conn.notifies(timeout=0))
+        return found
+
+    def close(self) -> None:
+        self.conn.close()
+
+
+def _wakeup(payload: str) -> Wakeup:
+    queue, _, micros = payload.partition("\t")
+    try:
+        return Wakeup(queue, _EPOCH + timedelta(microseconds=int(micros)))
+    except ValueError:
+        return Wakeup()
 
 
 def _reason(exc: BaseException) -> str:

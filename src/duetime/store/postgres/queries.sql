@@ -151,7 +151,7 @@ FROM duetime_attempts a JOIN duetime_jobs j ON j.id = a.job_id
 WHERE a.id = ANY (%(attempt_ids)s::bigint[]) AND a.status = 'running';
 
 -- name: lock_jobs
-SELECT id, generation, status FROM duetime_jobs WHERE id = ANY (%(ids)s::bigint[])
+SELECT id, generation, status, queue FROM duetime_jobs WHERE id = ANY (%(ids)s::bigint[])
 ORDER BY id
 FOR UPDATE;
 
@@ -405,3 +405,21 @@ WHERE a.started_at >= %(since)s
   AND (%(tenant)s::text IS NULL OR j.tenant = %(tenant)s::text)
 ORDER BY a.started_at DESC
 LIMIT %(limit)s;
+
+-- name: next_due
+SELECT due_at FROM duetime_jobs
+WHERE status = 'scheduled' AND due_at > %(now)s AND due_at <= %(until)s
+  AND (%(all_queues)s::boolean OR queue = ANY (%(queues)s::text[]))
+ORDER BY due_at
+LIMIT %(limit)s;
+
+-- name: prune
+-- The candidates are picked once (ARRAY(...) is an init plan; see release_waiting).
+DELETE FROM duetime_jobs
+WHERE id = ANY (ARRAY(
+    SELECT id FROM duetime_jobs
+    WHERE status IN ('succeeded', 'cancelled', 'expired') AND updated_at < %(before)s
+    ORDER BY updated_at
+    LIMIT %(limit)s
+    FOR UPDATE SKIP LOCKED))
+  AND status IN ('succeeded', 'cancelled', 'expired');

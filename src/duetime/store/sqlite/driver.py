@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import sqlite3
 import threading
+import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
@@ -17,6 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from duetime.core.errors import ConfigurationError, DuetimeError, SchemaError, StoreUnavailable
+from duetime.core.models import Wakeup
+from duetime.store.base import Listener
 from duetime.store.driver import Connection, Driver, Row, unexpected
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
@@ -126,9 +129,41 @@ class SQLiteDriver(Driver):
             )
         return unexpected(self.dialect, exc)
 
+    def listener(self) -> Listener:
+        return _DataVersion(self.path)
+
     def close(self) -> None:
         with self._lock:
             self._conn.close()
+
+
+class _DataVersion:
+    """SQLite has no notifications, but a connection's `PRAGMA data_version` changes whenever
+    another connection commits: polled every 2 ms on a connection of its own, it tells that
+    something changed (not what) at the cost of a few microseconds."""
+
+    POLL = 0.002
+
+    def __init__(self, path: str) -> None:
+        self.conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+        self.seen = self._version()
+
+    def _version(self) -> int:
+        return int(self.conn.execute("PRAGMA data_version").fetchone()[0])
+
+    def wait(self, timeout: float) -> list[Wakeup]:
+        deadline = time.monotonic() + timeout
+        while True:
+            version = self._version()
+            if version != self.seen:
+                self.seen = version
+                return [Wakeup()]
+            if time.monotonic() >= deadline:
+                return []
+            time.sleep(self.POLL)
+
+    def close(self) -> None:
+        self.conn.close()
 
 
 def open_driver(url: str, *, pool_timeout: float | None = None) -> SQLiteDriver:

@@ -156,7 +156,8 @@ WHERE a.id IN (SELECT value FROM json_each(:attempt_ids)) AND a.status = 'runnin
 
 -- name: lock_jobs
 -- the write transaction already holds the file
-SELECT id, generation, status FROM duetime_jobs WHERE id IN (SELECT value FROM json_each(:ids))
+SELECT id, generation, status, queue FROM duetime_jobs
+WHERE id IN (SELECT value FROM json_each(:ids))
 ORDER BY id;
 
 -- name: attempt_leases
@@ -397,3 +398,18 @@ WHERE a.started_at >= :since
   AND (:tenant IS NULL OR j.tenant = :tenant)
 ORDER BY a.started_at DESC
 LIMIT :limit;
+
+-- name: next_due
+SELECT due_at FROM duetime_jobs INDEXED BY duetime_jobs_next_due
+WHERE status = 'scheduled' AND due_at > :now AND due_at <= :until
+  AND (:all_queues OR queue IN (SELECT value FROM json_each(:queues)))
+ORDER BY due_at
+LIMIT :limit;
+
+-- name: prune
+DELETE FROM duetime_jobs
+WHERE id IN (
+    SELECT id FROM duetime_jobs INDEXED BY duetime_jobs_finished
+    WHERE status IN ('succeeded', 'cancelled', 'expired') AND updated_at < :before
+    ORDER BY updated_at
+    LIMIT :limit);

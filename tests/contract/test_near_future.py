@@ -102,3 +102,22 @@ def test_a_listener_waits_quietly_when_nothing_happens(
         assert listener.wait(nothing_changed_for) == []
     finally:
         listener.close()
+
+
+def test_the_pruner_deletes_what_is_older_than_the_retention_batch_after_batch(
+    store: Store, clock: ManualClock
+) -> None:
+    import asyncio
+
+    from duetime.runtime.pruner import Pruner
+    from duetime.runtime.service import BlockingCalls
+
+    finished = [job_in(store, clock, JobStatus.SUCCEEDED)[0].id for _ in range(5)]
+    dead = job_in(store, clock, JobStatus.DEAD)[0].id
+    clock.advance(timedelta(days=8))
+    fresh = job_in(store, clock, JobStatus.SUCCEEDED)[0].id
+    pruner = Pruner(store, clock, BlockingCalls(1), retention=timedelta(days=7), batch=2)
+    asyncio.run(pruner.run_once())
+    assert pruner.deleted == 5
+    assert all(store.get_job(i) is None for i in finished)
+    assert store.get_job(dead) is not None and store.get_job(fresh) is not None

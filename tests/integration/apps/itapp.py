@@ -7,7 +7,8 @@ as `integration.apps.itapp` and call make_app(url) to enqueue with the same task
 Handlers write what they did into the folder named by DUETIME_IT_OUT:
 - `exec-<pid>.txt`: one line "<job_id> <generation> <pid>" per execution of drain.record;
 - `started-<job_id>-<attempt>` / `finished-<job_id>-<attempt>`: JSON markers
-  {"pid", "generation", "attempt"} written atomically when a handler starts and ends.
+  {"pid", "generation", "attempt"} written atomically when a handler starts and ends;
+- `ontime-<job_id>`: {"started", "due"} (epoch seconds) from on_time.
 """
 
 from __future__ import annotations
@@ -85,6 +86,16 @@ def make_app(database_url: str | None = None) -> App:
     @app.task(name="noop")
     def noop() -> None:
         write_marker("finished")
+
+    @app.task(name="on_time")
+    def on_time(label: str = "") -> None:
+        """Writes `ontime-<job_id>`: when the handler started and when the job was due."""
+        ctx = duetime.current()
+        body = {"started": time.time(), "due": ctx.due_at.timestamp()}
+        final = out_dir() / f"ontime-{ctx.job_id}"
+        tmp = final.with_name(f".{final.name}.tmp")
+        tmp.write_text(json.dumps(body))
+        tmp.rename(final)
 
     @app.task(name="fail.permanent")
     def fail_permanent() -> None:

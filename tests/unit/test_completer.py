@@ -1,0 +1,121 @@
+"""The completer: outcomes written in batches, each answered only after its commit, a stale
+one refused alone, retried while the database is down (a fake store; no database)."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Sequence
+from datetime import datetime, timedelta
+from typing import Any
+
+from duetime.core.clock import ManualClock
+from duetime.core.errors import StoreUnavailable
+from duetime.core.models import Lease, Outcome
+from duetime.core.states import Event
+from duetime.runtime.completer import Completer
+from duetime.runtime.service import BlockingCalls
+
+
+class Ledger:
+    """finish_many as a store answers it: per item, unless told to fail or to hold."""
+
+    def __init__(self, refuse: set[int] | None = None, failures: int = 0) -> None:
+        self.batches: list[list[tuple[Lease, Outcome]]] = []
+        self.refuse = refuse or set()
+        self.failures = failures
+        self.hold = threading.Event()
+        self.hold.set()
+
+    def finish_many(
+        self, items: Sequence[tuple[Lease, Outcome]], now: datetime, **_: Any
+    ) -> list[bool]:
+        assert self.hold.wait(10)
+        if self.failures:
+            self.failures -= 1
+            raise StoreUnavailable("connection refused")
+        self.batches.append(list(items))
+        return [lease.job_id not in self.refuse for lease, _ in items]
+
+
+def lease(job_id: int) -> Lease:
+    return Lease(job_id, job_id * 10, 1)
+
+
+def completer(store: Any, clock: ManualClock, **kw: Any) -> Completer:
+    return Completer(store, clock, BlockingCalls(1), **kw)
+
+
+def test_outcomes_go_in_one_batch_and_a_stale_one_is_refused_alone() -> None:
+    async def scenario() -> tuple[list[bool | None], Ledger]:
+        ledger = Ledger(refuse={2})
+        c = completer(ledger, ManualClock(), linger=0.05)
+        running = asyncio.create_task(c.run())
+        answers = await asyncio.gather(
+            *(c.record(lease(i), Outcome(Event.SUCCEED), give_up_after=60) for i in (1, 2, 3))
+        )
+        c.stop()
+        await running
+        return answers, ledger
+
+    answers, ledger = asyncio.run(scenario())
+    assert answers == [True, False, True]
+    assert [[le.job_id for le, _ in batch] for batch in ledger.batches] == [[1, 2, 3]]
+
+
+def test_a_full_batch_is_written_at_once_and_nothing_is_answered_before_its_commit() -> None:
+    async def scenario() -> None:
+        ledger = Ledger()
+        ledger.hold.clear()  # the transaction has not committed yet
+        c = completer(ledger, ManualClock(), max_batch=2, linger=3600)
+        running = asyncio.create_task(c.run())
+        first = [
+            asyncio.create_task(c.record(lease(i), Outcome(Event.SUCCEED), give_up_after=60))
+            for i in (1, 2)
+        ]
+        for _ in range(20):
+            await asyncio.sleep(0)
+        assert not any(t.done() for t in first)  # written, not yet committed: not answered
+        ledger.hold.set()
+        assert await asyncio.gather(*first) == [True, True]  # no hour of lingering: it was full
+        c.stop()
+        await running
+
+    asyncio.run(scenario())
+
+
+def test_a_batch_is_tried_again_while_the_database_is_down() -> None:
+    async def scenario() -> tuple[bool | None, Ledger]:
+        ledger = Ledger(failures=2)
+        clock = ManualClock()
+        c = completer(ledger, clock, linger=0)
+        running = asyncio.create_task(c.run())
+        decided = clock.now()
+        retry = Outcome(Event.RETRY, due_at=decided + timedelta(seconds=5), decided_at=decided)
+        record = asyncio.create_task(c.record(lease(1), retry, give_up_after=60))
+        await c.flushed.wait(2)  # two failed tries
+        clock.advance(30)  # the database came back half a minute later
+        answer = await record
+        c.stop()
+        await running
+        return answer, ledger
+
+    answer, ledger = asyncio.run(scenario())
+    assert answer is True
+    [[(_, written)]] = ledger.batches
+    # the retry's 5 s delay counts from when the outcome was written, not when it was decided
+    assert written.due_at is not None and written.decided_at is not None
+    assert written.due_at - written.decided_at >= timedelta(seconds=35)
+
+
+def test_an_outcome_that_cannot_be_written_in_time_is_given_up() -> None:
+    async def scenario() -> bool | None:
+        ledger = Ledger(failures=1000)
+        c = completer(ledger, ManualClock(), linger=0)
+        running = asyncio.create_task(c.run())
+        answer = await c.record(lease(1), Outcome(Event.SUCCEED), give_up_after=0)
+        c.stop()
+        await running
+        return answer
+
+    assert asyncio.run(scenario()) is None  # the lease lapses; the reaper retries the job

@@ -7,8 +7,8 @@ import functools
 import inspect
 import logging
 import threading
-from collections.abc import Callable, Coroutine, Iterable, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any, ParamSpec, TypeVar
 
@@ -16,6 +16,7 @@ from duetime import operators
 from duetime.core.clock import Clock, SystemClock
 from duetime.core.errors import (
     ConfigurationError,
+    InvalidRequest,
     JobNotFound,
     ScheduleExists,
     ScheduleNotFound,
@@ -27,6 +28,7 @@ from duetime.core.requests import (
     DEFAULT_MAX_PAYLOAD_BYTES,
     TaskDefaults,
     build_new_job,
+    build_new_jobs,
     parse_duration,
     parse_instant,
 )
@@ -323,22 +325,33 @@ class App:
         max_attempts: int | None = None,
         deadline: datetime | str | None = None,
         connection: Any = None,
+        at_each: Sequence[datetime | str] | None = None,
     ) -> list[Job]:
         """Create many jobs of one task in one transaction: all of them or none.
 
-        `connection` works as for enqueue: the batch joins your transaction.
+        `at_each` gives each job its own due instant (one per job, in order) instead of
+        `at`/`delay`. `connection` works as for enqueue: the batch joins your transaction.
         """
+        if at_each is not None and (at is not None or delay is not None):
+            raise InvalidRequest("give at_each (one instant per job) or at/delay, not both")
         options = dict(
             at=at,
             delay=delay,
             queue=queue,
             priority=priority,
             max_attempts=max_attempts,
-            deadline=deadline,
+            deadline=None if at_each is not None else deadline,
         )
-        batch = [self._new_job(task_name, args, options) for args in list_of_args]
-        now = self.clock.now()
-        jobs = [r.job for r in self.store.enqueue(batch, now, connection=connection)]
+        template = self._new_job(task_name, {}, options)  # every option checked once
+        if at_each is not None and deadline is not None:
+            template = replace(template, deadline_at=parse_instant(deadline, "deadline"))
+        batch = build_new_jobs(
+            template,
+            list_of_args,
+            max_payload_bytes=self.max_payload_bytes,
+            at_each=at_each,
+        )
+        jobs = [r.job for r in self.store.enqueue(batch, self.clock.now(), connection=connection)]
         log_event(log, "jobs.enqueued", task=task_name, count=len(jobs))
         return jobs
 

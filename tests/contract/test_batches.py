@@ -125,3 +125,49 @@ def test_error_text_the_database_cannot_hold_is_still_recorded(
     job = store.get_job(lease.job_id)
     assert job is not None and job.status is JobStatus.DEAD
     assert job.attempt_history[0].error_message == "bad \ufffd byte and a lone ? surrogate"
+
+
+def test_a_bulk_enqueue_returns_the_jobs_as_stored(
+    store: Store, store_url: str, clock: ManualClock
+) -> None:
+    import duetime
+
+    app = duetime.App(store_url, clock=clock)
+    try:
+        later = clock.now() + timedelta(minutes=3)
+        jobs = app.enqueue_many(
+            "report",
+            [{"n": i, "text": "é\u2603"} for i in range(50)],
+            queue="bulk",
+            priority=3,
+            deadline=later + timedelta(hours=1),
+            at_each=[later + timedelta(seconds=i) for i in range(50)],
+        )
+        assert [j.due_at for j in jobs] == [later + timedelta(seconds=i) for i in range(50)]
+        assert len({j.id for j in jobs}) == 50
+        for job in jobs:
+            stored = app.get_job(job.id)
+            assert stored == job  # every field, as the store reads it back
+    finally:
+        app.close()
+
+
+def test_a_bulk_enqueue_with_a_due_time_each_refuses_what_cannot_run(
+    store: Store, store_url: str, clock: ManualClock
+) -> None:
+    import pytest
+
+    import duetime
+
+    app = duetime.App(store_url, clock=clock)
+    try:
+        soon = clock.now() + timedelta(seconds=5)
+        with pytest.raises(duetime.InvalidRequest, match="one per job"):
+            app.enqueue_many("t", [{}, {}], at_each=[soon])
+        with pytest.raises(duetime.InvalidRequest, match="deadline"):
+            app.enqueue_many("t", [{}], at_each=[soon], deadline=soon)
+        with pytest.raises(duetime.InvalidRequest, match="not both"):
+            app.enqueue_many("t", [{}], at_each=[soon], delay=3)
+        assert app.list_jobs() == []
+    finally:
+        app.close()

@@ -7,7 +7,7 @@ import json
 import math
 import re
 import uuid
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -123,35 +123,44 @@ def _nesting(value: Any) -> int:
 
 
 def dump_args(args: Any, max_bytes: int) -> tuple[dict[str, Any], str]:
-    """Check that args are a JSON object within the size limit; return it and its JSON text."""
+    """Check that args are a JSON object within the size limit; return it and its JSON text.
+
+    Serialised once; the slower checks (nesting depth, lone surrogates) run only when the text
+    shows they could fail.
+    """
     if args is None:
         args = {}
     if not isinstance(args, Mapping):
         raise InvalidRequest(
             f"args must be a JSON object (a dict with string keys), got {type(args).__name__}"
         )
-    if _nesting(args) > MAX_ARGS_DEPTH:
-        raise InvalidRequest(
-            f"args nest more than {MAX_ARGS_DEPTH} levels deep; flatten the structure"
-        )
     if not all(isinstance(k, str) for k in args):
         raise InvalidRequest("args must be a JSON object: every key must be a string")
     try:
         text = json.dumps(args, separators=(",", ":"), sort_keys=True, allow_nan=False)
+    except RecursionError:
+        text = ""  # far too deep: refused below
     except (TypeError, ValueError) as exc:
         raise InvalidRequest(f"args must be plain JSON values: {exc}") from None
+    if not text or (
+        text.count("{") + text.count("[") > MAX_ARGS_DEPTH and _nesting(args) > MAX_ARGS_DEPTH
+    ):
+        raise InvalidRequest(
+            f"args nest more than {MAX_ARGS_DEPTH} levels deep; flatten the structure"
+        )
     if "\\u0000" in text:
         raise InvalidRequest(
             "args contain a NUL character (\\u0000), which databases cannot store in JSON; "
             "remove it or encode the data (for example as base64)"
         )
-    try:
-        json.dumps(args, ensure_ascii=False).encode("utf-8")
-    except UnicodeEncodeError:
-        raise InvalidRequest(
-            "args contain a lone surrogate character, which is not valid Unicode; fix the text"
-        ) from None
-    size = len(text.encode())
+    if "\\ud" in text:  # escaped surrogates: a pair is fine, a lone one is not Unicode
+        try:
+            json.dumps(args, ensure_ascii=False).encode("utf-8")
+        except UnicodeEncodeError:
+            raise InvalidRequest(
+                "args contain a lone surrogate character, which is not valid Unicode; fix the text"
+            ) from None
+    size = len(text)  # ASCII: every other character is escaped
     if size > max_bytes:
         raise PayloadTooLarge(
             f"args are {size} bytes of JSON; the limit is {max_bytes} bytes "
@@ -244,3 +253,56 @@ def build_new_job(
         request_hash=digest,
         business_key=business_key,
     )
+
+
+def build_new_jobs(
+    template: NewJob,
+    list_of_args: Iterable[Any],
+    *,
+    max_payload_bytes: int = DEFAULT_MAX_PAYLOAD_BYTES,
+    at_each: Sequence[datetime | str] | None = None,
+) -> list[NewJob]:
+    """Many jobs of one request: `template` (from build_new_job, its options validated once)
+    with each of `list_of_args` (checked as dump_args does) and, with `at_each`, a due instant
+    each. These jobs carry no idempotency key, so no request fingerprint is computed."""
+    if template.idempotency_key is not None:
+        raise InvalidRequest("a batch of jobs cannot share one idempotency key")
+    args_list = list(list_of_args)
+    dues: list[datetime] | None = None
+    if at_each is not None:
+        dues = [parse_instant(at, "due time") for at in at_each]
+        if len(dues) != len(args_list):
+            raise InvalidRequest(
+                f"at_each has {len(dues)} instants for {len(args_list)} jobs; give one per job"
+            )
+        if template.deadline_at is not None and any(d >= template.deadline_at for d in dues):
+            raise InvalidRequest(
+                f"a due time is not before the deadline {template.deadline_at.isoformat()}; "
+                "a job must be able to start before it expires"
+            )
+    prefix = f"{template.tenant}/{template.task}:"
+    t = template
+    jobs = []
+    for i, args in enumerate(args_list):
+        args_obj, args_json = dump_args(args, max_payload_bytes)
+        jobs.append(
+            NewJob(
+                tenant=t.tenant,
+                task=t.task,
+                args=args_obj,
+                args_json=args_json,
+                queue=t.queue,
+                priority=t.priority,
+                due_at=t.due_at if dues is None else dues[i],
+                deadline_at=t.deadline_at,
+                max_attempts=t.max_attempts,
+                retry_base=t.retry_base,
+                retry_cap=t.retry_cap,
+                lease_seconds=t.lease_seconds,
+                timeout_seconds=t.timeout_seconds,
+                idempotency_key=None,
+                request_hash="",
+                business_key=prefix + uuid.uuid4().hex,
+            )
+        )
+    return jobs

@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import re
 from abc import ABC, abstractmethod
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from datetime import datetime
@@ -126,6 +126,8 @@ class Driver(ABC):
     dialect: ClassVar[str]  # "sqlite", "postgres", "mysql"
     package: ClassVar[str]  # the package holding queries.sql and migrations/
 
+    _converters: dict[type, Callable[[Any], Any]] | None = None
+
     def __init__(self) -> None:
         self.queries = load_queries(self.package)
         self.migrations = load_migrations(self.package)
@@ -208,17 +210,24 @@ class Driver(ABC):
         return json.dumps([{k: value(v) for k, v in row.items()} for row in rows])
 
     def encode(self, params: Mapping[str, Any]) -> dict[str, Any]:
-        out: dict[str, Any] = {}
+        """Parameters as the dialect takes them: instants, booleans, lists and Rows converted
+        (found by exact type: this runs for every row of a bulk insert)."""
+        converters = self._converters
+        if converters is None:
+            converters = self._converters = {
+                datetime: self.encode_time,
+                bool: self.encode_bool,
+                list: self.encode_list,
+                tuple: self.encode_list,
+                Rows: self.encode_rows,
+            }
+        out = dict(params)
         for key, value in params.items():
-            if isinstance(value, datetime):
-                value = self.encode_time(value)
-            elif isinstance(value, bool):
-                value = self.encode_bool(value)
-            elif isinstance(value, Rows):
-                value = self.encode_rows(value)
-            elif isinstance(value, list | tuple):
-                value = self.encode_list(value)
-            out[key] = value
+            convert = converters.get(type(value))
+            if convert is not None:
+                out[key] = convert(value)
+            elif isinstance(value, datetime | bool | list | tuple):  # a subclass: rare
+                out[key] = converters[next(t for t in converters if isinstance(value, t))](value)
         return out
 
     @contextmanager

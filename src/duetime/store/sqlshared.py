@@ -84,6 +84,8 @@ def job_params(job_id: int, job: NewJob, now: datetime) -> dict[str, Any]:
         "covers": covers_json(job.covers),
         "origin": job.origin,
         "now": now,
+        "created_at": now,  # by name, for a COPY (insert_new_jobs on PostgreSQL)
+        "updated_at": now,
     }
 
 
@@ -103,3 +105,35 @@ def earliest_of(pairs: Iterable[tuple[str, datetime]]) -> dict[str, datetime]:
 def earliest(jobs: Iterable[Job | NewJob]) -> dict[str, datetime]:
     """The earliest due instant per queue of these jobs."""
     return earliest_of((job.queue, job.due_at) for job in jobs)
+
+
+def new_job_record(job_id: int, new: NewJob, now: datetime) -> Job:
+    """The record of a job just inserted from `new` (as select_job would read it back)."""
+    return Job(
+        id=job_id,
+        tenant=new.tenant,
+        queue=new.queue,
+        task=new.task,
+        args=new.args,
+        priority=new.priority,
+        due_at=new.due_at,
+        deadline_at=new.deadline_at,
+        status=new.status,
+        version=1,
+        attempts=0,
+        max_attempts=new.max_attempts,
+        generation=0,
+        retry_base=new.retry_base,
+        retry_cap=new.retry_cap,
+        lease_seconds=new.lease_seconds,
+        timeout_seconds=new.timeout_seconds,
+        idempotency_key=new.idempotency_key,
+        business_key=new.business_key,
+        created_at=now,
+        updated_at=now,
+        schedule_id=new.schedule_id,
+        schedule_name=new.schedule_name,
+        nominal_at=new.nominal_at,
+        covers=new.covers,
+        origin=new.origin,
+    )

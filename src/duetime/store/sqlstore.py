@@ -51,6 +51,7 @@ from duetime.store.sqlshared import (
     key_order,
     load_job,
     move,
+    new_job_record,
     reserve_ids,
 )
 
@@ -139,6 +140,8 @@ class SQLStore(SchedulesNodesTokens):
             if row is not None:
                 self.driver.notify(c, {jobs[0].queue: jobs[0].due_at})
                 return [Enqueued(job_from_row(row, self._t), True)]
+        if len(jobs) > 1 and all(j.idempotency_key is None and j.schedule_id is None for j in jobs):
+            return self._enqueue_fresh(c, jobs, now)
         # An insert waits for another transaction's uncommitted row with the same key, so two
         # batches taking the same keys in different orders could deadlock. Rows therefore go
         # in in the order of their keys (the sort is stable: of two equal keys the first in the
@@ -178,6 +181,17 @@ class SQLStore(SchedulesNodesTokens):
                 results.append(Enqueued(job_from_row(row, self._t), True))
         self.driver.notify(c, earliest(r.job for r in results if r.created))
         return results
+
+    def _enqueue_fresh(
+        self, c: Connection, jobs: Sequence[NewJob], now: datetime
+    ) -> list[Enqueued]:
+        """A batch that cannot meet a unique key (no idempotency keys, no occurrences): one
+        bulk insert (PostgreSQL: COPY), and the records built from what was inserted."""
+        ids = reserve_ids(c, len(jobs))
+        pairs = list(zip(ids, jobs, strict=True))
+        c.run_many("insert_new_jobs", [job_params(i, job, now) for i, job in pairs])
+        self.driver.notify(c, earliest(jobs))
+        return [Enqueued(new_job_record(i, job, now), True) for i, job in pairs]
 
     def _jobs_by_key(
         self, c: Connection, jobs: Sequence[NewJob]

@@ -24,6 +24,8 @@ STATEMENTS: dict[str, str] = {
     "nothing when (tenant, idempotency_key) or (schedule_id, nominal_at) exists already",
     "insert_job": "inserts one job with the given id; does nothing when (tenant, "
     "idempotency_key) or (schedule_id, nominal_at) exists already",
+    "insert_new_jobs": "inserts many jobs that cannot meet a unique key (no idempotency key, "
+    "no occurrence), one parameter set each, as fast as the dialect can (PostgreSQL: COPY)",
     "jobs_by_ids": "returns the jobs whose id is in ids",
     "jobs_by_keys": "returns the jobs with an idempotency key, whose tenant is in tenants "
     "and whose key is in keys",

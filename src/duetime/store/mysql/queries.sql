@@ -65,6 +65,17 @@ VALUES (%(id)s, %(tenant)s, %(queue)s, %(task)s, %(args)s, %(priority)s, %(due_a
     %(covers)s, %(origin)s)
 ON DUPLICATE KEY UPDATE id = id;
 
+-- name: insert_new_jobs
+INSERT INTO duetime_jobs (id, tenant, queue, task, args, priority, due_at, deadline_at, status,
+    max_attempts, retry_base, retry_cap, lease_seconds, timeout_seconds, idempotency_key,
+    request_hash, business_key, created_at, updated_at, schedule_id, schedule_name, nominal_at,
+    covers, origin)
+VALUES (%(id)s, %(tenant)s, %(queue)s, %(task)s, %(args)s, %(priority)s, %(due_at)s,
+    %(deadline_at)s, %(status)s, %(max_attempts)s, %(retry_base)s, %(retry_cap)s,
+    %(lease_seconds)s, %(timeout_seconds)s, %(idempotency_key)s, %(request_hash)s,
+    %(business_key)s, %(now)s, %(now)s, %(schedule_id)s, %(schedule_name)s, %(nominal_at)s,
+    %(covers)s, %(origin)s);
+
 -- name: jobs_by_ids
 SELECT * FROM duetime_jobs WHERE id IN %(ids)s;
 

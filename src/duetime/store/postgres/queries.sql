@@ -55,6 +55,15 @@ VALUES (%(id)s, %(tenant)s, %(queue)s, %(task)s, %(args)s::jsonb, %(priority)s, 
     %(covers)s::jsonb, %(origin)s)
 ON CONFLICT DO NOTHING;
 
+-- name: insert_new_jobs
+-- Fed by COPY (binary): the driver sends each job's parameters in this column order; created_at
+-- and updated_at both take `now`.
+COPY duetime_jobs (id, tenant, queue, task, args, priority, due_at, deadline_at, status,
+    max_attempts, retry_base, retry_cap, lease_seconds, timeout_seconds, idempotency_key,
+    request_hash, business_key, created_at, updated_at, schedule_id, schedule_name, nominal_at,
+    covers, origin)
+FROM STDIN (FORMAT BINARY);
+
 -- name: jobs_by_ids
 SELECT * FROM duetime_jobs WHERE id = ANY (%(ids)s::bigint[]);
 

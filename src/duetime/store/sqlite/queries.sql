@@ -54,6 +54,16 @@ VALUES (:id, :tenant, :queue, :task, :args, :priority, :due_at, :deadline_at, :s
     :covers, :origin)
 ON CONFLICT DO NOTHING;
 
+-- name: insert_new_jobs
+INSERT INTO duetime_jobs (id, tenant, queue, task, args, priority, due_at, deadline_at, status,
+    max_attempts, retry_base, retry_cap, lease_seconds, timeout_seconds, idempotency_key,
+    request_hash, business_key, created_at, updated_at, schedule_id, schedule_name, nominal_at,
+    covers, origin)
+VALUES (:id, :tenant, :queue, :task, :args, :priority, :due_at, :deadline_at, :status,
+    :max_attempts, :retry_base, :retry_cap, :lease_seconds, :timeout_seconds, :idempotency_key,
+    :request_hash, :business_key, :now, :now, :schedule_id, :schedule_name, :nominal_at,
+    :covers, :origin);
+
 -- name: jobs_by_ids
 SELECT * FROM duetime_jobs WHERE id IN (SELECT value FROM json_each(:ids));
 

@@ -116,18 +116,26 @@ WHERE schedule_id = %(schedule_id)s AND nominal_at = %(nominal_at)s;
 
 -- name: claim
 -- The picked ids (FOR UPDATE SKIP LOCKED) go to a temporary table of this connection, then the
--- jobs move, their attempts start, and the claimed rows come back.
+-- jobs move, their attempts start, and the claimed rows come back. One branch of the pick runs
+-- (every queue, or the queues named); FORCE INDEX: the claim-order index, so the scan stops
+-- after `limit` due rows (the optimizer may otherwise range-read every due row and sort them,
+-- which a burst of due jobs makes slow).
 CREATE TEMPORARY TABLE IF NOT EXISTS duetime_claim (id BIGINT NOT NULL PRIMARY KEY);
 DELETE FROM duetime_claim;
 INSERT INTO duetime_claim (id)
-SELECT id FROM duetime_jobs
-WHERE status = 'scheduled'
-  AND due_at <= %(now)s
-  AND (deadline_at IS NULL OR deadline_at > %(now)s)
-  AND (%(all_queues)s OR queue IN %(queues)s)
-ORDER BY neg_priority, due_at, id
-LIMIT %(limit)s
-FOR UPDATE SKIP LOCKED;
+(SELECT id FROM duetime_jobs FORCE INDEX (duetime_jobs_due_any)
+ WHERE %(all_queues)s AND status = 'scheduled' AND due_at <= %(now)s
+   AND (deadline_at IS NULL OR deadline_at > %(now)s)
+ ORDER BY neg_priority, due_at, id
+ LIMIT %(limit)s
+ FOR UPDATE SKIP LOCKED)
+UNION ALL
+(SELECT id FROM duetime_jobs FORCE INDEX (duetime_jobs_due)
+ WHERE NOT %(all_queues)s AND queue IN %(queues)s AND status = 'scheduled'
+   AND due_at <= %(now)s AND (deadline_at IS NULL OR deadline_at > %(now)s)
+ ORDER BY neg_priority, due_at, id
+ LIMIT %(limit)s
+ FOR UPDATE SKIP LOCKED);
 UPDATE duetime_jobs
 SET generation = generation + 1, attempts = attempts + 1, updated_at = %(now)s,
     status = JSON_UNQUOTE(JSON_EXTRACT(%(moves)s, CONCAT('$.', status)))

@@ -1,0 +1,153 @@
+"""Claims stay fast with a large backlog: with many jobs scheduled far in the future and many
+finished ones kept, the claim statement still reads only the due rows through the claim-order
+index (no sequential scan, no sort of the backlog). Checked with each database's EXPLAIN on
+the store's own connection (its session settings apply), at a backlog large enough for the
+planners to prefer a bad plan if one were available."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from contextlib import closing
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from conftest import STORE_KINDS
+from duetime.core.states import Event
+from duetime.store import open_store
+from duetime.store.base import Store
+from duetime.store.rows import moves_json
+from kit import DialectKit, kit_named
+
+BACKLOG = 100_000  # future jobs, and as many finished ones
+NOW = datetime(2026, 6, 1, tzinfo=UTC)
+
+
+@pytest.fixture(params=STORE_KINDS)
+def kit(request: pytest.FixtureRequest) -> DialectKit:
+    return kit_named(request.param)
+
+
+@pytest.fixture
+def backlog(kit: DialectKit, tmp_path: Path) -> Iterator[Store]:
+    url = kit.fresh_url(tmp_path)
+    store = open_store(url)
+    store.migrate()
+    fill(kit, url)
+    yield store
+    store.close()
+
+
+COLUMNS = (
+    "id, tenant, queue, task, args, priority, due_at, status, max_attempts, retry_base, "
+    "retry_cap, lease_seconds, request_hash, business_key, created_at, updated_at"
+)
+# rows numbered n = first .. first + count - 1; parameters: first, count, due_at, status, at
+FILL = {
+    "sqlite": "INSERT INTO duetime_jobs ({c}) WITH RECURSIVE s(n) AS (SELECT ?1 UNION ALL "
+    "SELECT n + 1 FROM s WHERE n < ?1 + ?2 - 1) SELECT n, 'default', 'default', 't', '{{}}', 0, "
+    "?3, ?4, 3, 1, 60, 30, '', 'default/t:' || n, ?5, ?5 FROM s",
+    "postgres": "INSERT INTO duetime_jobs ({c}) SELECT n, 'default', 'default', 't', '{{}}', 0, "
+    "%(due)s, %(status)s, 3, 1, 60, 30, '', 'default/t:' || n, %(at)s, %(at)s "
+    "FROM generate_series(%(first)s::bigint, %(first)s::bigint + %(count)s - 1) AS n",
+    "mysql": "INSERT INTO duetime_jobs ({c}) SELECT %(first)s + k - 1, 'default', 'default', "
+    "'t', '{{}}', 0, %(due)s, %(status)s, 3, 1, 60, 30, '', CONCAT('default/t:', k), %(at)s, "
+    "%(at)s FROM JSON_TABLE(CONCAT('[', REPEAT('0,', %(count)s - 1), '0]'), '$[*]' "
+    "COLUMNS (k FOR ORDINALITY)) AS t",
+}
+ANALYZE = {
+    "sqlite": "ANALYZE",
+    "postgres": "ANALYZE duetime_jobs",
+    "mysql": "ANALYZE TABLE duetime_jobs",
+}
+
+
+def fill(kit: DialectKit, url: str) -> None:
+    """BACKLOG jobs due a year from NOW, BACKLOG succeeded long ago, 50 due now."""
+    past = kit.instant(NOW - timedelta(days=30))
+    batches = [
+        (1, BACKLOG, kit.instant(NOW + timedelta(days=365)), "scheduled"),
+        (BACKLOG + 1, BACKLOG, past, "succeeded"),
+        (2 * BACKLOG + 1, 50, kit.instant(NOW - timedelta(seconds=1)), "scheduled"),
+    ]
+    with closing(kit.connect(url)) as conn:
+        cur = conn.cursor()
+        for first, count, due, status in batches:
+            sql = FILL[kit.name].format(c=COLUMNS)
+            if kit.name == "sqlite":
+                cur.execute(sql, (first, count, due, status, past))
+            else:
+                params = {"first": first, "count": count, "due": due, "status": status}
+                cur.execute(sql, {**params, "at": past})
+        cur.execute(ANALYZE[kit.name])
+        if kit.name == "mysql":
+            cur.fetchall()
+
+
+def claim_params(all_queues: bool) -> dict[str, Any]:
+    return {
+        "now": NOW,
+        "limit": 10,
+        "all_queues": all_queues,
+        "queues": [] if all_queues else ["default"],
+        "moves": moves_json(Event.CLAIM),
+        "worker_id": "plan-test",
+    }
+
+
+def explain(store: Store, name: str, params: dict[str, Any]) -> str:
+    """The plan of the named statement's pick (the first statement that reads the jobs)."""
+    driver = store.driver  # type: ignore[attr-defined]
+    statements = [s for s in driver.statements(name) if "duetime_jobs" in s]
+    with driver.transaction() as c:
+        encoded = driver.encode(params)
+        if store.dialect == "postgres":
+            rows, _ = driver.execute(c.native, "EXPLAIN (FORMAT JSON) " + statements[0], encoded)
+            return json.dumps(rows[0]["QUERY PLAN"])
+        if store.dialect == "sqlite":
+            pick = next(s for s in statements if s.startswith("INSERT INTO temp.duetime_claim"))
+            select = pick.split("\n", 1)[1]
+            rows, _ = driver.execute(c.native, "EXPLAIN QUERY PLAN " + select, encoded)
+            return "\n".join(str(tuple(r)) for r in rows)
+        pick = next(s for s in statements if s.startswith("INSERT INTO duetime_claim"))
+        select = pick.split("\n", 1)[1]
+        rows, _ = driver.execute(c.native, "EXPLAIN FORMAT=JSON " + select, encoded)
+        return str(next(iter(rows[0].values())))
+
+
+def subplan(node: dict[str, Any], name: str) -> dict[str, Any]:
+    """The node of a PostgreSQL JSON plan called `name` (a CTE's init plan)."""
+    if node.get("Subplan Name") == name:
+        return node
+    for child in node.get("Plans", []):
+        found = subplan(child, name)
+        if found:
+            return found
+    return {}
+
+
+@pytest.mark.parametrize("all_queues", [True, False], ids=["every queue", "one queue"])
+def test_a_claim_reads_only_due_rows_through_its_index(backlog: Store, all_queues: bool) -> None:
+    plan = explain(backlog, "claim", claim_params(all_queues))
+    if backlog.dialect == "postgres":
+        pick = json.dumps(subplan(json.loads(plan)[0]["Plan"], "CTE picked"))
+        assert "Seq Scan" not in pick and '"Sort"' not in pick, pick  # (the final sort: 10 rows)
+        assert '"Index Name": "duetime_jobs_due' in pick and '"Limit"' in pick, pick
+    elif backlog.dialect == "sqlite":
+        # three branches, one runs: every queue and one queue read in index order; only the
+        # branch for several queues merges them with a sort
+        assert plan.count("TEMP B-TREE") == 1, plan
+        assert plan.index("LIST SUBQUERY") < plan.index("TEMP B-TREE"), plan
+        assert "SCAN duetime_jobs USING INDEX duetime_jobs_due_any" in plan, plan
+        assert "SEARCH duetime_jobs USING INDEX duetime_jobs_due (queue=?)" in plan, plan
+    else:  # two branches: the one that runs reads its claim-order index, no sort
+        assert "filesort" not in plan.lower(), plan
+        index = "duetime_jobs_due_any" if all_queues else "duetime_jobs_due"
+        assert f'"key": "{index}"' in plan and "Impossible WHERE" in plan, plan
+    claims = backlog.claim(
+        worker_id="w", queues=None if all_queues else ["default"], limit=100, now=NOW
+    )
+    assert len(claims) == 50  # and the claim takes exactly the due ones

@@ -119,7 +119,8 @@ class App:
 
     `App()` uses DUETIME_DATABASE_URL, else `sqlite:///duetime.db` in the working directory.
     The database is opened on first use. An SQLite database is migrated automatically; a
-    PostgreSQL database must be migrated with `duetime migrate` (it is checked on open).
+    PostgreSQL or MariaDB/MySQL database must be migrated with `duetime migrate` (it is
+    checked on open).
     """
 
     def __init__(
@@ -274,9 +275,9 @@ class App:
     ) -> Job:
         """Create one job, durably, and return it. `key` makes the call idempotent.
 
-        With `connection` (PostgreSQL), the job is inserted in that connection's open
-        transaction (a psycopg connection, or a SQLAlchemy session or connection on the
-        psycopg driver): it exists if and only if your transaction commits.
+        With `connection` (PostgreSQL or MariaDB/MySQL), the job is inserted in that
+        connection's open transaction (a psycopg or PyMySQL connection, or a SQLAlchemy session
+        or connection on that driver): it exists if and only if your transaction commits.
         """
         return self.submit(
             task_name,

@@ -84,8 +84,9 @@ class AttemptContext:
         success, fenced by its generation: write your local effects on the connection it
         yields, and they apply once or not at all.
 
-        On PostgreSQL the connection is a psycopg connection from duetime's pool; on SQLite,
-        the store's sqlite3 connection (keep the block short: it holds the write lock). If this
+        On PostgreSQL the connection is a psycopg connection from duetime's pool, on
+        MariaDB/MySQL a PyMySQL connection from its pool; on SQLite, the store's sqlite3
+        connection (keep the block short: it holds the write lock). If this
         attempt lost its lease meanwhile, everything rolls back and duetime.StaleAttempt is
         raised. Use it once, at the end of a sync handler; the success is then recorded.
         """

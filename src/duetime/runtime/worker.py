@@ -1,12 +1,14 @@
 """The worker: a node whose slots claim due jobs and run them, beside its maintenance duties.
 
 Worker(app, ...) builds one worker process's services and runs them as a Node
-(runtime/node.py), in this order: the node's registry row, the planner, the reaper, any extra
-services given, the lease heartbeats (runtime/leases.py), and last the Slots: the claim loop
-that fills free slots with due jobs and runs one attempt (runtime/attempt.py) per claim. The
-node stops them in reverse order: claiming stops and in-flight attempts drain first, while
-leases are still renewed. Store calls run in a small thread pool so a slow database never
-blocks async handlers.
+(runtime/node.py), in this order: the node's registry row, the planner, the reaper, the
+pruner, any extra services given, the lease heartbeats (runtime/leases.py), the wake-ups
+(runtime/wakeups.py), the timer (runtime/timer.py), the completer (runtime/completer.py),
+and last the Slots: the claim loop that fills free slots with due jobs and runs one attempt
+(runtime/attempt.py) per claim. The node stops them in reverse order: claiming stops and
+in-flight attempts drain first (their outcomes written by the completer), while leases are
+still renewed. Store calls run in a small thread pool so a slow database never blocks async
+handlers.
 """
 
 from __future__ import annotations
@@ -53,8 +55,8 @@ def default_worker_id() -> str:
 class Worker:
     """One worker process: `run(stop)` in an event loop, or `serve()` until SIGTERM/SIGINT.
 
-    Extra `services` (a relay, a pruner...) run on the same node: started after the reaper,
-    stopped once the slots have drained.
+    Extra `services` (a relay, an exporter...) run on the same node: started after the
+    pruner, stopped once the slots have drained.
     """
 
     def __init__(

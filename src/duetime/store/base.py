@@ -1,7 +1,8 @@
 """The store contract every dialect implements, and that the shared contract suite checks.
 
 Rules that hold for every method:
-- `now` is always a parameter: a store never reads a clock.
+- `now` is always a parameter: a store never reads a clock (the one exception: migrate()
+  stamps each applied migration with the wall-clock time).
 - Every change of a job's status is one conditional write whose condition is the job's current
   status (from duetime.core.states.TRANSITIONS) and, for writes made by a worker, the attempt's
   generation. A write whose condition fails changes nothing.
@@ -70,8 +71,8 @@ class Store(Protocol):
     ) -> list[Enqueued]:
         """Insert jobs in one transaction, all or none.
 
-        With `connection` (PostgreSQL only: the application's psycopg connection, or a
-        SQLAlchemy session/connection on the psycopg driver), the inserts join that
+        With `connection` (PostgreSQL or MariaDB/MySQL: the application's own driver
+        connection, or a SQLAlchemy session/connection on that driver), the inserts join that
         connection's transaction: the jobs exist if and only if the application commits it.
 
         A job whose (tenant, idempotency_key) exists already is not inserted: the original is

@@ -510,3 +510,21 @@ def test_a_busy_sqlite_file_is_reported_unavailable(tmp_path: Path) -> None:
         holder.execute("ROLLBACK")
         holder.close()
         store.close()
+
+
+def test_enqueueing_an_occurrence_that_exists_returns_the_original(
+    store: Store, clock: ManualClock
+) -> None:
+    """An occurrence (schedule, nominal instant) given to enqueue again is not a second job."""
+    from dataclasses import replace
+
+    from duetime.core.schedule_spec import build_spec
+
+    spec = build_spec("hourly", "t", timezone="UTC", cron="0 * * * *")
+    schedule, _ = store.create_schedule(
+        "default", spec, anchor_at=clock.now(), next_fire_at=None, now=clock.now()
+    )
+    occurrence = replace(new(clock), schedule_id=schedule.id, nominal_at=clock.now())
+    [first] = store.enqueue([occurrence], clock.now())
+    [again] = store.enqueue([occurrence], clock.now())
+    assert first.created and not again.created and again.job.id == first.job.id

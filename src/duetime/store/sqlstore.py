@@ -156,6 +156,15 @@ class SQLStore(SchedulesNodesTokens):
         for job_id, job in zip(ids, jobs, strict=True):
             row = created.get(job_id)
             tries = 0
+            if row is None and job.idempotency_key is None and job.schedule_id is not None:
+                # an occurrence whose tick became a job already: that job is the original
+                found = c.one(
+                    "occurrence_id", schedule_id=job.schedule_id, nominal_at=job.nominal_at
+                )
+                original_job = load_job(c, self._t, found["id"], None, False) if found else None
+                if original_job is not None:
+                    results.append(Enqueued(original_job, False))
+                    continue
             while row is None:  # the key is taken: return the original, or refuse
                 tries += 1
                 if tries > 5:

@@ -14,6 +14,7 @@ import logging
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from prometheus_client import (
     CollectorRegistry,
@@ -133,6 +134,7 @@ class WorkerMetrics:
             "Attempts running in this worker now.",
             registry=r,
         )
+        self._children: dict[tuple[int, tuple[str, ...]], Any] = {}  # label sets seen
         if process:
             ProcessCollector(registry=r)
             PlatformCollector(registry=r)
@@ -144,18 +146,26 @@ class WorkerMetrics:
         """Read the busy gauge from `running()` at scrape time (it cannot drift)."""
         self.busy.set_function(lambda: float(running()))
 
+    def _child(self, metric: Any, *labels: str) -> Any:
+        """metric.labels(*labels), looked up once per label set (this runs for every job)."""
+        key = (id(metric), labels)
+        child = self._children.get(key)
+        if child is None:
+            child = self._children[key] = metric.labels(*labels)
+        return child
+
     def claimed(self, claim: Claim) -> None:
         queue = claim.job.queue
-        self.claims.labels(queue).inc()
+        self._child(self.claims, queue).inc()
         lag = claim.attempt.lag_seconds
         if lag is None:
             lag = (claim.attempt.started_at - claim.job.due_at).total_seconds()
-        self.lag.labels(queue).observe(max(0.0, lag))
+        self._child(self.lag, queue).observe(max(0.0, lag))
 
     def finished(self, task: str, outcome: str, seconds: float) -> None:
         """An attempt whose outcome was recorded (`outcome`: see runtime.attempt.RECORDED)."""
-        self.attempts.labels(task, outcome).inc()
-        self.duration.labels(task).observe(max(0.0, seconds))
+        self._child(self.attempts, task, outcome).inc()
+        self._child(self.duration, task).observe(max(0.0, seconds))
 
     def stale_rejected(self, task: str, seconds: float) -> None:
         """An attempt whose outcome the store refused (fenced out by a newer generation)."""

@@ -10,7 +10,7 @@ from typing import Any
 from duetime.core.clock import ManualClock
 from duetime.core.models import Wakeup
 from duetime.runtime.service import BlockingCalls
-from duetime.runtime.timer import HORIZON, DueTimes, Timer
+from duetime.runtime.timer import HORIZON, LOOKBACK, DueTimes, Timer
 
 
 def test_due_times_are_kept_once_each_and_given_in_order() -> None:
@@ -56,7 +56,7 @@ def test_a_refill_reads_the_horizon_and_wakes_the_slots_when_the_next_instant_ch
     store = NearFutureStore([t0 + timedelta(seconds=2), t0 + HORIZON + timedelta(seconds=1)])
     timer, woken = make_timer(store, clock, None)
     asyncio.run(timer.run_once())
-    assert store.asked == [(t0, t0 + HORIZON, None)]
+    assert store.asked == [(t0 - LOOKBACK, t0 + HORIZON, None)]
     assert timer.due.next() == t0 + timedelta(seconds=2) and len(timer.due) == 1
     assert woken == [1]
     asyncio.run(timer.run_once())  # the same near future: the slots need not look again
@@ -74,12 +74,16 @@ def test_wake_ups_add_their_instants_for_the_queues_served() -> None:
     assert timer.due.next() == t0 + timedelta(seconds=2)
     timer.heard([Wakeup("mail", t0 + HORIZON + timedelta(seconds=5))])  # too far: a refill's
     assert len(timer.due) == 2
-    assert len(woken) == 3  # each wake-up lets the slots look (the work may be due now)
+    assert len(woken) == 2  # the slots look when the next instant moves earlier
+    timer.heard([Wakeup("mail", t0)])  # due now
+    assert len(woken) == 3
 
 
 def test_a_wake_up_without_details_asks_for_a_refill_now() -> None:
     clock = ManualClock()
-    timer, woken = make_timer(NearFutureStore([]), clock, None)
+    timer, woken = make_timer(NearFutureStore([clock.now()]), clock, None)
     timer.heard([Wakeup()])
     assert timer._woken  # the timer's next pass comes at once
-    assert woken == [1]
+    assert woken == []  # the refill decides whether the slots need to look
+    asyncio.run(timer.run_once())
+    assert woken == [1]  # it found work due now

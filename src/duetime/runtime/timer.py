@@ -10,8 +10,10 @@ node that dies loses nothing (its timer was only a copy of what the store holds)
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import heapq
+import time
 from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime, timedelta
 
@@ -21,7 +23,9 @@ from duetime.runtime.service import BlockingCalls, IntervalService
 from duetime.store.base import Store
 
 HORIZON = timedelta(seconds=10)  # how far ahead the timer looks
+LOOKBACK = timedelta(days=1)  # and how far back (work already due)
 MAX_INSTANTS = 2000  # instants read per refill
+MIN_REFILL = 0.02  # seconds between refills asked for by wake-ups
 
 
 class DueTimes:
@@ -80,27 +84,54 @@ class Timer(IntervalService):
         self.queues = list(queues) if queues else None
         self.slots_wake = wake
         self.due = DueTimes()
+        self._last_refill = 0.0  # time.monotonic() of the last refill
+        self._deferred = False  # a refill is scheduled
 
     async def run_once(self) -> None:
         now = self.clock.now()
+        self._last_refill = time.monotonic()
+        # from a while back: work already due (a wake-up's or a poll's to claim) counts too
         instants = await self.calls(
-            functools.partial(self.store.next_due, now, now + HORIZON, self.queues, MAX_INSTANTS)
+            functools.partial(
+                self.store.next_due, now - LOOKBACK, now + HORIZON, self.queues, MAX_INSTANTS
+            )
         )
         before = self.due.next()
         self.due.replace(instants)
-        if self.due.next() != before:
-            self.slots_wake()
+        first = self.due.next()
+        if first is not None and (first != before or first <= self.clock.now()):
+            self.slots_wake()  # work is due now, or the next instant moved
 
     def heard(self, wakeups: Sequence[Wakeup]) -> None:
-        """Wake-ups from the store: add the instants they name; refill soon when one says only
-        that something changed; wake the slots (the work may be due now)."""
-        refill = False
+        """Wake-ups from the store: add the instants they name (and wake the slots when one is
+        due now or comes before what they wait for); a wake-up that says only that something
+        changed asks for a refill, at most every MIN_REFILL seconds (SQLite says so on every
+        commit, this worker's own included)."""
+        now = self.clock.now()
+        wake_slots = refill = False
         for wakeup in wakeups:
             if wakeup.due_at is None:
                 refill = True
             elif wakeup.queue in ("", None) or self.queues is None or wakeup.queue in self.queues:
-                if wakeup.due_at <= self.clock.now() + HORIZON:
+                if wakeup.due_at <= now:
+                    wake_slots = True
+                elif wakeup.due_at <= now + HORIZON:
+                    before = self.due.next()
                     self.due.add(wakeup.due_at)
+                    wake_slots = wake_slots or self.due.next() != before
         if refill:
+            self._refill_soon()
+        if wake_slots:
+            self.slots_wake()
+
+    def _refill_soon(self) -> None:
+        since = time.monotonic() - self._last_refill
+        if since >= MIN_REFILL:
             self.wake()  # the next pass now
-        self.slots_wake()
+        elif not self._deferred:
+            self._deferred = True
+            asyncio.get_running_loop().call_later(MIN_REFILL - since, self._refill_now)
+
+    def _refill_now(self) -> None:
+        self._deferred = False
+        self.wake()

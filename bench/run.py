@@ -47,6 +47,7 @@ import json
 import logging
 import platform
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -56,6 +57,7 @@ from pathlib import Path
 from typing import Any
 
 from bench import dbs, machine, report
+from bench.load import CpuWatch
 from bench.procs import ROOT
 from bench.systems import duetime_sys, pgqueuer_sys, procrastinate_sys
 from bench.systems.base import System
@@ -133,8 +135,13 @@ def versions() -> dict[str, str]:
     return out
 
 
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt  # stop workers and drop databases on the way out
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    signal.signal(signal.SIGTERM, _interrupt)
     logging.basicConfig(
         level=logging.INFO, format="%(asctime)s %(message)s", datefmt="%H:%M:%S", stream=sys.stderr
     )
@@ -179,6 +186,12 @@ def main(argv: list[str] | None = None) -> int:
         json_path.write_text(json.dumps(doc, indent=1))
 
     t_start = time.monotonic()
+    quiet = CpuWatch(f"bench_{run_id}")
+    time.sleep(2)
+    doc["other_load_before"] = quiet.cores()
+    log.info(
+        "other work on the machine before the run: %.2f cores", doc["other_load_before"]["other"]
+    )
     if not args.no_machine and "postgres" not in down:
         log.info("machine references (pgbench, fdatasync)")
         doc["machine"] = machine.measure(servers, run_id, quick=args.size.label == "tiny")
@@ -225,7 +238,12 @@ def main(argv: list[str] | None = None) -> int:
     doc["medians"] = report.medians(results)
     doc["elapsed_s"] = round(time.monotonic() - t_start, 1)
     text = report.table(results, [s.name for s in systems], args.workloads, args.runs, skipped)
-    text += "\n" + report.machine_lines(doc["machine"]) if doc["machine"] else ""
+    text += "\n" + report.machine_lines(doc["machine"]) if doc["machine"] else "\n"
+    text += (
+        f"- other work on the machine (not this benchmark's) just before the run: "
+        f"{doc['other_load_before']['other']:.2f} of {doc['other_load_before']['cpus']:.0f} "
+        "cores\n"
+    )
     doc["table"] = text
     save()
 

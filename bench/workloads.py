@@ -21,6 +21,7 @@ from typing import Any
 
 from bench.common import read_records
 from bench.dbs import Database, Servers
+from bench.load import CpuWatch
 from bench.procs import Failed, Workers, run_step, wait_done
 from bench.systems.base import System
 
@@ -355,9 +356,13 @@ def applies(workload: str, system: System, size: Size) -> str | None:
     return None
 
 
+OTHER_LOAD_LIMIT = 0.25  # cores used by other work during a run before its figures are flagged
+
+
 def run_one(ctx: Ctx, workload: str, system: System) -> Result:
     result = Result(workload, system.name, ctx.rep)
     t0 = time.monotonic()
+    watch = CpuWatch(f"bench_{ctx.run_id}")
     try:
         WORKLOADS[workload](ctx, system, result)
     except Failed as exc:
@@ -368,6 +373,14 @@ def run_one(ctx: Ctx, workload: str, system: System) -> Result:
     if result.note:
         result.figures = {}
     result.seconds = time.monotonic() - t0
+    cpu = watch.cores()
+    result.info["cpu_cores"] = cpu
+    if cpu["other"] > OTHER_LOAD_LIMIT and result.figures:
+        busy = (
+            f"other work on the machine used up to {cpu['other']:.1f} "
+            f"of its {cpu['cpus']:.0f} cores"
+        )
+        result.warning = f"{result.warning}; {busy}" if result.warning else busy
     return result
 
 

@@ -29,7 +29,7 @@ log = logging.getLogger("bench")
 
 WORKER_WARMUP = 3.0  # seconds between starting workers and enqueueing timed jobs
 SERIES_STEP = 0.5  # seconds per bin of the throughput-over-time series
-MIN_RATE = 50.0  # jobs/s: a drain slower than this times out
+MIN_RATE = 100.0  # jobs/s: a drain or burst slower than this on average times out
 STEP_TIMEOUT = 1800.0
 
 

@@ -15,7 +15,7 @@ import os
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -67,7 +67,7 @@ def chunks(count: int, size: int) -> list[tuple[int, int]]:
 Step = Callable[[dict[str, Any]], dict[str, Any]]
 
 
-def step_main(steps: dict[str, Step]) -> None:
+def step_main(steps: Mapping[str, Step]) -> None:
     """Entry point of a system's step module: run one step, print its result as JSON."""
     name = sys.argv[1]
     params: dict[str, Any] = json.loads(sys.argv[2]) if len(sys.argv) > 2 else {}

@@ -196,7 +196,7 @@ def fill_backlog(p: dict[str, Any]) -> dict[str, Any]:
                 (size, done.id, done.id),
             )
         conn.execute("VACUUM ANALYZE")
-        counts = dict(
+        counts: dict[str, int] = dict(
             conn.execute("SELECT status, count(*) FROM duetime_jobs GROUP BY status").fetchall()
         )
     return {"seconds": time.perf_counter() - t0, "counts": counts}

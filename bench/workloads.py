@@ -27,7 +27,6 @@ from bench.systems.base import System
 
 log = logging.getLogger("bench")
 
-WORKER_WARMUP = 3.0  # seconds between starting workers and enqueueing timed jobs
 SERIES_STEP = 0.5  # seconds per bin of the throughput-over-time series
 MIN_RATE = 100.0  # jobs/s: a drain or burst slower than this on average times out
 STEP_TIMEOUT = 1800.0
@@ -43,11 +42,13 @@ class Size:
     burst: int  # jobs of the burst (M)
     backlog: int  # future and finished jobs of the backlog workload (0: skipped)
     claims: int  # claim calls timed in the backlog workload
+    warmup: float = 3.0  # seconds between starting workers and enqueueing due-later jobs
+    lead: float = 3.0  # least seconds between that enqueue's start and the first due instant
 
     @staticmethod
     def parse(text: str) -> Size:
         if text == "tiny":
-            return Size("tiny", 400, 40, 200, 3.0, 800, 0, 50)
+            return Size("tiny", 400, 40, 200, 2.0, 800, 0, 50, warmup=1.5, lead=2.0)
         n = int(text)
         if n < 10:
             raise ValueError("size must be 'tiny' or at least 10 jobs")
@@ -246,12 +247,12 @@ def w_ontime(ctx: Ctx, system: System, result: Result) -> None:
     # one call per job, in due order: start the window late enough that the enqueue keeps
     # ahead of the due instants (pgqueuer enqueues them in one call)
     rate = ctx.single_rates.get(system.name, 200.0)
-    lead = 3.0 + max(0.0, 1.3 * count / rate - window)
+    lead = ctx.size.lead + max(0.0, 1.3 * count / rate - window)
     db = _fresh(ctx, system, "ontime")
     record_dir, log_dir = _dirs(ctx, f"ontime-{system.name}-{ctx.rep}")
     try:
         with Workers(system, db, 2, record_dir, log_dir) as w:
-            time.sleep(WORKER_WARMUP)
+            time.sleep(ctx.size.warmup)
             w.check_alive()
             start = time.time() + lead
             dues = [start + o for o in offsets]
@@ -283,12 +284,12 @@ def w_ontime(ctx: Ctx, system: System, result: Result) -> None:
 def w_burst(ctx: Ctx, system: System, result: Result) -> None:
     """M jobs all due at one instant T, enqueued before T, two workers already running."""
     m = ctx.size.burst
-    lead = 3.0 + 1.5 * m / ctx.bulk_rates.get(system.name, 2000.0)
+    lead = ctx.size.lead + 1.5 * m / ctx.bulk_rates.get(system.name, 2000.0)
     db = _fresh(ctx, system, "burst")
     record_dir, log_dir = _dirs(ctx, f"burst-{system.name}-{ctx.rep}")
     try:
         with Workers(system, db, 2, record_dir, log_dir) as w:
-            time.sleep(WORKER_WARMUP)
+            time.sleep(ctx.size.warmup)
             w.check_alive()
             at = time.time() + lead
             r = run_step(

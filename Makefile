@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo browser api-reference test test-unit test-contract test-integration lint typecheck clean chaos chaos-long
+.PHONY: demo browser api-reference test test-unit test-contract test-integration lint typecheck clean chaos chaos-long bench
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -60,5 +60,27 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
+# duetime against pgqueuer and procrastinate on this machine (docs/performance.md). The peers
+# live in their own virtualenv, never in duetime's. BENCH_SIZE=tiny is the quick check CI runs.
+BENCH_VENV := .bench-venv
+BENCH_STAMP := $(BENCH_VENV)/.installed
+BENCH_SIZE ?= 20000
+BENCH_RUNS ?= 3
+BENCH_STORES ?= postgres,sqlite,mysql
+BENCH_PEERS ?= pgqueuer,procrastinate
+BENCH_WORKLOADS ?= all
+BENCH_ARGS ?=
+
+$(BENCH_STAMP): bench/requirements.txt
+	$(PY) -m venv $(BENCH_VENV)
+	$(BENCH_VENV)/bin/pip install --quiet --upgrade pip
+	$(BENCH_VENV)/bin/pip install --quiet --upgrade -r bench/requirements.txt
+	touch $(BENCH_STAMP)
+
+bench: $(STAMP) $(BENCH_STAMP)
+	$(BIN)/python -m bench.run --size $(BENCH_SIZE) --runs $(BENCH_RUNS) \
+		--stores $(BENCH_STORES) --peers $(BENCH_PEERS) --workloads $(BENCH_WORKLOADS) $(BENCH_ARGS)
+
 clean:
-	rm -rf $(VENV) build dist .pytest_cache .mypy_cache .ruff_cache .hypothesis .import_linter_cache
+	rm -rf $(VENV) $(BENCH_VENV) build dist .pytest_cache .mypy_cache .ruff_cache .hypothesis \
+		.import_linter_cache

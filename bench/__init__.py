@@ -1,0 +1,1 @@
+"""duetime's benchmark harness; see bench/run.py and docs/performance.md."""

@@ -1,0 +1,19 @@
+"""duetime's benchmark app: one no-op task that notes when it started and when it was due.
+
+Workers load it as `duetime worker --app bench_app:app` with `bench/` on PYTHONPATH; the
+database URL comes from DUETIME_DATABASE_URL (or --database-url).
+"""
+
+from __future__ import annotations
+
+import duetime
+from bench.common import record_start
+
+app = duetime.App()
+
+TASK = "bench.noop"
+
+
+@app.task(name=TASK)
+async def noop(i: int) -> None:
+    record_start(duetime.current().due_at.timestamp())

@@ -1,0 +1,60 @@
+"""pgqueuer's benchmark worker (bench-venv only): a factory and a small runner.
+
+    python -m pgqueuer_app BATCH_SIZE MAX_CONCURRENT_TASKS
+
+with `bench/` on PYTHONPATH and the database in BENCH_DB_URL. The runner does what
+`pgq run pgqueuer_app:factory --batch-size ... --max-concurrent-tasks ...` does, through
+pgqueuer's documented `pgqueuer.run(factory, ...)`, on uvloop when installed as the CLI
+does: with pgqueuer 1.6.0 and the typer release pip installs beside it, `pgq run` itself
+exits at start (AttributeError: 'str' object has no attribute 'name', in its log setup).
+One asyncpg connection, as in pgqueuer's own examples and its benchmark tool's default.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+import asyncpg
+import pgqueuer
+from pgqueuer import PgQueuer
+from pgqueuer.models import Job
+
+from bench.common import DB_URL_ENV, record_start
+
+ENTRYPOINT = "bench_noop"
+
+
+@asynccontextmanager
+async def factory() -> AsyncIterator[PgQueuer]:
+    connection = await asyncpg.connect(os.environ[DB_URL_ENV])
+    pgq = PgQueuer.from_asyncpg_connection(connection)
+
+    @pgq.entrypoint(ENTRYPOINT)
+    async def noop(job: Job) -> None:
+        record_start(job.execute_after.timestamp())
+
+    try:
+        yield pgq
+    finally:
+        await connection.close()
+
+
+def main(argv: list[str]) -> None:
+    logging.basicConfig(level=logging.WARNING)
+    batch_size, max_tasks = int(argv[0]), int(argv[1])
+    worker = pgqueuer.run(factory, batch_size=batch_size, max_concurrent_tasks=max_tasks)
+    try:
+        import uvloop
+    except ImportError:
+        asyncio.run(worker)
+    else:
+        uvloop.run(worker)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

@@ -1,0 +1,152 @@
+"""Medians over the runs, and the markdown table: one row per figure, one column per system,
+then duetime-postgres / peer ratios. Failures and caveats become numbered notes."""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass, field
+from typing import Any
+
+from bench.workloads import Result
+
+# (workload, figure key, row label, format)
+ROWS: list[tuple[str, str, str, str]] = [
+    ("bulk", "bulk_jobs_s", "Bulk enqueue (jobs/s)", "{:,.0f}"),
+    ("single", "single_jobs_s", "One-at-a-time enqueue (jobs/s)", "{:,.0f}"),
+    ("drain1", "drain1_jobs_s", "Drain, 1 worker (jobs/s)", "{:,.0f}"),
+    ("drain2", "drain2_jobs_s", "Drain, 2 workers (jobs/s)", "{:,.0f}"),
+    ("ontime", "ontime_p50_ms", "Start on time: lag p50 (ms)", "{:,.1f}"),
+    ("ontime", "ontime_p99_ms", "Start on time: lag p99 (ms)", "{:,.1f}"),
+    ("ontime", "ontime_max_ms", "Start on time: lag max (ms)", "{:,.1f}"),
+    ("ontime", "ontime_early", "Start on time: started before due (jobs)", "{:,.0f}"),
+    ("burst", "burst_first_ms", "Burst: first start - T (ms)", "{:,.0f}"),
+    ("burst", "burst_done_s", "Burst: all done - T (s)", "{:,.1f}"),
+    ("drain1", "drain1_rss_mib", "Peak RSS per worker, drain 1 (MiB)", "{:,.1f}"),
+    ("drain2", "drain2_rss_mib", "Peak RSS per worker, drain 2 (MiB, larger)", "{:,.1f}"),
+    ("burst", "burst_rss_mib", "Peak RSS per worker, burst (MiB, larger)", "{:,.1f}"),
+    (
+        "backlog",
+        "backlog_empty_drain_jobs_s",
+        "Backlog: drain, empty (jobs/s)",
+        "{:,.0f}",
+    ),
+    (
+        "backlog",
+        "backlog_full_drain_jobs_s",
+        "Backlog: drain, backlog (jobs/s)",
+        "{:,.0f}",
+    ),
+    ("backlog", "backlog_empty_claim_ms", "Backlog: claim(10) median, empty (ms)", "{:,.2f}"),
+    ("backlog", "backlog_full_claim_ms", "Backlog: claim(10) median, backlog (ms)", "{:,.2f}"),
+]
+
+PEERS = ("pgqueuer", "procrastinate")
+BASE = "duetime-postgres"
+
+
+def medians(results: list[Result]) -> dict[str, dict[str, dict[str, Any]]]:
+    """workload -> system -> figure -> {median, values, runs}."""
+    out: dict[str, dict[str, dict[str, Any]]] = {}
+    for r in results:
+        by_fig = out.setdefault(r.workload, {}).setdefault(r.system, {})
+        for key, value in r.figures.items():
+            by_fig.setdefault(key, {"values": []})["values"].append(value)
+    for systems in out.values():
+        for figs in systems.values():
+            for entry in figs.values():
+                entry["median"] = statistics.median(entry["values"])
+    return out
+
+
+@dataclass
+class Notes:
+    texts: list[str] = field(default_factory=list)
+
+    def mark(self, text: str) -> str:
+        if text not in self.texts:
+            self.texts.append(text)
+        return f"[{self.texts.index(text) + 1}]"
+
+
+def table(
+    results: list[Result],
+    systems: list[str],
+    workloads: list[str],
+    runs: int,
+    skipped: dict[tuple[str, str], str],
+) -> str:
+    """The markdown table (and its notes) for the workloads that were run."""
+    med = medians(results)
+    notes = Notes()
+    peers = [p for p in PEERS if p in systems and BASE in systems]
+    header = ["Figure", *systems, *[f"duetime / {p}" for p in peers]]
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    for workload, key, label, fmt in ROWS:
+        if workload not in workloads:
+            continue
+        cells = [label]
+        values: dict[str, float] = {}
+        for system in systems:
+            reason = skipped.get((workload, system))
+            if reason is not None:
+                cells.append("n/a" if reason.startswith("n/a") else f"not run {notes.mark(reason)}")
+                continue
+            mine = [r for r in results if r.workload == workload and r.system == system]
+            entry = med.get(workload, {}).get(system, {}).get(key)
+            marks = ""
+            for r in mine:
+                if r.note:
+                    marks += notes.mark(f"{system}, {workload}, run {r.rep + 1}: {r.note}")
+                elif r.warning:
+                    marks += notes.mark(f"{system}, {workload}, run {r.rep + 1}: {r.warning}")
+            if entry is None:
+                if not marks:
+                    marks = notes.mark(f"{system}, {workload}: {key} was not reported")
+                cells.append(f"failed {marks}")
+                continue
+            values[system] = entry["median"]
+            text = fmt.format(entry["median"])
+            if len(entry["values"]) < len(mine) or len(mine) < runs:
+                text += f" ({len(entry['values'])}/{runs} runs)"
+            cells.append(text + (f" {marks}" if marks else ""))
+        for peer in peers:
+            a, b = values.get(BASE), values.get(peer)
+            cells.append(f"{a / b:.2f}x" if a is not None and b else "-")
+        lines.append("| " + " | ".join(cells) + " |")
+    out = "\n".join(lines) + "\n"
+    out += (
+        "\nMedians of the runs. Ratios divide the duetime-postgres figure by the peer's: above "
+        "1 duetime has more (faster for jobs/s, slower for latencies and seconds). n/a: the "
+        "workload is duetime-on-PostgreSQL only.\n"
+    )
+    if notes.texts:
+        out += "\n" + "\n".join(f"{i + 1}. {t}" for i, t in enumerate(notes.texts)) + "\n"
+    return out
+
+
+def machine_lines(refs: dict[str, Any]) -> str:
+    pgb = refs.get("pgbench", {})
+    fs = refs.get("fsync", {})
+    parts = [
+        f"- machine: {refs.get('cpus')} CPUs, {refs.get('mem_gib')} GiB, "
+        f"PostgreSQL {refs.get('postgres_version')}",
+    ]
+    if "note" in pgb and "tps_c2" not in pgb:
+        parts.append(f"- pgbench: {pgb['note']}")
+    else:
+        parts.append(
+            f"- pgbench -N (simple update), {pgb.get('seconds')} s each: "
+            f"{_num(pgb.get('tps_c2'))} TPS with 2 clients, {_num(pgb.get('tps_c8'))} with 8"
+            + (f" ({pgb['note']})" if "note" in pgb else "")
+        )
+    if "fdatasync_per_s" in fs:
+        parts.append(
+            f"- fdatasync: {fs['fdatasync_per_s']:,.0f} per second (8 KiB writes, {fs['where']})"
+        )
+    else:
+        parts.append(f"- fdatasync: {fs.get('note', 'not measured')}")
+    return "\n".join(parts) + "\n"
+
+
+def _num(value: float | None) -> str:
+    return "not measured" if value is None else f"{value:,.0f}"

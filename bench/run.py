@@ -1,0 +1,284 @@
+"""`make bench`: duetime against its peers, on this machine, in one run.
+
+What it does
+    Measures the workloads below for every duetime store (PostgreSQL, SQLite, MariaDB/MySQL)
+    and, in the same run, for pgqueuer and procrastinate on PostgreSQL. Each (workload,
+    system, run) gets a fresh database with a unique name, created and dropped here. Runs
+    alternate systems (duetime-postgres, pgqueuer, procrastinate, duetime-sqlite,
+    duetime-mysql), and each workload is repeated R times; the table shows medians.
+
+Workloads (handlers are no-ops that note their start; 10 jobs at once per worker process)
+    bulk    N jobs through each system's batch enqueue API, `--batch` jobs a call: jobs/s
+    single  N/10 jobs, one enqueue call each, from one client: jobs/s
+    drain1  N jobs enqueued, then 1 worker process: jobs/s from the first job start to the
+            last job done, peak RSS, and completions per 0.5 s over time
+    drain2  the same with 2 worker processes
+    ontime  jobs due at random instants over a window (2,000 over 10 s at full size), 2
+            workers running: start minus due p50/p99/max, and starts before due (must be 0)
+    burst   M = 5N jobs all due at one instant T, 2 workers running: first start - T and
+            all done - T
+    backlog duetime on PostgreSQL at full size (N >= 20,000): drain N and time claim(10),
+            on an empty database and with 1M future + 1M finished jobs
+    Machine references are measured first: pgbench -N TPS with 2 and 8 clients, and the
+    disk's fdatasync rate.
+
+How
+    The orchestrator (this module) runs in duetime's venv (.venv). Every system step runs as
+    a subprocess with the system's interpreter: duetime's in .venv, the peers' in
+    .bench-venv. Workers are the systems' own CLIs (`duetime worker`, `pgq run`,
+    `procrastinate worker`). "Done" is read from each system's tables every 0.1 s.
+
+Usage
+    make bench BENCH_SIZE=tiny                      # a few hundred jobs, 1 run: CI
+    make bench BENCH_SIZE=20000 BENCH_RUNS=3 BENCH_STORES=postgres,sqlite,mysql \
+        BENCH_PEERS=pgqueuer,procrastinate BENCH_WORKLOADS=all
+    .venv/bin/python -m bench.run --help
+
+Output
+    The markdown table on stdout; bench/results/<timestamp>.json (every raw figure and the
+    medians) and bench/results/<timestamp>-*.png charts (drawn by bench/charts.py in
+    .bench-venv). See docs/performance.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import platform
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from bench import dbs, machine, report
+from bench.load import CpuWatch
+from bench.procs import ROOT
+from bench.systems import duetime_sys, pgqueuer_sys, procrastinate_sys
+from bench.systems.base import System
+from bench.workloads import WORKLOADS, Ctx, Result, Size, applies, run_one
+
+log = logging.getLogger("bench")
+
+STORES = ("postgres", "sqlite", "mysql")
+PEERS = ("pgqueuer", "procrastinate")
+
+
+def _list(text: str, allowed: tuple[str, ...]) -> list[str]:
+    items = [x.strip() for x in text.split(",") if x.strip()]
+    if items == ["all"]:
+        return list(allowed)
+    if items == ["none"]:
+        return []
+    unknown = [x for x in items if x not in allowed]
+    if unknown:
+        raise argparse.ArgumentTypeError(f"unknown {unknown}; choose from {', '.join(allowed)}")
+    return [x for x in allowed if x in items]
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="python -m bench.run", description=__doc__.split("\n")[0])
+    p.add_argument("--size", default="tiny", help="'tiny' or N, the drain size (full: 20000)")
+    p.add_argument("--runs", type=int, default=3, help="repetitions per workload (median)")
+    p.add_argument("--stores", default="postgres,sqlite,mysql", help="duetime stores, or none")
+    p.add_argument("--peers", default="pgqueuer,procrastinate", help="peers, or none")
+    p.add_argument("--workloads", default="all", help=f"all or some of {','.join(WORKLOADS)}")
+    p.add_argument("--batch", type=int, default=1000, help="jobs per batch-enqueue call")
+    p.add_argument("--pg-url", default=dbs.DEFAULT_PG_URL, help="PostgreSQL admin URL")
+    p.add_argument("--mysql-url", default=dbs.DEFAULT_MYSQL_URL, help="MariaDB admin URL")
+    p.add_argument("--out", type=Path, default=ROOT / "bench" / "results", help="results folder")
+    p.add_argument("--no-machine", action="store_true", help="skip pgbench and fdatasync")
+    p.add_argument("--no-charts", action="store_true", help="do not draw PNG charts")
+    args = p.parse_args(argv)
+    args.stores = _list(args.stores, STORES)
+    args.peers = _list(args.peers, PEERS)
+    args.workloads = _list(args.workloads, tuple(WORKLOADS))
+    args.size = Size.parse(args.size)
+    if args.size.label == "tiny":
+        args.runs = 1
+    return args
+
+
+def make_systems(stores: list[str], peers: list[str]) -> list[System]:
+    """In the order runs alternate: duetime-postgres, the peers, then the other stores."""
+    systems: list[System] = []
+    if "postgres" in stores:
+        systems.append(duetime_sys.make_system("postgres", ROOT))
+    if "pgqueuer" in peers:
+        systems.append(pgqueuer_sys.make_system(ROOT))
+    if "procrastinate" in peers:
+        systems.append(procrastinate_sys.make_system(ROOT))
+    systems += [duetime_sys.make_system(s, ROOT) for s in stores if s != "postgres"]
+    return systems
+
+
+def versions() -> dict[str, str]:
+    out = {"python": platform.python_version()}
+    code = "import importlib.metadata as m, json, sys; print(json.dumps({n: m.version(n) for n in sys.argv[1:]}))"  # noqa: E501
+    for venv, names in ((".venv", ["duetime"]), (".bench-venv", ["pgqueuer", "procrastinate"])):
+        try:
+            proc = subprocess.run(
+                [str(ROOT / venv / "bin" / "python"), "-c", code, *names],
+                capture_output=True,
+                text=True,
+                check=True,
+                timeout=60,
+            )
+            out.update(json.loads(proc.stdout))
+        except (subprocess.SubprocessError, OSError, ValueError):
+            out.update({n: "not installed" for n in names})
+    return out
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt  # stop workers and drop databases on the way out
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    signal.signal(signal.SIGTERM, _interrupt)
+    logging.basicConfig(
+        level=logging.INFO, format="%(asctime)s %(message)s", datefmt="%H:%M:%S", stream=sys.stderr
+    )
+    started = datetime.now(UTC)
+    run_id = started.strftime("%Y%m%d%H%M%S")
+    args.out.mkdir(parents=True, exist_ok=True)
+    json_path = args.out / f"{run_id}.json"
+    systems = make_systems(args.stores, args.peers)
+    if not systems:
+        log.error("nothing to measure: no store and no peer chosen")
+        return 2
+    work_dir = Path(tempfile.mkdtemp(prefix=f"bench-{run_id}-"))
+    servers = dbs.Servers(args.pg_url, args.mysql_url, work_dir / "sqlite")
+    servers.sqlite_dir.mkdir(parents=True)
+    down = dbs.check(servers, {s.store for s in systems})
+    skipped: dict[tuple[str, str], str] = {}
+    for w in args.workloads:
+        for s in systems:
+            reason = applies(w, s, args.size)
+            if s.store in down:
+                reason = f"{s.store} unreachable: {down[s.store]}"
+            if reason is not None:
+                skipped[(w, s.name)] = reason
+
+    doc: dict[str, Any] = {
+        "started": started.isoformat(),
+        "command": " ".join(sys.argv),
+        "config": {
+            "size": vars(args.size),
+            "runs": args.runs,
+            "batch": args.batch,
+            "systems": [s.name for s in systems],
+            "workloads": args.workloads,
+            "concurrency_per_worker": 10,
+        },
+        "versions": versions(),
+        "machine": {},
+        "results": [],
+    }
+
+    def save() -> None:
+        json_path.write_text(json.dumps(doc, indent=1))
+
+    t_start = time.monotonic()
+    quiet = CpuWatch(f"bench_{run_id}")
+    time.sleep(2)
+    doc["other_load_before"] = quiet.cores()
+    log.info(
+        "other work on the machine before the run: %.2f cores", doc["other_load_before"]["other"]
+    )
+    if not args.no_machine and "postgres" not in down:
+        log.info("machine references (pgbench, fdatasync)")
+        doc["machine"] = machine.measure(servers, run_id, quick=args.size.label == "tiny")
+    save()
+
+    results: list[Result] = []
+    bulk_rates: dict[str, float] = {}
+    single_rates: dict[str, float] = {}
+    try:
+        for workload in args.workloads:
+            for rep in range(args.runs):
+                for system in systems:
+                    if (workload, system.name) in skipped:
+                        continue
+                    ctx = Ctx(
+                        args.size,
+                        args.batch,
+                        servers,
+                        run_id,
+                        work_dir,
+                        rep,
+                        bulk_rates,
+                        single_rates,
+                    )
+                    log.info("%s run %d/%d: %s ...", workload, rep + 1, args.runs, system.name)
+                    result = run_one(ctx, workload, system)
+                    shown = ", ".join(f"{k}={v:,.1f}" for k, v in result.figures.items())
+                    log.info(
+                        "  %s %s (%.0f s)",
+                        shown or "",
+                        result.note or result.warning or "",
+                        result.seconds,
+                    )
+                    results.append(result)
+                    if "bulk_jobs_s" in result.figures:
+                        bulk_rates.setdefault(system.name, result.figures["bulk_jobs_s"])
+                    if "single_jobs_s" in result.figures:
+                        single_rates.setdefault(system.name, result.figures["single_jobs_s"])
+                    doc["results"].append(result.to_json())
+                    save()
+    finally:
+        servers.drop_all()
+
+    doc["medians"] = report.medians(results)
+    doc["elapsed_s"] = round(time.monotonic() - t_start, 1)
+    text = report.table(results, [s.name for s in systems], args.workloads, args.runs, skipped)
+    text += "\n" + report.machine_lines(doc["machine"]) if doc["machine"] else "\n"
+    text += (
+        f"- other work on the machine (not this benchmark's) just before the run: "
+        f"{doc['other_load_before']['other']:.2f} of {doc['other_load_before']['cpus']:.0f} "
+        "cores\n"
+    )
+    doc["table"] = text
+    save()
+
+    charts: list[str] = []
+    if not args.no_charts:
+        bench_python = ROOT / ".bench-venv" / "bin" / "python"
+        proc = subprocess.run(
+            [str(bench_python), "-m", "bench.charts", str(json_path)],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        if proc.returncode != 0:
+            log.error("charts failed: %s", proc.stderr.strip()[-2000:])
+        charts = proc.stdout.split()
+
+    # a peer's failure is a finding (a note in the table); the harness's or duetime's is not
+    failed = any(
+        r.note and (r.note.startswith("harness error") or r.system.startswith("duetime"))
+        for r in results
+    )
+    if any(r.note for r in results):
+        log.info("records and worker logs kept in %s", work_dir)
+    else:
+        shutil.rmtree(work_dir, ignore_errors=True)
+    sys.stdout.write(
+        f"\n## duetime benchmark, {started:%Y-%m-%d %H:%M} UTC, size {args.size.label}, "
+        f"{args.runs} run(s)\n\n" + text + f"\nraw figures: {json_path}\n"
+    )
+    for chart in charts:
+        sys.stdout.write(f"chart: {chart}\n")
+    sys.stdout.write(f"elapsed: {doc['elapsed_s']:.0f} s\n")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

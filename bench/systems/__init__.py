@@ -1,0 +1,1 @@
+"""The systems under test: how to set each up, feed it and run its workers."""

@@ -1,0 +1,216 @@
+"""duetime, on each of its stores: the orchestrator's description and the measured steps.
+
+The steps run in duetime's own virtualenv (`.venv`):
+    .venv/bin/python -m bench.systems.duetime_sys <step> '<json params>'
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from bench.common import chunks, payloads, step_main
+from bench.systems.base import System
+
+TASK = "bench.noop"  # registered by bench/bench_app.py
+CONCURRENCY = 10
+
+
+def make_system(store: str, root: Path) -> System:
+    python = root / ".venv" / "bin" / "python"
+    duetime_cli = root / ".venv" / "bin" / "duetime"
+
+    def worker_argv(url: str) -> list[str]:
+        return [
+            str(duetime_cli),
+            "worker",
+            "--app",
+            "bench_app:app",
+            "--database-url",
+            url,
+            "--concurrency",
+            str(CONCURRENCY),
+            "--log-level",
+            "WARNING",
+        ]
+
+    return System(
+        name=f"duetime-{store}",
+        kind="duetime",
+        store=store,
+        python=python,
+        module="bench.systems.duetime_sys",
+        worker_argv=worker_argv,
+        done_query="SELECT count(*) FROM duetime_jobs WHERE status = 'succeeded'",
+    )
+
+
+# -- steps (run in duetime's venv) -------------------------------------------------------------
+
+
+def _app(url: str) -> Any:
+    from bench.bench_app import app
+
+    app.database_url = url
+    app.store  # noqa: B018 - open (and for SQLite migrate) before any timing starts
+    return app
+
+
+def setup(p: dict[str, Any]) -> dict[str, Any]:
+    import duetime
+
+    applied = duetime.App(p["url"]).migrate()
+    return {"migrations": applied}
+
+
+def enqueue_bulk(p: dict[str, Any]) -> dict[str, Any]:
+    """N jobs through App.enqueue_many, `batch` jobs a call."""
+    app = _app(p["url"])
+    t0 = time.perf_counter()
+    for offset, size in chunks(p["n"], p["batch"]):
+        app.enqueue_many(TASK, payloads(size, offset))
+    seconds = time.perf_counter() - t0
+    app.close()
+    return {"seconds": seconds, "jobs": p["n"]}
+
+
+def enqueue_single(p: dict[str, Any]) -> dict[str, Any]:
+    """N jobs through App.enqueue, one call (one transaction) each."""
+    app = _app(p["url"])
+    args = payloads(p["n"])
+    t0 = time.perf_counter()
+    for a in args:
+        app.enqueue(TASK, a)
+    seconds = time.perf_counter() - t0
+    app.close()
+    return {"seconds": seconds, "jobs": p["n"]}
+
+
+def enqueue_delayed(p: dict[str, Any]) -> dict[str, Any]:
+    """One job per due instant (Unix seconds, ascending), each with App.enqueue(at=...)."""
+    app = _app(p["url"])
+    late = 0
+    for i, due in enumerate(p["dues"]):
+        app.enqueue(TASK, {"i": i}, at=datetime.fromtimestamp(due, UTC))
+        if time.time() >= due:
+            late += 1
+    app.close()
+    return {"late": late, "finished_at": time.time()}
+
+
+def enqueue_burst(p: dict[str, Any]) -> dict[str, Any]:
+    """M jobs all due at one instant, through enqueue_many(at=...)."""
+    app = _app(p["url"])
+    at = datetime.fromtimestamp(p["at"], UTC)
+    for offset, size in chunks(p["m"], p["batch"]):
+        app.enqueue_many(TASK, payloads(size, offset), at=at)
+    app.close()
+    return {"finished_at": time.time()}
+
+
+def claim_latency(p: dict[str, Any]) -> dict[str, Any]:
+    """Median time of Store.claim(limit=10) over `calls` calls, on a fresh store, while
+    every call finds 10 due jobs."""
+    from duetime.store import open_store
+
+    app = _app(p["url"])
+    limit = 10
+    for offset, size in chunks(p["calls"] * limit + 1, 1000):  # + 1 for the warm-up
+        app.enqueue_many(TASK, payloads(size, offset))
+    app.close()
+    store = open_store(p["url"])
+    try:
+        store.claim(worker_id="bench-warmup", queues=None, limit=1, now=datetime.now(UTC))
+        times: list[float] = []
+        claimed = 0
+        for _ in range(p["calls"]):
+            now = datetime.now(UTC)
+            t0 = time.perf_counter()
+            got = store.claim(worker_id="bench-claim", queues=None, limit=limit, now=now)
+            times.append(time.perf_counter() - t0)
+            claimed += len(got)
+    finally:
+        store.close()
+    times.sort()
+    return {
+        "median_ms": statistics.median(times) * 1000,
+        "p90_ms": times[int(0.9 * (len(times) - 1))] * 1000,
+        "calls": len(times),
+        "claimed": claimed,
+    }
+
+
+def fill_backlog(p: dict[str, Any]) -> dict[str, Any]:
+    """PostgreSQL only: `future` jobs due a year from now and `finished` succeeded jobs, each
+    with its attempt. One job of each kind is made through duetime itself (enqueue, claim,
+    finish); the rest are copies of it made by INSERT ... SELECT, column for column, so the
+    copies are whatever the current schema says a job and an attempt are."""
+    import psycopg
+
+    from duetime.core.models import Outcome
+    from duetime.core.states import Event
+
+    app = _app(p["url"])
+    t0 = time.perf_counter()
+    future = app.enqueue(TASK, {"i": -1}, at=datetime.now(UTC) + timedelta(days=365))
+    done = app.enqueue(TASK, {"i": -2})
+    store = app.store
+    claims = store.claim(worker_id="bench-backlog", queues=None, limit=1, now=datetime.now(UTC))
+    if len(claims) != 1 or claims[0].job.id != done.id:
+        raise RuntimeError("could not claim the template job")
+    store.finish(claims[0].lease, Outcome(event=Event.SUCCEED), datetime.now(UTC))
+    app.close()
+
+    with psycopg.connect(p["url"], autocommit=True) as conn:
+
+        def columns(table: str, skip: set[str]) -> list[str]:
+            rows = conn.execute(
+                "SELECT column_name FROM information_schema.columns "
+                "WHERE table_name = %s AND is_generated = 'NEVER' ORDER BY ordinal_position",
+                (table,),
+            ).fetchall()
+            return [r[0] for r in rows if r[0] not in skip]
+
+        job_cols = ", ".join(columns("duetime_jobs", {"id"}))
+        attempt_cols = columns("duetime_attempts", {"id", "job_id"})
+        attempt_list = ", ".join(attempt_cols)
+        attempt_sel = ", ".join(f"a.{c}" for c in attempt_cols)
+        step = 100_000
+        for _, size in chunks(p["future"], step):
+            conn.execute(
+                f"INSERT INTO duetime_jobs ({job_cols}) SELECT {job_cols} "  # noqa: S608
+                "FROM duetime_jobs, generate_series(1, %s) WHERE id = %s",
+                (size, future.id),
+            )
+        for _, size in chunks(p["finished"], step):
+            conn.execute(
+                f"WITH new AS (INSERT INTO duetime_jobs ({job_cols}) "  # noqa: S608
+                f"SELECT {job_cols} FROM duetime_jobs, generate_series(1, %s) "
+                "WHERE id = %s RETURNING id) "
+                f"INSERT INTO duetime_attempts (job_id, {attempt_list}) "
+                f"SELECT new.id, {attempt_sel} FROM new "
+                "CROSS JOIN duetime_attempts a WHERE a.job_id = %s",
+                (size, done.id, done.id),
+            )
+        conn.execute("VACUUM ANALYZE")
+        counts: dict[str, int] = dict(
+            conn.execute("SELECT status, count(*) FROM duetime_jobs GROUP BY status").fetchall()
+        )
+    return {"seconds": time.perf_counter() - t0, "counts": counts}
+
+
+STEPS = {
+    "setup": setup,
+    "enqueue_bulk": enqueue_bulk,
+    "enqueue_single": enqueue_single,
+    "enqueue_delayed": enqueue_delayed,
+    "enqueue_burst": enqueue_burst,
+    "claim_latency": claim_latency,
+    "fill_backlog": fill_backlog,
+}
+
+if __name__ == "__main__":
+    step_main(STEPS)

@@ -1,0 +1,154 @@
+"""pgqueuer (PostgreSQL only): the orchestrator's description and the measured steps.
+
+The steps run in the benchmark virtualenv (`.bench-venv`), where pgqueuer is installed:
+    .bench-venv/bin/python -m bench.systems.pgqueuer_sys <step> '<json params>'
+Nothing here imports pgqueuer at module level, so duetime's venv can read the description.
+
+Batch enqueue is `Queries.enqueue` with lists (one INSERT ... SELECT FROM UNNEST per call);
+a delay is `execute_after`, a timedelta added to the database's NOW() at insert.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+from bench.common import chunks, payloads, step_main
+from bench.systems.base import System
+
+ENTRYPOINT = "bench_noop"  # as in bench/pgqueuer_app.py
+CONCURRENCY = 10
+# pgqueuer refuses max_concurrent_tasks below twice the batch size: 5 per dequeue, 10 at once
+BATCH_SIZE = 5
+
+
+def make_system(root: Path) -> System:
+    bin_dir = root / ".bench-venv" / "bin"
+
+    def worker_argv(url: str) -> list[str]:
+        # bench/pgqueuer_app.py runs pgqueuer.run(), as `pgq run` would (which crashes at
+        # start in pgqueuer 1.6.0; see that module)
+        return [str(bin_dir / "python"), "-m", "pgqueuer_app", str(BATCH_SIZE), str(CONCURRENCY)]
+
+    return System(
+        name="pgqueuer",
+        kind="pgqueuer",
+        store="postgres",
+        python=bin_dir / "python",
+        module="bench.systems.pgqueuer_sys",
+        worker_argv=worker_argv,
+        # a finished job is deleted from the queue table in the same statement that logs it
+        done_query="SELECT count(*) FROM pgqueuer",
+        counts_remaining=True,
+    )
+
+
+# -- steps (run in the bench venv) -------------------------------------------------------------
+
+
+def _encode(args: dict[str, Any]) -> bytes:
+    return json.dumps(args).encode()
+
+
+async def _queries(url: str) -> Any:
+    import asyncpg
+    from pgqueuer.queries import Queries
+
+    connection = await asyncpg.connect(url)
+    return connection, Queries.from_asyncpg_connection(connection)
+
+
+def setup(p: dict[str, Any]) -> dict[str, Any]:
+    async def run() -> None:
+        connection, queries = await _queries(p["url"])
+        await queries.install()
+        await connection.close()
+
+    asyncio.run(run())
+    return {}
+
+
+def enqueue_bulk(p: dict[str, Any]) -> dict[str, Any]:
+    async def run() -> float:
+        connection, queries = await _queries(p["url"])
+        t0 = time.perf_counter()
+        for offset, size in chunks(p["n"], p["batch"]):
+            await queries.enqueue(
+                [ENTRYPOINT] * size, [_encode(a) for a in payloads(size, offset)], [0] * size
+            )
+        seconds = time.perf_counter() - t0
+        await connection.close()
+        return seconds
+
+    return {"seconds": asyncio.run(run()), "jobs": p["n"]}
+
+
+def enqueue_single(p: dict[str, Any]) -> dict[str, Any]:
+    async def run() -> float:
+        connection, queries = await _queries(p["url"])
+        args = payloads(p["n"])
+        t0 = time.perf_counter()
+        for a in args:
+            await queries.enqueue(ENTRYPOINT, _encode(a), 0)
+        seconds = time.perf_counter() - t0
+        await connection.close()
+        return seconds
+
+    return {"seconds": asyncio.run(run()), "jobs": p["n"]}
+
+
+def enqueue_delayed(p: dict[str, Any]) -> dict[str, Any]:
+    """All jobs in one list call, each with its own execute_after."""
+
+    async def run() -> dict[str, Any]:
+        connection, queries = await _queries(p["url"])
+        dues: list[float] = p["dues"]
+        n = len(dues)
+        now = time.time()
+        await queries.enqueue(
+            [ENTRYPOINT] * n,
+            [_encode({"i": i}) for i in range(n)],
+            [0] * n,
+            [timedelta(seconds=due - now) for due in dues],
+        )
+        finished = time.time()
+        await connection.close()
+        return {"late": sum(1 for due in dues if due <= finished), "finished_at": finished}
+
+    return asyncio.run(run())
+
+
+def enqueue_burst(p: dict[str, Any]) -> dict[str, Any]:
+    """execute_after is relative to the database's NOW(): each batch gets at - time.time()."""
+
+    async def run() -> float:
+        connection, queries = await _queries(p["url"])
+        for offset, size in chunks(p["m"], p["batch"]):
+            delay = timedelta(seconds=p["at"] - time.time())
+            await queries.enqueue(
+                [ENTRYPOINT] * size,
+                [_encode(a) for a in payloads(size, offset)],
+                [0] * size,
+                [delay] * size,
+            )
+        finished = time.time()
+        await connection.close()
+        return finished
+
+    return {"finished_at": asyncio.run(run())}
+
+
+STEPS = {
+    "setup": setup,
+    "enqueue_bulk": enqueue_bulk,
+    "enqueue_single": enqueue_single,
+    "enqueue_delayed": enqueue_delayed,
+    "enqueue_burst": enqueue_burst,
+}
+
+if __name__ == "__main__":
+    step_main(STEPS)

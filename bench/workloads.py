@@ -1,0 +1,389 @@
+"""The workloads: each runs once for one system on a fresh database and returns a Result.
+
+Every workload creates its own database (unique name), sets the system's schema up, and
+drops the database at the end, whatever happened. A system that cannot do a workload raises
+procs.Failed (or any exception): the Result then carries a note and no figures.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import random
+import shutil
+import statistics
+import time
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from bench.common import read_records
+from bench.dbs import Database, Servers
+from bench.load import CpuWatch
+from bench.procs import Failed, Workers, run_step, wait_done
+from bench.systems.base import System
+
+log = logging.getLogger("bench")
+
+SERIES_STEP = 0.5  # seconds per bin of the throughput-over-time series
+MIN_RATE = 100.0  # jobs/s: a drain or burst slower than this on average times out
+STEP_TIMEOUT = 1800.0
+
+
+@dataclass(frozen=True)
+class Size:
+    label: str
+    n: int  # bulk enqueue and drain jobs
+    single: int  # one-at-a-time enqueue jobs
+    delayed: int  # start-on-time jobs
+    window: float  # seconds the start-on-time due instants are spread over
+    burst: int  # jobs of the burst (M)
+    backlog: int  # future and finished jobs of the backlog workload (0: skipped)
+    claims: int  # claim calls timed in the backlog workload
+    warmup: float = 3.0  # seconds between starting workers and enqueueing due-later jobs
+    lead: float = 3.0  # least seconds between that enqueue's start and the first due instant
+
+    @staticmethod
+    def parse(text: str) -> Size:
+        if text == "tiny":
+            return Size("tiny", 400, 40, 200, 2.0, 800, 0, 50, warmup=1.5, lead=2.0)
+        n = int(text)
+        if n < 10:
+            raise ValueError("size must be 'tiny' or at least 10 jobs")
+        full = n >= 20_000
+        return Size(
+            label=str(n),
+            n=n,
+            single=n // 10,
+            delayed=2000 if full else max(100, n // 10),
+            window=10.0,
+            burst=5 * n,
+            backlog=1_000_000 if full else 0,
+            claims=200,
+        )
+
+
+@dataclass
+class Ctx:
+    size: Size
+    batch: int  # jobs per batch-enqueue call, the same for every system
+    servers: Servers
+    run_id: str
+    work_dir: Path  # records and worker logs (kept when a run fails)
+    rep: int = 0
+    # enqueue rates measured earlier in this run (system -> jobs/s), to enqueue delayed jobs
+    # early enough: the bulk rate for the burst, the one-at-a-time rate for start-on-time
+    bulk_rates: dict[str, float] = field(default_factory=dict)
+    single_rates: dict[str, float] = field(default_factory=dict)
+
+
+@dataclass
+class Result:
+    workload: str
+    system: str
+    rep: int
+    figures: dict[str, float] = field(default_factory=dict)
+    note: str | None = None  # why there are no figures
+    warning: str | None = None  # figures kept, but read them with this in mind
+    series: dict[str, list[list[float]]] = field(default_factory=dict)
+    samples: dict[str, list[float]] = field(default_factory=dict)
+    info: dict[str, Any] = field(default_factory=dict)
+    seconds: float = 0.0
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "workload": self.workload,
+            "system": self.system,
+            "rep": self.rep,
+            "figures": self.figures,
+            "note": self.note,
+            "warning": self.warning,
+            "series": self.series,
+            "samples": self.samples,
+            "info": self.info,
+            "seconds": round(self.seconds, 2),
+        }
+
+
+# -- helpers ----------------------------------------------------------------------------------
+
+
+def _db_name(ctx: Ctx, workload: str, system: System, tag: str = "") -> str:
+    return f"bench_{ctx.run_id}_{workload}{tag}_{system.name.replace('-', '_')}_{ctx.rep}"
+
+
+def _drain_timeout(jobs: int) -> float:
+    return 120.0 + jobs / MIN_RATE
+
+
+def _interpolate(samples: list[tuple[float, int]], t: float) -> float:
+    if t <= samples[0][0]:
+        return float(samples[0][1])
+    for (t0, d0), (t1, d1) in itertools.pairwise(samples):
+        if t0 <= t <= t1:
+            return d0 + (d1 - d0) * (t - t0) / (t1 - t0) if t1 > t0 else float(d1)
+    return float(samples[-1][1])
+
+
+def throughput_series(samples: list[tuple[float, int]], origin: float) -> list[list[float]]:
+    """Completions per second in SERIES_STEP bins from `origin`, from the probe's samples."""
+    series: list[list[float]] = []
+    end = samples[-1][0]
+    t = origin
+    while t < end:
+        a, b = _interpolate(samples, t), _interpolate(samples, t + SERIES_STEP)
+        series.append([round(t - origin, 3), round((b - a) / SERIES_STEP, 1)])
+        t += SERIES_STEP
+    return series
+
+
+def _percentile(sorted_values: list[float], q: float) -> float:
+    """Nearest-rank percentile of sorted values."""
+    rank = max(1, min(len(sorted_values), round(q / 100 * len(sorted_values) + 0.5)))
+    return sorted_values[rank - 1]
+
+
+def _fresh(ctx: Ctx, system: System, workload: str, tag: str = "") -> Database:
+    db = ctx.servers.create(system.store, _db_name(ctx, workload, system, tag))
+    run_step(system, "setup", {"url": db.url}, STEP_TIMEOUT)
+    return db
+
+
+def _done(ctx: Ctx, db: Database) -> None:
+    db.drop()
+    ctx.servers.forget(db)
+
+
+def _dirs(ctx: Ctx, name: str) -> tuple[Path, Path]:
+    base = ctx.work_dir / name
+    if base.exists():
+        shutil.rmtree(base)
+    return base / "records", base / "logs"
+
+
+# -- drains ---------------------------------------------------------------------------------------
+
+
+@dataclass
+class Drain:
+    jobs_per_s: float
+    rss_mib: list[float]
+    series: list[list[float]]
+    first_start: float
+    last_done: float
+
+
+def drain(ctx: Ctx, system: System, db: Database, jobs: int, workers: int, name: str) -> Drain:
+    """Enqueue `jobs` with the batch API, then start `workers` processes and time the drain
+    from the first job start (handlers' records) to the probe seeing the last one done."""
+    run_step(system, "enqueue_bulk", {"url": db.url, "n": jobs, "batch": ctx.batch}, STEP_TIMEOUT)
+    baseline = system.done(db.count(system.done_query), jobs)
+    record_dir, log_dir = _dirs(ctx, name)
+    with Workers(system, db, workers, record_dir, log_dir) as w:
+        samples = wait_done(system, db, jobs, baseline + jobs, w, _drain_timeout(jobs))
+        rss = w.peak_rss_mib()
+    records = read_records(record_dir)
+    if not records:
+        raise Failed("no handler ran")
+    first_start = min(start for start, _ in records)
+    last_done = samples[-1][0]
+    samples = [(t, d - baseline) for t, d in samples]
+    return Drain(
+        jobs_per_s=jobs / (last_done - first_start),
+        rss_mib=rss,
+        series=throughput_series(samples, first_start),
+        first_start=first_start,
+        last_done=last_done,
+    )
+
+
+def w_bulk(ctx: Ctx, system: System, result: Result) -> None:
+    db = _fresh(ctx, system, "bulk")
+    try:
+        r = run_step(
+            system, "enqueue_bulk", {"url": db.url, "n": ctx.size.n, "batch": ctx.batch}, 3600
+        )
+        result.figures["bulk_jobs_s"] = r["jobs"] / r["seconds"]
+    finally:
+        _done(ctx, db)
+
+
+def w_single(ctx: Ctx, system: System, result: Result) -> None:
+    db = _fresh(ctx, system, "single")
+    try:
+        r = run_step(system, "enqueue_single", {"url": db.url, "n": ctx.size.single}, 3600)
+        result.figures["single_jobs_s"] = r["jobs"] / r["seconds"]
+    finally:
+        _done(ctx, db)
+
+
+def _w_drain(workers: int) -> Callable[[Ctx, System, Result], None]:
+    def run(ctx: Ctx, system: System, result: Result) -> None:
+        key = f"drain{workers}"
+        db = _fresh(ctx, system, key)
+        try:
+            d = drain(ctx, system, db, ctx.size.n, workers, f"{key}-{system.name}-{ctx.rep}")
+        finally:
+            _done(ctx, db)
+        result.figures[f"{key}_jobs_s"] = d.jobs_per_s
+        if d.rss_mib:
+            result.figures[f"{key}_rss_mib"] = max(d.rss_mib)
+        result.info["rss_mib_per_worker"] = d.rss_mib
+        result.info["drain_seconds"] = d.last_done - d.first_start
+        result.series["throughput"] = d.series
+
+    return run
+
+
+def w_ontime(ctx: Ctx, system: System, result: Result) -> None:
+    """Jobs due at random instants over a window, enqueued before they are due, two workers
+    already running: how late does each start, measured against the due instant the system
+    itself hands the handler."""
+    count, window = ctx.size.delayed, ctx.size.window
+    rng = random.Random(1000 + ctx.rep)  # the same instants for every system in a run
+    offsets = sorted(rng.uniform(0, window) for _ in range(count))
+    # one call per job, in due order: start the window late enough that the enqueue keeps
+    # ahead of the due instants (pgqueuer enqueues them in one call)
+    rate = ctx.single_rates.get(system.name, 200.0)
+    lead = ctx.size.lead + max(0.0, 1.3 * count / rate - window)
+    db = _fresh(ctx, system, "ontime")
+    record_dir, log_dir = _dirs(ctx, f"ontime-{system.name}-{ctx.rep}")
+    try:
+        with Workers(system, db, 2, record_dir, log_dir) as w:
+            time.sleep(ctx.size.warmup)
+            w.check_alive()
+            start = time.time() + lead
+            dues = [start + o for o in offsets]
+            r = run_step(system, "enqueue_delayed", {"url": db.url, "dues": dues}, 600)
+            wait_done(system, db, count, count, w, lead + window + 120)
+    finally:
+        _done(ctx, db)
+    records = read_records(record_dir)
+    lags = sorted((s - d) * 1000 for s, d in records)
+    if not lags:
+        raise Failed("no handler ran")
+    result.figures.update(
+        {
+            "ontime_p50_ms": _percentile(lags, 50),
+            "ontime_p99_ms": _percentile(lags, 99),
+            "ontime_max_ms": lags[-1],
+            "ontime_early": float(sum(1 for lag in lags if lag < 0)),
+        }
+    )
+    result.samples["lag_ms"] = [round(x, 2) for x in lags]
+    warnings = []
+    if r["late"]:
+        warnings.append(f"{r['late']} of {count} jobs were enqueued after their due instant")
+    if len(lags) != count:
+        warnings.append(f"{len(lags)} handler starts for {count} jobs")
+    result.warning = "; ".join(warnings) or None
+
+
+def w_burst(ctx: Ctx, system: System, result: Result) -> None:
+    """M jobs all due at one instant T, enqueued before T, two workers already running."""
+    m = ctx.size.burst
+    lead = ctx.size.lead + 1.5 * m / ctx.bulk_rates.get(system.name, 2000.0)
+    db = _fresh(ctx, system, "burst")
+    record_dir, log_dir = _dirs(ctx, f"burst-{system.name}-{ctx.rep}")
+    try:
+        with Workers(system, db, 2, record_dir, log_dir) as w:
+            time.sleep(ctx.size.warmup)
+            w.check_alive()
+            at = time.time() + lead
+            r = run_step(
+                system, "enqueue_burst", {"url": db.url, "m": m, "at": at, "batch": ctx.batch}, 3600
+            )
+            samples = wait_done(system, db, m, m, w, lead + _drain_timeout(m))
+            rss = w.peak_rss_mib()
+    finally:
+        _done(ctx, db)
+    records = read_records(record_dir)
+    if not records:
+        raise Failed("no handler ran")
+    first = min(s for s, _ in records)
+    result.figures["burst_first_ms"] = (first - at) * 1000
+    result.figures["burst_done_s"] = samples[-1][0] - at
+    if rss:
+        result.figures["burst_rss_mib"] = max(rss)
+    result.series["throughput"] = throughput_series(samples, at)
+    result.info["enqueue_finished_before_T_s"] = at - r["finished_at"]
+    if r["finished_at"] > at:
+        result.warning = f"the enqueue ended {r['finished_at'] - at:.1f} s after T"
+
+
+def w_backlog(ctx: Ctx, system: System, result: Result) -> None:
+    """duetime on PostgreSQL: drain N and time claims on an empty database, then again with
+    `backlog` jobs due far in the future and `backlog` finished jobs kept."""
+    n, big = ctx.size.n, ctx.size.backlog
+    for variant in ("empty", "full"):
+        db = _fresh(ctx, system, "backlog", variant[0])
+        try:
+            if variant == "full":
+                r = run_step(
+                    system, "fill_backlog", {"url": db.url, "future": big, "finished": big}, 7200
+                )
+                result.info["fill"] = r
+            name = f"backlog-{variant}-{system.name}-{ctx.rep}"
+            d = drain(ctx, system, db, n, 2, name)
+            c = run_step(system, "claim_latency", {"url": db.url, "calls": ctx.size.claims}, 1800)
+        finally:
+            _done(ctx, db)
+        result.figures[f"backlog_{variant}_drain_jobs_s"] = d.jobs_per_s
+        result.figures[f"backlog_{variant}_claim_ms"] = c["median_ms"]
+        result.info[f"claim_{variant}"] = c
+        result.series[f"throughput_{variant}"] = d.series
+
+
+WORKLOADS: dict[str, Callable[[Ctx, System, Result], None]] = {
+    "bulk": w_bulk,
+    "single": w_single,
+    "drain1": _w_drain(1),
+    "drain2": _w_drain(2),
+    "ontime": w_ontime,
+    "burst": w_burst,
+    "backlog": w_backlog,
+}
+
+
+def applies(workload: str, system: System, size: Size) -> str | None:
+    """Why a workload is not run for a system (None: it is)."""
+    if workload == "backlog":
+        if system.name != "duetime-postgres":
+            return "n/a: duetime on PostgreSQL only"
+        if not size.backlog:
+            return "skipped below full size (BENCH_SIZE >= 20000)"
+    return None
+
+
+OTHER_LOAD_LIMIT = 0.25  # cores used by other work during a run before its figures are flagged
+
+
+def run_one(ctx: Ctx, workload: str, system: System) -> Result:
+    result = Result(workload, system.name, ctx.rep)
+    t0 = time.monotonic()
+    watch = CpuWatch(f"bench_{ctx.run_id}")
+    try:
+        WORKLOADS[workload](ctx, system, result)
+    except Failed as exc:
+        result.note = str(exc)
+    except Exception as exc:
+        log.error("%s %s crashed:\n%s", workload, system.name, traceback.format_exc())
+        result.note = f"harness error: {type(exc).__name__}: {exc}"
+    if result.note:
+        result.figures = {}
+    result.seconds = time.monotonic() - t0
+    cpu = watch.cores()
+    result.info["cpu_cores"] = cpu
+    if cpu["other"] > OTHER_LOAD_LIMIT and result.figures:
+        busy = (
+            f"other work on the machine used up to {cpu['other']:.1f} "
+            f"of its {cpu['cpus']:.0f} cores"
+        )
+        result.warning = f"{result.warning}; {busy}" if result.warning else busy
+    return result
+
+
+def median_or_none(values: list[float]) -> float | None:
+    return statistics.median(values) if values else None

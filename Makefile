@@ -53,8 +53,8 @@ api-reference: $(STAMP)
 	$(BIN)/python -m duetime.server.reference > docs/api-reference.md
 
 lint: $(STAMP)
-	$(BIN)/ruff check src tests examples
-	$(BIN)/ruff format --check src tests examples
+	$(BIN)/ruff check src tests examples bench
+	$(BIN)/ruff format --check src tests examples bench
 	$(BIN)/lint-imports
 
 typecheck: $(STAMP)

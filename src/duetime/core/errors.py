@@ -73,5 +73,10 @@ class StoreUnavailable(ConfigurationError):
     """The database server could not be reached (it may come back: retrying can help)."""
 
 
+class StoreConflict(StoreUnavailable):
+    """The database rolled a transaction back to break a deadlock or a serialization conflict
+    with another one; running the same transaction again is safe (the store does, a few times)."""
+
+
 class StoreError(DuetimeError):
     """The database refused a statement for a reason duetime gives no specific meaning to."""

@@ -23,7 +23,14 @@ from duetime.store.rows import (
     sample_from_row,
     token_from_row,
 )
-from duetime.store.sqlshared import earliest_of, job_params, load_job, move, reserve_ids
+from duetime.store.sqlshared import (
+    conflicts_retried,
+    earliest_of,
+    job_params,
+    load_job,
+    move,
+    reserve_ids,
+)
 
 log = logging.getLogger("duetime.store")
 
@@ -34,6 +41,7 @@ class SchedulesNodesTokens:
 
     # -- schedules --------------------------------------------------------------------------
 
+    @conflicts_retried
     def create_schedule(
         self,
         tenant: str,
@@ -70,6 +78,7 @@ class SchedulesNodesTokens:
             rows = c.rows("list_schedules", tenant=tenant)
         return [self._schedule(r) for r in rows]
 
+    @conflicts_retried
     def apply_schedule(self, tenant: str, name: str, now: datetime, decide: Decide) -> Plan:
         # the schedule's row lock: a planner (which locks a schedule before its jobs) and this
         # take their turns
@@ -79,6 +88,7 @@ class SchedulesNodesTokens:
                 raise ScheduleNotFound(name)
             return self._decide_and_apply(c, self._schedule(row), now, decide)
 
+    @conflicts_retried
     def plan_due_schedules(self, now: datetime, limit: int, decide: Decide) -> int:
         with self.driver.transaction(write=False) as c:
             ids = [r["id"] for r in c.rows("due_schedules", now=now, limit=limit)]
@@ -160,6 +170,7 @@ class SchedulesNodesTokens:
         )
         return plan
 
+    @conflicts_retried
     def release_waiting(self, now: datetime, limit: int) -> int:
         with self.driver.transaction() as c:
             moved = c.run("release_waiting", moves=moves_json(Event.RELEASE), now=now, limit=limit)
@@ -167,6 +178,7 @@ class SchedulesNodesTokens:
                 self.driver.notify(c, {"": now})
             return moved
 
+    @conflicts_retried
     def delete_schedule(self, tenant: str, name: str, now: datetime) -> None:
         with self.driver.transaction() as c:
             row = c.one("lock_schedule", tenant=tenant, name=name)
@@ -222,6 +234,7 @@ class SchedulesNodesTokens:
 
     # -- nodes ------------------------------------------------------------------------------
 
+    @conflicts_retried
     def register_node(self, node: Node, now: datetime) -> None:
         with self.driver.transaction() as c:
             c.run(
@@ -236,10 +249,12 @@ class SchedulesNodesTokens:
                 now=now,
             )
 
+    @conflicts_retried
     def touch_node(self, node_id: str, now: datetime) -> None:
         with self.driver.transaction() as c:
             c.run("touch_node", id=node_id, now=now)
 
+    @conflicts_retried
     def stop_node(self, node_id: str, now: datetime) -> None:
         with self.driver.transaction() as c:
             c.run("stop_node", id=node_id, now=now)
@@ -267,6 +282,7 @@ class SchedulesNodesTokens:
 
     # -- API tokens -------------------------------------------------------------------------
 
+    @conflicts_retried
     def create_token(
         self, *, tenant: str, role: Role, name: str, prefix: str, secret_hash: str, now: datetime
     ) -> ApiToken:
@@ -289,12 +305,14 @@ class SchedulesNodesTokens:
             rows = c.rows("list_tokens", tenant=tenant)
         return [token_from_row(r, self._t) for r in rows]
 
+    @conflicts_retried
     def revoke_token(self, token_id: int, now: datetime) -> ApiToken | None:
         with self.driver.transaction() as c:
             c.run("revoke_token", id=token_id, now=now)
             row = c.one("select_token", id=token_id)
         return token_from_row(row, self._t) if row is not None else None
 
+    @conflicts_retried
     def find_token(self, secret_hash: str, now: datetime) -> ApiToken | None:
         with self.driver.transaction(write=False) as c:  # most requests only read
             row = c.one("token_by_hash_read", secret_hash=secret_hash)

@@ -2,15 +2,46 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import functools
+import random
+import time
+from collections.abc import Callable, Iterable
 from datetime import datetime
-from typing import Any
+from typing import Any, Concatenate, ParamSpec, TypeVar
 
-from duetime.core.errors import StoreError
+from duetime.core.errors import StoreConflict, StoreError
 from duetime.core.models import Attempt, Job, NewJob
 from duetime.core.states import Event
 from duetime.store.driver import Connection
 from duetime.store.rows import ToTime, attempt_from_row, covers_json, job_from_row, moves_json
+
+CONFLICT_TRIES = 5  # how often a transaction runs before its StoreConflict is raised
+
+P = ParamSpec("P")
+R = TypeVar("R")
+S = TypeVar("S")
+
+
+def conflicts_retried(method: Callable[Concatenate[S, P], R]) -> Callable[Concatenate[S, P], R]:
+    """Run a store method's transaction again when the database broke a deadlock by rolling
+    it back (MySQL/MariaDB under concurrent claims, reaping and pruning; PostgreSQL rarely).
+    The whole method reruns: its transaction left nothing behind. A caller's own transaction
+    (connection=...) is never rerun: the conflict aborted it, and it is the caller's."""
+
+    def rerun(self: S, /, *args: P.args, **kwargs: P.kwargs) -> R:
+        if kwargs.get("connection") is not None:
+            return method(self, *args, **kwargs)
+        for attempt in range(1, CONFLICT_TRIES + 1):
+            try:
+                return method(self, *args, **kwargs)
+            except StoreConflict:
+                if attempt == CONFLICT_TRIES:
+                    raise
+                time.sleep(random.uniform(0.001, 0.005) * attempt)  # the other side goes first
+        raise AssertionError("unreachable")
+
+    functools.update_wrapper(rerun, method)
+    return rerun
 
 
 def reserve_ids(c: Connection, count: int) -> list[int]:

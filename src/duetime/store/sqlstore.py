@@ -45,6 +45,7 @@ from duetime.store.rows import (
 )
 from duetime.store.sqlextra import SchedulesNodesTokens
 from duetime.store.sqlshared import (
+    conflicts_retried,
     earliest,
     earliest_of,
     job_params,
@@ -123,6 +124,7 @@ class SQLStore(SchedulesNodesTokens):
 
     # -- enqueue and reads ------------------------------------------------------------------
 
+    @conflicts_retried
     def enqueue(
         self, jobs: Sequence[NewJob], now: datetime, *, connection: Any = None
     ) -> list[Enqueued]:
@@ -241,6 +243,7 @@ class SQLStore(SchedulesNodesTokens):
 
     # -- the worker's path ------------------------------------------------------------------
 
+    @conflicts_retried
     def claim(
         self, *, worker_id: str, queues: Sequence[str] | None, limit: int, now: datetime
     ) -> list[Claim]:
@@ -264,6 +267,7 @@ class SQLStore(SchedulesNodesTokens):
             for row in rows
         ]
 
+    @conflicts_retried
     def heartbeat(self, leases: Sequence[Lease], now: datetime) -> list[LeaseState]:
         if not leases:
             return []
@@ -295,6 +299,7 @@ class SQLStore(SchedulesNodesTokens):
     ) -> bool:
         return self.finish_many([(lease, outcome)], now, only_if_expired=only_if_expired)[0]
 
+    @conflicts_retried
     def finish_many(
         self,
         items: Sequence[tuple[Lease, Outcome]],
@@ -415,6 +420,7 @@ class SQLStore(SchedulesNodesTokens):
     def listen(self) -> Listener | None:
         return self.driver.listener()
 
+    @conflicts_retried
     def prune(self, before: datetime, limit: int) -> int:
         with self.driver.transaction() as c:
             return c.run("prune", before=before, limit=limit)
@@ -434,12 +440,14 @@ class SQLStore(SchedulesNodesTokens):
             for r in rows
         ]
 
+    @conflicts_retried
     def expire_overdue(self, now: datetime, limit: int) -> int:
         with self.driver.transaction() as c:
             return c.run("expire_overdue", moves=moves_json(Event.EXPIRE), now=now, limit=limit)
 
     # -- operators' moves -------------------------------------------------------------------
 
+    @conflicts_retried
     def transition(
         self,
         job_id: int,

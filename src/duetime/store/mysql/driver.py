@@ -23,6 +23,7 @@ from duetime.core.errors import (
     ConfigurationError,
     DuetimeError,
     InvalidRequest,
+    StoreConflict,
     StoreUnavailable,
 )
 from duetime.store.driver import Connection, Driver, Row, driver_connection, unexpected
@@ -32,7 +33,6 @@ _UNAVAILABLE = {
     1040,  # too many connections
     1053,  # server shutdown in progress
     1205,  # lock wait timeout
-    1213,  # deadlock: the transaction was rolled back
     2003,  # cannot connect
     2006,  # server has gone away
     2013,  # lost connection during query
@@ -215,6 +215,8 @@ class MySQLDriver(Driver):
         if not isinstance(exc, pymysql.Error):
             return None
         code = exc.args[0] if exc.args and isinstance(exc.args[0], int) else None
+        if code == 1213:  # deadlock: this transaction was rolled back, running it again is safe
+            return StoreConflict(f"MySQL at {self.where()} broke a deadlock: {_reason(exc)}")
         if isinstance(exc, pymysql.err.InterfaceError) or code in _UNAVAILABLE:
             return StoreUnavailable(f"MySQL at {self.where()} failed: {_reason(exc)}")
         if isinstance(exc, pymysql.err.DataError):

@@ -24,6 +24,7 @@ from psycopg.types.json import set_json_dumps
 from duetime.core.errors import (
     DuetimeError,
     InvalidRequest,
+    StoreConflict,
     StoreError,
     StoreUnavailable,
 )
@@ -160,6 +161,8 @@ class PostgresDriver(Driver):
     def translate(self, exc: BaseException) -> DuetimeError | None:
         if isinstance(exc, psycopg_pool.PoolTimeout):
             return StoreUnavailable(f"no connection to PostgreSQL at {self.where()} in time")
+        if isinstance(exc, psycopg.errors.DeadlockDetected | psycopg.errors.SerializationFailure):
+            return StoreConflict(f"PostgreSQL at {self.where()} broke a conflict: {_reason(exc)}")
         if isinstance(exc, psycopg.OperationalError):
             return StoreUnavailable(f"PostgreSQL at {self.where()} failed: {_reason(exc)}")
         if isinstance(exc, psycopg.DataError):  # a value PostgreSQL cannot store

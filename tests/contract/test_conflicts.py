@@ -1,0 +1,121 @@
+"""A deadlock the database breaks is a StoreConflict, and the store runs the transaction again.
+
+Only dialects with row locks can deadlock (SQLite has one writer at a time): PostgreSQL and
+MySQL/MariaDB. Two transactions lock two jobs' rows in opposite orders; the database rolls one
+of them back, and the store's retry makes the same work succeed on its next run.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import duetime
+from duetime.core.errors import StoreConflict
+from duetime.store import open_store
+from duetime.store.sqlshared import conflicts_retried
+from duetime.store.sqlstore import SQLStore
+from kit import DialectKit, kit_named
+
+ROW_LOCKING = ["postgres", "mysql"]
+
+
+@pytest.fixture(params=ROW_LOCKING)
+def kit(request: pytest.FixtureRequest) -> DialectKit:
+    return kit_named(request.param)
+
+
+@pytest.fixture
+def sql_store(kit: DialectKit, tmp_path: Path) -> Iterator[SQLStore]:
+    url = kit.fresh_url(tmp_path)
+    app = duetime.App(database_url=url)
+    app.migrate()
+    app.close()
+    store = open_store(url)
+    assert isinstance(store, SQLStore)
+    yield store
+    store.close()
+
+
+def _lock_in_order(
+    kit: DialectKit, store: SQLStore, first: str, second: str, both_hold: threading.Barrier
+) -> None:
+    with store.driver.transaction() as c, store.driver.translated():
+        kit.execute_on(c.native, "UPDATE duetime_deadlock_probe SET v = v + 1 WHERE k = ?", [first])
+        both_hold.wait(timeout=10)
+        kit.execute_on(
+            c.native, "UPDATE duetime_deadlock_probe SET v = v + 1 WHERE k = ?", [second]
+        )
+
+
+def test_a_deadlock_is_a_store_conflict_and_rerunning_it_succeeds(
+    kit: DialectKit, sql_store: SQLStore
+) -> None:
+    url = sql_store.driver.url  # type: ignore[attr-defined]
+    kit.execute(url, "DROP TABLE IF EXISTS duetime_deadlock_probe")
+    kit.execute(url, "CREATE TABLE duetime_deadlock_probe (k varchar(8) PRIMARY KEY, v int)")
+    kit.execute(url, "INSERT INTO duetime_deadlock_probe (k, v) VALUES ('a', 0), ('b', 0)")
+    other = open_store(url)
+    assert isinstance(other, SQLStore)
+    both_hold = threading.Barrier(2)
+    raised: list[BaseException] = []
+    runs = {"main": 0}
+
+    class Probe:
+        @conflicts_retried
+        def bump(self, first: str, second: str, store: SQLStore) -> None:
+            runs["main"] += 1
+            _lock_in_order(kit, store, first, second, both_hold if runs["main"] == 1 else idle)
+
+    idle = threading.Barrier(1)
+
+    def against() -> None:
+        try:
+            _lock_in_order(kit, other, "b", "a", both_hold)
+        except BaseException as exc:
+            raised.append(exc)
+
+    try:
+        t = threading.Thread(target=against)
+        t.start()
+        try:
+            Probe().bump("a", "b", sql_store)
+        except BaseException as exc:
+            raised.append(exc)
+        t.join(timeout=30)
+        # exactly one side was chosen as the victim, and it is told as a StoreConflict
+        assert len(raised) <= 1, raised
+        if raised:  # the other thread was the victim: it ran once and was refused
+            assert isinstance(raised[0], StoreConflict), repr(raised[0])
+            assert runs["main"] == 1
+            rows = dict(kit.execute(url, "SELECT k, v FROM duetime_deadlock_probe"))
+            assert rows == {"a": 1, "b": 1}  # only main's transaction counted
+        else:  # main was the victim: the decorator ran it again, and both committed
+            assert runs["main"] == 2
+            rows = dict(kit.execute(url, "SELECT k, v FROM duetime_deadlock_probe"))
+            assert rows == {"a": 2, "b": 2}
+    finally:
+        other.close()
+        kit.execute(url, "DROP TABLE IF EXISTS duetime_deadlock_probe")
+
+
+def test_the_retry_gives_up_after_a_few_runs_and_leaves_a_callers_transaction_alone() -> None:
+    calls: list[Any] = []
+
+    class Flaky:
+        @conflicts_retried
+        def write(self, *, connection: Any = None) -> str:
+            calls.append(connection)
+            raise StoreConflict("deadlock")
+
+    with pytest.raises(StoreConflict):
+        Flaky().write()
+    assert len(calls) == 5
+    calls.clear()
+    with pytest.raises(StoreConflict):
+        Flaky().write(connection=object())
+    assert len(calls) == 1

@@ -1,4 +1,8 @@
-"""The App facade: register tasks, enqueue jobs, inspect and steer them (sync and async)."""
+"""The App facade: register tasks, enqueue jobs, inspect and steer them (sync and async).
+
+Longer than most modules on purpose: it is the whole public Python surface in one place, each
+method a thin call into operators/ or the store, and every one with its async twin beside it.
+"""
 
 from __future__ import annotations
 

@@ -3,7 +3,8 @@
 Every rule lives here: which statements run in which transaction, in which order rows are
 locked, how a fenced write is recognised, how an idempotency key is honoured. A Driver
 (store/driver.py) supplies only what differs between databases. The schedules, nodes, tokens
-and figures parts of the contract are in store/sqlextra.py, mixed into SQLStore.
+and figures parts of the contract are in store/sqlextra.py, mixed into SQLStore. Past 400
+lines because the claim, heartbeat and completion rules must be read together to be trusted.
 """
 
 from __future__ import annotations

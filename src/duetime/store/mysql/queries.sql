@@ -235,12 +235,20 @@ ORDER BY a.lease_expires_at, a.id
 LIMIT %(limit)s;
 
 -- name: expire_overdue
-UPDATE duetime_jobs
-SET version = version + 1, updated_at = %(now)s, status = JSON_UNQUOTE(JSON_EXTRACT(%(moves)s, CONCAT('$.', status)))
+-- Candidates read without locks, then moved by primary key with the condition checked again
+-- (as prune: a scanning UPDATE would lock rows that claims hold and deadlock with them).
+CREATE TEMPORARY TABLE IF NOT EXISTS duetime_overdue (id BIGINT NOT NULL PRIMARY KEY);
+DELETE FROM duetime_overdue;
+INSERT INTO duetime_overdue (id)
+SELECT id FROM duetime_jobs
 WHERE status = 'scheduled' AND deadline_at IS NOT NULL AND deadline_at <= %(now)s
-  AND JSON_EXTRACT(%(moves)s, CONCAT('$.', status)) IS NOT NULL
 ORDER BY deadline_at, id
 LIMIT %(limit)s;
+UPDATE duetime_jobs j JOIN duetime_overdue o ON o.id = j.id
+SET j.version = j.version + 1, j.updated_at = %(now)s,
+    j.status = JSON_UNQUOTE(JSON_EXTRACT(%(moves)s, CONCAT('$.', j.status)))
+WHERE j.status = 'scheduled' AND j.deadline_at IS NOT NULL AND j.deadline_at <= %(now)s
+  AND JSON_EXTRACT(%(moves)s, CONCAT('$.', j.status)) IS NOT NULL;
 
 -- name: transition
 -- MySQL assigns left to right and later expressions see earlier results: columns whose
@@ -438,7 +446,15 @@ ORDER BY due_at
 LIMIT %(limit)s;
 
 -- name: prune
-DELETE FROM duetime_jobs
+-- The candidates are read without locks first (READ COMMITTED: INSERT ... SELECT is a
+-- consistent read), then deleted by primary key with the condition checked again: a DELETE
+-- that scanned the table itself would lock rows claims and completions hold, and deadlock.
+CREATE TEMPORARY TABLE IF NOT EXISTS duetime_prune (id BIGINT NOT NULL PRIMARY KEY);
+DELETE FROM duetime_prune;
+INSERT INTO duetime_prune (id)
+SELECT id FROM duetime_jobs
 WHERE status IN ('succeeded', 'cancelled', 'expired') AND updated_at < %(before)s
 ORDER BY updated_at
 LIMIT %(limit)s;
+DELETE j FROM duetime_jobs j JOIN duetime_prune p ON p.id = j.id
+WHERE j.status IN ('succeeded', 'cancelled', 'expired') AND j.updated_at < %(before)s;

@@ -126,6 +126,28 @@ def test_enqueue_refuses_invalid_input_field_by_field(
     assert api.count_jobs() == 0
 
 
+def test_a_server_that_knows_its_tasks_refuses_what_they_cannot_run(api: Api) -> None:
+    """Started with --app, the server knows the tasks: unknown ones and args that do not bind
+    to the handler are a 422 naming the field, and nothing is stored."""
+
+    @api.app.task(name="greet")
+    def greet(name: str) -> None:
+        pass
+
+    cases = [
+        ({"task": "nosuch", "args": {}}, "task", "task 'nosuch' is not registered"),
+        ({"task": "greet", "args": {"nam": "x"}}, "args", "missing a required argument"),
+        ({"task": "greet"}, "args", "missing a required argument: 'name'"),
+    ]
+    for body, field, fragment in cases:
+        r = api.call("POST", "/v1/jobs", json=body)
+        assert r.status_code == 422, r.text
+        [detail] = r.json()["detail"]
+        assert detail["loc"] == ["body", field] and fragment in detail["msg"], detail
+    assert api.count_jobs() == 0
+    assert api.call("POST", "/v1/jobs", json={"task": "greet", "args": {"name": "x"}}).is_success
+
+
 def test_enqueue_refuses_oversized_payloads_with_413(api: Api) -> None:
     r = api.call("POST", "/v1/jobs", json={"task": "t", "args": {"blob": "x" * 3000}})
     assert r.status_code == 413 and "limit" in r.json()["detail"]

@@ -211,6 +211,7 @@ class Worker:
             version=__version__,
             started_at=now,
             last_seen_at=now,
+            tasks=tuple(sorted(self.app.tasks)),
         )
 
     def _reaped(self, result: ReapResult) -> None:
@@ -294,6 +295,7 @@ class Slots(Service):
                             queues=self.queues,
                             limit=free,
                             now=runner.clock.now(),
+                            tasks=sorted(runner.app.tasks),  # only what it has handlers for
                         )
                     )
                     backoff = 0.0

@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from duetime import App, AttemptStatus, ErrorCategory, JobStatus
+from duetime.core.models import Node
 from duetime.store.driver import load_migrations
 from integration.procs import Processes, base_env, describe, run_cli, scalar, wait_until
 
@@ -263,6 +264,22 @@ def test_enqueue_from_file_with_app_refuses_unknown_tasks(db_url: str, tmp_path:
     done = cli(db_url, "enqueue", "--app", "itapp:app", "--from-file", str(lines))
     failed(done, "2 bad lines", "line 2: task 'nosuch'", "line 3: args do not fit")
     assert count_jobs(db_url) == 0
+
+
+def test_jobs_show_says_when_no_worker_serves_the_task(db_url: str) -> None:
+    job_id = ok(cli(db_url, "enqueue", "emails.sned")).stdout.strip()
+    shown = ok(cli(db_url, "jobs", "show", job_id)).stdout
+    assert "scheduled: no worker serves task 'emails.sned': no live node lists it" in shown
+    assert as_json(cli(db_url, "jobs", "show", job_id, "--json"))["unserved"].startswith(
+        "no worker serves task 'emails.sned'"
+    )
+    app = App(db_url)
+    now = app.clock.now()
+    node = Node("n1", "host", 1, None, 4, ("worker",), "0", now, now, tasks=("emails.sned",))
+    app.store.register_node(node, now)
+    app.close()
+    assert "no worker serves" not in ok(cli(db_url, "jobs", "show", job_id)).stdout
+    assert as_json(cli(db_url, "jobs", "show", job_id, "--json"))["unserved"] is None
 
 
 # -- jobs ---------------------------------------------------------------------------------------

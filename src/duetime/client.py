@@ -605,9 +605,12 @@ class App:
         defaults = options.pop("defaults", None) or (
             registered.defaults if registered else TaskDefaults()
         )
-        return build_spec(
+        spec = build_spec(
             name, task, defaults=defaults, max_payload_bytes=self.max_payload_bytes, **options
         )
+        if registered is not None:  # its occurrences would be dead at once: refuse them now
+            registered.check_args(spec.args)
+        return spec
 
     def add_schedule(
         self,
@@ -629,8 +632,11 @@ class App:
     ) -> Schedule:
         """Create a recurring schedule; its first tick is the first fire at or after now.
 
-        Raises ScheduleExists when the name is taken in this tenant (use update_schedule).
+        Raises ScheduleExists when the name is taken in this tenant (use update_schedule);
+        UnknownTask or ArgsMismatch when this app registers tasks and the task is not one of
+        them or its handler cannot take `args`.
         """
+        self._known_task(task)
         spec = self._spec(
             name,
             task,

@@ -127,3 +127,25 @@ def test_defer_refuses_arguments_the_handler_does_not_take(app: App) -> None:
 def test_adefer_is_the_async_twin(app: App) -> None:
     job = asyncio.run(app.tasks["greet"].adefer(name="Ada"))
     assert job.args == {"name": "Ada"}
+
+
+# -- schedules ----------------------------------------------------------------------------------
+
+
+def test_schedules_of_known_tasks_are_checked_too(app: App) -> None:
+    hourly = {"cron": "0 * * * *", "timezone": "UTC"}
+    with pytest.raises(UnknownTask):
+        app.add_schedule("s", task="nosuch", **hourly)
+    with pytest.raises(ArgsMismatch, match="missing a required argument: 'name'"):
+        app.add_schedule("s", task="greet", **hourly)
+    assert app.list_schedules() == []
+    app.add_schedule("s", task="greet", args={"name": "Ada"}, **hourly)
+    with pytest.raises(ArgsMismatch, match="unexpected keyword argument 'nam'"):
+        app.update_schedule("s", args={"name": "Ada", "nam": "x"})
+    assert app.get_schedule("s").spec.args == {"name": "Ada"}
+    with pytest.raises(ArgsMismatch):
+
+        @app.schedule("nightly", cron="0 3 * * *", timezone="UTC")
+        @app.task(name="needs")
+        def needs(day: str) -> None:
+            pass

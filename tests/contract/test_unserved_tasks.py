@@ -4,6 +4,7 @@ have handlers for, nodes record the tasks they serve, and the job says why it wa
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Callable, Iterator
 from dataclasses import replace
 
@@ -95,3 +96,17 @@ def test_a_worker_leaves_unknown_tasks_waiting_and_says_so(
     assert seen["known"] is None  # succeeded: not waiting
     [me] = app.store.list_nodes()
     assert me.tasks == ("greet",)
+
+
+def test_a_worker_whose_app_registers_no_task_warns(
+    app: duetime.App, caplog: pytest.LogCaptureFixture
+) -> None:
+    job = app.enqueue("anything", {})
+    worker = Worker(app, poll_interval=0.02)
+    caplog.set_level(logging.WARNING, logger="duetime.worker")
+
+    def warned() -> bool:
+        return any("worker.no_tasks" in r.getMessage() for r in caplog.records)
+
+    asyncio.run(run_until(worker, warned))
+    assert app.get_job(job.id).attempts == 0  # it claimed nothing

@@ -275,7 +275,16 @@ class Slots(Service):
             worker=self.worker_id,
             queues=self.queues or "*",
             concurrency=self.concurrency,
+            tasks=len(self.runner.app.tasks),
         )
+        if not self.runner.app.tasks:
+            log_event(
+                log,
+                "worker.no_tasks",
+                logging.WARNING,
+                reason="its app registers no task, so it claims no job; import the modules "
+                "that declare them (@app.task) in the module --app names",
+            )
 
     async def run(self) -> None:
         await self._claim_loop()

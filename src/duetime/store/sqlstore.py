@@ -246,7 +246,13 @@ class SQLStore(SchedulesNodesTokens):
 
     @conflicts_retried
     def claim(
-        self, *, worker_id: str, queues: Sequence[str] | None, limit: int, now: datetime
+        self,
+        *,
+        worker_id: str,
+        queues: Sequence[str] | None,
+        limit: int,
+        now: datetime,
+        tasks: Sequence[str] | None = None,
     ) -> list[Claim]:
         if limit <= 0:
             return []
@@ -257,6 +263,8 @@ class SQLStore(SchedulesNodesTokens):
                 limit=limit,
                 all_queues=queues is None,
                 queues=list(queues) if queues is not None else [],
+                all_tasks=tasks is None,
+                tasks=list(tasks) if tasks is not None else [],
                 moves=moves_json(Event.CLAIM),
                 worker_id=worker_id,
             )

@@ -119,13 +119,15 @@ WHERE schedule_id = %(schedule_id)s AND nominal_at = %(nominal_at)s;
 -- jobs move, their attempts start, and the claimed rows come back. One branch of the pick runs
 -- (every queue, or the queues named); FORCE INDEX: the claim-order index, so the scan stops
 -- after `limit` due rows (the optimizer may otherwise range-read every due row and sort them,
--- which a burst of due jobs makes slow).
+-- which a burst of due jobs makes slow). Only tasks of `tasks` are taken (any task when
+-- all_tasks): a worker claims only what it has handlers for.
 CREATE TEMPORARY TABLE IF NOT EXISTS duetime_claim (id BIGINT NOT NULL PRIMARY KEY);
 DELETE FROM duetime_claim;
 INSERT INTO duetime_claim (id)
 (SELECT id FROM duetime_jobs FORCE INDEX (duetime_jobs_due_any)
  WHERE %(all_queues)s AND status = 'scheduled' AND due_at <= %(now)s
    AND (deadline_at IS NULL OR deadline_at > %(now)s)
+   AND (%(all_tasks)s OR task IN %(tasks)s)
  ORDER BY neg_priority, due_at, id
  LIMIT %(limit)s
  FOR UPDATE SKIP LOCKED)
@@ -133,6 +135,7 @@ UNION ALL
 (SELECT id FROM duetime_jobs FORCE INDEX (duetime_jobs_due)
  WHERE NOT %(all_queues)s AND queue IN %(queues)s AND status = 'scheduled'
    AND due_at <= %(now)s AND (deadline_at IS NULL OR deadline_at > %(now)s)
+   AND (%(all_tasks)s OR task IN %(tasks)s)
  ORDER BY neg_priority, due_at, id
  LIMIT %(limit)s
  FOR UPDATE SKIP LOCKED);
@@ -376,10 +379,11 @@ LIMIT 1;
 
 -- name: upsert_node
 INSERT INTO duetime_nodes (id, hostname, pid, queues, concurrency, duties, version, started_at,
-    last_seen_at)
+    last_seen_at, tasks)
 VALUES (%(id)s, %(hostname)s, %(pid)s, %(queues)s, %(concurrency)s, %(duties)s,
-    %(version)s, %(now)s, %(now)s)
-ON DUPLICATE KEY UPDATE last_seen_at = VALUES(last_seen_at), stopped_at = NULL;
+    %(version)s, %(now)s, %(now)s, %(tasks)s)
+ON DUPLICATE KEY UPDATE last_seen_at = VALUES(last_seen_at), stopped_at = NULL,
+    tasks = VALUES(tasks);
 
 -- name: touch_node
 UPDATE duetime_nodes SET last_seen_at = %(now)s WHERE id = %(id)s;

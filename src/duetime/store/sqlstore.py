@@ -50,6 +50,7 @@ from duetime.store.sqlshared import (
     earliest_of,
     job_params,
     key_order,
+    like_pattern,
     load_job,
     move,
     new_job_record,
@@ -233,6 +234,9 @@ class SQLStore(SchedulesNodesTokens):
                 before_id=f.before_id,
                 due_after=f.due_after,
                 due_before=f.due_before,
+                business_key=f.business_key,
+                idempotency_key=f.idempotency_key,
+                args_like=like_pattern(f.args_text) if f.args_text is not None else None,
                 limit=f.limit,
             )
             history: dict[int, tuple[Attempt, ...]] = {}

@@ -6,7 +6,7 @@ token. Illegal moves come back as a readable message on the page, never as a 500
 
 This package: filters (Jinja filters), session (the logged-in user and the dashboard's
 cookies), render (templates and error pages), forms (CSRF and role guard, typed fields),
-and one module of routes per area: login, overview, jobs, schedules, dead_letters.
+and one module of routes per area: login, overview, jobs, schedules, dead_letters, nodes.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from pathlib import Path
 from fastapi import APIRouter, FastAPI
 from fastapi.staticfiles import StaticFiles
 
-from duetime.server.dashboard import dead_letters, jobs, login, overview, schedules
+from duetime.server.dashboard import dead_letters, jobs, login, nodes, overview, schedules
 
 STATIC = Path(__file__).parent.parent / "static"
 
@@ -26,6 +26,7 @@ router.include_router(overview.router)
 router.include_router(jobs.router)
 router.include_router(schedules.router)
 router.include_router(dead_letters.router)
+router.include_router(nodes.router)
 
 
 def mount_static(api: FastAPI) -> None:

@@ -107,6 +107,10 @@ WHERE (%(tenant)s IS NULL OR tenant = %(tenant)s)
   AND (%(before_id)s IS NULL OR id < %(before_id)s)
   AND (%(due_after)s IS NULL OR due_at >= %(due_after)s)
   AND (%(due_before)s IS NULL OR due_at < %(due_before)s)
+  AND (%(business_key)s IS NULL OR business_key = %(business_key)s)
+  AND (%(idempotency_key)s IS NULL OR idempotency_key = %(idempotency_key)s)
+  AND (%(args_like)s IS NULL
+       OR LOWER(CAST(args AS CHAR CHARACTER SET utf8mb4)) LIKE %(args_like)s ESCAPE '!')
 ORDER BY id DESC
 LIMIT %(limit)s;
 

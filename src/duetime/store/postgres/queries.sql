@@ -92,6 +92,9 @@ WHERE (%(tenant)s::text IS NULL OR tenant = %(tenant)s::text)
   AND (%(before_id)s::bigint IS NULL OR id < %(before_id)s::bigint)
   AND (%(due_after)s::timestamptz IS NULL OR due_at >= %(due_after)s::timestamptz)
   AND (%(due_before)s::timestamptz IS NULL OR due_at < %(due_before)s::timestamptz)
+  AND (%(business_key)s::text IS NULL OR business_key = %(business_key)s::text)
+  AND (%(idempotency_key)s::text IS NULL OR idempotency_key = %(idempotency_key)s::text)
+  AND (%(args_like)s::text IS NULL OR lower(args::text) LIKE %(args_like)s::text ESCAPE '!')
 ORDER BY id DESC
 LIMIT %(limit)s;
 

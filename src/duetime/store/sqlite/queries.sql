@@ -92,6 +92,9 @@ WHERE (:tenant IS NULL OR tenant = :tenant)
   AND (:before_id IS NULL OR id < :before_id)
   AND (:due_after IS NULL OR due_at >= :due_after)
   AND (:due_before IS NULL OR due_at < :due_before)
+  AND (:business_key IS NULL OR business_key = :business_key)
+  AND (:idempotency_key IS NULL OR idempotency_key = :idempotency_key)
+  AND (:args_like IS NULL OR lower(args) LIKE :args_like ESCAPE '!')
 ORDER BY id DESC
 LIMIT :limit;
 

@@ -18,6 +18,7 @@ from duetime.core.clock import ManualClock
 from duetime.core.models import Job, Node, Outcome
 from duetime.core.retry import ErrorCategory
 from duetime.core.states import Event, JobStatus
+from duetime.core.tokens import Role, hash_secret
 from duetime.server import ServerSettings, create_app
 from duetime.server.auth import SESSION_COOKIE
 
@@ -162,7 +163,7 @@ def test_login_sets_an_http_only_strict_cookie_and_follows_next(env: Env) -> Non
     )
     assert r.status_code == 303 and r.headers["location"] == "/dead-letters"
     cookie = next(h for h in r.headers.get_list("set-cookie") if h.startswith(SESSION_COOKIE))
-    assert cookie.startswith(f"{SESSION_COOKIE}={secret};")
+    assert cookie.startswith(f"{SESSION_COOKIE}=ds_") and secret not in cookie
     assert "HttpOnly" in cookie
     assert "samesite=strict" in cookie.lower()
     assert "Secure" not in cookie
@@ -214,6 +215,50 @@ def test_logout_ends_the_session(env: Env) -> None:
     r = c.post("/logout", data={"csrf_token": csrf(c)})
     assert r.status_code == 200 and "Logged out." in r.text
     assert c.get("/", follow_redirects=False).status_code == 303
+
+
+def test_the_cookie_holds_a_server_side_session_that_logout_ends_everywhere(env: Env) -> None:
+    secret = env.token()
+    c = env.client()
+    login(c, secret)
+    session_id = c.cookies[SESSION_COOKIE]
+    assert session_id.startswith("ds_") and session_id != secret
+    # the session is stored hashed; neither the token nor the session id is in the database
+    found = env.app.store.find_session(hash_secret(session_id), env.clock.now())
+    assert found is not None and found.role is Role.ADMIN
+    # a copy of the cookie works until logout, then nowhere
+    copy = env.client()
+    copy.cookies.set(SESSION_COOKIE, session_id)
+    assert copy.get("/jobs", follow_redirects=False).status_code == 200
+    assert copy.get("/v1/stats").status_code == 200  # the pages' refresh reads the API
+    c.post("/logout", data={"csrf_token": csrf(c)})
+    assert env.app.store.find_session(hash_secret(session_id), env.clock.now()) is None
+    assert copy.get("/jobs", follow_redirects=False).status_code == 303
+    assert copy.get("/v1/stats").status_code == 401
+    # the raw token in the cookie is no session
+    raw = env.client()
+    raw.cookies.set(SESSION_COOKIE, secret)
+    assert raw.get("/jobs", follow_redirects=False).status_code == 303
+
+
+def test_a_session_ends_after_twelve_hours_or_when_its_token_expires(env: Env) -> None:
+    c = env.logged_in()
+    env.clock.advance(12 * 3600 - 1)
+    assert c.get("/jobs", follow_redirects=False).status_code == 200
+    env.clock.advance(1)
+    r = c.get("/jobs", follow_redirects=False)
+    assert r.status_code == 303 and r.headers["location"].startswith("/login")
+    short = env.client()
+    _, secret = operators.create_token(env.app, "default", "read", expires_in=timedelta(hours=1))
+    login(short, secret)
+    env.clock.advance(3599)
+    assert short.get("/jobs", follow_redirects=False).status_code == 200
+    env.clock.advance(1)
+    assert short.get("/jobs", follow_redirects=False).status_code == 303
+    page = short.get("/login")
+    r = short.post("/login", data={"token": secret, "csrf_token": csrf_in(page.text)})
+    assert r.status_code == 401
+    assert f"This token {secret[:10]}... expired at 2026-01-15T22:00:00Z" in unescape(r.text)
 
 
 # -- pages --------------------------------------------------------------------------------------

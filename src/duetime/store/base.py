@@ -274,9 +274,18 @@ class Store(Protocol):
     # -- API tokens -------------------------------------------------------------------------
 
     def create_token(
-        self, *, tenant: str, role: Role, name: str, prefix: str, secret_hash: str, now: datetime
+        self,
+        *,
+        tenant: str,
+        role: Role,
+        name: str,
+        prefix: str,
+        secret_hash: str,
+        now: datetime,
+        expires_at: datetime | None = None,
     ) -> ApiToken:
-        """Store a new token by its hash (the secret itself is never given to the store)."""
+        """Store a new token by its hash (the secret itself is never given to the store);
+        expires_at None: it never expires."""
         ...
 
     def list_tokens(self, tenant: str | None) -> list[ApiToken]:
@@ -288,7 +297,23 @@ class Store(Protocol):
         ...
 
     def find_token(self, secret_hash: str, now: datetime) -> ApiToken | None:
-        """The token with this hash, revoked or not; notes its use (to the minute)."""
+        """The token with this hash, revoked or expired or not; notes its use (to the minute)."""
+        ...
+
+    def create_session(
+        self, *, secret_hash: str, token_id: int, now: datetime, expires_at: datetime
+    ) -> None:
+        """Store a dashboard session by the hash of its id, for a token, until expires_at;
+        sessions already expired are deleted on the way."""
+        ...
+
+    def find_session(self, secret_hash: str, now: datetime) -> ApiToken | None:
+        """The token behind an unexpired session with this hash (revoked or expired or not:
+        the caller decides); notes the token's use (to the minute). None: no such session."""
+        ...
+
+    def end_session(self, secret_hash: str) -> None:
+        """Delete the session with this hash (logout); nothing when there is none."""
         ...
 
     # -- figures ----------------------------------------------------------------------------

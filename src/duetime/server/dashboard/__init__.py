@@ -1,8 +1,9 @@
 """The dashboard: server-rendered pages over the same App as the API.
 
-Pages identify the user by the session cookie (the token secret, HTTP-only and SameSite=Strict)
-or a bearer token; every form that changes something is a POST carrying the session's CSRF
-token. Illegal moves come back as a readable message on the page, never as a 500.
+Pages identify the user by the session cookie (a random session id the database knows by its
+hash, HTTP-only and SameSite=Strict) or a bearer token; every form that changes something is a
+POST carrying the session's CSRF token. Illegal moves come back as a readable message on the
+page, never as a 500.
 
 This package: filters (Jinja filters), session (the logged-in user and the dashboard's
 cookies), render (templates and error pages), forms (CSRF and role guard, typed fields),

@@ -371,8 +371,8 @@ ORDER BY n.started_at DESC
 LIMIT :limit;
 
 -- name: insert_token
-INSERT INTO duetime_tokens (tenant, role, name, prefix, secret_hash, created_at)
-VALUES (:tenant, :role, :name, :prefix, :secret_hash, :now);
+INSERT INTO duetime_tokens (tenant, role, name, prefix, secret_hash, created_at, expires_at)
+VALUES (:tenant, :role, :name, :prefix, :secret_hash, :now, :expires_at);
 
 -- name: select_token
 SELECT * FROM duetime_tokens WHERE id = :id;
@@ -391,6 +391,20 @@ WHERE secret_hash = :secret_hash AND (last_used_at IS NULL OR last_used_at < :be
 
 -- name: token_by_hash_read
 SELECT * FROM duetime_tokens WHERE secret_hash = :secret_hash;
+
+-- name: insert_session
+INSERT INTO duetime_sessions (secret_hash, token_id, created_at, expires_at)
+VALUES (:secret_hash, :token_id, :now, :expires_at);
+
+-- name: session_token
+SELECT t.* FROM duetime_sessions s JOIN duetime_tokens t ON t.id = s.token_id
+WHERE s.secret_hash = :secret_hash AND s.expires_at > :now;
+
+-- name: delete_session
+DELETE FROM duetime_sessions WHERE secret_hash = :secret_hash;
+
+-- name: delete_expired_sessions
+DELETE FROM duetime_sessions WHERE expires_at <= :now;
 
 -- name: job_counts
 SELECT status, queue, count(*) AS n FROM duetime_jobs

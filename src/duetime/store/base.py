@@ -118,6 +118,8 @@ class Store(Protocol):
         Applies when the job is still held (running or cancel_requested) by this generation
         and, with only_if_expired, when the attempt's lease is expired at `now`. Then the job
         moves by TRANSITIONS[outcome.event], due_at is set for RETRY, and the attempt ends.
+        A RETRY outcome with decided_at keeps its delay (due_at - decided_at) from `now`: a
+        write the database kept waiting does not shorten the wait before the next attempt.
         Otherwise nothing changes in the job; the attempt keeps its status and records the
         late report (late_outcome, late_reported_at); returns False.
         """
@@ -126,7 +128,7 @@ class Store(Protocol):
     def finish_many(
         self,
         items: Sequence[tuple[Lease, Outcome]],
-        now: datetime,
+        now: datetime | Callable[[], datetime],
         *,
         only_if_expired: bool = False,
     ) -> list[bool]:
@@ -134,6 +136,9 @@ class Store(Protocol):
 
         Each item is fenced on its own: a stale one is refused (and its late report kept)
         while the others commit. At most one item per job counts; a second is refused.
+        `now` may be a clock's now(): it is then read once the jobs' rows are locked, so that
+        finished_at and late_reported_at say when the write happened, however long the
+        database kept it waiting (a worker's completer passes its clock so).
         """
         ...
 

@@ -307,27 +307,28 @@ class SQLStore(SchedulesNodesTokens):
     def finish_many(
         self,
         items: Sequence[tuple[Lease, Outcome]],
-        now: datetime,
+        now: datetime | Callable[[], datetime],
         *,
         only_if_expired: bool = False,
     ) -> list[bool]:
         if not items:
             return []
         with self.driver.transaction() as c:
-            applied = self._finish_on(c, items, now, only_if_expired)
+            applied, at = self._finish_on(c, items, now, only_if_expired)
             refused = [item for item, ok in zip(items, applied, strict=True) if not ok]
             if refused and not only_if_expired:
-                c.run("late_reports", batch=Rows(_late_report(*item) for item in refused), now=now)
+                c.run("late_reports", batch=Rows(_late_report(*item) for item in refused), now=at)
         return applied
 
     def _finish_on(
         self,
         c: Connection,
         items: Sequence[tuple[Lease, Outcome]],
-        now: datetime,
+        when: datetime | Callable[[], datetime],
         only_if_expired: bool = False,
-    ) -> list[bool]:
-        """The fenced finish of a batch, in the caller's transaction; which items applied.
+    ) -> tuple[list[bool], datetime]:
+        """The fenced finish of a batch, in the caller's transaction; which items applied, and
+        the instant recorded (`when`, or what `when()` says once the rows are locked).
 
         The jobs' rows are locked first, in id order (every writer locks a job before its
         attempt, and batches in id order cannot deadlock each other). What applies is read
@@ -336,6 +337,7 @@ class SQLStore(SchedulesNodesTokens):
         """
         job_ids = sorted({lease.job_id for lease, _ in items})
         locked = c.rows("lock_jobs", ids=job_ids)
+        now = when() if callable(when) else when  # after the wait for the locks
         jobs = {r["id"]: r for r in locked}
         leases = {}
         if only_if_expired:
@@ -365,7 +367,7 @@ class SQLStore(SchedulesNodesTokens):
                     "generation": lease.generation,
                     "from_status": str(job["status"]),
                     "to_status": str(target),
-                    "due_at": outcome.due_at,
+                    "due_at": _delay_from(outcome, now),
                     "attempt_id": lease.attempt_id,
                     "only_if_expired": only_if_expired,
                     "status": str(outcome.attempt_status or ATTEMPT_END[outcome.event]),
@@ -388,7 +390,7 @@ class SQLStore(SchedulesNodesTokens):
                 self.driver.notify(
                     c, earliest_of((queues[i], at or now) for i, at in again.items())
                 )
-        return applied
+        return applied, now
 
     @contextmanager
     def completion(
@@ -398,7 +400,7 @@ class SQLStore(SchedulesNodesTokens):
         try:
             with self.driver.transaction() as c:
                 yield c.native  # the handler's own writes, in this transaction
-                if not self._finish_on(c, [(lease, outcome)], now())[0]:
+                if not self._finish_on(c, [(lease, outcome)], now)[0][0]:
                     raise _Fenced  # rolls the handler's writes back too
         except _Fenced:
             pass
@@ -474,6 +476,15 @@ class SQLStore(SchedulesNodesTokens):
         if not moved:
             raise refusal(job, event, due_at)
         return job
+
+
+def _delay_from(outcome: Outcome, now: datetime) -> datetime | None:
+    """A retry's due time, its delay counted from `now`, the instant recorded (the delay is
+    due_at - decided_at; an outcome without decided_at is due when it says)."""
+    due, decided = outcome.due_at, outcome.decided_at
+    if due is None or decided is None or now <= decided:
+        return due
+    return due + (now - decided)
 
 
 def _late_report(lease: Lease, outcome: Outcome) -> dict[str, object]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -352,3 +353,33 @@ def test_a_claim_in_flight_at_shutdown_is_run_not_dropped(app: duetime.App) -> N
     asyncio.run(scenario())
     assert ran.is_set()
     assert app.get_job(job.id).status is JobStatus.SUCCEEDED
+
+
+def test_a_worker_on_sqlite_warns_of_leases_shorter_than_the_busy_timeout(
+    app: duetime.App, caplog: pytest.LogCaptureFixture
+) -> None:
+    @app.task(name="fast.ping", lease="5s")
+    def ping() -> None: ...
+
+    @app.task(name="slow.report", lease="10m")
+    def report() -> None: ...
+
+    @app.task(name="other.queue", lease="5s", queue="elsewhere")
+    def elsewhere() -> None: ...
+
+    worker = Worker(app, queues=["default"], planner=False)
+    stop = asyncio.Event()
+    stop.set()
+    with caplog.at_level(logging.WARNING, logger="duetime.worker"):
+        asyncio.run(worker.run(stop))
+    warned = [r for r in caplog.records if "lease_shorter_than_busy_timeout" in r.getMessage()]
+    if app.store.dialect == "sqlite":
+        assert app.store.lock_wait == 60.0
+        assert worker.short_leases() == {"fast.ping": 5.0}
+        [record] = warned
+        assert record.levelno == logging.WARNING
+        assert "busy_timeout_s=60.0" in record.getMessage()
+        assert '"fast.ping (5s)"' in record.getMessage()
+    else:  # the server's lock waits are not bounded by a busy timeout
+        assert app.store.lock_wait is None
+        assert worker.short_leases() == {} and warned == []

@@ -51,6 +51,10 @@ class Listener(Protocol):
 
 class Store(Protocol):
     dialect: str
+    # how long a write may wait for the database's lock before failing (SQLite: the busy
+    # timeout, 60 s); None when the dialect sets no such bound. A lease shorter than this can
+    # lapse while a live worker's heartbeat or outcome waits for the lock.
+    lock_wait: float | None
 
     def migrate(self) -> list[int]:
         """Apply every migration not yet applied; return the versions applied now."""

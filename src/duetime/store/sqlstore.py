@@ -69,6 +69,7 @@ class SQLStore(SchedulesNodesTokens):
     def __init__(self, driver: Driver) -> None:
         self.driver = driver
         self.dialect = driver.dialect
+        self.lock_wait = driver.lock_wait
         self._t = driver.to_time
 
     def close(self) -> None:

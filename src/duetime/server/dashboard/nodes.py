@@ -1,5 +1,6 @@
 """/nodes: the worker nodes the store knows of (what `duetime nodes` shows): live, dead or
-stopped, their queues, duties and the jobs they hold right now."""
+stopped, their queues, duties and the jobs they hold right now (the job ids for admins only:
+nodes run every tenant's jobs)."""
 
 from __future__ import annotations
 

@@ -844,9 +844,17 @@ class App:
             self, chosen, tenant=self.tenant, per_second=per_second, progress=progress
         )
 
-    def create_token(self, role: str = "read", *, name: str = "") -> tuple[ApiToken, str]:
-        """A new API token for this app's tenant and its secret (shown once, stored hashed)."""
-        return operators.create_token(self, self.tenant, role, name)
+    def create_token(
+        self,
+        role: str = "read",
+        *,
+        name: str = "",
+        expires_in: float | timedelta | str | None = None,
+    ) -> tuple[ApiToken, str]:
+        """A new API token for this app's tenant and its secret (shown once, stored hashed).
+        With `expires_in` (seconds, a timedelta or '30d') it is refused from then on."""
+        expiry = parse_duration(expires_in, "expires_in") if expires_in is not None else None
+        return operators.create_token(self, self.tenant, role, name, expires_in=expiry)
 
     def list_tokens(self) -> list[ApiToken]:
         """This tenant's tokens, revoked ones included."""

@@ -10,7 +10,7 @@ import logging
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Protocol
 
 from duetime.core.clock import Clock
@@ -19,7 +19,15 @@ from duetime.core.models import JobFilter
 from duetime.core.requests import TENANT_LIMIT, check_name
 from duetime.core.states import Event, JobStatus
 from duetime.core.stats import Stats, summarize
-from duetime.core.tokens import PREFIX_CHARS, ApiToken, Role, hash_secret, new_secret, parse_role
+from duetime.core.tokens import (
+    PREFIX_CHARS,
+    ApiToken,
+    Role,
+    hash_secret,
+    new_secret,
+    new_session_id,
+    parse_role,
+)
 from duetime.logs import log_event
 from duetime.store.base import Store
 
@@ -43,27 +51,103 @@ class Backend(Protocol):
 
 
 def create_token(
-    app: Backend, tenant: str, role: Role | str, name: str = ""
+    app: Backend,
+    tenant: str,
+    role: Role | str,
+    name: str = "",
+    *,
+    expires_in: timedelta | None = None,
 ) -> tuple[ApiToken, str]:
-    """A new token and its secret; the secret is shown once and only its hash is kept."""
+    """A new token and its secret; the secret is shown once and only its hash is kept.
+    With `expires_in` the token is refused from that long after now."""
     check_name(tenant, "tenant", TENANT_LIMIT)  # the same rule as the jobs the token creates
+    if expires_in is not None and expires_in <= timedelta(0):
+        raise InvalidRequest("a token's expiry must be in the future, such as 30d or 12h")
     secret = new_secret()
+    now = app.clock.now()
     token = app.store.create_token(
         tenant=tenant,
         role=parse_role(str(role)),
         name=name,
         prefix=secret[:PREFIX_CHARS],
         secret_hash=hash_secret(secret),
-        now=app.clock.now(),
+        now=now,
+        expires_at=now + expires_in if expires_in is not None else None,
     )
     log_event(log, "token.created", token_id=token.id, tenant=tenant, role=str(token.role))
     return token, secret
 
 
+@dataclass(frozen=True)
+class Verdict:
+    """What a presented secret (a token or a dashboard session) is worth: the token it
+    proves, or None and why not, in words a caller can show."""
+
+    token: ApiToken | None
+    refused: str = ""  # "", "unknown", "revoked" or "expired"
+    reason: str = ""
+
+
+def _judge(token: ApiToken | None, now: datetime, unknown: str) -> Verdict:
+    if token is None:
+        return Verdict(None, "unknown", unknown)
+    if token.revoked_at is not None:
+        revoked = f"token {token.prefix}... was revoked at {_iso(token.revoked_at)}"
+        return Verdict(None, "revoked", revoked)
+    if token.expires_at is not None and token.expired(now):
+        expired = (
+            f"token {token.prefix}... expired at {_iso(token.expires_at)}; "
+            "create a new one with `duetime tokens create`"
+        )
+        return Verdict(None, "expired", expired)
+    return Verdict(token)
+
+
+def _iso(value: datetime) -> str:
+    return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def check_token(app: Backend, secret: str) -> Verdict:
+    """The token with this secret if it may be used now (not revoked, not expired)."""
+    now = app.clock.now()
+    return _judge(app.store.find_token(hash_secret(secret), now), now, "unknown token")
+
+
 def authenticate(app: Backend, secret: str) -> ApiToken | None:
-    """The active token with this secret, or None (unknown or revoked)."""
-    token = app.store.find_token(hash_secret(secret), app.clock.now())
-    return token if token is not None and token.active else None
+    """The usable token with this secret, or None (unknown, revoked or expired)."""
+    return check_token(app, secret).token
+
+
+# -- dashboard sessions ---------------------------------------------------------------------
+
+SESSION_LIFETIME = timedelta(hours=12)  # a dashboard login lasts at most this long
+
+
+def start_session(app: Backend, token: ApiToken) -> str:
+    """A new dashboard session for a token: the id for the cookie (only its hash is stored).
+    It ends at logout, after SESSION_LIFETIME, or when the token is revoked or expires."""
+    now = app.clock.now()
+    expires = now + SESSION_LIFETIME
+    if token.expires_at is not None:
+        expires = min(expires, token.expires_at)
+    session_id = new_session_id()
+    app.store.create_session(
+        secret_hash=hash_secret(session_id), token_id=token.id, now=now, expires_at=expires
+    )
+    log_event(log, "session.started", token_id=token.id, tenant=token.tenant)
+    return session_id
+
+
+def check_session(app: Backend, session_id: str) -> Verdict:
+    """The token behind a dashboard session, if the session and the token are both usable."""
+    now = app.clock.now()
+    token = app.store.find_session(hash_secret(session_id), now)
+    return _judge(token, now, "the session ended (logged out or expired)")
+
+
+def end_session(app: Backend, session_id: str) -> None:
+    """Log a dashboard session out: its id stops working at once, wherever it was copied."""
+    app.store.end_session(hash_secret(session_id))
 
 
 def revoke_token(app: Backend, token_id: int) -> ApiToken:

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import sqlite3
 import threading
 from collections.abc import Callable, Iterator
 from datetime import timedelta
-from typing import Any
+from pathlib import Path
+from typing import Any, cast
 
 import pytest
 
@@ -15,8 +17,11 @@ from duetime.core.clock import ManualClock, SystemClock
 from duetime.core.models import Outcome
 from duetime.core.retry import ErrorCategory
 from duetime.core.states import AttemptStatus, Event, JobStatus
+from duetime.runtime.completer import Completer
 from duetime.runtime.reaper import Reaper
+from duetime.runtime.service import BlockingCalls
 from duetime.runtime.worker import Worker
+from duetime.store import open_store
 from duetime.store.base import Store
 from jobhelpers import claim_one, enqueue, run_until
 from kit import DialectKit, kit_named
@@ -125,3 +130,73 @@ def test_a_handler_uses_the_completion_transaction(
     assert credits() == [job.id]  # the stale attempt's write never landed
     assert worker.stats.stale_rejected == 1 and worker.stats.succeeded == 1
     app.close()
+
+
+def test_outcomes_record_when_the_store_wrote_them_not_when_they_were_handed_over(
+    tmp_path: Path,
+) -> None:
+    """SQLite: another writer holds the file while 30 s pass; the attempt that succeeds and
+    the late report of a fenced-out one both carry the time of the write."""
+    path = tmp_path / "slow.db"
+    store = open_store(f"sqlite:///{path}")
+    store.migrate()
+    clock = ManualClock()
+    done = enqueue(store, clock)
+    _, lease = claim_one(store, clock)
+    stale = enqueue(store, clock)
+    _, stale_lease = claim_one(store, clock)
+    assert store.finish(stale_lease, Outcome(Event.SUCCEED), clock.now())  # it moved on
+    entered = threading.Event()
+
+    class Watched:
+        """The store, saying when the completer calls it (before the database answers)."""
+
+        def finish_many(self, *args: Any, **kw: Any) -> list[bool]:
+            entered.set()
+            return store.finish_many(*args, **kw)
+
+    blocker = sqlite3.connect(path, isolation_level=None)
+    blocker.execute("BEGIN IMMEDIATE")  # the write lock: the completer's write must wait
+    calls = BlockingCalls(1)
+
+    async def scenario() -> list[bool | None]:
+        completer = Completer(cast(Store, Watched()), clock, calls, linger=0)
+        running = asyncio.create_task(completer.run())
+        answers = asyncio.gather(
+            completer.record(lease, Outcome(Event.SUCCEED), give_up_after=60),
+            completer.record(stale_lease, Outcome(Event.SUCCEED), give_up_after=60),
+        )
+        assert await asyncio.to_thread(entered.wait, 10)
+        clock.advance(30)  # the database kept the write waiting
+        blocker.execute("ROLLBACK")
+        got = await answers
+        completer.stop()
+        await running
+        return got
+
+    try:
+        assert asyncio.run(scenario()) == [True, False]
+    finally:
+        calls.close()
+        blocker.close()
+    written = clock.now()
+    finished = store.get_job(done.id)
+    assert finished is not None and finished.attempt_history[-1].finished_at == written
+    late = store.get_job(stale.id)
+    assert late is not None and late.attempt_history[-1].late_reported_at == written
+    store.close()
+
+
+def test_a_retry_keeps_its_delay_from_the_instant_the_store_records(
+    store: Store, clock: ManualClock
+) -> None:
+    job = enqueue(store, clock)
+    _, lease = claim_one(store, clock)
+    decided = clock.now()
+    retry = Outcome(Event.RETRY, due_at=decided + timedelta(seconds=5), decided_at=decided)
+    clock.advance(20)  # the write waited 20 s for the database
+    assert store.finish_many([(lease, retry)], clock.now)
+    again = store.get_job(job.id)
+    assert again is not None and again.status is JobStatus.SCHEDULED
+    assert again.due_at == clock.now() + timedelta(seconds=5)
+    assert again.attempt_history[-1].finished_at == clock.now()

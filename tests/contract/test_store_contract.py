@@ -473,6 +473,23 @@ def test_list_jobs_filters_and_pages_newest_first(store: Store, clock: ManualClo
     assert store.list_jobs(JobFilter(tenant="nobody")) == []
 
 
+def test_list_jobs_finds_jobs_by_business_key_idempotency_key_and_args_text(
+    store: Store, clock: ManualClock
+) -> None:
+    keyed = enqueue(store, clock, key="order-42", args={"customer": "Cus_1042", "n": 1})
+    billed = enqueue(store, clock, business_key="invoice:7", args={"note": "100% off_x!"})
+    enqueue(store, clock, args={"customer": "cus_2000"})
+    found = store.list_jobs(JobFilter(idempotency_key="order-42"))
+    assert [j.id for j in found] == [keyed.id]
+    assert [j.id for j in store.list_jobs(JobFilter(business_key="invoice:7"))] == [billed.id]
+    assert [j.id for j in store.list_jobs(JobFilter(args_text="cus_1042"))] == [keyed.id]
+    # the text is found as typed: %, _ and ! are no wildcards
+    assert [j.id for j in store.list_jobs(JobFilter(args_text="100% off_x!"))] == [billed.id]
+    assert store.list_jobs(JobFilter(args_text="100%_off")) == []
+    assert store.list_jobs(JobFilter(args_text="cus_1")) == [keyed]
+    assert store.list_jobs(JobFilter(business_key="invoice:7", tenant="other")) == []
+
+
 def test_list_jobs_loads_attempt_histories_in_one_listing(store: Store, clock: ManualClock) -> None:
     first = enqueue(store, clock, queue="a")
     second = enqueue(store, clock, queue="b")

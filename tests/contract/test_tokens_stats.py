@@ -48,6 +48,57 @@ def test_tokens_are_stored_by_hash_found_and_revoked(store: Store, clock: Manual
     assert found is not None and not found.active
 
 
+def test_a_token_keeps_its_expiry(store: Store, clock: ManualClock) -> None:
+    expires = clock.now() + timedelta(days=30)
+    token = store.create_token(
+        tenant="acme",
+        role=Role.READ,
+        name="",
+        prefix="dt_exp",
+        secret_hash=hash_secret("expiring"),
+        now=clock.now(),
+        expires_at=expires,
+    )
+    assert token.expires_at == expires and token.usable(clock.now())
+    found = store.find_token(hash_secret("expiring"), clock.now() + timedelta(days=31))
+    assert found is not None and found.expires_at == expires
+    assert found.state(clock.now() + timedelta(days=31)) == "expired"
+    assert store.list_tokens("acme")[0].expires_at == expires
+
+
+def test_dashboard_sessions_are_stored_by_hash_found_ended_and_expire(
+    store: Store, clock: ManualClock
+) -> None:
+    token = store.create_token(
+        tenant="acme",
+        role=Role.WRITE,
+        name="",
+        prefix="dt_s",
+        secret_hash=hash_secret("token"),
+        now=clock.now(),
+    )
+    for session in ("one", "two"):
+        store.create_session(
+            secret_hash=hash_secret(session),
+            token_id=token.id,
+            now=clock.now(),
+            expires_at=clock.now() + timedelta(hours=1),
+        )
+    found = store.find_session(hash_secret("one"), clock.now())
+    assert found is not None and found.id == token.id and found.last_used_at == clock.now()
+    assert store.find_session(hash_secret("three"), clock.now()) is None
+    store.end_session(hash_secret("one"))
+    assert store.find_session(hash_secret("one"), clock.now()) is None
+    assert store.find_session(hash_secret("two"), clock.now()) is not None, "only that one"
+    store.end_session(hash_secret("one"))  # ending an ended session is no error
+    # a revoked token's session still names it: the caller refuses it
+    store.revoke_token(token.id, clock.now())
+    revoked = store.find_session(hash_secret("two"), clock.now())
+    assert revoked is not None and not revoked.active
+    clock.advance(3600)
+    assert store.find_session(hash_secret("two"), clock.now()) is None, "expired"
+
+
 def test_attempts_record_when_they_were_due(store: Store, clock: ManualClock) -> None:
     job = enqueue(store, clock, delay=10)
     clock.advance(12.5)

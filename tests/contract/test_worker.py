@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import threading
 import time
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 from datetime import timedelta
 from typing import Any
 
@@ -13,12 +15,16 @@ import pytest
 
 import duetime
 from duetime.core.clock import ManualClock, SystemClock
+from duetime.core.models import Lease
 from duetime.core.retry import ErrorCategory
 from duetime.core.states import AttemptStatus, JobStatus
+from duetime.runtime.attempt import refusal_reason
 from duetime.runtime.reaper import Reaper
 from duetime.runtime.worker import Worker
 from duetime.store.base import Store
-from jobhelpers import run_until
+from duetime.store.sqlshared import new_job_record
+from jobhelpers import new, run_until
+from kit import DialectKit
 
 
 @pytest.fixture
@@ -368,3 +374,78 @@ def test_a_claim_in_flight_at_shutdown_is_run_not_dropped(app: duetime.App) -> N
     asyncio.run(scenario())
     assert ran.is_set()
     assert app.get_job(job.id).status is JobStatus.SUCCEEDED
+
+
+def test_a_worker_on_sqlite_warns_of_leases_shorter_than_the_busy_timeout(
+    app: duetime.App, caplog: pytest.LogCaptureFixture
+) -> None:
+    @app.task(name="fast.ping", lease="5s")
+    def ping() -> None: ...
+
+    @app.task(name="slow.report", lease="10m")
+    def report() -> None: ...
+
+    @app.task(name="other.queue", lease="5s", queue="elsewhere")
+    def elsewhere() -> None: ...
+
+    worker = Worker(app, queues=["default"], planner=False)
+    stop = asyncio.Event()
+    stop.set()
+    with caplog.at_level(logging.WARNING, logger="duetime.worker"):
+        asyncio.run(worker.run(stop))
+    warned = [r for r in caplog.records if "lease_shorter_than_busy_timeout" in r.getMessage()]
+    if app.store.dialect == "sqlite":
+        assert app.store.lock_wait == 60.0
+        assert worker.short_leases() == {"fast.ping": 5.0}
+        [record] = warned
+        assert record.levelno == logging.WARNING
+        assert "busy_timeout_s=60.0" in record.getMessage()
+        assert '"fast.ping (5s)"' in record.getMessage()
+    else:  # the server's lock waits are not bounded by a busy timeout
+        assert app.store.lock_wait is None
+        assert worker.short_leases() == {} and warned == []
+
+
+def test_a_refused_outcome_of_a_job_that_is_gone_says_so(
+    app: duetime.App, kit: DialectKit, store_url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    started, release = threading.Event(), threading.Event()
+
+    @app.task(name="doomed")
+    def doomed() -> None:
+        started.set()
+        assert release.wait(20)
+
+    job = doomed.enqueue()
+    worker = Worker(app, poll_interval=0.02, planner=False)
+
+    def done() -> bool:
+        if started.is_set() and not release.is_set():  # deleted while its handler runs
+            kit.execute(store_url, "DELETE FROM duetime_attempts WHERE job_id = ?", (job.id,))
+            kit.execute(store_url, "DELETE FROM duetime_jobs WHERE id = ?", (job.id,))
+            release.set()
+        return worker.stats.stale_rejected == 1
+
+    with caplog.at_level(logging.WARNING, logger="duetime.worker"):
+        asyncio.run(run_until(worker, done))
+    [refused] = [
+        r.getMessage() for r in caplog.records if "outcome.rejected_stale" in r.getMessage()
+    ]
+    assert (
+        'reason="the job no longer exists (it was deleted, or pruned after it ended)"' in refused
+    ), refused
+    assert "another attempt" not in refused
+
+
+def test_refusal_reasons_say_what_became_of_the_job(clock: ManualClock) -> None:
+    lease = Lease(job_id=7, attempt_id=70, generation=1)
+    assert "no longer exists" in refusal_reason(None, lease)
+    job = new_job_record(7, new(clock), clock.now())
+    moved = replace(job, generation=2, status=JobStatus.RUNNING)
+    assert refusal_reason(moved, lease) == (
+        "another attempt holds the job now (generation 2; this worker's lease was lost)"
+    )
+    reaped = replace(job, generation=1, status=JobStatus.DEAD)
+    assert refusal_reason(reaped, lease) == (
+        "this worker's lease was lost and the job moved on without it (it is dead)"
+    )

@@ -9,6 +9,8 @@ from typing import Any
 
 import pytest
 
+from duetime import operators
+from duetime.core.clock import ManualClock
 from duetime.core.models import Node, Outcome
 from duetime.core.reconcile import Reconcile  # noqa: F401  (the parked path is in the store)
 from duetime.core.retry import ErrorCategory
@@ -195,6 +197,23 @@ def test_auth_is_required_and_roles_are_enforced(api: Api) -> None:
 
 
 # -- reading jobs ----------------------------------------------------------------------------
+
+
+def test_an_expired_token_is_refused_with_401_saying_so(api: Api) -> None:
+    token, secret = operators.create_token(api.app, "acme", "read", expires_in=timedelta(days=1))
+    assert token.expires_at is not None
+    headers = {"Authorization": f"Bearer {secret}"}
+    assert api.client.get("/v1/jobs", headers=headers).status_code == 200
+    api.app.clock = ManualClock(token.expires_at)
+    r = api.client.get("/v1/jobs", headers=headers)
+    assert r.status_code == 401 and r.headers["www-authenticate"] == "Bearer"
+    expires = token.expires_at.strftime("%Y-%m-%dT%H:%M:%SZ")
+    assert r.json()["detail"] == (
+        f"token {secret[:10]}... expired at {expires}; "
+        "create a new one with `duetime tokens create`"
+    )
+    api.app.clock = ManualClock(token.expires_at - timedelta(seconds=1))
+    assert api.client.get("/v1/jobs", headers=headers).status_code == 200
 
 
 def test_get_job_shows_attempts_and_list_pages_with_cursors(api: Api) -> None:

@@ -3,6 +3,7 @@ says so, and the API recovers by itself when PostgreSQL is back."""
 
 from __future__ import annotations
 
+import logging
 import shutil
 import tempfile
 import time
@@ -31,19 +32,26 @@ def cluster() -> Iterator[Cluster]:
         shutil.rmtree(root, ignore_errors=True)
 
 
-def test_writes_get_503_during_an_outage_and_succeed_after(cluster: Cluster) -> None:
+def test_writes_get_503_during_an_outage_and_succeed_after(
+    cluster: Cluster, caplog: pytest.LogCaptureFixture
+) -> None:
     store = open_store(cluster.url)
     store.migrate()
     store.close()
     app = App(cluster.url, pool_timeout=3)
     secret = operators.create_token(app, "acme", "write")[1]
     auth = {"Authorization": f"Bearer {secret}"}
-    with TestClient(create_app(app, ServerSettings()), raise_server_exceptions=False) as client:
+    # raise_server_exceptions: an error that escaped the app's handlers (which uvicorn would log
+    # as "Exception in ASGI application" with its traceback) fails the test
+    server = create_app(app, ServerSettings())
+    with TestClient(server, raise_server_exceptions=True) as client:
         first = client.post("/v1/jobs", json={"task": "t"}, headers=auth)
         assert first.status_code == 201
         assert client.get("/readyz").status_code == 200
 
         cluster.down()
+        caplog.clear()
+        caplog.set_level(logging.WARNING)
         try:
             started = time.monotonic()
             r = client.post(
@@ -64,6 +72,11 @@ def test_writes_get_503_during_an_outage_and_succeed_after(cluster: Cluster) -> 
             ready = client.get("/readyz")
             assert ready.status_code == 503 and ready.json()["status"] == "unavailable"
             assert client.get("/healthz").status_code == 200  # the process itself is fine
+            # each 503 is one warning line of the server's, never an error or a traceback
+            ours = [r for r in caplog.records if r.name == "duetime.server"]
+            assert [r.levelno for r in ours] == [logging.WARNING] * 3, caplog.text
+            assert all(r.exc_info is None for r in caplog.records), caplog.text
+            assert not [r for r in caplog.records if r.levelno >= logging.ERROR], caplog.text
         finally:
             cluster.up()
 

@@ -10,6 +10,7 @@ import io
 import itertools
 import json
 import os
+import re
 import subprocess
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
@@ -21,6 +22,7 @@ import pytest
 from duetime import App, ErrorCategory
 from duetime.cli.backfill import backfill_chunks
 from duetime.cli.support import Progress
+from duetime.core.clock import ManualClock
 from duetime.core.models import Outcome
 from duetime.core.states import Event
 from duetime.operators import authenticate
@@ -157,6 +159,35 @@ def test_tokens_create_list_revoke(db_url: str, ops: App) -> None:
     [after] = as_json(cli(db_url, "tokens", "list", "--tenant", "acme", "--json"))
     assert after["revoked_at"] is not None
     failed(cli(db_url, "tokens", "revoke", "999999"), "token 999999 does not exist")
+
+
+def test_tokens_can_expire(db_url: str, ops: App) -> None:
+    usage_error(cli(db_url, "tokens", "create", "--role", "read", "--expires-in", "soon"))
+    usage_error(cli(db_url, "tokens", "create", "--role", "read", "--expires-in", "0s"), "than 0")
+    before = datetime.now(UTC)
+    created = as_json(
+        cli(db_url, "tokens", "create", "--role", "read", "--expires-in", "30d", "--json")
+    )
+    expires = datetime.fromisoformat(created["expires_at"])
+    assert before + timedelta(days=30) <= expires <= datetime.now(UTC) + timedelta(days=30)
+    text = ok(cli(db_url, "tokens", "create", "--role", "read", "--expires-in", "12h"))
+    assert re.search(r"^expires +\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC$", text, re.M), text
+    forever = as_json(cli(db_url, "tokens", "create", "--role", "read", "--json"))
+    assert forever["expires_at"] is None
+    listed = {t["id"]: t for t in as_json(cli(db_url, "tokens", "list", "--json"))}
+    assert listed[created["id"]]["expires_at"] == created["expires_at"]
+    assert listed[created["id"]]["state"] == "active"
+    table = ok(cli(db_url, "tokens", "list")).splitlines()
+    assert "expires" in table[0].split(), table
+    assert "never" in table[-1].split() and expires.strftime("%Y-%m-%d") in table[1], table
+    assert authenticate(ops, created["secret"]) is not None
+    later = App(db_url, clock=ManualClock(expires))
+    try:
+        assert authenticate(later, created["secret"]) is None, "an expired token is refused"
+        [token] = [t for t in later.list_tokens() if t.id == created["id"]]
+        assert token.state(later.clock.now()) == "expired"
+    finally:
+        later.close()
 
 
 # -- stats --------------------------------------------------------------------------------------

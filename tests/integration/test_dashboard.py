@@ -18,10 +18,11 @@ from duetime.core.clock import ManualClock
 from duetime.core.models import Job, Node, Outcome
 from duetime.core.retry import ErrorCategory
 from duetime.core.states import Event, JobStatus
+from duetime.core.tokens import Role, hash_secret
 from duetime.server import ServerSettings, create_app
 from duetime.server.auth import SESSION_COOKIE
 
-PAGES = ["/", "/jobs", "/schedules", "/dead-letters", "/jobs?status=parked"]
+PAGES = ["/", "/jobs", "/schedules", "/dead-letters", "/jobs?status=parked", "/nodes"]
 
 
 @dataclass
@@ -162,7 +163,7 @@ def test_login_sets_an_http_only_strict_cookie_and_follows_next(env: Env) -> Non
     )
     assert r.status_code == 303 and r.headers["location"] == "/dead-letters"
     cookie = next(h for h in r.headers.get_list("set-cookie") if h.startswith(SESSION_COOKIE))
-    assert cookie.startswith(f"{SESSION_COOKIE}={secret};")
+    assert cookie.startswith(f"{SESSION_COOKIE}=ds_") and secret not in cookie
     assert "HttpOnly" in cookie
     assert "samesite=strict" in cookie.lower()
     assert "Secure" not in cookie
@@ -214,6 +215,50 @@ def test_logout_ends_the_session(env: Env) -> None:
     r = c.post("/logout", data={"csrf_token": csrf(c)})
     assert r.status_code == 200 and "Logged out." in r.text
     assert c.get("/", follow_redirects=False).status_code == 303
+
+
+def test_the_cookie_holds_a_server_side_session_that_logout_ends_everywhere(env: Env) -> None:
+    secret = env.token()
+    c = env.client()
+    login(c, secret)
+    session_id = c.cookies[SESSION_COOKIE]
+    assert session_id.startswith("ds_") and session_id != secret
+    # the session is stored hashed; neither the token nor the session id is in the database
+    found = env.app.store.find_session(hash_secret(session_id), env.clock.now())
+    assert found is not None and found.role is Role.ADMIN
+    # a copy of the cookie works until logout, then nowhere
+    copy = env.client()
+    copy.cookies.set(SESSION_COOKIE, session_id)
+    assert copy.get("/jobs", follow_redirects=False).status_code == 200
+    assert copy.get("/v1/stats").status_code == 200  # the pages' refresh reads the API
+    c.post("/logout", data={"csrf_token": csrf(c)})
+    assert env.app.store.find_session(hash_secret(session_id), env.clock.now()) is None
+    assert copy.get("/jobs", follow_redirects=False).status_code == 303
+    assert copy.get("/v1/stats").status_code == 401
+    # the raw token in the cookie is no session
+    raw = env.client()
+    raw.cookies.set(SESSION_COOKIE, secret)
+    assert raw.get("/jobs", follow_redirects=False).status_code == 303
+
+
+def test_a_session_ends_after_twelve_hours_or_when_its_token_expires(env: Env) -> None:
+    c = env.logged_in()
+    env.clock.advance(12 * 3600 - 1)
+    assert c.get("/jobs", follow_redirects=False).status_code == 200
+    env.clock.advance(1)
+    r = c.get("/jobs", follow_redirects=False)
+    assert r.status_code == 303 and r.headers["location"].startswith("/login")
+    short = env.client()
+    _, secret = operators.create_token(env.app, "default", "read", expires_in=timedelta(hours=1))
+    login(short, secret)
+    env.clock.advance(3599)
+    assert short.get("/jobs", follow_redirects=False).status_code == 200
+    env.clock.advance(1)
+    assert short.get("/jobs", follow_redirects=False).status_code == 303
+    page = short.get("/login")
+    r = short.post("/login", data={"token": secret, "csrf_token": csrf_in(page.text)})
+    assert r.status_code == 401
+    assert f"This token {secret[:10]}... expired at 2026-01-15T22:00:00Z" in unescape(r.text)
 
 
 # -- pages --------------------------------------------------------------------------------------
@@ -574,3 +619,166 @@ def test_without_auth_no_login_is_needed(env: Env) -> None:
     assert c.post(f"/jobs/{job.id}/cancel", data={}).status_code == 403
     c.post(f"/jobs/{job.id}/cancel", data={"csrf_token": csrf_in(page)})
     assert env.stored(job.id).status is JobStatus.CANCELLED
+
+
+# -- operators' pages and actions -------------------------------------------------------------
+
+
+def _node(node_id: str, env: Env) -> Node:
+    now = env.clock.now()
+    return Node(node_id, "host-a", 123, ("mail",), 4, ("worker", "reaper"), "0.1.0", now, now)
+
+
+def test_the_nodes_page_shows_live_dead_and_stopped_nodes_and_what_they_hold(env: Env) -> None:
+    store = env.app.store
+    store.register_node(_node("host-a:1:aa", env), env.clock.now())
+    store.register_node(_node("host-b:2:bb", env), env.clock.now())
+    store.register_node(_node("host-c:3:cc", env), env.clock.now())
+    store.stop_node("host-c:3:cc", env.clock.now())
+    job = env.app.enqueue("mail.send", {}, queue="mail")
+    store.claim(worker_id="host-a:1:aa", queues=["mail"], limit=1, now=env.clock.now())
+    env.clock.advance(40)
+    store.touch_node("host-a:1:aa", env.clock.now())
+    c = env.logged_in(role="admin")
+    page = c.get("/nodes").text
+    rows = dict(re.findall(r'<tr data-node="([^"]+)">(.*?)</tr>', page, re.S))
+    assert sorted(rows) == ["host-a:1:aa", "host-b:2:bb"]
+    assert ">live<" in rows["host-a:1:aa"] and f'href="/jobs/{job.id}"' in rows["host-a:1:aa"]
+    # a tenant's token sees how many jobs a node holds, not which (they may be any tenant's)
+    reader = env.logged_in(tenant="acme", role="read").get("/nodes").text
+    assert 'data-node="host-a:1:aa"' in reader and f'href="/jobs/{job.id}"' not in reader
+    assert ">dead<" in rows["host-b:2:bb"] and "40.0 s ago" in rows["host-b:2:bb"]
+    assert "Show 1 stopped node" in page
+    every = c.get("/nodes?all=true").text
+    assert '<tr data-node="host-c:3:cc">' in every and ">stopped<" in every
+
+
+def _retry(env: Env, message: str) -> Job:
+    job = env.app.enqueue("billing.charge", {"invoice": 7}, max_attempts=10)
+    claims = env.app.store.claim(worker_id="w1", queues=None, limit=1, now=env.clock.now())
+    outcome = Outcome(
+        Event.RETRY,
+        due_at=env.clock.now() + timedelta(minutes=5),
+        error_category=ErrorCategory.RETRYABLE,
+        error_message=message,
+    )
+    assert env.app.store.finish(claims[0].lease, outcome, env.clock.now())
+    return env.stored(job.id)
+
+
+def test_a_job_waiting_to_retry_is_shown_apart_from_a_fresh_one(env: Env) -> None:
+    fresh = env.scheduled()
+    retrying = _retry(env, "TimeoutError: upstream took too long")
+    dead = env.dead()
+    c = env.logged_in(role="read")
+    page = c.get("/jobs").text
+    rows = {
+        int(n): row
+        for row in re.findall(r"<tr(?: class=\"retrying\")?>.*?</tr>", page, re.S)
+        for n in re.findall(r'<a href="/jobs/(\d+)" class="mono">', row)
+    }
+    assert 'class="badge s-retrying"' in rows[retrying.id]
+    assert "attempt 2/10" in rows[retrying.id]
+    assert "upstream took too long" in rows[retrying.id]
+    assert "s-retrying" not in rows[fresh.id] and ">scheduled<" in rows[fresh.id]
+    assert "card declined &lt;b&gt;not bold&lt;/b&gt;" in rows[dead.id]
+    assert "<th>Last error</th>" in page
+
+
+def test_jobs_search_by_business_key_idempotency_key_and_args(env: Env) -> None:
+    keyed = env.app.enqueue("billing.charge", {"customer": "cus_1042"}, key="order-42")
+    other = env.app.enqueue("billing.charge", {"customer": "cus_2000"}, key="order-43")
+    c = env.logged_in(role="read")
+    assert job_ids(c.get("/jobs", params={"key": "order-42"}).text) == [keyed.id]
+    by_business = c.get("/jobs", params={"business_key": other.business_key}).text
+    assert job_ids(by_business) == [other.id]
+    assert job_ids(c.get("/jobs", params={"args": "CUS_1042"}).text) == [keyed.id]
+    assert job_ids(c.get("/jobs", params={"args": "cus_", "key": "order-43"}).text) == [other.id]
+    page = c.get("/jobs", params={"args": "nothing-like-it"}).text
+    assert job_ids(page) == [] and "No job matches." in page
+
+
+def test_bulk_cancel_of_selected_and_matching_jobs(env: Env) -> None:
+    a, b, c_job = env.scheduled(), env.scheduled(), env.scheduled(task="mail.send")
+    dead = env.dead()
+    c = env.logged_in(role="write")
+    token = csrf(c)
+    r = c.post(
+        "/jobs/cancel",
+        data={"csrf_token": token, "ids": [str(a.id), str(dead.id)], "back": "/jobs"},
+    )
+    assert r.url.path == "/jobs"
+    assert flash(r.text) == (
+        f"Cancelled 1 job. 1 could not be cancelled any more: #{dead.id} (dead)."
+    )
+    assert env.stored(a.id).status is JobStatus.CANCELLED
+    r = c.post(
+        "/jobs/cancel",
+        data={"csrf_token": token, "scope": "matching", "task": "reports.build"},
+    )
+    assert flash(r.text) == "Cancelled 1 job."
+    assert env.stored(b.id).status is JobStatus.CANCELLED
+    assert env.stored(c_job.id).status is JobStatus.SCHEDULED
+    r = c.post("/jobs/cancel", data={"csrf_token": token, "scope": "matching", "task": "nope"})
+    assert "nothing was cancelled" in flash(r.text)
+    # the CSRF token and the role are checked as on every form
+    assert c.post("/jobs/cancel", data={"ids": [str(c_job.id)]}).status_code == 403
+    reader = env.logged_in(role="read")
+    r = reader.post("/jobs/cancel", data={"csrf_token": csrf(reader), "ids": [str(c_job.id)]})
+    assert r.status_code == 403
+    assert env.stored(c_job.id).status is JobStatus.SCHEDULED
+
+
+def test_the_job_page_shows_each_attempts_duration(env: Env) -> None:
+    job = env.app.enqueue("billing.charge", {})
+    store = env.app.store
+    first = store.claim(worker_id="w1", queues=None, limit=1, now=env.clock.now())[0]
+    env.clock.advance(2.5)
+    store.finish(first.lease, Outcome(Event.RETRY, due_at=env.clock.now()), env.clock.now())
+    store.claim(worker_id="w1", queues=None, limit=1, now=env.clock.now())
+    env.clock.advance(90)
+    page = env.logged_in(role="read").get(f"/jobs/{job.id}").text
+    assert re.findall(r"<td class=\"num\" data-duration>(.*?)</td>", page) == ["2.5 s", "1m 30s …"]
+
+
+def test_schedules_read_their_cron_in_words_and_can_be_triggered_and_edited(env: Env) -> None:
+    env.app.add_schedule("standup", task="t", cron="0 9 * * 1-5", timezone="Europe/Paris")
+    s = env.app.get_schedule("standup")
+    c = env.logged_in(role="write")
+    listing = c.get("/schedules").text
+    assert "at 09:00 on Monday to Friday" in listing
+    page = c.get(f"/schedules/{s.id}").text
+    assert "at 09:00 on Monday to Friday" in page and ">Trigger now<" in page
+    token = csrf_in(page)
+    r = c.post(f"/schedules/{s.id}/trigger", data={"csrf_token": token})
+    assert r.url.path == f"/schedules/{s.id}"
+    job_id = int(re.findall(r"job (\d+), due", flash(r.text))[0])
+    assert env.stored(job_id).origin == "trigger"
+    r = c.post(
+        f"/schedules/{s.id}/edit",
+        data={
+            "csrf_token": token,
+            "cron": "",
+            "every": "15m",
+            "timezone": "UTC",
+            "args": '{"region": "eu"}',
+            "misfire": "coalesce",
+            "overlap": "skip",
+        },
+    )
+    assert flash(r.text) == "Schedule 'standup' changed: every 15 min in UTC."
+    changed = env.app.get_schedule("standup")
+    assert changed.spec.every_seconds == 900 and changed.spec.cron is None
+    assert changed.spec.args == {"region": "eu"} and changed.spec.misfire == "coalesce"
+    assert changed.spec.timezone == "UTC" and changed.spec.overlap == "skip"
+    r = c.post(
+        f"/schedules/{s.id}/edit",
+        data={"csrf_token": token, "cron": "0 * * * *", "every": "15m", "timezone": "UTC"},
+    )
+    assert "not both" in flash(r.text)
+    r = c.post(f"/schedules/{s.id}/edit", data={"csrf_token": token, "args": "[1]"})
+    assert "JSON object" in flash(r.text)
+    assert env.app.get_schedule("standup").spec.every_seconds == 900
+    reader = env.logged_in(role="read")
+    r = reader.post(f"/schedules/{s.id}/trigger", data={"csrf_token": csrf(reader)})
+    assert r.status_code == 403

@@ -24,7 +24,7 @@ import uvicorn
 
 from duetime import App, operators
 from duetime.core.clock import ManualClock
-from duetime.core.models import Job, JobFilter, Outcome
+from duetime.core.models import Job, JobFilter, Node, Outcome
 from duetime.core.retry import ErrorCategory
 from duetime.core.states import Event, JobStatus
 from duetime.server import ServerSettings, create_app
@@ -60,6 +60,7 @@ class Seeded:
     dead: Job  # the test replays it
     parked: Job
     retried: Job  # a failed attempt, then a successful one
+    retrying: Job  # a failed attempt, waiting to retry
     schedule_name: str
 
 
@@ -115,6 +116,32 @@ def seed(app: App) -> Seeded:
     )
     enqueue(store, clock, task="emails.send_welcome", queue="emails", args={"user": 7})
     parked = _finish(store, clock, Event.PARK, error_category=ErrorCategory.UNKNOWN_OUTCOME)
+    node = Node(
+        "web-1:4242:ab12",
+        "web-1",
+        4242,
+        ("emails",),
+        8,
+        ("worker", "reaper"),
+        "0.1.0",
+        clock.now(),
+        clock.now(),
+    )
+    store.register_node(node, clock.now())
+    enqueue(store, clock, task="emails.send_welcome", queue="emails", args={"user": 55})
+    store.claim(worker_id=node.id, queues=["emails"], limit=1, now=clock.now())
+    store.touch_node(node.id, datetime.now(UTC))
+    enqueue(
+        store, clock, task="billing.charge_invoice", args={"customer": "cus_3003"}, max_attempts=10
+    )
+    retrying = _finish(
+        store,
+        clock,
+        Event.RETRY,
+        due_at=datetime.now(UTC) + timedelta(minutes=10),
+        error_category=ErrorCategory.RETRYABLE,
+        error_message="ConnectionError: gateway unreachable",
+    )
     enqueue(store, clock, task="reports.build_daily", queue="reports", tenant="acme")
     for n in range(3):
         app.enqueue("emails.send_welcome", {"user": 100 + n}, delay=600 + n * 60, queue="emails")
@@ -131,7 +158,7 @@ def seed(app: App) -> Seeded:
     app.scoped("acme").add_schedule(
         "acme-sync", task="acme.sync", every="15m", timezone="America/New_York"
     )
-    return Seeded(scheduled, dead, parked, retried[0], schedule_name=name)
+    return Seeded(scheduled, dead, parked, retried[0], retrying, schedule_name=name)
 
 
 @pytest.fixture
@@ -251,8 +278,28 @@ def test_dashboard_in_a_real_browser(served: tuple[str, App, Seeded]) -> None:
             snap("05-jobs")
             page.select_option("#f-status", "scheduled")
             page.click("form.filters button:has-text('Search')")
-            expect(page.locator("table.grid tbody tr")).to_have_count(6)
+            expect(page.locator("table.grid tbody tr")).to_have_count(7)
             expect(page.locator("table.grid")).not_to_contain_text("cancelled")
+            # a job waiting to retry stands out from the fresh ones, with its last error
+            retrying_row = page.locator("table.grid tbody tr.retrying")
+            expect(retrying_row).to_have_count(1)
+            expect(retrying_row.locator(".badge")).to_have_text("retrying")
+            expect(retrying_row).to_contain_text("attempt 2/10")
+            expect(retrying_row).to_contain_text("gateway unreachable")
+            snap("05b-jobs-retrying")
+            # search the args, then cancel what was found in bulk
+            page.goto(f"{base}/jobs")
+            page.fill("#f-args", "cus_3003")
+            page.click("form.filters button:has-text('Search')")
+            expect(page.locator("table.grid tbody tr")).to_have_count(1)
+            page.check("input[data-select-all]")
+            page.once("dialog", lambda dialog: dialog.accept())
+            page.click("button:has-text('Cancel selected')")
+            expect(page.locator(".flash-ok")).to_have_text("Cancelled 1 job.")
+            expect(page.locator("table.grid tbody tr .badge")).to_have_text("cancelled")
+            snap("05c-jobs-bulk-cancelled")
+            cancelled = app.store.get_job(seeded.retrying.id)
+            assert cancelled is not None and cancelled.status is JobStatus.CANCELLED
 
             # the dead letters: replay the dead job from its row
             page.click("nav.nav >> text=Dead letters")
@@ -287,6 +334,7 @@ def test_dashboard_in_a_real_browser(served: tuple[str, App, Seeded]) -> None:
             page.goto(f"{base}/jobs/{seeded.retried.id}")
             expect(page.locator("tbody.attempt")).to_have_count(2)
             expect(page.locator("tr.attempt-error")).to_contain_text("upstream took too long")
+            expect(page.locator("[data-duration]").first).to_have_text(re.compile(r"\d+ ms"))
             snap("07b-job-retried")
 
             # the parked job: visible from the overview, resolvable on its page
@@ -312,13 +360,33 @@ def test_dashboard_in_a_real_browser(served: tuple[str, App, Seeded]) -> None:
             )
             row = page.locator("table.grid tbody tr", has_text=seeded.schedule_name)
             expect(row.locator(".badge")).to_have_text("paused")
-            expect(row.locator("button")).to_have_text("Resume")
+            expect(row.locator("button").first).to_have_text("Resume")
             assert app.get_schedule(seeded.schedule_name).paused
             snap("11-schedule-paused")
             row.locator(f"a:has-text('{seeded.schedule_name}')").click()
             expect(page.locator("h1")).to_contain_text(seeded.schedule_name)
             expect(page.locator("#preview ~ table tbody tr")).to_have_count(10)
+            expect(page.locator("h1 ~ p [data-cron-words]")).to_have_text("every 5 minutes")
             snap("12-schedule")
+            page.click("button:has-text('Trigger now')")
+            expect(page.locator(".flash-ok")).to_contain_text(
+                f"Schedule '{seeded.schedule_name}' triggered: job"
+            )
+            page.fill("#e-cron", "0 9 * * 1-5")
+            page.click("button:has-text('Save changes')")
+            expect(page.locator(".flash-ok")).to_contain_text("changed: cron 0 9 * * 1-5")
+            expect(page.locator("h1 ~ p [data-cron-words]")).to_have_text(
+                "at 09:00 on Monday to Friday"
+            )
+            assert app.get_schedule(seeded.schedule_name).spec.cron == "0 9 * * 1-5"
+            snap("12b-schedule-edited")
+
+            # the nodes: the live worker and the job it holds
+            page.click("nav.nav >> text=Nodes")
+            node_row = page.locator("tr[data-node='web-1:4242:ab12']")
+            expect(node_row.locator(".badge")).to_have_text("live")
+            expect(node_row).to_contain_text("emails")
+            snap("13-nodes")
 
             # log out: the pages ask for a token again
             page.click("button:has-text('Log out')")

@@ -85,7 +85,7 @@ def test_a_full_batch_is_written_at_once_and_nothing_is_answered_before_its_comm
 
 
 def test_a_batch_is_tried_again_while_the_database_is_down() -> None:
-    async def scenario() -> tuple[bool | None, Ledger]:
+    async def scenario() -> tuple[bool | None, Ledger, datetime]:
         ledger = Ledger(failures=2)
         clock = ManualClock()
         c = completer(ledger, clock, linger=0)
@@ -98,14 +98,16 @@ def test_a_batch_is_tried_again_while_the_database_is_down() -> None:
         answer = await record
         c.stop()
         await running
-        return answer, ledger
+        return answer, ledger, decided
 
-    answer, ledger = asyncio.run(scenario())
+    answer, ledger, decided = asyncio.run(scenario())
     assert answer is True
     [[(_, written)]] = ledger.batches
     # the retry's 5 s delay counts from when the outcome was written, not when it was decided
     assert written.due_at is not None and written.decided_at is not None
-    assert written.due_at - written.decided_at >= timedelta(seconds=35)
+    assert written.due_at - decided >= timedelta(seconds=35)
+    # and the store counts it on from the instant it records
+    assert written.due_at - written.decided_at == timedelta(seconds=5)
 
 
 def test_an_outcome_that_cannot_be_written_in_time_is_given_up() -> None:

@@ -22,4 +22,4 @@ def test_each_dialect_defines_every_statement_of_the_contract(package: str) -> N
 @pytest.mark.parametrize("package", PACKAGES)
 def test_each_dialect_numbers_its_migrations_from_one(package: str) -> None:
     versions = [m.version for m in load_migrations(package)]
-    assert versions == list(range(1, len(versions) + 1))
+    assert versions == list(range(1, max(versions) + 1))

@@ -6,7 +6,7 @@ import argparse
 import json
 from typing import Any
 
-from duetime.cli.support import make_app, out, table, when
+from duetime.cli.support import make_app, out, seconds, table, when
 from duetime.client import App
 from duetime.core.tokens import ApiToken, Role
 
@@ -20,7 +20,14 @@ def add_parsers(sub: Any, parents: list[argparse.ArgumentParser]) -> None:
     )
     p.add_argument("--role", required=True, choices=[str(r) for r in Role])
     p.add_argument("--name", default="", help="a label for the token, e.g. ci-deploy")
-    p.add_argument("--json", action="store_true")
+    p.add_argument(
+        "--expires-in",
+        type=expiry,
+        default=None,
+        metavar="DURATION",
+        help="refuse the token this long from now, e.g. 30d, 12h (default: never)",
+    )
+    p.add_argument("--json", action="store_true", help="print the token as JSON")
     p.set_defaults(func=cmd_tokens_create)
 
     p = tokens.add_parser("list", parents=parents, help="tokens of --tenant (no secrets)")
@@ -34,9 +41,17 @@ def add_parsers(sub: Any, parents: list[argparse.ArgumentParser]) -> None:
     p.set_defaults(func=cmd_tokens_revoke)
 
 
+def expiry(text: str) -> float:
+    """--expires-in: a duration in the future (30d, 12h, 90m)."""
+    value = seconds(text)
+    if value <= 0:
+        raise argparse.ArgumentTypeError("must be more than 0, such as 30d or 12h")
+    return value
+
+
 def cmd_tokens_create(args: argparse.Namespace) -> int:
     app = make_app(args)
-    token, secret = app.create_token(args.role, name=args.name)
+    token, secret = app.create_token(args.role, name=args.name, expires_in=args.expires_in)
     if args.json:
         out(json.dumps({**token.to_json(), "secret": secret}, indent=2))
         return 0
@@ -47,6 +62,7 @@ def cmd_tokens_create(args: argparse.Namespace) -> int:
         ("role", token.role),
         ("name", token.name or "-"),
         ("prefix", token.prefix),
+        ("expires", f"{when(token.expires_at)} UTC" if token.expires_at else "never"),
     ]
     width = max(len(k) for k, _ in fields)
     for key, value in fields:
@@ -59,8 +75,9 @@ def cmd_tokens_create(args: argparse.Namespace) -> int:
 def cmd_tokens_list(args: argparse.Namespace) -> int:
     app = make_app(args)
     tokens = app.store.list_tokens(None) if args.all else app.list_tokens()
+    now = app.clock.now()
     if args.json:
-        out(json.dumps([t.to_json() for t in tokens], indent=2))
+        out(json.dumps([{**t.to_json(), "state": t.state(now)} for t in tokens], indent=2))
         return 0
     table(
         [
@@ -72,11 +89,22 @@ def cmd_tokens_list(args: argparse.Namespace) -> int:
                 t.prefix + "...",
                 when(t.created_at),
                 when(t.last_used_at),
-                when(t.revoked_at) if t.revoked_at else "active",
+                when(t.expires_at) if t.expires_at else "never",
+                when(t.revoked_at) if t.revoked_at else t.state(now),
             )
             for t in tokens
         ],
-        ["id", "tenant", "role", "name", "prefix", "created (UTC)", "last used", "revoked"],
+        [
+            "id",
+            "tenant",
+            "role",
+            "name",
+            "prefix",
+            "created (UTC)",
+            "last used",
+            "expires",
+            "revoked",
+        ],
     )
     return 0
 

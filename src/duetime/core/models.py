@@ -326,6 +326,9 @@ class JobFilter:
     before_id: int | None = None  # cursor: newest first, ids below this
     due_after: datetime | None = None  # due at or after this instant
     due_before: datetime | None = None  # due before this instant
+    business_key: str | None = None  # exactly this business key
+    idempotency_key: str | None = None  # exactly this idempotency key
+    args_text: str | None = None  # text found in the args' JSON, ignoring case
     limit: int = 100
     with_attempts: bool = False  # load each job's attempt history too (one more query)
 

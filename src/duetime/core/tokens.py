@@ -45,10 +45,25 @@ class ApiToken:
     created_at: datetime
     last_used_at: datetime | None = None
     revoked_at: datetime | None = None
+    expires_at: datetime | None = None  # None: never
 
     @property
     def active(self) -> bool:
+        """Not revoked (it may still have expired: see usable)."""
         return self.revoked_at is None
+
+    def expired(self, now: datetime) -> bool:
+        return self.expires_at is not None and self.expires_at <= now
+
+    def usable(self, now: datetime) -> bool:
+        """Neither revoked nor expired."""
+        return self.active and not self.expired(now)
+
+    def state(self, now: datetime) -> str:
+        """active, revoked or expired."""
+        if self.revoked_at is not None:
+            return "revoked"
+        return "expired" if self.expired(now) else "active"
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -60,12 +75,18 @@ class ApiToken:
             "created_at": self.created_at.isoformat(),
             "last_used_at": self.last_used_at.isoformat() if self.last_used_at else None,
             "revoked_at": self.revoked_at.isoformat() if self.revoked_at else None,
+            "expires_at": self.expires_at.isoformat() if self.expires_at else None,
         }
 
 
 def new_secret() -> str:
     """A fresh bearer token: 'dt_' and 43 URL-safe characters (256 random bits)."""
     return TOKEN_PREFIX + secrets.token_urlsafe(32)
+
+
+def new_session_id() -> str:
+    """A dashboard session's id (the cookie's value): 'ds_' and 256 random bits."""
+    return "ds_" + secrets.token_urlsafe(32)
 
 
 def hash_secret(secret: str) -> str:

@@ -25,7 +25,7 @@ from typing import Any
 
 from duetime.client import AnyTask, App
 from duetime.core.errors import ArgsMismatch, StaleAttempt
-from duetime.core.models import Claim, Job, Outcome
+from duetime.core.models import Claim, Job, Lease, Outcome
 from duetime.core.reconcile import Reconcile, lost_attempt_to_reconcile, outcome_for
 from duetime.core.retry import ErrorCategory, Failure, RetryPolicy, classify, decide
 from duetime.core.states import ATTEMPT_END, Event
@@ -295,11 +295,21 @@ class AttemptRunner:
     async def _record(self, running: RunningAttempt, outcome: Outcome, seconds: float) -> None:
         running.finishing = True
         if running.ctx.completed or running.fenced_out:  # settled in the handler's transaction
-            self._report(running, outcome, seconds, applied=not running.fenced_out)
+            applied: bool | None = not running.fenced_out
+        else:
+            applied = await self._store_outcome(running, outcome)
+        if applied is None:
             return
-        applied = await self._store_outcome(running, outcome)
-        if applied is not None:
-            self._report(running, outcome, seconds, applied)
+        why = "" if applied else await self._refusal(running.claim.lease)
+        self._report(running, outcome, seconds, applied, why)
+
+    async def _refusal(self, lease: Lease) -> str:
+        """Why the store refused this attempt's outcome, from what became of its job."""
+        try:
+            job = await self.calls(functools.partial(self.store.get_job, lease.job_id))
+        except Exception as exc:  # the outcome stands refused either way
+            return f"the job moved on without this attempt ({exc!r:.100} reading what became of it)"
+        return refusal_reason(job, lease)
 
     async def _store_outcome(self, running: RunningAttempt, outcome: Outcome) -> bool | None:
         """Record the outcome through the completer (batched with other slots' outcomes,
@@ -311,7 +321,12 @@ class AttemptRunner:
         return await self.completer.record(running.claim.lease, outcome, give_up_after=give_up)
 
     def _report(
-        self, running: RunningAttempt, outcome: Outcome, seconds: float, applied: bool
+        self,
+        running: RunningAttempt,
+        outcome: Outcome,
+        seconds: float,
+        applied: bool,
+        why: str = "",
     ) -> None:
         claim = running.claim
         fields: dict[str, Any] = {**claim_fields(claim), "duration_ms": int(seconds * 1000)}
@@ -326,7 +341,7 @@ class AttemptRunner:
                 logging.WARNING,
                 **fields,
                 outcome=str(outcome.attempt_status or ATTEMPT_END[outcome.event]),
-                reason="another attempt holds the job now (this worker's lease was lost)",
+                reason=why,
             )
             return
         if outcome.error_category:
@@ -339,6 +354,18 @@ class AttemptRunner:
         self.metrics.finished(claim.job.task, label, seconds)
         level = logging.WARNING if outcome.event is Event.GIVE_UP else logging.INFO
         log_event(log, name, level, **fields)
+
+
+def refusal_reason(job: Job | None, lease: Lease) -> str:
+    """Why an attempt's outcome was refused, in words: what became of the job (None: gone)."""
+    if job is None:
+        return "the job no longer exists (it was deleted, or pruned after it ended)"
+    if job.generation != lease.generation:
+        return (
+            f"another attempt holds the job now (generation {job.generation}; "
+            "this worker's lease was lost)"
+        )
+    return f"this worker's lease was lost and the job moved on without it (it is {job.status})"
 
 
 # how a recorded outcome is logged, the WorkerStats counter it adds to, and its outcome label

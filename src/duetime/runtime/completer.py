@@ -89,10 +89,11 @@ class Completer(Service):
             batch, self._waiting = self._waiting[: self.max_batch], self._waiting[self.max_batch :]
             now = self.clock.now()
             try:
+                # the store reads the clock again once it holds the rows: finished_at and
+                # late_reported_at say when the write happened, not when it was asked for
+                items = [(p.lease, _as_of(p, now)) for p in batch]
                 applied = await self.calls(
-                    functools.partial(
-                        self.store.finish_many, [(p.lease, _as_of(p, now)) for p in batch], now
-                    )
+                    functools.partial(self.store.finish_many, items, self.clock.now)
                 )
             except Exception as exc:
                 kept = self._give_up_on(batch, exc)
@@ -135,10 +136,13 @@ class Completer(Service):
 
 
 def _as_of(pending: _Pending, now: datetime) -> Outcome:
-    """The outcome as recorded at `now`: a retry's delay counts from when it is written, as the
-    attempt's finished_at does (it waited in the batch since it was handed over)."""
+    """The outcome as handed to the store at `now`: a retry's delay counts from when it is
+    written, as the attempt's finished_at does (it waited in the batch since it was handed
+    over; decided_at = now lets the store count on from the instant it records)."""
     outcome = pending.outcome
     since = outcome.decided_at or pending.queued_at
-    if outcome.due_at is None or now <= since:
+    if outcome.due_at is None:
         return outcome
-    return replace(outcome, due_at=outcome.due_at + (now - since))
+    if now <= since:
+        return replace(outcome, decided_at=since)
+    return replace(outcome, due_at=outcome.due_at + (now - since), decided_at=now)

@@ -178,8 +178,35 @@ class Worker:
             self.slots,
         ]
 
+    def short_leases(self) -> dict[str, float]:
+        """The tasks this worker runs whose lease is shorter than a write may wait for the
+        database's lock (SQLite's busy timeout): under heavy write contention their
+        heartbeats and outcomes can wait past the lease, and the job is retried."""
+        wait = self.store.lock_wait
+        if wait is None:
+            return {}
+        return {
+            name: task.defaults.lease_seconds
+            for name, task in sorted(self.app.tasks.items())
+            if task.defaults.lease_seconds < wait
+            and (self.queues is None or task.defaults.queue in self.queues)
+        }
+
     async def run(self, stop: asyncio.Event) -> None:
         """Work until `stop` is set, then shut down gracefully within the grace period."""
+        short = self.short_leases()
+        if short:
+            named = ", ".join(f"{name} ({lease:g}s)" for name, lease in list(short.items())[:5])
+            log_event(
+                log,
+                "worker.lease_shorter_than_busy_timeout",
+                logging.WARNING,
+                busy_timeout_s=self.store.lock_wait,
+                tasks=named + (f" and {len(short) - 5} more" if len(short) > 5 else ""),
+                hint="under heavy SQLite write contention an outcome or heartbeat can wait "
+                "past the lease and the job runs again; give these tasks a lease above the "
+                "busy timeout, or use PostgreSQL (docs/stores.md)",
+            )
         try:
             await Node(self.services()).run(stop)
         finally:

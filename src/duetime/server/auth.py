@@ -1,5 +1,6 @@
-"""Who is asking: bearer tokens for the API, a session cookie for the dashboard, roles, and the
-tenant a caller may act in."""
+"""Who is asking: bearer tokens for the API, a session cookie for the dashboard (a random
+session id stored hashed in the database, never the token), roles, and the tenant a caller
+may act in."""
 
 from __future__ import annotations
 
@@ -30,7 +31,7 @@ class Principal:
     tenant: str
     role: Role
     token_id: int | None = None
-    secret: str | None = None  # the token secret, kept only to derive the CSRF token
+    secret: str | None = None  # the token secret or session id, kept to derive the CSRF token
 
     @property
     def sees_all(self) -> bool:
@@ -95,25 +96,32 @@ def _bearer(request: Request) -> str | None:
     return value.strip()
 
 
-def principal_for(app: App, secret: str) -> Principal | None:
-    token = operators.authenticate(app, secret)
-    if token is None:
-        return None
-    return Principal(token.tenant, token.role, token.id, secret)
+def _principal(verdict: operators.Verdict, secret: str) -> Principal | None:
+    token = verdict.token
+    return Principal(token.tenant, token.role, token.id, secret) if token is not None else None
+
+
+def identify(request: Request, *, cookie: bool) -> tuple[Principal | None, str]:
+    """The caller, from the bearer token (or, when `cookie`, the dashboard session), or None
+    and why, when a known token was refused (revoked or expired); otherwise ""."""
+    state = server_state(request)
+    if not state.settings.auth:
+        _local_only(request)
+        return Principal(state.settings.tenant, Role.ADMIN), ""
+    secret = _bearer(request)
+    if secret is not None:
+        verdict = operators.check_token(state.app, secret)
+        return _principal(verdict, secret), verdict.reason if verdict.refused != "unknown" else ""
+    session_id = request.cookies.get(SESSION_COOKIE) if cookie else None
+    if session_id is None:
+        return None, ""
+    verdict = operators.check_session(state.app, session_id)
+    return _principal(verdict, session_id), ""  # the login page says why a session ended
 
 
 def current_principal(request: Request, *, cookie: bool) -> Principal | None:
     """The caller, from the bearer token (or, when `cookie`, the dashboard session)."""
-    state = server_state(request)
-    if not state.settings.auth:
-        _local_only(request)
-        return Principal(state.settings.tenant, Role.ADMIN)
-    secret = _bearer(request)
-    if secret is None and cookie:
-        secret = request.cookies.get(SESSION_COOKIE)
-    if secret is None:
-        return None
-    return principal_for(state.app, secret)
+    return identify(request, cookie=cookie)[0]
 
 
 def needs(role: Role) -> Callable[[Request], Principal]:
@@ -125,8 +133,10 @@ def needs(role: Role) -> Callable[[Request], Principal]:
     """
 
     def dependency(request: Request) -> Principal:
-        who = current_principal(request, cookie=request.method == "GET")
+        who, reason = identify(request, cookie=request.method == "GET")
         if who is None:
+            if reason:
+                raise _unauthorized(reason)
             raise _unauthorized(
                 "missing or unknown bearer token; send 'Authorization: Bearer <token>' "
                 "(create one with `duetime tokens create`)"

@@ -51,6 +51,10 @@ class Listener(Protocol):
 
 class Store(Protocol):
     dialect: str
+    # how long a write may wait for the database's lock before failing (SQLite: the busy
+    # timeout, 60 s); None when the dialect sets no such bound. A lease shorter than this can
+    # lapse while a live worker's heartbeat or outcome waits for the lock.
+    lock_wait: float | None
 
     def migrate(self) -> list[int]:
         """Apply every migration not yet applied; return the versions applied now."""
@@ -126,6 +130,8 @@ class Store(Protocol):
         Applies when the job is still held (running or cancel_requested) by this generation
         and, with only_if_expired, when the attempt's lease is expired at `now`. Then the job
         moves by TRANSITIONS[outcome.event], due_at is set for RETRY, and the attempt ends.
+        A RETRY outcome with decided_at keeps its delay (due_at - decided_at) from `now`: a
+        write the database kept waiting does not shorten the wait before the next attempt.
         Otherwise nothing changes in the job; the attempt keeps its status and records the
         late report (late_outcome, late_reported_at); returns False.
         """
@@ -134,7 +140,7 @@ class Store(Protocol):
     def finish_many(
         self,
         items: Sequence[tuple[Lease, Outcome]],
-        now: datetime,
+        now: datetime | Callable[[], datetime],
         *,
         only_if_expired: bool = False,
     ) -> list[bool]:
@@ -142,6 +148,9 @@ class Store(Protocol):
 
         Each item is fenced on its own: a stale one is refused (and its late report kept)
         while the others commit. At most one item per job counts; a second is refused.
+        `now` may be a clock's now(): it is then read once the jobs' rows are locked, so that
+        finished_at and late_reported_at say when the write happened, however long the
+        database kept it waiting (a worker's completer passes its clock so).
         """
         ...
 
@@ -282,9 +291,18 @@ class Store(Protocol):
     # -- API tokens -------------------------------------------------------------------------
 
     def create_token(
-        self, *, tenant: str, role: Role, name: str, prefix: str, secret_hash: str, now: datetime
+        self,
+        *,
+        tenant: str,
+        role: Role,
+        name: str,
+        prefix: str,
+        secret_hash: str,
+        now: datetime,
+        expires_at: datetime | None = None,
     ) -> ApiToken:
-        """Store a new token by its hash (the secret itself is never given to the store)."""
+        """Store a new token by its hash (the secret itself is never given to the store);
+        expires_at None: it never expires."""
         ...
 
     def list_tokens(self, tenant: str | None) -> list[ApiToken]:
@@ -296,7 +314,23 @@ class Store(Protocol):
         ...
 
     def find_token(self, secret_hash: str, now: datetime) -> ApiToken | None:
-        """The token with this hash, revoked or not; notes its use (to the minute)."""
+        """The token with this hash, revoked or expired or not; notes its use (to the minute)."""
+        ...
+
+    def create_session(
+        self, *, secret_hash: str, token_id: int, now: datetime, expires_at: datetime
+    ) -> None:
+        """Store a dashboard session by the hash of its id, for a token, until expires_at;
+        sessions already expired are deleted on the way."""
+        ...
+
+    def find_session(self, secret_hash: str, now: datetime) -> ApiToken | None:
+        """The token behind an unexpired session with this hash (revoked or expired or not:
+        the caller decides); notes the token's use (to the minute). None: no such session."""
+        ...
+
+    def end_session(self, secret_hash: str) -> None:
+        """Delete the session with this hash (logout); nothing when there is none."""
         ...
 
     # -- figures ----------------------------------------------------------------------------

@@ -125,6 +125,9 @@ class Driver(ABC):
 
     dialect: ClassVar[str]  # "sqlite", "postgres", "mysql"
     package: ClassVar[str]  # the package holding queries.sql and migrations/
+    # how long a write may wait for the database's lock before it fails (SQLite: the busy
+    # timeout); None when the dialect sets no such bound
+    lock_wait: float | None = None
 
     _converters: dict[type, Callable[[Any], Any]] | None = None
 

@@ -123,6 +123,7 @@ def token_from_row(row: Row, t: ToTime) -> ApiToken:
         created_at=t(row["created_at"]),
         last_used_at=_opt(row["last_used_at"], t),
         revoked_at=_opt(row["revoked_at"], t),
+        expires_at=_opt(row["expires_at"], t),
     )
 
 

@@ -286,7 +286,15 @@ class SchedulesNodesTokens:
 
     @conflicts_retried
     def create_token(
-        self, *, tenant: str, role: Role, name: str, prefix: str, secret_hash: str, now: datetime
+        self,
+        *,
+        tenant: str,
+        role: Role,
+        name: str,
+        prefix: str,
+        secret_hash: str,
+        now: datetime,
+        expires_at: datetime | None = None,
     ) -> ApiToken:
         with self.driver.transaction() as c:
             c.run(
@@ -297,6 +305,7 @@ class SchedulesNodesTokens:
                 prefix=prefix,
                 secret_hash=secret_hash,
                 now=now,
+                expires_at=expires_at,
             )
             row = c.one("token_by_hash_read", secret_hash=secret_hash)
         assert row is not None  # inserted in this transaction
@@ -320,9 +329,12 @@ class SchedulesNodesTokens:
             row = c.one("token_by_hash_read", secret_hash=secret_hash)
         if row is None:
             return None
-        token = token_from_row(row, self._t)
+        return self._used(token_from_row(row, self._t), row["secret_hash"], now)
+
+    def _used(self, token: ApiToken, secret_hash: str, now: datetime) -> ApiToken:
+        """Notes a token's use, to the minute: a busy token rarely writes."""
         if token.last_used_at is None or now - token.last_used_at >= timedelta(minutes=1):
-            with self.driver.transaction() as c:  # noted to the minute: a busy token rarely writes
+            with self.driver.transaction() as c:
                 c.run(
                     "token_used",
                     secret_hash=secret_hash,
@@ -331,6 +343,33 @@ class SchedulesNodesTokens:
                 )
             token = replace(token, last_used_at=now)
         return token
+
+    @conflicts_retried
+    def create_session(
+        self, *, secret_hash: str, token_id: int, now: datetime, expires_at: datetime
+    ) -> None:
+        with self.driver.transaction() as c:
+            c.run("delete_expired_sessions", now=now)
+            c.run(
+                "insert_session",
+                secret_hash=secret_hash,
+                token_id=token_id,
+                now=now,
+                expires_at=expires_at,
+            )
+
+    @conflicts_retried
+    def find_session(self, secret_hash: str, now: datetime) -> ApiToken | None:
+        with self.driver.transaction(write=False) as c:
+            row = c.one("session_token", secret_hash=secret_hash, now=now)
+        if row is None:
+            return None
+        return self._used(token_from_row(row, self._t), row["secret_hash"], now)
+
+    @conflicts_retried
+    def end_session(self, secret_hash: str) -> None:
+        with self.driver.transaction() as c:
+            c.run("delete_session", secret_hash=secret_hash)
 
     # -- figures ----------------------------------------------------------------------------
 

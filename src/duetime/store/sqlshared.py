@@ -168,3 +168,10 @@ def new_job_record(job_id: int, new: NewJob, now: datetime) -> Job:
         covers=new.covers,
         origin=new.origin,
     )
+
+
+def like_pattern(text: str) -> str:
+    """A LIKE pattern (escape character '!') that finds `text` anywhere, lowercased: the
+    statements compare it with the lowercased column."""
+    escaped = text.lower().replace("!", "!!").replace("%", "!%").replace("_", "!_")
+    return f"%{escaped}%"

@@ -51,6 +51,7 @@ from duetime.store.sqlshared import (
     earliest_of,
     job_params,
     key_order,
+    like_pattern,
     load_job,
     move,
     new_job_record,
@@ -69,6 +70,7 @@ class SQLStore(SchedulesNodesTokens):
     def __init__(self, driver: Driver) -> None:
         self.driver = driver
         self.dialect = driver.dialect
+        self.lock_wait = driver.lock_wait
         self._t = driver.to_time
 
     def close(self) -> None:
@@ -234,6 +236,9 @@ class SQLStore(SchedulesNodesTokens):
                 before_id=f.before_id,
                 due_after=f.due_after,
                 due_before=f.due_before,
+                business_key=f.business_key,
+                idempotency_key=f.idempotency_key,
+                args_like=like_pattern(f.args_text) if f.args_text is not None else None,
                 limit=f.limit,
             )
             history: dict[int, tuple[Attempt, ...]] = {}
@@ -312,27 +317,28 @@ class SQLStore(SchedulesNodesTokens):
     def finish_many(
         self,
         items: Sequence[tuple[Lease, Outcome]],
-        now: datetime,
+        now: datetime | Callable[[], datetime],
         *,
         only_if_expired: bool = False,
     ) -> list[bool]:
         if not items:
             return []
         with self.driver.transaction() as c:
-            applied = self._finish_on(c, items, now, only_if_expired)
+            applied, at = self._finish_on(c, items, now, only_if_expired)
             refused = [item for item, ok in zip(items, applied, strict=True) if not ok]
             if refused and not only_if_expired:
-                c.run("late_reports", batch=Rows(_late_report(*item) for item in refused), now=now)
+                c.run("late_reports", batch=Rows(_late_report(*item) for item in refused), now=at)
         return applied
 
     def _finish_on(
         self,
         c: Connection,
         items: Sequence[tuple[Lease, Outcome]],
-        now: datetime,
+        when: datetime | Callable[[], datetime],
         only_if_expired: bool = False,
-    ) -> list[bool]:
-        """The fenced finish of a batch, in the caller's transaction; which items applied.
+    ) -> tuple[list[bool], datetime]:
+        """The fenced finish of a batch, in the caller's transaction; which items applied, and
+        the instant recorded (`when`, or what `when()` says once the rows are locked).
 
         The jobs' rows are locked first, in id order (every writer locks a job before its
         attempt, and batches in id order cannot deadlock each other). What applies is read
@@ -341,6 +347,7 @@ class SQLStore(SchedulesNodesTokens):
         """
         job_ids = sorted({lease.job_id for lease, _ in items})
         locked = c.rows("lock_jobs", ids=job_ids)
+        now = when() if callable(when) else when  # after the wait for the locks
         jobs = {r["id"]: r for r in locked}
         leases = {}
         if only_if_expired:
@@ -370,7 +377,7 @@ class SQLStore(SchedulesNodesTokens):
                     "generation": lease.generation,
                     "from_status": str(job["status"]),
                     "to_status": str(target),
-                    "due_at": outcome.due_at,
+                    "due_at": _delay_from(outcome, now),
                     "attempt_id": lease.attempt_id,
                     "only_if_expired": only_if_expired,
                     "status": str(outcome.attempt_status or ATTEMPT_END[outcome.event]),
@@ -393,7 +400,7 @@ class SQLStore(SchedulesNodesTokens):
                 self.driver.notify(
                     c, earliest_of((queues[i], at or now) for i, at in again.items())
                 )
-        return applied
+        return applied, now
 
     @contextmanager
     def completion(
@@ -403,7 +410,7 @@ class SQLStore(SchedulesNodesTokens):
         try:
             with self.driver.transaction() as c:
                 yield c.native  # the handler's own writes, in this transaction
-                if not self._finish_on(c, [(lease, outcome)], now())[0]:
+                if not self._finish_on(c, [(lease, outcome)], now)[0][0]:
                     raise _Fenced  # rolls the handler's writes back too
         except _Fenced:
             pass
@@ -479,6 +486,15 @@ class SQLStore(SchedulesNodesTokens):
         if not moved:
             raise refusal(job, event, due_at)
         return job
+
+
+def _delay_from(outcome: Outcome, now: datetime) -> datetime | None:
+    """A retry's due time, its delay counted from `now`, the instant recorded (the delay is
+    due_at - decided_at; an outcome without decided_at is due when it says)."""
+    due, decided = outcome.due_at, outcome.decided_at
+    if due is None or decided is None or now <= decided:
+        return due
+    return due + (now - decided)
 
 
 def _late_report(lease: Lease, outcome: Outcome) -> dict[str, object]:

@@ -99,6 +99,10 @@ STATEMENTS: dict[str, str] = {
     "revoke_token": "sets revoked_at unless set",
     "token_used": "sets last_used_at = now when it is null or before `before`",
     "token_by_hash_read": "returns the token with secret_hash",
+    "insert_session": "inserts a dashboard session (its secret_hash) for token_id",
+    "session_token": "returns the token of the session with secret_hash, unless it expired",
+    "delete_session": "deletes the session with secret_hash",
+    "delete_expired_sessions": "deletes sessions whose expires_at <= now",
     # -- figures
     "job_counts": "returns status, queue, n",
     "oldest_overdue": "returns due_at: the earliest due scheduled job",

@@ -1,12 +1,13 @@
 """The dashboard: server-rendered pages over the same App as the API.
 
-Pages identify the user by the session cookie (the token secret, HTTP-only and SameSite=Strict)
-or a bearer token; every form that changes something is a POST carrying the session's CSRF
-token. Illegal moves come back as a readable message on the page, never as a 500.
+Pages identify the user by the session cookie (a random session id the database knows by its
+hash, HTTP-only and SameSite=Strict) or a bearer token; every form that changes something is a
+POST carrying the session's CSRF token. Illegal moves come back as a readable message on the
+page, never as a 500.
 
 This package: filters (Jinja filters), session (the logged-in user and the dashboard's
 cookies), render (templates and error pages), forms (CSRF and role guard, typed fields),
-and one module of routes per area: login, overview, jobs, schedules, dead_letters.
+and one module of routes per area: login, overview, jobs, schedules, dead_letters, nodes.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from pathlib import Path
 from fastapi import APIRouter, FastAPI
 from fastapi.staticfiles import StaticFiles
 
-from duetime.server.dashboard import dead_letters, jobs, login, overview, schedules
+from duetime.server.dashboard import dead_letters, jobs, login, nodes, overview, schedules
 
 STATIC = Path(__file__).parent.parent / "static"
 
@@ -26,6 +27,7 @@ router.include_router(overview.router)
 router.include_router(jobs.router)
 router.include_router(schedules.router)
 router.include_router(dead_letters.router)
+router.include_router(nodes.router)
 
 
 def mount_static(api: FastAPI) -> None:

@@ -10,6 +10,9 @@ from zoneinfo import ZoneInfo
 
 from markupsafe import Markup, escape
 
+from duetime.core.models import Attempt, Job
+from duetime.core.states import AttemptStatus
+
 
 def rfc3339(value: datetime | None) -> str:
     """An instant as RFC 3339 UTC to the second: 2026-01-01T09:30:00Z."""
@@ -77,10 +80,41 @@ def every(seconds: float | None) -> str:
     return f"{seconds:g} s"
 
 
+def every_text(seconds: float) -> str:
+    """An interval as the edit form takes it back: 90s, 15m, 2h, 1d."""
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if seconds >= size and seconds % size == 0:
+            return f"{int(seconds // size)}{unit}"
+    return f"{seconds:g}s"
+
+
 def breakable(value: str) -> Markup:
     """Escaped text with line-break opportunities after dots, colons and slashes, so long
     dotted task names wrap between their parts rather than mid-word."""
     return Markup(re.sub(r"([./:])", r"\1<wbr>", str(escape(value))))
+
+
+def last_error(job: Job) -> Attempt | None:
+    """The newest attempt that recorded an error (for a dead job, why it died)."""
+    failed = [a for a in job.attempt_history if a.error_category or a.error_message]
+    return failed[-1] if failed else None
+
+
+def attempt_duration(attempt: Attempt, now: datetime) -> float | None:
+    """How long an attempt ran: to its end, or (still running) to now."""
+    if attempt.finished_at is not None:
+        return (attempt.finished_at - attempt.started_at).total_seconds()
+    if attempt.status is AttemptStatus.RUNNING:
+        return (now - attempt.started_at).total_seconds()
+    return None
+
+
+def attempt_dur(attempt: Attempt, now: datetime) -> str:
+    """An attempt's duration as the job page shows it; a running one's so far ends in '…'."""
+    seconds = attempt_duration(attempt, now)
+    if seconds is None:
+        return "—"
+    return duration(seconds) + (" …" if attempt.finished_at is None else "")
 
 
 def pretty_json(value: Any) -> str:
@@ -94,7 +128,9 @@ FILTERS = {
     "local": local_time,
     "inputtime": input_time,
     "dur": duration,
+    "attempt_dur": attempt_dur,
     "rate": rate,
+    "every_text": every_text,
     "wbr": breakable,
     "pretty": pretty_json,
 }

@@ -4,6 +4,7 @@ reschedule, resolve)."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from datetime import datetime
 from typing import Annotated
 from urllib.parse import urlencode
@@ -17,7 +18,7 @@ from duetime.core.models import Job, JobFilter, page_of
 from duetime.core.states import TRANSITIONS, Event, JobStatus
 from duetime.core.tokens import Role
 from duetime.server.auth import Principal
-from duetime.server.dashboard.filters import rfc3339
+from duetime.server.dashboard.filters import last_error, rfc3339
 from duetime.server.dashboard.forms import guard, opt, parse_when
 from duetime.server.dashboard.render import PAGE_SIZE, error_page, render
 from duetime.server.dashboard.session import go_back, to_login, user
@@ -28,37 +29,32 @@ from duetime.store import is_unavailable
 router = APIRouter(include_in_schema=False)
 
 
-@router.get("/jobs")
-def jobs_page(
-    request: Request,
-    id: str | None = None,
-    task: str | None = None,
-    queue: str | None = None,
-    status: str | None = None,
-    tenant: str | None = None,
-    due_after: str | None = None,
-    due_before: str | None = None,
-    before: str | None = None,
-) -> Response:
-    who = user(request)
-    if who is None:
-        return to_login(request)
-    form = {
-        "id": opt(id),
-        "task": opt(task),
-        "queue": opt(queue),
-        "status": opt(status),
-        "tenant": opt(tenant) if who.sees_all else None,
-        "due_after": opt(due_after),
-        "due_before": opt(due_before),
-    }
-    nav = "parked" if form["status"] == "parked" else "jobs"
-    errors: list[str] = []
-    if form["id"] is not None:
-        job_id = parse_id(form["id"])
-        if job_id is not None:
-            return RedirectResponse(f"/jobs/{job_id}", 303)
-        errors.append(f"job id {form['id']!r} is not a number")
+BULK_LIMIT = 1000  # jobs one "cancel all matching" covers; run it again for more
+
+# the search form's fields: the URL parameter, and what the page shows
+SEARCH_FIELDS = (
+    "id",
+    "task",
+    "queue",
+    "status",
+    "tenant",
+    "due_after",
+    "due_before",
+    "business_key",
+    "key",
+    "args",
+)
+
+
+def _search_form(who: Principal, values: dict[str, str | None]) -> dict[str, str | None]:
+    form = {name: opt(values.get(name)) for name in SEARCH_FIELDS}
+    if not who.sees_all:
+        form["tenant"] = None
+    return form
+
+
+def _job_filter(who: Principal, form: dict[str, str | None], errors: list[str]) -> JobFilter:
+    """The store filter a search form asks for; what cannot be read goes to `errors`."""
     status_value: JobStatus | None = None
     if form["status"] is not None:
         try:
@@ -72,47 +68,188 @@ def jobs_page(
                 bounds[key], _ = parse_when(form[key], key.replace("_", " "))
             except InvalidRequest as exc:
                 errors.append(str(exc))
+    return JobFilter(
+        tenant=form["tenant"] if who.sees_all else who.tenant,
+        status=status_value,
+        task=form["task"],
+        queue=form["queue"],
+        due_after=bounds["due_after"],
+        due_before=bounds["due_before"],
+        business_key=form["business_key"],
+        idempotency_key=form["key"],
+        args_text=form["args"],
+    )
+
+
+def job_row(job: Job) -> dict[str, object]:
+    """What a list shows of a job: whether it waits to retry, and its newest error."""
+    retrying = job.status is JobStatus.SCHEDULED and job.attempts > 0
+    error = last_error(job) if job.status is not JobStatus.SUCCEEDED else None
+    return {"job": job, "retrying": retrying, "next_attempt": job.attempts + 1, "error": error}
+
+
+@router.get("/jobs")
+def jobs_page(
+    request: Request,
+    id: str | None = None,
+    task: str | None = None,
+    queue: str | None = None,
+    status: str | None = None,
+    tenant: str | None = None,
+    due_after: str | None = None,
+    due_before: str | None = None,
+    business_key: str | None = None,
+    key: str | None = None,
+    args: str | None = None,
+    before: str | None = None,
+) -> Response:
+    who = user(request)
+    if who is None:
+        return to_login(request)
+    form = _search_form(
+        who,
+        {
+            "id": id,
+            "task": task,
+            "queue": queue,
+            "status": status,
+            "tenant": tenant,
+            "due_after": due_after,
+            "due_before": due_before,
+            "business_key": business_key,
+            "key": key,
+            "args": args,
+        },
+    )
+    nav = "parked" if form["status"] == "parked" else "jobs"
+    errors: list[str] = []
+    if form["id"] is not None:
+        job_id = parse_id(form["id"])
+        if job_id is not None:
+            return RedirectResponse(f"/jobs/{job_id}", 303)
+        errors.append(f"job id {form['id']!r} is not a number")
     cursor = parse_id(before) if before else None
     if before and cursor is None:
         errors.append(f"page cursor {before!r} is not a job id")
+    wanted = replace(
+        _job_filter(who, form, errors),
+        before_id=cursor,
+        limit=PAGE_SIZE + 1,
+        with_attempts=True,
+    )
     jobs: list[Job] = []
     next_url = None
+    kept = {k: v for k, v in form.items() if v is not None and k != "id"}
     if not errors:
-        found = duetime_app(request).store.list_jobs(
-            JobFilter(
-                tenant=form["tenant"] if who.sees_all else who.tenant,
-                status=status_value,
-                task=form["task"],
-                queue=form["queue"],
-                before_id=cursor,
-                due_after=bounds["due_after"],
-                due_before=bounds["due_before"],
-                limit=PAGE_SIZE + 1,
-            )
-        )
-        jobs, last = page_of(found, PAGE_SIZE)
+        jobs, last = page_of(duetime_app(request).store.list_jobs(wanted), PAGE_SIZE)
         if last is not None:
-            kept = {k: v for k, v in form.items() if v is not None and k != "id"}
             next_url = "/jobs?" + urlencode({**kept, "before": last})
     first_url = None
     if cursor is not None:
-        kept = {k: v for k, v in form.items() if v is not None and k != "id"}
         first_url = "/jobs" + (f"?{urlencode(kept)}" if kept else "")
     return render(
         request,
         who,
         "jobs.html",
         {
-            "jobs": jobs,
+            "rows": [job_row(job) for job in jobs],
             "form": form,
+            "searched": any(v is not None for k, v in kept.items() if k != "status"),
             "errors": errors,
             "next_url": next_url,
             "first_url": first_url,
             "page_size": PAGE_SIZE,
+            "bulk_limit": BULK_LIMIT,
         },
         status=400 if errors else 200,
         nav=nav,
     )
+
+
+@router.post("/jobs/cancel")
+def bulk_cancel(
+    request: Request,
+    csrf_token: Annotated[str | None, Form()] = None,
+    scope: Annotated[str, Form()] = "selected",
+    ids: Annotated[list[str] | None, Form()] = None,
+    task: Annotated[str | None, Form()] = None,
+    queue: Annotated[str | None, Form()] = None,
+    status: Annotated[str | None, Form()] = None,
+    tenant: Annotated[str | None, Form()] = None,
+    due_after: Annotated[str | None, Form()] = None,
+    due_before: Annotated[str | None, Form()] = None,
+    business_key: Annotated[str | None, Form()] = None,
+    key: Annotated[str | None, Form()] = None,
+    args: Annotated[str | None, Form()] = None,
+    back: Annotated[str | None, Form()] = None,
+) -> Response:
+    """Cancel the ticked jobs, or every job the search matches (up to BULK_LIMIT); a job that
+    cannot be cancelled any more is counted and named, never fatal."""
+    who = user(request)
+    refused = guard(request, who, csrf_token, Role.WRITE)
+    if refused is not None or who is None:
+        return refused or to_login(request)
+    store = duetime_app(request).store
+    try:
+        if scope == "matching":
+            form = _search_form(
+                who,
+                {
+                    "task": task,
+                    "queue": queue,
+                    "status": status,
+                    "tenant": tenant,
+                    "due_after": due_after,
+                    "due_before": due_before,
+                    "business_key": business_key,
+                    "key": key,
+                    "args": args,
+                },
+            )
+            errors: list[str] = []
+            wanted = replace(_job_filter(who, form, errors), limit=BULK_LIMIT)
+            if errors:
+                raise InvalidRequest("; ".join(errors))
+            chosen = [job for job in store.list_jobs(wanted) if _actions(job)["cancel"]]
+            if not chosen:
+                raise InvalidRequest(
+                    "no job this search matches can be cancelled; nothing was cancelled"
+                )
+        else:
+            numbers = [n for n in (parse_id(i) for i in ids or []) if n is not None]
+            if not numbers:
+                raise InvalidRequest("tick at least one job to cancel")
+            found = (store.get_job(n, tenant=who.tenant_filter) for n in numbers[:BULK_LIMIT])
+            chosen = [job for job in found if job is not None]
+        message = _cancel_each(duetime_app(request), chosen)
+    except DuetimeError as exc:
+        if is_unavailable(exc):
+            raise
+        return go_back(request, back, "/jobs", "error", str(exc))
+    return go_back(request, back, "/jobs", "ok", message)
+
+
+def _cancel_each(app: App, jobs: list[Job]) -> str:
+    cancelled, stopping, skipped = 0, 0, []
+    for job in jobs:
+        try:
+            moved = app.scoped(job.tenant).cancel(job.id)
+        except DuetimeError as exc:
+            if is_unavailable(exc):
+                raise
+            skipped.append(f"#{job.id} ({job.status})")
+            continue
+        if moved.status is JobStatus.CANCEL_REQUESTED:
+            stopping += 1
+        else:
+            cancelled += 1
+    parts = [f"Cancelled {cancelled} job{'s' if cancelled != 1 else ''}."]
+    if stopping:
+        parts.append(f"{stopping} running: their handlers have been asked to stop.")
+    if skipped:
+        named = ", ".join(skipped[:10]) + (" ..." if len(skipped) > 10 else "")
+        parts.append(f"{len(skipped)} could not be cancelled any more: {named}.")
+    return " ".join(parts)
 
 
 def _actions(job: Job) -> dict[str, bool]:
@@ -152,6 +289,7 @@ def job_page(request: Request, job_id: str) -> Response:
         {
             "job": job,
             "attempts": list(job.attempt_history),
+            "now": duetime_app(request).clock.now(),
             "actions": _actions(job),
             "schedule_url": _schedule_link(job),
             "unserved": duetime_app(request).unserved(job),

@@ -1,4 +1,5 @@
-"""/login and /logout: a token typed into the login form becomes the session cookie."""
+"""/login and /logout: a token typed into the login form starts a server-side session, whose
+random id is the cookie; logout ends that session in the database."""
 
 from __future__ import annotations
 
@@ -9,7 +10,8 @@ from typing import Annotated
 from fastapi import APIRouter, Form, Request
 from fastapi.responses import RedirectResponse, Response
 
-from duetime.server.auth import SESSION_COOKIE, principal_for
+from duetime import operators
+from duetime.server.auth import SESSION_COOKIE
 from duetime.server.dashboard.render import error_page, render
 from duetime.server.dashboard.session import (
     clear_session,
@@ -63,11 +65,15 @@ def login(
         return _login_form(
             request, target, "The login form expired or came from another site; try again.", 403
         )
-    who = principal_for(state.app, token.strip()) if token.strip() else None
-    if who is None:
-        return _login_form(request, target, "Unknown or revoked token.", 401)
+    verdict = operators.check_token(state.app, token.strip()) if token.strip() else None
+    if verdict is None or verdict.token is None:
+        message = "Unknown or revoked token."
+        if verdict is not None and verdict.refused == "expired":
+            message = f"This {verdict.reason}."
+        return _login_form(request, target, message, 401)
+    session_id = operators.start_session(state.app, verdict.token)
     response = RedirectResponse(target, 303)
-    response.set_cookie(SESSION_COOKIE, token.strip(), **cookie_args(request))
+    response.set_cookie(SESSION_COOKIE, session_id, **cookie_args(request))
     response.delete_cookie(LOGIN_COOKIE, **cookie_args(request))
     return response
 
@@ -78,6 +84,9 @@ def logout(request: Request, csrf_token: Annotated[str | None, Form()] = None) -
     if who is not None and server_state(request).settings.auth:
         if cross_site(request) or not who.csrf_ok(csrf_token):
             return error_page(request, who, 403, "This logout form's CSRF token is wrong.")
+    session_id = request.cookies.get(SESSION_COOKIE)
+    if session_id and server_state(request).settings.auth:
+        operators.end_session(server_state(request).app, session_id)
     response = RedirectResponse("/login", 303)
     clear_session(request, response)
     set_flash(request, response, "ok", "Logged out.")

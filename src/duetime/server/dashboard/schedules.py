@@ -1,18 +1,24 @@
-"""/schedules: the schedule list, one schedule's page (next fires, ticks), pause and resume."""
+"""/schedules: the schedule list, one schedule's page (next fires, ticks, the rule in plain
+words), and its actions: pause, resume, trigger now, edit."""
 
 from __future__ import annotations
 
+import json
+from collections.abc import Callable
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Form, Request
 from fastapi.responses import Response
 
-from duetime.core.errors import DuetimeError
+from duetime.client import App
+from duetime.core.cron_words import describe_cron
+from duetime.core.errors import DuetimeError, InvalidRequest
+from duetime.core.schedule_spec import Misfire, Overlap
 from duetime.core.schedules import Schedule
 from duetime.core.tokens import Role
 from duetime.server.auth import Principal
-from duetime.server.dashboard.filters import every
-from duetime.server.dashboard.forms import guard
+from duetime.server.dashboard.filters import every, rfc3339
+from duetime.server.dashboard.forms import guard, opt
 from duetime.server.dashboard.render import error_page, render
 from duetime.server.dashboard.session import go_back, to_login, user
 from duetime.server.schemas import parse_id
@@ -42,6 +48,11 @@ def _rule(s: Schedule) -> str:
     return f"every {every(s.spec.every_seconds)}"
 
 
+def _words(s: Schedule) -> str | None:
+    """The cron rule in plain words, when it has a common shape."""
+    return describe_cron(s.spec.cron) if s.spec.cron is not None else None
+
+
 def _find_schedule(request: Request, who: Principal, schedule_id: str) -> Schedule | None:
     number = parse_id(schedule_id)
     if number is None:
@@ -61,7 +72,7 @@ def schedules_page(request: Request) -> Response:
         request,
         who,
         "schedules.html",
-        {"rows": _schedule_rows(request, schedules), "rule": _rule},
+        {"rows": _schedule_rows(request, schedules), "rule": _rule, "words": _words},
         nav="schedules",
     )
 
@@ -82,6 +93,9 @@ def schedule_page(request: Request, schedule_id: str) -> Response:
         {
             "s": s,
             "rule": _rule,
+            "words": _words,
+            "misfires": [str(m) for m in Misfire],
+            "overlaps": [str(o) for o in Overlap],
             "spec": s.spec.to_json(),
             "fires": app.preview_schedule(s.name, 10),
             "ticks": app.store.schedule_ticks(s.id, 20, None),
@@ -92,7 +106,11 @@ def schedule_page(request: Request, schedule_id: str) -> Response:
 
 
 def _schedule_action(
-    request: Request, schedule_id: str, csrf_token: str | None, back: str | None, pause: bool
+    request: Request,
+    schedule_id: str,
+    csrf_token: str | None,
+    back: str | None,
+    act: Callable[[App, Schedule], str],
 ) -> Response:
     who = user(request)
     refused = guard(request, who, csrf_token, Role.WRITE)
@@ -104,16 +122,12 @@ def _schedule_action(
     app = duetime_app(request).scoped(s.tenant)
     default = f"/schedules/{s.id}"
     try:
-        if pause:
-            app.pause_schedule(s.name)
-        else:
-            app.resume_schedule(s.name)
+        message = act(app, s)
     except DuetimeError as exc:
         if is_unavailable(exc):
             raise
         return go_back(request, back, default, "error", str(exc))
-    done = "paused" if pause else "resumed"
-    return go_back(request, back, default, "ok", f"Schedule {s.name!r} {done}.")
+    return go_back(request, back, default, "ok", message)
 
 
 @router.post("/schedules/{schedule_id}/pause")
@@ -123,7 +137,11 @@ def pause_schedule(
     csrf_token: Annotated[str | None, Form()] = None,
     back: Annotated[str | None, Form()] = None,
 ) -> Response:
-    return _schedule_action(request, schedule_id, csrf_token, back, pause=True)
+    def act(app: App, s: Schedule) -> str:
+        app.pause_schedule(s.name)
+        return f"Schedule {s.name!r} paused."
+
+    return _schedule_action(request, schedule_id, csrf_token, back, act)
 
 
 @router.post("/schedules/{schedule_id}/resume")
@@ -133,4 +151,78 @@ def resume_schedule(
     csrf_token: Annotated[str | None, Form()] = None,
     back: Annotated[str | None, Form()] = None,
 ) -> Response:
-    return _schedule_action(request, schedule_id, csrf_token, back, pause=False)
+    def act(app: App, s: Schedule) -> str:
+        app.resume_schedule(s.name)
+        return f"Schedule {s.name!r} resumed."
+
+    return _schedule_action(request, schedule_id, csrf_token, back, act)
+
+
+@router.post("/schedules/{schedule_id}/trigger")
+def trigger_schedule(
+    request: Request,
+    schedule_id: str,
+    csrf_token: Annotated[str | None, Form()] = None,
+    back: Annotated[str | None, Form()] = None,
+) -> Response:
+    """Run one occurrence now (as `duetime schedules trigger`)."""
+
+    def act(app: App, s: Schedule) -> str:
+        job = app.trigger_schedule(s.name)
+        return f"Schedule {s.name!r} triggered: job {job.id}, due {rfc3339(job.due_at)}."
+
+    return _schedule_action(request, schedule_id, csrf_token, back, act)
+
+
+@router.post("/schedules/{schedule_id}/edit")
+def edit_schedule(
+    request: Request,
+    schedule_id: str,
+    csrf_token: Annotated[str | None, Form()] = None,
+    cron: Annotated[str | None, Form()] = None,
+    every: Annotated[str | None, Form()] = None,
+    timezone: Annotated[str | None, Form()] = None,
+    args: Annotated[str | None, Form()] = None,
+    misfire: Annotated[str | None, Form()] = None,
+    overlap: Annotated[str | None, Form()] = None,
+    back: Annotated[str | None, Form()] = None,
+) -> Response:
+    """Change the rule, zone, args and policies (as `duetime schedules update`)."""
+
+    def act(app: App, s: Schedule) -> str:
+        changes = _changes(cron, every, timezone, args, misfire, overlap)
+        changed = app.update_schedule(s.name, **changes)
+        return f"Schedule {s.name!r} changed: {_rule(changed)} in {changed.spec.timezone}."
+
+    return _schedule_action(request, schedule_id, csrf_token, back, act)
+
+
+def _changes(
+    cron: str | None,
+    every: str | None,
+    timezone: str | None,
+    args: str | None,
+    misfire: str | None,
+    overlap: str | None,
+) -> dict[str, Any]:
+    """The edit form's fields as update_schedule keywords; an empty field keeps its value."""
+    changes: dict[str, Any] = {}
+    cron, every = opt(cron), opt(every)
+    if cron is not None and every is not None:
+        raise InvalidRequest("give either a cron expression or an interval, not both")
+    if cron is not None:
+        changes["cron"] = cron
+    if every is not None:
+        changes["every"] = every
+    for name, value in (("timezone", timezone), ("misfire", misfire), ("overlap", overlap)):
+        if opt(value) is not None:
+            changes[name] = opt(value)
+    text = opt(args)
+    if text is not None:
+        try:
+            changes["args"] = json.loads(text)
+        except ValueError as exc:
+            raise InvalidRequest(f"args are not JSON ({exc}); write an object like {{}}") from None
+        if not isinstance(changes["args"], dict):
+            raise InvalidRequest('args must be a JSON object, such as {"region": "eu"}')
+    return changes

@@ -1,6 +1,6 @@
-"""Who is logged in to the dashboard, and the cookies that carry it: the session (the token
-secret, HTTP-only and SameSite=Strict), the one-time flash message, the login redirect, the
-cross-site check on forms, and safe redirects back."""
+"""Who is logged in to the dashboard, and the cookies that carry it: the session (a random id
+of a session stored in the database, HTTP-only and SameSite=Strict), the one-time flash
+message, the login redirect, the cross-site check on forms, and safe redirects back."""
 
 from __future__ import annotations
 
@@ -44,7 +44,11 @@ def to_login(request: Request) -> Response:
     if request.cookies.get(SESSION_COOKIE):
         clear_session(request, response)
         set_flash(
-            request, response, "error", "Your session ended: its token is unknown or revoked."
+            request,
+            response,
+            "error",
+            "Your session ended (logged out, past its 12 hours, or its token was revoked or "
+            "expired); log in again.",
         )
     return response
 

@@ -92,6 +92,9 @@ WHERE (%(tenant)s::text IS NULL OR tenant = %(tenant)s::text)
   AND (%(before_id)s::bigint IS NULL OR id < %(before_id)s::bigint)
   AND (%(due_after)s::timestamptz IS NULL OR due_at >= %(due_after)s::timestamptz)
   AND (%(due_before)s::timestamptz IS NULL OR due_at < %(due_before)s::timestamptz)
+  AND (%(business_key)s::text IS NULL OR business_key = %(business_key)s::text)
+  AND (%(idempotency_key)s::text IS NULL OR idempotency_key = %(idempotency_key)s::text)
+  AND (%(args_like)s::text IS NULL OR lower(args::text) LIKE %(args_like)s::text ESCAPE '!')
 ORDER BY id DESC
 LIMIT %(limit)s;
 
@@ -376,8 +379,8 @@ ORDER BY n.started_at DESC
 LIMIT %(limit)s;
 
 -- name: insert_token
-INSERT INTO duetime_tokens (tenant, role, name, prefix, secret_hash, created_at)
-VALUES (%(tenant)s, %(role)s, %(name)s, %(prefix)s, %(secret_hash)s, %(now)s);
+INSERT INTO duetime_tokens (tenant, role, name, prefix, secret_hash, created_at, expires_at)
+VALUES (%(tenant)s, %(role)s, %(name)s, %(prefix)s, %(secret_hash)s, %(now)s, %(expires_at)s);
 
 -- name: select_token
 SELECT * FROM duetime_tokens WHERE id = %(id)s;
@@ -397,6 +400,20 @@ WHERE secret_hash = %(secret_hash)s
 
 -- name: token_by_hash_read
 SELECT * FROM duetime_tokens WHERE secret_hash = %(secret_hash)s;
+
+-- name: insert_session
+INSERT INTO duetime_sessions (secret_hash, token_id, created_at, expires_at)
+VALUES (%(secret_hash)s, %(token_id)s, %(now)s, %(expires_at)s);
+
+-- name: session_token
+SELECT t.* FROM duetime_sessions s JOIN duetime_tokens t ON t.id = s.token_id
+WHERE s.secret_hash = %(secret_hash)s AND s.expires_at > %(now)s;
+
+-- name: delete_session
+DELETE FROM duetime_sessions WHERE secret_hash = %(secret_hash)s;
+
+-- name: delete_expired_sessions
+DELETE FROM duetime_sessions WHERE expires_at <= %(now)s;
 
 -- name: job_counts
 SELECT status, queue, count(*) AS n FROM duetime_jobs

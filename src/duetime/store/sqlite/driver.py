@@ -39,6 +39,7 @@ class SQLiteDriver(Driver):
         super().__init__()
         self.path = str(path)
         self.busy_timeout = busy_timeout
+        self.lock_wait = busy_timeout
         self._lock = threading.RLock()
         try:
             self._conn = sqlite3.connect(

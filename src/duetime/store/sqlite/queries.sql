@@ -92,6 +92,9 @@ WHERE (:tenant IS NULL OR tenant = :tenant)
   AND (:before_id IS NULL OR id < :before_id)
   AND (:due_after IS NULL OR due_at >= :due_after)
   AND (:due_before IS NULL OR due_at < :due_before)
+  AND (:business_key IS NULL OR business_key = :business_key)
+  AND (:idempotency_key IS NULL OR idempotency_key = :idempotency_key)
+  AND (:args_like IS NULL OR lower(args) LIKE :args_like ESCAPE '!')
 ORDER BY id DESC
 LIMIT :limit;
 
@@ -373,8 +376,8 @@ ORDER BY n.started_at DESC
 LIMIT :limit;
 
 -- name: insert_token
-INSERT INTO duetime_tokens (tenant, role, name, prefix, secret_hash, created_at)
-VALUES (:tenant, :role, :name, :prefix, :secret_hash, :now);
+INSERT INTO duetime_tokens (tenant, role, name, prefix, secret_hash, created_at, expires_at)
+VALUES (:tenant, :role, :name, :prefix, :secret_hash, :now, :expires_at);
 
 -- name: select_token
 SELECT * FROM duetime_tokens WHERE id = :id;
@@ -393,6 +396,20 @@ WHERE secret_hash = :secret_hash AND (last_used_at IS NULL OR last_used_at < :be
 
 -- name: token_by_hash_read
 SELECT * FROM duetime_tokens WHERE secret_hash = :secret_hash;
+
+-- name: insert_session
+INSERT INTO duetime_sessions (secret_hash, token_id, created_at, expires_at)
+VALUES (:secret_hash, :token_id, :now, :expires_at);
+
+-- name: session_token
+SELECT t.* FROM duetime_sessions s JOIN duetime_tokens t ON t.id = s.token_id
+WHERE s.secret_hash = :secret_hash AND s.expires_at > :now;
+
+-- name: delete_session
+DELETE FROM duetime_sessions WHERE secret_hash = :secret_hash;
+
+-- name: delete_expired_sessions
+DELETE FROM duetime_sessions WHERE expires_at <= :now;
 
 -- name: job_counts
 SELECT status, queue, count(*) AS n FROM duetime_jobs

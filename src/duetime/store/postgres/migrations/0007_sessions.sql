@@ -1,0 +1,13 @@
+-- Tokens that expire, and the dashboard's server-side sessions (PostgreSQL).
+-- a token is refused from expires_at on (NULL: never)
+ALTER TABLE duetime_tokens ADD COLUMN expires_at timestamptz;
+
+-- A logged-in dashboard browser: its cookie holds a random session id, stored here hashed.
+-- Logging out deletes the row; a session ends with its token (revoked or expired) too.
+CREATE TABLE duetime_sessions (
+    secret_hash text PRIMARY KEY,  -- sha256 of the session id; the id itself is never stored
+    token_id bigint NOT NULL REFERENCES duetime_tokens (id) ON DELETE CASCADE,
+    created_at timestamptz NOT NULL,
+    expires_at timestamptz NOT NULL
+);
+CREATE INDEX duetime_sessions_expires ON duetime_sessions (expires_at);

@@ -154,6 +154,9 @@ def test_version(capsys: pytest.CaptureFixture[str]) -> None:
         (["serve", "--port", "70000"], "argument --port: must be 0 to 65535"),
         (["serve", "--max-body-bytes", "0"], "argument --max-body-bytes"),
         (["worker", "--app", "m:app", "--metrics-port", "-1"], "argument --metrics-port"),
+        (["jobs", "list", "--database-url", "typo.db"], "unsupported database URL 'typo.db'"),
+        (["--database-url", "postgress://db/x", "stats"], "unsupported database URL 'postgress'"),
+        (["enqueue", "t", "--args", " "], "argument --args: not valid JSON"),
     ],
 )
 def test_bad_flag_values_exit_2(
@@ -210,5 +213,6 @@ def test_flag_values_arrive_parsed() -> None:
     )
     assert args.at == datetime(2030, 3, 1, 8, tzinfo=UTC)
     assert args.args == {"a": 1}
+    assert build_parser().parse_args(["enqueue", "t", "--args", ""]).args == {}, "as always"
     args = build_parser().parse_args(["jobs", "reschedule", "7", "--in", "1h30m"])
     assert (args.id, args.at, args.delay) == (7, None, timedelta(hours=1, minutes=30))

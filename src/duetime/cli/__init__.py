@@ -17,6 +17,7 @@ import sys
 from collections.abc import Sequence
 
 from duetime.cli import dlq, enqueue, jobs, migrate, nodes, schedules, serve, stats, tokens, worker
+from duetime.cli.support import database_url
 from duetime.version import __version__
 
 # in the order `duetime --help` lists them
@@ -34,6 +35,7 @@ def _common_options(defaults: bool) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(add_help=False)
     parser.add_argument(
         "--database-url",
+        type=database_url,
         default=None if defaults else argparse.SUPPRESS,
         help="database URL (default: $DUETIME_DATABASE_URL, else sqlite:///duetime.db)",
     )

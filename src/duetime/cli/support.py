@@ -18,7 +18,7 @@ from typing import Any, NoReturn, TextIO
 from duetime.client import App
 from duetime.core.errors import ConfigurationError, InvalidRequest
 from duetime.core.requests import parse_duration, parse_instant
-from duetime.store import missing_database
+from duetime.store import missing_database, url_scheme
 
 
 def load_app(spec: str) -> App:
@@ -99,7 +99,9 @@ def when(value: datetime | None) -> str:
 
 
 def json_object(text: str) -> dict[str, Any]:
-    """--args: a JSON object."""
+    """--args: a JSON object (an empty value: {})."""
+    if not text:
+        return {}
     try:
         value = json.loads(text)
     except json.JSONDecodeError as exc:
@@ -107,6 +109,17 @@ def json_object(text: str) -> dict[str, Any]:
     if not isinstance(value, dict):
         raise argparse.ArgumentTypeError("must be a JSON object like '{\"id\": 1}'")
     return value
+
+
+def database_url(text: str) -> str:
+    """--database-url: a URL of a dialect duetime knows (whether it answers is found later);
+    an empty value means the default, as it always did."""
+    try:
+        if text:
+            url_scheme(text)
+    except ConfigurationError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return text
 
 
 def instant(text: str) -> datetime:

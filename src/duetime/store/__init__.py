@@ -47,14 +47,20 @@ def missing_database(url: str | None = None) -> str | None:
     return check(url) if check is not None else None
 
 
-def _dialect(url: str) -> Any:
-    """The module of the dialect a URL's scheme names (see DIALECTS)."""
+def url_scheme(url: str) -> str:
+    """The scheme of a database URL, one of DIALECTS, or a ConfigurationError."""
     scheme = url.split(":", 1)[0].lower() if ":" in url else ""
     if scheme not in DIALECTS:
         raise ConfigurationError(
             f"unsupported database URL {scheme or url!r}; use sqlite:///path.db, "
             "postgresql://user@host/dbname or mysql://user@host/dbname"
         )
+    return scheme
+
+
+def _dialect(url: str) -> Any:
+    """The module of the dialect a URL's scheme names (see DIALECTS)."""
+    scheme = url_scheme(url)
     module_name, extra = DIALECTS[scheme]
     try:
         return importlib.import_module(module_name)
@@ -79,4 +85,5 @@ __all__ = [
     "missing_database",
     "open_store",
     "resolve_url",
+    "url_scheme",
 ]

@@ -83,8 +83,10 @@ def add_parsers(sub: Any, parents: list[argparse.ArgumentParser]) -> None:
     trigger.add_argument("--cron", help="cron expression of an unsaved rule")
     trigger.add_argument("--every", type=duration, help="interval of an unsaved rule, e.g. 15m")
     p.add_argument("--tz", help="IANA time zone of an unsaved rule")
-    p.add_argument("--dst-gap", choices=[str(v) for v in DstGap], help=DST_GAP + " (shift)")
-    p.add_argument("--dst-fold", choices=[str(v) for v in DstFold], help=DST_FOLD + " (first)")
+    p.add_argument("--dst-gap", choices=[str(v) for v in DstGap], help=DST_GAP + " (default shift)")
+    p.add_argument(
+        "--dst-fold", choices=[str(v) for v in DstFold], help=DST_FOLD + " (default first)"
+    )
     p.add_argument("--start", type=instant, help="start bound of an unsaved rule (anchors --every)")
     p.add_argument("--after", type=instant, help="list fires after this instant (default: now)")
     p.add_argument("--count", type=int, default=10, help="how many fires, 1 to 10000 (10)")
@@ -101,7 +103,7 @@ def _definition_flags(p: argparse.ArgumentParser, *, required: bool) -> None:
     p.add_argument(
         "--misfire",
         choices=[str(v) for v in Misfire],
-        help="what happens to ticks missed while nothing planned (default coalesce)",
+        help="what happens to ticks that came while no planner ran (default coalesce)",
     )
     p.add_argument(
         "--catchup-window",

@@ -67,7 +67,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         asgi = create_app(app, settings)
         log.info(
             "serving on http://%s:%s (dashboard /, API /v1, docs /docs, metrics /metrics)%s",
-            args.host,
+            f"[{args.host}]" if ":" in args.host else args.host,  # an IPv6 address
             sockets[0].getsockname()[1],
             "" if settings.auth else " WITHOUT AUTH",
         )

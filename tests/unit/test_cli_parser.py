@@ -189,13 +189,20 @@ def test_bad_flag_values_exit_2(
             "once a second",
         ),
         (["schedules", "preview", "--every", "1m", "--tz", "UTC", "--count", "0"], "count"),
+        # flag combinations the commands check themselves
+        (["schedules", "preview", "s", "--cron", "@daily"], "a schedule name or an unsaved rule"),
+        (["schedules", "preview"], "preview needs a schedule name, or --cron/--every"),
+        (["schedules", "preview", "--cron", "@daily"], "needs --tz"),
+        (["schedules", "update", "s"], "nothing to change"),
+        (["enqueue", "--from-file", "jobs.jsonl", "--key", "k"], "--key applies to one job"),
     ],
 )
 def test_values_duetime_refuses_exit_2_and_create_nothing(
     argv: list[str], fragment: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """Values that parse but that duetime refuses (a range, a deadline before the due time, an
-    unknown zone) are bad flag values too: usage error, and no database is opened."""
+    unknown zone) are bad flag values too, and flags that do not go together are usage errors:
+    exit 2, and no database is opened."""
     database = tmp_path / "d.db"
     with pytest.raises(SystemExit) as exit_info:
         main([*argv, "--database-url", f"sqlite:///{database}"])

@@ -1,7 +1,7 @@
 """The `duetime` command line as a public contract, run as real subprocesses on each store.
 
-Exit status: 0 on success, 2 on usage errors (argparse), 1 on any other error with exactly one
-line on stderr starting `duetime: error:` and nothing stored.
+Exit status: 0 on success, 2 on usage errors (argparse's, and flag values duetime refuses), 1 on
+any other error with exactly one line on stderr starting `duetime: error:` and nothing stored.
 """
 
 from __future__ import annotations
@@ -208,8 +208,10 @@ def test_usage_errors_exit_2_and_store_nothing(db_url: str, args: list[str]) -> 
         pytest.param(["--at", "2026-01-01T09:00:00"], "has no UTC offset", id="naive-at"),
         pytest.param(["--at", "tomorrow"], "is not an ISO 8601 time", id="unparsable-at"),
         pytest.param(["--in", "soon"], "is not a duration", id="unparsable-in"),
+        pytest.param(["--in", "5 minutes"], "is not a duration", id="in-with-a-space"),
         pytest.param(["--args", "[1,2]"], "must be a JSON object", id="args-array"),
-        pytest.param(["--args", "not json"], "is not valid JSON", id="args-not-json"),
+        pytest.param(["--args", "not json"], "not valid JSON", id="args-not-json"),
+        pytest.param(["--args", "{bad"], "not valid JSON", id="args-broken-json"),
         pytest.param(
             ["--at", "2030-01-02T00:00:00+00:00", "--deadline", "2030-01-01T00:00:00+00:00"],
             "is not after the due time",
@@ -219,14 +221,20 @@ def test_usage_errors_exit_2_and_store_nothing(db_url: str, args: list[str]) -> 
             ["--deadline", "2030-01-01T00:00:00"], "has no UTC offset", id="naive-deadline"
         ),
         pytest.param(["--priority", "5000"], "priority must be between", id="priority-range"),
+        pytest.param(["--max-attempts", "5000"], "max_attempts must be", id="attempts-range"),
     ],
 )
-def test_bad_enqueue_inputs_exit_1_and_store_nothing(
+def test_bad_enqueue_values_exit_2_and_store_nothing(
     db_url: str, args: list[str], fragment: str
 ) -> None:
+    """A bad flag value is a usage error, whether argparse or duetime finds it (docs/cli.md)."""
     ok(cli(db_url, "enqueue", "seed"))
-    failed(cli(db_url, "enqueue", "report.send", *args), fragment)
-    failed(cli(db_url, "enqueue", "report.send", *args, "--json"), fragment)
+    for done in (
+        cli(db_url, "enqueue", "report.send", *args),
+        cli(db_url, "enqueue", "report.send", *args, "--json"),
+    ):
+        usage_error(done)
+        assert fragment in done.stderr.splitlines()[-1], describe(done)
     assert count_jobs(db_url) == 1
 
 
@@ -341,8 +349,8 @@ def test_jobs_cancel_reschedule_and_replay(db_url: str) -> None:
         2,
     )
 
-    failed(cli(db_url, "jobs", "reschedule", str(job_id), "--at", "2030-01-01T10:00:00"), "UTC")
-    failed(cli(db_url, "jobs", "reschedule", str(job_id), "--at", "tomorrow"), "ISO 8601")
+    usage_error(cli(db_url, "jobs", "reschedule", str(job_id), "--at", "2030-01-01T10:00:00"))
+    usage_error(cli(db_url, "jobs", "reschedule", str(job_id), "--at", "tomorrow"))
     # replay applies only to dead, cancelled and expired jobs
     failed(
         cli(db_url, "jobs", "replay", str(job_id)),
@@ -369,13 +377,24 @@ def test_jobs_cancel_reschedule_and_replay(db_url: str) -> None:
 def test_reschedule_past_the_deadline_is_refused(db_url: str) -> None:
     args = ["--at", "2030-03-01T09:00:00+01:00", "--deadline", "2030-03-01T12:00:00+01:00"]
     job_id = int(ok(cli(db_url, "enqueue", "charge", *args)).stdout)
-    failed(
-        cli(db_url, "jobs", "reschedule", str(job_id), "--at", "2031-01-01T09:00:00Z"),
-        f"cannot reschedule job {job_id} to 2031-01-01T09:00:00+00:00",
-        "deadline 2030-03-01T11:00:00+00:00",
-    )
+    done = cli(db_url, "jobs", "reschedule", str(job_id), "--at", "2031-01-01T09:00:00Z")
+    usage_error(done)  # a value refused: exit 2 (docs/cli.md)
+    assert done.stderr.splitlines()[-1] == (
+        f"duetime jobs reschedule: error: cannot reschedule job {job_id} to "
+        "2031-01-01T09:00:00+00:00: it is not before the job's deadline 2030-03-01T11:00:00+00:00"
+    ), describe(done)
     shown = as_json(cli(db_url, "jobs", "show", str(job_id), "--json"))
     assert (shown["due_at"], shown["version"]) == ("2030-03-01T08:00:00+00:00", 1), shown
+
+
+def test_reschedule_in_a_duration_from_now(db_url: str) -> None:
+    job_id = int(ok(cli(db_url, "enqueue", "charge", "--in", "1h")).stdout)
+    before = datetime.now(UTC)
+    moved = as_json(cli(db_url, "jobs", "reschedule", str(job_id), "--in", "2h30m", "--json"))
+    after = datetime.now(UTC)
+    span = timedelta(hours=2, minutes=30)
+    assert before + span <= iso(moved["due_at"]) <= after + span, moved
+    assert moved["version"] == 2
 
 
 @pytest.mark.parametrize("action", ["show", "cancel", "replay"])

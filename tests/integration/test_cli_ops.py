@@ -380,7 +380,7 @@ def test_enqueue_from_file(db_url: str, ops: App, tmp_path: Path) -> None:
         "the 1 jobs of the lines before were stored",
     )
     assert count_jobs(db_url) == 6
-    failed(cli(db_url, "enqueue", "--from-file", str(good), "--key", "k"), "--key")
+    usage_error(cli(db_url, "enqueue", "--from-file", str(good), "--key", "k"), "--key")
     failed(cli(db_url, "enqueue", "--from-file", str(tmp_path / "missing.jsonl")), "cannot read")
 
 
@@ -403,7 +403,7 @@ def test_jobs_list_due_filters_and_cursor(db_url: str, ops: App) -> None:
     text = ok(cli(db_url, "jobs", "list", "--limit", "2")).splitlines()
     assert [line.split()[0] for line in text] == ["id", str(ids[4]), str(ids[3]), "next"], text
     assert text[-1] == f"next cursor: {ids[3]}"
-    failed(cli(db_url, "jobs", "list", "--due-after", "2030-01-01T00:00:00"), "no UTC offset")
+    usage_error(cli(db_url, "jobs", "list", "--due-after", "2030-01-01T00:00:00"), "no UTC offset")
 
 
 # -- schedules backfill in chunks ---------------------------------------------------------------
@@ -427,7 +427,7 @@ def test_backfill_of_a_long_range_runs_in_chunks_paced_as_one(db_url: str) -> No
     again = as_json(cli(db_url, "schedules", "backfill", "m", *span, "--json"))
     assert (again["enqueued"], again["existing"], again["skipped"]) == (0, 1001, 0)
     big = ["--from", "2026-01-01T00:00:00Z", "--to", "2026-01-10T00:00:00Z"]
-    failed(cli(db_url, "schedules", "backfill", "m", *big), "more than 10000 ticks")
+    usage_error(cli(db_url, "schedules", "backfill", "m", *big), "more than 10000 ticks")
     assert count_jobs(db_url) == 1001
 
 

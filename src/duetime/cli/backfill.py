@@ -9,9 +9,8 @@ import logging
 from datetime import datetime, timedelta
 from typing import Any
 
-from duetime.cli.support import Progress, make_app, out
+from duetime.cli.support import Progress, flag_values, instant, make_app, out
 from duetime.client import App
-from duetime.core.requests import parse_instant
 from duetime.core.schedules import CATCH_UP_PACE, Plan, TickOutcome, plan_backfill
 from duetime.logs import log_event
 
@@ -23,22 +22,34 @@ BACKFILL_CHUNK = 500  # ticks per transaction of `schedules backfill`
 def add_parser(actions: Any, parents: list[argparse.ArgumentParser]) -> None:
     """Register `backfill` on the `schedules` subcommands."""
     p = actions.add_parser("backfill", parents=parents, help="run the ticks of a past range")
-    p.add_argument("name")
-    p.add_argument("--from", dest="start", required=True, help="ISO 8601 with offset")
-    p.add_argument("--to", dest="end", required=True, help="ISO 8601 with offset")
-    p.add_argument("--json", action="store_true")
+    p.add_argument("name", help="the schedule's name")
+    p.add_argument(
+        "--from",
+        dest="start",
+        type=instant,
+        required=True,
+        help="first tick of the range, ISO 8601 with offset (inclusive)",
+    )
+    p.add_argument(
+        "--to",
+        dest="end",
+        type=instant,
+        required=True,
+        help="last tick of the range, ISO 8601 with offset (inclusive, not in the future)",
+    )
+    p.add_argument("--json", action="store_true", help="print the counts and job ids as JSON")
     p.set_defaults(func=cmd_backfill)
 
 
 def cmd_backfill(args: argparse.Namespace) -> int:
     app = make_app(args)
-    first = parse_instant(args.start, "backfill start")
-    last = parse_instant(args.end, "backfill end")
+    first, last = args.start, args.end
     schedule = app.get_schedule(args.name)
     # the whole range, planned but not stored: refuses a bad range (or one of more than 10,000
     # ticks) before anything is stored, and lists the ticks to split into chunks
     now = app.clock.now()
-    whole = plan_backfill(schedule, [], first, last, now)
+    with flag_values(args):  # an empty range, one in the future, or too many ticks
+        whole = plan_backfill(schedule, [], first, last, now)
     fires = sorted({t.nominal_at for t in whole.ticks})
     not_run = {t.nominal_at for t in whole.ticks if t.outcome is TickOutcome.DST_SKIPPED}
     chunks = backfill_chunks(fires, first, last, BACKFILL_CHUNK)

@@ -19,11 +19,11 @@ def add_parsers(sub: Any, parents: list[argparse.ArgumentParser]) -> None:
         dest="dlq_command", required=True, metavar="ACTION"
     )
     p = dlq.add_parser("list", parents=parents, help="dead jobs with their last error")
-    p.add_argument("--task")
-    p.add_argument("--queue")
-    p.add_argument("--limit", type=positive_int, default=50)
+    p.add_argument("--task", help="only dead jobs of this task")
+    p.add_argument("--queue", help="only dead jobs of this queue")
+    p.add_argument("--limit", type=positive_int, default=50, help="at most this many (50)")
     p.add_argument("--cursor", type=int, help="show jobs older than this id (next_cursor)")
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--json", action="store_true", help='print {"items": [...], "next_cursor": ...}')
     p.set_defaults(func=cmd_dlq_list)
 
     p = dlq.add_parser(
@@ -35,7 +35,7 @@ def add_parsers(sub: Any, parents: list[argparse.ArgumentParser]) -> None:
     p.add_argument("--all", action="store_true", help="replay every dead job of the tenant")
     p.add_argument("--per-second", type=positive_float, help="at most this many replays a second")
     p.add_argument("--yes", action="store_true", help="do not ask before a filter replay")
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--json", action="store_true", help="print the report as JSON")
     p.set_defaults(func=cmd_dlq_replay, usage_error=p.error)
 
 

@@ -10,7 +10,16 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from duetime.cli.support import Progress, _positive_int, json_object, make_app, out
+from duetime.cli.support import (
+    Progress,
+    _positive_int,
+    duration,
+    flag_values,
+    instant,
+    json_object,
+    make_app,
+    out,
+)
 from duetime.client import App
 from duetime.core.errors import (
     ArgsMismatch,
@@ -48,18 +57,26 @@ def add_parsers(sub: Any, parents: list[argparse.ArgumentParser]) -> None:
     )
     p = sub.add_parser("enqueue", parents=[*parents, with_app], help="create a job")
     p.add_argument("task", nargs="?", help="task name (optional with --from-file)")
-    p.add_argument("--args", help="the job's arguments as a JSON object")
+    p.add_argument("--args", type=json_object, help="the job's arguments as a JSON object")
     when = p.add_mutually_exclusive_group()
-    when.add_argument("--at", help="due time, ISO 8601 with offset")
-    when.add_argument("--in", dest="delay", help="due after a delay, e.g. 30s, 5m, 1h30m")
+    when.add_argument("--at", type=instant, help="due time, ISO 8601 with offset")
+    when.add_argument(
+        "--in", dest="delay", type=duration, help="due after a delay, e.g. 30s, 5m, 1h30m"
+    )
     p.add_argument("--key", help="idempotency key: the same key returns the same job")
     p.add_argument(
         "--business-key", help="the key handlers send downstream (default: derived from --key)"
     )
-    p.add_argument("--queue")
-    p.add_argument("--priority", type=int, help="higher runs first (default 0)")
-    p.add_argument("--max-attempts", type=_positive_int)
-    p.add_argument("--deadline", help="expire the job if not started by then (ISO 8601)")
+    p.add_argument("--queue", help="queue (default: the task's with --app, else 'default')")
+    p.add_argument("--priority", type=int, help="higher runs first (default 0; -1000 to 1000)")
+    p.add_argument(
+        "--max-attempts",
+        type=_positive_int,
+        help="attempt budget, 1 to 1000 (default: the task's with --app, else 10)",
+    )
+    p.add_argument(
+        "--deadline", type=instant, help="expire the job if not started by then (ISO 8601)"
+    )
     p.add_argument(
         "--from-file",
         metavar="FILE",
@@ -76,23 +93,24 @@ def cmd_enqueue(args: argparse.Namespace) -> int:
         return enqueue_file(args)
     if not args.task:
         args.usage_error("the following arguments are required: task (or --from-file FILE)")
-    app = make_app(args)
-    try:
-        job = app.enqueue(
-            args.task,
-            json_object(args.args, "--args"),
-            at=args.at,
-            delay=args.delay,
-            key=args.key,
-            queue=args.queue,
-            priority=args.priority,
-            max_attempts=args.max_attempts,
-            deadline=args.deadline,
-            business_key=args.business_key,
-        )
-    except (UnknownTask, ArgsMismatch) as exc:  # known from --app: a usage error, exit 2
-        sys.stderr.write(f"duetime: error: {exc}\n")
-        return 2
+    app = make_app(args, create=True)
+    with flag_values(args):
+        try:
+            job = app.enqueue(
+                args.task,
+                args.args,
+                at=args.at,
+                delay=args.delay,
+                key=args.key,
+                queue=args.queue,
+                priority=args.priority,
+                max_attempts=args.max_attempts,
+                deadline=args.deadline,
+                business_key=args.business_key,
+            )
+        except (UnknownTask, ArgsMismatch) as exc:  # known from --app: exit 2, one line
+            sys.stderr.write(f"duetime: error: {exc}\n")
+            return 2
     if args.json:
         out(json.dumps(job.to_json(), indent=2))
     else:
@@ -112,11 +130,11 @@ def enqueue_file(args: argparse.Namespace) -> int:
     --priority/--max-attempts/--deadline are defaults that a line's own fields override.
     """
     if args.key:
-        raise ConfigurationError(
+        args.usage_error(
             "--key applies to one job; it cannot be used with --from-file "
             '(give each line its own "key" instead)'
         )
-    app = make_app(args)
+    app = make_app(args, create=True)
     source = "stdin" if args.from_file == "-" else args.from_file
     lines = read_lines(args.from_file)
     now = app.clock.now()

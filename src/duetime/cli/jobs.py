@@ -6,9 +6,19 @@ import argparse
 import json
 from typing import Any
 
-from duetime.cli.support import _positive_int, make_app, out, table
+from duetime.cli.support import (
+    _positive_int,
+    duration,
+    flag_values,
+    instant,
+    make_app,
+    out,
+    table,
+)
 from duetime.core.models import Job, attempt_to_json, page_of
 from duetime.core.states import JobStatus
+
+JSON_PAGE = 'print {"items": [...], "next_cursor": ...}'
 
 
 def add_parsers(sub: Any, parents: list[argparse.ArgumentParser]) -> None:
@@ -16,14 +26,18 @@ def add_parsers(sub: Any, parents: list[argparse.ArgumentParser]) -> None:
         dest="jobs_command", required=True, metavar="ACTION"
     )
     p = jobs.add_parser("list", parents=parents, help="list jobs, newest first")
-    p.add_argument("--status", choices=[str(s) for s in JobStatus])
-    p.add_argument("--task")
-    p.add_argument("--queue")
-    p.add_argument("--limit", type=_positive_int, default=50)
+    p.add_argument("--status", choices=[str(s) for s in JobStatus], help="only jobs in this status")
+    p.add_argument("--task", help="only jobs of this task")
+    p.add_argument("--queue", help="only jobs of this queue")
+    p.add_argument("--limit", type=_positive_int, default=50, help="at most this many (50)")
     p.add_argument("--cursor", type=int, help="show jobs older than this id (next_cursor)")
-    p.add_argument("--due-after", help="only jobs due at or after this instant (ISO 8601)")
-    p.add_argument("--due-before", help="only jobs due before this instant (ISO 8601)")
-    p.add_argument("--json", action="store_true")
+    p.add_argument(
+        "--due-after", type=instant, help="only jobs due at or after this instant (ISO 8601)"
+    )
+    p.add_argument(
+        "--due-before", type=instant, help="only jobs due before this instant (ISO 8601)"
+    )
+    p.add_argument("--json", action="store_true", help=JSON_PAGE)
     p.set_defaults(func=cmd_jobs_list)
     for name, func, help_text in [
         ("show", cmd_jobs_show, "show a job with its attempts"),
@@ -33,14 +47,18 @@ def add_parsers(sub: Any, parents: list[argparse.ArgumentParser]) -> None:
         ("resolve", cmd_jobs_resolve, "settle a parked job: --done or --run-again"),
     ]:
         p = jobs.add_parser(name, parents=parents, help=help_text)
-        p.add_argument("id", type=int)
+        p.add_argument("id", type=int, help="the job's id")
         if name == "reschedule":
-            p.add_argument("--at", required=True, help="new due time, ISO 8601 with offset")
+            when = p.add_mutually_exclusive_group(required=True)
+            when.add_argument("--at", type=instant, help="new due time, ISO 8601 with offset")
+            when.add_argument(
+                "--in", dest="delay", type=duration, help="due after a delay from now, e.g. 5m"
+            )
         if name == "resolve":
             how = p.add_mutually_exclusive_group(required=True)
             how.add_argument("--done", action="store_true", help="the effect happened")
             how.add_argument("--run-again", action="store_true", help="run the job again now")
-        p.add_argument("--json", action="store_true")
+        p.add_argument("--json", action="store_true", help="print the job as JSON")
         p.set_defaults(func=func)
 
 
@@ -95,7 +113,9 @@ def cmd_jobs_cancel(args: argparse.Namespace) -> int:
 
 
 def cmd_jobs_reschedule(args: argparse.Namespace) -> int:
-    job = make_app(args).reschedule(args.id, args.at)
+    app = make_app(args)
+    with flag_values(args):  # e.g. a due time past the job's deadline
+        job = app.reschedule(args.id, args.at or app.clock.now() + args.delay)
     _moved(job, args.json)
     return 0
 

@@ -14,7 +14,7 @@ def add_parsers(sub: Any, parents: list[argparse.ArgumentParser]) -> None:
 
 
 def cmd_migrate(args: argparse.Namespace) -> int:
-    app = make_app(args)
+    app = make_app(args, create=True)
     applied = app.migrate()
     out(f"applied migrations {applied}" if applied else "schema is up to date")
     return 0

@@ -15,7 +15,7 @@ def add_parsers(sub: Any, parents: list[argparse.ArgumentParser]) -> None:
         "--dead-after", type=seconds, default=30.0, help="silence after which a node is dead"
     )
     p.add_argument("--all", action="store_true", help="include stopped nodes")
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--json", action="store_true", help="print the nodes as JSON")
     p.set_defaults(func=cmd_nodes)
 
 

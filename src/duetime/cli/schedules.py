@@ -9,12 +9,25 @@ from datetime import UTC, timedelta
 from typing import Any
 
 from duetime.cli import backfill
-from duetime.cli.support import make_app, out, table
-from duetime.core.errors import ConfigurationError
+from duetime.cli.support import (
+    _positive_int,
+    duration,
+    flag_values,
+    instant,
+    json_object,
+    make_app,
+    out,
+    table,
+)
+from duetime.core.clock import SystemClock
 from duetime.core.recurrence import DstFold, DstGap, Fire, zone
-from duetime.core.requests import parse_instant
 from duetime.core.schedule_spec import Misfire, Overlap, build_spec, preview
 from duetime.core.schedules import Schedule
+
+NAME = "the schedule's name"
+JSON_SCHEDULE = "print the schedule as JSON"
+DST_GAP = "a local time that does not exist: shift or skip"
+DST_FOLD = "a local time that happens twice: first, second or both"
 
 
 def add_parsers(sub: Any, parents: list[argparse.ArgumentParser]) -> None:
@@ -25,21 +38,21 @@ def add_parsers(sub: Any, parents: list[argparse.ArgumentParser]) -> None:
     with_app.add_argument("--app", help="module:attribute of your duetime.App (task defaults)")
 
     p = schedules.add_parser("add", parents=[*parents, with_app], help="create a schedule")
-    p.add_argument("name")
-    p.add_argument("--task", required=True)
+    p.add_argument("name", help=NAME)
+    p.add_argument("--task", required=True, help="the task each occurrence runs")
     _definition_flags(p, required=True)
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--json", action="store_true", help=JSON_SCHEDULE)
     p.set_defaults(func=cmd_add)
 
     p = schedules.add_parser("update", parents=[*parents, with_app], help="change a schedule")
-    p.add_argument("name")
-    p.add_argument("--task")
+    p.add_argument("name", help=NAME)
+    p.add_argument("--task", help="the task each occurrence runs")
     _definition_flags(p, required=False)
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--json", action="store_true", help=JSON_SCHEDULE)
     p.set_defaults(func=cmd_update)
 
     p = schedules.add_parser("list", parents=parents, help="schedules with last and next run")
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--json", action="store_true", help="print the schedules as JSON")
     p.set_defaults(func=cmd_list)
 
     for action, func, text in [
@@ -50,14 +63,14 @@ def add_parsers(sub: Any, parents: list[argparse.ArgumentParser]) -> None:
         ("trigger", cmd_trigger, "run one occurrence now"),
     ]:
         p = schedules.add_parser(action, parents=parents, help=text)
-        p.add_argument("name")
-        p.add_argument("--json", action="store_true")
+        p.add_argument("name", help=NAME)
+        p.add_argument("--json", action="store_true", help="print the result as JSON")
         p.set_defaults(func=func)
 
     p = schedules.add_parser("history", parents=parents, help="what became of each tick")
-    p.add_argument("name")
-    p.add_argument("--limit", type=int, default=50)
-    p.add_argument("--json", action="store_true")
+    p.add_argument("name", help=NAME)
+    p.add_argument("--limit", type=_positive_int, default=50, help="at most this many ticks (50)")
+    p.add_argument("--json", action="store_true", help="print the ticks as JSON")
     p.set_defaults(func=cmd_history)
 
     backfill.add_parser(schedules, parents)
@@ -68,31 +81,49 @@ def add_parsers(sub: Any, parents: list[argparse.ArgumentParser]) -> None:
     p.add_argument("name", nargs="?", help="a saved schedule (or give --cron/--every and --tz)")
     trigger = p.add_mutually_exclusive_group()
     trigger.add_argument("--cron", help="cron expression of an unsaved rule")
-    trigger.add_argument("--every", help="interval of an unsaved rule, e.g. 15m")
+    trigger.add_argument("--every", type=duration, help="interval of an unsaved rule, e.g. 15m")
     p.add_argument("--tz", help="IANA time zone of an unsaved rule")
-    p.add_argument("--dst-gap", choices=[str(v) for v in DstGap])
-    p.add_argument("--dst-fold", choices=[str(v) for v in DstFold])
-    p.add_argument("--start", help="start bound of an unsaved rule (anchors --every)")
-    p.add_argument("--after", help="list fires after this instant (default: now)")
-    p.add_argument("--count", type=int, default=10)
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--dst-gap", choices=[str(v) for v in DstGap], help=DST_GAP + " (default shift)")
+    p.add_argument(
+        "--dst-fold", choices=[str(v) for v in DstFold], help=DST_FOLD + " (default first)"
+    )
+    p.add_argument("--start", type=instant, help="start bound of an unsaved rule (anchors --every)")
+    p.add_argument("--after", type=instant, help="list fires after this instant (default: now)")
+    p.add_argument("--count", type=int, default=10, help="how many fires, 1 to 10000 (10)")
+    p.add_argument("--json", action="store_true", help="print a list of local ISO 8601 times")
     p.set_defaults(func=cmd_preview)
 
 
 def _definition_flags(p: argparse.ArgumentParser, *, required: bool) -> None:
     trigger = p.add_mutually_exclusive_group(required=required)
     trigger.add_argument("--cron", help="cron expression: 5 fields, 6 with seconds, or @daily")
-    trigger.add_argument("--every", help="fixed interval in absolute time, e.g. 15m")
+    trigger.add_argument("--every", type=duration, help="fixed interval in absolute time, e.g. 15m")
     p.add_argument("--tz", required=required, help="IANA time zone, e.g. Europe/London or UTC")
-    p.add_argument("--args", help="the occurrences' arguments as a JSON object")
-    p.add_argument("--misfire", choices=[str(v) for v in Misfire])
-    p.add_argument("--catchup-window", help="ticks older than this never run (default 1d)")
-    p.add_argument("--overlap", choices=[str(v) for v in Overlap])
-    p.add_argument("--dst-gap", choices=[str(v) for v in DstGap])
-    p.add_argument("--dst-fold", choices=[str(v) for v in DstFold])
-    p.add_argument("--start", help="first possible tick, ISO 8601 (anchors --every)")
-    p.add_argument("--end", help="last possible tick, ISO 8601")
-    p.add_argument("--jitter", help="random delay per occurrence, up to this, e.g. 30s")
+    p.add_argument("--args", type=json_object, help="the occurrences' arguments as a JSON object")
+    p.add_argument(
+        "--misfire",
+        choices=[str(v) for v in Misfire],
+        help="what happens to ticks that came while no planner ran (default coalesce)",
+    )
+    p.add_argument(
+        "--catchup-window",
+        type=duration,
+        help="ticks older than this never run (default 1d)",
+    )
+    p.add_argument(
+        "--overlap",
+        choices=[str(v) for v in Overlap],
+        help="what a tick does while the previous occurrence still runs (default allow)",
+    )
+    p.add_argument("--dst-gap", choices=[str(v) for v in DstGap], help=DST_GAP + " (default shift)")
+    p.add_argument(
+        "--dst-fold", choices=[str(v) for v in DstFold], help=DST_FOLD + " (default first)"
+    )
+    p.add_argument("--start", type=instant, help="first possible tick, ISO 8601 (anchors --every)")
+    p.add_argument("--end", type=instant, help="last possible tick, ISO 8601")
+    p.add_argument(
+        "--jitter", type=duration, help="random delay per occurrence, up to this, e.g. 30s"
+    )
 
 
 def definition_options(args: argparse.Namespace) -> dict[str, Any]:
@@ -112,10 +143,7 @@ def definition_options(args: argparse.Namespace) -> dict[str, Any]:
     }
     options = {k: v for k, v in mapping.items() if v is not None}
     if args.args is not None:
-        try:
-            options["args"] = json.loads(args.args)
-        except json.JSONDecodeError as exc:
-            raise ConfigurationError(f"--args is not valid JSON: {exc}") from None
+        options["args"] = args.args
     return options
 
 
@@ -135,7 +163,7 @@ def fires_rows(fires: list[Fire], tz_name: str) -> list[tuple[Any, ...]]:
 
 def preview_unsaved(args: argparse.Namespace, now: Any) -> tuple[list[Fire], str]:
     if not args.tz:
-        raise ConfigurationError("preview of an unsaved rule needs --tz (an IANA zone name)")
+        args.usage_error("preview of an unsaved rule needs --tz (an IANA zone name)")
     spec = build_spec(
         "preview",
         "preview",
@@ -146,7 +174,7 @@ def preview_unsaved(args: argparse.Namespace, now: Any) -> tuple[list[Fire], str
         dst_fold=args.dst_fold or DstFold.FIRST,
         start=args.start,
     )
-    after = parse_instant(args.after, "--after") if args.after else now
+    after = args.after or now
     anchor = spec.start_at or after
     # like a saved schedule, whose first tick is at or after its creation (its anchor)
     return preview(spec, anchor, after - timedelta(microseconds=1), args.count), args.tz
@@ -175,21 +203,24 @@ def schedule_row(s: Schedule, last: Any) -> tuple[Any, ...]:
 
 
 def cmd_add(args: argparse.Namespace) -> int:
-    app = make_app(args)
+    app = make_app(args, create=True)
     options = definition_options(args)
-    schedule = app.add_schedule(args.name, task=args.task, **options)
+    with flag_values(args):
+        schedule = app.add_schedule(args.name, task=args.task, **options)
     _print_schedule(app, schedule, args.json)
     return 0
 
 
 def cmd_update(args: argparse.Namespace) -> int:
-    app = make_app(args)
     changes = definition_options(args)
     if args.task:
         changes["task"] = args.task
     if not changes:
-        raise ConfigurationError("nothing to change: give at least one option, e.g. --cron")
-    _print_schedule(app, app.update_schedule(args.name, **changes), args.json)
+        args.usage_error("nothing to change: give at least one option, e.g. --cron")
+    app = make_app(args)
+    with flag_values(args):
+        schedule = app.update_schedule(args.name, **changes)
+    _print_schedule(app, schedule, args.json)
     return 0
 
 
@@ -273,19 +304,21 @@ def cmd_history(args: argparse.Namespace) -> int:
 
 
 def cmd_preview(args: argparse.Namespace) -> int:
-    app = make_app(args)
     if args.name:
         if args.cron or args.every or args.tz:
-            raise ConfigurationError(
+            args.usage_error(
                 "give a schedule name or an unsaved rule (--cron/--every with --tz), not both"
             )
+        app = make_app(args)
         schedule = app.get_schedule(args.name)
-        fires = app.preview_schedule(args.name, args.count, after=args.after)
+        with flag_values(args):
+            fires = app.preview_schedule(args.name, args.count, after=args.after)
         tz_name = schedule.spec.timezone
-    elif args.cron or args.every:
-        fires, tz_name = preview_unsaved(args, app.clock.now())
+    elif args.cron or args.every:  # needs no database
+        with flag_values(args):
+            fires, tz_name = preview_unsaved(args, SystemClock().now())
     else:
-        raise ConfigurationError("preview needs a schedule name, or --cron/--every with --tz")
+        args.usage_error("preview needs a schedule name, or --cron/--every with --tz")
     if args.json:
         out(json.dumps(fires_json(fires, tz_name)))
     else:

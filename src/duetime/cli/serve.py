@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import argparse
+import errno
 import logging
+import socket
 from typing import Any
 
 from duetime import logs
-from duetime.cli.support import make_app
+from duetime.cli.support import _positive_int, add_log_flags, make_app, port
 from duetime.core.errors import ConfigurationError
 
 log = logging.getLogger("duetime.cli")
@@ -23,7 +25,7 @@ def add_parsers(sub: Any, parents: list[argparse.ArgumentParser]) -> None:
         "tasks it does not register or args their handlers cannot take are refused (422)",
     )
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (127.0.0.1)")
-    p.add_argument("--port", type=int, default=8000, help="port to listen on (8000)")
+    p.add_argument("--port", type=port, default=8000, help="port to listen on (8000)")
     p.add_argument(
         "--no-auth",
         action="store_true",
@@ -36,12 +38,11 @@ def add_parsers(sub: Any, parents: list[argparse.ArgumentParser]) -> None:
     )
     p.add_argument(
         "--max-body-bytes",
-        type=int,
+        type=_positive_int,
         default=2 * 1024 * 1024,
         help="refuse request bodies over this size with 413 (2 MiB)",
     )
-    p.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
-    p.add_argument("--log-format", default="text", choices=["text", "json"])
+    add_log_flags(p)
     p.set_defaults(func=cmd_serve)
 
 
@@ -56,24 +57,64 @@ def cmd_serve(args: argparse.Namespace) -> int:
             f"--no-auth is refused on {args.host}: it would give anyone who reaches the port "
             "admin rights; listen on 127.0.0.1 or use tokens (`duetime tokens create`)"
         )
-    logs.configure(args.log_level, args.log_format)
-    app = make_app(args)
-    app.pool_timeout = 5.0  # in an outage, answer 503 within seconds instead of hanging
-    settings = ServerSettings(
-        auth=not args.no_auth,
-        tenant=args.tenant,
-        max_body_bytes=args.max_body_bytes,
-        secure_cookies=args.secure_cookies,
-    )
-    asgi = create_app(app, settings)
-    log.info(
-        "serving on http://%s:%s (dashboard /, API /v1, docs /docs, metrics /metrics)%s",
-        args.host,
-        args.port,
-        "" if settings.auth else " WITHOUT AUTH",
-    )
+    sockets = listen(args.host, args.port)  # a taken port is one clear error, before anything
     try:
-        uvicorn.run(asgi, host=args.host, port=args.port, log_config=None, access_log=False)
+        logs.configure(args.log_level, args.log_format)
+        app = make_app(args, create=True)
+        app.pool_timeout = 5.0  # in an outage, answer 503 within seconds instead of hanging
+        settings = ServerSettings(
+            auth=not args.no_auth,
+            tenant=args.tenant,
+            max_body_bytes=args.max_body_bytes,
+            secure_cookies=args.secure_cookies,
+        )
+        asgi = create_app(app, settings)
+        log.info(
+            "serving on http://%s:%s (dashboard /, API /v1, docs /docs, metrics /metrics)%s",
+            f"[{args.host}]" if ":" in args.host else args.host,  # an IPv6 address
+            sockets[0].getsockname()[1],
+            "" if settings.auth else " WITHOUT AUTH",
+        )
+        try:
+            config = uvicorn.Config(asgi, log_config=None, access_log=False)
+            uvicorn.Server(config).run(sockets=sockets)
+        finally:
+            app.close()
     finally:
-        app.close()
+        for sock in sockets:
+            sock.close()
     return 0
+
+
+def listen(host: str, port: int) -> list[socket.socket]:
+    """Sockets bound to `port` on every address `host` names (as uvicorn would bind them), or
+    a ConfigurationError that says why not: a port another program holds, an unknown host."""
+    try:
+        addresses = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except socket.gaierror as exc:
+        raise ConfigurationError(
+            f"cannot listen on --host {host}: {exc.strerror}; give an address of this machine, "
+            "e.g. 127.0.0.1 or 0.0.0.0"
+        ) from None
+    sockets: list[socket.socket] = []
+    try:
+        for family, kind, proto, _, address in addresses:
+            sock = socket.socket(family, kind, proto)
+            sockets.append(sock)
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            if family == socket.AF_INET6:
+                sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+            sock.bind((*address[:1], port, *address[2:]))
+            port = sock.getsockname()[1]  # --port 0: the port the first address was given
+    except OSError as exc:
+        for sock in sockets:
+            sock.close()
+        if exc.errno == errno.EADDRINUSE:
+            raise ConfigurationError(
+                f"port {port} on {host} is taken: another program listens there; stop it or "
+                "choose another --port"
+            ) from None
+        raise ConfigurationError(
+            f"cannot listen on {host}:{port}: {exc.strerror or exc}; check --host and --port"
+        ) from None
+    return sockets

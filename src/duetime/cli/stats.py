@@ -17,7 +17,7 @@ def add_parsers(sub: Any, parents: list[argparse.ArgumentParser]) -> None:
         "stats", parents=parents, help="jobs by status and queue, overdue age, lag, throughput"
     )
     p.add_argument("--all", action="store_true", help="figures over every tenant")
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--json", action="store_true", help="print the figures as JSON")
     p.set_defaults(func=cmd_stats)
 
 

@@ -9,14 +9,16 @@ import json
 import os
 import sys
 import time
-from collections.abc import Sequence
-from datetime import datetime
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from datetime import datetime, timedelta
 from types import TracebackType
-from typing import Any, TextIO
+from typing import Any, NoReturn, TextIO
 
 from duetime.client import App
-from duetime.core.errors import ConfigurationError
-from duetime.core.requests import parse_duration
+from duetime.core.errors import ConfigurationError, InvalidRequest
+from duetime.core.requests import parse_duration, parse_instant
+from duetime.store import missing_database, url_scheme
 
 
 def load_app(spec: str) -> App:
@@ -43,11 +45,36 @@ def load_app(spec: str) -> App:
     return target
 
 
-def make_app(args: argparse.Namespace) -> App:
+def make_app(args: argparse.Namespace, *, create: bool = False) -> App:
+    """The App a command acts on: --app's, or a plain one of --tenant, on --database-url.
+
+    Only the commands that store something new (`create=True`: migrate, enqueue, schedules
+    add, tokens create, worker, serve) may create the database; the others refuse a database
+    that does not exist rather than create an empty one (a mistyped SQLite path)."""
     app = load_app(args.app) if getattr(args, "app", None) else App(tenant=args.tenant)
     if args.database_url:
         app.database_url = args.database_url
+    if not create:
+        missing = missing_database(app.database_url)
+        if missing:
+            raise ConfigurationError(
+                f"no duetime database at {app.database_url} ({missing}); check the URL "
+                "(--database-url or DUETIME_DATABASE_URL), or create the database with "
+                "`duetime migrate`"
+            )
     return app
+
+
+@contextmanager
+def flag_values(args: argparse.Namespace) -> Iterator[None]:
+    """Around the call that checks what the flags say (an enqueue, a schedule definition, a
+    due time): a value duetime refuses there (InvalidRequest: out of range, a deadline before
+    the due time, an unknown zone...) is a usage error, exit 2, like a value argparse refuses."""
+    try:
+        yield
+    except InvalidRequest as exc:
+        usage_error: Callable[[str], NoReturn] = args.usage_error
+        usage_error(str(exc))
 
 
 def out(text: str = "") -> None:
@@ -61,24 +88,61 @@ def table(rows: Sequence[Sequence[Any]], headers: Sequence[str]) -> None:
         out("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip())
 
 
-def json_object(text: str | None, what: str) -> dict[str, Any]:
-    if not text:
-        return {}
-    try:
-        value = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ConfigurationError(f"{what} is not valid JSON: {exc}") from None
-    if not isinstance(value, dict):
-        raise ConfigurationError(f"{what} must be a JSON object like '{{\"id\": 1}}'")
-    return value
-
-
 def when(value: datetime | None) -> str:
     """An instant in a table cell, to the second (UTC), or - for none."""
     return "-" if value is None else value.strftime("%Y-%m-%d %H:%M:%S")
 
 
-# -- argparse types (argparse names the function in "invalid <name> value" errors) -------------
+# -- argparse types: a bad value is a usage error (exit 2) found before anything is opened ------
+# (argparse shows an ArgumentTypeError's message; for other errors it names the function in
+# "invalid <name> value")
+
+
+def json_object(text: str) -> dict[str, Any]:
+    """--args: a JSON object (an empty value: {})."""
+    if not text:
+        return {}
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise argparse.ArgumentTypeError(f"not valid JSON: {exc}") from None
+    if not isinstance(value, dict):
+        raise argparse.ArgumentTypeError("must be a JSON object like '{\"id\": 1}'")
+    return value
+
+
+def database_url(text: str) -> str:
+    """--database-url: a URL of a dialect duetime knows (whether it answers is found later);
+    an empty value means the default, as it always did."""
+    try:
+        if text:
+            url_scheme(text)
+    except ConfigurationError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return text
+
+
+def instant(text: str) -> datetime:
+    """An instant flag (--at, --deadline, --start, ...): ISO 8601 with a UTC offset, in UTC."""
+    try:
+        return parse_instant(text, "value")
+    except InvalidRequest as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def duration(text: str) -> timedelta:
+    """A duration flag (--in, --every, --jitter, ...): 30s, 5m, 1h30m, or plain seconds."""
+    try:
+        return parse_duration(text, "value")
+    except InvalidRequest as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def port(text: str) -> int:
+    value = int(text)
+    if not 0 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"must be 0 to 65535, got {value}")
+    return value
 
 
 def positive_int(text: str) -> int:
@@ -106,10 +170,7 @@ def positive_float(text: str) -> float:
 
 def seconds(text: str) -> float:
     """A duration flag (30s, 5m, 1h30m, or plain seconds) in seconds."""
-    try:
-        return parse_duration(text).total_seconds()
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
+    return duration(text).total_seconds()
 
 
 # -- progress -----------------------------------------------------------------------------------
@@ -194,3 +255,19 @@ def _isatty(stream: TextIO) -> bool:
         return stream.isatty()
     except (AttributeError, ValueError):  # a closed or unusual stream
         return False
+
+
+def add_log_flags(parser: argparse.ArgumentParser) -> None:
+    """--log-level and --log-format of the long-running commands (worker, serve)."""
+    parser.add_argument(
+        "--log-level",
+        default="INFO",
+        choices=["DEBUG", "INFO", "WARNING", "ERROR"],
+        help="the least severe log lines shown (INFO)",
+    )
+    parser.add_argument(
+        "--log-format",
+        default="text",
+        choices=["text", "json"],
+        help="log lines as text or as one JSON object each (text)",
+    )

@@ -18,7 +18,12 @@ def add_parsers(sub: Any, parents: list[argparse.ArgumentParser]) -> None:
     p = tokens.add_parser(
         "create", parents=parents, help="create an API token for --tenant (shown once)"
     )
-    p.add_argument("--role", required=True, choices=[str(r) for r in Role])
+    p.add_argument(
+        "--role",
+        required=True,
+        choices=[str(r) for r in Role],
+        help="read (sees), write (also changes) or admin (also bulk replays, every tenant)",
+    )
     p.add_argument("--name", default="", help="a label for the token, e.g. ci-deploy")
     p.add_argument(
         "--expires-in",
@@ -27,17 +32,17 @@ def add_parsers(sub: Any, parents: list[argparse.ArgumentParser]) -> None:
         metavar="DURATION",
         help="refuse the token this long from now, e.g. 30d, 12h (default: never)",
     )
-    p.add_argument("--json", action="store_true", help="print the token as JSON")
+    p.add_argument("--json", action="store_true", help="print the token and its secret as JSON")
     p.set_defaults(func=cmd_tokens_create)
 
     p = tokens.add_parser("list", parents=parents, help="tokens of --tenant (no secrets)")
     p.add_argument("--all", action="store_true", help="tokens of every tenant")
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--json", action="store_true", help="print the tokens as JSON")
     p.set_defaults(func=cmd_tokens_list)
 
     p = tokens.add_parser("revoke", parents=parents, help="revoke a token by id")
-    p.add_argument("id", type=int)
-    p.add_argument("--json", action="store_true")
+    p.add_argument("id", type=int, help="the token's id (tokens list)")
+    p.add_argument("--json", action="store_true", help="print the token as JSON")
     p.set_defaults(func=cmd_tokens_revoke)
 
 
@@ -50,7 +55,7 @@ def expiry(text: str) -> float:
 
 
 def cmd_tokens_create(args: argparse.Namespace) -> int:
-    app = make_app(args)
+    app = make_app(args, create=True)
     token, secret = app.create_token(args.role, name=args.name, expires_in=args.expires_in)
     if args.json:
         out(json.dumps({**token.to_json(), "secret": secret}, indent=2))

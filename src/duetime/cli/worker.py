@@ -12,7 +12,7 @@ from datetime import timedelta
 from typing import Any
 
 from duetime import logs
-from duetime.cli.support import _positive_int, make_app, seconds
+from duetime.cli.support import _positive_int, add_log_flags, make_app, port, seconds
 from duetime.client import App
 from duetime.core.errors import StoreUnavailable
 
@@ -51,7 +51,7 @@ def add_parsers(sub: Any, parents: list[argparse.ArgumentParser]) -> None:
     )
     p.add_argument(
         "--metrics-port",
-        type=int,
+        type=port,
         metavar="PORT",
         help="serve this worker's Prometheus metrics on this port (default: not served)",
     )
@@ -61,8 +61,7 @@ def add_parsers(sub: Any, parents: list[argparse.ArgumentParser]) -> None:
         metavar="HOST",
         help="address to serve metrics on (default 127.0.0.1; 0.0.0.0 for every interface)",
     )
-    p.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
-    p.add_argument("--log-format", default="text", choices=["text", "json"])
+    add_log_flags(p)
     p.set_defaults(func=cmd_worker)
 
 
@@ -80,7 +79,7 @@ def cmd_worker(args: argparse.Namespace) -> int:
     from duetime.runtime.worker import Worker
 
     logs.configure(args.log_level, args.log_format)
-    app = make_app(args)
+    app = make_app(args, create=True)
     figures = worker_metrics.WorkerMetrics()
     exporter = None  # nothing listens without --metrics-port
     if args.metrics_port is not None:  # before waiting for the store: a busy port fails fast

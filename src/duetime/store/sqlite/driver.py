@@ -167,9 +167,20 @@ class _DataVersion:
         self.conn.close()
 
 
-def open_driver(url: str, *, pool_timeout: float | None = None) -> SQLiteDriver:
-    """sqlite:///relative/path.db or sqlite:////absolute/path.db (pool_timeout: unused)."""
+def database_path(url: str) -> Path:
+    """The file of sqlite:///relative/path.db or sqlite:////absolute/path.db."""
     path = url.split(":", 1)[1].removeprefix("///")
     if not url.split(":", 1)[1].startswith("///") or not path:
         raise ConfigurationError("sqlite URL has no file name; use sqlite:///duetime.db")
-    return SQLiteDriver(Path(path))
+    return Path(path)
+
+
+def open_driver(url: str, *, pool_timeout: float | None = None) -> SQLiteDriver:
+    """sqlite:///relative/path.db or sqlite:////absolute/path.db (pool_timeout: unused)."""
+    return SQLiteDriver(database_path(url))
+
+
+def missing_database(url: str) -> str | None:
+    """Why there is no database at `url` (opening it would create an empty file), or None."""
+    path = database_path(url)
+    return None if path.exists() else f"there is no file {path.absolute()}"

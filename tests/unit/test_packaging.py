@@ -88,3 +88,17 @@ def test_the_web_stack_is_the_server_extra_not_a_dependency() -> None:
     assert {"fastapi", "uvicorn", "jinja2", "python-multipart"} <= names(
         project["optional-dependencies"]["server"]
     )
+
+
+def test_every_file_the_server_serves_is_in_the_wheel() -> None:
+    # package-data globs do not descend into folders: each folder needs its own
+    patterns = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"][
+        "package-data"
+    ]["duetime"]
+    package = ROOT / "src" / "duetime"
+    served = [p for p in (package / "server" / "static").rglob("*") if p.is_file()]
+    assert any(p.parent.name == "swagger-ui" for p in served)
+    for path in served:
+        relative = path.relative_to(package)
+        assert any(relative.match(pattern) for pattern in patterns), relative
+    assert (ROOT / "LICENSE").read_text().startswith("\n                                 Apache")

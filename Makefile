@@ -4,12 +4,12 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo browser api-reference test test-unit test-contract test-integration lint typecheck clean chaos chaos-long bench
+.PHONY: demo browser api-reference docs test test-unit test-contract test-integration lint typecheck clean chaos chaos-long bench
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[postgres,mysql,dev]'
+	$(BIN)/pip install --quiet -e '.[server,postgres,mysql,dev]'
 	touch $(STAMP)
 
 demo: $(STAMP)
@@ -52,6 +52,16 @@ chaos-long: $(STAMP)
 api-reference: $(STAMP)
 	$(BIN)/python -m duetime.server.reference > docs/api-reference.md
 
+# the documentation site (mkdocs.yml), strict: a broken link fails it. Built into site/, not
+# kept in git; it includes the REST API reference generated above.
+DOCS_STAMP := $(VENV)/.docs-installed
+$(DOCS_STAMP): $(STAMP)
+	$(BIN)/pip install --quiet -e '.[server,postgres,mysql,dev,docs]'
+	touch $(DOCS_STAMP)
+
+docs: $(DOCS_STAMP) api-reference
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
+
 lint: $(STAMP)
 	$(BIN)/ruff check src tests examples bench
 	$(BIN)/ruff format --check src tests examples bench
@@ -82,5 +92,5 @@ bench: $(STAMP) $(BENCH_STAMP)
 		--stores $(BENCH_STORES) --peers $(BENCH_PEERS) --workloads $(BENCH_WORKLOADS) $(BENCH_ARGS)
 
 clean:
-	rm -rf $(VENV) $(BENCH_VENV) build dist .pytest_cache .mypy_cache .ruff_cache .hypothesis \
+	rm -rf $(VENV) $(BENCH_VENV) build dist site .pytest_cache .mypy_cache .ruff_cache .hypothesis \
 		.import_linter_cache

@@ -260,6 +260,8 @@ class App:
 
     @property
     def database_url(self) -> str:
+        """The database URL in use: the one given, else $DUETIME_DATABASE_URL, else
+        sqlite:///duetime.db. It can be set until the database is opened."""
         return resolve_url(self._database_url)
 
     @database_url.setter
@@ -270,6 +272,7 @@ class App:
 
     @property
     def store(self) -> Store:
+        """The store (the database), opened on first use; SQLite is migrated then."""
         with self._lock:
             if self._store is None:
                 store = open_store(self.database_url, pool_timeout=self.pool_timeout)
@@ -292,6 +295,7 @@ class App:
             store.close()
 
     def close(self) -> None:
+        """Close the database connections; the next use opens them again."""
         with self._lock:
             if self._store is not None:
                 self._store.close()
@@ -722,12 +726,14 @@ class App:
         return self.store.apply_schedule(self.tenant, name, self.clock.now(), decide)
 
     def get_schedule(self, name: str) -> Schedule:
+        """The schedule of this name in the tenant; raises ScheduleNotFound."""
         schedule = self.store.get_schedule(self.tenant, name)
         if schedule is None:
             raise ScheduleNotFound(name)
         return schedule
 
     def list_schedules(self) -> list[Schedule]:
+        """Every schedule of the tenant."""
         return self.store.list_schedules(self.tenant)
 
     def update_schedule(self, name: str, **changes: Any) -> Schedule:
@@ -754,6 +760,7 @@ class App:
         return self.get_schedule(name)
 
     def resume_schedule(self, name: str) -> Schedule:
+        """Generate ticks again; the ticks missed while paused meet the misfire policy."""
         self._apply_schedule(name, lambda s, active: plan_pause(s, False))
         log_event(log, "schedule.resumed", schedule=name)
         return self.get_schedule(name)
@@ -861,6 +868,7 @@ class App:
         return self.store.list_tokens(self.tenant)
 
     def revoke_token(self, token_id: int) -> ApiToken:
+        """Revoke an API token of the tenant by id: it is refused from then on."""
         return operators.revoke_token(self, token_id)
 
     aenqueue = _async_twin(enqueue)

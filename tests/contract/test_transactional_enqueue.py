@@ -81,6 +81,24 @@ def test_the_drivers_own_connection(
 
 
 @pytest.mark.parametrize("commit", [True, False])
+def test_the_enqueue_may_be_the_first_statement_of_the_transaction(
+    app: duetime.App, kit: DialectKit, orders: str, commit: bool
+) -> None:
+    # a connection out of autocommit whose transaction has run nothing yet (psycopg: idle), as
+    # in a Django `transaction.atomic()` block that enqueues before it writes its model
+    with closing(native(kit, orders)) as conn:
+        job = app.enqueue("ship", {"order": 1}, connection=conn)
+        assert app.store.get_job(job.id) is None  # not committed on its own
+        conn.cursor().execute("INSERT INTO app_orders VALUES (1)")
+        if commit:
+            conn.commit()
+        else:
+            conn.rollback()
+    assert (app.store.get_job(job.id) is not None) == commit
+    assert count_orders(kit, orders) == (1 if commit else 0)
+
+
+@pytest.mark.parametrize("commit", [True, False])
 def test_sqlalchemy_session(app: duetime.App, kit: DialectKit, orders: str, commit: bool) -> None:
     rest = orders.split("://", 1)[1]
     engine = sqlalchemy.create_engine(f"{SQLALCHEMY_SCHEME[kit.name]}://{rest}")

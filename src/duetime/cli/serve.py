@@ -14,6 +14,20 @@ from duetime.core.errors import ConfigurationError
 
 log = logging.getLogger("duetime.cli")
 
+# the packages of the `server` extra (and what they bring), as Python names them
+SERVER_PACKAGES = frozenset(
+    {
+        "fastapi",
+        "starlette",
+        "pydantic",
+        "pydantic_core",
+        "uvicorn",
+        "jinja2",
+        "multipart",
+        "python_multipart",
+    }
+)
+
 
 def add_parsers(sub: Any, parents: list[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
@@ -47,10 +61,18 @@ def add_parsers(sub: Any, parents: list[argparse.ArgumentParser]) -> None:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    import uvicorn
+    try:
+        import uvicorn
 
-    from duetime.server import ServerSettings, create_app
-    from duetime.server.auth import is_loopback
+        from duetime.server import ServerSettings, create_app
+        from duetime.server.auth import is_loopback
+    except ModuleNotFoundError as exc:
+        if (exc.name or "").partition(".")[0] not in SERVER_PACKAGES:
+            raise
+        raise ConfigurationError(
+            f"duetime serve needs the web server packages ({exc.name} is not installed): "
+            "pip install 'duetime[server]'"
+        ) from exc
 
     if args.no_auth and not is_loopback(args.host):
         raise ConfigurationError(

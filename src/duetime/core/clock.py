@@ -31,16 +31,19 @@ class ManualClock:
         self._lock = threading.Lock()
 
     def now(self) -> datetime:
+        """The time this clock was set or advanced to."""
         with self._lock:
             return self._now
 
     def advance(self, by: float | timedelta) -> datetime:
+        """Move the time forward by `by` (seconds or a timedelta); returns the new time."""
         delta = by if isinstance(by, timedelta) else timedelta(seconds=by)
         with self._lock:
             self._now += delta
             return self._now
 
     def set(self, to: datetime) -> None:
+        """Move the time to `to`, an aware datetime."""
         if to.tzinfo is None:
             raise ValueError("ManualClock.set needs an aware datetime")
         with self._lock:

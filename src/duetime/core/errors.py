@@ -45,12 +45,16 @@ class IdempotencyConflict(DuetimeError):
 
 
 class JobNotFound(DuetimeError, LookupError):
+    """No job with this id in the tenant (another tenant's job is not found either)."""
+
     def __init__(self, job_id: int) -> None:
         super().__init__(f"job {job_id} does not exist (check the id and the tenant)")
         self.job_id = job_id
 
 
 class ScheduleNotFound(DuetimeError, LookupError):
+    """No schedule with this name in the tenant."""
+
     def __init__(self, name: str) -> None:
         super().__init__(f"schedule {name!r} does not exist (check the name and the tenant)")
         self.name = name

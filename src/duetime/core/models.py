@@ -15,6 +15,8 @@ JSONObject = dict[str, Any]
 
 @dataclass(frozen=True)
 class Attempt:
+    """One execution of a job by one worker, under a lease, with its outcome once it ended."""
+
     id: int
     job_id: int
     generation: int  # the fencing token: strictly increasing per job
@@ -40,6 +42,9 @@ class Attempt:
 
 @dataclass(frozen=True)
 class Job:
+    """A job as stored: its task, args, status, timing and keys (`App.get_job` adds its
+    attempt history)."""
+
     id: int
     tenant: str
     queue: str

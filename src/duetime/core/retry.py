@@ -57,6 +57,8 @@ class PermanentError(Exception):
 
 
 class ErrorCategory(StrEnum):
+    """How a failed attempt was classified, which decides what happens next (docs/retries.md)."""
+
     RETRYABLE = "retryable"  # unexpected exception
     RATE_LIMITED = "rate_limited"  # Retry(after=...) raised
     PERMANENT = "permanent"  # PermanentError or a configured permanent exception type

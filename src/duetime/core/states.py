@@ -11,6 +11,8 @@ from enum import StrEnum
 
 
 class JobStatus(StrEnum):
+    """Where a job is in its life; docs/state-machine.md has every status and transition."""
+
     SCHEDULED = "scheduled"  # waiting for due_at (first run, or a retry after a failure)
     WAITING = "waiting"  # a schedule's occurrence buffered behind the one still running
     RUNNING = "running"  # held by exactly one attempt under a lease
@@ -23,6 +25,8 @@ class JobStatus(StrEnum):
 
 
 class AttemptStatus(StrEnum):
+    """How one attempt (one run of a job by one worker) ended, or that it is still running."""
+
     RUNNING = "running"
     SUCCEEDED = "succeeded"
     FAILED = "failed"

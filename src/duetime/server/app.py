@@ -22,7 +22,15 @@ from duetime.core.errors import (
     ScheduleNotFound,
     SchemaError,
 )
-from duetime.server import api_jobs, api_schedules, api_stats, dashboard, health, metrics
+from duetime.server import (
+    api_jobs,
+    api_schedules,
+    api_stats,
+    dashboard,
+    health,
+    metrics,
+    swagger,
+)
 from duetime.server.state import ServerSettings, ServerState
 from duetime.store import is_unavailable
 from duetime.version import __version__
@@ -116,7 +124,7 @@ def create_app(app: App, settings: ServerSettings | None = None) -> FastAPI:
         title="duetime",
         version=__version__,
         summary="A durable, distributed job scheduler: jobs, schedules, dead letters, stats.",
-        docs_url="/docs",
+        docs_url=None,  # /docs is swagger.router: Swagger UI from the package, not a CDN
         redoc_url=None,
     )
     api.state.duetime = ServerState(app, settings)
@@ -172,6 +180,7 @@ def create_app(app: App, settings: ServerSettings | None = None) -> FastAPI:
     api.include_router(api_stats.router)
     api.include_router(metrics.router)
     api.include_router(dashboard.router)
+    api.include_router(swagger.router)
     dashboard.mount_static(api)
     api.add_middleware(BodyLimit, max_bytes=settings.max_body_bytes)
     return api

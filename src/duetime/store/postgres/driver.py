@@ -100,6 +100,14 @@ class PostgresDriver(Driver):
             "a psycopg 3 connection or a SQLAlchemy session or connection on postgresql+psycopg://"
         )
         conn = driver_connection(native, psycopg.Connection, accepted)
+        if (
+            not conn.autocommit
+            and conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE
+        ):
+            # the caller's transaction has run nothing yet, so psycopg has not sent its BEGIN;
+            # conn.transaction() would then be a transaction of its own, committed at its end.
+            # Any statement makes psycopg open the caller's transaction first.
+            conn.execute("SELECT 1")
         # a savepoint inside the caller's transaction (or a transaction of its own if the
         # connection is in autocommit mode): what runs here exists iff the caller commits
         with conn.transaction():

@@ -395,11 +395,11 @@ def test_a_worker_on_sqlite_warns_of_leases_shorter_than_the_busy_timeout(
         asyncio.run(worker.run(stop))
     warned = [r for r in caplog.records if "lease_shorter_than_busy_timeout" in r.getMessage()]
     if app.store.dialect == "sqlite":
-        assert app.store.lock_wait == 60.0
+        assert app.store.lock_wait == 20.0
         assert worker.short_leases() == {"fast.ping": 5.0}
         [record] = warned
         assert record.levelno == logging.WARNING
-        assert "busy_timeout_s=60.0" in record.getMessage()
+        assert "busy_timeout_s=20.0" in record.getMessage()
         assert '"fast.ping (5s)"' in record.getMessage()
     else:  # the server's lock waits are not bounded by a busy timeout
         assert app.store.lock_wait is None

@@ -35,7 +35,7 @@ class SQLiteDriver(Driver):
     dialect = "sqlite"
     package = "duetime.store.sqlite"
 
-    def __init__(self, path: str | Path, *, busy_timeout: float = 60.0) -> None:
+    def __init__(self, path: str | Path, *, busy_timeout: float = 20.0) -> None:
         super().__init__()
         self.path = str(path)
         self.busy_timeout = busy_timeout

@@ -161,12 +161,98 @@ def test_macros_and_seconds_field() -> None:
         ("61 * * * *", "invalid cron"),
         ("* * *", "3 fields"),
         ("@fortnightly", "unknown cron macro"),
-        ("0 0 31 2 *", "invalid cron"),
+        ("0 0 31 2 *", "never fires: no February has a 31st"),
     ],
 )
 def test_invalid_cron(expr: str, message: str) -> None:
     with pytest.raises(InvalidRequest, match=message):
         normalize_cron(expr)
+
+
+@pytest.mark.parametrize(
+    ("expr", "message"),
+    [
+        ("0 0 30 2 *", "'0 0 30 2 \\*' never fires: no February has a 30th$"),
+        ("0 0 30,31 2 *", "never fires: no February has a 30th or 31st$"),
+        ("0 0 31 4,6,9 *", "never fires: no April, June or September has a 31st$"),
+        ("0 0 31 apr *", "never fires: no April has a 31st$"),
+        ("61 * * * *", "'61' is not a valid minute; use 0-59"),
+        ("0 24 * * *", "'24' is not a valid hour; use 0-23"),
+        ("0 0 0 * *", "'0' is not a valid day-of-month; use 1-31"),
+        ("0 0 * 13 *", "'13' is not a valid month; use 1-12 or JAN-DEC"),
+        (
+            "0 0 * * 8",
+            "'8' is not a valid day-of-week; use 0-7 \\(0 and 7 are Sunday\\) or SUN-SAT",
+        ),
+        ("0 0 * * 5-3", "'5-3' is not a valid day-of-week"),
+        ("61 0 0 * * *", "'61' is not a valid second; use 0-59"),
+        (
+            "*/99999999999999999999 * * * *",
+            "step 99999999999999999999 in the minute field is "
+            "larger than the field; use a step from 1 to 60$",
+        ),
+        (
+            "0 */25 * * *",
+            "step 25 in the hour field is larger than the field; use a step from 1 to 24$",
+        ),
+        ("0 0 1-31/40 * *", "step 40 in the day-of-month field is larger than the field"),
+        ("0 0 * * */8", "step 8 in the day-of-week field is larger than the field"),
+        ("*/0 * * * *", "step 0 in the minute field must be at least 1$"),
+    ],
+)
+def test_cron_errors_say_what_is_wrong(expr: str, message: str) -> None:
+    with pytest.raises(InvalidRequest, match=message) as caught:
+        normalize_cron(expr)
+    text = str(caught.value)
+    assert "\n" not in text and "Bad " not in text, text
+
+
+@pytest.mark.parametrize("expr", ["*/60 * * * *", "0 */24 * * *", "0 0 * * */7", "0 0 1 */12 *"])
+def test_a_step_as_large_as_its_field_is_allowed(expr: str) -> None:
+    assert normalize_cron(expr) == expr
+
+
+def _fires(expr: str, n: int) -> list[datetime]:
+    after = datetime(2026, 1, 1, tzinfo=UTC)
+    return [f.at for f in islice(cron_fires(normalize_cron(expr), ZoneInfo("UTC"), after), n)]
+
+
+def test_a_one_value_range_with_a_step_is_that_one_value() -> None:
+    wednesdays = _fires("0 9 * * 3-3/3", 6)
+    assert {at.weekday() for at in wednesdays} == {2}  # only Wednesdays, never Saturdays
+    assert all(b - a == timedelta(days=7) for a, b in pairwise(wednesdays))
+    at_52 = _fires("52-52/3 9 * * *", 4)
+    assert {(at.hour, at.minute) for at in at_52} == {(9, 52)}  # not 09:55, 09:58
+    assert _fires("0 9 * * WED-wed/2", 3) == _fires("0 9 * * 3", 3)
+    assert _fires("0 0 1 MAR-3/4 *", 3) == _fires("0 0 1 3 *", 3)
+    assert _fires("0 9 * * 1,3-3/3", 6) == _fires("0 9 * * 1,3", 6)
+
+
+def test_the_stored_expression_keeps_what_the_user_wrote() -> None:
+    assert normalize_cron("0  9 * * 3-3/3") == "0 9 * * 3-3/3"
+
+
+def test_a_single_value_with_a_step_is_still_an_open_range() -> None:
+    # 5/15 is the common extension for 5-59/15; only a range a-a with a step is one value
+    assert [at.minute for at in _fires("5/15 * * * *", 4)] == [5, 20, 35, 50]
+
+
+@settings(max_examples=50, deadline=None)
+@given(
+    value=st.integers(0, 59),
+    step=st.integers(1, 60),
+    field=st.integers(0, 1),
+)
+def test_a_range_of_one_value_with_any_step_fires_like_the_value(
+    value: int, step: int, field: int
+) -> None:
+    hour = value % 24
+    one = f"{value}-{value}/{step}"
+    if field == 0:
+        expr, plain = f"{one} * * * *", f"{value} * * * *"
+    else:
+        expr, plain = f"0 {hour}-{hour}/{min(step, 24)} * * *", f"0 {hour} * * *"
+    assert _fires(expr, 5) == _fires(plain, 5)
 
 
 @pytest.mark.parametrize(

@@ -68,7 +68,7 @@ def test_preview_near_the_end_of_time_returns_what_exists(api: Api) -> None:
     assert api.call("POST", "/v1/schedules", json=body).status_code == 201
     r = api.call("GET", "/v1/schedules/far/preview", params={"count": 1000})
     assert r.status_code == 200, r.text
-    assert 0 < len(r.json()["fires"]) < 1000
+    assert len(r.json()["fires"]) == 1000  # 9000-01-01 to 9999-01-01
 
 
 def test_the_last_full_page_has_no_next_cursor(api: Api) -> None:

@@ -58,8 +58,6 @@ MACROS = {
     "@hourly": "0 * * * *",
 }
 
-# A zone's offset changes by at most this much at one transition (2 h is the largest on record).
-_SLACK = timedelta(hours=3)
 # IANA names that are fixed offsets despite looking like zones (EST never observes DST)
 _FIXED_ZONES = {"EST", "MST", "HST"}
 _FIXED_OFFSET = re.compile(r"^(UTC|GMT)?\s*[+-]\d{1,2}(:?\d{2})?$|^Etc/GMT[+-]\d+$", re.IGNORECASE)
@@ -306,11 +304,54 @@ def _transition(low: datetime, high: datetime, tz: ZoneInfo) -> datetime:
 
 
 def _walls(expr: str, tz: ZoneInfo, after: datetime) -> Iterator[datetime]:
-    start = after.astimezone(tz).replace(tzinfo=None) - _SLACK
+    """Matching wall times, in increasing order, from one no later than any instant after
+    `after` shows on the zone's clock, until the year 9999 ends."""
     try:
-        yield from CronSim(cronsim_text(expr), start)
-    except StopIteration:  # pragma: no cover - cronsim ends iteration itself
+        yield from CronSim(cronsim_text(expr), _earliest_wall(tz, after))
+    except OverflowError:  # cronsim cannot step past 9999-12-31
         return
+
+
+# Clocks go back by less than a day, so the next two days hold the earliest wall time of
+# everything after an instant; zones change their offset at most once an hour.
+_HORIZON = timedelta(days=2)
+_STEP = timedelta(hours=1)
+
+
+def _earliest_wall(tz: ZoneInfo, after: datetime) -> datetime:
+    """A naive wall time no later than the wall time of any instant after `after`.
+
+    Local time runs forward except where the offset changes: between two samples an hour
+    apart with different offsets, no wall time is before the earlier sample plus the smaller
+    offset. With no change in the next two days this is the wall time of `after` itself.
+    """
+    naive = after.astimezone(UTC).replace(tzinfo=None)
+    try:
+        offset = _offset(after, tz)
+        lowest = naive + offset
+    except OverflowError:  # the wall time of `after` is beyond one end of time
+        return datetime.max if after.year > 5000 else datetime.min
+    for k in range(1, _HORIZON // _STEP + 1):
+        try:
+            later = _offset(after + k * _STEP, tz)
+        except OverflowError:  # the year 9999 ends within the horizon
+            break
+        if later != offset:
+            lowest = min(lowest, naive + (k - 1) * _STEP + min(offset, later))
+        offset = later
+    return lowest
+
+
+def _offset(at: datetime, tz: ZoneInfo) -> timedelta:
+    offset = at.astimezone(tz).utcoffset()
+    assert offset is not None
+    return offset
+
+
+def _earliest_instant(wall: datetime, tz: ZoneInfo) -> datetime:
+    """No wall time from `wall` on happens before this instant (in a gap, the earlier reading
+    is before the gap)."""
+    return min(wall.replace(tzinfo=tz, fold=f).astimezone(UTC) for f in (0, 1))
 
 
 def cron_fires(
@@ -321,17 +362,33 @@ def cron_fires(
     gap: DstGap = DstGap.SHIFT,
     fold: DstFold = DstFold.FIRST,
 ) -> Iterator[Fire]:
-    """Fires strictly after `after` (UTC), in increasing order, without duplicates."""
+    """Fires strictly after `after` (UTC), each instant once, strictly increasing.
+
+    Wall times come in increasing order but their instants need not (a fold repeats wall
+    times; a gap shifts many onto one instant), so fires wait in a heap until no later wall
+    time can resolve to an instant before them.
+    """
     pending: list[Fire] = []
+    last = after
     for wall in _walls(expr, tz, after):
-        for fire in resolve(wall, tz, gap, fold):
-            if fire.at > after:
+        try:
+            fires = resolve(wall, tz, gap, fold)
+            floor = _earliest_instant(wall, tz)
+        except OverflowError:  # this wall time, and every later one, is after 9999 in UTC
+            break
+        for fire in fires:
+            if fire.at > last:
                 heapq.heappush(pending, fire)
-        # wall times more than _SLACK apart resolve to instants in the same order
-        while pending and wall - pending[0].wall > _SLACK:
-            yield _pop_instant(pending)
+        while pending and pending[0].at < floor:
+            fire = _pop_instant(pending)
+            if fire.at > last:
+                last = fire.at
+                yield fire
     while pending:
-        yield _pop_instant(pending)
+        fire = _pop_instant(pending)
+        if fire.at > last:
+            last = fire.at
+            yield fire
 
 
 def _pop_instant(pending: list[Fire]) -> Fire:
@@ -350,6 +407,9 @@ def interval_fires(every: timedelta, anchor: datetime, after: datetime) -> Itera
         raise InvalidRequest("an interval must be positive")
     k = 0 if after < anchor else (after - anchor) // every + 1
     while True:
-        at = anchor + k * every
+        try:
+            at = anchor + k * every
+        except OverflowError:  # past the year 9999
+            return
         yield Fire(at, at.replace(tzinfo=None))
         k += 1

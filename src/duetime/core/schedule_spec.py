@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from enum import StrEnum
+from itertools import islice
 from typing import Any, TypeVar
 
 from duetime.core.errors import InvalidRequest
@@ -229,14 +230,7 @@ def preview(spec: ScheduleSpec, anchor: datetime, after: datetime, count: int) -
     """The next `count` nominal fires strictly after `after`."""
     if not 1 <= count <= 10_000:
         raise InvalidRequest("preview count must be between 1 and 10000")
-    result: list[Fire] = []
-    fires = spec_fires(spec, anchor, after)
-    while len(result) < count:
-        try:
-            result.append(next(fires))
-        except (StopIteration, OverflowError):  # OverflowError: past the year 9999
-            break
-    return result
+    return list(islice(spec_fires(spec, anchor, after), count))  # fewer at the end of time
 
 
 def spec_options(spec: ScheduleSpec) -> dict[str, Any]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 import json
-from datetime import UTC, timedelta
+from datetime import UTC
 from typing import Any
 
 from duetime.cli import backfill
@@ -147,9 +147,8 @@ def preview_unsaved(args: argparse.Namespace, now: Any) -> tuple[list[Fire], str
         start=args.start,
     )
     after = parse_instant(args.after, "--after") if args.after else now
-    anchor = spec.start_at or after
-    # like a saved schedule, whose first tick is at or after its creation (its anchor)
-    return preview(spec, anchor, after - timedelta(microseconds=1), args.count), args.tz
+    anchor = spec.start_at or after  # without --start, an interval counts from --after
+    return preview(spec, anchor, after, args.count), args.tz  # strictly after, as for a saved one
 
 
 def _next_run(s: Schedule, tz: Any, with_utc: bool = False) -> str:

@@ -93,6 +93,11 @@ def _definition_flags(p: argparse.ArgumentParser, *, required: bool) -> None:
     p.add_argument("--start", help="first possible tick, ISO 8601 (anchors --every)")
     p.add_argument("--end", help="last possible tick, ISO 8601")
     p.add_argument("--jitter", help="random delay per occurrence, up to this, e.g. 30s")
+    p.add_argument(
+        "--late-after",
+        help="a tick handled this long after its time is late, e.g. 5m; 'default': late once "
+        "the next tick is due (the default)",
+    )
 
 
 def definition_options(args: argparse.Namespace) -> dict[str, Any]:
@@ -109,8 +114,11 @@ def definition_options(args: argparse.Namespace) -> dict[str, Any]:
         "start": args.start,
         "end": args.end,
         "jitter": args.jitter,
+        "late_after": args.late_after,
     }
     options = {k: v for k, v in mapping.items() if v is not None}
+    if options.get("late_after") == "default":
+        options["late_after"] = None
     if args.args is not None:
         try:
             options["args"] = json.loads(args.args)
@@ -149,6 +157,10 @@ def preview_unsaved(args: argparse.Namespace, now: Any) -> tuple[list[Fire], str
     after = parse_instant(args.after, "--after") if args.after else now
     anchor = spec.start_at or after  # without --start, an interval counts from --after
     return preview(spec, anchor, after, args.count), args.tz  # strictly after, as for a saved one
+
+
+def late_after_text(seconds: float | None) -> str:
+    return "the next tick's time (default)" if seconds is None else f"{seconds:g}s"
 
 
 def _next_run(s: Schedule, tz: Any, with_utc: bool = False) -> str:
@@ -310,6 +322,7 @@ def _print_schedule(app: Any, s: Schedule, as_json: bool, history: int = 0) -> N
         ("state", "paused" if s.paused else "active"),
         ("next run", _next_run(s, tz, with_utc=True)),
         ("misfire", f"{spec.misfire} (catch-up window {spec.catchup_window_seconds:g}s)"),
+        ("late after", late_after_text(spec.late_after_seconds)),
         ("overlap", spec.overlap),
         ("dst", f"gap={spec.dst_gap} fold={spec.dst_fold}"),
         (

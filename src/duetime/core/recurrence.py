@@ -9,8 +9,13 @@ library never applies its own DST rules; each wall time is then resolved into UT
   fire once;
 - a wall time inside a fall-back fold fires on its first pass, its second, or both (dst_fold).
 
-Every wall time is resolved with the zone rules in force on its own date. Interval rules are
-plain UTC arithmetic from an anchor instant and ignore DST.
+Every wall time is resolved with the zone rules in force on its own date, whatever the size
+of the jump (Samoa skipped a whole day in 2011), and the instants come out strictly increasing.
+Interval rules are plain UTC arithmetic from an anchor instant and ignore DST. Both end,
+without an error, at the end of the year 9999 (UTC).
+
+duetime validates expressions itself (one line saying what is wrong) and rewrites what cronsim
+reads differently from cron: a range of one value with a step, such as 3-3/3, is that value.
 """
 
 from __future__ import annotations

@@ -10,6 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from duetime.core.cron import normalize_cron
 from duetime.core.errors import InvalidRequest
 from duetime.core.recurrence import (
     DstFold,
@@ -17,7 +18,6 @@ from duetime.core.recurrence import (
     FireKind,
     cron_fires,
     interval_fires,
-    normalize_cron,
     zone,
 )
 

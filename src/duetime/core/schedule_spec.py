@@ -17,6 +17,7 @@ from enum import StrEnum
 from itertools import islice
 from typing import Any, TypeVar
 
+from duetime.core.cron import normalize_cron
 from duetime.core.errors import InvalidRequest
 from duetime.core.recurrence import (
     DstFold,
@@ -24,7 +25,6 @@ from duetime.core.recurrence import (
     Fire,
     cron_fires,
     interval_fires,
-    normalize_cron,
     zone,
 )
 from duetime.core.requests import (

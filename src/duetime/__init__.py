@@ -3,6 +3,7 @@
 from duetime.client import App, Task
 from duetime.core.clock import Clock, ManualClock, SystemClock
 from duetime.core.errors import (
+    ArgsMismatch,
     ConfigurationError,
     DuetimeError,
     IdempotencyConflict,
@@ -13,6 +14,7 @@ from duetime.core.errors import (
     ScheduleNotFound,
     SchemaError,
     StaleAttempt,
+    UnknownTask,
 )
 from duetime.core.models import Attempt, Job
 from duetime.core.reconcile import Reconcile
@@ -23,6 +25,7 @@ from duetime.version import __version__ as __version__
 
 __all__ = [
     "App",
+    "ArgsMismatch",
     "Attempt",
     "AttemptContext",
     "AttemptStatus",
@@ -48,5 +51,6 @@ __all__ = [
     "StaleAttempt",
     "SystemClock",
     "Task",
+    "UnknownTask",
     "current",
 ]

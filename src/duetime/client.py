@@ -1,4 +1,8 @@
-"""The App facade: register tasks, enqueue jobs, inspect and steer them (sync and async)."""
+"""The App facade: register tasks, enqueue jobs, inspect and steer them (sync and async).
+
+Longer than most modules on purpose: it is the whole public Python surface in one place, each
+method a thin call into operators/ or the store, and every one with its async twin beside it.
+"""
 
 from __future__ import annotations
 
@@ -10,18 +14,20 @@ import threading
 from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
-from typing import Any, ParamSpec, TypeVar
+from typing import Any, Generic, ParamSpec, TypeVar, cast, overload
 
 from duetime import operators
 from duetime.core.clock import Clock, SystemClock
 from duetime.core.errors import (
+    ArgsMismatch,
     ConfigurationError,
     InvalidRequest,
     JobNotFound,
     ScheduleExists,
     ScheduleNotFound,
+    UnknownTask,
 )
-from duetime.core.models import Attempt, Enqueued, Job, JobFilter, NewJob, Tick
+from duetime.core.models import Attempt, Enqueued, Job, JobFilter, NewJob, Tick, unserved
 from duetime.core.recurrence import Fire
 from duetime.core.requests import (
     DEFAULT_MAX_ATTEMPTS,
@@ -88,12 +94,14 @@ def _update(
 
 
 @dataclass(frozen=True)
-class Task:
-    """A registered handler. Calling it runs the function directly; enqueue() schedules a job."""
+class Task(Generic[P, R]):
+    """A registered handler. Calling it runs the function directly; `defer(...)` enqueues a
+    job with the handler's own arguments (checked by mypy against its signature);
+    `enqueue(args_dict, ...)` enqueues with a dict and the enqueue options."""
 
     app: App
     name: str
-    fn: Handler
+    fn: Callable[P, R]
     defaults: TaskDefaults
     reconcile: Callable[[Job, Attempt], Any] | None = None
 
@@ -101,7 +109,32 @@ class Task:
     def is_async(self) -> bool:
         return inspect.iscoroutinefunction(self.fn)
 
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+    @functools.cached_property
+    def signature(self) -> inspect.Signature | None:
+        """The handler's signature without annotations, None when Python cannot tell it."""
+        try:
+            sig = inspect.signature(self.fn)
+        except (TypeError, ValueError):
+            return None
+        empty = inspect.Parameter.empty
+        return sig.replace(
+            parameters=[p.replace(annotation=empty) for p in sig.parameters.values()],
+            return_annotation=empty,
+        )
+
+    def check_args(self, args: Mapping[str, Any], where: str = "") -> None:
+        """Raise ArgsMismatch unless the handler can be called with `args` as keywords
+        (the way a worker calls it)."""
+        sig = self.signature
+        if sig is None:
+            return
+        try:
+            sig.bind(**args)
+        except TypeError as exc:
+            name = getattr(self.fn, "__name__", self.name)
+            raise ArgsMismatch(self.name, f"{name}{sig}", f"{exc}{where}") from None
+
+    def __call__(self, *args: P.args, **kwargs: P.kwargs) -> R:
         return self.fn(*args, **kwargs)
 
     def enqueue(self, args: Mapping[str, Any] | None = None, **options: Any) -> Job:
@@ -110,8 +143,89 @@ class Task:
     def enqueue_many(self, list_of_args: Iterable[Mapping[str, Any]], **options: Any) -> list[Job]:
         return self.app.enqueue_many(self.name, list_of_args, **options)
 
+    def options(self, **options: Any) -> Deferral[P]:
+        """The enqueue options (key, queue, priority, max_attempts, deadline, business_key,
+        at or delay) for a typed defer: `task.options(key="order-42").defer(order_id=42)`."""
+        return Deferral(self, options)
+
+    def defer(self, *args: P.args, **kwargs: P.kwargs) -> Job:
+        """Enqueue a job due now, with the handler's own arguments: `greet.defer(name="Ada")`.
+        mypy checks them against the handler; they are stored by parameter name."""
+        return Deferral(self, {}).defer(*args, **kwargs)
+
+    def defer_at(self, when: datetime | str, /, *args: P.args, **kwargs: P.kwargs) -> Job:
+        """Like defer, due at `when` (an aware datetime or ISO 8601 text)."""
+        return Deferral(self, {"at": when}).defer(*args, **kwargs)
+
+    def defer_in(self, delay: float | timedelta | str, /, *args: P.args, **kwargs: P.kwargs) -> Job:
+        """Like defer, due after `delay` (seconds, a timedelta or text like "5m")."""
+        return Deferral(self, {"delay": delay}).defer(*args, **kwargs)
+
+    def call_args(self, *args: Any, **kwargs: Any) -> dict[str, Any]:
+        """A call's arguments as the job's args: every argument by its parameter's name."""
+        sig = self.signature
+        if sig is None:
+            if args:
+                raise ArgsMismatch(self.name, "(...)", "pass the arguments by name")
+            return dict(kwargs)
+        name = getattr(self.fn, "__name__", self.name)
+        try:
+            bound = sig.bind(*args, **kwargs)
+        except TypeError as exc:
+            raise ArgsMismatch(self.name, f"{name}{sig}", str(exc)) from None
+        stored: dict[str, Any] = {}
+        for param, value in bound.arguments.items():
+            kind = sig.parameters[param].kind
+            if kind is inspect.Parameter.VAR_KEYWORD:
+                stored.update(value)
+            elif kind is inspect.Parameter.VAR_POSITIONAL:
+                if value:
+                    raise ArgsMismatch(
+                        self.name, f"{name}{sig}", f"*{param} cannot be stored by name"
+                    )
+            elif kind is inspect.Parameter.POSITIONAL_ONLY:
+                raise ArgsMismatch(
+                    self.name,
+                    f"{name}{sig}",
+                    f"{param!r} is positional-only: a job cannot "
+                    "pass it (the worker calls handlers with keyword arguments)",
+                )
+            else:
+                stored[param] = value
+        return stored
+
     aenqueue = _async_twin(enqueue)
     aenqueue_many = _async_twin(enqueue_many)
+
+    async def adefer(self, *args: P.args, **kwargs: P.kwargs) -> Job:
+        """The async twin of defer."""
+        return await asyncio.to_thread(functools.partial(self.defer, *args, **kwargs))
+
+    async def adefer_at(self, when: datetime | str, /, *args: P.args, **kwargs: P.kwargs) -> Job:
+        """The async twin of defer_at."""
+        return await asyncio.to_thread(functools.partial(self.defer_at, when, *args, **kwargs))
+
+
+@dataclass(frozen=True)
+class Deferral(Generic[P]):
+    """A task with enqueue options chosen (Task.options): defer with the handler's arguments."""
+
+    task: Task[P, Any]
+    settings: Mapping[str, Any]
+
+    def defer(self, *args: P.args, **kwargs: P.kwargs) -> Job:
+        return self.task.app.enqueue(
+            self.task.name, self.task.call_args(*args, **kwargs), **self.settings
+        )
+
+    def defer_at(self, when: datetime | str, /, *args: P.args, **kwargs: P.kwargs) -> Job:
+        return Deferral(self.task, {**self.settings, "at": when}).defer(*args, **kwargs)
+
+    async def adefer(self, *args: P.args, **kwargs: P.kwargs) -> Job:
+        return await asyncio.to_thread(functools.partial(self.defer, *args, **kwargs))
+
+
+AnyTask = Task[..., Any]
 
 
 class App:
@@ -137,7 +251,7 @@ class App:
         self.tenant = tenant
         self.clock: Clock = clock or SystemClock()
         self.max_payload_bytes = max_payload_bytes
-        self.tasks: dict[str, Task] = {}
+        self.tasks: dict[str, AnyTask] = {}
         self._store: Store | None = None
         self._lock = threading.Lock()
         self._declared: list[ScheduleSpec] = []
@@ -185,9 +299,39 @@ class App:
 
     # -- tasks ------------------------------------------------------------------------------
 
+    @overload
     def task(
         self,
-        fn: Handler | None = None,
+        fn: Callable[P, R],
+        *,
+        name: str | None = None,
+        queue: str = "default",
+        priority: int = 0,
+        max_attempts: int = DEFAULT_MAX_ATTEMPTS,
+        lease: float | timedelta | str = 30.0,
+        timeout: float | timedelta | str | None = None,
+        retry: RetryPolicy | None = None,
+        reconcile: Callable[[Job, Attempt], Any] | None = None,
+    ) -> Task[P, R]: ...
+
+    @overload
+    def task(
+        self,
+        fn: None = None,
+        *,
+        name: str | None = None,
+        queue: str = "default",
+        priority: int = 0,
+        max_attempts: int = DEFAULT_MAX_ATTEMPTS,
+        lease: float | timedelta | str = 30.0,
+        timeout: float | timedelta | str | None = None,
+        retry: RetryPolicy | None = None,
+        reconcile: Callable[[Job, Attempt], Any] | None = None,
+    ) -> Callable[[Callable[P, R]], Task[P, R]]: ...
+
+    def task(
+        self,
+        fn: Any = None,
         *,
         name: str | None = None,
         queue: str = "default",
@@ -210,7 +354,7 @@ class App:
         (run on the event loop) or a plain function (run in a thread pool).
         """
 
-        def register(func: Handler) -> Task:
+        def register(func: Handler) -> AnyTask:
             if isinstance(func, Task):
                 raise ConfigurationError(
                     f"{func.name!r} is registered already; put @app.schedule above @app.task"
@@ -236,7 +380,7 @@ class App:
             build_new_job(
                 task_name, {}, now=self.clock.now(), tenant=self.tenant, defaults=defaults
             )
-            task = Task(self, task_name, func, defaults, reconcile)
+            task: AnyTask = Task(self, task_name, func, defaults, reconcile)
             self.tasks[task_name] = task
             return task
 
@@ -245,10 +389,15 @@ class App:
     # -- enqueue ----------------------------------------------------------------------------
 
     def _new_job(
-        self, task_name: str, args: Mapping[str, Any] | None, options: dict[str, Any]
+        self,
+        task_name: str,
+        args: Mapping[str, Any] | None,
+        options: dict[str, Any],
+        *,
+        check_args: bool = True,
     ) -> NewJob:
-        task = self.tasks.get(task_name)
-        return build_new_job(
+        task = self._known_task(task_name)
+        new = build_new_job(
             task_name,
             args,
             now=self.clock.now(),
@@ -257,6 +406,24 @@ class App:
             max_payload_bytes=self.max_payload_bytes,
             **options,
         )
+        if task is not None and check_args:
+            task.check_args(new.args)
+        return new
+
+    def _known_task(self, task_name: str) -> AnyTask | None:
+        """The registered task; None when this app registers no task (it cannot tell);
+        UnknownTask when it registers others."""
+        task = self.tasks.get(task_name)
+        if task is None and self.tasks:
+            raise UnknownTask(task_name, list(self.tasks))
+        return task
+
+    def check_args(self, task_name: str, args: Mapping[str, Any] | None = None) -> None:
+        """Raise UnknownTask or ArgsMismatch when this app registers tasks and a job of
+        `task_name` with `args` would not run; an app that registers no task accepts any."""
+        task = self._known_task(task_name)
+        if task is not None:
+            task.check_args(args or {})
 
     def enqueue(
         self,
@@ -343,7 +510,8 @@ class App:
             max_attempts=max_attempts,
             deadline=None if at_each is not None else deadline,
         )
-        template = self._new_job(task_name, {}, options)  # every option checked once
+        # every option checked once; each job's args below
+        template = self._new_job(task_name, {}, options, check_args=False)
         if at_each is not None and deadline is not None:
             template = replace(template, deadline_at=parse_instant(deadline, "deadline"))
         batch = build_new_jobs(
@@ -352,6 +520,10 @@ class App:
             max_payload_bytes=self.max_payload_bytes,
             at_each=at_each,
         )
+        task = self.tasks.get(task_name)
+        if task is not None:
+            for number, new in enumerate(batch, start=1):
+                task.check_args(new.args, f" (job {number} of {len(batch)})")
         jobs = [r.job for r in self.store.enqueue(batch, self.clock.now(), connection=connection)]
         log_event(log, "jobs.enqueued", task=task_name, count=len(jobs))
         return jobs
@@ -364,6 +536,14 @@ class App:
         if job is None:
             raise JobNotFound(job_id)
         return job
+
+    def unserved(self, job: Job) -> str | None:
+        """For a scheduled job whose task no live worker node serves: the one-line reason it
+        waits ("no worker serves task ..."); None otherwise. Workers claim only the tasks they
+        have handlers for, so such a job is not tried (it keeps its attempts) until one does."""
+        if job.status is not JobStatus.SCHEDULED:
+            return None
+        return unserved(job.task, self.store.list_nodes(), self.clock.now())
 
     def list_jobs(
         self,
@@ -429,9 +609,12 @@ class App:
         defaults = options.pop("defaults", None) or (
             registered.defaults if registered else TaskDefaults()
         )
-        return build_spec(
+        spec = build_spec(
             name, task, defaults=defaults, max_payload_bytes=self.max_payload_bytes, **options
         )
+        if registered is not None:  # its occurrences would be dead at once: refuse them now
+            registered.check_args(spec.args)
+        return spec
 
     def add_schedule(
         self,
@@ -457,8 +640,11 @@ class App:
         A tick handled more than `late_after` after its time is late (its misfire policy
         applies); by default a tick is late once the next tick is due.
 
-        Raises ScheduleExists when the name is taken in this tenant (use update_schedule).
+        Raises ScheduleExists when the name is taken in this tenant (use update_schedule);
+        UnknownTask or ArgsMismatch when this app registers tasks and the task is not one of
+        them or its handler cannot take `args`.
         """
+        self._known_task(task)
         spec = self._spec(
             name,
             task,
@@ -500,7 +686,7 @@ class App:
             log_event(log, "schedule.added", schedule=spec.name, next=schedule.next_fire_at)
         return schedule, created
 
-    def schedule(self, name: str, **options: Any) -> Callable[[Handler], Task]:
+    def schedule(self, name: str, **options: Any) -> Callable[[Callable[P, R]], Task[P, R]]:
         """Declare a schedule in code: `@app.schedule("nightly", cron=..., timezone=...)`.
 
         Stacks on `@app.task(...)`, or registers the function as a task with default options.
@@ -508,8 +694,8 @@ class App:
         every worker calls when it starts; an unchanged schedule is left alone.
         """
 
-        def declare(fn: Handler | Task) -> Task:
-            task = fn if isinstance(fn, Task) else self.task(fn)
+        def declare(fn: Callable[P, R]) -> Task[P, R]:
+            task = cast(Task[P, R], fn) if isinstance(fn, Task) else self.task(fn)
             self.declare_schedule(name, task=task.name, **options)
             return task
 

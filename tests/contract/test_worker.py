@@ -77,8 +77,7 @@ def test_classified_failures(app: duetime.App) -> None:
     p = permanent.enqueue()
     r = limited.enqueue()
     s = slow.enqueue()
-    u = app.enqueue("nobody.knows", max_attempts=1)
-    ids = [p.id, r.id, s.id, u.id]
+    ids = [p.id, r.id, s.id]
     worker = Worker(app, poll_interval=0.02)
     asyncio.run(run_until(worker, lambda: all(app.get_job(i).terminal for i in ids)))
 
@@ -97,9 +96,26 @@ def test_classified_failures(app: duetime.App) -> None:
     assert timed.status is JobStatus.DEAD
     assert timed.attempt_history[0].error_category is ErrorCategory.TIMEOUT
 
-    unknown = app.get_job(u.id)
-    assert unknown.status is JobStatus.DEAD
-    assert "no handler for task 'nobody.knows'" in (unknown.attempt_history[0].error_message or "")
+
+def test_args_that_do_not_bind_are_dead_after_one_attempt(app: duetime.App, store_url: str) -> None:
+    """Stored by an app that could not check them (it registers no task), args the handler
+    cannot take fail for good at once, saying why: running again cannot help."""
+    producer = duetime.App(database_url=store_url)
+    job = producer.enqueue("greet", {"nam": "Ada"}, max_attempts=5)
+    producer.close()
+
+    @app.task(name="greet")
+    def greet(name: str) -> None:
+        pass
+
+    worker = Worker(app, poll_interval=0.02)
+    asyncio.run(run_until(worker, lambda: app.get_job(job.id).terminal))
+    dead = app.get_job(job.id)
+    assert dead.status is JobStatus.DEAD and dead.attempts == 1
+    [attempt] = dead.attempt_history
+    assert attempt.error_category is ErrorCategory.PERMANENT
+    assert "args do not fit task 'greet'" in (attempt.error_message or "")
+    assert "missing a required argument: 'name'" in (attempt.error_message or "")
 
 
 def test_cancel_stops_an_async_handler(app: duetime.App) -> None:

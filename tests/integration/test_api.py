@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from duetime.core.models import Outcome
+from duetime.core.models import Node, Outcome
 from duetime.core.reconcile import Reconcile  # noqa: F401  (the parked path is in the store)
 from duetime.core.retry import ErrorCategory
 from duetime.core.states import AttemptStatus, Event
@@ -124,6 +124,38 @@ def test_enqueue_refuses_invalid_input_field_by_field(
     if field is not None:
         assert any(field in map(str, d["loc"]) for d in detail), detail
     assert api.count_jobs() == 0
+
+
+def test_a_server_that_knows_its_tasks_refuses_what_they_cannot_run(api: Api) -> None:
+    """Started with --app, the server knows the tasks: unknown ones and args that do not bind
+    to the handler are a 422 naming the field, and nothing is stored."""
+
+    @api.app.task(name="greet")
+    def greet(name: str) -> None:
+        pass
+
+    cases = [
+        ({"task": "nosuch", "args": {}}, "task", "task 'nosuch' is not registered"),
+        ({"task": "greet", "args": {"nam": "x"}}, "args", "missing a required argument"),
+        ({"task": "greet"}, "args", "missing a required argument: 'name'"),
+    ]
+    for body, field, fragment in cases:
+        r = api.call("POST", "/v1/jobs", json=body)
+        assert r.status_code == 422, r.text
+        [detail] = r.json()["detail"]
+        assert detail["loc"] == ["body", field] and fragment in detail["msg"], detail
+    assert api.count_jobs() == 0
+    assert api.call("POST", "/v1/jobs", json={"task": "greet", "args": {"name": "x"}}).is_success
+
+
+def test_job_detail_says_when_no_worker_serves_its_task(api: Api) -> None:
+    job = api.call("POST", "/v1/jobs", json={"task": "emails.sned", "args": {}}).json()
+    detail = api.call("GET", f"/v1/jobs/{job['id']}").json()
+    assert detail["unserved"].startswith("no worker serves task 'emails.sned'"), detail
+    now = api.app.clock.now()
+    node = Node("n1", "host", 1, None, 4, ("worker",), "0", now, now, tasks=("emails.sned",))
+    api.app.store.register_node(node, now)
+    assert api.call("GET", f"/v1/jobs/{job['id']}").json()["unserved"] is None
 
 
 def test_enqueue_refuses_oversized_payloads_with_413(api: Api) -> None:

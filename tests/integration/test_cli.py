@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from duetime import App, AttemptStatus, ErrorCategory, JobStatus
+from duetime.core.models import Node
 from duetime.store.driver import load_migrations
 from integration.procs import Processes, base_env, describe, run_cli, scalar, wait_until
 
@@ -229,13 +230,67 @@ def test_bad_enqueue_inputs_exit_1_and_store_nothing(
     assert count_jobs(db_url) == 1
 
 
+@pytest.mark.parametrize(
+    ("args", "fragment"),
+    [
+        pytest.param(["nosuch", "--args", "{}"], "task 'nosuch' is not registered", id="unknown"),
+        pytest.param(
+            ["sleep", "--args", '{"second": 1}'], "missing a required argument", id="misspelt"
+        ),
+        pytest.param(["sleep"], "missing a required argument: 'seconds'", id="no-args"),
+        pytest.param(
+            ["noop", "--args", '{"x": 1}'], "unexpected keyword argument 'x'", id="extra-arg"
+        ),
+    ],
+)
+def test_enqueue_with_app_refuses_what_its_tasks_cannot_run(
+    db_url: str, args: list[str], fragment: str
+) -> None:
+    """With --app the registry is known: exit 2, one line, nothing stored."""
+    done = cli(db_url, "enqueue", "--app", "itapp:app", *args)
+    assert done.returncode == 2 and done.stdout == "", describe(done)
+    lines = done.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("duetime: error: "), describe(done)
+    assert fragment in lines[0], describe(done)
+    assert count_jobs(db_url) == 0
+    ok(cli(db_url, "enqueue", "--app", "itapp:app", "sleep", "--args", '{"seconds": 1}'))
+    ok(cli(db_url, "enqueue", "nosuch", "--args", '{"x": 1}'))  # no --app: cannot tell
+    assert count_jobs(db_url) == 2
+
+
+def test_enqueue_from_file_with_app_refuses_unknown_tasks(db_url: str, tmp_path: Path) -> None:
+    lines = tmp_path / "jobs.jsonl"
+    lines.write_text('{"task": "noop"}\n{"task": "nosuch"}\n{"task": "sleep", "args": {}}\n')
+    done = cli(db_url, "enqueue", "--app", "itapp:app", "--from-file", str(lines))
+    failed(done, "2 bad lines", "line 2: task 'nosuch'", "line 3: args do not fit")
+    assert count_jobs(db_url) == 0
+
+
+def test_jobs_show_says_when_no_worker_serves_the_task(db_url: str) -> None:
+    job_id = ok(cli(db_url, "enqueue", "emails.sned")).stdout.strip()
+    shown = ok(cli(db_url, "jobs", "show", job_id)).stdout
+    assert "scheduled: no worker serves task 'emails.sned': no live node lists it" in shown
+    assert as_json(cli(db_url, "jobs", "show", job_id, "--json"))["unserved"].startswith(
+        "no worker serves task 'emails.sned'"
+    )
+    app = App(db_url)
+    now = app.clock.now()
+    node = Node("n1", "host", 1, None, 4, ("worker",), "0", now, now, tasks=("emails.sned",))
+    app.store.register_node(node, now)
+    app.close()
+    assert "no worker serves" not in ok(cli(db_url, "jobs", "show", job_id)).stdout
+    assert as_json(cli(db_url, "jobs", "show", job_id, "--json"))["unserved"] is None
+
+
 # -- jobs ---------------------------------------------------------------------------------------
 
 
-def test_jobs_list_filters_and_pages(db_url: str, app: App) -> None:
+def test_jobs_list_filters_and_pages(db_url: str) -> None:
+    app = App(db_url)  # registers no task: enqueues any
     ids = [app.enqueue("a", {"n": n}, queue="q1").id for n in range(3)]
     ids += [app.enqueue("b", {"n": n}, queue="q2").id for n in range(2)]
     app.cancel(ids[1])
+    app.close()
 
     def listed(*args: str) -> list[int]:
         page = as_json(cli(db_url, "jobs", "list", *args, "--json"))

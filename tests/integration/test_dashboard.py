@@ -15,7 +15,7 @@ from fastapi.testclient import TestClient
 
 from duetime import App, operators
 from duetime.core.clock import ManualClock
-from duetime.core.models import Job, Outcome
+from duetime.core.models import Job, Node, Outcome
 from duetime.core.retry import ErrorCategory
 from duetime.core.states import Event, JobStatus
 from duetime.server import ServerSettings, create_app
@@ -217,6 +217,17 @@ def test_logout_ends_the_session(env: Env) -> None:
 
 
 # -- pages --------------------------------------------------------------------------------------
+
+
+def test_the_job_page_says_when_no_worker_serves_its_task(env: Env) -> None:
+    job = env.scheduled(task="emails.sned")
+    c = env.logged_in()
+    page = c.get(f"/jobs/{job.id}").text
+    assert "data-unserved>no worker serves task &#39;emails.sned&#39;" in page, page
+    now = env.clock.now()
+    node = Node("n1", "host", 1, None, 4, ("worker",), "0", now, now, tasks=("emails.sned",))
+    env.app.store.register_node(node, now)
+    assert "data-unserved" not in c.get(f"/jobs/{job.id}").text
 
 
 def test_every_page_renders(env: Env) -> None:

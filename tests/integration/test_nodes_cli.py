@@ -24,6 +24,7 @@ def test_nodes_lists_live_dead_and_stopped_workers(db_url: str, procs: Processes
         time.sleep(0.2)
     live = {n["pid"]: n for n in nodes(db_url)}
     assert live[killed.pid]["state"] == "live" and live[killed.pid]["queues"] == ["mail"]
+    assert "noop" in live[killed.pid]["tasks"]  # the tasks of the worker's app (itapp)
     killed.kill_if_running()
     assert stopped.terminate_and_wait() == 0
     time.sleep(1.5)
@@ -33,3 +34,4 @@ def test_nodes_lists_live_dead_and_stopped_workers(db_url: str, procs: Processes
     assert stopped.pid not in {n["pid"] for n in nodes(db_url, "--dead-after", "1s")}
     table = run_cli(["nodes", "--all", "--dead-after", "1s", "--database-url", db_url])
     assert "dead" in table.stdout and "stopped" in table.stdout
+    assert "drain.record," in table.stdout  # the tasks column

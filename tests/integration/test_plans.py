@@ -87,12 +87,14 @@ def fill(kit: DialectKit, url: str) -> None:
             cur.fetchall()
 
 
-def claim_params(all_queues: bool) -> dict[str, Any]:
+def claim_params(all_queues: bool, tasks: list[str] | None = None) -> dict[str, Any]:
     return {
         "now": NOW,
         "limit": 10,
         "all_queues": all_queues,
         "queues": [] if all_queues else ["default"],
+        "all_tasks": tasks is None,
+        "tasks": tasks or [],
         "moves": moves_json(Event.CLAIM),
         "worker_id": "plan-test",
     }
@@ -129,9 +131,14 @@ def subplan(node: dict[str, Any], name: str) -> dict[str, Any]:
     return {}
 
 
+@pytest.mark.parametrize("tasks", [None, ["t", "other"]], ids=["any task", "its tasks"])
 @pytest.mark.parametrize("all_queues", [True, False], ids=["every queue", "one queue"])
-def test_a_claim_reads_only_due_rows_through_its_index(backlog: Store, all_queues: bool) -> None:
-    plan = explain(backlog, "claim", claim_params(all_queues))
+def test_a_claim_reads_only_due_rows_through_its_index(
+    backlog: Store, all_queues: bool, tasks: list[str] | None
+) -> None:
+    """A worker's claim names the tasks it has handlers for: the same plan (the task is a
+    filter on the due rows the index yields in claim order)."""
+    plan = explain(backlog, "claim", claim_params(all_queues, tasks))
     if backlog.dialect == "postgres":
         pick = json.dumps(subplan(json.loads(plan)[0]["Plan"], "CTE picked"))
         assert "Seq Scan" not in pick and '"Sort"' not in pick, pick  # (the final sort: 10 rows)
@@ -148,6 +155,6 @@ def test_a_claim_reads_only_due_rows_through_its_index(backlog: Store, all_queue
         index = "duetime_jobs_due_any" if all_queues else "duetime_jobs_due"
         assert f'"key": "{index}"' in plan and "Impossible WHERE" in plan, plan
     claims = backlog.claim(
-        worker_id="w", queues=None if all_queues else ["default"], limit=100, now=NOW
+        worker_id="w", queues=None if all_queues else ["default"], limit=100, now=NOW, tasks=tasks
     )
     assert len(claims) == 50  # and the claim takes exactly the due ones

@@ -13,6 +13,8 @@
    at least twice;
 5. stop the faults, pause the schedule, wait (bounded) until every job is terminal, SIGTERM the
    workers, and run duetime.chaos.checker. Exit 1 on any violation.
+
+Longer than most modules: it is one script, read top to bottom as the run it drives.
 """
 
 from __future__ import annotations

@@ -12,7 +12,13 @@ from typing import Any
 
 from duetime.cli.support import Progress, _positive_int, json_object, make_app, out
 from duetime.client import App
-from duetime.core.errors import ConfigurationError, DuetimeError, InvalidRequest
+from duetime.core.errors import (
+    ArgsMismatch,
+    ConfigurationError,
+    DuetimeError,
+    InvalidRequest,
+    UnknownTask,
+)
 from duetime.core.models import NewJob
 from duetime.core.requests import TaskDefaults, build_new_job
 
@@ -71,18 +77,22 @@ def cmd_enqueue(args: argparse.Namespace) -> int:
     if not args.task:
         args.usage_error("the following arguments are required: task (or --from-file FILE)")
     app = make_app(args)
-    job = app.enqueue(
-        args.task,
-        json_object(args.args, "--args"),
-        at=args.at,
-        delay=args.delay,
-        key=args.key,
-        queue=args.queue,
-        priority=args.priority,
-        max_attempts=args.max_attempts,
-        deadline=args.deadline,
-        business_key=args.business_key,
-    )
+    try:
+        job = app.enqueue(
+            args.task,
+            json_object(args.args, "--args"),
+            at=args.at,
+            delay=args.delay,
+            key=args.key,
+            queue=args.queue,
+            priority=args.priority,
+            max_attempts=args.max_attempts,
+            deadline=args.deadline,
+            business_key=args.business_key,
+        )
+    except (UnknownTask, ArgsMismatch) as exc:  # known from --app: a usage error, exit 2
+        sys.stderr.write(f"duetime: error: {exc}\n")
+        return 2
     if args.json:
         out(json.dumps(job.to_json(), indent=2))
     else:
@@ -226,7 +236,7 @@ def parse_line(app: App, args: argparse.Namespace, line: str, now: datetime) -> 
             flags.pop("delay")
         options = {**flags, **options}
     registered = app.tasks.get(task) if isinstance(task, str) else None
-    return build_new_job(
+    job = build_new_job(
         task,
         job_args,
         now=now,
@@ -235,6 +245,8 @@ def parse_line(app: App, args: argparse.Namespace, line: str, now: datetime) -> 
         max_payload_bytes=app.max_payload_bytes,
         **options,
     )
+    app.check_args(job.task, job.args)  # with --app: its tasks and their signatures
+    return job
 
 
 def _line_options(value: dict[str, Any]) -> dict[str, Any]:

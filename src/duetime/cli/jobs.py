@@ -82,7 +82,9 @@ def cmd_jobs_list(args: argparse.Namespace) -> int:
 
 
 def cmd_jobs_show(args: argparse.Namespace) -> int:
-    print_job(make_app(args).get_job(args.id), args.json)
+    app = make_app(args)
+    job = app.get_job(args.id)
+    print_job(job, args.json, unserved=app.unserved(job))
     return 0
 
 
@@ -117,14 +119,14 @@ def _moved(job: Job, as_json: bool) -> None:
         out(f"job {job.id} is {job.status} (due {job.due_at.isoformat()}, version {job.version})")
 
 
-def print_job(job: Job, as_json: bool) -> None:
+def print_job(job: Job, as_json: bool, *, unserved: str | None = None) -> None:
     if as_json:
-        out(json.dumps(job.to_json(), indent=2))
+        out(json.dumps({**job.to_json(), "unserved": unserved}, indent=2))
         return
     fields = [
         ("id", job.id),
         ("task", job.task),
-        ("status", job.status),
+        ("status", job.status if unserved is None else f"{job.status}: {unserved}"),
         ("queue", job.queue),
         ("priority", job.priority),
         ("args", json.dumps(job.args)),

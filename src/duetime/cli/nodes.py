@@ -41,7 +41,17 @@ def cmd_nodes(args: argparse.Namespace) -> int:
                 n.concurrency,
                 ",".join(n.duties),
                 f"{len(n.holding)}: {held}" if n.holding else "0",
+                _tasks(n.tasks),
             )
         )
-    table(rows, ["node", "state", "last seen", "queues", "conc", "duties", "holding (jobs)"])
+    headers = ["node", "state", "last seen", "queues", "conc", "duties", "holding (jobs)", "tasks"]
+    table(rows, headers)
     return 0
+
+
+def _tasks(tasks: tuple[str, ...] | None) -> str:
+    """The tasks a node serves, the first few by name (? when it did not say)."""
+    if tasks is None:
+        return "?"
+    shown = ",".join(tasks[:3]) + (f" +{len(tasks) - 3}" if len(tasks) > 3 else "")
+    return f"{len(tasks)}: {shown}" if tasks else "0"

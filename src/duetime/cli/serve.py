@@ -17,7 +17,11 @@ def add_parsers(sub: Any, parents: list[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "serve", parents=parents, help="serve the REST API (/v1), dashboard (/) and /metrics"
     )
-    p.add_argument("--app", help="module:attribute of your duetime.App (for task defaults)")
+    p.add_argument(
+        "--app",
+        help="module:attribute of your duetime.App: its task defaults apply, and enqueues of "
+        "tasks it does not register or args their handlers cannot take are refused (422)",
+    )
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (127.0.0.1)")
     p.add_argument("--port", type=int, default=8000, help="port to listen on (8000)")
     p.add_argument(

@@ -15,6 +15,31 @@ class PayloadTooLarge(InvalidRequest):
     """A job's args are over the payload limit."""
 
 
+class UnknownTask(InvalidRequest):
+    """The app knows its tasks, and this is not one of them: nothing was stored."""
+
+    def __init__(self, task: str, known: list[str]) -> None:
+        shown = ", ".join(sorted(known)[:10]) + (", ..." if len(known) > 10 else "")
+        super().__init__(
+            f"task {task!r} is not registered in this app (it knows {shown}); check the name, "
+            "or register the handler with @app.task"
+        )
+        self.task = task
+
+
+class ArgsMismatch(InvalidRequest):
+    """A job's args do not bind to its handler's signature: nothing was stored (at enqueue),
+    or the job is dead after one attempt (at run time)."""
+
+    def __init__(self, task: str, signature: str, reason: str) -> None:
+        super().__init__(
+            f"args do not fit task {task!r}, whose handler takes {signature}: {reason}; "
+            "pass its parameters by name as a JSON object"
+        )
+        self.task = task
+        self.reason = reason
+
+
 class IdempotencyConflict(DuetimeError):
     """An idempotency key was reused with a different request."""
 

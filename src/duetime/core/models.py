@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -270,12 +270,17 @@ class Node:
     last_seen_at: datetime
     stopped_at: datetime | None = None
     holding: tuple[int, ...] = ()  # jobs it runs attempts of right now
+    tasks: tuple[str, ...] | None = None  # the tasks it serves (None: it did not say)
 
     def state(self, now: datetime, dead_after: float) -> str:
         """stopped (shut down cleanly), dead (silent for dead_after seconds) or live."""
         if self.stopped_at is not None:
             return "stopped"
         return "dead" if (now - self.last_seen_at).total_seconds() > dead_after else "live"
+
+    def serves(self, task: str) -> bool:
+        """Whether its worker may run jobs of `task` (yes when it did not say which)."""
+        return self.tasks is None or task in self.tasks
 
     def to_json(self, now: datetime, dead_after: float) -> JSONObject:
         return {
@@ -291,7 +296,24 @@ class Node:
             "last_seen_at": _iso(self.last_seen_at),
             "stopped_at": _iso(self.stopped_at),
             "holding": list(self.holding),
+            "tasks": list(self.tasks) if self.tasks is not None else None,
         }
+
+
+NODE_DEAD_AFTER = 30.0  # seconds of silence after which a node counts as dead (duetime nodes)
+
+
+def unserved(
+    task: str, nodes: Iterable[Node], now: datetime, dead_after: float = NODE_DEAD_AFTER
+) -> str | None:
+    """Why a job of `task` waits when no live node serves it ("no worker serves task ..."),
+    or None when one does (or may: a node that did not say which tasks it serves)."""
+    if any(n.state(now, dead_after) == "live" and n.serves(task) for n in nodes):
+        return None
+    return (
+        f"no worker serves task {task!r}: no live node lists it, so the job waits; start a "
+        "worker whose app registers it (duetime worker --app ...)"
+    )
 
 
 @dataclass(frozen=True)

@@ -23,8 +23,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from duetime.client import App, Task
-from duetime.core.errors import StaleAttempt
+from duetime.client import AnyTask, App
+from duetime.core.errors import ArgsMismatch, StaleAttempt
 from duetime.core.models import Claim, Job, Outcome
 from duetime.core.reconcile import Reconcile, lost_attempt_to_reconcile, outcome_for
 from duetime.core.retry import ErrorCategory, Failure, RetryPolicy, classify, decide
@@ -150,11 +150,16 @@ class AttemptRunner:
             if handler_done is not None:
                 handler_done()
 
-    async def _run_handler(self, running: RunningAttempt, task: Task | None) -> Outcome:
+    async def _run_handler(self, running: RunningAttempt, task: AnyTask | None) -> Outcome:
         job = running.claim.job
         # backoff from the job's record (as the reaper does); classification from the task
         permanent = task.defaults.retry.permanent if task else ()
         policy = RetryPolicy(job.retry_base, job.retry_cap, permanent)
+        if task is not None:
+            try:
+                task.check_args(job.args)
+            except ArgsMismatch as exc:  # running again cannot help: dead after this attempt
+                return self._failed(Failure(ErrorCategory.PERMANENT, str(exc)), job, policy)
         try:
             if task is None:
                 raise LookupError(
@@ -209,7 +214,7 @@ class AttemptRunner:
             failure = classify(exc, policy)
         return self._failed(failure, job, policy)
 
-    async def _reconcile(self, running: RunningAttempt, task: Task) -> Outcome | None:
+    async def _reconcile(self, running: RunningAttempt, task: AnyTask) -> Outcome | None:
         """Ask the task's reconcile hook about a lost earlier attempt, before running again."""
         job = running.claim.job
         full = await self.calls(functools.partial(self.store.get_job, job.id))
@@ -267,7 +272,7 @@ class AttemptRunner:
         )
 
     def _invoke(
-        self, task: Task, ctx: AttemptContext, args: dict[str, Any]
+        self, task: AnyTask, ctx: AttemptContext, args: dict[str, Any]
     ) -> tuple[asyncio.Future[Any], asyncio.Future[None]]:
         """Start the handler; return its future and one that resolves when it starts running."""
         loop = asyncio.get_running_loop()

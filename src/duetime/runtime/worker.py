@@ -211,6 +211,7 @@ class Worker:
             version=__version__,
             started_at=now,
             last_seen_at=now,
+            tasks=tuple(sorted(self.app.tasks)),
         )
 
     def _reaped(self, result: ReapResult) -> None:
@@ -274,7 +275,16 @@ class Slots(Service):
             worker=self.worker_id,
             queues=self.queues or "*",
             concurrency=self.concurrency,
+            tasks=len(self.runner.app.tasks),
         )
+        if not self.runner.app.tasks:
+            log_event(
+                log,
+                "worker.no_tasks",
+                logging.WARNING,
+                reason="its app registers no task, so it claims no job; import the modules "
+                "that declare them (@app.task) in the module --app names",
+            )
 
     async def run(self) -> None:
         await self._claim_loop()
@@ -294,6 +304,7 @@ class Slots(Service):
                             queues=self.queues,
                             limit=free,
                             now=runner.clock.now(),
+                            tasks=sorted(runner.app.tasks),  # only what it has handlers for
                         )
                     )
                     backoff = 0.0

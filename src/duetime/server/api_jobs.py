@@ -17,6 +17,7 @@ from duetime.server.auth import Principal, reader, scope_tenant, writer
 from duetime.server.schemas import (
     AUTH,
     Instant,
+    JobDetail,
     JobIn,
     JobOut,
     JobPage,
@@ -139,15 +140,17 @@ def _cursor(cursor: str | None) -> int | None:
     return before_id
 
 
-@router.get("/jobs/{job_id}", response_model=JobOut, responses={**AUTH, **NOT_FOUND})
+@router.get("/jobs/{job_id}", response_model=JobDetail, responses={**AUTH, **NOT_FOUND})
 def get_job(
     job_id: JobId, request: Request, who: Annotated[Principal, Depends(reader)]
 ) -> dict[str, Any]:
-    """One job with every attempt: generation, status, worker, times, lease, error."""
-    job = duetime_app(request).store.get_job(job_id, tenant=who.tenant_filter)
+    """One job with every attempt: generation, status, worker, times, lease, error; and
+    `unserved` when it waits because no live worker serves its task."""
+    app = duetime_app(request)
+    job = app.store.get_job(job_id, tenant=who.tenant_filter)
     if job is None:
         raise JobNotFound(job_id)
-    return job_out(job)
+    return {**job_out(job), "unserved": app.unserved(job)}
 
 
 def _move(request: Request, who: Principal, job_id: int, event: Event, **kw: Any) -> Job:

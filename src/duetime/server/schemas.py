@@ -144,6 +144,14 @@ class JobOut(BaseModel):
     attempt_history: list[AttemptOut] = Field(description="oldest first; empty in lists")
 
 
+class JobDetail(JobOut):
+    unserved: str | None = Field(
+        default=None,
+        description="why a scheduled job waits when no live worker serves its task "
+        '("no worker serves task ..."); null otherwise',
+    )
+
+
 class JobPage(BaseModel):
     items: list[JobOut]
     next_cursor: str | None = Field(description="pass as ?cursor= for the next page; null: no more")

@@ -91,14 +91,22 @@ class Store(Protocol):
         ...
 
     def claim(
-        self, *, worker_id: str, queues: Sequence[str] | None, limit: int, now: datetime
+        self,
+        *,
+        worker_id: str,
+        queues: Sequence[str] | None,
+        limit: int,
+        now: datetime,
+        tasks: Sequence[str] | None = None,
     ) -> list[Claim]:
         """Atomically take up to `limit` due jobs and start one attempt on each.
 
         Eligible: status scheduled, due_at <= now, deadline_at absent or > now, queue in
-        `queues` (any queue when None). Order: priority descending, then due_at, then id. Each
-        claimed job becomes running with generation + 1 and attempts + 1, and gets a new
-        attempt row with that generation and lease_expires_at = now + the job's lease_seconds.
+        `queues` (any queue when None), task in `tasks` (any task when None: a worker passes
+        the tasks it has handlers for, so a job no worker knows waits unclaimed). Order:
+        priority descending, then due_at, then id. Each claimed job becomes running with
+        generation + 1 and attempts + 1, and gets a new attempt row with that generation and
+        lease_expires_at = now + the job's lease_seconds.
         Concurrent callers never receive the same job.
         """
         ...

@@ -247,6 +247,7 @@ class SchedulesNodesTokens:
                 duties=json.dumps(list(node.duties)),
                 version=node.version,
                 now=now,
+                tasks=json.dumps(list(node.tasks)) if node.tasks is not None else None,
             )
 
     @conflicts_retried
@@ -276,6 +277,7 @@ class SchedulesNodesTokens:
                 last_seen_at=t(r["last_seen_at"]),
                 stopped_at=t(r["stopped_at"]) if r["stopped_at"] is not None else None,
                 holding=tuple(sorted(int(i) for i in json_list(r["holding"]))),
+                tasks=tuple(json_list(r["tasks"])) if r["tasks"] is not None else None,
             )
             for r in rows
         ]

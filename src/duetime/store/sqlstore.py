@@ -3,7 +3,8 @@
 Every rule lives here: which statements run in which transaction, in which order rows are
 locked, how a fenced write is recognised, how an idempotency key is honoured. A Driver
 (store/driver.py) supplies only what differs between databases. The schedules, nodes, tokens
-and figures parts of the contract are in store/sqlextra.py, mixed into SQLStore.
+and figures parts of the contract are in store/sqlextra.py, mixed into SQLStore. Past 400
+lines because the claim, heartbeat and completion rules must be read together to be trusted.
 """
 
 from __future__ import annotations
@@ -245,7 +246,13 @@ class SQLStore(SchedulesNodesTokens):
 
     @conflicts_retried
     def claim(
-        self, *, worker_id: str, queues: Sequence[str] | None, limit: int, now: datetime
+        self,
+        *,
+        worker_id: str,
+        queues: Sequence[str] | None,
+        limit: int,
+        now: datetime,
+        tasks: Sequence[str] | None = None,
     ) -> list[Claim]:
         if limit <= 0:
             return []
@@ -256,6 +263,8 @@ class SQLStore(SchedulesNodesTokens):
                 limit=limit,
                 all_queues=queues is None,
                 queues=list(queues) if queues is not None else [],
+                all_tasks=tasks is None,
+                tasks=list(tasks) if tasks is not None else [],
                 moves=moves_json(Event.CLAIM),
                 worker_id=worker_id,
             )

@@ -36,7 +36,8 @@ STATEMENTS: dict[str, str] = {
     "occurrence_id": "returns id: the job of (schedule_id, nominal_at)",
     # -- the worker's path
     "claim": "takes up to `limit` scheduled jobs due at now and not past their deadline, of "
-    "`queues` (of any queue when all_queues), by priority desc, due_at, id, skipping rows "
+    "`queues` (of any queue when all_queues) and of `tasks` (of any task when all_tasks), by "
+    "priority desc, due_at, id, skipping rows "
     "another transaction locked; moves each by `moves` with generation + 1 and attempts + 1, "
     "and starts a running attempt of that generation for worker_id (started_at now, lease "
     "until now + lease_seconds, the job's due_at); returns each job with its attempt's columns "
@@ -87,7 +88,7 @@ STATEMENTS: dict[str, str] = {
     "list_ticks": "returns a schedule's ticks, newest first, with job_status and started_at",
     "latest_run": "returns id: the schedule's newest occurrence that started",
     # -- nodes
-    "upsert_node": "registers or revives a node",
+    "upsert_node": "registers or revives a node, with the tasks it serves",
     "touch_node": "sets a node's last_seen_at",
     "stop_node": "marks a node stopped",
     "list_nodes": "returns nodes, newest first, each with holding: the jobs it runs now",

@@ -154,6 +154,7 @@ def job_page(request: Request, job_id: str) -> Response:
             "attempts": list(job.attempt_history),
             "actions": _actions(job),
             "schedule_url": _schedule_link(job),
+            "unserved": duetime_app(request).unserved(job),
         },
         nav="jobs",
     )

@@ -119,13 +119,15 @@ WHERE schedule_id = %(schedule_id)s AND nominal_at = %(nominal_at)s;
 -- jobs move, their attempts start, and the claimed rows come back. One branch of the pick runs
 -- (every queue, or the queues named); FORCE INDEX: the claim-order index, so the scan stops
 -- after `limit` due rows (the optimizer may otherwise range-read every due row and sort them,
--- which a burst of due jobs makes slow).
+-- which a burst of due jobs makes slow). Only tasks of `tasks` are taken (any task when
+-- all_tasks): a worker claims only what it has handlers for.
 CREATE TEMPORARY TABLE IF NOT EXISTS duetime_claim (id BIGINT NOT NULL PRIMARY KEY);
 DELETE FROM duetime_claim;
 INSERT INTO duetime_claim (id)
 (SELECT id FROM duetime_jobs FORCE INDEX (duetime_jobs_due_any)
  WHERE %(all_queues)s AND status = 'scheduled' AND due_at <= %(now)s
    AND (deadline_at IS NULL OR deadline_at > %(now)s)
+   AND (%(all_tasks)s OR task IN %(tasks)s)
  ORDER BY neg_priority, due_at, id
  LIMIT %(limit)s
  FOR UPDATE SKIP LOCKED)
@@ -133,6 +135,7 @@ UNION ALL
 (SELECT id FROM duetime_jobs FORCE INDEX (duetime_jobs_due)
  WHERE NOT %(all_queues)s AND queue IN %(queues)s AND status = 'scheduled'
    AND due_at <= %(now)s AND (deadline_at IS NULL OR deadline_at > %(now)s)
+   AND (%(all_tasks)s OR task IN %(tasks)s)
  ORDER BY neg_priority, due_at, id
  LIMIT %(limit)s
  FOR UPDATE SKIP LOCKED);
@@ -235,12 +238,20 @@ ORDER BY a.lease_expires_at, a.id
 LIMIT %(limit)s;
 
 -- name: expire_overdue
-UPDATE duetime_jobs
-SET version = version + 1, updated_at = %(now)s, status = JSON_UNQUOTE(JSON_EXTRACT(%(moves)s, CONCAT('$.', status)))
+-- Candidates read without locks, then moved by primary key with the condition checked again
+-- (as prune: a scanning UPDATE would lock rows that claims hold and deadlock with them).
+CREATE TEMPORARY TABLE IF NOT EXISTS duetime_overdue (id BIGINT NOT NULL PRIMARY KEY);
+DELETE FROM duetime_overdue;
+INSERT INTO duetime_overdue (id)
+SELECT id FROM duetime_jobs
 WHERE status = 'scheduled' AND deadline_at IS NOT NULL AND deadline_at <= %(now)s
-  AND JSON_EXTRACT(%(moves)s, CONCAT('$.', status)) IS NOT NULL
 ORDER BY deadline_at, id
 LIMIT %(limit)s;
+UPDATE duetime_jobs j JOIN duetime_overdue o ON o.id = j.id
+SET j.version = j.version + 1, j.updated_at = %(now)s,
+    j.status = JSON_UNQUOTE(JSON_EXTRACT(%(moves)s, CONCAT('$.', j.status)))
+WHERE j.status = 'scheduled' AND j.deadline_at IS NOT NULL AND j.deadline_at <= %(now)s
+  AND JSON_EXTRACT(%(moves)s, CONCAT('$.', j.status)) IS NOT NULL;
 
 -- name: transition
 -- MySQL assigns left to right and later expressions see earlier results: columns whose
@@ -368,10 +379,11 @@ LIMIT 1;
 
 -- name: upsert_node
 INSERT INTO duetime_nodes (id, hostname, pid, queues, concurrency, duties, version, started_at,
-    last_seen_at)
+    last_seen_at, tasks)
 VALUES (%(id)s, %(hostname)s, %(pid)s, %(queues)s, %(concurrency)s, %(duties)s,
-    %(version)s, %(now)s, %(now)s)
-ON DUPLICATE KEY UPDATE last_seen_at = VALUES(last_seen_at), stopped_at = NULL;
+    %(version)s, %(now)s, %(now)s, %(tasks)s)
+ON DUPLICATE KEY UPDATE last_seen_at = VALUES(last_seen_at), stopped_at = NULL,
+    tasks = VALUES(tasks);
 
 -- name: touch_node
 UPDATE duetime_nodes SET last_seen_at = %(now)s WHERE id = %(id)s;
@@ -438,7 +450,15 @@ ORDER BY due_at
 LIMIT %(limit)s;
 
 -- name: prune
-DELETE FROM duetime_jobs
+-- The candidates are read without locks first (READ COMMITTED: INSERT ... SELECT is a
+-- consistent read), then deleted by primary key with the condition checked again: a DELETE
+-- that scanned the table itself would lock rows claims and completions hold, and deadlock.
+CREATE TEMPORARY TABLE IF NOT EXISTS duetime_prune (id BIGINT NOT NULL PRIMARY KEY);
+DELETE FROM duetime_prune;
+INSERT INTO duetime_prune (id)
+SELECT id FROM duetime_jobs
 WHERE status IN ('succeeded', 'cancelled', 'expired') AND updated_at < %(before)s
 ORDER BY updated_at
 LIMIT %(limit)s;
+DELETE j FROM duetime_jobs j JOIN duetime_prune p ON p.id = j.id
+WHERE j.status IN ('succeeded', 'cancelled', 'expired') AND j.updated_at < %(before)s;

@@ -102,13 +102,15 @@ WHERE schedule_id = %(schedule_id)s AND nominal_at = %(nominal_at)s::timestamptz
 -- name: claim
 -- One statement: pick the due jobs (FOR UPDATE SKIP LOCKED: concurrent claimers skip each
 -- other's rows instead of waiting), move them by the moves, start their attempts. 'scheduled'
--- is written out (not taken from the moves) so the partial indexes serve the pick.
+-- is written out (not taken from the moves) so the partial indexes serve the pick. Only tasks
+-- of `tasks` are taken (any task when all_tasks): a worker claims only what it can run.
 WITH picked AS (
     SELECT id FROM duetime_jobs
     WHERE status = 'scheduled'
       AND due_at <= %(now)s
       AND (deadline_at IS NULL OR deadline_at > %(now)s)
       AND (%(all_queues)s::boolean OR queue = ANY (%(queues)s::text[]))
+      AND (%(all_tasks)s::boolean OR task = ANY (%(tasks)s::text[]))
     ORDER BY priority DESC, due_at, id
     LIMIT %(limit)s
     FOR UPDATE SKIP LOCKED
@@ -353,10 +355,11 @@ LIMIT 1;
 
 -- name: upsert_node
 INSERT INTO duetime_nodes (id, hostname, pid, queues, concurrency, duties, version, started_at,
-    last_seen_at)
+    last_seen_at, tasks)
 VALUES (%(id)s, %(hostname)s, %(pid)s, %(queues)s::jsonb, %(concurrency)s, %(duties)s::jsonb,
-    %(version)s, %(now)s, %(now)s)
-ON CONFLICT (id) DO UPDATE SET last_seen_at = excluded.last_seen_at, stopped_at = NULL;
+    %(version)s, %(now)s, %(now)s, %(tasks)s::jsonb)
+ON CONFLICT (id) DO UPDATE SET last_seen_at = excluded.last_seen_at, stopped_at = NULL,
+    tasks = excluded.tasks;
 
 -- name: touch_node
 UPDATE duetime_nodes SET last_seen_at = %(now)s WHERE id = %(id)s;

@@ -103,7 +103,8 @@ SELECT id FROM duetime_jobs WHERE schedule_id = :schedule_id AND nominal_at = :n
 -- jobs move, their attempts start, and the claimed rows come back. The pick runs one branch
 -- (every queue, one queue, or several). INDEXED BY: the partial indexes give the claim order,
 -- so a scan stops after `limit` due rows instead of sorting every scheduled job (without
--- statistics SQLite would take the status index and sort).
+-- statistics SQLite would take the status index and sort). Only tasks of `tasks` are taken
+-- (any task when all_tasks): a worker claims only what it has handlers for.
 CREATE TEMP TABLE IF NOT EXISTS duetime_claim (id INTEGER PRIMARY KEY);
 DELETE FROM temp.duetime_claim;
 INSERT INTO temp.duetime_claim (id)
@@ -111,6 +112,7 @@ SELECT id FROM (
     SELECT id FROM duetime_jobs INDEXED BY duetime_jobs_due_any
     WHERE :all_queues AND status = 'scheduled' AND due_at <= :now
       AND (deadline_at IS NULL OR deadline_at > :now)
+      AND (:all_tasks OR task IN (SELECT value FROM json_each(:tasks)))
     ORDER BY priority DESC, due_at, id
     LIMIT :limit)
 UNION ALL
@@ -119,6 +121,7 @@ SELECT id FROM (
     WHERE NOT :all_queues AND json_array_length(:queues) = 1
       AND queue = json_extract(:queues, '$[0]') AND status = 'scheduled' AND due_at <= :now
       AND (deadline_at IS NULL OR deadline_at > :now)
+      AND (:all_tasks OR task IN (SELECT value FROM json_each(:tasks)))
     ORDER BY priority DESC, due_at, id
     LIMIT :limit)
 UNION ALL
@@ -127,6 +130,7 @@ SELECT id FROM (
     WHERE NOT :all_queues AND json_array_length(:queues) > 1
       AND queue IN (SELECT value FROM json_each(:queues)) AND status = 'scheduled'
       AND due_at <= :now AND (deadline_at IS NULL OR deadline_at > :now)
+      AND (:all_tasks OR task IN (SELECT value FROM json_each(:tasks)))
     ORDER BY priority DESC, due_at, id
     LIMIT :limit);
 UPDATE duetime_jobs
@@ -349,9 +353,10 @@ LIMIT 1;
 
 -- name: upsert_node
 INSERT INTO duetime_nodes (id, hostname, pid, queues, concurrency, duties, version, started_at,
-    last_seen_at)
-VALUES (:id, :hostname, :pid, :queues, :concurrency, :duties, :version, :now, :now)
-ON CONFLICT (id) DO UPDATE SET last_seen_at = excluded.last_seen_at, stopped_at = NULL;
+    last_seen_at, tasks)
+VALUES (:id, :hostname, :pid, :queues, :concurrency, :duties, :version, :now, :now, :tasks)
+ON CONFLICT (id) DO UPDATE SET last_seen_at = excluded.last_seen_at, stopped_at = NULL,
+    tasks = excluded.tasks;
 
 -- name: touch_node
 UPDATE duetime_nodes SET last_seen_at = :now WHERE id = :id;

@@ -6,9 +6,12 @@ from __future__ import annotations
 import hashlib
 import json
 from datetime import UTC, datetime, timedelta
+from itertools import pairwise
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from duetime.core.errors import InvalidRequest
 from duetime.core.schedule_spec import build_spec, spec_from_json
@@ -127,3 +130,26 @@ def test_late_after_is_stored_with_the_definition() -> None:
     text = json.dumps(data, sort_keys=True, separators=(",", ":"))
     assert old_hash == hashlib.sha256(text.encode()).hexdigest()
     assert spec.definition_hash != default.definition_hash
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    every=st.integers(1, 10_000),
+    periods=st.integers(0, 300),  # ticks due: at most 301, as a planner pass walks them
+    fraction=st.floats(0, 0.999),
+    misfire=st.sampled_from(["skip", "catch_up", "coalesce"]),
+)
+def test_after_any_outage_only_ticks_whose_next_has_not_come_run_as_on_time(
+    every: int, periods: int, fraction: float, misfire: str
+) -> None:
+    now = T0 + timedelta(seconds=every * (periods + fraction))
+    plan = plan_due(schedule(every=every, misfire=misfire), [], now)
+    nominals = [j.nominal_at for j in plan.new_jobs]
+    assert all(a < b for a, b in pairwise(nominals)) and all(at <= now for at in nominals)
+    assert plan.next_fire_at is not None and plan.next_fire_at > now
+    tolerance = timedelta(seconds=max(every, 2))
+    on_time = [j for j in plan.new_jobs if now - j.nominal_at <= tolerance and not j.covers]
+    if misfire == "skip":  # nothing late runs: one tick, or two when a period is under 2 s
+        assert plan.new_jobs == on_time and len(on_time) <= 1 + int(2 / every)
+    dues = [j.due_at for j in plan.new_jobs]
+    assert dues == sorted(dues) or misfire == "skip"  # oldest first

@@ -637,8 +637,12 @@ class App:
         start: datetime | str | None = None,
         end: datetime | str | None = None,
         jitter: float | timedelta | str = 0,
+        late_after: float | timedelta | str | None = None,
     ) -> Schedule:
         """Create a recurring schedule; its first tick is the first fire at or after now.
+
+        A tick handled more than `late_after` after its time is late (its misfire policy
+        applies); by default a tick is late once the next tick is due.
 
         Raises ScheduleExists when the name is taken in this tenant (use update_schedule);
         UnknownTask or ArgsMismatch when this app registers tasks and the task is not one of
@@ -661,6 +665,7 @@ class App:
                 start=start,
                 end=end,
                 jitter=jitter,
+                late_after=late_after,
             ),
         )
         schedule, created = self._create_schedule(spec)

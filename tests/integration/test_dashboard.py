@@ -322,6 +322,7 @@ def test_every_page_renders(env: Env) -> None:
     assert "enqueued" in page  # its last outcome
     page = c.get(f"/schedules/{schedule.id}").text
     assert page.count("CET +01:00") >= 10  # the preview of the next fires
+    assert "late once the next tick is due" in page
     response = c.get("/")
     assert response.headers["content-security-policy"].startswith("default-src 'self'")
     assert response.headers["cache-control"] == "no-store"

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 import json
-from datetime import UTC, timedelta
+from datetime import UTC
 from typing import Any
 
 from duetime.cli import backfill
@@ -124,6 +124,11 @@ def _definition_flags(p: argparse.ArgumentParser, *, required: bool) -> None:
     p.add_argument(
         "--jitter", type=duration, help="random delay per occurrence, up to this, e.g. 30s"
     )
+    p.add_argument(
+        "--late-after",
+        help="a tick handled this long after its time is late, e.g. 5m; 'default': late once "
+        "the next tick is due (the default)",
+    )
 
 
 def definition_options(args: argparse.Namespace) -> dict[str, Any]:
@@ -140,8 +145,11 @@ def definition_options(args: argparse.Namespace) -> dict[str, Any]:
         "start": args.start,
         "end": args.end,
         "jitter": args.jitter,
+        "late_after": args.late_after,
     }
     options = {k: v for k, v in mapping.items() if v is not None}
+    if options.get("late_after") == "default":
+        options["late_after"] = None
     if args.args is not None:
         options["args"] = args.args
     return options
@@ -175,9 +183,12 @@ def preview_unsaved(args: argparse.Namespace, now: Any) -> tuple[list[Fire], str
         start=args.start,
     )
     after = args.after or now
-    anchor = spec.start_at or after
-    # like a saved schedule, whose first tick is at or after its creation (its anchor)
-    return preview(spec, anchor, after - timedelta(microseconds=1), args.count), args.tz
+    anchor = spec.start_at or after  # without --start, an interval counts from --after
+    return preview(spec, anchor, after, args.count), args.tz  # strictly after, as for a saved one
+
+
+def late_after_text(seconds: float | None) -> str:
+    return "the next tick's time (default)" if seconds is None else f"{seconds:g}s"
 
 
 def _next_run(s: Schedule, tz: Any, with_utc: bool = False) -> str:
@@ -344,6 +355,7 @@ def _print_schedule(app: Any, s: Schedule, as_json: bool, history: int = 0) -> N
         ("state", "paused" if s.paused else "active"),
         ("next run", _next_run(s, tz, with_utc=True)),
         ("misfire", f"{spec.misfire} (catch-up window {spec.catchup_window_seconds:g}s)"),
+        ("late after", late_after_text(spec.late_after_seconds)),
         ("overlap", spec.overlap),
         ("dst", f"gap={spec.dst_gap} fold={spec.dst_fold}"),
         (

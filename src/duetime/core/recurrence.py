@@ -9,8 +9,12 @@ library never applies its own DST rules; each wall time is then resolved into UT
   fire once;
 - a wall time inside a fall-back fold fires on its first pass, its second, or both (dst_fold).
 
-Every wall time is resolved with the zone rules in force on its own date. Interval rules are
-plain UTC arithmetic from an anchor instant and ignore DST.
+Every wall time is resolved with the zone rules in force on its own date, whatever the size
+of the jump (Samoa skipped a whole day in 2011), and the instants come out strictly increasing.
+Interval rules are plain UTC arithmetic from an anchor instant and ignore DST. Both end,
+without an error, at the end of the year 9999 (UTC).
+
+Expressions are validated and rewritten for cronsim in duetime.core.cron.
 """
 
 from __future__ import annotations
@@ -23,8 +27,12 @@ from datetime import UTC, datetime, timedelta
 from enum import StrEnum
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError, available_timezones
 
-from cronsim import CronSim, CronSimError
+from cronsim import CronSim
 
+# MACROS and normalize_cron lived here before duetime.core.cron; they are re-exported
+from duetime.core.cron import MACROS as MACROS
+from duetime.core.cron import cronsim_text
+from duetime.core.cron import normalize_cron as normalize_cron
 from duetime.core.errors import InvalidRequest
 
 
@@ -47,18 +55,6 @@ class FireKind(StrEnum):
     SKIPPED = "dst_skipped"  # not a fire: reported so operators see why nothing ran
 
 
-MACROS = {
-    "@yearly": "0 0 1 1 *",
-    "@annually": "0 0 1 1 *",
-    "@monthly": "0 0 1 * *",
-    "@weekly": "0 0 * * 0",
-    "@daily": "0 0 * * *",
-    "@midnight": "0 0 * * *",
-    "@hourly": "0 * * * *",
-}
-
-# A zone's offset changes by at most this much at one transition (2 h is the largest on record).
-_SLACK = timedelta(hours=3)
 # IANA names that are fixed offsets despite looking like zones (EST never observes DST)
 _FIXED_ZONES = {"EST", "MST", "HST"}
 _FIXED_OFFSET = re.compile(r"^(UTC|GMT)?\s*[+-]\d{1,2}(:?\d{2})?$|^Etc/GMT[+-]\d+$", re.IGNORECASE)
@@ -92,28 +88,6 @@ def zone(name: str) -> ZoneInfo:
         if close:
             hint = f" (did you mean {close[0]}?)"
         raise InvalidRequest(f"unknown time zone {name!r}{hint}; use an IANA name") from None
-
-
-def normalize_cron(expr: str) -> str:
-    """Validate a 5-field cron expression (or 6 with seconds first, or a @macro)."""
-    if not isinstance(expr, str) or not expr.strip():
-        raise InvalidRequest("cron expression is empty; write it like '0 9 * * 1-5'")
-    text = " ".join(expr.split())
-    text = MACROS.get(text.lower(), text)
-    if text.startswith("@"):
-        raise InvalidRequest(f"unknown cron macro {expr!r}; use one of {', '.join(MACROS)}")
-    if len(text.split()) not in (5, 6):
-        raise InvalidRequest(
-            f"cron expression {expr!r} has {len(text.split())} fields; use 5 "
-            "(minute hour day-of-month month day-of-week) or 6 with seconds first"
-        )
-    try:
-        next(iter(CronSim(text, datetime(2000, 1, 1))))
-    except CronSimError as exc:
-        raise InvalidRequest(f"invalid cron expression {expr!r}: {exc}") from None
-    except StopIteration:
-        raise InvalidRequest(f"cron expression {expr!r} never fires") from None
-    return text
 
 
 def resolve(wall: datetime, tz: ZoneInfo, gap: DstGap, fold: DstFold) -> list[Fire]:
@@ -166,11 +140,54 @@ def _transition(low: datetime, high: datetime, tz: ZoneInfo) -> datetime:
 
 
 def _walls(expr: str, tz: ZoneInfo, after: datetime) -> Iterator[datetime]:
-    start = after.astimezone(tz).replace(tzinfo=None) - _SLACK
+    """Matching wall times, in increasing order, from one no later than any instant after
+    `after` shows on the zone's clock, until the year 9999 ends."""
     try:
-        yield from CronSim(expr, start)
-    except StopIteration:  # pragma: no cover - cronsim ends iteration itself
+        yield from CronSim(cronsim_text(expr), _earliest_wall(tz, after))
+    except OverflowError:  # cronsim cannot step past 9999-12-31
         return
+
+
+# Clocks go back by less than a day, so the next two days hold the earliest wall time of
+# everything after an instant; zones change their offset at most once an hour.
+_HORIZON = timedelta(days=2)
+_STEP = timedelta(hours=1)
+
+
+def _earliest_wall(tz: ZoneInfo, after: datetime) -> datetime:
+    """A naive wall time no later than the wall time of any instant after `after`.
+
+    Local time runs forward except where the offset changes: between two samples an hour
+    apart with different offsets, no wall time is before the earlier sample plus the smaller
+    offset. With no change in the next two days this is the wall time of `after` itself.
+    """
+    naive = after.astimezone(UTC).replace(tzinfo=None)
+    try:
+        offset = _offset(after, tz)
+        lowest = naive + offset
+    except OverflowError:  # the wall time of `after` is beyond one end of time
+        return datetime.max if after.year > 5000 else datetime.min
+    for k in range(1, _HORIZON // _STEP + 1):
+        try:
+            later = _offset(after + k * _STEP, tz)
+        except OverflowError:  # the year 9999 ends within the horizon
+            break
+        if later != offset:
+            lowest = min(lowest, naive + (k - 1) * _STEP + min(offset, later))
+        offset = later
+    return lowest
+
+
+def _offset(at: datetime, tz: ZoneInfo) -> timedelta:
+    offset = at.astimezone(tz).utcoffset()
+    assert offset is not None
+    return offset
+
+
+def _earliest_instant(wall: datetime, tz: ZoneInfo) -> datetime:
+    """No wall time from `wall` on happens before this instant (in a gap, the earlier reading
+    is before the gap)."""
+    return min(wall.replace(tzinfo=tz, fold=f).astimezone(UTC) for f in (0, 1))
 
 
 def cron_fires(
@@ -181,17 +198,33 @@ def cron_fires(
     gap: DstGap = DstGap.SHIFT,
     fold: DstFold = DstFold.FIRST,
 ) -> Iterator[Fire]:
-    """Fires strictly after `after` (UTC), in increasing order, without duplicates."""
+    """Fires strictly after `after` (UTC), each instant once, strictly increasing.
+
+    Wall times come in increasing order but their instants need not (a fold repeats wall
+    times; a gap shifts many onto one instant), so fires wait in a heap until no later wall
+    time can resolve to an instant before them.
+    """
     pending: list[Fire] = []
+    last = after
     for wall in _walls(expr, tz, after):
-        for fire in resolve(wall, tz, gap, fold):
-            if fire.at > after:
+        try:
+            fires = resolve(wall, tz, gap, fold)
+            floor = _earliest_instant(wall, tz)
+        except OverflowError:  # this wall time, and every later one, is after 9999 in UTC
+            break
+        for fire in fires:
+            if fire.at > last:
                 heapq.heappush(pending, fire)
-        # wall times more than _SLACK apart resolve to instants in the same order
-        while pending and wall - pending[0].wall > _SLACK:
-            yield _pop_instant(pending)
+        while pending and pending[0].at < floor:
+            fire = _pop_instant(pending)
+            if fire.at > last:
+                last = fire.at
+                yield fire
     while pending:
-        yield _pop_instant(pending)
+        fire = _pop_instant(pending)
+        if fire.at > last:
+            last = fire.at
+            yield fire
 
 
 def _pop_instant(pending: list[Fire]) -> Fire:
@@ -210,6 +243,9 @@ def interval_fires(every: timedelta, anchor: datetime, after: datetime) -> Itera
         raise InvalidRequest("an interval must be positive")
     k = 0 if after < anchor else (after - anchor) // every + 1
     while True:
-        at = anchor + k * every
+        try:
+            at = anchor + k * every
+        except OverflowError:  # past the year 9999
+            return
         yield Fire(at, at.replace(tzinfo=None))
         k += 1

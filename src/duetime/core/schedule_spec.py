@@ -14,8 +14,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from enum import StrEnum
+from itertools import islice
 from typing import Any, TypeVar
 
+from duetime.core.cron import normalize_cron
 from duetime.core.errors import InvalidRequest
 from duetime.core.recurrence import (
     DstFold,
@@ -23,7 +25,6 @@ from duetime.core.recurrence import (
     Fire,
     cron_fires,
     interval_fires,
-    normalize_cron,
     zone,
 )
 from duetime.core.requests import (
@@ -54,7 +55,11 @@ DEFAULT_OVERLAP = Overlap.ALLOW
 DEFAULT_CATCHUP_WINDOW = 86400.0  # one day
 DEFAULT_DST_GAP = DstGap.SHIFT
 DEFAULT_DST_FOLD = DstFold.FIRST
-LATE_AFTER = timedelta(seconds=60)  # a tick handled later than this after its time is late
+# By default a tick is late once the next tick is due (and it is more than LATE_FLOOR old, so
+# a planner pass a moment behind does not make a fast schedule's ticks late); a tick that has
+# no next one (the last before `end`) is late after LATE_AFTER. `late_after` fixes it instead.
+LATE_AFTER = timedelta(seconds=60)
+LATE_FLOOR = timedelta(seconds=2)
 
 
 @dataclass(frozen=True)
@@ -82,6 +87,7 @@ class ScheduleSpec:
     retry_cap: float = 3600.0
     lease_seconds: float = 30.0
     timeout_seconds: float | None = None
+    late_after_seconds: float | None = None  # None: late once the next tick is due
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -105,11 +111,15 @@ class ScheduleSpec:
             "retry": {"base_seconds": self.retry_base, "cap_seconds": self.retry_cap},
             "lease_seconds": self.lease_seconds,
             "timeout_seconds": self.timeout_seconds,
+            "late_after_seconds": self.late_after_seconds,
         }
 
     @property
     def definition_hash(self) -> str:
-        text = json.dumps(self.to_json(), sort_keys=True, separators=(",", ":"))
+        data = self.to_json()
+        if data["late_after_seconds"] is None:  # the hash of a definition stored before it existed
+            del data["late_after_seconds"]
+        text = json.dumps(data, sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(text.encode()).hexdigest()
 
 
@@ -129,6 +139,7 @@ def build_spec(
     start: datetime | str | None = None,
     end: datetime | str | None = None,
     jitter: str | float | timedelta = 0,
+    late_after: str | float | timedelta | None = None,
     defaults: TaskDefaults | None = None,
     max_payload_bytes: int = 1024 * 1024,
 ) -> ScheduleSpec:
@@ -168,6 +179,7 @@ def build_spec(
         start_at=start_at,
         end_at=end_at,
         jitter_seconds=parse_duration(jitter, "jitter").total_seconds(),
+        late_after_seconds=_late_after(late_after),
         queue=d.queue,
         priority=d.priority,
         max_attempts=d.max_attempts,
@@ -182,8 +194,21 @@ def _window(value: str | float | timedelta) -> float:
     seconds = parse_duration(value, "catch-up window").total_seconds()
     if seconds < LATE_AFTER.total_seconds():
         raise InvalidRequest(
-            f"catch-up window must be at least {LATE_AFTER.total_seconds():g}s: a tick handled "
-            "that late still counts as on time"
+            f"catch-up window must be at least {LATE_AFTER.total_seconds():g}s: a planner a "
+            "little behind would miss ticks that are not late"
+        )
+    return seconds
+
+
+def _late_after(value: str | float | timedelta | None) -> float | None:
+    if value is None:
+        return None
+    seconds = parse_duration(value, "late_after").total_seconds()
+    if seconds < LATE_FLOOR.total_seconds():
+        raise InvalidRequest(
+            f"late_after must be at least {LATE_FLOOR.total_seconds():g}s: the planner handles "
+            "a tick up to a second or so after its time; leave it out to be late once the next "
+            "tick is due"
         )
     return seconds
 
@@ -229,14 +254,7 @@ def preview(spec: ScheduleSpec, anchor: datetime, after: datetime, count: int) -
     """The next `count` nominal fires strictly after `after`."""
     if not 1 <= count <= 10_000:
         raise InvalidRequest("preview count must be between 1 and 10000")
-    result: list[Fire] = []
-    fires = spec_fires(spec, anchor, after)
-    while len(result) < count:
-        try:
-            result.append(next(fires))
-        except (StopIteration, OverflowError):  # OverflowError: past the year 9999
-            break
-    return result
+    return list(islice(spec_fires(spec, anchor, after), count))  # fewer at the end of time
 
 
 def spec_options(spec: ScheduleSpec) -> dict[str, Any]:
@@ -254,6 +272,7 @@ def spec_options(spec: ScheduleSpec) -> dict[str, Any]:
         "start": spec.start_at,
         "end": spec.end_at,
         "jitter": spec.jitter_seconds,
+        "late_after": spec.late_after_seconds,
     }
 
 
@@ -295,6 +314,7 @@ def spec_from_json(data: dict[str, Any]) -> ScheduleSpec:
         retry_cap=data["retry"]["cap_seconds"],
         lease_seconds=data["lease_seconds"],
         timeout_seconds=data["timeout_seconds"],
+        late_after_seconds=data.get("late_after_seconds"),  # absent: stored before it existed
     )
 
 

@@ -23,6 +23,7 @@ from duetime.core.models import NewJob
 from duetime.core.recurrence import DstGap, Fire, FireKind
 from duetime.core.schedule_spec import (
     LATE_AFTER,
+    LATE_FLOOR,
     Misfire,
     Overlap,
     ScheduleSpec,
@@ -207,6 +208,7 @@ def plan_due(schedule: Schedule, active: list[Occurrence], now: datetime) -> Pla
         due.append(fire)
     plan.next_fire_at = next_at
     _record_missed(plan, too_old, "older than the catch-up window")  # at most 100 here
+    following = dict(zip((f.at for f in due), [*(f.at for f in due[1:]), next_at], strict=True))
     if spec.dst_gap is DstGap.SKIP:
         for fire in [f for f in due if f.kind is FireKind.SHIFTED]:
             plan.ticks.append(
@@ -218,8 +220,8 @@ def plan_due(schedule: Schedule, active: list[Occurrence], now: datetime) -> Pla
                 )
             )
         due = [f for f in due if f.kind is not FireKind.SHIFTED]
-    late = [f for f in due if now - f.at > LATE_AFTER]
-    on_time = [f for f in due if now - f.at <= LATE_AFTER]
+    late = [f for f in due if is_late(spec, f.at, following[f.at], now)]
+    on_time = [f for f in due if not is_late(spec, f.at, following[f.at], now)]
     runs: list[NewOccurrence] = []
     if late:
         if spec.misfire is Misfire.SKIP:
@@ -237,11 +239,26 @@ def plan_due(schedule: Schedule, active: list[Occurrence], now: datetime) -> Pla
             _record_many(plan, [f.at for f in late[:-1]], TickOutcome.COALESCED, why)
             covers = tuple(f.at for f in late)
             runs.append(NewOccurrence(last.at, now, JobStatus.SCHEDULED, Origin.TICK, covers))
+    not_before = runs[-1].due_at if runs else None  # older late ticks run first
     for fire in on_time:
         due_at = fire.at + jitter_for(schedule.id, fire.at, spec.jitter_seconds)
+        if not_before is not None:
+            due_at = max(due_at, not_before)
         runs.append(NewOccurrence(fire.at, due_at, JobStatus.SCHEDULED, Origin.TICK))
     apply_overlap(plan, schedule, active, runs)
     return plan
+
+
+def is_late(
+    spec: ScheduleSpec, nominal: datetime, following: datetime | None, now: datetime
+) -> bool:
+    """Whether a tick handled at `now` is late: after the schedule's late_after, or by default
+    once the tick after it (`following`) is due, so the tolerance grows with the period."""
+    if spec.late_after_seconds is not None:
+        return now - nominal > timedelta(seconds=spec.late_after_seconds)
+    if following is None:  # the last tick before the end bound: no next tick to wait for
+        return now - nominal > LATE_AFTER
+    return following <= now and now - nominal > LATE_FLOOR
 
 
 def _record_missed(plan: Plan, missed: list[datetime], why: str) -> None:

@@ -44,10 +44,11 @@ WORDS = {
     "start_at": "start",
     "end_at": "end",
     "jitter_seconds": "jitter",
+    "late_after_seconds": "late_after",
 }
 FIELDS: tuple[str, ...] = ("name", "task", "args", "cron", "every_seconds", "timezone", "misfire")
 FIELDS += ("catchup_window_seconds", "overlap", "dst_gap", "dst_fold", "start_at", "end_at")
-FIELDS += ("jitter_seconds",)
+FIELDS += ("jitter_seconds", "late_after_seconds")
 
 
 def schedule_out(schedule: Schedule) -> dict[str, Any]:
@@ -102,11 +103,12 @@ def update_schedule(
     tenant: Tenant = None,
 ) -> dict[str, Any]:
     """Change some fields; future ticks follow the new definition and occurrences generated
-    but not started are regenerated. Send null to clear start_at or end_at."""
+    but not started are regenerated. Send null to clear start_at or end_at, or to make
+    late_after_seconds the default again."""
     request.state.fields = FIELDS
     values = body.model_dump(exclude_unset=True)
     for field, value in values.items():
-        if value is None and field not in ("start_at", "end_at"):
+        if value is None and field not in ("start_at", "end_at", "late_after_seconds"):
             raise InvalidRequest(f"{field} cannot be null; leave it out to keep it")
     changes = _options(values)
     return schedule_out(act_as(request, who, tenant).update_schedule(name, **changes))

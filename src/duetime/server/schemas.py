@@ -206,6 +206,10 @@ class ScheduleOut(BaseModel):
     start_at: AwareDatetime | None
     end_at: AwareDatetime | None
     jitter_seconds: float
+    late_after_seconds: float | None = Field(
+        description="a tick handled this long after its time is late; null: once the next "
+        "tick is due"
+    )
     queue: str
     priority: int
     max_attempts: int
@@ -242,6 +246,13 @@ class ScheduleFields(BaseModel):
     start_at: Instant | None = None
     end_at: Instant | None = None
     jitter_seconds: float | None = Field(default=None, ge=0, le=86400)
+    late_after_seconds: float | None = Field(
+        default=None,
+        ge=0,
+        le=366 * 86400,
+        description="a tick handled this long after its time is late; leave out (or, to "
+        "change a schedule back, send null) for late once the next tick is due",
+    )
 
 
 def addressable_name(value: str) -> str:

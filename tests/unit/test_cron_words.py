@@ -55,3 +55,9 @@ def test_common_shapes_read_as_words(expr: str, words: str) -> None:
 )
 def test_other_shapes_give_none_so_the_expression_is_shown(expr: str) -> None:
     assert describe_cron(expr) is None
+
+
+def test_the_dashboard_reads_a_one_value_range_with_a_step_as_cron_does() -> None:
+    from duetime.core.cron import cronsim_text
+
+    assert describe_cron(cronsim_text("0 9 * * 3-3/3")) == "at 09:00 on Wednesday"

@@ -11,6 +11,7 @@ from fastapi import APIRouter, Form, Request
 from fastapi.responses import Response
 
 from duetime.client import App
+from duetime.core.cron import cronsim_text
 from duetime.core.cron_words import describe_cron
 from duetime.core.errors import DuetimeError, InvalidRequest
 from duetime.core.schedule_spec import Misfire, Overlap
@@ -50,7 +51,7 @@ def _rule(s: Schedule) -> str:
 
 def _words(s: Schedule) -> str | None:
     """The cron rule in plain words, when it has a common shape."""
-    return describe_cron(s.spec.cron) if s.spec.cron is not None else None
+    return describe_cron(cronsim_text(s.spec.cron)) if s.spec.cron is not None else None
 
 
 def _find_schedule(request: Request, who: Principal, schedule_id: str) -> Schedule | None:

@@ -9,7 +9,7 @@ STAMP := $(VENV)/.installed
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[server,postgres,mysql,dev]'
+	$(BIN)/pip install --quiet -e '.[server,postgres,mysql,amqp,dev]'
 	touch $(STAMP)
 
 demo: $(STAMP)
@@ -56,7 +56,7 @@ api-reference: $(STAMP)
 # kept in git; it includes the REST API reference generated above.
 DOCS_STAMP := $(VENV)/.docs-installed
 $(DOCS_STAMP): $(STAMP)
-	$(BIN)/pip install --quiet -e '.[server,postgres,mysql,dev,docs]'
+	$(BIN)/pip install --quiet -e '.[server,postgres,mysql,amqp,dev,docs]'
 	touch $(DOCS_STAMP)
 
 docs: $(DOCS_STAMP) api-reference

@@ -97,6 +97,8 @@ def claim_params(all_queues: bool, tasks: list[str] | None = None) -> dict[str, 
         "tasks": tasks or [],
         "moves": moves_json(Event.CLAIM),
         "worker_id": "plan-test",
+        "all_direct": True,  # no queue in outbox mode: the common case
+        "outbox_queues": [],
     }
 
 

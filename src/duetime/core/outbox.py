@@ -88,6 +88,7 @@ class Dispatched:
     job_id: int
     attempt_id: int
     queue: str
+    task: str
     generation: int
     version: int
 
@@ -101,6 +102,7 @@ class Dispatched:
                 job_id=int(data["job_id"]),
                 attempt_id=int(data["attempt_id"]),
                 queue=str(data["queue"]),
+                task=str(data["task"]),
                 generation=int(data["generation"]),
                 version=int(data["version"]),
             )

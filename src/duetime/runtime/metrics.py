@@ -129,6 +129,35 @@ class WorkerMetrics:
             "(a newer generation) held the job by then.",
             registry=r,
         )
+        self.published = Counter(
+            "duetime_outbox_published",
+            "Outbox events this process's relay published to the broker (confirmed), by queue.",
+            ["queue"],
+            registry=r,
+        )
+        self.dispatched = Counter(
+            "duetime_outbox_dispatched",
+            "Attempts this process's relay started and wrote an outbox event for, by queue.",
+            ["queue"],
+            registry=r,
+        )
+        self.dropped = Counter(
+            "duetime_outbox_messages_dropped",
+            "Broker messages this worker acknowledged without running them: stale (the job "
+            "moved on), duplicated, or not duetime's.",
+            ["reason"],
+            registry=r,
+        )
+        self.outbox_backlog = Gauge(
+            "duetime_outbox_backlog",
+            "Outbox events not yet published (read by this process's relay).",
+            registry=r,
+        )
+        self.outbox_oldest = Gauge(
+            "duetime_outbox_oldest_unpublished_age_seconds",
+            "Age of the oldest unpublished outbox event (0 when none; read by the relay).",
+            registry=r,
+        )
         self.busy = Gauge(
             "duetime_worker_busy",
             "Attempts running in this worker now.",
@@ -171,6 +200,20 @@ class WorkerMetrics:
         """An attempt whose outcome the store refused (fenced out by a newer generation)."""
         self.stale.inc()
         self.finished(task, STALE, seconds)
+
+    def outbox_dispatched(self, queue: str, count: int = 1) -> None:
+        self._child(self.dispatched, queue).inc(count)
+
+    def outbox_published(self, queue: str, count: int = 1) -> None:
+        self._child(self.published, queue).inc(count)
+
+    def message_dropped(self, reason: str) -> None:
+        """A broker message acknowledged and not run (reason: stale, malformed)."""
+        self._child(self.dropped, reason).inc()
+
+    def outbox_seen(self, backlog: int, oldest_age_seconds: float | None) -> None:
+        self.outbox_backlog.set(backlog)
+        self.outbox_oldest.set(oldest_age_seconds or 0.0)
 
     def lease_lost(self) -> None:
         """A heartbeat said this worker no longer holds an attempt's lease."""

@@ -8,17 +8,19 @@ import time
 import uuid
 from collections.abc import Callable, Iterator
 from typing import Any
+from urllib.parse import urlsplit
 
 import pytest
 
 import duetime
 from amqpbroker import broker_url
-from duetime.core.outbox import DISPATCH_HOLDER, Dispatch
+from duetime.core.outbox import DISPATCH_HOLDER, Dispatch, OutboxEvent
 from duetime.core.states import JobStatus
 from duetime.runtime.amqp import Broker
 from duetime.runtime.relay import relay_services
 from duetime.runtime.service import BlockingCalls, Service
 from duetime.runtime.worker import Worker
+from integration.tcpproxy import Proxy
 
 
 @pytest.fixture(scope="module")
@@ -117,3 +119,157 @@ def test_outbox_queue_runs_end_to_end_through_the_broker(
     assert status.backlog == 0 and status.oldest_unpublished_age_seconds is None
     assert app.queue(queue).dispatch is Dispatch.OUTBOX
     assert worker.feed is not None and worker.feed.accepted == 20
+
+
+def proxied(amqp_url: str, proxy: Proxy) -> str:
+    parts = urlsplit(amqp_url)
+    return parts._replace(
+        netloc=f"{parts.username}:{parts.password}@127.0.0.1:{proxy.port}"
+    ).geturl()
+
+
+def test_broker_stopped_mid_run_loses_nothing_and_drains_at_the_rate(
+    app: duetime.App, amqp_url: str, queue: str
+) -> None:
+    """While the broker is unreachable, enqueue and dispatch go on and the outbox grows; when
+    it returns, the backlog is published at the configured rate and every job runs once."""
+    ran: list[int] = []
+
+    @app.task(name="work", queue=queue)
+    def work(n: int) -> None:
+        ran.append(n)
+
+    app.set_queue(queue, dispatch="outbox")
+    parts = urlsplit(amqp_url)
+    rate = 20.0
+
+    async def scenario() -> None:
+        proxy = Proxy(parts.hostname or "127.0.0.1", parts.port or 5672)
+        await proxy.start()
+        url = proxied(amqp_url, proxy)
+        worker = Worker(
+            app, poll_interval=0.05, broker_url=url, services=relay(app, url, rate=rate)
+        )
+        assert worker.feed is not None
+        worker.feed.refresh_interval = 0.2
+        stop = asyncio.Event()
+        task = asyncio.create_task(worker.run(stop))
+        try:
+            first = [work.enqueue({"n": n}).id for n in range(5)]
+            await wait_for(lambda: all(s is JobStatus.SUCCEEDED for s in statuses(app, first)))
+            await proxy.stop()  # the broker goes away
+            later = [work.enqueue({"n": n}).id for n in range(5, 35)]
+            await wait_for(lambda: app.outbox_status().backlog == 30)
+            await asyncio.sleep(1.0)
+            assert app.outbox_status().backlog == 30  # nothing published, nothing lost
+            assert all(s is JobStatus.RUNNING for s in statuses(app, later))  # dispatched
+            await proxy.start()  # the broker is back
+            await wait_for(lambda: all(s is JobStatus.SUCCEEDED for s in statuses(app, later)), 60)
+        finally:
+            stop.set()
+            await asyncio.wait_for(task, 30)
+            await proxy.stop()
+        published = sorted(e.published_at for e in _read_events(app) if e.job_id in later)
+        spread = (published[-1] - published[0]).total_seconds()
+        assert spread >= (30 - rate) / rate * 0.8, spread  # a 30-event backlog at 20/s: 0.5 s
+
+    asyncio.run(scenario())
+    assert sorted(ran) == list(range(35))
+    assert app.outbox_status().backlog == 0
+
+
+async def wait_for(condition: Callable[[], bool], timeout: float = 30) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "condition not reached in time"
+        await asyncio.sleep(0.05)
+
+
+def _read_events(app: duetime.App) -> list[OutboxEvent]:
+    from duetime.store.sqloutbox import QueuesOutbox
+
+    store = app.store
+    with store.driver.transaction(write=False) as c:  # type: ignore[attr-defined]
+        cur = c.native.cursor()
+        cur.execute("SELECT * FROM duetime_outbox ORDER BY id")
+        names = [d[0] for d in cur.description]
+        rows = [dict(zip(names, r, strict=True)) for r in cur.fetchall()]
+    return [QueuesOutbox._event(store, r) for r in rows]  # type: ignore[arg-type]
+
+
+def test_a_message_redelivered_after_its_job_succeeded_is_dropped(
+    app: duetime.App, amqp_url: str, queue: str
+) -> None:
+    ran: list[int] = []
+
+    @app.task(name="work", queue=queue)
+    def work(n: int) -> None:
+        ran.append(n)
+
+    app.set_queue(queue, dispatch="outbox")
+    job = work.enqueue({"n": 1})
+
+    def make_worker() -> Worker:
+        return Worker(app, poll_interval=0.05, broker_url=amqp_url, services=relay(app, amqp_url))
+
+    worker = make_worker()
+    asyncio.run(run_while([], worker, lambda: statuses(app, [job.id]) == [JobStatus.SUCCEEDED]))
+    [event] = [e for e in _read_events(app) if e.job_id == job.id]
+
+    async def publish_again() -> None:
+        broker = Broker(amqp_url)
+        try:
+            assert await broker.publish([event]) == [event.id]
+        finally:
+            await broker.close()
+
+    asyncio.run(publish_again())
+    again = make_worker()
+    assert again.feed is not None
+    feed = again.feed
+    asyncio.run(run_while([], again, lambda: feed.dropped == 1))
+    assert ran == [1]
+    assert app.get_job(job.id).status is JobStatus.SUCCEEDED
+    assert again.metrics.value("duetime_outbox_messages_dropped_total", reason="stale") == 1
+
+
+def test_a_queue_switched_between_modes_with_jobs_in_flight_runs_each_job_once(
+    app: duetime.App, amqp_url: str, queue: str
+) -> None:
+    ran: list[int] = []
+
+    @app.task(name="work", queue=queue)
+    async def work(n: int) -> None:
+        await asyncio.sleep(0.02)
+        ran.append(n)
+
+    ids = [work.enqueue({"n": n}).id for n in range(60)]
+
+    async def scenario() -> None:
+        worker = Worker(
+            app,
+            concurrency=3,
+            poll_interval=0.05,
+            broker_url=amqp_url,
+            services=relay(app, amqp_url),
+        )
+        assert worker.feed is not None
+        worker.feed.refresh_interval = 0.1
+        stop = asyncio.Event()
+        task = asyncio.create_task(worker.run(stop))
+        try:
+            await wait_for(lambda: len(ran) >= 10)
+            app.set_queue(queue, dispatch="outbox")
+            await wait_for(lambda: app.outbox_status(3600).queues != [] and len(ran) >= 30)
+            app.set_queue(queue, dispatch="direct")
+            await wait_for(lambda: all(s is JobStatus.SUCCEEDED for s in statuses(app, ids)), 60)
+        finally:
+            stop.set()
+            await asyncio.wait_for(task, 30)
+
+    asyncio.run(scenario())
+    assert sorted(ran) == list(range(60))
+    holders = {app.get_job(i).attempt_history[-1].worker_id for i in ids}
+    assert DISPATCH_HOLDER not in holders
+    by_broker = {e.job_id for e in _read_events(app)}
+    assert 0 < len(by_broker) < 60  # some ran through the broker, some were claimed

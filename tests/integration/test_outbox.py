@@ -4,9 +4,13 @@ PostgreSQL: the relay dispatches and publishes, broker-fed workers run each job 
 from __future__ import annotations
 
 import asyncio
+import signal
+import subprocess
+import sys
 import time
 import uuid
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -15,6 +19,7 @@ import pytest
 import duetime
 from amqpbroker import broker_url
 from duetime.core.outbox import DISPATCH_HOLDER, Dispatch, OutboxEvent
+from duetime.core.retry import RetryPolicy
 from duetime.core.states import JobStatus
 from duetime.runtime.amqp import Broker
 from duetime.runtime.relay import relay_services
@@ -273,3 +278,91 @@ def test_a_queue_switched_between_modes_with_jobs_in_flight_runs_each_job_once(
     assert DISPATCH_HOLDER not in holders
     by_broker = {e.job_id for e in _read_events(app)}
     assert 0 < len(by_broker) < 60  # some ran through the broker, some were claimed
+
+
+VICTIM = Path(__file__).parent / "apps" / "outbox_victim.py"
+
+
+def victim(*args: str) -> int:
+    """Run outbox_victim.py; the exit status (-9: it SIGKILLed itself)."""
+    done = subprocess.run(
+        [sys.executable, str(VICTIM), *args], capture_output=True, timeout=60, check=False
+    )
+    assert done.returncode == -signal.SIGKILL, done.stderr.decode()[-2000:]
+    return done.returncode
+
+
+def publish_all(app: duetime.App, amqp_url: str) -> None:
+    """The dispatcher and relay until every due job of outbox-mode queues is published."""
+
+    def published() -> bool:
+        status = app.outbox_status(3600)
+        return status.backlog == 0 and status.queues != []
+
+    asyncio.run(run_while(relay(app, amqp_url), None, published))
+
+
+def test_a_relay_killed_between_publish_and_mark_costs_only_harmless_duplicates(
+    app: duetime.App, db_url: str, amqp_url: str, queue: str
+) -> None:
+    ran: list[int] = []
+
+    @app.task(name="work", queue=queue)
+    def work(n: int) -> None:
+        ran.append(n)
+
+    app.set_queue(queue, dispatch="outbox")
+    ids = [work.enqueue({"n": n}).id for n in range(10)]
+    assert len(app.store.dispatch_outbox(app.clock.now(), 100, 300)) == 10
+    victim("relay", db_url, amqp_url)  # published all ten, marked none
+    assert app.outbox_status().backlog == 10
+    worker = Worker(app, poll_interval=0.05, broker_url=amqp_url, services=relay(app, amqp_url))
+    assert worker.feed is not None
+    feed = worker.feed
+    asyncio.run(
+        run_while(
+            [],
+            worker,
+            lambda: (
+                all(s is JobStatus.SUCCEEDED for s in statuses(app, ids)) and feed.dropped == 10
+            ),
+        )
+    )
+    assert sorted(ran) == list(range(10))  # the second copies were dropped, not run
+    assert app.outbox_status().backlog == 0
+
+
+@pytest.mark.parametrize("taken", [False, True], ids=["before taking", "after taking"])
+def test_a_worker_killed_before_acknowledging_loses_nothing(
+    app: duetime.App, db_url: str, amqp_url: str, queue: str, taken: bool
+) -> None:
+    """Killed before it took the attempt: the message is redelivered and runs elsewhere.
+    Killed after: the redelivered copy is dropped, and the reaper retries the attempt once
+    its lease ends (then it is dispatched and published again)."""
+    ran: list[int] = []
+
+    @app.task(name="work", queue=queue, lease=1.0, retry=RetryPolicy(base=0.1, cap=0.1))
+    def work(n: int) -> None:
+        ran.append(n)
+
+    app.set_queue(queue, dispatch="outbox")
+    ids = [work.enqueue({"n": n}).id for n in range(5)]
+    publish_all(app, amqp_url)
+    victim("worker", db_url, amqp_url, queue, "accept" if taken else "receive")
+    worker = Worker(
+        app,
+        poll_interval=0.05,
+        reap_interval=0.2,
+        broker_url=amqp_url,
+        services=relay(app, amqp_url),
+    )
+    asyncio.run(
+        run_while([], worker, lambda: all(s is JobStatus.SUCCEEDED for s in statuses(app, ids)))
+    )
+    assert sorted(ran) == list(range(5))
+    histories = [[str(a.status) for a in app.get_job(i).attempt_history] for i in ids]
+    if taken:
+        assert sorted(histories) == [["lost", "succeeded"]] + [["succeeded"]] * 4
+        assert worker.feed is not None and worker.feed.dropped >= 1
+    else:
+        assert histories == [["succeeded"]] * 5

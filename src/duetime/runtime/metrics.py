@@ -148,16 +148,6 @@ class WorkerMetrics:
             ["reason"],
             registry=r,
         )
-        self.outbox_backlog = Gauge(
-            "duetime_outbox_backlog",
-            "Outbox events not yet published (read by this process's relay).",
-            registry=r,
-        )
-        self.outbox_oldest = Gauge(
-            "duetime_outbox_oldest_unpublished_age_seconds",
-            "Age of the oldest unpublished outbox event (0 when none; read by the relay).",
-            registry=r,
-        )
         self.busy = Gauge(
             "duetime_worker_busy",
             "Attempts running in this worker now.",
@@ -210,10 +200,6 @@ class WorkerMetrics:
     def message_dropped(self, reason: str) -> None:
         """A broker message acknowledged and not run (reason: stale, malformed)."""
         self._child(self.dropped, reason).inc()
-
-    def outbox_seen(self, backlog: int, oldest_age_seconds: float | None) -> None:
-        self.outbox_backlog.set(backlog)
-        self.outbox_oldest.set(oldest_age_seconds or 0.0)
 
     def lease_lost(self) -> None:
         """A heartbeat said this worker no longer holds an attempt's lease."""

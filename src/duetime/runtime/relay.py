@@ -201,17 +201,13 @@ class Relay(Service):
         return len(confirmed)
 
     async def _prune(self) -> None:
-        """When idle, at most once a minute: delete events published long ago, and read the
-        outbox's figures for this process's metrics."""
+        """When idle, at most once a minute: delete events published long ago."""
         at = self.monotonic()
         if at - self._pruned < 60.0:
             return
         self._pruned = at
         now = self.clock.now()
         await self.calls(lambda: self.store.prune_outbox(now - PUBLISHED_KEPT, 1000))
-        if self.metrics is not None:
-            figures = await self.calls(lambda: self.store.outbox_figures(now))
-            self.metrics.outbox_seen(figures.backlog, figures.oldest_unpublished_age_seconds)
 
 
 def relay_services(

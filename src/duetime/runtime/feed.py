@@ -15,7 +15,9 @@ ends. A message for a task this worker has no handler for goes back to the queue
 
 from __future__ import annotations
 
+import asyncio
 import logging
+from collections.abc import Awaitable
 from typing import TYPE_CHECKING
 
 from duetime.core.clock import Clock
@@ -119,7 +121,7 @@ class BrokerFeed(Service):
             dispatched = Dispatched.from_body(message.body)
         except InvalidRequest as exc:
             self._drop("malformed", str(exc), None)
-            await message.ack()
+            await _settle(message.ack())
             return
         if dispatched.task not in self.slots.runner.app.tasks:
             log_event(
@@ -132,7 +134,7 @@ class BrokerFeed(Service):
                 "queue for a worker that has",
             )
             await self.pause_for_slot()
-            await message.requeue()
+            await _settle(message.requeue())
             return
         await self.pause_for_slot()
         self.slots.reserved += 1
@@ -142,18 +144,34 @@ class BrokerFeed(Service):
                     dispatched, self.slots.worker_id, self.clock.now()
                 )
             )
+        except Exception as exc:  # the database is unreachable: the message waits its turn
+            log_event(
+                log,
+                "broker.accept_failed",
+                logging.WARNING,
+                job_id=dispatched.job_id,
+                error=repr(exc)[:200],
+            )
+            await asyncio.sleep(1.0)
+            await _settle(message.requeue())
+            return
         finally:
             self.slots.reserved -= 1
         if claim is None:
             self._drop("stale", "the job moved on or another worker took it", dispatched)
-            await message.ack()
+            await _settle(message.ack())
             return
-        await message.ack()
+        # the attempt is this worker's now, whether or not the broker hears the ack (if not,
+        # the message comes again and is dropped as taken)
+        await _settle(message.ack())
         self.accepted += 1
         if claim.job.status is JobStatus.CANCEL_REQUESTED:  # cancelled while in the broker
-            await self.calls(
-                lambda: self.store.finish(claim.lease, Outcome(Event.STOP), self.clock.now())
-            )
+            try:
+                await self.calls(
+                    lambda: self.store.finish(claim.lease, Outcome(Event.STOP), self.clock.now())
+                )
+            except Exception as exc:  # its lease lapses and the reaper ends it cancelled
+                log_event(log, "broker.stop_failed", logging.WARNING, error=repr(exc)[:200])
             log_event(log, "job.cancelled", job_id=claim.job.id, generation=claim.job.generation)
             return
         self.slots.start_claim(claim)
@@ -174,3 +192,11 @@ class BrokerFeed(Service):
             generation=dispatched.generation if dispatched else None,
             event_id=dispatched.event_id if dispatched else None,
         )
+
+
+async def _settle(done: Awaitable[None]) -> None:
+    """Acknowledge or requeue; a broker gone meanwhile only means the message comes again."""
+    try:
+        await done
+    except Exception as exc:
+        log_event(log, "broker.ack_failed", logging.WARNING, error=repr(exc)[:200])

@@ -156,3 +156,21 @@ def test_published_events_are_pruned(store: Store, clock: ManualClock) -> None:
     assert store.outbox_figures(clock.now(), window_seconds=60).publish_rate == 1 / 60
     assert store.prune_outbox(clock.now(), 100) == 1
     assert store.outbox_figures(clock.now()).backlog == 1
+
+
+def test_a_message_that_comes_after_the_deadline_never_starts_and_the_job_expires(
+    store: Store, clock: ManualClock
+) -> None:
+    store.set_queue("q", clock.now(), dispatch=Dispatch.OUTBOX)
+    job = enqueue(store, clock, queue="q", deadline=clock.now() + timedelta(seconds=10))
+    [event] = store.dispatch_outbox(clock.now(), 10, lease_seconds=300)
+    store.mark_published([event.id], clock.now(), lease_seconds=300)
+    clock.advance(11)  # the message waited in the broker past the deadline
+    assert store.accept_dispatch(message(event), "w", clock.now()) is None
+    found = store.get_job(job.id)
+    assert found is not None and found.status is JobStatus.SCHEDULED
+    [attempt] = found.attempt_history
+    assert attempt.status is AttemptStatus.LOST and attempt.started_at < job.deadline_at  # type: ignore[operator]
+    assert store.dispatch_outbox(clock.now(), 10, lease_seconds=300) == []  # not again
+    assert store.expire_overdue(clock.now(), 10) == 1
+    assert store.get_job(job.id).status is JobStatus.EXPIRED  # type: ignore[union-attr]

@@ -31,14 +31,17 @@ from duetime.store.base import Store
 log = logging.getLogger("duetime.relay")
 
 DISPATCH_LEASE = 300.0  # how long a published attempt may wait in the broker for a worker
-RELAY_LEASE = 60.0  # how long a relay holds the events it took before another may take them
+# how long a relay holds the events it took before another may take them: a batch's publish
+# gives up well before (PUBLISH_TIMEOUT), so a live relay's events are not taken twice
+RELAY_LEASE = 15.0
+PUBLISH_TIMEOUT = 10.0
 PUBLISHED_KEPT = timedelta(minutes=10)  # published events are deleted after this
 
 
 class Publisher(Protocol):
     """What the relay publishes through (runtime.amqp.Broker; a fake in tests)."""
 
-    async def publish(self, events: list[OutboxEvent]) -> list[int]: ...
+    async def publish(self, events: list[OutboxEvent], timeout: float) -> list[int]: ...
 
     async def close(self) -> None: ...
 
@@ -176,7 +179,7 @@ class Relay(Service):
         if not events:
             await self._prune()
             return 0
-        confirmed = await self.publisher.publish(events)
+        confirmed = await self.publisher.publish(events, PUBLISH_TIMEOUT)
         if self.rate is not None:
             self._allowance -= len(events)
         if confirmed:

@@ -8,10 +8,10 @@ and only if its attempt does. See docs/outbox.md.
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
 
-from duetime.core.models import Claim
+from duetime.core.models import Claim, Lease, Outcome
 from duetime.core.outbox import (
     DISPATCH_HOLDER,
     Dispatch,
@@ -21,8 +21,9 @@ from duetime.core.outbox import (
     QueueBacklog,
     QueueSettings,
 )
-from duetime.core.states import Event
-from duetime.store.driver import Driver, Row
+from duetime.core.retry import ErrorCategory
+from duetime.core.states import AttemptStatus, Event
+from duetime.store.driver import Connection, Driver, Row
 from duetime.store.rows import ATTEMPT_COLUMNS, ToTime, attempt_from_row, job_from_row, moves_json
 from duetime.store.sqlshared import conflicts_retried
 
@@ -141,14 +142,49 @@ class QueuesOutbox:
                 holder=DISPATCH_HOLDER,
                 now=now,
             )
-            if taken != 1:
-                return None
             row = c.one("select_claim", attempt_id=message.attempt_id)
+            if taken != 1:
+                if row is not None and self._too_late(row, message, now):
+                    self._release_too_late(c, message, now)
+                return None
         assert row is not None  # taken under the job's lock in this transaction
         return Claim(
             job_from_row(row, self._t),
             attempt_from_row({col: row[f"attempt_{col}"] for col in ATTEMPT_COLUMNS}, self._t),
         )
+
+    def _too_late(self, row: Row, message: Dispatched, now: datetime) -> bool:
+        """The attempt still waits for a worker, but its job's deadline has passed."""
+        return (
+            row["attempt_status"] == AttemptStatus.RUNNING
+            and row["attempt_worker_id"] == DISPATCH_HOLDER
+            and row["generation"] == message.generation
+            and row["deadline_at"] is not None
+            and self._t(row["deadline_at"]) <= now
+        )
+
+    def _release_too_late(self, c: Connection, message: Dispatched, now: datetime) -> None:
+        """A message that came after its job's deadline: the attempt never starts (it ends
+        lost) and the job is scheduled again, due now, for the reaper to expire (a claim and
+        a dispatch take no job past its deadline), as a job never claimed in time would be."""
+        lease = Lease(message.job_id, message.attempt_id, message.generation)
+        outcome = Outcome(
+            Event.RETRY,
+            due_at=now,
+            error_category=ErrorCategory.INTERRUPTED,
+            error_message="the job's deadline passed while its message waited in the broker",
+            attempt_status=AttemptStatus.LOST,
+        )
+        self._finish_on(c, [(lease, outcome)], now)
+
+    def _finish_on(
+        self,
+        c: Connection,
+        items: Sequence[tuple[Lease, Outcome]],
+        when: datetime | Callable[[], datetime],
+        only_if_expired: bool = False,
+    ) -> tuple[list[bool], datetime]:
+        raise NotImplementedError  # SQLStore's
 
     # -- figures ------------------------------------------------------------------------------
 

@@ -123,7 +123,8 @@ STATEMENTS: dict[str, str] = {
     "lease_seconds (their jobs' rows locked first)",
     "accept_dispatch": "changes: attempt `attempt_id` of job `job_id`, if running with "
     "`generation` and held by `holder`, and the job holds that generation and is running "
-    "with `version` or cancel_requested: worker_id = worker_id, started_at = now, lease until "
+    "with `version` or cancel_requested, and its deadline (if any) is after now: "
+    "worker_id = worker_id, started_at = now, lease until "
     "now + the job's lease_seconds (the job's row locked first)",
     "select_claim": "returns the job of attempt `attempt_id` with the attempt's columns as "
     "attempt_<name>",

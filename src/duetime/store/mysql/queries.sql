@@ -561,7 +561,7 @@ UPDATE duetime_outbox SET published_at = %(now)s WHERE id IN %(ids)s AND publish
 -- name: accept_dispatch
 -- A worker takes a dispatched attempt: only while the job still holds that generation (and
 -- that version, unless cancellation was requested since) and no worker took it before; the
--- attempt's lease becomes the job's own, from now. The job's row is locked first.
+-- job's deadline has not passed; the attempt's lease becomes the job's own, from now. The job's row is locked first.
 SELECT id FROM duetime_jobs WHERE id = %(job_id)s FOR UPDATE;
 UPDATE duetime_attempts a JOIN duetime_jobs j ON j.id = a.job_id
 SET a.worker_id = %(worker_id)s, a.started_at = %(now)s,
@@ -569,7 +569,8 @@ SET a.worker_id = %(worker_id)s, a.started_at = %(now)s,
 WHERE a.id = %(attempt_id)s AND a.job_id = %(job_id)s AND a.generation = %(generation)s
   AND a.status = 'running' AND a.worker_id = %(holder)s
   AND j.generation = %(generation)s
-  AND ((j.status = 'running' AND j.version = %(version)s) OR j.status = 'cancel_requested');
+  AND ((j.status = 'running' AND j.version = %(version)s) OR j.status = 'cancel_requested')
+  AND (j.deadline_at IS NULL OR j.deadline_at > %(now)s);
 
 -- name: select_claim
 SELECT j.*,

@@ -536,11 +536,12 @@ WHERE a.id = e.attempt_id AND a.status = 'running' AND a.worker_id = %(holder)s;
 -- name: accept_dispatch
 -- A worker takes a dispatched attempt: only while the job still holds that generation (and
 -- that version, unless cancellation was requested since) and no worker took it before; the
--- attempt's lease becomes the job's own, from now. The job's row is locked first.
+-- job's deadline has not passed; the attempt's lease becomes the job's own, from now. The job's row is locked first.
 WITH j AS (
     SELECT id, lease_seconds FROM duetime_jobs
     WHERE id = %(job_id)s AND generation = %(generation)s
       AND ((status = 'running' AND version = %(version)s) OR status = 'cancel_requested')
+      AND (deadline_at IS NULL OR deadline_at > %(now)s)
     FOR UPDATE
 )
 UPDATE duetime_attempts AS a

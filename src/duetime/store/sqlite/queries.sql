@@ -522,7 +522,7 @@ WHERE id IN (SELECT value FROM json_each(:ids)) AND published_at IS NULL;
 -- name: accept_dispatch
 -- A worker takes a dispatched attempt: only while the job still holds that generation (and
 -- that version, unless cancellation was requested since) and no worker took it before; the
--- attempt's lease becomes the job's own, from now (under the write lock).
+-- job's deadline has not passed; the attempt's lease becomes the job's own, from now (under the write lock).
 UPDATE duetime_attempts
 SET worker_id = :worker_id, started_at = :now,
     lease_expires_at = :now + CAST(
@@ -532,7 +532,8 @@ WHERE id = :attempt_id AND job_id = :job_id AND generation = :generation
   AND EXISTS (SELECT 1 FROM duetime_jobs j
               WHERE j.id = :job_id AND j.generation = :generation
                 AND ((j.status = 'running' AND j.version = :version)
-                     OR j.status = 'cancel_requested'));
+                     OR j.status = 'cancel_requested')
+                AND (j.deadline_at IS NULL OR j.deadline_at > :now));
 
 -- name: select_claim
 SELECT j.*,

@@ -73,6 +73,8 @@ def test_relays_lease_events_and_mark_them_published(store: Store, clock: Manual
     second = store.take_events("r2", clock.now(), until, 10)
     assert [e.id for e in second] == [events[2].id]  # r1's lease holds
     assert store.take_events("r3", clock.now(), until, 10) == []
+    # a relay whose publish failed takes its own events again at once
+    assert [e.id for e in store.take_events("r2", clock.now(), until, 10)] == [events[2].id]
     store.mark_published([e.id for e in first], clock.now(), lease_seconds=300)
     clock.advance(31)  # r2 died before marking: its lease ended, the event is taken again
     again = store.take_events("r3", clock.now(), clock.now() + timedelta(seconds=30), 10)

@@ -16,6 +16,7 @@ ends. A message for a task this worker has no handler for goes back to the queue
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections.abc import Awaitable
 from typing import TYPE_CHECKING
@@ -177,8 +178,11 @@ class BrokerFeed(Service):
         self.slots.start_claim(claim)
 
     async def pause_for_slot(self) -> None:
+        """Until a slot is free: an attempt ends, or a slot held for another message's
+        acceptance is given back (checked every 50 ms)."""
         while self.slots.free() <= 0 and not self.stopping:
-            await self.slots.finished.wait()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self.slots.finished.wait(), 0.05)
 
     def _drop(self, reason: str, why: str, dispatched: Dispatched | None) -> None:
         self.dropped += 1

@@ -133,7 +133,8 @@ class Relay(Service):
         if self.rate is None:
             return self.batch
         now = self.monotonic()
-        self._allowance = min(self.rate, self._allowance + (now - self._refilled) * self.rate)
+        cap = max(self.rate, 1.0)  # a bucket of one second, and at least one event
+        self._allowance = min(cap, self._allowance + (now - self._refilled) * self.rate)
         self._refilled = now
         return min(self.batch, int(self._allowance))
 

@@ -116,7 +116,8 @@ STATEMENTS: dict[str, str] = {
     "per job (job_id, attempt_id, queue, task, generation, version, created_at now), in that "
     "order; returns the events",
     "take_events": "returns up to `limit` unpublished outbox events not leased to a relay (or "
-    "whose relay_until <= now), oldest first, skipping locked rows, each now leased to "
+    "whose relay_until <= now, or leased to relay_id), oldest first, skipping locked rows, "
+    "each now leased to "
     "relay_id until `until`",
     "mark_published": "changes: the outbox events in ids not yet published get published_at "
     "now, and the running attempts of those events still held by `holder` a lease until now + "

@@ -531,13 +531,15 @@ WHERE o.job_id IN (SELECT id FROM duetime_dispatch) AND o.created_at = %(now)s
 ORDER BY o.id;
 
 -- name: take_events
--- A relay leases up to `limit` unpublished events nobody holds (or whose relay lease ended),
+-- A relay leases up to `limit` unpublished events nobody holds (or whose relay lease ended,
+-- or that it holds itself: taken again after a failed publish),
 -- oldest first, skipping rows another relay is taking.
 CREATE TEMPORARY TABLE IF NOT EXISTS duetime_take (id BIGINT NOT NULL PRIMARY KEY);
 DELETE FROM duetime_take;
 INSERT INTO duetime_take (id)
 (SELECT id FROM duetime_outbox
- WHERE published_at IS NULL AND (relay_until IS NULL OR relay_until <= %(now)s)
+ WHERE published_at IS NULL
+   AND (relay_until IS NULL OR relay_until <= %(now)s OR relay_id = %(relay_id)s)
  ORDER BY id
  LIMIT %(limit)s
  FOR UPDATE SKIP LOCKED);

@@ -505,13 +505,15 @@ ORDER BY c.priority DESC, c.due_at, c.id
 RETURNING *;
 
 -- name: take_events
--- A relay leases up to `limit` unpublished events nobody holds (or whose relay lease ended),
+-- A relay leases up to `limit` unpublished events nobody holds (or whose relay lease ended,
+-- or that it holds itself: taken again after a failed publish),
 -- oldest first, skipping rows another relay is taking.
 UPDATE duetime_outbox
 SET relay_id = %(relay_id)s::text, relay_until = %(until)s
 WHERE id = ANY (ARRAY(
     SELECT id FROM duetime_outbox
-    WHERE published_at IS NULL AND (relay_until IS NULL OR relay_until <= %(now)s)
+    WHERE published_at IS NULL
+      AND (relay_until IS NULL OR relay_until <= %(now)s OR relay_id = %(relay_id)s::text)
     ORDER BY id
     LIMIT %(limit)s
     FOR UPDATE SKIP LOCKED))

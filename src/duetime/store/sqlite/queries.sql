@@ -497,13 +497,15 @@ WHERE o.job_id IN (SELECT id FROM temp.duetime_dispatch) AND o.created_at = :now
 ORDER BY o.id;
 
 -- name: take_events
--- A relay leases up to `limit` unpublished events nobody holds (or whose relay lease ended),
+-- A relay leases up to `limit` unpublished events nobody holds (or whose relay lease ended,
+-- or that it holds itself: taken again after a failed publish),
 -- oldest first (under the write lock).
 UPDATE duetime_outbox
 SET relay_id = :relay_id, relay_until = :until
 WHERE id IN (
     SELECT id FROM duetime_outbox
-    WHERE published_at IS NULL AND (relay_until IS NULL OR relay_until <= :now)
+    WHERE published_at IS NULL
+      AND (relay_until IS NULL OR relay_until <= :now OR relay_id = :relay_id)
     ORDER BY id
     LIMIT :limit)
 RETURNING *;

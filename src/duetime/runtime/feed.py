@@ -134,7 +134,7 @@ class BrokerFeed(Service):
                 hint="this worker's app has no handler for it; the message goes back to its "
                 "queue for a worker that has",
             )
-            await self.pause_for_slot()
+            await asyncio.sleep(1.0)  # not at once: it would come straight back here
             await _settle(message.requeue())
             return
         await self.pause_for_slot()

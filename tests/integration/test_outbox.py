@@ -366,3 +366,77 @@ def test_a_worker_killed_before_acknowledging_loses_nothing(
         assert worker.feed is not None and worker.feed.dropped >= 1
     else:
         assert histories == [["succeeded"]] * 5
+
+
+def test_a_worker_without_the_handler_puts_the_message_back_for_one_that_has_it(
+    app: duetime.App, db_url: str, amqp_url: str, queue: str
+) -> None:
+    ran: list[int] = []
+
+    @app.task(name="work", queue=queue)
+    def work(n: int) -> None:
+        ran.append(n)
+
+    app.set_queue(queue, dispatch="outbox")
+    job = work.enqueue({"n": 7})
+    publish_all(app, amqp_url)
+    other = duetime.App(database_url=db_url)  # knows no task
+    try:
+
+        @other.task(name="unrelated", queue=queue)
+        def unrelated() -> None:
+            raise AssertionError("never called")
+
+        stranger = Worker(other, poll_interval=0.05, broker_url=amqp_url)
+        assert stranger.feed is not None
+        feed = stranger.feed
+        asyncio.run(run_while([], stranger, lambda: feed.handled.count >= 1))
+        assert feed.accepted == 0 and feed.dropped == 0
+    finally:
+        other.close()
+    assert app.get_job(job.id).status is JobStatus.RUNNING  # still waiting in the broker
+    worker = Worker(app, poll_interval=0.05, broker_url=amqp_url)
+    asyncio.run(run_while([], worker, lambda: statuses(app, [job.id]) == [JobStatus.SUCCEEDED]))
+    assert ran == [7]
+
+
+def test_a_message_lost_by_the_broker_is_recovered_by_the_reaper_and_published_again(
+    app: duetime.App, amqp_url: str, queue: str
+) -> None:
+    ran: list[int] = []
+
+    @app.task(name="work", queue=queue, retry=RetryPolicy(base=0.1, cap=0.1))
+    def work(n: int) -> None:
+        ran.append(n)
+
+    app.set_queue(queue, dispatch="outbox")
+    job = work.enqueue({"n": 3})
+    services = relay(app, amqp_url, dispatch_lease=1.0)
+
+    def published() -> bool:
+        status = app.outbox_status(3600)
+        return status.backlog == 0 and status.queues != []
+
+    asyncio.run(run_while(services, None, published))
+
+    async def lose() -> int:  # broker data loss: the queue's messages are gone
+        broker = Broker(amqp_url)
+        try:
+            return await broker.purge(queue)
+        finally:
+            await broker.close()
+
+    assert asyncio.run(lose()) == 1
+    worker = Worker(
+        app,
+        poll_interval=0.05,
+        reap_interval=0.2,
+        broker_url=amqp_url,
+        services=relay(app, amqp_url, dispatch_lease=1.0),
+    )
+    asyncio.run(run_while([], worker, lambda: statuses(app, [job.id]) == [JobStatus.SUCCEEDED]))
+    assert ran == [3]
+    history = app.get_job(job.id).attempt_history
+    assert [str(a.status) for a in history] == ["lost", "succeeded"]
+    assert history[0].worker_id == DISPATCH_HOLDER  # it never reached a worker
+    assert len([e for e in _read_events(app) if e.job_id == job.id]) == 2  # published again

@@ -94,3 +94,19 @@ def test_a_failed_publish_leaves_the_events_to_publish_again(
 
     asyncio.run(scenario())
     assert store.outbox_figures(clock.now()).backlog == 0
+
+
+def test_the_dispatcher_comes_back_when_the_next_job_falls_due(
+    store: Store, clock: ManualClock, calls: BlockingCalls
+) -> None:
+    store.set_queue("q", clock.now(), dispatch=Dispatch.OUTBOX)
+    dispatcher = Dispatcher(store, clock, calls, interval=1.0)
+    asyncio.run(dispatcher.run_once())
+    assert dispatcher.next_delay() == 1.0  # nothing due within the interval
+    enqueue(store, clock, queue="q", delay=0.25)
+    enqueue(store, clock, queue="elsewhere", delay=0.1)  # direct mode: not the dispatcher's
+    asyncio.run(dispatcher.run_once())
+    assert dispatcher.next_delay() == 0.25
+    clock.advance(0.25)
+    asyncio.run(dispatcher.run_once())
+    assert dispatcher.dispatched == 1

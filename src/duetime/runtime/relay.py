@@ -47,7 +47,8 @@ class Publisher(Protocol):
 
 
 class Dispatcher(IntervalService):
-    """Moves due jobs of outbox-mode queues into the outbox, `batch` at a time."""
+    """Moves due jobs of outbox-mode queues into the outbox, `batch` at a time, every
+    `interval` seconds, or sooner when a job of one of them falls due before that."""
 
     name = "dispatcher"
 
@@ -70,6 +71,7 @@ class Dispatcher(IntervalService):
         self.dispatch_lease = dispatch_lease
         self.on_dispatched = on_dispatched
         self.dispatched = 0
+        self._delay = interval
 
     async def run_once(self) -> None:
         while not self.stopping:
@@ -82,7 +84,25 @@ class Dispatcher(IntervalService):
             if events and self.on_dispatched is not None:
                 self.on_dispatched(events)
             if len(events) < self.batch:
-                return
+                break
+        self._delay = await self.calls(self._until_next_due)
+
+    def _until_next_due(self) -> float:
+        """Seconds to the next instant a job of an outbox-mode queue falls due, if it comes
+        before the interval ends: the next pass then starts on time, not up to an interval
+        late."""
+        queues = self.store.outbox_queues()
+        if not queues:
+            return self.interval
+        now = self.clock.now()
+        until = now + timedelta(seconds=self.interval)
+        found = self.store.next_due(now, until, queues, 1)
+        if not found:
+            return self.interval
+        return max(0.0, (found[0] - now).total_seconds())
+
+    def next_delay(self) -> float:
+        return self._delay
 
 
 class Relay(Service):

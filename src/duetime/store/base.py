@@ -340,6 +340,10 @@ class Store(Protocol):
         """Every queue that has settings, by name; a queue not listed has the defaults."""
         ...
 
+    def outbox_queues(self) -> list[str]:
+        """The names of the queues in outbox mode, as read at most a second ago."""
+        ...
+
     def set_queue(
         self, queue: str, now: datetime, *, dispatch: Dispatch | None = None
     ) -> QueueSettings:

@@ -4,18 +4,18 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo browser api-reference docs test test-unit test-contract test-integration lint typecheck clean chaos chaos-long bench
+.PHONY: demo browser broker api-reference docs test test-unit test-contract test-integration lint typecheck clean chaos chaos-outbox chaos-long bench
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[server,postgres,mysql,dev]'
+	$(BIN)/pip install --quiet -e '.[server,postgres,mysql,amqp,dev]'
 	touch $(STAMP)
 
 demo: $(STAMP)
 	$(BIN)/python examples/demo.py
 
-test: $(STAMP) browser lint typecheck
+test: $(STAMP) browser broker lint typecheck
 	$(BIN)/pytest tests
 
 # the dashboard's browser test drives Debian's Chromium (Playwright cannot download one here)
@@ -26,13 +26,23 @@ browser:
 		apt-get install -y chromium || { apt-get update && apt-get install -y chromium; }; \
 	else echo "no /usr/bin/chromium and no apt-get: install Chromium at /usr/bin/chromium" >&2; exit 1; fi
 
+# the outbox tests run against RabbitMQ: DUETIME_TEST_AMQP_URL, else 127.0.0.1:5672, else the
+# installed server started by the tests (tests/amqpbroker.py); Debian's is installed if missing
+broker:
+	@if [ -n "$$DUETIME_TEST_AMQP_URL" ] || command -v rabbitmq-server >/dev/null 2>&1 \
+		|| [ -x /usr/sbin/rabbitmq-server ]; then :; \
+	elif command -v apt-get >/dev/null 2>&1; then \
+		echo "installing rabbitmq-server for the outbox tests"; \
+		apt-get install -y rabbitmq-server || { apt-get update && apt-get install -y rabbitmq-server; }; \
+	else echo "no rabbitmq-server and no apt-get: install RabbitMQ or set DUETIME_TEST_AMQP_URL" >&2; exit 1; fi
+
 test-unit: $(STAMP)
 	$(BIN)/pytest tests/unit
 
 test-contract: $(STAMP)
 	$(BIN)/pytest tests/contract
 
-test-integration: $(STAMP) browser
+test-integration: $(STAMP) browser broker
 	$(BIN)/pytest tests/integration
 
 # fault-injection run on a private PostgreSQL, judged by the history checker (docs/chaos.md)
@@ -42,6 +52,11 @@ CHAOS_WORKERS ?= 3
 CHAOS_REPORT ?=
 chaos: $(STAMP)
 	$(BIN)/python -m duetime.chaos.run --jobs $(CHAOS_JOBS) --duration $(CHAOS_DURATION) \
+		--workers $(CHAOS_WORKERS) $(if $(CHAOS_REPORT),--report $(CHAOS_REPORT))
+
+# the outbox variant (docs/outbox.md): jobs through the local RabbitMQ, which it stops and restarts
+chaos-outbox: $(STAMP)
+	$(BIN)/python -m duetime.chaos.run --outbox --jobs $(CHAOS_JOBS) --duration $(CHAOS_DURATION) \
 		--workers $(CHAOS_WORKERS) $(if $(CHAOS_REPORT),--report $(CHAOS_REPORT))
 
 chaos-long: $(STAMP)
@@ -56,7 +71,7 @@ api-reference: $(STAMP)
 # kept in git; it includes the REST API reference generated above.
 DOCS_STAMP := $(VENV)/.docs-installed
 $(DOCS_STAMP): $(STAMP)
-	$(BIN)/pip install --quiet -e '.[server,postgres,mysql,dev,docs]'
+	$(BIN)/pip install --quiet -e '.[server,postgres,mysql,amqp,dev,docs]'
 	touch $(DOCS_STAMP)
 
 docs: $(DOCS_STAMP) api-reference

@@ -38,6 +38,10 @@ ROWS: list[tuple[str, str, str, str]] = [
     ),
     ("backlog", "backlog_empty_claim_ms", "Backlog: claim(10) median, empty (ms)", "{:,.2f}"),
     ("backlog", "backlog_full_claim_ms", "Backlog: claim(10) median, backlog (ms)", "{:,.2f}"),
+    ("outbox", "outbox_drain1_jobs_s", "Outbox mode: drain, relay + 1 worker (jobs/s)", "{:,.0f}"),
+    ("outbox", "outbox_ontime_p50_ms", "Outbox mode: start lag p50 (ms)", "{:,.1f}"),
+    ("outbox", "outbox_ontime_p99_ms", "Outbox mode: start lag p99 (ms)", "{:,.1f}"),
+    ("outbox", "outbox_ontime_early", "Outbox mode: started before due (jobs)", "{:,.0f}"),
 ]
 
 PEERS = ("pgqueuer", "procrastinate")

@@ -19,6 +19,10 @@ Workloads (handlers are no-ops that note their start; 10 jobs at once per worker
             all done - T
     backlog duetime on PostgreSQL at full size (N >= 20,000): drain N and time claim(10),
             on an empty database and with 1M future + 1M finished jobs
+    outbox  duetime on PostgreSQL and SQLite with its queue in outbox mode (RabbitMQ at
+            DUETIME_BENCH_AMQP_URL, default 127.0.0.1:5672): drain N through one relay and
+            one broker-fed worker (jobs/s, beside drain1), and the ontime jobs with the
+            relay and two workers (start lag, beside ontime); docs/outbox.md
     Machine references are measured first: pgbench -N TPS with 2 and 8 clients, and the
     disk's fdatasync rate.
 

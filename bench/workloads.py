@@ -9,20 +9,23 @@ from __future__ import annotations
 
 import itertools
 import logging
+import os
 import random
 import shutil
+import socket
 import statistics
 import time
 import traceback
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from bench.common import read_records
 from bench.dbs import Database, Servers
 from bench.load import CpuWatch
-from bench.procs import Failed, Workers, run_step, wait_done
+from bench.procs import ROOT, Failed, Workers, run_step, wait_done
 from bench.systems.base import System
 
 log = logging.getLogger("bench")
@@ -336,6 +339,90 @@ def w_backlog(ctx: Ctx, system: System, result: Result) -> None:
         result.series[f"throughput_{variant}"] = d.series
 
 
+def broker_url() -> str:
+    return os.environ.get(
+        "DUETIME_BENCH_AMQP_URL",
+        os.environ.get("DUETIME_BROKER_URL", "amqp://guest:guest@127.0.0.1:5672/"),
+    )
+
+
+def broker_answers(url: str) -> bool:
+    parts = urlsplit(url)
+    try:
+        with socket.create_connection((parts.hostname or "127.0.0.1", parts.port or 5672), 1.0):
+            return True
+    except OSError:
+        return False
+
+
+def w_outbox(ctx: Ctx, system: System, result: Result) -> None:
+    """duetime with its queue in outbox mode (docs/outbox.md): one `duetime relay` and
+    broker-fed workers on RabbitMQ. drain1: N jobs enqueued, then the relay and one worker:
+    jobs/s from the first start to the last done (compare drain1). ontime: jobs due at random
+    instants, the relay and two workers running: start minus due (compare ontime)."""
+    from bench.systems.duetime_sys import outbox_argvs
+
+    url = broker_url()
+    worker_argv, relay_argv = outbox_argvs(ROOT, url)
+    fed = replace(system, worker_argv=worker_argv)
+    relay = replace(system, worker_argv=relay_argv)
+
+    # throughput: drain N with one broker-fed worker
+    db = _fresh(ctx, system, "outbox", "d")
+    try:
+        run_step(system, "outbox_setup", {"url": db.url, "broker_url": url}, STEP_TIMEOUT)
+        jobs = ctx.size.n
+        run_step(system, "enqueue_bulk", {"url": db.url, "n": jobs, "batch": ctx.batch}, 3600)
+        record_dir, log_dir = _dirs(ctx, f"outbox-drain-{system.name}-{ctx.rep}")
+        with (
+            Workers(relay, db, 1, record_dir, log_dir / "relay"),
+            Workers(fed, db, 1, record_dir, log_dir) as w,
+        ):
+            samples = wait_done(system, db, jobs, jobs, w, _drain_timeout(jobs))
+        records = read_records(record_dir)
+        if not records:
+            raise Failed("no handler ran")
+        first = min(start for start, _ in records)
+        result.figures["outbox_drain1_jobs_s"] = jobs / (samples[-1][0] - first)
+        result.series["throughput"] = throughput_series(samples, first)
+    finally:
+        _done(ctx, db)
+
+    # start lag: jobs due at random instants, the relay and two broker-fed workers running
+    count, window = ctx.size.delayed, ctx.size.window
+    rng = random.Random(1000 + ctx.rep)  # the instants of the ontime workload
+    offsets = sorted(rng.uniform(0, window) for _ in range(count))
+    rate = ctx.single_rates.get(system.name, 200.0)
+    lead = ctx.size.lead + max(0.0, 1.3 * count / rate - window)
+    db = _fresh(ctx, system, "outbox", "o")
+    record_dir, log_dir = _dirs(ctx, f"outbox-ontime-{system.name}-{ctx.rep}")
+    try:
+        run_step(system, "outbox_setup", {"url": db.url, "broker_url": url}, STEP_TIMEOUT)
+        with (
+            Workers(relay, db, 1, record_dir, log_dir / "relay"),
+            Workers(fed, db, 2, record_dir, log_dir) as w,
+        ):
+            time.sleep(ctx.size.warmup)
+            w.check_alive()
+            start = time.time() + lead
+            dues = [start + o for o in offsets]
+            run_step(system, "enqueue_delayed", {"url": db.url, "dues": dues}, 600)
+            wait_done(system, db, count, count, w, lead + window + 120)
+    finally:
+        _done(ctx, db)
+    lags = sorted((s - d) * 1000 for s, d in read_records(record_dir))
+    if not lags:
+        raise Failed("no handler ran")
+    result.figures.update(
+        {
+            "outbox_ontime_p50_ms": _percentile(lags, 50),
+            "outbox_ontime_p99_ms": _percentile(lags, 99),
+            "outbox_ontime_early": float(sum(1 for lag in lags if lag < 0)),
+        }
+    )
+    result.samples["lag_ms"] = [round(x, 2) for x in lags]
+
+
 WORKLOADS: dict[str, Callable[[Ctx, System, Result], None]] = {
     "bulk": w_bulk,
     "single": w_single,
@@ -344,11 +431,17 @@ WORKLOADS: dict[str, Callable[[Ctx, System, Result], None]] = {
     "ontime": w_ontime,
     "burst": w_burst,
     "backlog": w_backlog,
+    "outbox": w_outbox,
 }
 
 
 def applies(workload: str, system: System, size: Size) -> str | None:
     """Why a workload is not run for a system (None: it is)."""
+    if workload == "outbox":
+        if system.kind != "duetime" or system.store == "mysql":
+            return "n/a: duetime on PostgreSQL and SQLite only"
+        if not broker_answers(broker_url()):
+            return f"skipped: no RabbitMQ answers at {broker_url()} (DUETIME_BENCH_AMQP_URL)"
     if workload == "backlog":
         if system.name != "duetime-postgres":
             return "n/a: duetime on PostgreSQL only"

@@ -19,6 +19,42 @@ TASK = "bench.noop"  # registered by bench/bench_app.py
 CONCURRENCY = 10
 
 
+def outbox_argvs(root: Path, broker_url: str) -> tuple[Any, Any]:
+    """(worker argv, relay argv), each a function of the database URL, for the outbox
+    workload: broker-fed workers and one `duetime relay`."""
+    duetime_cli = root / ".venv" / "bin" / "duetime"
+
+    def worker(url: str) -> list[str]:
+        return [
+            str(duetime_cli),
+            "worker",
+            "--app",
+            "bench_app:app",
+            "--database-url",
+            url,
+            "--concurrency",
+            str(CONCURRENCY),
+            "--broker-url",
+            broker_url,
+            "--log-level",
+            "WARNING",
+        ]
+
+    def relay(url: str) -> list[str]:
+        return [
+            str(duetime_cli),
+            "relay",
+            "--database-url",
+            url,
+            "--broker-url",
+            broker_url,
+            "--log-level",
+            "WARNING",
+        ]
+
+    return worker, relay
+
+
 def make_system(store: str, root: Path) -> System:
     python = root / ".venv" / "bin" / "python"
     duetime_cli = root / ".venv" / "bin" / "duetime"
@@ -109,6 +145,28 @@ def enqueue_burst(p: dict[str, Any]) -> dict[str, Any]:
         app.enqueue_many(TASK, payloads(size, offset), at=at)
     app.close()
     return {"finished_at": time.time()}
+
+
+def outbox_setup(p: dict[str, Any]) -> dict[str, Any]:
+    """The outbox workload: the bench task's queue in outbox mode, its broker queue empty."""
+    import asyncio
+
+    from duetime.runtime.amqp import Broker
+
+    app = _app(p["url"])
+    queue = app.tasks[TASK].defaults.queue
+    app.set_queue(queue, dispatch="outbox")
+    app.close()
+
+    async def empty() -> None:
+        broker = Broker(p["broker_url"])
+        try:
+            await broker.delete(queue)
+        finally:
+            await broker.close()
+
+    asyncio.run(empty())
+    return {"queue": queue}
 
 
 def claim_latency(p: dict[str, Any]) -> dict[str, Any]:
@@ -208,6 +266,7 @@ STEPS = {
     "enqueue_single": enqueue_single,
     "enqueue_delayed": enqueue_delayed,
     "enqueue_burst": enqueue_burst,
+    "outbox_setup": outbox_setup,
     "claim_latency": claim_latency,
     "fill_backlog": fill_backlog,
 }

@@ -28,6 +28,7 @@ from duetime.core.errors import (
     UnknownTask,
 )
 from duetime.core.models import Attempt, Enqueued, Job, JobFilter, NewJob, Tick, unserved
+from duetime.core.outbox import Dispatch, OutboxFigures, QueueSettings, dispatch_mode
 from duetime.core.recurrence import Fire
 from duetime.core.requests import (
     DEFAULT_MAX_ATTEMPTS,
@@ -35,6 +36,7 @@ from duetime.core.requests import (
     TaskDefaults,
     build_new_job,
     build_new_jobs,
+    check_name,
     parse_duration,
     parse_instant,
 )
@@ -836,6 +838,32 @@ class App:
     def stats(self) -> Stats:
         """Jobs by status and queue, oldest overdue age, lag and throughput (5 and 60 min)."""
         return operators.stats(self, self.tenant)
+
+    # -- queues and the outbox (docs/outbox.md) -------------------------------------------------
+
+    def set_queue(self, name: str, *, dispatch: Dispatch | str | None = None) -> QueueSettings:
+        """Change a queue's settings: dispatch="outbox" sends its due jobs through the broker
+        (`duetime relay`), "direct" (the default) lets workers claim them from the database.
+        Settings not given are kept. Queues are shared by every tenant."""
+        queue = check_name(name, "queue", 100)
+        mode = dispatch_mode(str(dispatch)) if dispatch is not None else None
+        return self.store.set_queue(queue, self.clock.now(), dispatch=mode)
+
+    def queue(self, name: str) -> QueueSettings:
+        """A queue's settings (the defaults for a queue never set)."""
+        found = [q for q in self.store.queue_settings() if q.queue == name]
+        return found[0] if found else QueueSettings(name)
+
+    def queues(self) -> list[QueueSettings]:
+        """Every queue that has settings or jobs, by name, with its settings."""
+        settings = {q.queue: q for q in self.store.queue_settings()}
+        for count in self.store.job_counts(None):
+            settings.setdefault(count.queue, QueueSettings(count.queue))
+        return [settings[name] for name in sorted(settings)]
+
+    def outbox_status(self, window_seconds: float = 60.0) -> OutboxFigures:
+        """The outbox: unpublished events, the oldest one's age, the publish rate."""
+        return self.store.outbox_figures(self.clock.now(), window_seconds)
 
     def replay_dead(
         self,

@@ -53,10 +53,10 @@ def wait_until(
 
 
 def base_env(out_dir: Path | None = None, **extra: str) -> dict[str, str]:
-    """This environment without DUETIME_DATABASE_URL, with the test apps importable."""
-    env = {
-        k: v for k, v in os.environ.items() if k not in ("DUETIME_DATABASE_URL", "DUETIME_DEBUG")
-    }
+    """This environment without DUETIME_DATABASE_URL (nor DUETIME_BROKER_URL), with the test
+    apps importable."""
+    unset = ("DUETIME_DATABASE_URL", "DUETIME_DEBUG", "DUETIME_BROKER_URL")
+    env = {k: v for k, v in os.environ.items() if k not in unset}
     paths = [str(APPS_DIR), *filter(None, [env.get("PYTHONPATH")])]
     env["PYTHONPATH"] = os.pathsep.join(paths)
     env["PYTHONUNBUFFERED"] = "1"

@@ -68,6 +68,54 @@ def test_short_chaos_run_passes_the_history_checker(tmp_path: Path) -> None:
     assert check["violation_totals"] == {}
 
 
+@pytest.mark.timeout(240)
+def test_short_outbox_chaos_run_passes_the_history_checker(tmp_path: Path) -> None:
+    """The outbox variant (docs/outbox.md): every job through RabbitMQ, relays SIGKILLed,
+    the broker stopped and restarted, judged by the same checker."""
+    from amqpbroker import broker_url
+
+    report_path = tmp_path / "report.json"
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "duetime.chaos.run",
+            "--outbox",
+            "--broker-url",
+            broker_url(),
+            "--jobs",
+            "600",
+            "--duration",
+            "25",
+            "--workers",
+            "3",
+            "--seed",
+            "11",
+            "--drain-timeout",
+            "90",
+            "--report",
+            str(report_path),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=220,
+        check=False,
+    )
+    output = f"stdout:\n{done.stdout[-6000:]}\nstderr:\n{done.stderr[-4000:]}"
+    assert report_path.exists(), f"the chaos run wrote no report (exit {done.returncode})\n{output}"
+    report = json.loads(report_path.read_text())
+    check = report["check"]
+    assert done.returncode == 0 and report["ok"], f"violations: {check['violations']}\n{output}"
+    driver = report["driver"]
+    assert driver["outbox"] and driver["enqueued"] == 600
+    assert driver["relay_sigkills"] >= 1 and driver["broker_restarts"] == 1
+    assert driver["not_terminal_after_drain"] == 0
+    assert check["counts"]["lost_jobs"] == 0
+    assert check["counts"]["stale_completions_accepted"] == 0
+    assert check["counts"]["double_effects"] == 0
+    assert check["violation_totals"] == {}
+
+
 @pytest.fixture
 def chaos_db() -> Iterator[str]:
     """A fresh, migrated PostgreSQL database with the chaos tables."""

@@ -347,6 +347,20 @@ def test_overview_shows_counts_and_refreshes_from_the_stats_api(env: Env) -> Non
     assert "Oldest overdue" in page and "p95" in page and "p99" in page
 
 
+def test_overview_shows_each_queues_dispatch_mode_and_outbox_backlog(env: Env) -> None:
+    env.scheduled(queue="emails")
+    env.app.set_queue("broker", dispatch="outbox")
+    env.scheduled(queue="broker", delay=0)
+    env.scheduled(queue="broker", delay=0)
+    assert len(env.app.store.dispatch_outbox(env.clock.now(), 10, 300)) == 2
+    env.clock.advance(12)
+    page = env.logged_in().get("/").text
+    dispatch = page[page.index("data-dispatch") :]
+    assert "<td>broker</td>\n        <td>outbox</td>" in dispatch
+    assert '<td class="num">2</td>' in dispatch and "12.0 s" in dispatch
+    assert "<td>emails</td>\n        <td>direct</td>" in dispatch
+
+
 def test_jobs_search_filters_and_pages_newest_first(env: Env) -> None:
     first = env.scheduled(task="emails.send", queue="emails")
     env.clock.advance(60)

@@ -226,3 +226,20 @@ def test_a_store_outage_makes_metrics_answer_503(
         response = test_client.get("/metrics", headers=bearer(admin))
     assert response.status_code == 503, response.text
     assert response.headers["retry-after"] == "5"
+
+
+def test_server_metrics_show_the_outbox(
+    server_app: App, client: TestClient, clock: ManualClock
+) -> None:
+    store = server_app.store
+    server_app.set_queue("broker", dispatch="outbox")
+    for _ in range(3):
+        enqueue(store, clock, queue="broker")
+    events = store.dispatch_outbox(clock.now(), 10, 300)
+    store.mark_published([events[0].id], clock.now(), 300)
+    clock.advance(30)
+    _, admin = operators.create_token(server_app, "t1", "admin")
+    samples = parse(client.get("/metrics", headers=bearer(admin)).text)
+    assert value(samples, "duetime_outbox_backlog", queue="broker") == 2
+    assert value(samples, "duetime_outbox_oldest_unpublished_age_seconds") == 30
+    assert value(samples, "duetime_outbox_publish_rate_per_second") == pytest.approx(1 / 60)

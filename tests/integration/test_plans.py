@@ -97,6 +97,8 @@ def claim_params(all_queues: bool, tasks: list[str] | None = None) -> dict[str, 
         "tasks": tasks or [],
         "moves": moves_json(Event.CLAIM),
         "worker_id": "plan-test",
+        "all_direct": True,  # no queue in outbox mode: the common case
+        "outbox_queues": [],
     }
 
 
@@ -158,3 +160,23 @@ def test_a_claim_reads_only_due_rows_through_its_index(
         worker_id="w", queues=None if all_queues else ["default"], limit=100, now=NOW, tasks=tasks
     )
     assert len(claims) == 50  # and the claim takes exactly the due ones
+
+
+def test_a_claim_keeps_its_plan_while_a_queue_is_in_outbox_mode(backlog: Store) -> None:
+    """With a queue in outbox mode the claim leaves its jobs out by a filter on the due rows
+    its index yields: the same plan as with none (docs/outbox.md)."""
+    params = {
+        **claim_params(True, ["t", "other"]),
+        "all_direct": False,
+        "outbox_queues": ["broker"],
+    }
+    plan = explain(backlog, "claim", params)
+    if backlog.dialect == "postgres":
+        pick = json.dumps(subplan(json.loads(plan)[0]["Plan"], "CTE picked"))
+        assert "Seq Scan" not in pick and '"Sort"' not in pick, pick
+        assert '"Index Name": "duetime_jobs_due' in pick and '"Limit"' in pick, pick
+    elif backlog.dialect == "sqlite":
+        assert "SCAN duetime_jobs USING INDEX duetime_jobs_due_any" in plan, plan
+    else:
+        assert "filesort" not in plan.lower(), plan
+        assert '"key": "duetime_jobs_due_any"' in plan, plan

@@ -1,6 +1,7 @@
 """The chaos driver: run duetime on a private PostgreSQL under faults, then check the history.
 
     python -m duetime.chaos.run [--jobs N] [--duration S] [--workers K] [--seed X] [--report FILE]
+                                [--outbox [--broker-url URL] [--relays R]]
 
 1. initdb + pg_ctl a private cluster on a free port in a temporary directory (as root, the
    server runs as the `postgres` OS user), migrate, create the chaos tables;
@@ -11,6 +12,8 @@
 4. for `duration` seconds: SIGKILL a random worker every few seconds and start a replacement,
    SIGSTOP a worker past its lease and SIGCONT it, restart PostgreSQL (pg_ctl restart -m fast)
    at least twice;
+   with --outbox (docs/outbox.md), every job goes through RabbitMQ: R `duetime relay`
+   processes are SIGKILLed at random and replaced, and RabbitMQ is stopped and restarted;
 5. stop the faults, pause the schedule, wait (bounded) until every job is terminal, SIGTERM the
    workers, and run duetime.chaos.checker. Exit 1 on any violation.
 
@@ -78,9 +81,26 @@ class Workers:
     respawned: int = 0  # started because one had exited (e.g. it could not connect)
     procs: list[subprocess.Popen[bytes]] = field(default_factory=list)
     started: int = 0
+    broker_url: str | None = None  # the outbox variant: broker-fed workers
+    role: str = "worker"  # or "relay" (the outbox variant's relays)
 
     def spawn(self) -> subprocess.Popen[bytes]:
         self.started += 1
+        if self.role == "relay":
+            assert self.broker_url is not None
+            command = [
+                *_duetime_command(),
+                "relay",
+                "--database-url",
+                self.url,
+                "--broker-url",
+                self.broker_url,
+                "--dispatch-lease",
+                "20s",
+                "--log-format",
+                "json",
+            ]
+            return self._start(command, f"relay{self.started}.log")
         command = [
             *_duetime_command(),
             "worker",
@@ -99,9 +119,15 @@ class Workers:
             "--log-format",
             "json",
         ]
+        if self.broker_url is not None:
+            command += ["--broker-url", self.broker_url]
+        return self._start(command, f"worker{self.started}.log")
+
+    def _start(self, command: list[str], log_name: str) -> subprocess.Popen[bytes]:
         env = {**os.environ, "PYTHONUNBUFFERED": "1"}
         env.pop("DUETIME_DATABASE_URL", None)
-        with open(self.logs / f"worker{self.started}.log", "wb") as log:
+        env.pop("DUETIME_BROKER_URL", None)
+        with open(self.logs / log_name, "wb") as log:
             proc = subprocess.Popen(
                 command, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, env=env
             )
@@ -176,6 +202,8 @@ class Stats:
     kills: int = 0
     pauses: int = 0
     pg_restarts: int = 0
+    relay_kills: int = 0
+    broker_restarts: int = 0
     faults: list[tuple[str, int | None, datetime, str]] = field(default_factory=list)
 
 
@@ -288,7 +316,12 @@ def run(
     drain_timeout: float = 120,
     outage: float = 4.0,
     keep: bool = False,
+    broker_url: str | None = None,
+    relays: int = 2,
 ) -> dict[str, Any]:
+    """With broker_url: the outbox variant (docs/outbox.md). Every chaos job goes through
+    RabbitMQ: `relays` relay processes dispatch and publish, the workers are broker-fed, and
+    the faults also SIGKILL relays and stop and restart the broker."""
     logging.getLogger("psycopg.pool").setLevel(logging.CRITICAL)  # outages are expected here
     rng = random.Random(seed)
     root = Path(tempfile.mkdtemp(prefix="duetime-chaos-"))
@@ -298,6 +331,7 @@ def run(
     cluster = Cluster(root)
     stats = Stats()
     pool: Workers | None = None
+    relay_pool: Workers | None = None
     t0 = time.monotonic()
     try:
         say(f"starting PostgreSQL in {root}")
@@ -314,7 +348,16 @@ def run(
             overlap="allow",
             args={"kind": "recurring"},
         )
-        pool = Workers(url, logs, concurrency, target=workers)
+        if broker_url is not None:
+            chaos_app.set_queue("default", dispatch="outbox")
+            _empty_broker_queue(broker_url, "default")
+            relay_pool = Workers(
+                url, logs, concurrency, target=relays, broker_url=broker_url, role="relay"
+            )
+            for _ in range(relays):
+                relay_pool.spawn()
+            say(f"outbox variant: {relays} relays publishing to {broker_url}")
+        pool = Workers(url, logs, concurrency, target=workers, broker_url=broker_url)
         for _ in range(workers):
             pool.spawn()
         say(f"{workers} workers started on {url}; {jobs} jobs over {duration:g}s of faults")
@@ -327,7 +370,7 @@ def run(
             daemon=True,
         )
         enqueuer.start()
-        inject_faults(cluster, pool, rng, duration, stats, outage)
+        inject_faults(cluster, pool, rng, duration, stats, outage, relay_pool)
         enqueuer.join(timeout=max(1.0, stop_at - time.monotonic()))
         if enqueuer.is_alive():
             raise RuntimeError("the enqueuer did not finish")
@@ -338,6 +381,8 @@ def run(
         remaining = -1
         while time.monotonic() < drain_deadline:
             pool.top_up()
+            if relay_pool is not None:
+                relay_pool.top_up()
             try:
                 remaining = count_open(url)
             except psycopg.Error:
@@ -346,9 +391,11 @@ def run(
                 break
             time.sleep(0.5)
         say(f"drained: {remaining} jobs not terminal")
-        for proc in pool.alive():
-            proc.send_signal(signal.SIGTERM)
-        for proc in pool.procs:
+        everyone = pool.procs + (relay_pool.procs if relay_pool is not None else [])
+        for proc in everyone:
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGTERM)
+        for proc in everyone:
             try:
                 proc.wait(20)
             except subprocess.TimeoutExpired:
@@ -375,6 +422,10 @@ def run(
                 "sigkills": stats.kills,
                 "sigstops": stats.pauses,
                 "pg_restarts": stats.pg_restarts,
+                "outbox": broker_url is not None,
+                "relays": relays if broker_url is not None else 0,
+                "relay_sigkills": stats.relay_kills,
+                "broker_restarts": stats.broker_restarts,
                 "workers_started": pool.started,
                 "workers_respawned_after_exit": pool.respawned,
                 "not_terminal_after_drain": remaining,
@@ -388,6 +439,8 @@ def run(
     finally:
         if pool is not None:
             pool.kill_all()
+        if relay_pool is not None:
+            relay_pool.kill_all()
         chaos_app.close()
         cluster.stop()
         if not keep:
@@ -401,10 +454,13 @@ def inject_faults(
     duration: float,
     stats: Stats,
     outage: float = 4.0,
+    relay_pool: Workers | None = None,
 ) -> None:
     """SIGKILL a worker every ~4 s (and start another), SIGSTOP one past its lease every ~12 s,
     restart PostgreSQL at 30% and 65% of the run (and every 60 s more on long runs); every
-    second restart keeps the server down for `outage` seconds, longer than the leases."""
+    second restart keeps the server down for `outage` seconds, longer than the leases.
+    With relays (the outbox variant): also SIGKILL a relay every ~5 s (and start another), and
+    stop RabbitMQ at 45% of the run for `outage` seconds and restart it."""
     start = time.monotonic()
     end = start + duration
     next_kill = start + 3
@@ -413,6 +469,8 @@ def inject_faults(
     restarts += [start + t for t in range(90, int(duration), 60)]
     restarts.sort()
     paused: list[tuple[subprocess.Popen[bytes], float]] = []
+    next_relay_kill = start + 2
+    broker_stops = [start + duration * 0.45] if relay_pool is not None else []
 
     def note(kind: str, pid: int | None, detail: str = "") -> None:
         stats.faults.append((kind, pid, datetime.now(UTC), detail))
@@ -452,6 +510,25 @@ def inject_faults(
                 paused.append((victim, now + hold))
                 say(f"SIGSTOP worker {victim.pid} for {hold:.1f}s")
             next_pause = now + rng.uniform(10, 14)
+        if relay_pool is not None and now >= next_relay_kill:
+            relay_pool.top_up()
+            candidates = relay_pool.alive()
+            if candidates:
+                victim = rng.choice(candidates)
+                victim.kill()
+                victim.wait(10)
+                stats.relay_kills += 1
+                note("sigkill", victim.pid, "relay")
+                replacement = relay_pool.spawn()
+                say(f"SIGKILL relay {victim.pid}; replacement {replacement.pid}")
+            next_relay_kill = now + rng.uniform(3, 7)
+        if broker_stops and now >= broker_stops[0]:
+            broker_stops.pop(0)
+            say(f"stopping RabbitMQ (rabbitmqctl stop_app) for {outage:g}s")
+            restart_broker(outage)
+            stats.broker_restarts += 1
+            note("broker_restart", None, f"down {outage:g}s")
+            say("RabbitMQ is back")
         if restarts and now >= restarts[0]:
             restarts.pop(0)
             # every other restart keeps the server down past the leases (an outage)
@@ -466,6 +543,31 @@ def inject_faults(
         if proc.poll() is None:
             proc.send_signal(signal.SIGCONT)
         note("sigcont", proc.pid)
+
+
+def restart_broker(down: float) -> None:
+    """Stop the local RabbitMQ application, keep it down `down` seconds, start it again (its
+    durable quorum queues and persistent messages survive)."""
+    ctl = shutil.which("rabbitmqctl") or "/usr/sbin/rabbitmqctl"
+    subprocess.run([ctl, "stop_app"], check=True, capture_output=True, timeout=120)
+    time.sleep(down)
+    subprocess.run([ctl, "start_app"], check=True, capture_output=True, timeout=120)
+
+
+def _empty_broker_queue(broker_url: str, queue: str) -> None:
+    """Delete the broker queue a previous run may have left messages in."""
+    import asyncio
+
+    from duetime.runtime.amqp import Broker
+
+    async def delete() -> None:
+        broker = Broker(broker_url)
+        try:
+            await broker.delete(queue)
+        finally:
+            await broker.close()
+
+    asyncio.run(delete())
 
 
 def _busiest_pid(url: str, pids: set[int]) -> int | None:
@@ -501,6 +603,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--outage", type=float, default=4.0, help="seconds the second restart stays down (4)"
     )
+    parser.add_argument(
+        "--outbox",
+        action="store_true",
+        help="the outbox variant: jobs go through RabbitMQ (relays killed, broker restarted)",
+    )
+    parser.add_argument(
+        "--broker-url",
+        default=os.environ.get("DUETIME_BROKER_URL", "amqp://guest:guest@127.0.0.1:5672/"),
+        help="the RabbitMQ of the outbox variant (a local one: it is stopped and restarted)",
+    )
+    parser.add_argument("--relays", type=int, default=2, help="relay processes (outbox: 2)")
     parser.add_argument("--report", help="write the run's report as JSON to this file")
     parser.add_argument("--keep", action="store_true", help="keep the cluster dir and logs")
     args = parser.parse_args(argv)
@@ -514,6 +627,8 @@ def main(argv: list[str] | None = None) -> int:
         drain_timeout=args.drain_timeout,
         outage=args.outage,
         keep=args.keep,
+        broker_url=args.broker_url if args.outbox else None,
+        relays=args.relays,
     )
     summary = {k: v for k, v in result.items() if k != "check"}
     sys.stdout.write(json.dumps(summary, indent=2, default=str) + "\n")

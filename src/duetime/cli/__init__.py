@@ -5,7 +5,8 @@ one error line); 1 on any other error (one line on stderr); 141 when stdout is c
 (`duetime jobs list | head -1`), quietly, as for a program SIGPIPE stops.
 
 Each command group is a module that registers its own subcommands (`add_parsers`): migrate,
-worker, enqueue, jobs, nodes, schedules (with backfill), tokens, stats, dlq and serve; support
+worker, enqueue, jobs, nodes, schedules (with backfill), queues, outbox (with relay),
+tokens, stats, dlq and serve; support
 holds what they share.
 """
 
@@ -16,12 +17,38 @@ import os
 import sys
 from collections.abc import Sequence
 
-from duetime.cli import dlq, enqueue, jobs, migrate, nodes, schedules, serve, stats, tokens, worker
+from duetime.cli import (
+    dlq,
+    enqueue,
+    jobs,
+    migrate,
+    nodes,
+    outbox,
+    queues,
+    schedules,
+    serve,
+    stats,
+    tokens,
+    worker,
+)
 from duetime.cli.support import database_url
 from duetime.version import __version__
 
 # in the order `duetime --help` lists them
-GROUPS = (migrate, worker, enqueue, jobs, nodes, schedules, tokens, stats, dlq, serve)
+GROUPS = (
+    migrate,
+    worker,
+    enqueue,
+    jobs,
+    nodes,
+    schedules,
+    queues,
+    outbox,
+    tokens,
+    stats,
+    dlq,
+    serve,
+)
 
 EXIT_STDOUT_CLOSED = 141  # 128 + SIGPIPE: what a shell reports for `seq 100000 | head -1`
 

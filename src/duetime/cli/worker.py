@@ -61,6 +61,19 @@ def add_parsers(sub: Any, parents: list[argparse.ArgumentParser]) -> None:
         metavar="HOST",
         help="address to serve metrics on (default 127.0.0.1; 0.0.0.0 for every interface)",
     )
+    p.add_argument(
+        "--broker-url",
+        default=os.environ.get("DUETIME_BROKER_URL"),
+        metavar="URL",
+        help="take the jobs of outbox-mode queues from this RabbitMQ, e.g. "
+        "amqp://guest:guest@127.0.0.1:5672/ (default: $DUETIME_BROKER_URL; without one, "
+        "outbox-mode queues are left to broker-fed workers)",
+    )
+    p.add_argument(
+        "--relay",
+        action="store_true",
+        help="also run the relay here (as `duetime relay` does; needs --broker-url)",
+    )
     add_log_flags(p)
     p.set_defaults(func=cmd_worker)
 
@@ -76,8 +89,14 @@ def _retention(text: str) -> timedelta | None:
 
 def cmd_worker(args: argparse.Namespace) -> int:
     from duetime.runtime import metrics as worker_metrics
-    from duetime.runtime.worker import Worker
+    from duetime.runtime.worker import Worker, default_worker_id
 
+    if args.relay and not args.broker_url:
+        args.usage_error("--relay needs the broker: --broker-url URL or DUETIME_BROKER_URL")
+    if args.broker_url:
+        from duetime.runtime.amqp import require
+
+        require()
     logs.configure(args.log_level, args.log_format)
     app = make_app(args, create=True)
     figures = worker_metrics.WorkerMetrics()
@@ -86,6 +105,21 @@ def cmd_worker(args: argparse.Namespace) -> int:
         exporter = worker_metrics.serve(figures, args.metrics_port, args.metrics_host)
     _wait_for_store(app)
     queues = [q for item in args.queues or [] for q in item.split(",") if q]
+    services = []
+    calls = None
+    if args.relay:
+        from duetime.runtime.relay import relay_services
+        from duetime.runtime.service import BlockingCalls
+
+        calls = BlockingCalls(2, name="duetime-relay")
+        services = relay_services(
+            app.store,
+            app.clock,
+            calls,
+            args.broker_url,
+            relay_id=f"relay:{default_worker_id()}",
+            metrics=figures,
+        )
     worker = Worker(
         app,
         queues=queues or None,
@@ -97,9 +131,13 @@ def cmd_worker(args: argparse.Namespace) -> int:
         planner=not args.no_planner,
         retention=args.retention,
         metrics=figures,
+        broker_url=args.broker_url or None,
+        services=services,
     )
 
     worker.serve()  # until SIGTERM or SIGINT; a second signal exits at once with status 1
+    if calls is not None:
+        calls.close()
     if exporter is not None:
         exporter.stop()
     if worker.abandoned_threads:

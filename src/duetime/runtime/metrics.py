@@ -129,6 +129,25 @@ class WorkerMetrics:
             "(a newer generation) held the job by then.",
             registry=r,
         )
+        self.published = Counter(
+            "duetime_outbox_published",
+            "Outbox events this process's relay published to the broker (confirmed), by queue.",
+            ["queue"],
+            registry=r,
+        )
+        self.dispatched = Counter(
+            "duetime_outbox_dispatched",
+            "Attempts this process's relay started and wrote an outbox event for, by queue.",
+            ["queue"],
+            registry=r,
+        )
+        self.dropped = Counter(
+            "duetime_outbox_messages_dropped",
+            "Broker messages this worker acknowledged without running them: stale (the job "
+            "moved on), duplicated, or not duetime's.",
+            ["reason"],
+            registry=r,
+        )
         self.busy = Gauge(
             "duetime_worker_busy",
             "Attempts running in this worker now.",
@@ -171,6 +190,16 @@ class WorkerMetrics:
         """An attempt whose outcome the store refused (fenced out by a newer generation)."""
         self.stale.inc()
         self.finished(task, STALE, seconds)
+
+    def outbox_dispatched(self, queue: str, count: int = 1) -> None:
+        self._child(self.dispatched, queue).inc(count)
+
+    def outbox_published(self, queue: str, count: int = 1) -> None:
+        self._child(self.published, queue).inc(count)
+
+    def message_dropped(self, reason: str) -> None:
+        """A broker message acknowledged and not run (reason: stale, malformed)."""
+        self._child(self.dropped, reason).inc()
 
     def lease_lost(self) -> None:
         """A heartbeat said this worker no longer holds an attempt's lease."""

@@ -4,11 +4,12 @@ Worker(app, ...) builds one worker process's services and runs them as a Node
 (runtime/node.py), in this order: the node's registry row, the planner, the reaper, the
 pruner, any extra services given, the lease heartbeats (runtime/leases.py), the wake-ups
 (runtime/wakeups.py), the timer (runtime/timer.py), the completer (runtime/completer.py),
-and last the Slots: the claim loop that fills free slots with due jobs and runs one attempt
-(runtime/attempt.py) per claim. The node stops them in reverse order: claiming stops and
-in-flight attempts drain first (their outcomes written by the completer), while leases are
-still renewed. Store calls run in a small thread pool so a slow database never blocks async
-handlers.
+the Slots: the claim loop that fills free slots with due jobs and runs one attempt
+(runtime/attempt.py) per claim, and last, with a broker URL, the BrokerFeed
+(runtime/feed.py) that fills them from the broker queues of outbox-mode queues. The node
+stops them in reverse order: taking work stops and in-flight attempts drain first (their
+outcomes written by the completer), while leases are still renewed. Store calls run in a
+small thread pool so a slow database never blocks async handlers.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from duetime.core.models import Claim
 from duetime.logs import log_event
 from duetime.runtime.attempt import AttemptRunner, RunningAttempt, WorkerStats
 from duetime.runtime.completer import Completer
+from duetime.runtime.feed import BrokerFeed
 from duetime.runtime.handlers import HandlerThreads
 from duetime.runtime.leases import LeaseHeartbeats
 from duetime.runtime.metrics import WorkerMetrics
@@ -75,6 +77,7 @@ class Worker:
         metrics: WorkerMetrics | None = None,
         services: Sequence[Service] = (),
         retention: timedelta | None = DEFAULT_RETENTION,
+        broker_url: str | None = None,
     ) -> None:
         if concurrency < 1:
             raise ValueError("concurrency must be at least 1")
@@ -149,6 +152,20 @@ class Worker:
             metrics=self.metrics,
         )
         self.metrics.watch_busy(lambda: self.slots.busy)
+        # outbox-mode queues come from the broker (runtime/feed.py), the others by claims
+        self.feed: BrokerFeed | None = None
+        if broker_url is not None:
+            from duetime.runtime.amqp import Broker
+
+            self.feed = BrokerFeed(
+                Broker(broker_url),
+                self.slots,
+                self.store,
+                self.clock,
+                self._calls,
+                queues=self.queues,
+                prefetch=concurrency,
+            )
 
     # -- public -----------------------------------------------------------------------------
 
@@ -176,6 +193,7 @@ class Worker:
             self.timer,
             self.completer,
             self.slots,
+            *([self.feed] if self.feed else []),  # stops first: no message taken while draining
         ]
 
     def short_leases(self) -> dict[str, float]:
@@ -228,6 +246,7 @@ class Worker:
         now = self.clock.now()
         duties = ("worker", "reaper", *(["planner"] if self.planner else []))
         duties = (*duties, *(["pruner"] if self.pruner else []))
+        duties = (*duties, *(["broker"] if self.feed else []))
         return models.Node(
             id=self.worker_id,
             hostname=socket.gethostname(),
@@ -286,6 +305,7 @@ class Slots(Service):
         self.claim_batch = max(1, concurrency // 2)
         self.running: dict[int, RunningAttempt] = {}  # by attempt id, until recorded
         self.busy = 0  # slots whose handler runs
+        self.reserved = 0  # slots held for a broker message being accepted (runtime/feed.py)
         self.more_due = False  # the last claim filled every free slot
         self.due: DueTimes | None = None  # the timer's near future (runtime/timer.py)
         self.idle = Pulse()  # the claim loop waits: no free slot, or nothing more was due
@@ -293,7 +313,11 @@ class Slots(Service):
         self.draining = Pulse()  # shutdown began with attempts in flight
 
     def free(self) -> int:
-        return self.concurrency - self.busy - self.runner.threads.orphans
+        return self.concurrency - self.busy - self.reserved - self.runner.threads.orphans
+
+    def start_claim(self, claim: Claim) -> None:
+        """Run an attempt taken elsewhere (a broker message's, runtime/feed.py) in a slot."""
+        self._start(claim)
 
     async def start(self) -> None:
         log_event(

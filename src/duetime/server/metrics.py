@@ -31,6 +31,7 @@ from prometheus_client.registry import Collector
 
 from duetime import operators
 from duetime.client import App
+from duetime.core.outbox import OutboxFigures
 from duetime.core.states import JobStatus
 from duetime.core.stats import Stats
 from duetime.server import auth
@@ -51,9 +52,34 @@ class StoreCollector(Collector):
     def describe(self) -> Iterator[Metric]:
         """The names this collector yields, without reading the store (for registration)."""
         yield from families(None)
+        yield from outbox_families(None)
 
     def collect(self) -> Iterator[Metric]:
         yield from families(operators.stats(self.app, None))
+        yield from outbox_families(self.app.outbox_status())
+
+
+def outbox_families(figures: OutboxFigures | None) -> Iterator[Metric]:
+    """The transactional outbox's figures (docs/outbox.md), every queue's."""
+    backlog = GaugeMetricFamily(
+        "duetime_outbox_backlog",
+        "Outbox events not yet published to the broker, by queue.",
+        labels=["queue"],
+    )
+    oldest = GaugeMetricFamily(
+        "duetime_outbox_oldest_unpublished_age_seconds",
+        "How long the oldest unpublished outbox event has waited; 0: none.",
+    )
+    rate = GaugeMetricFamily(
+        "duetime_outbox_publish_rate_per_second",
+        "Outbox events published per second over the last minute, every relay's.",
+    )
+    if figures is not None:
+        for q in figures.queues:
+            backlog.add_metric([q.queue], q.backlog)
+        oldest.add_metric([], figures.oldest_unpublished_age_seconds or 0.0)
+        rate.add_metric([], figures.publish_rate)
+    yield from (backlog, oldest, rate)
 
 
 def families(stats: Stats | None) -> Iterator[Metric]:

@@ -30,6 +30,7 @@ from duetime.core.models import (
     Tick,
     Wakeup,
 )
+from duetime.core.outbox import Dispatch, Dispatched, OutboxEvent, OutboxFigures, QueueSettings
 from duetime.core.schedule_spec import ScheduleSpec
 from duetime.core.schedules import Occurrence, Plan, Schedule
 from duetime.core.states import Event
@@ -331,6 +332,64 @@ class Store(Protocol):
 
     def end_session(self, secret_hash: str) -> None:
         """Delete the session with this hash (logout); nothing when there is none."""
+        ...
+
+    # -- queue settings and the outbox (docs/outbox.md) --------------------------------------
+
+    def queue_settings(self) -> list[QueueSettings]:
+        """Every queue that has settings, by name; a queue not listed has the defaults."""
+        ...
+
+    def outbox_queues(self) -> list[str]:
+        """The names of the queues in outbox mode, as read at most a second ago."""
+        ...
+
+    def set_queue(
+        self, queue: str, now: datetime, *, dispatch: Dispatch | None = None
+    ) -> QueueSettings:
+        """Change a queue's settings (each given, not None); create its row if it has none.
+
+        A queue switched to outbox is no longer claimed by workers' claim() from the next
+        claim on; one switched back to direct is, while its already dispatched attempts run
+        from the broker.
+        """
+        ...
+
+    def dispatch_outbox(self, now: datetime, limit: int, lease_seconds: float) -> list[OutboxEvent]:
+        """The relay's claim: take up to `limit` due jobs of outbox-mode queues (as claim()
+        picks them), start an attempt on each held by DISPATCH_HOLDER with a lease of
+        `lease_seconds`, and write one outbox event per attempt, in one transaction.
+
+        While its event is unpublished the attempt is not reaped (expired_leases skips it).
+        """
+        ...
+
+    def take_events(
+        self, relay_id: str, now: datetime, until: datetime, limit: int
+    ) -> list[OutboxEvent]:
+        """Lease up to `limit` unpublished events (oldest first) to one relay until `until`:
+        concurrent relays never take the same event while its lease runs."""
+        ...
+
+    def mark_published(self, event_ids: Sequence[int], now: datetime, lease_seconds: float) -> int:
+        """The broker confirmed these events: mark them published (idempotent) and give the
+        attempts no worker accepted yet a lease of `lease_seconds` from now."""
+        ...
+
+    def accept_dispatch(self, message: Dispatched, worker_id: str, now: datetime) -> Claim | None:
+        """A broker-fed worker takes the attempt a message names: only when the job still
+        holds that generation (and version, unless cancellation was requested) and no worker
+        took the attempt before. The attempt is then the worker's, with the job's own lease
+        from now, and is returned as a claim; None: the message is stale or a duplicate
+        (acknowledge and drop it)."""
+        ...
+
+    def outbox_figures(self, now: datetime, window_seconds: float = 60.0) -> OutboxFigures:
+        """The outbox's backlog, oldest unpublished event and publications in the window."""
+        ...
+
+    def prune_outbox(self, before: datetime, limit: int) -> int:
+        """Delete up to `limit` events published before `before`; return how many."""
         ...
 
     # -- figures ----------------------------------------------------------------------------

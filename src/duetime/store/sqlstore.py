@@ -3,7 +3,8 @@
 Every rule lives here: which statements run in which transaction, in which order rows are
 locked, how a fenced write is recognised, how an idempotency key is honoured. A Driver
 (store/driver.py) supplies only what differs between databases. The schedules, nodes, tokens
-and figures parts of the contract are in store/sqlextra.py, mixed into SQLStore. Past 400
+and figures parts of the contract are in store/sqlextra.py, the queue settings and the
+outbox in store/sqloutbox.py, both mixed into SQLStore. Past 400
 lines because the claim, heartbeat and completion rules must be read together to be trusted.
 """
 
@@ -33,6 +34,7 @@ from duetime.core.models import (
     NewJob,
     Outcome,
 )
+from duetime.core.outbox import DISPATCH_HOLDER
 from duetime.core.states import ATTEMPT_END, AttemptStatus, Event, JobStatus, next_status
 from duetime.store.base import Listener
 from duetime.store.driver import Connection, Driver, Row, Rows, refuse_newer
@@ -45,6 +47,7 @@ from duetime.store.rows import (
     refusal,
 )
 from duetime.store.sqlextra import SchedulesNodesTokens
+from duetime.store.sqloutbox import QueuesOutbox
 from duetime.store.sqlshared import (
     conflicts_retried,
     earliest,
@@ -63,7 +66,7 @@ class _Fenced(Exception):
     """Raised inside a completion transaction to roll it back."""
 
 
-class SQLStore(SchedulesNodesTokens):
+class SQLStore(SchedulesNodesTokens, QueuesOutbox):
     """A Store on any SQL database a Driver speaks for. Safe for many threads; safe for many
     processes and machines as far as the database is (SQLite: one machine)."""
 
@@ -261,6 +264,7 @@ class SQLStore(SchedulesNodesTokens):
     ) -> list[Claim]:
         if limit <= 0:
             return []
+        outbox = self.outbox_queues()
         with self.driver.transaction() as c:
             rows = c.rows(
                 "claim",
@@ -272,6 +276,8 @@ class SQLStore(SchedulesNodesTokens):
                 tasks=list(tasks) if tasks is not None else [],
                 moves=moves_json(Event.CLAIM),
                 worker_id=worker_id,
+                all_direct=not outbox,
+                outbox_queues=outbox,
             )
         return [
             Claim(
@@ -443,7 +449,7 @@ class SQLStore(SchedulesNodesTokens):
 
     def expired_leases(self, now: datetime, limit: int) -> list[ExpiredLease]:
         with self.driver.transaction(write=False) as c:
-            rows = c.rows("expired_leases", now=now, limit=limit)
+            rows = c.rows("expired_leases", now=now, limit=limit, holder=DISPATCH_HOLDER)
         return [
             ExpiredLease(
                 lease=Lease(r["job_id"], r["attempt_id"], r["generation"]),

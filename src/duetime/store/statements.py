@@ -38,7 +38,8 @@ STATEMENTS: dict[str, str] = {
     "claim": "takes up to `limit` scheduled jobs due at now and not past their deadline, of "
     "`queues` (of any queue when all_queues) and of `tasks` (of any task when all_tasks), by "
     "priority desc, due_at, id, skipping rows "
-    "another transaction locked; moves each by `moves` with generation + 1 and attempts + 1, "
+    "another transaction locked, and not of `outbox_queues` (none when all_direct); moves "
+    "each by `moves` with generation + 1 and attempts + 1, "
     "and starts a running attempt of that generation for worker_id (started_at now, lease "
     "until now + lease_seconds, the job's due_at); returns each job with its attempt's columns "
     "as attempt_<name>, in the same order",
@@ -59,7 +60,7 @@ STATEMENTS: dict[str, str] = {
     "outcome) on its attempt, at now",
     "expired_leases": "returns attempt_id, job_id, generation, status, attempts, max_attempts, "
     "retry_base, retry_cap of up to `limit` running attempts whose lease ended at now, "
-    "oldest first",
+    "oldest first; not an attempt still held by `holder` whose outbox event is unpublished",
     "expire_overdue": "changes: up to `limit` scheduled jobs whose deadline passed, by `moves`",
     "transition": "changes: one job by `moves` (an operator's move); see Store.transition",
     "next_due": "returns due_at: the instants at which scheduled jobs of `queues` (of any "
@@ -103,6 +104,35 @@ STATEMENTS: dict[str, str] = {
     "session_token": "returns the token of the session with secret_hash, unless it expired",
     "delete_session": "deletes the session with secret_hash",
     "delete_expired_sessions": "deletes sessions whose expires_at <= now",
+    # -- queue settings and the outbox
+    "queue_settings": "returns queue, dispatch, updated_at of every queue with settings, by "
+    "name in code-point order",
+    "upsert_queue": "inserts queue `queue` or updates it: each setting given (not null) is set, "
+    "the others kept (defaults for a new row); updated_at now",
+    "dispatch_outbox": "takes up to `limit` scheduled jobs due at now and not past their "
+    "deadline, of queues whose dispatch is outbox, by priority desc, due_at, id, skipping "
+    "locked rows; moves each by `moves` with generation + 1 and attempts + 1, starts a running "
+    "attempt held by `holder` (lease until now + lease_seconds), and writes one outbox event "
+    "per job (job_id, attempt_id, queue, task, generation, version, created_at now), in that "
+    "order; returns the events",
+    "take_events": "returns up to `limit` unpublished outbox events not leased to a relay (or "
+    "whose relay_until <= now, or leased to relay_id), oldest first, skipping locked rows, "
+    "each now leased to "
+    "relay_id until `until`",
+    "mark_published": "changes: the outbox events in ids not yet published get published_at "
+    "now, and the running attempts of those events still held by `holder` a lease until now + "
+    "lease_seconds (their jobs' rows locked first)",
+    "accept_dispatch": "changes: attempt `attempt_id` of job `job_id`, if running with "
+    "`generation` and held by `holder`, and the job holds that generation and is running "
+    "with `version` or cancel_requested, and its deadline (if any) is after now: "
+    "worker_id = worker_id, started_at = now, lease until "
+    "now + the job's lease_seconds (the job's row locked first)",
+    "select_claim": "returns the job of attempt `attempt_id` with the attempt's columns as "
+    "attempt_<name>",
+    "outbox_figures": "returns per queue: backlog (unpublished events), oldest_created_at (of "
+    "the unpublished), published (events published at or after `since`)",
+    "prune_outbox": "changes: deletes up to `limit` outbox events published before `before`, "
+    "oldest first",
     # -- figures
     "job_counts": "returns status, queue, n",
     "oldest_overdue": "returns due_at: the earliest due scheduled job",

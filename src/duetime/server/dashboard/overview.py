@@ -1,4 +1,5 @@
-"""/: the overview page, figures by status and queue, lag and throughput."""
+"""/: the overview page, figures by status and queue, lag and throughput, each queue's
+dispatch mode and outbox backlog."""
 
 from __future__ import annotations
 
@@ -23,6 +24,21 @@ def overview(request: Request) -> Response:
     by_status = stats.by_status()
     windows = {w.minutes: w for w in stats.windows}
     queues = sorted(stats.by_queue().items())
+    outbox = state.app.outbox_status()
+    backlog = {q.queue: q for q in outbox.queues}
+    modes = {q.queue: q for q in state.app.store.queue_settings()}
+    dispatch = []
+    for name in sorted({*modes, *backlog, *(q for q, _ in queues)}):
+        waiting = backlog.get(name)
+        oldest = waiting.oldest_created_at if waiting is not None else None
+        dispatch.append(
+            {
+                "queue": name,
+                "mode": str(modes[name].dispatch) if name in modes else "direct",
+                "backlog": waiting.backlog if waiting is not None else 0,
+                "oldest": (outbox.now - oldest).total_seconds() if oldest is not None else None,
+            }
+        )
     return render(
         request,
         who,
@@ -32,6 +48,8 @@ def overview(request: Request) -> Response:
             "stats_json": stats.to_json(),
             "by_status": by_status,
             "queues": queues,
+            "dispatch": dispatch,
+            "outbox": outbox,
             "w5": windows.get(5),
             "w60": windows.get(60),
             "refresh_seconds": state.settings.refresh_seconds,

@@ -124,7 +124,8 @@ WHERE schedule_id = %(schedule_id)s AND nominal_at = %(nominal_at)s;
 -- (every queue, or the queues named); FORCE INDEX: the claim-order index, so the scan stops
 -- after `limit` due rows (the optimizer may otherwise range-read every due row and sort them,
 -- which a burst of due jobs makes slow). Only tasks of `tasks` are taken (any task when
--- all_tasks): a worker claims only what it has handlers for.
+-- all_tasks): a worker claims only what it has handlers for. Jobs of outbox_queues are left
+-- to the relay (dispatch_outbox); all_direct when there is none.
 CREATE TEMPORARY TABLE IF NOT EXISTS duetime_claim (id BIGINT NOT NULL PRIMARY KEY);
 DELETE FROM duetime_claim;
 INSERT INTO duetime_claim (id)
@@ -132,6 +133,7 @@ INSERT INTO duetime_claim (id)
  WHERE %(all_queues)s AND status = 'scheduled' AND due_at <= %(now)s
    AND (deadline_at IS NULL OR deadline_at > %(now)s)
    AND (%(all_tasks)s OR task IN %(tasks)s)
+   AND (%(all_direct)s OR queue NOT IN %(outbox_queues)s)
  ORDER BY neg_priority, due_at, id
  LIMIT %(limit)s
  FOR UPDATE SKIP LOCKED)
@@ -140,6 +142,7 @@ UNION ALL
  WHERE NOT %(all_queues)s AND queue IN %(queues)s AND status = 'scheduled'
    AND due_at <= %(now)s AND (deadline_at IS NULL OR deadline_at > %(now)s)
    AND (%(all_tasks)s OR task IN %(tasks)s)
+   AND (%(all_direct)s OR queue NOT IN %(outbox_queues)s)
  ORDER BY neg_priority, due_at, id
  LIMIT %(limit)s
  FOR UPDATE SKIP LOCKED);
@@ -238,6 +241,9 @@ SELECT a.id AS attempt_id, a.job_id, a.generation, j.status, j.attempts, j.max_a
        j.retry_base, j.retry_cap
 FROM duetime_attempts a JOIN duetime_jobs j ON j.id = a.job_id
 WHERE a.status = 'running' AND a.lease_expires_at <= %(now)s
+  -- an attempt dispatched to the broker whose event is not yet published: no lease runs yet
+  AND NOT (a.worker_id = %(holder)s AND EXISTS (
+        SELECT 1 FROM duetime_outbox o WHERE o.attempt_id = a.id AND o.published_at IS NULL))
 ORDER BY a.lease_expires_at, a.id
 LIMIT %(limit)s;
 
@@ -480,3 +486,118 @@ ORDER BY updated_at
 LIMIT %(limit)s;
 DELETE j FROM duetime_jobs j JOIN duetime_prune p ON p.id = j.id
 WHERE j.status IN ('succeeded', 'cancelled', 'expired') AND j.updated_at < %(before)s;
+
+-- name: queue_settings
+SELECT queue, dispatch, updated_at FROM duetime_queues ORDER BY queue;
+
+-- name: upsert_queue
+INSERT INTO duetime_queues (queue, dispatch, updated_at)
+VALUES (%(queue)s, COALESCE(%(dispatch)s, 'direct'), %(now)s)
+ON DUPLICATE KEY UPDATE dispatch = COALESCE(%(dispatch)s, dispatch), updated_at = %(now)s;
+
+-- name: dispatch_outbox
+-- The claim of outbox-mode queues, for the relay: the picked ids (FOR UPDATE SKIP LOCKED) go
+-- to a temporary table, the jobs move, their attempts start held by `holder` (until a worker
+-- accepts one) with a lease of lease_seconds, one outbox event per attempt is written in claim
+-- order, and the events come back.
+CREATE TEMPORARY TABLE IF NOT EXISTS duetime_dispatch (id BIGINT NOT NULL PRIMARY KEY);
+DELETE FROM duetime_dispatch;
+INSERT INTO duetime_dispatch (id)
+(SELECT id FROM duetime_jobs
+ WHERE status = 'scheduled' AND due_at <= %(now)s
+   AND (deadline_at IS NULL OR deadline_at > %(now)s)
+   AND queue IN (SELECT q.queue FROM duetime_queues q WHERE q.dispatch = 'outbox')
+ ORDER BY neg_priority, due_at, id
+ LIMIT %(limit)s
+ FOR UPDATE SKIP LOCKED);
+UPDATE duetime_jobs
+SET generation = generation + 1, attempts = attempts + 1, updated_at = %(now)s,
+    status = JSON_UNQUOTE(JSON_EXTRACT(%(moves)s, CONCAT('$.', status)))
+WHERE id IN (SELECT id FROM duetime_dispatch)
+  AND JSON_EXTRACT(%(moves)s, CONCAT('$.', status)) IS NOT NULL;
+INSERT INTO duetime_attempts (job_id, generation, worker_id, status, lease_expires_at, started_at,
+    due_at)
+SELECT id, generation, %(holder)s, 'running', DATE_ADD(%(now)s, INTERVAL FLOOR(%(lease_seconds)s * 1000000) MICROSECOND), %(now)s, due_at
+FROM duetime_jobs WHERE id IN (SELECT id FROM duetime_dispatch) AND status = 'running'
+ORDER BY id;
+INSERT INTO duetime_outbox (job_id, attempt_id, queue, task, generation, version, created_at)
+SELECT j.id, a.id, j.queue, j.task, j.generation, j.version, %(now)s
+FROM duetime_jobs j JOIN duetime_attempts a ON a.job_id = j.id AND a.generation = j.generation
+WHERE j.id IN (SELECT id FROM duetime_dispatch) AND j.status = 'running'
+ORDER BY j.neg_priority, j.due_at, j.id;
+SELECT o.* FROM duetime_outbox o
+JOIN duetime_jobs j ON j.id = o.job_id AND j.generation = o.generation
+WHERE o.job_id IN (SELECT id FROM duetime_dispatch) AND o.created_at = %(now)s
+ORDER BY o.id;
+
+-- name: take_events
+-- A relay leases up to `limit` unpublished events nobody holds (or whose relay lease ended,
+-- or that it holds itself: taken again after a failed publish),
+-- oldest first, skipping rows another relay is taking.
+CREATE TEMPORARY TABLE IF NOT EXISTS duetime_take (id BIGINT NOT NULL PRIMARY KEY);
+DELETE FROM duetime_take;
+INSERT INTO duetime_take (id)
+(SELECT id FROM duetime_outbox
+ WHERE published_at IS NULL
+   AND (relay_until IS NULL OR relay_until <= %(now)s OR relay_id = %(relay_id)s)
+ ORDER BY id
+ LIMIT %(limit)s
+ FOR UPDATE SKIP LOCKED);
+UPDATE duetime_outbox SET relay_id = %(relay_id)s, relay_until = %(until)s
+WHERE id IN (SELECT id FROM duetime_take);
+SELECT o.* FROM duetime_outbox o JOIN duetime_take t ON t.id = o.id ORDER BY o.id;
+
+-- name: mark_published
+-- The events the broker confirmed; the attempts no worker accepted yet get their lease from
+-- now (their jobs' rows share-locked first, in id order, as every writer locks job first).
+SELECT id FROM duetime_jobs
+WHERE id IN (SELECT job_id FROM duetime_outbox WHERE id IN %(ids)s)
+ORDER BY id
+LOCK IN SHARE MODE;
+UPDATE duetime_attempts a JOIN duetime_outbox o ON o.attempt_id = a.id
+SET a.lease_expires_at = DATE_ADD(%(now)s, INTERVAL FLOOR(%(lease_seconds)s * 1000000) MICROSECOND)
+WHERE o.id IN %(ids)s AND o.published_at IS NULL AND a.status = 'running'
+  AND a.worker_id = %(holder)s;
+UPDATE duetime_outbox SET published_at = %(now)s WHERE id IN %(ids)s AND published_at IS NULL;
+
+-- name: accept_dispatch
+-- A worker takes a dispatched attempt: only while the job still holds that generation (and
+-- that version, unless cancellation was requested since) and no worker took it before; the
+-- job's deadline has not passed; the attempt's lease becomes the job's own, from now. The job's row is locked first.
+SELECT id FROM duetime_jobs WHERE id = %(job_id)s FOR UPDATE;
+UPDATE duetime_attempts a JOIN duetime_jobs j ON j.id = a.job_id
+SET a.worker_id = %(worker_id)s, a.started_at = %(now)s,
+    a.lease_expires_at = DATE_ADD(%(now)s, INTERVAL FLOOR(j.lease_seconds * 1000000) MICROSECOND)
+WHERE a.id = %(attempt_id)s AND a.job_id = %(job_id)s AND a.generation = %(generation)s
+  AND a.status = 'running' AND a.worker_id = %(holder)s
+  AND j.generation = %(generation)s
+  AND ((j.status = 'running' AND j.version = %(version)s) OR j.status = 'cancel_requested')
+  AND (j.deadline_at IS NULL OR j.deadline_at > %(now)s);
+
+-- name: select_claim
+SELECT j.*,
+       a.id AS attempt_id, a.job_id AS attempt_job_id, a.generation AS attempt_generation,
+       a.worker_id AS attempt_worker_id, a.status AS attempt_status,
+       a.lease_expires_at AS attempt_lease_expires_at, a.started_at AS attempt_started_at,
+       a.finished_at AS attempt_finished_at, a.error_category AS attempt_error_category,
+       a.error_message AS attempt_error_message, a.error_traceback AS attempt_error_traceback,
+       a.late_outcome AS attempt_late_outcome, a.late_reported_at AS attempt_late_reported_at,
+       a.due_at AS attempt_due_at
+FROM duetime_jobs j JOIN duetime_attempts a ON a.job_id = j.id
+WHERE a.id = %(attempt_id)s;
+
+-- name: outbox_figures
+SELECT queue,
+       SUM(CASE WHEN published_at IS NULL THEN 1 ELSE 0 END) AS backlog,
+       MIN(CASE WHEN published_at IS NULL THEN created_at END) AS oldest_created_at,
+       SUM(CASE WHEN published_at >= %(since)s THEN 1 ELSE 0 END) AS published
+FROM duetime_outbox
+WHERE published_at IS NULL OR published_at >= %(since)s
+GROUP BY queue
+ORDER BY queue;
+
+-- name: prune_outbox
+DELETE FROM duetime_outbox
+WHERE published_at IS NOT NULL AND published_at < %(before)s
+ORDER BY published_at
+LIMIT %(limit)s;

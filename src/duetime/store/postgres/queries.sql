@@ -106,7 +106,9 @@ WHERE schedule_id = %(schedule_id)s AND nominal_at = %(nominal_at)s::timestamptz
 -- One statement: pick the due jobs (FOR UPDATE SKIP LOCKED: concurrent claimers skip each
 -- other's rows instead of waiting), move them by the moves, start their attempts. 'scheduled'
 -- is written out (not taken from the moves) so the partial indexes serve the pick. Only tasks
--- of `tasks` are taken (any task when all_tasks): a worker claims only what it can run.
+-- of `tasks` are taken (any task when all_tasks): a worker claims only what it can run. Jobs
+-- of outbox_queues are left to the relay (dispatch_outbox): a list the planner sees (an empty
+-- one is no filter at all), where a subquery's unknown result would skew its estimates.
 WITH picked AS (
     SELECT id FROM duetime_jobs
     WHERE status = 'scheduled'
@@ -114,6 +116,7 @@ WITH picked AS (
       AND (deadline_at IS NULL OR deadline_at > %(now)s)
       AND (%(all_queues)s::boolean OR queue = ANY (%(queues)s::text[]))
       AND (%(all_tasks)s::boolean OR task = ANY (%(tasks)s::text[]))
+      AND NOT (queue = ANY (%(outbox_queues)s::text[]))
     ORDER BY priority DESC, due_at, id
     LIMIT %(limit)s
     FOR UPDATE SKIP LOCKED
@@ -209,6 +212,9 @@ SELECT a.id AS attempt_id, a.job_id, a.generation, j.status, j.attempts, j.max_a
        j.retry_base, j.retry_cap
 FROM duetime_attempts a JOIN duetime_jobs j ON j.id = a.job_id
 WHERE a.status = 'running' AND a.lease_expires_at <= %(now)s
+  -- an attempt dispatched to the broker whose event is not yet published: no lease runs yet
+  AND NOT (a.worker_id = %(holder)s AND EXISTS (
+        SELECT 1 FROM duetime_outbox o WHERE o.attempt_id = a.id AND o.published_at IS NULL))
 ORDER BY a.lease_expires_at, a.id
 LIMIT %(limit)s;
 
@@ -452,3 +458,128 @@ WHERE id = ANY (ARRAY(
     LIMIT %(limit)s
     FOR UPDATE SKIP LOCKED))
   AND status IN ('succeeded', 'cancelled', 'expired');
+
+-- name: queue_settings
+SELECT queue, dispatch, updated_at FROM duetime_queues ORDER BY queue COLLATE "C";
+
+-- name: upsert_queue
+INSERT INTO duetime_queues (queue, dispatch, updated_at)
+VALUES (%(queue)s::text, COALESCE(%(dispatch)s::text, 'direct'), %(now)s)
+ON CONFLICT (queue) DO UPDATE
+SET dispatch = COALESCE(%(dispatch)s::text, duetime_queues.dispatch), updated_at = %(now)s;
+
+-- name: dispatch_outbox
+-- The claim of outbox-mode queues, for the relay: one statement picks the due jobs, moves them,
+-- starts their attempts held by `holder` (until a worker accepts one) with a lease of
+-- lease_seconds, and writes one outbox event per attempt, in claim order.
+WITH picked AS (
+    SELECT id FROM duetime_jobs
+    WHERE status = 'scheduled'
+      AND due_at <= %(now)s
+      AND (deadline_at IS NULL OR deadline_at > %(now)s)
+      AND queue = ANY (ARRAY(SELECT q.queue FROM duetime_queues q WHERE q.dispatch = 'outbox'))
+    ORDER BY priority DESC, due_at, id
+    LIMIT %(limit)s
+    FOR UPDATE SKIP LOCKED
+), claimed AS (
+    UPDATE duetime_jobs AS j
+    SET status = (%(moves)s::jsonb ->> j.status), generation = j.generation + 1,
+        attempts = j.attempts + 1, updated_at = %(now)s
+    FROM picked
+    WHERE j.id = picked.id AND (%(moves)s::jsonb ->> j.status) IS NOT NULL
+    RETURNING j.id, j.queue, j.task, j.generation, j.version, j.priority, j.due_at
+), started AS (
+    INSERT INTO duetime_attempts (job_id, generation, worker_id, status, lease_expires_at,
+        started_at, due_at)
+    SELECT id, generation, %(holder)s::text, 'running',
+           %(now)s + trunc(%(lease_seconds)s * 1000000)::bigint * interval '1 microsecond',
+           %(now)s, due_at
+    FROM claimed
+    ORDER BY id
+    RETURNING id, job_id
+)
+INSERT INTO duetime_outbox (job_id, attempt_id, queue, task, generation, version, created_at)
+SELECT c.id, s.id, c.queue, c.task, c.generation, c.version, %(now)s
+FROM claimed AS c JOIN started AS s ON s.job_id = c.id
+ORDER BY c.priority DESC, c.due_at, c.id
+RETURNING *;
+
+-- name: take_events
+-- A relay leases up to `limit` unpublished events nobody holds (or whose relay lease ended,
+-- or that it holds itself: taken again after a failed publish),
+-- oldest first, skipping rows another relay is taking.
+UPDATE duetime_outbox
+SET relay_id = %(relay_id)s::text, relay_until = %(until)s
+WHERE id = ANY (ARRAY(
+    SELECT id FROM duetime_outbox
+    WHERE published_at IS NULL
+      AND (relay_until IS NULL OR relay_until <= %(now)s OR relay_id = %(relay_id)s::text)
+    ORDER BY id
+    LIMIT %(limit)s
+    FOR UPDATE SKIP LOCKED))
+RETURNING *;
+
+-- name: mark_published
+-- The events the broker confirmed; the attempts no worker accepted yet get their lease from
+-- now (their jobs' rows share-locked first, in id order, as every writer locks job first).
+WITH e AS (
+    UPDATE duetime_outbox SET published_at = %(now)s
+    WHERE id = ANY (%(ids)s::bigint[]) AND published_at IS NULL
+    RETURNING job_id, attempt_id
+), j AS (
+    SELECT id FROM duetime_jobs WHERE id IN (SELECT job_id FROM e) ORDER BY id FOR SHARE
+)
+UPDATE duetime_attempts AS a
+SET lease_expires_at = %(now)s + trunc(%(lease_seconds)s * 1000000)::bigint
+    * interval '1 microsecond'
+FROM e JOIN j ON j.id = e.job_id
+WHERE a.id = e.attempt_id AND a.status = 'running' AND a.worker_id = %(holder)s;
+
+-- name: accept_dispatch
+-- A worker takes a dispatched attempt: only while the job still holds that generation (and
+-- that version, unless cancellation was requested since) and no worker took it before; the
+-- job's deadline has not passed; the attempt's lease becomes the job's own, from now. The job's row is locked first.
+WITH j AS (
+    SELECT id, lease_seconds FROM duetime_jobs
+    WHERE id = %(job_id)s AND generation = %(generation)s
+      AND ((status = 'running' AND version = %(version)s) OR status = 'cancel_requested')
+      AND (deadline_at IS NULL OR deadline_at > %(now)s)
+    FOR UPDATE
+)
+UPDATE duetime_attempts AS a
+SET worker_id = %(worker_id)s::text, started_at = %(now)s,
+    lease_expires_at = %(now)s + trunc(j.lease_seconds * 1000000)::bigint
+        * interval '1 microsecond'
+FROM j
+WHERE a.id = %(attempt_id)s AND a.job_id = j.id AND a.generation = %(generation)s
+  AND a.status = 'running' AND a.worker_id = %(holder)s;
+
+-- name: select_claim
+SELECT j.*,
+       a.id AS attempt_id, a.job_id AS attempt_job_id, a.generation AS attempt_generation,
+       a.worker_id AS attempt_worker_id, a.status AS attempt_status,
+       a.lease_expires_at AS attempt_lease_expires_at, a.started_at AS attempt_started_at,
+       a.finished_at AS attempt_finished_at, a.error_category AS attempt_error_category,
+       a.error_message AS attempt_error_message, a.error_traceback AS attempt_error_traceback,
+       a.late_outcome AS attempt_late_outcome, a.late_reported_at AS attempt_late_reported_at,
+       a.due_at AS attempt_due_at
+FROM duetime_jobs j JOIN duetime_attempts a ON a.job_id = j.id
+WHERE a.id = %(attempt_id)s;
+
+-- name: outbox_figures
+SELECT queue,
+       SUM(CASE WHEN published_at IS NULL THEN 1 ELSE 0 END) AS backlog,
+       MIN(CASE WHEN published_at IS NULL THEN created_at END) AS oldest_created_at,
+       SUM(CASE WHEN published_at >= %(since)s THEN 1 ELSE 0 END) AS published
+FROM duetime_outbox
+WHERE published_at IS NULL OR published_at >= %(since)s
+GROUP BY queue
+ORDER BY queue COLLATE "C";
+
+-- name: prune_outbox
+DELETE FROM duetime_outbox
+WHERE id = ANY (ARRAY(
+    SELECT id FROM duetime_outbox
+    WHERE published_at IS NOT NULL AND published_at < %(before)s
+    ORDER BY published_at
+    LIMIT %(limit)s));

@@ -107,7 +107,8 @@ SELECT id FROM duetime_jobs WHERE schedule_id = :schedule_id AND nominal_at = :n
 -- (every queue, one queue, or several). INDEXED BY: the partial indexes give the claim order,
 -- so a scan stops after `limit` due rows instead of sorting every scheduled job (without
 -- statistics SQLite would take the status index and sort). Only tasks of `tasks` are taken
--- (any task when all_tasks): a worker claims only what it has handlers for.
+-- (any task when all_tasks): a worker claims only what it has handlers for. Jobs of
+-- outbox_queues are left to the relay (dispatch_outbox); all_direct when there is none.
 CREATE TEMP TABLE IF NOT EXISTS duetime_claim (id INTEGER PRIMARY KEY);
 DELETE FROM temp.duetime_claim;
 INSERT INTO temp.duetime_claim (id)
@@ -116,6 +117,7 @@ SELECT id FROM (
     WHERE :all_queues AND status = 'scheduled' AND due_at <= :now
       AND (deadline_at IS NULL OR deadline_at > :now)
       AND (:all_tasks OR task IN (SELECT value FROM json_each(:tasks)))
+      AND (:all_direct OR queue NOT IN (SELECT value FROM json_each(:outbox_queues)))
     ORDER BY priority DESC, due_at, id
     LIMIT :limit)
 UNION ALL
@@ -125,6 +127,7 @@ SELECT id FROM (
       AND queue = json_extract(:queues, '$[0]') AND status = 'scheduled' AND due_at <= :now
       AND (deadline_at IS NULL OR deadline_at > :now)
       AND (:all_tasks OR task IN (SELECT value FROM json_each(:tasks)))
+      AND (:all_direct OR queue NOT IN (SELECT value FROM json_each(:outbox_queues)))
     ORDER BY priority DESC, due_at, id
     LIMIT :limit)
 UNION ALL
@@ -134,6 +137,7 @@ SELECT id FROM (
       AND queue IN (SELECT value FROM json_each(:queues)) AND status = 'scheduled'
       AND due_at <= :now AND (deadline_at IS NULL OR deadline_at > :now)
       AND (:all_tasks OR task IN (SELECT value FROM json_each(:tasks)))
+      AND (:all_direct OR queue NOT IN (SELECT value FROM json_each(:outbox_queues)))
     ORDER BY priority DESC, due_at, id
     LIMIT :limit);
 UPDATE duetime_jobs
@@ -228,6 +232,9 @@ SELECT a.id AS attempt_id, a.job_id, a.generation, j.status, j.attempts, j.max_a
        j.retry_base, j.retry_cap
 FROM duetime_attempts a JOIN duetime_jobs j ON j.id = a.job_id
 WHERE a.status = 'running' AND a.lease_expires_at <= :now
+  -- an attempt dispatched to the broker whose event is not yet published: no lease runs yet
+  AND NOT (a.worker_id = :holder AND EXISTS (
+        SELECT 1 FROM duetime_outbox o WHERE o.attempt_id = a.id AND o.published_at IS NULL))
 ORDER BY a.lease_expires_at, a.id
 LIMIT :limit;
 
@@ -444,4 +451,118 @@ WHERE id IN (
     SELECT id FROM duetime_jobs INDEXED BY duetime_jobs_finished
     WHERE status IN ('succeeded', 'cancelled', 'expired') AND updated_at < :before
     ORDER BY updated_at
+    LIMIT :limit);
+
+-- name: queue_settings
+SELECT queue, dispatch, updated_at FROM duetime_queues ORDER BY queue;
+
+-- name: upsert_queue
+INSERT INTO duetime_queues (queue, dispatch, updated_at)
+VALUES (:queue, COALESCE(:dispatch, 'direct'), :now)
+ON CONFLICT (queue) DO UPDATE
+SET dispatch = COALESCE(:dispatch, duetime_queues.dispatch), updated_at = :now;
+
+-- name: dispatch_outbox
+-- The claim of outbox-mode queues, for the relay, under the write lock: the picked ids go to a
+-- temporary table, the jobs move, their attempts start held by `holder` (until a worker
+-- accepts one) with a lease of lease_seconds, one outbox event per attempt is written in claim
+-- order, and the events come back.
+CREATE TEMP TABLE IF NOT EXISTS duetime_dispatch (id INTEGER PRIMARY KEY);
+DELETE FROM temp.duetime_dispatch;
+INSERT INTO temp.duetime_dispatch (id)
+SELECT id FROM duetime_jobs
+WHERE status = 'scheduled' AND due_at <= :now AND (deadline_at IS NULL OR deadline_at > :now)
+  AND queue IN (SELECT q.queue FROM duetime_queues q WHERE q.dispatch = 'outbox')
+ORDER BY priority DESC, due_at, id
+LIMIT :limit;
+UPDATE duetime_jobs
+SET status = json_extract(:moves, '$.' || status), generation = generation + 1,
+    attempts = attempts + 1, updated_at = :now
+WHERE id IN (SELECT id FROM temp.duetime_dispatch)
+  AND json_type(:moves, '$.' || status) IS NOT NULL;
+INSERT INTO duetime_attempts (job_id, generation, worker_id, status, lease_expires_at, started_at,
+    due_at)
+SELECT id, generation, :holder, 'running', :now + CAST(:lease_seconds * 1000000 AS INTEGER),
+       :now, due_at
+FROM duetime_jobs WHERE id IN (SELECT id FROM temp.duetime_dispatch) AND status = 'running'
+ORDER BY id;
+INSERT INTO duetime_outbox (job_id, attempt_id, queue, task, generation, version, created_at)
+SELECT j.id, a.id, j.queue, j.task, j.generation, j.version, :now
+FROM duetime_jobs j JOIN duetime_attempts a ON a.job_id = j.id AND a.generation = j.generation
+WHERE j.id IN (SELECT id FROM temp.duetime_dispatch) AND j.status = 'running'
+ORDER BY j.priority DESC, j.due_at, j.id;
+SELECT o.* FROM duetime_outbox o
+JOIN duetime_jobs j ON j.id = o.job_id AND j.generation = o.generation
+WHERE o.job_id IN (SELECT id FROM temp.duetime_dispatch) AND o.created_at = :now
+ORDER BY o.id;
+
+-- name: take_events
+-- A relay leases up to `limit` unpublished events nobody holds (or whose relay lease ended,
+-- or that it holds itself: taken again after a failed publish),
+-- oldest first (under the write lock).
+UPDATE duetime_outbox
+SET relay_id = :relay_id, relay_until = :until
+WHERE id IN (
+    SELECT id FROM duetime_outbox
+    WHERE published_at IS NULL
+      AND (relay_until IS NULL OR relay_until <= :now OR relay_id = :relay_id)
+    ORDER BY id
+    LIMIT :limit)
+RETURNING *;
+
+-- name: mark_published
+-- The events the broker confirmed; the attempts no worker accepted yet get their lease from
+-- now (under the write lock).
+UPDATE duetime_attempts
+SET lease_expires_at = :now + CAST(:lease_seconds * 1000000 AS INTEGER)
+WHERE id IN (SELECT attempt_id FROM duetime_outbox
+             WHERE id IN (SELECT value FROM json_each(:ids)) AND published_at IS NULL)
+  AND status = 'running' AND worker_id = :holder;
+UPDATE duetime_outbox SET published_at = :now
+WHERE id IN (SELECT value FROM json_each(:ids)) AND published_at IS NULL;
+
+-- name: accept_dispatch
+-- A worker takes a dispatched attempt: only while the job still holds that generation (and
+-- that version, unless cancellation was requested since) and no worker took it before; the
+-- job's deadline has not passed; the attempt's lease becomes the job's own, from now (under the write lock).
+UPDATE duetime_attempts
+SET worker_id = :worker_id, started_at = :now,
+    lease_expires_at = :now + CAST(
+        (SELECT lease_seconds FROM duetime_jobs WHERE id = :job_id) * 1000000 AS INTEGER)
+WHERE id = :attempt_id AND job_id = :job_id AND generation = :generation
+  AND status = 'running' AND worker_id = :holder
+  AND EXISTS (SELECT 1 FROM duetime_jobs j
+              WHERE j.id = :job_id AND j.generation = :generation
+                AND ((j.status = 'running' AND j.version = :version)
+                     OR j.status = 'cancel_requested')
+                AND (j.deadline_at IS NULL OR j.deadline_at > :now));
+
+-- name: select_claim
+SELECT j.*,
+       a.id AS attempt_id, a.job_id AS attempt_job_id, a.generation AS attempt_generation,
+       a.worker_id AS attempt_worker_id, a.status AS attempt_status,
+       a.lease_expires_at AS attempt_lease_expires_at, a.started_at AS attempt_started_at,
+       a.finished_at AS attempt_finished_at, a.error_category AS attempt_error_category,
+       a.error_message AS attempt_error_message, a.error_traceback AS attempt_error_traceback,
+       a.late_outcome AS attempt_late_outcome, a.late_reported_at AS attempt_late_reported_at,
+       a.due_at AS attempt_due_at
+FROM duetime_jobs j JOIN duetime_attempts a ON a.job_id = j.id
+WHERE a.id = :attempt_id;
+
+-- name: outbox_figures
+SELECT queue,
+       SUM(CASE WHEN published_at IS NULL THEN 1 ELSE 0 END) AS backlog,
+       MIN(CASE WHEN published_at IS NULL THEN created_at END) AS oldest_created_at,
+       SUM(CASE WHEN published_at >= :since THEN 1 ELSE 0 END) AS published
+FROM duetime_outbox
+WHERE published_at IS NULL OR published_at >= :since
+GROUP BY queue
+ORDER BY queue;
+
+-- name: prune_outbox
+DELETE FROM duetime_outbox
+WHERE id IN (
+    SELECT id FROM duetime_outbox
+    WHERE published_at IS NOT NULL AND published_at < :before
+    ORDER BY published_at
     LIMIT :limit);

@@ -1,0 +1,145 @@
+"""The broker's side of outbox dispatch, on RabbitMQ through aio-pika (the `amqp` extra).
+
+Only this module imports aio_pika: a worker without --broker-url never loads it. Publisher
+confirms are on (a publish returns once the broker has taken the message, and raises when it
+refused it); queues are durable quorum queues named duetime.<queue>; messages are persistent
+and carry the outbox event's id as their message id. See docs/outbox.md.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any
+
+from duetime.core.errors import ConfigurationError
+from duetime.core.outbox import OutboxEvent, broker_queue
+
+try:
+    import aio_pika
+    from aio_pika.abc import AbstractIncomingMessage
+except ImportError:  # pragma: no cover - said to the user by require()
+    aio_pika = None  # type: ignore[assignment]
+
+QUEUE_ARGUMENTS: dict[str, Any] = {"x-queue-type": "quorum"}
+CONNECT_TIMEOUT = 5.0
+
+
+def require() -> None:
+    """Fail with one line saying how to install aio-pika when it is missing."""
+    if aio_pika is None:
+        raise ConfigurationError("outbox dispatch needs aio-pika: pip install 'duetime[amqp]'")
+
+
+class Broker:
+    """One connection to RabbitMQ, opened on first use and opened again after it broke."""
+
+    def __init__(self, url: str, *, queue_arguments: dict[str, Any] | None = None) -> None:
+        require()
+        self.url = url
+        self.queue_arguments = dict(QUEUE_ARGUMENTS if queue_arguments is None else queue_arguments)
+        self._connection: Any = None
+        self._channel: Any = None
+        self._declared: set[str] = set()
+
+    @property
+    def connected(self) -> bool:
+        return self._channel is not None and not self._channel.is_closed
+
+    async def channel(self) -> Any:
+        if self.connected:
+            return self._channel
+        await self.close()
+        self._connection = await aio_pika.connect(self.url, timeout=CONNECT_TIMEOUT)
+        self._channel = await self._connection.channel(publisher_confirms=True)
+        self._declared.clear()
+        return self._channel
+
+    async def declare(self, queue: str) -> Any:
+        """The durable broker queue of duetime queue `queue` (declared once per channel)."""
+        channel = await self.channel()
+        name = broker_queue(queue)
+        declared = await channel.declare_queue(name, durable=True, arguments=self.queue_arguments)
+        self._declared.add(name)
+        return declared
+
+    async def publish(self, events: Sequence[OutboxEvent], timeout: float = 30.0) -> list[int]:
+        """Publish events in order (persistent, confirmed); return the ids the broker
+        confirmed. A broken connection raises; a refused message is left out."""
+        channel = await self.channel()
+        for queue in sorted({e.queue for e in events}):
+            if broker_queue(queue) not in self._declared:
+                await self.declare(queue)
+        sends = [
+            channel.default_exchange.publish(
+                aio_pika.Message(
+                    e.body(),
+                    message_id=str(e.id),
+                    content_type="application/json",
+                    delivery_mode=aio_pika.DeliveryMode.PERSISTENT,
+                    type="duetime.attempt",
+                ),
+                routing_key=broker_queue(e.queue),
+                timeout=timeout,
+            )
+            for e in events
+        ]
+        results = await asyncio.gather(*sends, return_exceptions=True)
+        failures = [r for r in results if isinstance(r, BaseException)]
+        if failures and self._channel is not None and self._channel.is_closed:
+            raise failures[0]
+        return [
+            e.id for e, r in zip(events, results, strict=True) if not isinstance(r, BaseException)
+        ]
+
+    async def consume(
+        self,
+        queue: str,
+        on_message: Callable[[Message], Awaitable[None]],
+        prefetch: int,
+    ) -> None:
+        """Consume duetime queue `queue`'s broker queue with manual acknowledgements and at
+        most `prefetch` unacknowledged messages on this connection's channel."""
+        channel = await self.channel()
+        await channel.set_qos(prefetch_count=prefetch)  # per consumer (quorum queues)
+        declared = await self.declare(queue)
+
+        async def deliver(message: AbstractIncomingMessage) -> None:
+            await on_message(Message(message))
+
+        await declared.consume(deliver, no_ack=False)
+
+    async def purge(self, queue: str) -> int:
+        """Drop every message of `queue`'s broker queue (tests and operators)."""
+        declared = await self.declare(queue)
+        result = await declared.purge()
+        return int(getattr(result, "message_count", 0) or 0)
+
+    async def delete(self, queue: str) -> None:
+        channel = await self.channel()
+        await channel.queue_delete(broker_queue(queue))
+        self._declared.discard(broker_queue(queue))
+
+    async def close(self) -> None:
+        connection, self._connection, self._channel = self._connection, None, None
+        if connection is not None:
+            try:
+                await connection.close()
+            except Exception:
+                pass
+
+
+class Message:
+    """A delivered message: its body, whether it was delivered before, ack()."""
+
+    def __init__(self, raw: Any) -> None:
+        self._raw = raw
+        self.body: bytes = raw.body
+        self.redelivered: bool = bool(raw.redelivered)
+        self.message_id: str | None = raw.message_id
+
+    async def ack(self) -> None:
+        await self._raw.ack()
+
+    async def requeue(self) -> None:
+        await self._raw.reject(requeue=True)

@@ -1,0 +1,216 @@
+"""The SQL store's queue settings and transactional outbox (mixed into store/sqlstore.py).
+
+The relay's dispatch is a claim: the jobs move and their attempts start (held by
+DISPATCH_HOLDER) in the transaction that writes their outbox events, so an event exists if
+and only if its attempt does. See docs/outbox.md.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from datetime import datetime, timedelta
+
+from duetime.core.models import Claim, Lease, Outcome
+from duetime.core.outbox import (
+    DISPATCH_HOLDER,
+    Dispatch,
+    Dispatched,
+    OutboxEvent,
+    OutboxFigures,
+    QueueBacklog,
+    QueueSettings,
+)
+from duetime.core.retry import ErrorCategory
+from duetime.core.states import AttemptStatus, Event
+from duetime.store.driver import Connection, Driver, Row
+from duetime.store.rows import ATTEMPT_COLUMNS, ToTime, attempt_from_row, job_from_row, moves_json
+from duetime.store.sqlshared import conflicts_retried
+
+# how long a store trusts its copy of the outbox-mode queues' names: a switch of a queue's
+# dispatch mode reaches other processes' claims within this (a job claimed meanwhile simply
+# runs the other way: a claim and a dispatch both take only scheduled jobs, under row locks)
+QUEUE_MODES_SECONDS = 1.0
+
+
+class QueuesOutbox:
+    driver: Driver
+    _t: ToTime
+    _outbox_queues: tuple[float, list[str]] | None = None  # (read at, monotonic; names)
+
+    def outbox_queues(self) -> list[str]:
+        """The names of the queues in outbox mode (what claim() leaves to the relay), read
+        at most QUEUE_MODES_SECONDS ago: the claim's hot path does not read them each time."""
+        cached = self._outbox_queues
+        at = time.monotonic()
+        if cached is not None and at - cached[0] < QUEUE_MODES_SECONDS:
+            return cached[1]
+        names = [q.queue for q in self.queue_settings() if q.dispatch is Dispatch.OUTBOX]
+        self._outbox_queues = (at, names)
+        return names
+
+    # -- queue settings ---------------------------------------------------------------------
+
+    def queue_settings(self) -> list[QueueSettings]:
+        with self.driver.transaction(write=False) as c:
+            rows = c.rows("queue_settings")
+        return [self._settings(r) for r in rows]
+
+    @conflicts_retried
+    def set_queue(
+        self, queue: str, now: datetime, *, dispatch: Dispatch | None = None
+    ) -> QueueSettings:
+        with self.driver.transaction() as c:
+            c.run(
+                "upsert_queue",
+                queue=queue,
+                dispatch=str(dispatch) if dispatch is not None else None,
+                now=now,
+            )
+            rows = c.rows("queue_settings")
+        self._outbox_queues = None  # this process's claims see the change at once
+        return next(self._settings(r) for r in rows if r["queue"] == queue)
+
+    def _settings(self, r: Row) -> QueueSettings:
+        return QueueSettings(r["queue"], Dispatch(r["dispatch"]), self._t(r["updated_at"]))
+
+    # -- the relay ----------------------------------------------------------------------------
+
+    @conflicts_retried
+    def dispatch_outbox(self, now: datetime, limit: int, lease_seconds: float) -> list[OutboxEvent]:
+        if limit <= 0:
+            return []
+        with self.driver.transaction() as c:
+            rows = c.rows(
+                "dispatch_outbox",
+                now=now,
+                limit=limit,
+                moves=moves_json(Event.CLAIM),
+                holder=DISPATCH_HOLDER,
+                lease_seconds=lease_seconds,
+            )
+        return [self._event(r) for r in rows]
+
+    @conflicts_retried
+    def take_events(
+        self, relay_id: str, now: datetime, until: datetime, limit: int
+    ) -> list[OutboxEvent]:
+        if limit <= 0:
+            return []
+        with self.driver.transaction() as c:
+            rows = c.rows("take_events", relay_id=relay_id, now=now, until=until, limit=limit)
+        return sorted((self._event(r) for r in rows), key=lambda e: e.id)
+
+    @conflicts_retried
+    def mark_published(self, event_ids: Sequence[int], now: datetime, lease_seconds: float) -> int:
+        if not event_ids:
+            return 0
+        with self.driver.transaction() as c:
+            return c.run(
+                "mark_published",
+                ids=sorted(event_ids),
+                now=now,
+                holder=DISPATCH_HOLDER,
+                lease_seconds=lease_seconds,
+            )
+
+    def _event(self, r: Row) -> OutboxEvent:
+        return OutboxEvent(
+            id=int(r["id"]),
+            job_id=int(r["job_id"]),
+            attempt_id=int(r["attempt_id"]),
+            queue=r["queue"],
+            task=r["task"],
+            generation=int(r["generation"]),
+            version=int(r["version"]),
+            created_at=self._t(r["created_at"]),
+            published_at=self._t(r["published_at"]) if r["published_at"] is not None else None,
+        )
+
+    # -- broker-fed workers -------------------------------------------------------------------
+
+    @conflicts_retried
+    def accept_dispatch(self, message: Dispatched, worker_id: str, now: datetime) -> Claim | None:
+        with self.driver.transaction() as c:
+            taken = c.run(
+                "accept_dispatch",
+                job_id=message.job_id,
+                attempt_id=message.attempt_id,
+                generation=message.generation,
+                version=message.version,
+                worker_id=worker_id,
+                holder=DISPATCH_HOLDER,
+                now=now,
+            )
+            row = c.one("select_claim", attempt_id=message.attempt_id)
+            if taken != 1:
+                if row is not None and self._too_late(row, message, now):
+                    self._release_too_late(c, message, now)
+                return None
+        assert row is not None  # taken under the job's lock in this transaction
+        return Claim(
+            job_from_row(row, self._t),
+            attempt_from_row({col: row[f"attempt_{col}"] for col in ATTEMPT_COLUMNS}, self._t),
+        )
+
+    def _too_late(self, row: Row, message: Dispatched, now: datetime) -> bool:
+        """The attempt still waits for a worker, but its job's deadline has passed."""
+        return (
+            row["attempt_status"] == AttemptStatus.RUNNING
+            and row["attempt_worker_id"] == DISPATCH_HOLDER
+            and row["generation"] == message.generation
+            and row["deadline_at"] is not None
+            and self._t(row["deadline_at"]) <= now
+        )
+
+    def _release_too_late(self, c: Connection, message: Dispatched, now: datetime) -> None:
+        """A message that came after its job's deadline: the attempt never starts (it ends
+        lost) and the job is scheduled again, due now, for the reaper to expire (a claim and
+        a dispatch take no job past its deadline), as a job never claimed in time would be."""
+        lease = Lease(message.job_id, message.attempt_id, message.generation)
+        outcome = Outcome(
+            Event.RETRY,
+            due_at=now,
+            error_category=ErrorCategory.INTERRUPTED,
+            error_message="the job's deadline passed while its message waited in the broker",
+            attempt_status=AttemptStatus.LOST,
+        )
+        self._finish_on(c, [(lease, outcome)], now)
+
+    def _finish_on(
+        self,
+        c: Connection,
+        items: Sequence[tuple[Lease, Outcome]],
+        when: datetime | Callable[[], datetime],
+        only_if_expired: bool = False,
+    ) -> tuple[list[bool], datetime]:
+        raise NotImplementedError  # SQLStore's
+
+    # -- figures ------------------------------------------------------------------------------
+
+    def outbox_figures(self, now: datetime, window_seconds: float = 60.0) -> OutboxFigures:
+        since = now - timedelta(seconds=window_seconds)
+        with self.driver.transaction(write=False) as c:
+            rows = c.rows("outbox_figures", since=since)
+        return OutboxFigures(
+            now=now,
+            window_seconds=window_seconds,
+            queues=[
+                QueueBacklog(
+                    queue=r["queue"],
+                    backlog=int(r["backlog"] or 0),
+                    oldest_created_at=(
+                        self._t(r["oldest_created_at"])
+                        if r["oldest_created_at"] is not None
+                        else None
+                    ),
+                    published=int(r["published"] or 0),
+                )
+                for r in rows
+            ],
+        )
+
+    @conflicts_retried
+    def prune_outbox(self, before: datetime, limit: int) -> int:
+        with self.driver.transaction() as c:
+            return c.run("prune_outbox", before=before, limit=limit)

@@ -1,0 +1,105 @@
+"""The outbox from the command line: `duetime queues set|list`, `duetime relay` alone moving
+due jobs to RabbitMQ, `duetime worker --broker-url` running them, `duetime outbox status`."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from amqpbroker import broker_url
+from duetime import App
+from duetime.core.states import JobStatus
+from duetime.runtime.amqp import Broker
+from integration.procs import DUETIME, Processes, describe, run_cli, wait_until
+
+
+@pytest.fixture
+def amqp_url() -> Iterator[str]:
+    """The broker, with the default queue's broker queue (duetime.default) empty before and
+    deleted after: these tests use the default queue, as the integration app does."""
+    url = broker_url()
+
+    async def delete() -> None:
+        broker = Broker(url)
+        try:
+            await broker.delete("default")
+        finally:
+            await broker.close()
+
+    asyncio.run(delete())
+    yield url
+    asyncio.run(delete())
+
+
+def test_queues_set_and_list(db_url: str) -> None:
+    done = run_cli(["queues", "set", "mail", "--dispatch", "outbox", "--database-url", db_url])
+    assert done.returncode == 0, describe(done)
+    assert done.stdout.strip() == "queue mail: dispatch outbox"
+    listed = run_cli(["queues", "list", "--json", "--database-url", db_url])
+    assert listed.returncode == 0, describe(listed)
+    rows = json.loads(listed.stdout)
+    assert [(r["queue"], r["dispatch"], r["outbox_backlog"]) for r in rows] == [
+        ("mail", "outbox", 0)
+    ]
+    text = run_cli(["queues", "list", "--database-url", db_url]).stdout
+    assert "mail" in text and "outbox" in text
+    bad = run_cli(["queues", "set", "mail", "--dispatch", "kafka", "--database-url", db_url])
+    assert bad.returncode == 2 and "invalid choice" in bad.stderr, describe(bad)
+    nothing = run_cli(["queues", "set", "mail", "--database-url", db_url])
+    assert nothing.returncode == 2 and "--dispatch" in nothing.stderr, describe(nothing)
+
+
+def test_relay_alone_publishes_and_a_broker_fed_worker_runs_each_job_once(
+    db_url: str, app: App, amqp_url: str, procs: Processes, tmp_path: Path
+) -> None:
+    app.set_queue("default", dispatch="outbox")
+    ids = [app.enqueue("drain.record", {}).id for _ in range(12)]
+    log = tmp_path / "relay.log"
+    with open(log, "wb") as out:
+        relay = subprocess.Popen(
+            [str(DUETIME), "relay", "--database-url", db_url, "--broker-url", amqp_url],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            env=procs.env(),
+        )
+    try:
+        # the relay alone moves every due job to the broker: dispatched (running, held for
+        # the broker) and published
+        wait_until(
+            lambda: app.outbox_status(3600).queues != [] and app.outbox_status().backlog == 0,
+            30,
+            lambda: log.read_text()[-2000:],
+        )
+        assert {app.get_job(i).status for i in ids} == {JobStatus.RUNNING}
+        status = run_cli(["outbox", "status", "--json", "--database-url", db_url])
+        assert status.returncode == 0, describe(status)
+        figures = json.loads(status.stdout)
+        assert figures["backlog"] == 0 and figures["oldest_unpublished_age_seconds"] is None
+        assert figures["publish_rate_per_second"] == pytest.approx(12 / 60)
+        worker = procs.worker(db_url, "--broker-url", amqp_url)
+        wait_until(
+            lambda: {app.get_job(i).status for i in ids} == {JobStatus.SUCCEEDED},
+            30,
+            worker.tail,
+        )
+        assert worker.alive()
+    finally:
+        relay.terminate()
+        relay.wait(30)
+    assert relay.returncode == 0, log.read_text()[-2000:]
+    executions = [
+        line.split()[0]
+        for f in procs.out_dir.glob("exec-*.txt")
+        for line in f.read_text().splitlines()
+    ]
+    assert sorted(map(int, executions)) == ids  # each once
+
+
+def test_relay_needs_a_broker_url(db_url: str) -> None:
+    done = run_cli(["relay", "--database-url", db_url])
+    assert done.returncode == 2 and "--broker-url" in done.stderr, describe(done)

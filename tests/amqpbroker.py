@@ -47,3 +47,15 @@ def broker_url() -> str:
             return url
         time.sleep(0.5)
     pytest.fail(f"started {server}, but nothing answered at {url} within 90 s")
+
+
+def restore(url: str) -> None:
+    """Start the local broker's application again if a test that stops it (the outbox chaos
+    run) was killed while it was down; other tests and sessions share this broker."""
+    if answers(url):
+        return
+    ctl = shutil.which("rabbitmqctl") or "/usr/sbin/rabbitmqctl"
+    subprocess.run([ctl, "start_app"], check=False, capture_output=True, timeout=120)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and not answers(url):
+        time.sleep(0.5)

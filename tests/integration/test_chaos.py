@@ -72,35 +72,39 @@ def test_short_chaos_run_passes_the_history_checker(tmp_path: Path) -> None:
 def test_short_outbox_chaos_run_passes_the_history_checker(tmp_path: Path) -> None:
     """The outbox variant (docs/outbox.md): every job through RabbitMQ, relays SIGKILLed,
     the broker stopped and restarted, judged by the same checker."""
-    from amqpbroker import broker_url
+    from amqpbroker import broker_url, restore
 
     report_path = tmp_path / "report.json"
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "duetime.chaos.run",
-            "--outbox",
-            "--broker-url",
-            broker_url(),
-            "--jobs",
-            "600",
-            "--duration",
-            "25",
-            "--workers",
-            "3",
-            "--seed",
-            "11",
-            "--drain-timeout",
-            "90",
-            "--report",
-            str(report_path),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=220,
-        check=False,
-    )
+    url = broker_url()
+    try:
+        done = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "duetime.chaos.run",
+                "--outbox",
+                "--broker-url",
+                url,
+                "--jobs",
+                "600",
+                "--duration",
+                "25",
+                "--workers",
+                "3",
+                "--seed",
+                "11",
+                "--drain-timeout",
+                "90",
+                "--report",
+                str(report_path),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=220,
+            check=False,
+        )
+    finally:
+        restore(url)
     output = f"stdout:\n{done.stdout[-6000:]}\nstderr:\n{done.stderr[-4000:]}"
     assert report_path.exists(), f"the chaos run wrote no report (exit {done.returncode})\n{output}"
     report = json.loads(report_path.read_text())

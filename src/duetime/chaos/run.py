@@ -550,8 +550,10 @@ def restart_broker(down: float) -> None:
     durable quorum queues and persistent messages survive)."""
     ctl = shutil.which("rabbitmqctl") or "/usr/sbin/rabbitmqctl"
     subprocess.run([ctl, "stop_app"], check=True, capture_output=True, timeout=120)
-    time.sleep(down)
-    subprocess.run([ctl, "start_app"], check=True, capture_output=True, timeout=120)
+    try:
+        time.sleep(down)
+    finally:  # interrupted or not, the broker comes back: other users of it depend on that
+        subprocess.run([ctl, "start_app"], check=True, capture_output=True, timeout=120)
 
 
 def _empty_broker_queue(broker_url: str, queue: str) -> None:

@@ -41,6 +41,18 @@ def backlog(kit: DialectKit, tmp_path: Path) -> Iterator[Store]:
     store.close()
 
 
+@pytest.fixture
+def unanalyzed(kit: DialectKit, tmp_path: Path) -> Iterator[Store]:
+    """The same rows just bulk-loaded, before any ANALYZE (the 9:00 burst, before autovacuum
+    has looked at the table): the statistics still describe an empty table."""
+    url = kit.fresh_url(tmp_path)
+    store = open_store(url)
+    store.migrate()
+    fill(kit, url, analyze=False)
+    yield store
+    store.close()
+
+
 COLUMNS = (
     "id, tenant, queue, task, args, priority, due_at, status, max_attempts, retry_base, "
     "retry_cap, lease_seconds, request_hash, business_key, created_at, updated_at"
@@ -65,7 +77,7 @@ ANALYZE = {
 }
 
 
-def fill(kit: DialectKit, url: str) -> None:
+def fill(kit: DialectKit, url: str, *, analyze: bool = True) -> None:
     """BACKLOG jobs due a year from NOW, BACKLOG succeeded long ago, 50 due now."""
     past = kit.instant(NOW - timedelta(days=30))
     batches = [
@@ -82,9 +94,10 @@ def fill(kit: DialectKit, url: str) -> None:
             else:
                 params = {"first": first, "count": count, "due": due, "status": status}
                 cur.execute(sql, {**params, "at": past})
-        cur.execute(ANALYZE[kit.name])
-        if kit.name == "mysql":
-            cur.fetchall()
+        if analyze:
+            cur.execute(ANALYZE[kit.name])
+            if kit.name == "mysql":
+                cur.fetchall()
 
 
 def claim_params(all_queues: bool, tasks: list[str] | None = None) -> dict[str, Any]:
@@ -109,6 +122,10 @@ def explain(store: Store, name: str, params: dict[str, Any]) -> str:
     with driver.transaction() as c:
         encoded = driver.encode(params)
         if store.dialect == "postgres":
+            for setting in driver.statements(name):  # what runs before it (SET LOCAL ...)
+                if setting == statements[0]:
+                    break
+                driver.execute(c.native, setting, {})
             rows, _ = driver.execute(c.native, "EXPLAIN (FORMAT JSON) " + statements[0], encoded)
             return json.dumps(rows[0]["QUERY PLAN"])
         if store.dialect == "sqlite":
@@ -180,3 +197,41 @@ def test_a_claim_keeps_its_plan_while_a_queue_is_in_outbox_mode(backlog: Store) 
     else:
         assert "filesort" not in plan.lower(), plan
         assert '"key": "duetime_jobs_due_any"' in plan, plan
+
+
+def test_a_claim_keeps_its_plan_before_the_statistics_know_of_a_bulk_load(
+    unanalyzed: Store,
+) -> None:
+    """Right after a bulk load nothing has analyzed the table yet; the claim and the timer's
+    next_due still walk their indexes and stop after `limit` rows (PostgreSQL would otherwise
+    read and sort every due row on each claim: 20 ms instead of 0.3 ms at 30,000 due)."""
+    plan = explain(unanalyzed, "claim", claim_params(True, ["t"]))
+    if unanalyzed.dialect == "postgres":
+        pick = json.dumps(subplan(json.loads(plan)[0]["Plan"], "CTE picked"))
+        assert "Seq Scan" not in pick and '"Sort"' not in pick, pick
+        assert '"Index Name": "duetime_jobs_due_any"' in pick and '"Limit"' in pick, pick
+        due = explain(
+            unanalyzed,
+            "next_due",
+            {
+                "now": NOW,
+                "until": NOW + timedelta(days=400),
+                "all_queues": True,
+                "queues": [],
+                "limit": 10,
+            },
+        )
+        assert '"Sort"' not in due and "Seq Scan" not in due, due
+        # with sorting off a plan's estimated cost looks huge: JIT would compile it, for
+        # hundreds of milliseconds a claim, were it not off on the store's connections
+        driver = unanalyzed.driver  # type: ignore[attr-defined]
+        with driver.transaction() as c:
+            rows, _ = driver.execute(c.native, "SHOW jit", {})
+        assert rows == [{"jit": "off"}]
+    elif unanalyzed.dialect == "sqlite":
+        assert "SCAN duetime_jobs USING INDEX duetime_jobs_due_any" in plan, plan
+    else:
+        assert "filesort" not in plan.lower(), plan
+        assert '"key": "duetime_jobs_due_any"' in plan, plan
+    claims = unanalyzed.claim(worker_id="w", queues=None, limit=100, now=NOW, tasks=["t"])
+    assert len(claims) == 50

@@ -211,8 +211,11 @@ def _check_if_idle(conn: psycopg.Connection[Any]) -> None:
 
 def _configure(conn: psycopg.Connection[Any]) -> None:
     """Each new connection plans every statement for its own parameters: a cached generic
-    plan cannot know that `due_at <= now` selects only the due rows, and reads them all."""
+    plan cannot know that `due_at <= now` selects only the due rows, and reads them all. No
+    JIT: its compiling costs hundreds of milliseconds, and these statements run in one or two
+    (claim and next_due turn sorting off, which makes their estimated cost look huge)."""
     conn.execute("SET plan_cache_mode = force_custom_plan")
+    conn.execute("SET jit = off")
     conn.commit()
 
 

@@ -9,7 +9,8 @@ the Slots: the claim loop that fills free slots with due jobs and runs one attem
 (runtime/feed.py) that fills them from the broker queues of outbox-mode queues. The node
 stops them in reverse order: taking work stops and in-flight attempts drain first (their
 outcomes written by the completer), while leases are still renewed. Store calls run in a
-small thread pool so a slow database never blocks async handlers.
+small thread pool so a slow database never blocks async handlers. Past 400 lines because the
+Slots' claim loop and the Worker that assembles the services are read together.
 """
 
 from __future__ import annotations

@@ -7,6 +7,8 @@ Rules that hold for every method:
   status (from duetime.core.states.TRANSITIONS) and, for writes made by a worker, the attempt's
   generation. A write whose condition fails changes nothing.
 - Each method is one transaction: it commits before it returns, or changes nothing.
+
+Past 400 lines because the whole contract, with each method's rules, is kept in one place.
 """
 
 from __future__ import annotations

@@ -13,6 +13,7 @@ from datetime import datetime
 
 from cronsim import CronSim, CronSimError
 
+from duetime.core.cron_words import DAYS, MONTHS
 from duetime.core.errors import InvalidRequest
 
 MACROS = {
@@ -35,8 +36,8 @@ class _Field:
     names: tuple[str, ...] = ()  # symbolic values, the first one standing for `low`
 
 
-_MONTH_NAMES = ("JAN", "FEB", "MAR", "APR", "MAY", "JUN", "JUL", "AUG", "SEP", "OCT", "NOV", "DEC")
-_DAY_NAMES = ("SUN", "MON", "TUE", "WED", "THU", "FRI", "SAT")
+_MONTH_NAMES = tuple(name[:3].upper() for name in MONTHS)  # JAN..DEC
+_DAY_NAMES = tuple(name[:3].upper() for name in DAYS)  # SUN..SAT
 _FORMS = "a range 1-5, a list 1,15 or a step */10"
 _SECOND = _Field("second", 0, 60, f"0-59, {_FORMS}")
 _CRON_FIELDS = (
@@ -52,20 +53,6 @@ _CRON_FIELDS = (
         + _FORMS,
         _DAY_NAMES,
     ),
-)
-_MONTHS = (
-    "January",
-    "February",
-    "March",
-    "April",
-    "May",
-    "June",
-    "July",
-    "August",
-    "September",
-    "October",
-    "November",
-    "December",
 )
 
 
@@ -132,7 +119,7 @@ def _explain(expr: str, parts: list[str]) -> str:
     if not days or days[0] < 1 or not months:  # pragma: no cover - cronsim refuses nothing else
         return f"invalid cron expression {expr!r}"
     return (
-        f"cron expression {expr!r} never fires: no {_words([_MONTHS[m - 1] for m in months])} "
+        f"cron expression {expr!r} never fires: no {_words([MONTHS[m - 1] for m in months])} "
         f"has a {_words([_ordinal(d) for d in days])}"
     )
 

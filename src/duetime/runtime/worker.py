@@ -304,6 +304,7 @@ class Slots(Service):
         self.poll_interval = poll_interval
         self.grace = grace
         self.claim_batch = max(1, concurrency // 2)
+        self.tasks: list[str] = []  # the tasks it claims: its app's, set when it starts
         self.running: dict[int, RunningAttempt] = {}  # by attempt id, until recorded
         self.busy = 0  # slots whose handler runs
         self.reserved = 0  # slots held for a broker message being accepted (runtime/feed.py)
@@ -321,6 +322,7 @@ class Slots(Service):
         self._start(claim)
 
     async def start(self) -> None:
+        self.tasks = sorted(self.runner.app.tasks)  # the claim's task filter, read once
         log_event(
             log,
             "worker.started",
@@ -356,7 +358,7 @@ class Slots(Service):
                             queues=self.queues,
                             limit=free,
                             now=runner.clock.now(),
-                            tasks=sorted(runner.app.tasks),  # only what it has handlers for
+                            tasks=self.tasks,  # only what it has handlers for
                         )
                     )
                     backoff = 0.0

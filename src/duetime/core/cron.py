@@ -13,7 +13,6 @@ from datetime import datetime
 
 from cronsim import CronSim, CronSimError
 
-from duetime.core.cron_words import DAYS, MONTHS
 from duetime.core.errors import InvalidRequest
 
 MACROS = {
@@ -36,6 +35,21 @@ class _Field:
     names: tuple[str, ...] = ()  # symbolic values, the first one standing for `low`
 
 
+DAYS = ("Sunday", "Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday")
+MONTHS = (
+    "January",
+    "February",
+    "March",
+    "April",
+    "May",
+    "June",
+    "July",
+    "August",
+    "September",
+    "October",
+    "November",
+    "December",
+)
 _MONTH_NAMES = tuple(name[:3].upper() for name in MONTHS)  # JAN..DEC
 _DAY_NAMES = tuple(name[:3].upper() for name in DAYS)  # SUN..SAT
 _FORMS = "a range 1-5, a list 1,15 or a step */10"

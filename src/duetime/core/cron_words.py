@@ -9,31 +9,8 @@ from __future__ import annotations
 
 import re
 
-MACROS = {
-    "@yearly": "0 0 1 1 *",
-    "@annually": "0 0 1 1 *",
-    "@monthly": "0 0 1 * *",
-    "@weekly": "0 0 * * 0",
-    "@daily": "0 0 * * *",
-    "@midnight": "0 0 * * *",
-    "@hourly": "0 * * * *",
-}
+from duetime.core.cron import DAYS, MACROS, MONTHS
 
-DAYS = ("Sunday", "Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday")
-MONTHS = (
-    "January",
-    "February",
-    "March",
-    "April",
-    "May",
-    "June",
-    "July",
-    "August",
-    "September",
-    "October",
-    "November",
-    "December",
-)
 _DAY_NAMES = {name[:3].lower(): i for i, name in enumerate(DAYS)}
 _MONTH_NAMES = {name[:3].lower(): i + 1 for i, name in enumerate(MONTHS)}
 _NUMBER = re.compile(r"\d{1,2}")

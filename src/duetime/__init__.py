@@ -4,6 +4,7 @@ from duetime.client import App, Task
 from duetime.core.clock import Clock, ManualClock, SystemClock
 from duetime.core.errors import (
     ArgsMismatch,
+    BacklogFull,
     ConfigurationError,
     DuetimeError,
     IdempotencyConflict,
@@ -29,6 +30,7 @@ __all__ = [
     "Attempt",
     "AttemptContext",
     "AttemptStatus",
+    "BacklogFull",
     "Clock",
     "ConfigurationError",
     "DuetimeError",

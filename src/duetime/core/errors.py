@@ -40,6 +40,23 @@ class ArgsMismatch(InvalidRequest):
         self.reason = reason
 
 
+class BacklogFull(DuetimeError):
+    """An enqueue would take a queue's or a tenant's backlog past its max_backlog: nothing
+    was stored (docs/flow-control.md, "Admission control")."""
+
+    def __init__(self, kind: str, name: str, limit: int, backlog: int, retry_after: int) -> None:
+        super().__init__(
+            f"{kind} {name!r} has {backlog} jobs waiting, at its max backlog of {limit}: nothing "
+            f"was enqueued; try again later (in {retry_after} s or more) or raise the limit "
+            f"with `duetime {kind}s set {name} --max-backlog N`"
+        )
+        self.kind = kind  # "queue" or "tenant"
+        self.name = name
+        self.limit = limit
+        self.backlog = backlog
+        self.retry_after = retry_after
+
+
 class IdempotencyConflict(DuetimeError):
     """An idempotency key was reused with a different request."""
 

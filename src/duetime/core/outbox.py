@@ -41,11 +41,20 @@ class QueueSettings:
     queue: str
     dispatch: Dispatch = Dispatch.DIRECT
     updated_at: datetime | None = None
+    # flow control (core/flow.py, docs/flow-control.md): None is "no limit"
+    paused: bool = False
+    concurrency: int | None = None
+    max_backlog: int | None = None
+    weight: float = 1.0
 
     def to_json(self) -> dict[str, object]:
         return {
             "queue": self.queue,
             "dispatch": str(self.dispatch),
+            "paused": self.paused,
+            "concurrency": self.concurrency,
+            "max_backlog": self.max_backlog,
+            "weight": self.weight,
             "updated_at": self.updated_at.isoformat() if self.updated_at else None,
         }
 

@@ -32,6 +32,7 @@ from duetime.core.models import (
     Tick,
     Wakeup,
 )
+from duetime.core.flow import KEEP, FlowControls, FlowCounts, Keep, TenantSettings
 from duetime.core.outbox import Dispatch, Dispatched, OutboxEvent, OutboxFigures, QueueSettings
 from duetime.core.schedule_spec import ScheduleSpec
 from duetime.core.schedules import Occurrence, Plan, Schedule
@@ -85,6 +86,9 @@ class Store(Protocol):
         A job whose (tenant, idempotency_key) exists already is not inserted: the original is
         returned with created=False when its request_hash matches, and IdempotencyConflict is
         raised (nothing is stored) when it differs.
+
+        A batch that would take a queue's or a tenant's backlog past its max_backlog raises
+        BacklogFull, nothing stored (a schedule's occurrences are always admitted).
         """
         ...
 
@@ -107,6 +111,9 @@ class Store(Protocol):
         tasks: Sequence[str] | None = None,
     ) -> list[Claim]:
         """Atomically take up to `limit` due jobs and start one attempt on each.
+
+        Never from a paused queue, never past a queue's or tenant's concurrency (running
+        attempts count), slots split by weights (docs/flow-control.md).
 
         Eligible: status scheduled, due_at <= now, deadline_at absent or > now, queue in
         `queues` (any queue when None), task in `tasks` (any task when None: a worker passes
@@ -347,14 +354,50 @@ class Store(Protocol):
         ...
 
     def set_queue(
-        self, queue: str, now: datetime, *, dispatch: Dispatch | None = None
+        self,
+        queue: str,
+        now: datetime,
+        *,
+        dispatch: Dispatch | None = None,
+        paused: bool | None = None,
+        concurrency: int | Keep | None = KEEP,
+        max_backlog: int | Keep | None = KEEP,
+        weight: float | None = None,
     ) -> QueueSettings:
-        """Change a queue's settings (each given, not None); create its row if it has none.
+        """Change a queue's settings (each given: not None, limits not KEEP; a limit of None
+        is no limit); create its row if it has none.
 
         A queue switched to outbox is no longer claimed by workers' claim() from the next
         claim on; one switched back to direct is, while its already dispatched attempts run
-        from the broker.
+        from the broker. Flow settings (docs/flow-control.md) reach other processes' claims
+        within CONTROLS_SECONDS.
         """
+        ...
+
+    # -- flow control of queues and tenants (docs/flow-control.md) ---------------------------
+
+    def tenant_settings(self) -> list[TenantSettings]:
+        """Every tenant that has settings, by name; a tenant not listed has the defaults."""
+        ...
+
+    def set_tenant(
+        self,
+        tenant: str,
+        now: datetime,
+        *,
+        concurrency: int | Keep | None = KEEP,
+        max_backlog: int | Keep | None = KEEP,
+        weight: float | None = None,
+    ) -> TenantSettings:
+        """Change a tenant's settings, as set_queue does a queue's limits."""
+        ...
+
+    def flow_controls(self) -> FlowControls:
+        """Every control row, as read at most CONTROLS_SECONDS ago."""
+        ...
+
+    def flow_counts(self) -> list[tuple[str, str, FlowCounts]]:
+        """(queue, tenant, backlog and running counts) of every pair with such jobs."""
         ...
 
     def dispatch_outbox(self, now: datetime, limit: int, lease_seconds: float) -> list[OutboxEvent]:

@@ -11,6 +11,7 @@ import time
 from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
 
+from duetime.core.flow import KEEP, FlowControls, Keep
 from duetime.core.models import Claim, Lease, Outcome
 from duetime.core.outbox import (
     DISPATCH_HOLDER,
@@ -37,6 +38,8 @@ class QueuesOutbox:
     driver: Driver
     _t: ToTime
     _outbox_queues: tuple[float, list[str]] | None = None  # (read at, monotonic; names)
+    # the flow controls' copy (store/sqlflow.py): (read at, monotonic; controls)
+    _controls: tuple[float, FlowControls] | None = None
 
     def outbox_queues(self) -> list[str]:
         """The names of the queues in outbox mode (what claim() leaves to the relay), read
@@ -58,21 +61,41 @@ class QueuesOutbox:
 
     @conflicts_retried
     def set_queue(
-        self, queue: str, now: datetime, *, dispatch: Dispatch | None = None
+        self,
+        queue: str,
+        now: datetime,
+        *,
+        dispatch: Dispatch | None = None,
+        paused: bool | None = None,
+        concurrency: int | Keep | None = KEEP,
+        max_backlog: int | Keep | None = KEEP,
+        weight: float | None = None,
     ) -> QueueSettings:
         with self.driver.transaction() as c:
             c.run(
                 "upsert_queue",
                 queue=queue,
                 dispatch=str(dispatch) if dispatch is not None else None,
+                paused=paused,
+                weight=weight,
                 now=now,
+                **limit_params(concurrency, max_backlog),
             )
             rows = c.rows("queue_settings")
         self._outbox_queues = None  # this process's claims see the change at once
+        self._controls = None
         return next(self._settings(r) for r in rows if r["queue"] == queue)
 
     def _settings(self, r: Row) -> QueueSettings:
-        return QueueSettings(r["queue"], Dispatch(r["dispatch"]), self._t(r["updated_at"]))
+        return QueueSettings(
+            r["queue"],
+            Dispatch(r["dispatch"]),
+            self._t(r["updated_at"]),
+            paused=bool(r["paused"]),
+            concurrency=r["concurrency"],
+            max_backlog=r["max_backlog"],
+            weight=float(r["weight"]),
+        )
 
     # -- the relay ----------------------------------------------------------------------------
 
@@ -214,3 +237,15 @@ class QueuesOutbox:
     def prune_outbox(self, before: datetime, limit: int) -> int:
         with self.driver.transaction() as c:
             return c.run("prune_outbox", before=before, limit=limit)
+
+
+def limit_params(
+    concurrency: int | Keep | None, max_backlog: int | Keep | None
+) -> dict[str, object]:
+    """The parameters of upsert_queue/upsert_tenant for two limits (KEEP: left as it is)."""
+    return {
+        "set_concurrency": not isinstance(concurrency, Keep),
+        "concurrency": None if isinstance(concurrency, Keep) else concurrency,
+        "set_max_backlog": not isinstance(max_backlog, Keep),
+        "max_backlog": None if isinstance(max_backlog, Keep) else max_backlog,
+    }

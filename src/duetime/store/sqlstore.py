@@ -47,7 +47,7 @@ from duetime.store.rows import (
     refusal,
 )
 from duetime.store.sqlextra import SchedulesNodesTokens
-from duetime.store.sqloutbox import QueuesOutbox
+from duetime.store.sqlflow import QueuesTenantsFlow
 from duetime.store.sqlshared import (
     conflicts_retried,
     earliest,
@@ -66,7 +66,7 @@ class _Fenced(Exception):
     """Raised inside a completion transaction to roll it back."""
 
 
-class SQLStore(SchedulesNodesTokens, QueuesOutbox):
+class SQLStore(SchedulesNodesTokens, QueuesTenantsFlow):
     """A Store on any SQL database a Driver speaks for. Safe for many threads; safe for many
     processes and machines as far as the database is (SQLite: one machine)."""
 
@@ -136,10 +136,13 @@ class SQLStore(SchedulesNodesTokens, QueuesOutbox):
     ) -> list[Enqueued]:
         if not jobs:
             return []
+        controls = self.flow_controls()  # a max_backlog (docs/flow-control.md)
         if connection is None:
             with self.driver.transaction() as c:
+                self._admit(c, jobs, controls)
                 return self._enqueue(c, jobs, now)
         with self.driver.joined(connection) as c:
+            self._admit(c, jobs, controls)
             return self._enqueue(c, jobs, now)
 
     def _enqueue(self, c: Connection, jobs: Sequence[NewJob], now: datetime) -> list[Enqueued]:
@@ -264,6 +267,11 @@ class SQLStore(SchedulesNodesTokens, QueuesOutbox):
     ) -> list[Claim]:
         if limit <= 0:
             return []
+        controls = self.flow_controls()  # pause, caps, weights (docs/flow-control.md)
+        if controls.restricts_claim:
+            return self._claim_controlled(
+                controls, worker_id=worker_id, queues=queues, limit=limit, now=now, tasks=tasks
+            )
         outbox = self.outbox_queues()
         with self.driver.transaction() as c:
             rows = c.rows(

@@ -105,12 +105,36 @@ STATEMENTS: dict[str, str] = {
     "delete_session": "deletes the session with secret_hash",
     "delete_expired_sessions": "deletes sessions whose expires_at <= now",
     # -- queue settings and the outbox
-    "queue_settings": "returns queue, dispatch, updated_at of every queue with settings, by "
-    "name in code-point order",
-    "upsert_queue": "inserts queue `queue` or updates it: each setting given (not null) is set, "
-    "the others kept (defaults for a new row); updated_at now",
+    "queue_settings": "returns queue, dispatch, paused, concurrency, max_backlog, weight, "
+    "updated_at of every queue with settings, by name in code-point order",
+    "upsert_queue": "inserts queue `queue` or updates it: dispatch, paused and weight when given "
+    "(not null), concurrency and max_backlog (null: no limit) when set_concurrency and "
+    "set_max_backlog, the others kept (defaults for a new row); updated_at now",
+    # -- flow control of queues and tenants (docs/flow-control.md)
+    "tenant_settings": "returns tenant, concurrency, max_backlog, weight, updated_at of every "
+    "tenant with settings, by name in code-point order",
+    "upsert_tenant": "inserts tenant `tenant` or updates it, as upsert_queue does its limits",
+    "lock_capped_queues": "returns queue, concurrency of the queues with a concurrency, their "
+    "rows locked for the transaction in code-point order",
+    "lock_capped_tenants": "returns tenant, concurrency of the tenants with a concurrency, their "
+    "rows locked for the transaction in code-point order",
+    "running_counts": "returns queue, tenant, n: the running attempts per queue and tenant",
+    "claim_candidates": "returns id, queue, tenant of up to `limit` scheduled jobs due at now "
+    "and not past their deadline, of `queues` (any when all_queues) and `tasks` (any when "
+    "all_tasks), not of skip_queues (unless open_queues), skip_tenants (unless open_tenants), "
+    "skip_ids (unless no_skip_ids), by priority desc, due_at, id; locks nothing",
+    "claim_chosen": "as claim, for the jobs in ids still scheduled, due at now and not past "
+    "their deadline, skipping rows another transaction locked",
+    "lock_queue_backlog": "returns max_backlog of queue `queue`, its row locked for the "
+    "transaction",
+    "lock_tenant_backlog": "returns max_backlog of tenant `tenant`, its row locked for the "
+    "transaction",
+    "queue_backlog": "returns n: the jobs of queue `queue` that are scheduled or waiting",
+    "tenant_backlog": "returns n: the jobs of tenant `tenant` that are scheduled or waiting",
+    "flow_counts": "returns queue, tenant, backlog (scheduled or waiting jobs), running "
+    "(running or cancel_requested jobs) per queue and tenant that has any",
     "dispatch_outbox": "takes up to `limit` scheduled jobs due at now and not past their "
-    "deadline, of queues whose dispatch is outbox, by priority desc, due_at, id, skipping "
+    "deadline, of unpaused queues whose dispatch is outbox, by priority desc, due_at, id, skipping "
     "locked rows; moves each by `moves` with generation + 1 and attempts + 1, starts a running "
     "attempt held by `holder` (lease until now + lease_seconds), and writes one outbox event "
     "per job (job_id, attempt_id, queue, task, generation, version, created_at now), in that "

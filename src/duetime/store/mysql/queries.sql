@@ -488,12 +488,127 @@ DELETE j FROM duetime_jobs j JOIN duetime_prune p ON p.id = j.id
 WHERE j.status IN ('succeeded', 'cancelled', 'expired') AND j.updated_at < %(before)s;
 
 -- name: queue_settings
-SELECT queue, dispatch, updated_at FROM duetime_queues ORDER BY queue;
+SELECT queue, dispatch, paused, concurrency, max_backlog, weight, updated_at FROM duetime_queues
+ORDER BY queue;
 
 -- name: upsert_queue
-INSERT INTO duetime_queues (queue, dispatch, updated_at)
-VALUES (%(queue)s, COALESCE(%(dispatch)s, 'direct'), %(now)s)
-ON DUPLICATE KEY UPDATE dispatch = COALESCE(%(dispatch)s, dispatch), updated_at = %(now)s;
+INSERT INTO duetime_queues (queue, dispatch, paused, concurrency, max_backlog, weight,
+    updated_at)
+VALUES (%(queue)s, COALESCE(%(dispatch)s, 'direct'), COALESCE(%(paused)s, FALSE),
+    CASE WHEN %(set_concurrency)s THEN %(concurrency)s END,
+    CASE WHEN %(set_max_backlog)s THEN %(max_backlog)s END, COALESCE(%(weight)s, 1), %(now)s)
+ON DUPLICATE KEY UPDATE dispatch = COALESCE(%(dispatch)s, dispatch),
+    paused = COALESCE(%(paused)s, paused),
+    concurrency = CASE WHEN %(set_concurrency)s THEN %(concurrency)s ELSE concurrency END,
+    max_backlog = CASE WHEN %(set_max_backlog)s THEN %(max_backlog)s ELSE max_backlog END,
+    weight = COALESCE(%(weight)s, weight),
+    updated_at = %(now)s;
+
+-- name: tenant_settings
+SELECT tenant, concurrency, max_backlog, weight, updated_at FROM duetime_tenants ORDER BY tenant;
+
+-- name: upsert_tenant
+INSERT INTO duetime_tenants (tenant, concurrency, max_backlog, weight, updated_at)
+VALUES (%(tenant)s, CASE WHEN %(set_concurrency)s THEN %(concurrency)s END,
+    CASE WHEN %(set_max_backlog)s THEN %(max_backlog)s END, COALESCE(%(weight)s, 1), %(now)s)
+ON DUPLICATE KEY UPDATE
+    concurrency = CASE WHEN %(set_concurrency)s THEN %(concurrency)s ELSE concurrency END,
+    max_backlog = CASE WHEN %(set_max_backlog)s THEN %(max_backlog)s ELSE max_backlog END,
+    weight = COALESCE(%(weight)s, weight),
+    updated_at = %(now)s;
+
+-- name: lock_capped_queues
+SELECT queue, concurrency FROM duetime_queues WHERE concurrency IS NOT NULL ORDER BY queue
+FOR UPDATE;
+
+-- name: lock_capped_tenants
+SELECT tenant, concurrency FROM duetime_tenants WHERE concurrency IS NOT NULL ORDER BY tenant
+FOR UPDATE;
+
+-- name: running_counts
+SELECT j.queue, j.tenant, COUNT(*) AS n
+FROM duetime_attempts a JOIN duetime_jobs j ON j.id = a.job_id
+WHERE a.status = 'running'
+GROUP BY j.queue, j.tenant;
+
+-- name: claim_candidates
+-- A controlled claim's pick, read only (claim_chosen then takes the chosen ids). One branch
+-- runs (every queue, or the queues named), each on its claim-order index.
+(SELECT id, queue, tenant FROM duetime_jobs FORCE INDEX (duetime_jobs_due_any)
+ WHERE %(all_queues)s AND status = 'scheduled' AND due_at <= %(now)s
+   AND (deadline_at IS NULL OR deadline_at > %(now)s)
+   AND (%(all_tasks)s OR task IN %(tasks)s)
+   AND (%(open_queues)s OR queue NOT IN %(skip_queues)s)
+   AND (%(open_tenants)s OR tenant NOT IN %(skip_tenants)s)
+   AND (%(no_skip_ids)s OR id NOT IN %(skip_ids)s)
+ ORDER BY neg_priority, due_at, id
+ LIMIT %(limit)s)
+UNION ALL
+(SELECT id, queue, tenant FROM duetime_jobs FORCE INDEX (duetime_jobs_due)
+ WHERE NOT %(all_queues)s AND queue IN %(queues)s AND status = 'scheduled'
+   AND due_at <= %(now)s AND (deadline_at IS NULL OR deadline_at > %(now)s)
+   AND (%(all_tasks)s OR task IN %(tasks)s)
+   AND (%(open_queues)s OR queue NOT IN %(skip_queues)s)
+   AND (%(open_tenants)s OR tenant NOT IN %(skip_tenants)s)
+   AND (%(no_skip_ids)s OR id NOT IN %(skip_ids)s)
+ ORDER BY neg_priority, due_at, id
+ LIMIT %(limit)s);
+
+-- name: claim_chosen
+-- As claim, for the jobs of `ids` still scheduled, due and not past their deadline, skipping
+-- rows another transaction locked.
+CREATE TEMPORARY TABLE IF NOT EXISTS duetime_claim (id BIGINT NOT NULL PRIMARY KEY);
+DELETE FROM duetime_claim;
+INSERT INTO duetime_claim (id)
+SELECT id FROM duetime_jobs
+WHERE id IN %(ids)s AND status = 'scheduled' AND due_at <= %(now)s
+  AND (deadline_at IS NULL OR deadline_at > %(now)s)
+ORDER BY id
+FOR UPDATE SKIP LOCKED;
+UPDATE duetime_jobs
+SET generation = generation + 1, attempts = attempts + 1, updated_at = %(now)s,
+    status = JSON_UNQUOTE(JSON_EXTRACT(%(moves)s, CONCAT('$.', status)))
+WHERE id IN (SELECT id FROM duetime_claim)
+  AND JSON_EXTRACT(%(moves)s, CONCAT('$.', status)) IS NOT NULL;
+INSERT INTO duetime_attempts (job_id, generation, worker_id, status, lease_expires_at, started_at,
+    due_at)
+SELECT id, generation, %(worker_id)s, 'running', DATE_ADD(%(now)s, INTERVAL FLOOR(lease_seconds * 1000000) MICROSECOND), %(now)s, due_at
+FROM duetime_jobs WHERE id IN (SELECT id FROM duetime_claim)
+ORDER BY id;
+SELECT j.*,
+       a.id AS attempt_id, a.job_id AS attempt_job_id, a.generation AS attempt_generation,
+       a.worker_id AS attempt_worker_id, a.status AS attempt_status,
+       a.lease_expires_at AS attempt_lease_expires_at, a.started_at AS attempt_started_at,
+       a.finished_at AS attempt_finished_at, a.error_category AS attempt_error_category,
+       a.error_message AS attempt_error_message, a.error_traceback AS attempt_error_traceback,
+       a.late_outcome AS attempt_late_outcome, a.late_reported_at AS attempt_late_reported_at,
+       a.due_at AS attempt_due_at
+FROM duetime_jobs j JOIN duetime_attempts a ON a.job_id = j.id AND a.generation = j.generation
+WHERE j.id IN (SELECT id FROM duetime_claim)
+ORDER BY j.priority DESC, j.due_at, j.id;
+
+-- name: lock_queue_backlog
+SELECT max_backlog FROM duetime_queues WHERE queue = %(queue)s FOR UPDATE;
+
+-- name: lock_tenant_backlog
+SELECT max_backlog FROM duetime_tenants WHERE tenant = %(tenant)s FOR UPDATE;
+
+-- name: queue_backlog
+SELECT COUNT(*) AS n FROM duetime_jobs
+WHERE queue = %(queue)s AND status IN ('scheduled', 'waiting');
+
+-- name: tenant_backlog
+SELECT COUNT(*) AS n FROM duetime_jobs
+WHERE tenant = %(tenant)s AND status IN ('scheduled', 'waiting');
+
+-- name: flow_counts
+SELECT queue, tenant,
+       SUM(CASE WHEN status IN ('scheduled', 'waiting') THEN 1 ELSE 0 END) AS backlog,
+       SUM(CASE WHEN status IN ('running', 'cancel_requested') THEN 1 ELSE 0 END) AS running
+FROM duetime_jobs
+WHERE status IN ('scheduled', 'waiting', 'running', 'cancel_requested')
+GROUP BY queue, tenant
+ORDER BY queue, tenant;
 
 -- name: dispatch_outbox
 -- The claim of outbox-mode queues, for the relay: the picked ids (FOR UPDATE SKIP LOCKED) go
@@ -506,7 +621,8 @@ INSERT INTO duetime_dispatch (id)
 (SELECT id FROM duetime_jobs
  WHERE status = 'scheduled' AND due_at <= %(now)s
    AND (deadline_at IS NULL OR deadline_at > %(now)s)
-   AND queue IN (SELECT q.queue FROM duetime_queues q WHERE q.dispatch = 'outbox')
+   AND queue IN (SELECT q.queue FROM duetime_queues q
+                 WHERE q.dispatch = 'outbox' AND NOT q.paused)
  ORDER BY neg_priority, due_at, id
  LIMIT %(limit)s
  FOR UPDATE SKIP LOCKED);

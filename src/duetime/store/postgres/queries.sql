@@ -468,13 +468,136 @@ WHERE id = ANY (ARRAY(
   AND status IN ('succeeded', 'cancelled', 'expired');
 
 -- name: queue_settings
-SELECT queue, dispatch, updated_at FROM duetime_queues ORDER BY queue COLLATE "C";
+SELECT queue, dispatch, paused, concurrency, max_backlog, weight, updated_at FROM duetime_queues
+ORDER BY queue COLLATE "C";
 
 -- name: upsert_queue
-INSERT INTO duetime_queues (queue, dispatch, updated_at)
-VALUES (%(queue)s::text, COALESCE(%(dispatch)s::text, 'direct'), %(now)s)
+INSERT INTO duetime_queues (queue, dispatch, paused, concurrency, max_backlog, weight,
+    updated_at)
+VALUES (%(queue)s::text, COALESCE(%(dispatch)s::text, 'direct'),
+    COALESCE(%(paused)s::boolean, false),
+    CASE WHEN %(set_concurrency)s::boolean THEN %(concurrency)s::integer END,
+    CASE WHEN %(set_max_backlog)s::boolean THEN %(max_backlog)s::integer END,
+    COALESCE(%(weight)s::double precision, 1), %(now)s)
 ON CONFLICT (queue) DO UPDATE
-SET dispatch = COALESCE(%(dispatch)s::text, duetime_queues.dispatch), updated_at = %(now)s;
+SET dispatch = COALESCE(%(dispatch)s::text, duetime_queues.dispatch),
+    paused = COALESCE(%(paused)s::boolean, duetime_queues.paused),
+    concurrency = CASE WHEN %(set_concurrency)s::boolean THEN %(concurrency)s::integer
+                       ELSE duetime_queues.concurrency END,
+    max_backlog = CASE WHEN %(set_max_backlog)s::boolean THEN %(max_backlog)s::integer
+                       ELSE duetime_queues.max_backlog END,
+    weight = COALESCE(%(weight)s::double precision, duetime_queues.weight),
+    updated_at = %(now)s;
+
+-- name: tenant_settings
+SELECT tenant, concurrency, max_backlog, weight, updated_at FROM duetime_tenants
+ORDER BY tenant COLLATE "C";
+
+-- name: upsert_tenant
+INSERT INTO duetime_tenants (tenant, concurrency, max_backlog, weight, updated_at)
+VALUES (%(tenant)s::text,
+    CASE WHEN %(set_concurrency)s::boolean THEN %(concurrency)s::integer END,
+    CASE WHEN %(set_max_backlog)s::boolean THEN %(max_backlog)s::integer END,
+    COALESCE(%(weight)s::double precision, 1), %(now)s)
+ON CONFLICT (tenant) DO UPDATE
+SET concurrency = CASE WHEN %(set_concurrency)s::boolean THEN %(concurrency)s::integer
+                       ELSE duetime_tenants.concurrency END,
+    max_backlog = CASE WHEN %(set_max_backlog)s::boolean THEN %(max_backlog)s::integer
+                       ELSE duetime_tenants.max_backlog END,
+    weight = COALESCE(%(weight)s::double precision, duetime_tenants.weight),
+    updated_at = %(now)s;
+
+-- name: lock_capped_queues
+SELECT queue, concurrency FROM duetime_queues WHERE concurrency IS NOT NULL
+ORDER BY queue COLLATE "C"
+FOR UPDATE;
+
+-- name: lock_capped_tenants
+SELECT tenant, concurrency FROM duetime_tenants WHERE concurrency IS NOT NULL
+ORDER BY tenant COLLATE "C"
+FOR UPDATE;
+
+-- name: running_counts
+SELECT j.queue, j.tenant, COUNT(*) AS n
+FROM duetime_attempts a JOIN duetime_jobs j ON j.id = a.job_id
+WHERE a.status = 'running'
+GROUP BY j.queue, j.tenant;
+
+-- name: claim_candidates
+-- A controlled claim's pick, read only (claim_chosen then takes the chosen ids); sorting off
+-- as in claim, so the pick walks the claim-order index.
+SET LOCAL enable_sort = off;
+SELECT id, queue, tenant FROM duetime_jobs
+WHERE status = 'scheduled'
+  AND due_at <= %(now)s
+  AND (deadline_at IS NULL OR deadline_at > %(now)s)
+  AND (%(all_queues)s::boolean OR queue = ANY (%(queues)s::text[]))
+  AND (%(all_tasks)s::boolean OR task = ANY (%(tasks)s::text[]))
+  AND NOT (queue = ANY (%(skip_queues)s::text[]))
+  AND NOT (tenant = ANY (%(skip_tenants)s::text[]))
+  AND NOT (id = ANY (%(skip_ids)s::bigint[]))
+ORDER BY priority DESC, due_at, id
+LIMIT %(limit)s;
+
+-- name: claim_chosen
+-- As claim, for the jobs of `ids` still scheduled, due and not past their deadline, skipping
+-- rows another transaction locked.
+WITH picked AS (
+    SELECT id FROM duetime_jobs
+    WHERE id = ANY (%(ids)s::bigint[]) AND status = 'scheduled' AND due_at <= %(now)s
+      AND (deadline_at IS NULL OR deadline_at > %(now)s)
+    ORDER BY id
+    FOR UPDATE SKIP LOCKED
+), claimed AS (
+    UPDATE duetime_jobs AS j
+    SET status = (%(moves)s::jsonb ->> j.status), generation = j.generation + 1,
+        attempts = j.attempts + 1, updated_at = %(now)s
+    FROM picked
+    WHERE j.id = picked.id AND (%(moves)s::jsonb ->> j.status) IS NOT NULL
+    RETURNING j.*
+), started AS (
+    INSERT INTO duetime_attempts (job_id, generation, worker_id, status, lease_expires_at,
+        started_at, due_at)
+    SELECT id, generation, %(worker_id)s::text, 'running',
+           %(now)s + trunc(lease_seconds * 1000000)::bigint * interval '1 microsecond', %(now)s,
+           due_at
+    FROM claimed
+    ORDER BY id
+    RETURNING *
+)
+SELECT j.*,
+       a.id AS attempt_id, a.job_id AS attempt_job_id, a.generation AS attempt_generation,
+       a.worker_id AS attempt_worker_id, a.status AS attempt_status,
+       a.lease_expires_at AS attempt_lease_expires_at, a.started_at AS attempt_started_at,
+       a.finished_at AS attempt_finished_at, a.error_category AS attempt_error_category,
+       a.error_message AS attempt_error_message, a.error_traceback AS attempt_error_traceback,
+       a.late_outcome AS attempt_late_outcome, a.late_reported_at AS attempt_late_reported_at,
+       a.due_at AS attempt_due_at
+FROM claimed AS j JOIN started AS a ON a.job_id = j.id
+ORDER BY j.priority DESC, j.due_at, j.id;
+
+-- name: lock_queue_backlog
+SELECT max_backlog FROM duetime_queues WHERE queue = %(queue)s::text FOR UPDATE;
+
+-- name: lock_tenant_backlog
+SELECT max_backlog FROM duetime_tenants WHERE tenant = %(tenant)s::text FOR UPDATE;
+
+-- name: queue_backlog
+SELECT COUNT(*) AS n FROM duetime_jobs
+WHERE queue = %(queue)s::text AND status IN ('scheduled', 'waiting');
+
+-- name: tenant_backlog
+SELECT COUNT(*) AS n FROM duetime_jobs
+WHERE tenant = %(tenant)s::text AND status IN ('scheduled', 'waiting');
+
+-- name: flow_counts
+SELECT queue, tenant,
+       SUM(CASE WHEN status IN ('scheduled', 'waiting') THEN 1 ELSE 0 END) AS backlog,
+       SUM(CASE WHEN status IN ('running', 'cancel_requested') THEN 1 ELSE 0 END) AS running
+FROM duetime_jobs
+WHERE status IN ('scheduled', 'waiting', 'running', 'cancel_requested')
+GROUP BY queue, tenant
+ORDER BY queue COLLATE "C", tenant COLLATE "C";
 
 -- name: dispatch_outbox
 -- The claim of outbox-mode queues, for the relay: one statement picks the due jobs, moves them,
@@ -485,7 +608,7 @@ WITH picked AS (
     WHERE status = 'scheduled'
       AND due_at <= %(now)s
       AND (deadline_at IS NULL OR deadline_at > %(now)s)
-      AND queue = ANY (ARRAY(SELECT q.queue FROM duetime_queues q WHERE q.dispatch = 'outbox'))
+      AND queue = ANY (ARRAY(SELECT q.queue FROM duetime_queues q WHERE q.dispatch = 'outbox' AND NOT q.paused))
     ORDER BY priority DESC, due_at, id
     LIMIT %(limit)s
     FOR UPDATE SKIP LOCKED

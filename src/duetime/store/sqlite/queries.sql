@@ -454,13 +454,136 @@ WHERE id IN (
     LIMIT :limit);
 
 -- name: queue_settings
-SELECT queue, dispatch, updated_at FROM duetime_queues ORDER BY queue;
+SELECT queue, dispatch, paused, concurrency, max_backlog, weight, updated_at FROM duetime_queues
+ORDER BY queue;
 
 -- name: upsert_queue
-INSERT INTO duetime_queues (queue, dispatch, updated_at)
-VALUES (:queue, COALESCE(:dispatch, 'direct'), :now)
+INSERT INTO duetime_queues (queue, dispatch, paused, concurrency, max_backlog, weight,
+    updated_at)
+VALUES (:queue, COALESCE(:dispatch, 'direct'), COALESCE(:paused, 0),
+    CASE WHEN :set_concurrency THEN :concurrency END,
+    CASE WHEN :set_max_backlog THEN :max_backlog END, COALESCE(:weight, 1), :now)
 ON CONFLICT (queue) DO UPDATE
-SET dispatch = COALESCE(:dispatch, duetime_queues.dispatch), updated_at = :now;
+SET dispatch = COALESCE(:dispatch, duetime_queues.dispatch),
+    paused = COALESCE(:paused, duetime_queues.paused),
+    concurrency = CASE WHEN :set_concurrency THEN :concurrency
+                       ELSE duetime_queues.concurrency END,
+    max_backlog = CASE WHEN :set_max_backlog THEN :max_backlog
+                       ELSE duetime_queues.max_backlog END,
+    weight = COALESCE(:weight, duetime_queues.weight),
+    updated_at = :now;
+
+-- name: tenant_settings
+SELECT tenant, concurrency, max_backlog, weight, updated_at FROM duetime_tenants ORDER BY tenant;
+
+-- name: upsert_tenant
+INSERT INTO duetime_tenants (tenant, concurrency, max_backlog, weight, updated_at)
+VALUES (:tenant, CASE WHEN :set_concurrency THEN :concurrency END,
+    CASE WHEN :set_max_backlog THEN :max_backlog END, COALESCE(:weight, 1), :now)
+ON CONFLICT (tenant) DO UPDATE
+SET concurrency = CASE WHEN :set_concurrency THEN :concurrency
+                       ELSE duetime_tenants.concurrency END,
+    max_backlog = CASE WHEN :set_max_backlog THEN :max_backlog
+                       ELSE duetime_tenants.max_backlog END,
+    weight = COALESCE(:weight, duetime_tenants.weight),
+    updated_at = :now;
+
+-- name: lock_capped_queues
+-- the write transaction already holds the file
+SELECT queue, concurrency FROM duetime_queues WHERE concurrency IS NOT NULL ORDER BY queue;
+
+-- name: lock_capped_tenants
+-- the write transaction already holds the file
+SELECT tenant, concurrency FROM duetime_tenants WHERE concurrency IS NOT NULL ORDER BY tenant;
+
+-- name: running_counts
+SELECT j.queue, j.tenant, COUNT(*) AS n
+FROM duetime_attempts a INDEXED BY duetime_attempts_lease JOIN duetime_jobs j ON j.id = a.job_id
+WHERE a.status = 'running'
+GROUP BY j.queue, j.tenant;
+
+-- name: claim_candidates
+-- A controlled claim's pick, read only (claim_chosen then takes the chosen ids). One branch
+-- runs (every queue, or the queues named), each on its claim-order index.
+SELECT id, queue, tenant FROM (
+    SELECT id, queue, tenant FROM duetime_jobs INDEXED BY duetime_jobs_due_any
+    WHERE :all_queues AND status = 'scheduled' AND due_at <= :now
+      AND (deadline_at IS NULL OR deadline_at > :now)
+      AND (:all_tasks OR task IN (SELECT value FROM json_each(:tasks)))
+      AND (:open_queues OR queue NOT IN (SELECT value FROM json_each(:skip_queues)))
+      AND (:open_tenants OR tenant NOT IN (SELECT value FROM json_each(:skip_tenants)))
+      AND (:no_skip_ids OR id NOT IN (SELECT value FROM json_each(:skip_ids)))
+    ORDER BY priority DESC, due_at, id
+    LIMIT :limit)
+UNION ALL
+SELECT id, queue, tenant FROM (
+    SELECT id, queue, tenant FROM duetime_jobs INDEXED BY duetime_jobs_due
+    WHERE NOT :all_queues AND queue IN (SELECT value FROM json_each(:queues))
+      AND status = 'scheduled' AND due_at <= :now
+      AND (deadline_at IS NULL OR deadline_at > :now)
+      AND (:all_tasks OR task IN (SELECT value FROM json_each(:tasks)))
+      AND (:open_queues OR queue NOT IN (SELECT value FROM json_each(:skip_queues)))
+      AND (:open_tenants OR tenant NOT IN (SELECT value FROM json_each(:skip_tenants)))
+      AND (:no_skip_ids OR id NOT IN (SELECT value FROM json_each(:skip_ids)))
+    ORDER BY priority DESC, due_at, id
+    LIMIT :limit);
+
+-- name: claim_chosen
+-- As claim, for the jobs of `ids` still scheduled, due and not past their deadline (under the
+-- write lock).
+CREATE TEMP TABLE IF NOT EXISTS duetime_claim (id INTEGER PRIMARY KEY);
+DELETE FROM temp.duetime_claim;
+INSERT INTO temp.duetime_claim (id)
+SELECT id FROM duetime_jobs
+WHERE id IN (SELECT value FROM json_each(:ids)) AND status = 'scheduled' AND due_at <= :now
+  AND (deadline_at IS NULL OR deadline_at > :now);
+UPDATE duetime_jobs
+SET status = json_extract(:moves, '$.' || status), generation = generation + 1,
+    attempts = attempts + 1, updated_at = :now
+WHERE id IN (SELECT id FROM temp.duetime_claim)
+  AND json_type(:moves, '$.' || status) IS NOT NULL;
+INSERT INTO duetime_attempts (job_id, generation, worker_id, status, lease_expires_at, started_at,
+    due_at)
+SELECT id, generation, :worker_id, 'running', :now + CAST(lease_seconds * 1000000 AS INTEGER),
+       :now, due_at
+FROM duetime_jobs WHERE id IN (SELECT id FROM temp.duetime_claim)
+ORDER BY id;
+SELECT j.*,
+       a.id AS attempt_id, a.job_id AS attempt_job_id, a.generation AS attempt_generation,
+       a.worker_id AS attempt_worker_id, a.status AS attempt_status,
+       a.lease_expires_at AS attempt_lease_expires_at, a.started_at AS attempt_started_at,
+       a.finished_at AS attempt_finished_at, a.error_category AS attempt_error_category,
+       a.error_message AS attempt_error_message, a.error_traceback AS attempt_error_traceback,
+       a.late_outcome AS attempt_late_outcome, a.late_reported_at AS attempt_late_reported_at,
+       a.due_at AS attempt_due_at
+FROM duetime_jobs j JOIN duetime_attempts a ON a.job_id = j.id AND a.generation = j.generation
+WHERE j.id IN (SELECT id FROM temp.duetime_claim)
+ORDER BY j.priority DESC, j.due_at, j.id;
+
+-- name: lock_queue_backlog
+-- the write transaction already holds the file
+SELECT max_backlog FROM duetime_queues WHERE queue = :queue;
+
+-- name: lock_tenant_backlog
+-- the write transaction already holds the file
+SELECT max_backlog FROM duetime_tenants WHERE tenant = :tenant;
+
+-- name: queue_backlog
+SELECT COUNT(*) AS n FROM duetime_jobs
+WHERE queue = :queue AND status IN ('scheduled', 'waiting');
+
+-- name: tenant_backlog
+SELECT COUNT(*) AS n FROM duetime_jobs
+WHERE tenant = :tenant AND status IN ('scheduled', 'waiting');
+
+-- name: flow_counts
+SELECT queue, tenant,
+       SUM(CASE WHEN status IN ('scheduled', 'waiting') THEN 1 ELSE 0 END) AS backlog,
+       SUM(CASE WHEN status IN ('running', 'cancel_requested') THEN 1 ELSE 0 END) AS running
+FROM duetime_jobs
+WHERE status IN ('scheduled', 'waiting', 'running', 'cancel_requested')
+GROUP BY queue, tenant
+ORDER BY queue, tenant;
 
 -- name: dispatch_outbox
 -- The claim of outbox-mode queues, for the relay, under the write lock: the picked ids go to a
@@ -472,7 +595,7 @@ DELETE FROM temp.duetime_dispatch;
 INSERT INTO temp.duetime_dispatch (id)
 SELECT id FROM duetime_jobs
 WHERE status = 'scheduled' AND due_at <= :now AND (deadline_at IS NULL OR deadline_at > :now)
-  AND queue IN (SELECT q.queue FROM duetime_queues q WHERE q.dispatch = 'outbox')
+  AND queue IN (SELECT q.queue FROM duetime_queues q WHERE q.dispatch = 'outbox' AND NOT q.paused)
 ORDER BY priority DESC, due_at, id
 LIMIT :limit;
 UPDATE duetime_jobs

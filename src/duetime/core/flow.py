@@ -1,0 +1,306 @@
+"""Flow control of queues and tenants: pause, cluster-wide concurrency caps, weights, and a
+bound on backlog (docs/flow-control.md). Pure: no I/O.
+
+The store reads every control row into FlowControls (at most CONTROLS_SECONDS old); a claim
+with no control that restricts it runs the plain claim statement. Otherwise the claim reads
+candidates (due jobs, in claim order, of queues and tenants not paused or full) and `choose`
+picks the ones to start: never more per queue or tenant than its room (cap minus running),
+and, when weights are set, slots split between queues and then between the tenants of a
+queue by smooth weighted round robin.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from enum import Enum
+
+from duetime.core.errors import InvalidRequest
+from duetime.core.outbox import QueueSettings
+
+# how long a store trusts its copy of the control rows: a pause, a new cap or weight reaches
+# the claims of other processes within this; a process that changes them sees it at once
+CONTROLS_SECONDS = 1.0
+# the Retry-After (seconds) an enqueue refused for backlog suggests
+BACKLOG_RETRY_AFTER = 5
+# a controlled claim reads up to this many candidates per slot when weights split the slots
+WEIGHTED_SCAN = 4
+# and takes at most this many rounds of reading (each round excludes what became full)
+MAX_ROUNDS = 4
+
+
+@dataclass(frozen=True)
+class TenantSettings:
+    """A tenant's flow settings; a tenant never set has every default."""
+
+    tenant: str
+    concurrency: int | None = None
+    max_backlog: int | None = None
+    weight: float = 1.0
+    updated_at: datetime | None = None
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "tenant": self.tenant,
+            "concurrency": self.concurrency,
+            "max_backlog": self.max_backlog,
+            "weight": self.weight,
+            "updated_at": self.updated_at.isoformat() if self.updated_at else None,
+        }
+
+
+@dataclass(frozen=True)
+class FlowCounts:
+    """Jobs waiting (backlog: status scheduled or waiting, due or not) and running (status
+    running or cancel_requested) of one queue or tenant."""
+
+    backlog: int = 0
+    running: int = 0
+
+
+@dataclass(frozen=True)
+class QueueFlow:
+    """A queue's settings with its counts, for `duetime queues list` and /v1/queues."""
+
+    settings: QueueSettings
+    counts: FlowCounts
+
+    def to_json(self) -> dict[str, object]:
+        return {**self.settings.to_json(), **_counts_json(self.counts)}
+
+
+@dataclass(frozen=True)
+class TenantFlow:
+    """A tenant's settings with its counts, for `duetime tenants list` and /v1/tenants."""
+
+    settings: TenantSettings
+    counts: FlowCounts
+
+    def to_json(self) -> dict[str, object]:
+        return {**self.settings.to_json(), **_counts_json(self.counts)}
+
+
+def _counts_json(c: FlowCounts) -> dict[str, object]:
+    return {"backlog": c.backlog, "running": c.running}
+
+
+@dataclass(frozen=True)
+class FlowControls:
+    """Every control row, as the claim and the enqueue need them."""
+
+    paused: frozenset[str] = frozenset()
+    queue_caps: Mapping[str, int] = field(default_factory=dict)
+    tenant_caps: Mapping[str, int] = field(default_factory=dict)
+    queue_weights: Mapping[str, float] = field(default_factory=dict)  # only those != 1
+    tenant_weights: Mapping[str, float] = field(default_factory=dict)
+    queue_backlogs: Mapping[str, int] = field(default_factory=dict)
+    tenant_backlogs: Mapping[str, int] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, queues: Iterable[QueueSettings], tenants: Iterable[TenantSettings]) -> FlowControls:
+        qs, ts = list(queues), list(tenants)
+        return cls(
+            paused=frozenset(q.queue for q in qs if q.paused),
+            queue_caps={q.queue: q.concurrency for q in qs if q.concurrency is not None},
+            tenant_caps={t.tenant: t.concurrency for t in ts if t.concurrency is not None},
+            queue_weights={q.queue: q.weight for q in qs if q.weight != 1.0},
+            tenant_weights={t.tenant: t.weight for t in ts if t.weight != 1.0},
+            queue_backlogs={q.queue: q.max_backlog for q in qs if q.max_backlog is not None},
+            tenant_backlogs={t.tenant: t.max_backlog for t in ts if t.max_backlog is not None},
+        )
+
+    @property
+    def weighted(self) -> bool:
+        return bool(self.queue_weights or self.tenant_weights)
+
+    @property
+    def capped(self) -> bool:
+        return bool(self.queue_caps or self.tenant_caps)
+
+    @property
+    def restricts_claim(self) -> bool:
+        """False: the claim runs its plain statement, as if flow control did not exist."""
+        return bool(self.paused) or self.capped or self.weighted
+
+    @property
+    def bounds_backlog(self) -> bool:
+        return bool(self.queue_backlogs or self.tenant_backlogs)
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A due job a controlled claim may start, in claim order."""
+
+    id: int
+    queue: str
+    tenant: str
+
+
+def room(caps: Mapping[str, int], running: Mapping[str, int]) -> dict[str, int]:
+    """How many more attempts each capped queue or tenant may start now (never below 0)."""
+    return {name: max(0, cap - running.get(name, 0)) for name, cap in caps.items()}
+
+
+def choose(
+    candidates: Iterable[Candidate],
+    limit: int,
+    queue_room: dict[str, int],
+    tenant_room: dict[str, int],
+    queue_weights: Mapping[str, float] | None = None,
+    tenant_weights: Mapping[str, float] | None = None,
+) -> list[int]:
+    """The ids to start, at most `limit`: a candidate is taken only while its queue and its
+    tenant have room (uncapped ones always have), and each taken one uses a slot of both
+    (queue_room and tenant_room are updated in place). Without weights, candidates go in
+    their order; with weights (either mapping non-empty; a name not in it weighs 1), slots
+    go to queues by smooth weighted round robin, and within a queue to its tenants likewise,
+    each queue and tenant taking its own candidates in their order."""
+    if limit <= 0:
+        return []
+    if not queue_weights and not tenant_weights:
+        taken: list[int] = []
+        for c in candidates:
+            if len(taken) >= limit:
+                break
+            if _fits(c, queue_room, tenant_room):
+                _use(c, queue_room, tenant_room)
+                taken.append(c.id)
+        return taken
+    return _weighted(
+        list(candidates), limit, queue_room, tenant_room, queue_weights or {}, tenant_weights or {}
+    )
+
+
+def _fits(c: Candidate, queue_room: Mapping[str, int], tenant_room: Mapping[str, int]) -> bool:
+    return queue_room.get(c.queue, 1) > 0 and tenant_room.get(c.tenant, 1) > 0
+
+
+def _use(c: Candidate, queue_room: dict[str, int], tenant_room: dict[str, int]) -> None:
+    if c.queue in queue_room:
+        queue_room[c.queue] -= 1
+    if c.tenant in tenant_room:
+        tenant_room[c.tenant] -= 1
+
+
+class RoundRobin:
+    """Smooth weighted round robin: each turn every member gains its weight, the richest
+    (the first of equals, in order of joining) is chosen and pays the total. Over any run of
+    turns each member's count stays within one of its weighted share."""
+
+    def __init__(self) -> None:
+        self.credit: dict[str, float] = {}
+        self.weight: dict[str, float] = {}
+
+    def add(self, name: str, weight: float) -> None:
+        if name not in self.weight:
+            self.weight[name] = weight
+            self.credit[name] = 0.0
+
+    def drop(self, name: str) -> None:
+        self.weight.pop(name, None)
+        self.credit.pop(name, None)
+
+    def __bool__(self) -> bool:
+        return bool(self.weight)
+
+    def next(self) -> str:
+        total = 0.0
+        best: str | None = None
+        for name, w in self.weight.items():
+            self.credit[name] += w
+            total += w
+            if best is None or self.credit[name] > self.credit[best]:
+                best = name
+        assert best is not None, "next() of an empty round robin"
+        self.credit[best] -= total
+        return best
+
+
+def _weighted(
+    candidates: list[Candidate],
+    limit: int,
+    queue_room: dict[str, int],
+    tenant_room: dict[str, int],
+    queue_weights: Mapping[str, float],
+    tenant_weights: Mapping[str, float],
+) -> list[int]:
+    lines: dict[str, dict[str, deque[Candidate]]] = {}
+    for c in candidates:
+        lines.setdefault(c.queue, {}).setdefault(c.tenant, deque()).append(c)
+    queues = RoundRobin()
+    tenants: dict[str, RoundRobin] = {}
+    for q, by_tenant in lines.items():
+        if queue_room.get(q, 1) <= 0:
+            continue
+        queues.add(q, queue_weights.get(q, 1.0))
+        rr = tenants[q] = RoundRobin()
+        for t in by_tenant:
+            if tenant_room.get(t, 1) > 0:
+                rr.add(t, tenant_weights.get(t, 1.0))
+    taken: list[int] = []
+    while len(taken) < limit and queues:
+        q = queues.next()
+        rr = tenants[q]
+        if not rr:
+            queues.drop(q)
+            continue
+        t = rr.next()
+        line = lines[q][t]
+        c = line.popleft()
+        _use(c, queue_room, tenant_room)
+        taken.append(c.id)
+        if not line:
+            rr.drop(t)
+        if tenant_room.get(t, 1) <= 0:  # the tenant is full in every queue
+            for other in tenants.values():
+                other.drop(t)
+        if queue_room.get(q, 1) <= 0 or not rr:
+            queues.drop(q)
+    return taken
+
+
+def full(rooms: Mapping[str, int]) -> list[str]:
+    """The names with no room left, sorted."""
+    return sorted(name for name, n in rooms.items() if n <= 0)
+
+
+def check_limit(value: int | None, what: str) -> int | None:
+    """A concurrency or max backlog: None (no limit) or a whole number >= 0."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise InvalidRequest(
+            f"{what} must be a whole number >= 0 (or none for no limit), not {value!r}"
+        )
+    return value
+
+
+def check_weight(value: float | None) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value <= 1e6:
+        raise InvalidRequest(f"weight must be a number above 0 and up to 1000000, not {value!r}")
+    return float(value)
+
+
+class Keep(Enum):
+    """A setting left as it is (set_queue/set_tenant); None clears a limit."""
+
+    KEEP = "keep"
+
+
+KEEP = Keep.KEEP
+
+
+def parse_limit(text: str, what: str) -> int | None:
+    """A limit as typed on the command line: a whole number, or `none` for no limit."""
+    if text.strip().lower() in ("none", "unlimited", "off"):
+        return None
+    try:
+        return check_limit(int(text), what)
+    except ValueError:
+        raise InvalidRequest(
+            f"{what} must be a whole number >= 0 or `none`, not {text!r}"
+        ) from None

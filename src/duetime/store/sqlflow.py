@@ -1,0 +1,205 @@
+"""The SQL store's flow control of queues and tenants (mixed into store/sqlstore.py): their
+settings, the controlled claim and admission control (docs/flow-control.md).
+
+A claim when no control row restricts claims runs the plain claim statement: the store keeps
+a copy of the control rows read at most CONTROLS_SECONDS ago. Otherwise, in one transaction:
+the rows of every capped queue and tenant are locked (queues, then tenants, each in code-point
+order: concurrent controlled claims take turns), the running attempts counted, the candidates
+read (claim order, without the paused, outbox and full queues and the full tenants) and
+chosen by core/flow.choose, and the chosen started (claim_chosen). An enqueue into a queue or
+tenant with a max_backlog locks that row likewise, counts its backlog and refuses past it.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from collections.abc import Sequence
+from datetime import datetime
+
+from duetime.core.errors import BacklogFull
+from duetime.core.flow import (
+    BACKLOG_RETRY_AFTER,
+    CONTROLS_SECONDS,
+    KEEP,
+    MAX_ROUNDS,
+    WEIGHTED_SCAN,
+    Candidate,
+    FlowControls,
+    FlowCounts,
+    Keep,
+    TenantSettings,
+    choose,
+    full,
+    room,
+)
+from duetime.core.models import Claim, NewJob
+from duetime.core.states import Event
+from duetime.store.driver import Connection, Driver, Row
+from duetime.store.rows import ATTEMPT_COLUMNS, ToTime, attempt_from_row, job_from_row, moves_json
+from duetime.store.sqloutbox import QueuesOutbox, limit_params
+from duetime.store.sqlshared import conflicts_retried
+
+
+class QueuesTenantsFlow(QueuesOutbox):
+    driver: Driver
+    _t: ToTime
+
+    # -- settings -----------------------------------------------------------------------------
+
+    def tenant_settings(self) -> list[TenantSettings]:
+        with self.driver.transaction(write=False) as c:
+            rows = c.rows("tenant_settings")
+        return [self._tenant(r) for r in rows]
+
+    @conflicts_retried
+    def set_tenant(
+        self,
+        tenant: str,
+        now: datetime,
+        *,
+        concurrency: int | Keep | None = KEEP,
+        max_backlog: int | Keep | None = KEEP,
+        weight: float | None = None,
+    ) -> TenantSettings:
+        with self.driver.transaction() as c:
+            c.run(
+                "upsert_tenant",
+                tenant=tenant,
+                now=now,
+                weight=weight,
+                **limit_params(concurrency, max_backlog),
+            )
+            rows = c.rows("tenant_settings")
+        self._controls = None  # this process's claims and enqueues see the change at once
+        return next(self._tenant(r) for r in rows if r["tenant"] == tenant)
+
+    def _tenant(self, r: Row) -> TenantSettings:
+        return TenantSettings(
+            r["tenant"],
+            concurrency=r["concurrency"],
+            max_backlog=r["max_backlog"],
+            weight=float(r["weight"]),
+            updated_at=self._t(r["updated_at"]),
+        )
+
+    def flow_controls(self) -> FlowControls:
+        """Every control row, read at most CONTROLS_SECONDS ago."""
+        cached = self._controls
+        at = time.monotonic()
+        if cached is not None and at - cached[0] < CONTROLS_SECONDS:
+            return cached[1]
+        controls = FlowControls.of(self.queue_settings(), self.tenant_settings())
+        self._controls = (at, controls)
+        return controls
+
+    def flow_counts(self) -> list[tuple[str, str, FlowCounts]]:
+        """(queue, tenant, counts) of every queue and tenant with jobs waiting or running."""
+        with self.driver.transaction(snapshot=True) as c:
+            rows = c.rows("flow_counts")
+        return [
+            (r["queue"], r["tenant"], FlowCounts(int(r["backlog"]), int(r["running"])))
+            for r in rows
+        ]
+
+    # -- the controlled claim -----------------------------------------------------------------
+
+    def _claim_controlled(
+        self,
+        controls: FlowControls,
+        *,
+        worker_id: str,
+        queues: Sequence[str] | None,
+        limit: int,
+        now: datetime,
+        tasks: Sequence[str] | None,
+    ) -> list[Claim]:
+        outbox = self.outbox_queues()
+        with self.driver.transaction() as c:
+            queue_room: dict[str, int] = {}
+            tenant_room: dict[str, int] = {}
+            if controls.capped:  # the rows as they are now, locked: not the cached copy
+                queue_caps = {
+                    r["queue"]: int(r["concurrency"]) for r in c.rows("lock_capped_queues")
+                }
+                tenant_caps = {
+                    r["tenant"]: int(r["concurrency"]) for r in c.rows("lock_capped_tenants")
+                }
+                by_queue: Counter[str] = Counter()
+                by_tenant: Counter[str] = Counter()
+                for r in c.rows("running_counts"):
+                    by_queue[r["queue"]] += int(r["n"])
+                    by_tenant[r["tenant"]] += int(r["n"])
+                queue_room = room(queue_caps, by_queue)
+                tenant_room = room(tenant_caps, by_tenant)
+            skip_queues = set(outbox) | controls.paused
+            chosen: list[int] = []
+            for _ in range(MAX_ROUNDS):
+                skip_queues |= set(full(queue_room))
+                skip_tenants = full(tenant_room)
+                want = limit - len(chosen)
+                scan = want * WEIGHTED_SCAN if controls.weighted else want
+                rows = c.rows(
+                    "claim_candidates",
+                    now=now,
+                    limit=scan,
+                    all_queues=queues is None,
+                    queues=list(queues) if queues is not None else [],
+                    all_tasks=tasks is None,
+                    tasks=list(tasks) if tasks is not None else [],
+                    open_queues=not skip_queues,
+                    skip_queues=sorted(skip_queues),
+                    open_tenants=not skip_tenants,
+                    skip_tenants=skip_tenants,
+                    no_skip_ids=not chosen,
+                    skip_ids=sorted(chosen),
+                )
+                chosen += choose(
+                    [Candidate(int(r["id"]), r["queue"], r["tenant"]) for r in rows],
+                    want,
+                    queue_room,
+                    tenant_room,
+                    controls.queue_weights,
+                    controls.tenant_weights,
+                )
+                if len(chosen) >= limit or len(rows) < scan:
+                    break
+            if not chosen:
+                return []
+            found = c.rows(
+                "claim_chosen",
+                ids=sorted(chosen),
+                now=now,
+                moves=moves_json(Event.CLAIM),
+                worker_id=worker_id,
+            )
+        return [
+            Claim(
+                job_from_row(row, self._t),
+                attempt_from_row({col: row[f"attempt_{col}"] for col in ATTEMPT_COLUMNS}, self._t),
+            )
+            for row in found
+        ]
+
+    # -- admission control --------------------------------------------------------------------
+
+    def _admit(self, c: Connection, jobs: Sequence[NewJob], controls: FlowControls) -> None:
+        """Refuse (BacklogFull, nothing stored) a batch that would take a queue's or tenant's
+        backlog past its max_backlog. A schedule's occurrences are always admitted. The rows
+        are locked (queues, then tenants, in code-point order), so concurrent enqueues count
+        each other's jobs."""
+        if not controls.bounds_backlog:
+            return
+        fresh = [j for j in jobs if j.schedule_id is None]
+        queues = Counter(j.queue for j in fresh if j.queue in controls.queue_backlogs)
+        tenants = Counter(j.tenant for j in fresh if j.tenant in controls.tenant_backlogs)
+        for kind, counted in (("queue", queues), ("tenant", tenants)):
+            for name in sorted(counted):
+                row = c.one(f"lock_{kind}_backlog", **{kind: name})
+                if row is None or row["max_backlog"] is None:
+                    continue
+                limit = int(row["max_backlog"])
+                found = c.one(f"{kind}_backlog", **{kind: name})
+                backlog = int(found["n"]) if found is not None else 0
+                if backlog + counted[name] > limit:
+                    raise BacklogFull(kind, name, limit, backlog, BACKLOG_RETRY_AFTER)

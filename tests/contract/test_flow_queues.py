@@ -1,0 +1,180 @@
+"""Flow control of queues and tenants on every dialect (docs/flow-control.md): pause,
+cluster-wide concurrency caps, weights, and admission control by max_backlog."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import pytest
+
+from duetime.core.clock import ManualClock
+from duetime.core.errors import BacklogFull
+from duetime.core.models import Outcome
+from duetime.core.states import AttemptStatus, Event, JobStatus
+from duetime.store.base import Store
+from jobhelpers import enqueue, new
+
+
+def claim_all(store: Store, clock: ManualClock, limit: int = 50, **kw: object) -> list[int]:
+    claims = store.claim(worker_id="w", queues=None, limit=limit, now=clock.now(), **kw)  # type: ignore[arg-type]
+    return [c.job.id for c in claims]
+
+
+def test_settings_default_and_keep_what_is_not_given(store: Store, clock: ManualClock) -> None:
+    q = store.set_queue("q", clock.now(), concurrency=3, max_backlog=10, weight=2)
+    assert (q.paused, q.concurrency, q.max_backlog, q.weight) == (False, 3, 10, 2.0)
+    q = store.set_queue("q", clock.now(), paused=True)
+    assert (q.paused, q.concurrency, q.max_backlog, q.weight) == (True, 3, 10, 2.0)
+    q = store.set_queue("q", clock.now(), concurrency=None, paused=False)  # None: no limit
+    assert (q.paused, q.concurrency, q.max_backlog) == (False, None, 10)
+    assert store.tenant_settings() == []
+    t = store.set_tenant("acme", clock.now(), concurrency=2, weight=0.5)
+    assert (t.tenant, t.concurrency, t.max_backlog, t.weight) == ("acme", 2, None, 0.5)
+    t = store.set_tenant("acme", clock.now(), max_backlog=0)
+    assert (t.concurrency, t.max_backlog, t.weight) == (2, 0, 0.5)
+    assert [s.tenant for s in store.tenant_settings()] == ["acme"]
+
+
+def test_a_paused_queue_keeps_accepting_and_starts_nothing(
+    store: Store, clock: ManualClock
+) -> None:
+    store.set_queue("held", clock.now(), paused=True)
+    held = [enqueue(store, clock, queue="held") for _ in range(3)]
+    other = enqueue(store, clock, queue="other")
+    for queues in (None, ["held"], ["held", "other"]):
+        claims = store.claim(worker_id="w", queues=queues, limit=10, now=clock.now())
+        assert {c.job.id for c in claims} <= {other.id}
+    store.set_queue("held", clock.now(), paused=False)
+    assert sorted(claim_all(store, clock)) == sorted(j.id for j in held)
+
+
+def test_a_pause_lets_running_attempts_finish(store: Store, clock: ManualClock) -> None:
+    job = enqueue(store, clock, queue="q")
+    [claim] = store.claim(worker_id="w", queues=None, limit=1, now=clock.now())
+    store.set_queue("q", clock.now(), paused=True)
+    assert store.finish(claim.lease, Outcome(Event.SUCCEED), clock.now())
+    assert store.get_job(job.id).status is JobStatus.SUCCEEDED  # type: ignore[union-attr]
+
+
+def test_a_queue_cap_counts_running_attempts_across_claims(
+    store: Store, clock: ManualClock
+) -> None:
+    store.set_queue("q", clock.now(), concurrency=3)
+    for _ in range(10):
+        enqueue(store, clock, queue="q")
+    free = [enqueue(store, clock, queue="free").id for _ in range(2)]
+    first = store.claim(worker_id="a", queues=None, limit=2, now=clock.now())
+    second = store.claim(worker_id="b", queues=None, limit=10, now=clock.now())
+    in_q = [c for c in first + second if c.job.queue == "q"]
+    assert len(in_q) == 3
+    assert set(free) <= {c.job.id for c in first + second}  # an uncapped queue is not held back
+    assert claim_all(store, clock) == []
+    store.finish(in_q[0].lease, Outcome(Event.SUCCEED), clock.now())  # a slot comes back
+    assert len(claim_all(store, clock)) == 1
+    assert claim_all(store, clock) == []
+
+
+def test_a_crashed_workers_slots_come_back_when_its_leases_are_reaped(
+    store: Store, clock: ManualClock
+) -> None:
+    store.set_queue("q", clock.now(), concurrency=1)
+    enqueue(store, clock, queue="q", defaults=_lease(30))
+    enqueue(store, clock, queue="q", defaults=_lease(30))
+    [claim] = store.claim(worker_id="dead", queues=None, limit=5, now=clock.now())
+    clock.advance(31)  # the worker died: its lease ended, nobody renewed it
+    assert claim_all(store, clock) == []  # until the reaper ends the attempt
+    [expired] = store.expired_leases(clock.now(), 10)
+    assert expired.lease == claim.lease
+    lost = Outcome(Event.RETRY, due_at=clock.now(), attempt_status=AttemptStatus.LOST)
+    assert store.finish(expired.lease, lost, clock.now(), only_if_expired=True)
+    assert len(claim_all(store, clock)) == 1
+
+
+def _lease(seconds: float) -> object:
+    from duetime.core.requests import TaskDefaults
+
+    return TaskDefaults(lease_seconds=seconds)
+
+
+def test_a_tenant_cap_holds_across_queues(store: Store, clock: ManualClock) -> None:
+    store.set_tenant("big", clock.now(), concurrency=2)
+    for queue in ("a", "b", "c"):
+        for _ in range(3):
+            enqueue(store, clock, queue=queue, tenant="big")
+    small = [enqueue(store, clock, queue="a", tenant="small").id for _ in range(3)]
+    claims = store.claim(worker_id="w", queues=None, limit=20, now=clock.now())
+    tenants = Counter(c.job.tenant for c in claims)
+    assert tenants == {"big": 2, "small": 3}
+    assert set(small) <= {c.job.id for c in claims}
+
+
+def test_a_cap_of_zero_starts_nothing(store: Store, clock: ManualClock) -> None:
+    store.set_queue("q", clock.now(), concurrency=0)
+    enqueue(store, clock, queue="q")
+    assert claim_all(store, clock) == []
+
+
+def test_weights_split_a_claim_between_queues(store: Store, clock: ManualClock) -> None:
+    store.set_queue("heavy", clock.now(), weight=3)
+    for _ in range(20):
+        enqueue(store, clock, queue="light")  # earlier: first in claim order
+    for _ in range(20):
+        enqueue(store, clock, queue="heavy")
+    claims = store.claim(worker_id="w", queues=None, limit=8, now=clock.now())
+    assert Counter(c.job.queue for c in claims) == {"heavy": 6, "light": 2}
+
+
+def test_weights_split_a_claim_between_tenants(store: Store, clock: ManualClock) -> None:
+    store.set_tenant("small", clock.now(), weight=1)  # a row of default weight: no split
+    for _ in range(10):
+        enqueue(store, clock, tenant="flood")
+    small = [enqueue(store, clock, tenant="small").id for _ in range(3)]
+    assert set(claim_all(store, clock, limit=2)) & set(small) == set()  # claim order
+    store.set_tenant("flood", clock.now(), weight=2)
+    claims = store.claim(worker_id="w", queues=None, limit=6, now=clock.now())
+    assert Counter(c.job.tenant for c in claims) == {"flood": 4, "small": 2}
+
+
+def test_enqueue_past_a_queues_max_backlog_is_refused_and_stores_nothing(
+    store: Store, clock: ManualClock
+) -> None:
+    store.set_queue("q", clock.now(), max_backlog=3)
+    for _ in range(3):
+        enqueue(store, clock, queue="q")
+    with pytest.raises(BacklogFull) as refused:
+        enqueue(store, clock, queue="q")
+    assert (refused.value.kind, refused.value.name, refused.value.backlog) == ("queue", "q", 3)
+    assert "max backlog of 3" in str(refused.value)
+    batch = [new(clock, queue="other"), new(clock, queue="q")]
+    with pytest.raises(BacklogFull):
+        store.enqueue(batch, clock.now())  # all or nothing
+    assert Counter(j.queue for j in store.list_jobs(_all())) == {"q": 3}
+    claim_all(store, clock, limit=1)  # a started job leaves the backlog
+    enqueue(store, clock, queue="q")
+
+
+def test_enqueue_past_a_tenants_max_backlog_is_refused(store: Store, clock: ManualClock) -> None:
+    store.set_tenant("acme", clock.now(), max_backlog=2)
+    store.enqueue([new(clock, tenant="acme", queue=q) for q in ("a", "b")], clock.now())
+    with pytest.raises(BacklogFull) as refused:
+        enqueue(store, clock, tenant="acme", queue="c")
+    assert refused.value.kind == "tenant" and refused.value.retry_after > 0
+    enqueue(store, clock, tenant="other", queue="c")
+    with pytest.raises(BacklogFull):  # a batch over the bound is refused as a whole
+        store.set_tenant("fresh", clock.now(), max_backlog=2)
+        store.enqueue([new(clock, tenant="fresh") for _ in range(3)], clock.now())
+    assert [j for j in store.list_jobs(_all()) if j.tenant == "fresh"] == []
+
+
+def test_flow_counts_give_backlog_and_running(store: Store, clock: ManualClock) -> None:
+    for _ in range(3):
+        enqueue(store, clock, queue="q", tenant="t")
+    claim_all(store, clock, limit=1)
+    counts = {(q, t): (c.backlog, c.running) for q, t, c in store.flow_counts()}
+    assert counts == {("q", "t"): (2, 1)}
+
+
+def _all() -> object:
+    from duetime.core.models import JobFilter
+
+    return JobFilter(limit=1000)

@@ -27,6 +27,7 @@ from duetime.core.errors import (
     ScheduleNotFound,
     UnknownTask,
 )
+from duetime.core.flow import KEEP, Keep, QueueFlow, TenantFlow, TenantSettings
 from duetime.core.models import Attempt, Enqueued, Job, JobFilter, NewJob, Tick, unserved
 from duetime.core.outbox import Dispatch, OutboxFigures, QueueSettings, dispatch_mode
 from duetime.core.recurrence import Fire
@@ -841,13 +842,74 @@ class App:
 
     # -- queues and the outbox (docs/outbox.md) -------------------------------------------------
 
-    def set_queue(self, name: str, *, dispatch: Dispatch | str | None = None) -> QueueSettings:
+    def set_queue(
+        self,
+        name: str,
+        *,
+        dispatch: Dispatch | str | None = None,
+        concurrency: int | Keep | None = KEEP,
+        max_backlog: int | Keep | None = KEEP,
+        weight: float | None = None,
+    ) -> QueueSettings:
         """Change a queue's settings: dispatch="outbox" sends its due jobs through the broker
         (`duetime relay`), "direct" (the default) lets workers claim them from the database.
-        Settings not given are kept. Queues are shared by every tenant."""
+        concurrency: at most this many of its attempts run at once, cluster-wide;
+        max_backlog: an enqueue past this many waiting jobs raises BacklogFull; weight: its
+        share of a claim against other queues (docs/flow-control.md). Settings not given are
+        kept; concurrency=None or max_backlog=None removes that limit. Queues are shared by
+        every tenant."""
         queue = check_name(name, "queue", 100)
         mode = dispatch_mode(str(dispatch)) if dispatch is not None else None
-        return self.store.set_queue(queue, self.clock.now(), dispatch=mode)
+        if mode is not None:
+            self.store.set_queue(queue, self.clock.now(), dispatch=mode)
+        if mode is None or not (
+            isinstance(concurrency, Keep) and isinstance(max_backlog, Keep) and weight is None
+        ):
+            return operators.set_queue_flow(
+                self, queue, concurrency=concurrency, max_backlog=max_backlog, weight=weight
+            )
+        return self.queue(queue)
+
+    def pause_queue(self, name: str) -> QueueSettings:
+        """Start no more jobs of this queue (enqueues are still accepted, running attempts
+        finish); every worker sees it within CONTROLS_SECONDS (docs/flow-control.md)."""
+        return operators.set_queue_flow(self, name, paused=True)
+
+    def resume_queue(self, name: str) -> QueueSettings:
+        """Start the queue's jobs again after pause_queue."""
+        return operators.set_queue_flow(self, name, paused=False)
+
+    def queue_flows(self) -> list[QueueFlow]:
+        """Every queue with settings or waiting/running jobs: settings, backlog, running."""
+        return operators.queue_flows(self, None)
+
+    def tenants(self) -> list[TenantSettings]:
+        """Every tenant with settings, by name (a tenant not listed has the defaults)."""
+        return self.store.tenant_settings()
+
+    def tenant_settings(self, name: str) -> TenantSettings:
+        """A tenant's flow settings (the defaults for a tenant never set)."""
+        found = [t for t in self.store.tenant_settings() if t.tenant == name]
+        return found[0] if found else TenantSettings(name)
+
+    def tenant_flows(self) -> list[TenantFlow]:
+        """Every tenant with settings or waiting/running jobs: settings, backlog, running."""
+        return operators.tenant_flows(self, None)
+
+    def set_tenant(
+        self,
+        name: str,
+        *,
+        concurrency: int | Keep | None = KEEP,
+        max_backlog: int | Keep | None = KEEP,
+        weight: float | None = None,
+    ) -> TenantSettings:
+        """Change a tenant's limits, cluster-wide: concurrency (its attempts running at once,
+        over every queue), max_backlog (its waiting jobs), weight (its share of a claim
+        against other tenants). Settings not given are kept; None removes a limit."""
+        return operators.set_tenant_flow(
+            self, name, concurrency=concurrency, max_backlog=max_backlog, weight=weight
+        )
 
     def queue(self, name: str) -> QueueSettings:
         """A queue's settings (the defaults for a queue never set)."""
@@ -907,6 +969,10 @@ class App:
     aenqueue = _async_twin(enqueue)
     aenqueue_many = _async_twin(enqueue_many)
     astats = _async_twin(stats)
+    apause_queue = _async_twin(pause_queue)
+    aresume_queue = _async_twin(resume_queue)
+    aset_queue = _async_twin(set_queue)
+    aset_tenant = _async_twin(set_tenant)
     areplay_dead = _async_twin(replay_dead)
     aget_job = _async_twin(get_job)
     alist_jobs = _async_twin(list_jobs)

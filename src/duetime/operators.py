@@ -9,13 +9,24 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
-from typing import Protocol
+from typing import Any, Protocol
 
 from duetime.core.clock import Clock
 from duetime.core.errors import DuetimeError, InvalidRequest, JobNotFound
+from duetime.core.flow import (
+    KEEP,
+    FlowCounts,
+    Keep,
+    QueueFlow,
+    TenantFlow,
+    TenantSettings,
+    check_limit,
+    check_weight,
+)
 from duetime.core.models import JobFilter
+from duetime.core.outbox import QueueSettings
 from duetime.core.requests import TENANT_LIMIT, check_name
 from duetime.core.states import Event, JobStatus
 from duetime.core.stats import Stats, summarize
@@ -166,12 +177,18 @@ def stats(app: Backend, tenant: str | None) -> Stats:
     now = app.clock.now()
     store = app.store
     samples = store.attempt_samples(tenant, now - timedelta(hours=1), SAMPLE_LIMIT)
-    return summarize(
+    summary = summarize(
         now,
         store.job_counts(tenant),
         store.oldest_overdue(tenant, now),
         samples,
         sample_limit=SAMPLE_LIMIT,
+    )
+    found = store.flow_counts()  # backlog and running per queue and tenant, paused queues
+    return replace(
+        summary,
+        queues=tuple(queue_flows(app, tenant, found)),
+        tenants=tuple(tenant_flows(app, tenant, found)),
     )
 
 
@@ -259,3 +276,111 @@ def replay_many(
             progress(n, len(ids))
     log_event(log, "jobs.bulk_replayed", replayed=len(report.replayed), skipped=len(report.skipped))
     return report
+
+
+# -- flow control of queues and tenants (docs/flow-control.md) ------------------------------
+
+
+Counts = list[tuple[str, str, FlowCounts]]
+
+
+def queue_flows(app: Backend, tenant: str | None, found: Counts | None = None) -> list[QueueFlow]:
+    """Every queue with settings or waiting/running jobs: its settings, backlog and running
+    (counting only `tenant`'s jobs, when given). By name."""
+    store = app.store
+    settings = {q.queue: q for q in store.queue_settings()}
+    counts: dict[str, FlowCounts] = {}
+    for queue, owner, c in store.flow_counts() if found is None else found:
+        if tenant is None or owner == tenant:
+            counts[queue] = _add(counts.get(queue), c)
+    names = sorted(set(settings) | set(counts))
+    return [
+        QueueFlow(settings.get(name, QueueSettings(name)), counts.get(name, FlowCounts()))
+        for name in names
+    ]
+
+
+def tenant_flows(app: Backend, tenant: str | None, found: Counts | None = None) -> list[TenantFlow]:
+    """Every tenant with settings or waiting/running jobs (only `tenant`, when given): its
+    settings, backlog and running. By name."""
+    store = app.store
+    settings = {t.tenant: t for t in store.tenant_settings()}
+    counts: dict[str, FlowCounts] = {}
+    for _, owner, c in store.flow_counts() if found is None else found:
+        counts[owner] = _add(counts.get(owner), c)
+    names = sorted(set(settings) | set(counts))
+    return [
+        TenantFlow(settings.get(name, TenantSettings(name)), counts.get(name, FlowCounts()))
+        for name in names
+        if tenant is None or name == tenant
+    ]
+
+
+def _add(a: FlowCounts | None, b: FlowCounts) -> FlowCounts:
+    return b if a is None else FlowCounts(a.backlog + b.backlog, a.running + b.running)
+
+
+def set_queue_flow(
+    app: Backend,
+    name: str,
+    *,
+    paused: bool | None = None,
+    concurrency: int | Keep | None = KEEP,
+    max_backlog: int | Keep | None = KEEP,
+    weight: float | None = None,
+) -> QueueSettings:
+    """Pause or resume a queue, or change its limits (KEEP/None: see Store.set_queue)."""
+    queue = check_name(name, "queue", 100)
+    settings = app.store.set_queue(
+        queue,
+        app.clock.now(),
+        paused=paused,
+        concurrency=_limit(concurrency, "concurrency"),
+        max_backlog=_limit(max_backlog, "max_backlog"),
+        weight=check_weight(weight),
+    )
+    log_event(log, "queue.set", queue=queue, **_changed(paused, concurrency, max_backlog, weight))
+    return settings
+
+
+def set_tenant_flow(
+    app: Backend,
+    name: str,
+    *,
+    concurrency: int | Keep | None = KEEP,
+    max_backlog: int | Keep | None = KEEP,
+    weight: float | None = None,
+) -> TenantSettings:
+    """Change a tenant's limits (KEEP/None: see Store.set_tenant)."""
+    tenant = check_name(name, "tenant", TENANT_LIMIT)
+    settings = app.store.set_tenant(
+        tenant,
+        app.clock.now(),
+        concurrency=_limit(concurrency, "concurrency"),
+        max_backlog=_limit(max_backlog, "max_backlog"),
+        weight=check_weight(weight),
+    )
+    log_event(log, "tenant.set", tenant=tenant, **_changed(None, concurrency, max_backlog, weight))
+    return settings
+
+
+def _limit(value: int | Keep | None, what: str) -> int | Keep | None:
+    return value if isinstance(value, Keep) else check_limit(value, what)
+
+
+def _changed(
+    paused: bool | None,
+    concurrency: int | Keep | None,
+    max_backlog: int | Keep | None,
+    weight: float | None,
+) -> dict[str, Any]:
+    fields: dict[str, Any] = {}
+    if paused is not None:
+        fields["paused"] = paused
+    if not isinstance(concurrency, Keep):
+        fields["concurrency"] = concurrency
+    if not isinstance(max_backlog, Keep):
+        fields["max_backlog"] = max_backlog
+    if weight is not None:
+        fields["weight"] = weight
+    return fields

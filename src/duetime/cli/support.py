@@ -17,6 +17,7 @@ from typing import Any, NoReturn, TextIO
 
 from duetime.client import App
 from duetime.core.errors import ConfigurationError, InvalidRequest
+from duetime.core.flow import parse_limit
 from duetime.core.requests import parse_duration, parse_instant
 from duetime.store import missing_database, url_scheme
 
@@ -166,6 +167,14 @@ def positive_float(text: str) -> float:
     if not value > 0 or value == float("inf"):
         raise argparse.ArgumentTypeError(f"must be a number above 0, got {text}")
     return value
+
+
+def limit_flag(text: str) -> int | None:
+    """--concurrency, --max-backlog: a whole number >= 0, or `none` for no limit."""
+    try:
+        return parse_limit(text, "value")
+    except InvalidRequest as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def seconds(text: str) -> float:

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
+from duetime.core.flow import QueueFlow, TenantFlow
 from duetime.core.states import AttemptStatus
 
 WINDOWS = (5, 60)  # minutes
@@ -78,6 +79,9 @@ class Stats:
     series: tuple[MinutePoint, ...] = field(default=())
     sampled: int = 0
     sample_limit_hit: bool = False
+    # flow control (docs/flow-control.md): settings, backlog and running per queue and tenant
+    queues: tuple[QueueFlow, ...] = ()
+    tenants: tuple[TenantFlow, ...] = ()
 
     def by_status(self) -> dict[str, int]:
         out: dict[str, int] = {}
@@ -109,6 +113,10 @@ class Stats:
             ],
             "sampled_attempts": self.sampled,
             "sample_limit_hit": self.sample_limit_hit,
+            "flow": {
+                "queues": [q.to_json() for q in self.queues],
+                "tenants": [t.to_json() for t in self.tenants],
+            },
         }
 
 

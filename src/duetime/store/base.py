@@ -18,6 +18,7 @@ from contextlib import AbstractContextManager
 from datetime import datetime
 from typing import Any, Protocol
 
+from duetime.core.flow import KEEP, FlowControls, FlowCounts, Keep, TenantSettings
 from duetime.core.models import (
     Claim,
     Enqueued,
@@ -32,7 +33,6 @@ from duetime.core.models import (
     Tick,
     Wakeup,
 )
-from duetime.core.flow import KEEP, FlowControls, FlowCounts, Keep, TenantSettings
 from duetime.core.outbox import Dispatch, Dispatched, OutboxEvent, OutboxFigures, QueueSettings
 from duetime.core.schedule_spec import ScheduleSpec
 from duetime.core.schedules import Occurrence, Plan, Schedule

@@ -59,6 +59,11 @@ def job_out(job: Job) -> dict[str, Any]:
         200: {"model": JobOut, "description": "the same Idempotency-Key and body: the original"},
         409: {"model": Problem, "description": "the Idempotency-Key was used with another body"},
         413: {"model": Problem, "description": "the body or the args are over the limit"},
+        429: {
+            "model": Problem,
+            "description": "the queue's or tenant's max backlog is reached: nothing stored; "
+            "retry after Retry-After seconds",
+        },
     },
 )
 def enqueue(

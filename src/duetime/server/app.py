@@ -12,6 +12,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from duetime.client import App
 from duetime.core.errors import (
+    BacklogFull,
     DuetimeError,
     IdempotencyConflict,
     IllegalTransition,
@@ -23,6 +24,7 @@ from duetime.core.errors import (
     SchemaError,
 )
 from duetime.server import (
+    api_flow,
     api_jobs,
     api_schedules,
     api_stats,
@@ -148,6 +150,8 @@ def create_app(app: App, settings: ServerSettings | None = None) -> FastAPI:
             return await unexpected(request, exc)
         if isinstance(exc, PayloadTooLarge):
             return _error(413, str(exc))
+        if isinstance(exc, BacklogFull):  # admission control: nothing stored, come back later
+            return _error(429, str(exc), **{"Retry-After": str(exc.retry_after)})
         if isinstance(exc, JobNotFound | ScheduleNotFound):
             return _error(404, str(exc))
         if isinstance(exc, IdempotencyConflict | IllegalTransition | ScheduleExists):
@@ -178,6 +182,7 @@ def create_app(app: App, settings: ServerSettings | None = None) -> FastAPI:
     api.include_router(api_jobs.router)
     api.include_router(api_schedules.router)
     api.include_router(api_stats.router)
+    api.include_router(api_flow.router)
     api.include_router(metrics.router)
     api.include_router(dashboard.router)
     api.include_router(swagger.router)

@@ -353,6 +353,52 @@ class PointOut(BaseModel):
     lag_p95_seconds: float | None
 
 
+# -- flow control of queues and tenants (docs/flow-control.md) --------------------------------
+
+LIMIT_FIELD = Field(default=None, ge=0, le=10**9, description="null: no limit")
+WEIGHT_FIELD = Field(default=None, gt=0, le=10**6, description="share of a claim; default 1")
+
+
+class QueueOut(BaseModel):
+    queue: str
+    dispatch: str
+    paused: bool = Field(description="a paused queue accepts jobs and starts none")
+    concurrency: int | None = Field(description="attempts running at once, cluster-wide")
+    max_backlog: int | None = Field(description="enqueues past this many waiting are refused")
+    weight: float
+    updated_at: AwareDatetime | None
+    backlog: int = Field(description="jobs waiting: scheduled (due or not) or waiting")
+    running: int = Field(description="jobs running (or running with cancellation requested)")
+
+
+class TenantOut(BaseModel):
+    tenant: str
+    concurrency: int | None = Field(description="attempts running at once, cluster-wide")
+    max_backlog: int | None = Field(description="enqueues past this many waiting are refused")
+    weight: float
+    updated_at: AwareDatetime | None
+    backlog: int = Field(description="jobs waiting: scheduled (due or not) or waiting")
+    running: int = Field(description="jobs running (or running with cancellation requested)")
+
+
+class FlowOut(BaseModel):
+    queues: list[QueueOut]
+    tenants: list[TenantOut]
+
+
+class LimitsIn(BaseModel):
+    """Only the fields sent change; null removes a limit."""
+
+    model_config = ConfigDict(extra="forbid")
+    concurrency: int | None = LIMIT_FIELD
+    max_backlog: int | None = LIMIT_FIELD
+    weight: float | None = WEIGHT_FIELD
+
+
+class QueueIn(LimitsIn):
+    paused: bool | None = None
+
+
 class StatsOut(BaseModel):
     now: AwareDatetime
     by_status: dict[str, int]
@@ -362,3 +408,4 @@ class StatsOut(BaseModel):
     series: list[PointOut]
     sampled_attempts: int
     sample_limit_hit: bool
+    flow: FlowOut = Field(description="settings, backlog and running per queue and tenant")

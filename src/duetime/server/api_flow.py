@@ -1,0 +1,102 @@
+"""/v1/queues and /v1/tenants: flow control of queues and tenants (docs/flow-control.md).
+
+Anyone with a read token lists them (a tenant's token sees its own tenant, and queue counts
+of its own jobs); pausing, resuming and changing limits is an operator's action: admin only.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, Request
+
+from duetime import operators
+from duetime.core.flow import KEEP, Keep
+from duetime.server.auth import Principal, admin, reader
+from duetime.server.schemas import AUTH, LimitsIn, QueueIn, QueueOut, TenantOut
+from duetime.server.state import duetime_app
+
+router = APIRouter(prefix="/v1")
+
+
+@router.get("/queues", response_model=list[QueueOut], responses=AUTH, tags=["queues"])
+def list_queues(request: Request, who: Annotated[Principal, Depends(reader)]) -> list[Any]:
+    """Every queue with settings or waiting/running jobs: settings, backlog, running."""
+    flows = operators.queue_flows(duetime_app(request), who.tenant_filter)
+    return [f.to_json() for f in flows]
+
+
+@router.get("/queues/{name}", response_model=QueueOut, responses=AUTH, tags=["queues"])
+def get_queue(name: str, request: Request, who: Annotated[Principal, Depends(reader)]) -> Any:
+    """One queue: its settings (the defaults if never set), backlog and running."""
+    return _queue(request, name, who)
+
+
+@router.patch("/queues/{name}", response_model=QueueOut, responses=AUTH, tags=["queues"])
+def set_queue(
+    name: str, body: QueueIn, request: Request, who: Annotated[Principal, Depends(admin)]
+) -> Any:
+    """Change a queue's settings: only the fields sent change; null removes a limit."""
+    request.state.fields = ("concurrency", "max_backlog", "weight", "paused")
+    sent = body.model_fields_set
+    operators.set_queue_flow(
+        duetime_app(request),
+        name,
+        paused=body.paused,
+        concurrency=_given(sent, "concurrency", body.concurrency),
+        max_backlog=_given(sent, "max_backlog", body.max_backlog),
+        weight=body.weight,
+    )
+    return _queue(request, name, who)
+
+
+@router.post("/queues/{name}/pause", response_model=QueueOut, responses=AUTH, tags=["queues"])
+def pause_queue(name: str, request: Request, who: Annotated[Principal, Depends(admin)]) -> Any:
+    """Start no more jobs of the queue; it still accepts jobs, running ones finish."""
+    operators.set_queue_flow(duetime_app(request), name, paused=True)
+    return _queue(request, name, who)
+
+
+@router.post("/queues/{name}/resume", response_model=QueueOut, responses=AUTH, tags=["queues"])
+def resume_queue(name: str, request: Request, who: Annotated[Principal, Depends(admin)]) -> Any:
+    """Start the queue's jobs again."""
+    operators.set_queue_flow(duetime_app(request), name, paused=False)
+    return _queue(request, name, who)
+
+
+@router.get("/tenants", response_model=list[TenantOut], responses=AUTH, tags=["tenants"])
+def list_tenants(request: Request, who: Annotated[Principal, Depends(reader)]) -> list[Any]:
+    """Every tenant with settings or waiting/running jobs (a tenant's token: its own)."""
+    flows = operators.tenant_flows(duetime_app(request), who.tenant_filter)
+    return [f.to_json() for f in flows]
+
+
+@router.patch("/tenants/{name}", response_model=TenantOut, responses=AUTH, tags=["tenants"])
+def set_tenant(
+    name: str, body: LimitsIn, request: Request, who: Annotated[Principal, Depends(admin)]
+) -> Any:
+    """Change a tenant's limits: only the fields sent change; null removes a limit."""
+    request.state.fields = ("concurrency", "max_backlog", "weight")
+    sent = body.model_fields_set
+    app = duetime_app(request)
+    operators.set_tenant_flow(
+        app,
+        name,
+        concurrency=_given(sent, "concurrency", body.concurrency),
+        max_backlog=_given(sent, "max_backlog", body.max_backlog),
+        weight=body.weight,
+    )
+    [flow] = operators.tenant_flows(app, name)
+    return flow.to_json()
+
+
+def _given(sent: set[str], field: str, value: int | None) -> int | Keep | None:
+    return value if field in sent else KEEP
+
+
+def _queue(request: Request, name: str, who: Principal) -> Any:
+    flows = operators.queue_flows(duetime_app(request), who.tenant_filter)
+    found = [f for f in flows if f.settings.queue == name]
+    if found:
+        return found[0].to_json()
+    return {**duetime_app(request).queue(name).to_json(), "backlog": 0, "running": 0}

@@ -1,0 +1,80 @@
+"""/v1/queues and /v1/tenants (docs/flow-control.md): listing for readers, changes for admins,
+and admission control's 429 with Retry-After on enqueue."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from integration.apiclient import Api, running_api
+
+
+@pytest.fixture
+def api(store_url: str) -> Iterator[Api]:
+    with running_api(store_url) as api:
+        yield api
+
+
+def test_pause_resume_and_set_limits_need_an_admin_token(api: Api) -> None:
+    for method, path, body in [
+        ("POST", "/v1/queues/mail/pause", None),
+        ("POST", "/v1/queues/mail/resume", None),
+        ("PATCH", "/v1/queues/mail", {"concurrency": 3}),
+        ("PATCH", "/v1/tenants/acme", {"weight": 2}),
+    ]:
+        r = api.call(method, path, json=body, tenant="acme", role="write")
+        assert r.status_code == 403, (path, r.text)
+    assert api.app.store.queue_settings() == [] and api.app.store.tenant_settings() == []
+
+    r = api.call("POST", "/v1/queues/mail/pause", tenant="ops", role="admin")
+    assert r.status_code == 200 and r.json()["paused"] is True
+    r = api.call(
+        "PATCH", "/v1/queues/mail", json={"concurrency": 3, "max_backlog": 10}, role="admin"
+    )
+    assert r.status_code == 200, r.text
+    assert (r.json()["paused"], r.json()["concurrency"], r.json()["max_backlog"]) == (True, 3, 10)
+    r = api.call("PATCH", "/v1/queues/mail", json={"concurrency": None}, role="admin")
+    assert (r.json()["concurrency"], r.json()["max_backlog"]) == (None, 10)  # null: no limit
+    r = api.call("POST", "/v1/queues/mail/resume", role="admin")
+    assert r.json()["paused"] is False
+    r = api.call("PATCH", "/v1/queues/mail", json={"concurrency": -1}, role="admin")
+    assert r.status_code == 422
+    r = api.call("PATCH", "/v1/tenants/acme", json={"weight": 2, "concurrency": 4}, role="admin")
+    assert r.status_code == 200, r.text
+    assert (r.json()["tenant"], r.json()["weight"], r.json()["concurrency"]) == ("acme", 2, 4)
+
+
+def test_lists_show_counts_and_a_tenant_sees_its_own(api: Api) -> None:
+    api.app.scoped("acme").enqueue("t", {}, queue="mail")
+    api.app.scoped("globex").enqueue("t", {}, queue="mail")
+    api.app.set_queue("mail", concurrency=2)
+    api.app.set_tenant("globex", max_backlog=5)
+    admin = api.call("GET", "/v1/queues", role="admin").json()
+    assert [(q["queue"], q["concurrency"], q["backlog"]) for q in admin] == [("mail", 2, 2)]
+    own = api.call("GET", "/v1/queues", tenant="acme", role="read").json()
+    assert [(q["queue"], q["backlog"]) for q in own] == [("mail", 1)]
+    tenants = api.call("GET", "/v1/tenants", role="admin").json()
+    assert [(t["tenant"], t["max_backlog"], t["backlog"]) for t in tenants] == [
+        ("acme", None, 1),
+        ("globex", 5, 1),
+    ]
+    assert [t["tenant"] for t in api.call("GET", "/v1/tenants", tenant="acme").json()] == ["acme"]
+    stats = api.call("GET", "/v1/stats", role="admin").json()
+    assert [(q["queue"], q["backlog"]) for q in stats["flow"]["queues"]] == [("mail", 2)]
+    assert {t["tenant"] for t in stats["flow"]["tenants"]} == {"acme", "globex"}
+
+
+def test_enqueue_past_max_backlog_answers_429_with_retry_after(api: Api) -> None:
+    api.app.set_queue("mail", max_backlog=1)
+    first = api.call("POST", "/v1/jobs", json={"task": "t", "queue": "mail"})
+    assert first.status_code == 201, first.text
+    before = api.count_jobs()
+    refused = api.call("POST", "/v1/jobs", json={"task": "t", "queue": "mail"})
+    assert refused.status_code == 429, refused.text
+    assert int(refused.headers["Retry-After"]) > 0
+    assert "max backlog of 1" in refused.json()["detail"]
+    assert api.count_jobs() == before  # nothing stored
+    api.app.set_tenant("acme", max_backlog=1)
+    other = api.call("POST", "/v1/jobs", json={"task": "t", "queue": "other"})
+    assert other.status_code == 429 and "tenant 'acme'" in other.json()["detail"]

@@ -83,6 +83,19 @@ def make_app(database_url: str | None = None) -> App:
         time.sleep(seconds)
         write_marker("finished")
 
+    @app.task(name="flow.hold")
+    def flow_hold(seconds: float = 0.2) -> None:
+        """Holds its slot `seconds`; writes `hold-<job_id>-<attempt>`: its start and end
+        (time.time(), inside the attempt's lease), for the flow-control tests."""
+        ctx = duetime.current()
+        started = time.time()
+        time.sleep(seconds)
+        body = {"start": started, "end": time.time(), "pid": os.getpid()}
+        final = out_dir() / f"hold-{ctx.job_id}-{ctx.attempt}"
+        tmp = final.with_name(f".{final.name}.tmp")
+        tmp.write_text(json.dumps(body))
+        tmp.rename(final)
+
     @app.task(name="noop")
     def noop() -> None:
         write_marker("finished")

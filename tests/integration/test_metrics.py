@@ -243,3 +243,27 @@ def test_server_metrics_show_the_outbox(
     assert value(samples, "duetime_outbox_backlog", queue="broker") == 2
     assert value(samples, "duetime_outbox_oldest_unpublished_age_seconds") == 30
     assert value(samples, "duetime_outbox_publish_rate_per_second") == pytest.approx(1 / 60)
+
+
+def test_server_metrics_show_queue_and_tenant_flow(
+    server_app: App, client: TestClient, clock: ManualClock
+) -> None:
+    store = server_app.store
+    server_app.set_queue("mail", concurrency=2)
+    server_app.pause_queue("held")
+    server_app.set_tenant("acme", concurrency=5)
+    for _ in range(3):
+        enqueue(store, clock, queue="mail", tenant="acme")
+    enqueue(store, clock, queue="held", tenant="acme")
+    claim_one(store, clock)
+    _, admin = operators.create_token(server_app, "t1", "admin")
+    samples = parse(client.get("/metrics", headers=bearer(admin)).text)
+    assert value(samples, "duetime_queue_backlog", queue="mail") == 2
+    assert value(samples, "duetime_queue_running", queue="mail") == 1
+    assert value(samples, "duetime_queue_backlog", queue="held") == 1
+    assert value(samples, "duetime_queue_paused", queue="held") == 1
+    assert value(samples, "duetime_queue_paused", queue="mail") == 0
+    assert value(samples, "duetime_queue_concurrency_limit", queue="mail") == 2
+    assert value(samples, "duetime_tenant_backlog", tenant="acme") == 3
+    assert value(samples, "duetime_tenant_running", tenant="acme") == 1
+    assert value(samples, "duetime_tenant_concurrency_limit", tenant="acme") == 5

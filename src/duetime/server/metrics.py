@@ -52,11 +52,64 @@ class StoreCollector(Collector):
     def describe(self) -> Iterator[Metric]:
         """The names this collector yields, without reading the store (for registration)."""
         yield from families(None)
+        yield from flow_families(None)
         yield from outbox_families(None)
 
     def collect(self) -> Iterator[Metric]:
-        yield from families(operators.stats(self.app, None))
+        stats = operators.stats(self.app, None)
+        yield from families(stats)
+        yield from flow_families(stats)
         yield from outbox_families(self.app.outbox_status())
+
+
+def flow_families(stats: Stats | None) -> Iterator[Metric]:
+    """Flow control (docs/flow-control.md): per queue and tenant, backlog, running, limits."""
+    q_backlog = GaugeMetricFamily(
+        "duetime_queue_backlog",
+        "Jobs waiting (scheduled, due or not, or waiting) by queue, every tenant.",
+        labels=["queue"],
+    )
+    q_running = GaugeMetricFamily(
+        "duetime_queue_running", "Jobs running by queue, every tenant.", labels=["queue"]
+    )
+    q_paused = GaugeMetricFamily(
+        "duetime_queue_paused",
+        "1 when the queue is paused (starts no jobs), else 0.",
+        labels=["queue"],
+    )
+    q_cap = GaugeMetricFamily(
+        "duetime_queue_concurrency_limit",
+        "The queue's cluster-wide concurrency limit (queues with one only).",
+        labels=["queue"],
+    )
+    t_backlog = GaugeMetricFamily(
+        "duetime_tenant_backlog",
+        "Jobs waiting (scheduled, due or not, or waiting) by tenant.",
+        labels=["tenant"],
+    )
+    t_running = GaugeMetricFamily(
+        "duetime_tenant_running", "Jobs running by tenant.", labels=["tenant"]
+    )
+    t_cap = GaugeMetricFamily(
+        "duetime_tenant_concurrency_limit",
+        "The tenant's cluster-wide concurrency limit (tenants with one only).",
+        labels=["tenant"],
+    )
+    if stats is not None:
+        for q in stats.queues:
+            name = q.settings.queue
+            q_backlog.add_metric([name], q.counts.backlog)
+            q_running.add_metric([name], q.counts.running)
+            q_paused.add_metric([name], 1 if q.settings.paused else 0)
+            if q.settings.concurrency is not None:
+                q_cap.add_metric([name], q.settings.concurrency)
+        for t in stats.tenants:
+            name = t.settings.tenant
+            t_backlog.add_metric([name], t.counts.backlog)
+            t_running.add_metric([name], t.counts.running)
+            if t.settings.concurrency is not None:
+                t_cap.add_metric([name], t.settings.concurrency)
+    yield from (q_backlog, q_running, q_paused, q_cap, t_backlog, t_running, t_cap)
 
 
 def outbox_families(figures: OutboxFigures | None) -> Iterator[Metric]:

@@ -22,7 +22,7 @@ from duetime.core.tokens import Role, hash_secret
 from duetime.server import ServerSettings, create_app
 from duetime.server.auth import SESSION_COOKIE
 
-PAGES = ["/", "/jobs", "/schedules", "/dead-letters", "/jobs?status=parked", "/nodes"]
+PAGES = ["/", "/jobs", "/schedules", "/dead-letters", "/jobs?status=parked", "/nodes", "/queues"]
 
 
 @dataclass
@@ -797,3 +797,39 @@ def test_schedules_read_their_cron_in_words_and_can_be_triggered_and_edited(env:
     reader = env.logged_in(role="read")
     r = reader.post(f"/schedules/{s.id}/trigger", data={"csrf_token": csrf(reader)})
     assert r.status_code == 403
+
+
+def test_an_admin_pauses_resumes_and_limits_a_queue_and_a_tenant(env: Env) -> None:
+    env.scheduled(queue="emails")
+    env.scheduled(tenant="acme", queue="emails")
+    c = env.logged_in(role="admin")
+    page = c.get("/queues")
+    assert 'data-queue="emails"' in page.text and 'data-tenant="acme"' in page.text
+    token = csrf_in(page.text)
+    r = c.post("/queues/emails/pause", data={"csrf_token": token})
+    assert r.url.path == "/queues" and "paused" in flash(r.text)
+    assert env.app.queue("emails").paused and ">Resume<" in r.text
+    r = c.post("/queues/emails/resume", data={"csrf_token": token})
+    assert not env.app.queue("emails").paused
+    r = c.post(
+        "/queues/emails/limits",
+        data={"csrf_token": token, "concurrency": "3", "max_backlog": "", "weight": "2"},
+    )
+    assert flash(r.text) == "Queue 'emails' changed."
+    q = env.app.queue("emails")
+    assert (q.concurrency, q.max_backlog, q.weight) == (3, None, 2.0)
+    r = c.post("/queues/emails/limits", data={"csrf_token": token, "concurrency": "lots"})
+    assert "concurrency must be a whole number" in flash(r.text)
+    assert env.app.queue("emails").concurrency == 3
+    r = c.post("/tenants/acme/limits", data={"csrf_token": token, "max_backlog": "100"})
+    assert flash(r.text) == "Tenant 'acme' changed."
+    assert env.app.tenant_settings("acme").max_backlog == 100
+
+
+def test_only_admins_steer_queues(env: Env) -> None:
+    env.scheduled(queue="emails")
+    c = env.logged_in(role="write")
+    page = c.get("/queues")
+    assert page.status_code == 200 and ">Pause<" not in page.text
+    r = c.post("/queues/emails/pause", data={"csrf_token": csrf_in(c.get("/jobs").text)})
+    assert r.status_code == 403 and not env.app.queue("emails").paused

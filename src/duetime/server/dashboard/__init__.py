@@ -7,7 +7,8 @@ page, never as a 500.
 
 This package: filters (Jinja filters), session (the logged-in user and the dashboard's
 cookies), render (templates and error pages), forms (CSRF and role guard, typed fields),
-and one module of routes per area: login, overview, jobs, schedules, dead_letters, nodes.
+and one module of routes per area: login, overview, jobs, schedules, dead_letters, nodes,
+queues.
 """
 
 from __future__ import annotations
@@ -17,7 +18,15 @@ from pathlib import Path
 from fastapi import APIRouter, FastAPI
 from fastapi.staticfiles import StaticFiles
 
-from duetime.server.dashboard import dead_letters, jobs, login, nodes, overview, schedules
+from duetime.server.dashboard import (
+    dead_letters,
+    jobs,
+    login,
+    nodes,
+    overview,
+    queues,
+    schedules,
+)
 
 STATIC = Path(__file__).parent.parent / "static"
 
@@ -28,6 +37,7 @@ router.include_router(jobs.router)
 router.include_router(schedules.router)
 router.include_router(dead_letters.router)
 router.include_router(nodes.router)
+router.include_router(queues.router)
 
 
 def mount_static(api: FastAPI) -> None:

@@ -136,6 +136,9 @@ def cmd_set(args: argparse.Namespace) -> int:
             max_backlog=args.max_backlog,
             weight=args.weight,
         )
+    if not args.json and args.concurrency is KEEP and args.max_backlog is KEEP and not args.weight:
+        out(f"queue {settings.queue}: dispatch {settings.dispatch}")  # as it always said
+        return 0
     return _show(args, settings)
 
 

@@ -1,0 +1,70 @@
+"""Flow control from the command line (docs/flow-control.md): `duetime queues pause|resume|set
+|list`, `duetime tenants set|list`, and an enqueue past a max backlog (exit 1, one line)."""
+
+from __future__ import annotations
+
+import json
+
+from integration.procs import describe, run_cli
+
+
+def cli(db_url: str, *args: str) -> tuple[int, str, str]:
+    done = run_cli([*args, "--database-url", db_url])
+    return done.returncode, done.stdout, done.stderr
+
+
+def test_queues_pause_resume_set_and_list(db_url: str) -> None:
+    code, out, _ = cli(db_url, "queues", "set", "mail", "--concurrency", "3", "--weight", "2")
+    assert code == 0 and out.strip() == (
+        "queue mail: active, dispatch direct, concurrency 3, max backlog -, weight 2"
+    )
+    code, out, _ = cli(db_url, "queues", "pause", "mail")
+    assert code == 0 and out.startswith("queue mail: paused,")
+    code, out, _ = cli(db_url, "enqueue", "t", "--queue", "mail")
+    assert code == 0, out  # a paused queue accepts jobs
+    code, out, _ = cli(db_url, "queues", "list", "--json")
+    [row] = json.loads(out)
+    assert (row["queue"], row["paused"], row["concurrency"], row["weight"]) == ("mail", True, 3, 2)
+    assert (row["backlog"], row["running"]) == (1, 0)
+    code, out, _ = cli(db_url, "queues", "list")
+    assert code == 0 and "paused" in out.splitlines()[1]
+    code, out, _ = cli(db_url, "queues", "resume", "mail", "--json")
+    assert code == 0 and json.loads(out)["paused"] is False
+    code, out, _ = cli(db_url, "queues", "set", "mail", "--concurrency", "none", "--json")
+    assert json.loads(out)["concurrency"] is None
+
+
+def test_bad_values_and_nothing_to_set_are_usage_errors(db_url: str) -> None:
+    for args in (
+        ["queues", "set", "mail", "--concurrency", "-2"],
+        ["queues", "set", "mail", "--max-backlog", "many"],
+        ["queues", "set", "mail", "--weight", "0"],
+        ["queues", "set", "mail"],
+        ["tenants", "set", "acme"],
+        ["tenants", "set", "acme", "--concurrency", "1.5"],
+    ):
+        done = run_cli([*args, "--database-url", db_url])
+        assert done.returncode == 2, describe(done)
+        assert done.stderr.strip().splitlines()[-1].startswith("duetime "), describe(done)
+
+
+def test_tenants_set_and_list(db_url: str) -> None:
+    code, out, _ = cli(db_url, "tenants", "set", "acme", "--concurrency", "5", "--max-backlog", "9")
+    assert code == 0 and out.strip() == "tenant acme: concurrency 5, max backlog 9, weight 1"
+    cli(db_url, "enqueue", "t", "--tenant", "acme")
+    code, out, _ = cli(db_url, "tenants", "list", "--json")
+    rows = {r["tenant"]: r for r in json.loads(out)}
+    assert (rows["acme"]["concurrency"], rows["acme"]["backlog"]) == (5, 1)
+    code, out, _ = cli(db_url, "tenants", "list")
+    assert code == 0 and out.splitlines()[0].split()[:2] == ["tenant", "concurrency"]
+
+
+def test_an_enqueue_past_max_backlog_exits_1_with_one_line(db_url: str) -> None:
+    cli(db_url, "queues", "set", "mail", "--max-backlog", "1")
+    assert cli(db_url, "enqueue", "t", "--queue", "mail")[0] == 0
+    code, out, err = cli(db_url, "enqueue", "t", "--queue", "mail")
+    assert code == 1 and out == ""
+    assert len(err.strip().splitlines()) == 1, err
+    assert "max backlog of 1" in err and "nothing was enqueued" in err
+    code, out, _ = cli(db_url, "queues", "list", "--json")
+    assert json.loads(out)[0]["backlog"] == 1  # nothing stored

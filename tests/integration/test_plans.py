@@ -235,3 +235,61 @@ def test_a_claim_keeps_its_plan_before_the_statistics_know_of_a_bulk_load(
         assert '"key": "duetime_jobs_due_any"' in plan, plan
     claims = unanalyzed.claim(worker_id="w", queues=None, limit=100, now=NOW, tasks=["t"])
     assert len(claims) == 50
+
+
+def candidate_params(all_queues: bool) -> dict[str, Any]:
+    return {
+        "now": NOW,
+        "limit": 40,
+        "all_queues": all_queues,
+        "queues": [] if all_queues else ["default"],
+        "all_tasks": True,
+        "tasks": [],
+        "open_queues": False,
+        "skip_queues": ["paused"],
+        "open_tenants": False,
+        "skip_tenants": ["full"],
+        "no_skip_ids": False,
+        "skip_ids": [1, 2],
+    }
+
+
+@pytest.mark.parametrize("all_queues", [True, False], ids=["every queue", "one queue"])
+def test_a_controlled_claim_reads_only_due_rows_through_its_index(
+    backlog: Store, all_queues: bool
+) -> None:
+    """With flow controls (docs/flow-control.md) the claim's candidates come from the same
+    claim-order index, the paused/full queues and tenants left out by a filter."""
+    params = candidate_params(all_queues)
+    driver = backlog.driver  # type: ignore[attr-defined]
+    statements = driver.statements("claim_candidates")
+    select = next(s for s in statements if "duetime_jobs" in s)
+    with driver.transaction() as c:
+        for setting in statements[: statements.index(select)]:  # SET LOCAL enable_sort = off
+            driver.execute(c.native, setting, {})
+        prefix = {
+            "postgres": "EXPLAIN (FORMAT JSON) ",
+            "sqlite": "EXPLAIN QUERY PLAN ",
+            "mysql": "EXPLAIN FORMAT=JSON ",
+        }[backlog.dialect]
+        rows, _ = driver.execute(c.native, prefix + select, driver.encode(params))
+    if backlog.dialect == "postgres":
+        plan = json.dumps(rows[0]["QUERY PLAN"])
+        assert "Seq Scan" not in plan and '"Sort"' not in plan, plan
+        assert '"Index Name": "duetime_jobs_due' in plan and '"Limit"' in plan, plan
+    elif backlog.dialect == "sqlite":
+        plan = "\n".join(str(tuple(r)) for r in rows)
+        assert plan.count("TEMP B-TREE") == 1, plan  # only the branch for several queues
+        assert "SCAN duetime_jobs USING INDEX duetime_jobs_due_any" in plan, plan
+        assert "duetime_jobs USING INDEX duetime_jobs_due (queue=?)" in plan, plan
+    else:
+        plan = str(next(iter(rows[0].values())))
+        assert "filesort" not in plan.lower(), plan
+        index = "duetime_jobs_due_any" if all_queues else "duetime_jobs_due"
+        assert f'"key": "{index}"' in plan, plan
+    backlog.set_queue("paused", NOW, paused=True)
+    backlog.set_queue("default", NOW, concurrency=30)
+    claims = backlog.claim(
+        worker_id="w", queues=None if all_queues else ["default"], limit=100, now=NOW
+    )
+    assert len(claims) == 30  # the cap, over the 50 due

@@ -504,7 +504,7 @@ GROUP BY j.queue, j.tenant;
 
 -- name: claim_candidates
 -- A controlled claim's pick, read only (claim_chosen then takes the chosen ids). One branch
--- runs (every queue, or the queues named), each on its claim-order index.
+-- runs (every queue, one queue, or several), each on its claim-order index, as in claim.
 SELECT id, queue, tenant FROM (
     SELECT id, queue, tenant FROM duetime_jobs INDEXED BY duetime_jobs_due_any
     WHERE :all_queues AND status = 'scheduled' AND due_at <= :now
@@ -518,7 +518,20 @@ SELECT id, queue, tenant FROM (
 UNION ALL
 SELECT id, queue, tenant FROM (
     SELECT id, queue, tenant FROM duetime_jobs INDEXED BY duetime_jobs_due
-    WHERE NOT :all_queues AND queue IN (SELECT value FROM json_each(:queues))
+    WHERE NOT :all_queues AND json_array_length(:queues) = 1
+      AND queue = json_extract(:queues, '$[0]') AND status = 'scheduled' AND due_at <= :now
+      AND (deadline_at IS NULL OR deadline_at > :now)
+      AND (:all_tasks OR task IN (SELECT value FROM json_each(:tasks)))
+      AND (:open_queues OR queue NOT IN (SELECT value FROM json_each(:skip_queues)))
+      AND (:open_tenants OR tenant NOT IN (SELECT value FROM json_each(:skip_tenants)))
+      AND (:no_skip_ids OR id NOT IN (SELECT value FROM json_each(:skip_ids)))
+    ORDER BY priority DESC, due_at, id
+    LIMIT :limit)
+UNION ALL
+SELECT id, queue, tenant FROM (
+    SELECT id, queue, tenant FROM duetime_jobs INDEXED BY duetime_jobs_due
+    WHERE NOT :all_queues AND json_array_length(:queues) > 1
+      AND queue IN (SELECT value FROM json_each(:queues))
       AND status = 'scheduled' AND due_at <= :now
       AND (deadline_at IS NULL OR deadline_at > :now)
       AND (:all_tasks OR task IN (SELECT value FROM json_each(:tasks)))

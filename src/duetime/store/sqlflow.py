@@ -34,6 +34,7 @@ from duetime.core.flow import (
     room,
 )
 from duetime.core.models import Claim, NewJob
+from duetime.core.outbox import Dispatch
 from duetime.core.states import Event
 from duetime.store.driver import Connection, Driver, Row
 from duetime.store.rows import ATTEMPT_COLUMNS, ToTime, attempt_from_row, job_from_row, moves_json
@@ -89,8 +90,11 @@ class QueuesTenantsFlow(QueuesOutbox):
         at = time.monotonic()
         if cached is not None and at - cached[0] < CONTROLS_SECONDS:
             return cached[1]
-        controls = FlowControls.of(self.queue_settings(), self.tenant_settings())
+        queues = self.queue_settings()
+        controls = FlowControls.of(queues, self.tenant_settings())
         self._controls = (at, controls)
+        # the same read refreshes the outbox-mode queues' names (one read a second, not two)
+        self._outbox_queues = (at, [q.queue for q in queues if q.dispatch is Dispatch.OUTBOX])
         return controls
 
     def flow_counts(self) -> list[tuple[str, str, FlowCounts]]:

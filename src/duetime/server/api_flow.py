@@ -8,15 +8,19 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, Request
+from fastapi import APIRouter, Depends, Path, Request
+from pydantic import AfterValidator
 
 from duetime import operators
 from duetime.core.flow import KEEP, Keep
 from duetime.server.auth import Principal, admin, reader
-from duetime.server.schemas import AUTH, LimitsIn, QueueIn, QueueOut, TenantOut
+from duetime.server.schemas import AUTH, LimitsIn, QueueIn, QueueOut, TenantOut, clean_text
 from duetime.server.state import duetime_app
 
 router = APIRouter(prefix="/v1")
+
+# queue and tenant names: up to 100 characters, as everywhere
+Name = Annotated[str, Path(min_length=1, max_length=100), AfterValidator(clean_text)]
 
 
 @router.get("/queues", response_model=list[QueueOut], responses=AUTH, tags=["queues"])
@@ -27,14 +31,14 @@ def list_queues(request: Request, who: Annotated[Principal, Depends(reader)]) ->
 
 
 @router.get("/queues/{name}", response_model=QueueOut, responses=AUTH, tags=["queues"])
-def get_queue(name: str, request: Request, who: Annotated[Principal, Depends(reader)]) -> Any:
+def get_queue(name: Name, request: Request, who: Annotated[Principal, Depends(reader)]) -> Any:
     """One queue: its settings (the defaults if never set), backlog and running."""
     return _queue(request, name, who)
 
 
 @router.patch("/queues/{name}", response_model=QueueOut, responses=AUTH, tags=["queues"])
 def set_queue(
-    name: str, body: QueueIn, request: Request, who: Annotated[Principal, Depends(admin)]
+    name: Name, body: QueueIn, request: Request, who: Annotated[Principal, Depends(admin)]
 ) -> Any:
     """Change a queue's settings: only the fields sent change; null removes a limit."""
     request.state.fields = ("concurrency", "max_backlog", "weight", "paused")
@@ -51,14 +55,14 @@ def set_queue(
 
 
 @router.post("/queues/{name}/pause", response_model=QueueOut, responses=AUTH, tags=["queues"])
-def pause_queue(name: str, request: Request, who: Annotated[Principal, Depends(admin)]) -> Any:
+def pause_queue(name: Name, request: Request, who: Annotated[Principal, Depends(admin)]) -> Any:
     """Start no more jobs of the queue; it still accepts jobs, running ones finish."""
     operators.set_queue_flow(duetime_app(request), name, paused=True)
     return _queue(request, name, who)
 
 
 @router.post("/queues/{name}/resume", response_model=QueueOut, responses=AUTH, tags=["queues"])
-def resume_queue(name: str, request: Request, who: Annotated[Principal, Depends(admin)]) -> Any:
+def resume_queue(name: Name, request: Request, who: Annotated[Principal, Depends(admin)]) -> Any:
     """Start the queue's jobs again."""
     operators.set_queue_flow(duetime_app(request), name, paused=False)
     return _queue(request, name, who)
@@ -73,7 +77,7 @@ def list_tenants(request: Request, who: Annotated[Principal, Depends(reader)]) -
 
 @router.patch("/tenants/{name}", response_model=TenantOut, responses=AUTH, tags=["tenants"])
 def set_tenant(
-    name: str, body: LimitsIn, request: Request, who: Annotated[Principal, Depends(admin)]
+    name: Name, body: LimitsIn, request: Request, who: Annotated[Principal, Depends(admin)]
 ) -> Any:
     """Change a tenant's limits: only the fields sent change; null removes a limit."""
     request.state.fields = ("concurrency", "max_backlog", "weight")

@@ -3,7 +3,9 @@ cluster-wide concurrency caps, weights, and admission control by max_backlog."""
 
 from __future__ import annotations
 
+import time
 from collections import Counter
+from collections.abc import Callable
 
 import pytest
 
@@ -178,3 +180,25 @@ def _all() -> object:
     from duetime.core.models import JobFilter
 
     return JobFilter(limit=1000)
+
+
+def test_another_process_sees_a_pause_within_the_controls_ttl(
+    make_store: Callable[[], Store], clock: ManualClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A store keeps its copy of the control rows CONTROLS_SECONDS: a pause made elsewhere
+    stops its claims once that copy is older (docs/flow-control.md)."""
+    from duetime.core.flow import CONTROLS_SECONDS
+    from duetime.store import sqlflow
+
+    operator, worker = make_store(), make_store()
+    for _ in range(3):
+        enqueue(operator, clock, queue="q")
+    assert len(worker.claim(worker_id="w", queues=None, limit=1, now=clock.now())) == 1
+    operator.set_queue("q", clock.now(), paused=True)
+    assert operator.claim(worker_id="o", queues=None, limit=5, now=clock.now()) == []  # at once
+    started = time.monotonic()
+    monkeypatch.setattr(sqlflow, "monotonic", lambda: started + CONTROLS_SECONDS + 0.01)
+    assert worker.claim(worker_id="w", queues=None, limit=5, now=clock.now()) == []
+    operator.set_queue("q", clock.now(), paused=False)
+    monkeypatch.setattr(sqlflow, "monotonic", lambda: started + 2 * CONTROLS_SECONDS + 0.1)
+    assert len(worker.claim(worker_id="w", queues=None, limit=5, now=clock.now())) == 2

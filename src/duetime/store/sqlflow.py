@@ -12,7 +12,7 @@ tenant with a max_backlog locks that row likewise, counts its backlog and refuse
 
 from __future__ import annotations
 
-import time
+from time import monotonic
 from collections import Counter
 from collections.abc import Sequence
 from datetime import datetime
@@ -87,7 +87,7 @@ class QueuesTenantsFlow(QueuesOutbox):
     def flow_controls(self) -> FlowControls:
         """Every control row, read at most CONTROLS_SECONDS ago."""
         cached = self._controls
-        at = time.monotonic()
+        at = monotonic()
         if cached is not None and at - cached[0] < CONTROLS_SECONDS:
             return cached[1]
         queues = self.queue_settings()

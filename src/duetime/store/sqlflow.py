@@ -12,10 +12,10 @@ tenant with a max_backlog locks that row likewise, counts its backlog and refuse
 
 from __future__ import annotations
 
-from time import monotonic
 from collections import Counter
 from collections.abc import Sequence
 from datetime import datetime
+from time import monotonic
 
 from duetime.core.errors import BacklogFull
 from duetime.core.flow import (

@@ -202,3 +202,27 @@ def test_another_process_sees_a_pause_within_the_controls_ttl(
     operator.set_queue("q", clock.now(), paused=False)
     monkeypatch.setattr(sqlflow, "monotonic", lambda: started + 2 * CONTROLS_SECONDS + 0.1)
     assert len(worker.claim(worker_id="w", queues=None, limit=5, now=clock.now())) == 2
+
+
+def test_a_weighted_tenant_behind_a_flood_gets_its_share(store: Store, clock: ManualClock) -> None:
+    """Its jobs lie behind more than a claim reads of another tenant's: still seen, and the
+    claim's slots split by weight (docs/flow-control.md, "Tenants")."""
+    for _ in range(60):
+        enqueue(store, clock, tenant="flood")
+    clock.advance(1)
+    small = [enqueue(store, clock, tenant="small").id for _ in range(5)]
+    store.set_tenant("small", clock.now(), weight=3)
+    claims = store.claim(worker_id="w", queues=None, limit=4, now=clock.now())
+    assert Counter(c.job.tenant for c in claims) == {"small": 3, "flood": 1}
+    assert [c.job.id for c in claims if c.job.tenant == "small"] == small[:3]
+
+
+def test_a_weighted_queue_behind_a_flood_gets_its_share(store: Store, clock: ManualClock) -> None:
+    for _ in range(60):
+        enqueue(store, clock, queue="bulk")
+    clock.advance(1)
+    for _ in range(5):
+        enqueue(store, clock, queue="urgent")
+    store.set_queue("urgent", clock.now(), weight=1.5)
+    claims = store.claim(worker_id="w", queues=["bulk", "urgent"], limit=5, now=clock.now())
+    assert Counter(c.job.queue for c in claims) == {"urgent": 3, "bulk": 2}

@@ -29,6 +29,8 @@ BACKLOG_RETRY_AFTER = 5
 WEIGHTED_SCAN = 4
 # and takes at most this many rounds of reading (each round excludes what became full)
 MAX_ROUNDS = 4
+# weighted queues (and tenants) whose jobs the first read did not reach, read one by one
+MAX_PROBES = 8
 
 
 @dataclass(frozen=True)

@@ -22,6 +22,7 @@ from duetime.core.flow import (
     BACKLOG_RETRY_AFTER,
     CONTROLS_SECONDS,
     KEEP,
+    MAX_PROBES,
     MAX_ROUNDS,
     WEIGHTED_SCAN,
     Candidate,
@@ -158,8 +159,13 @@ class QueuesTenantsFlow(QueuesOutbox):
                     no_skip_ids=not chosen,
                     skip_ids=sorted(chosen),
                 )
+                found = [Candidate(int(r["id"]), r["queue"], r["tenant"]) for r in rows]
+                if controls.weighted and not chosen and len(rows) >= scan:
+                    found += self._weighted_behind(
+                        c, controls, found, want, now, queues, tasks, skip_queues, skip_tenants
+                    )
                 chosen += choose(
-                    [Candidate(int(r["id"]), r["queue"], r["tenant"]) for r in rows],
+                    list({f.id: f for f in found}.values()),
                     want,
                     queue_room,
                     tenant_room,
@@ -170,7 +176,7 @@ class QueuesTenantsFlow(QueuesOutbox):
                     break
             if not chosen:
                 return []
-            found = c.rows(
+            started = c.rows(
                 "claim_chosen",
                 ids=sorted(chosen),
                 now=now,
@@ -182,8 +188,65 @@ class QueuesTenantsFlow(QueuesOutbox):
                 job_from_row(row, self._t),
                 attempt_from_row({col: row[f"attempt_{col}"] for col in ATTEMPT_COLUMNS}, self._t),
             )
-            for row in found
+            for row in started
         ]
+
+    def _weighted_behind(
+        self,
+        c: Connection,
+        controls: FlowControls,
+        seen: list[Candidate],
+        want: int,
+        now: datetime,
+        queues: Sequence[str] | None,
+        tasks: Sequence[str] | None,
+        skip_queues: set[str],
+        skip_tenants: list[str],
+    ) -> list[Candidate]:
+        """The candidates of weighted queues and tenants (up to MAX_PROBES of each) that the
+        first read did not reach, because other jobs fill its window: read one by one, so a
+        weight counts in every claim wherever its jobs lie in claim order."""
+        found: list[Candidate] = []
+        seen_queues = {x.queue for x in seen}
+        seen_tenants = {x.tenant for x in seen}
+        common = {
+            "now": now,
+            "limit": want,
+            "all_tasks": tasks is None,
+            "tasks": list(tasks) if tasks is not None else [],
+        }
+        behind_queues = [
+            q
+            for q in sorted(controls.queue_weights)
+            if q not in seen_queues and q not in skip_queues and (queues is None or q in queues)
+        ]
+        for q in behind_queues[:MAX_PROBES]:
+            rows = c.rows(
+                "queue_candidates",
+                queue=q,
+                open_tenants=not skip_tenants,
+                skip_tenants=skip_tenants,
+                **common,
+            )
+            found += [Candidate(int(r["id"]), r["queue"], r["tenant"]) for r in rows]
+        seen_tenants |= {x.tenant for x in found}
+        behind_tenants = [
+            t
+            for t in sorted(controls.tenant_weights)
+            if t not in seen_tenants and t not in skip_tenants
+        ]
+        for t in behind_tenants[:MAX_PROBES]:
+            rows = c.rows(
+                "tenant_candidates",
+                tenant=t,
+                all_queues=queues is None,
+                queues=list(queues) if queues is not None else [],
+                open_queues=not skip_queues,
+                skip_queues=sorted(skip_queues),
+                **common,
+            )
+            found += [Candidate(int(r["id"]), r["queue"], r["tenant"]) for r in rows]
+        return found
 
     # -- admission control --------------------------------------------------------------------
 

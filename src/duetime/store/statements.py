@@ -123,6 +123,10 @@ STATEMENTS: dict[str, str] = {
     "and not past their deadline, of `queues` (any when all_queues) and `tasks` (any when "
     "all_tasks), not of skip_queues (unless open_queues), skip_tenants (unless open_tenants), "
     "skip_ids (unless no_skip_ids), by priority desc, due_at, id; locks nothing",
+    "queue_candidates": "as claim_candidates, of queue `queue` only (tenants not in "
+    "skip_tenants unless open_tenants)",
+    "tenant_candidates": "as claim_candidates, of tenant `tenant` only (queues of `queues` "
+    "unless all_queues, not in skip_queues unless open_queues)",
     "claim_chosen": "as claim, for the jobs in ids still scheduled, due at now and not past "
     "their deadline, skipping rows another transaction locked",
     "lock_queue_backlog": "returns max_backlog of queue `queue`, its row locked for the "

@@ -554,6 +554,27 @@ UNION ALL
  ORDER BY neg_priority, due_at, id
  LIMIT %(limit)s);
 
+-- name: queue_candidates
+-- The candidates of one queue (a weighted queue the claim's first read did not reach).
+SELECT id, queue, tenant FROM duetime_jobs FORCE INDEX (duetime_jobs_due)
+WHERE queue = %(queue)s AND status = 'scheduled' AND due_at <= %(now)s
+  AND (deadline_at IS NULL OR deadline_at > %(now)s)
+  AND (%(all_tasks)s OR task IN %(tasks)s)
+  AND (%(open_tenants)s OR tenant NOT IN %(skip_tenants)s)
+ORDER BY neg_priority, due_at, id
+LIMIT %(limit)s;
+
+-- name: tenant_candidates
+-- The candidates of one tenant (a weighted tenant the claim's first read did not reach).
+SELECT id, queue, tenant FROM duetime_jobs FORCE INDEX (duetime_jobs_listing)
+WHERE tenant = %(tenant)s AND status = 'scheduled' AND due_at <= %(now)s
+  AND (deadline_at IS NULL OR deadline_at > %(now)s)
+  AND (%(all_queues)s OR queue IN %(queues)s)
+  AND (%(all_tasks)s OR task IN %(tasks)s)
+  AND (%(open_queues)s OR queue NOT IN %(skip_queues)s)
+ORDER BY neg_priority, due_at, id
+LIMIT %(limit)s;
+
 -- name: claim_chosen
 -- As claim, for the jobs of `ids` still scheduled, due and not past their deadline, skipping
 -- rows another transaction locked.

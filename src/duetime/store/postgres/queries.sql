@@ -539,6 +539,27 @@ WHERE status = 'scheduled'
 ORDER BY priority DESC, due_at, id
 LIMIT %(limit)s;
 
+-- name: queue_candidates
+-- The candidates of one queue (a weighted queue the claim's first read did not reach).
+SELECT id, queue, tenant FROM duetime_jobs
+WHERE queue = %(queue)s::text AND status = 'scheduled' AND due_at <= %(now)s
+  AND (deadline_at IS NULL OR deadline_at > %(now)s)
+  AND (%(all_tasks)s::boolean OR task = ANY (%(tasks)s::text[]))
+  AND NOT (tenant = ANY (%(skip_tenants)s::text[]))
+ORDER BY priority DESC, due_at, id
+LIMIT %(limit)s;
+
+-- name: tenant_candidates
+-- The candidates of one tenant (a weighted tenant the claim's first read did not reach).
+SELECT id, queue, tenant FROM duetime_jobs
+WHERE tenant = %(tenant)s::text AND status = 'scheduled' AND due_at <= %(now)s
+  AND (deadline_at IS NULL OR deadline_at > %(now)s)
+  AND (%(all_queues)s::boolean OR queue = ANY (%(queues)s::text[]))
+  AND (%(all_tasks)s::boolean OR task = ANY (%(tasks)s::text[]))
+  AND NOT (queue = ANY (%(skip_queues)s::text[]))
+ORDER BY priority DESC, due_at, id
+LIMIT %(limit)s;
+
 -- name: claim_chosen
 -- As claim, for the jobs of `ids` still scheduled, due and not past their deadline, skipping
 -- rows another transaction locked.

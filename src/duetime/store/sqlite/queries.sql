@@ -541,6 +541,27 @@ SELECT id, queue, tenant FROM (
     ORDER BY priority DESC, due_at, id
     LIMIT :limit);
 
+-- name: queue_candidates
+-- The candidates of one queue (a weighted queue the claim's first read did not reach).
+SELECT id, queue, tenant FROM duetime_jobs INDEXED BY duetime_jobs_due
+WHERE queue = :queue AND status = 'scheduled' AND due_at <= :now
+  AND (deadline_at IS NULL OR deadline_at > :now)
+  AND (:all_tasks OR task IN (SELECT value FROM json_each(:tasks)))
+  AND (:open_tenants OR tenant NOT IN (SELECT value FROM json_each(:skip_tenants)))
+ORDER BY priority DESC, due_at, id
+LIMIT :limit;
+
+-- name: tenant_candidates
+-- The candidates of one tenant (a weighted tenant the claim's first read did not reach).
+SELECT id, queue, tenant FROM duetime_jobs INDEXED BY duetime_jobs_listing
+WHERE tenant = :tenant AND status = 'scheduled' AND due_at <= :now
+  AND (deadline_at IS NULL OR deadline_at > :now)
+  AND (:all_queues OR queue IN (SELECT value FROM json_each(:queues)))
+  AND (:all_tasks OR task IN (SELECT value FROM json_each(:tasks)))
+  AND (:open_queues OR queue NOT IN (SELECT value FROM json_each(:skip_queues)))
+ORDER BY priority DESC, due_at, id
+LIMIT :limit;
+
 -- name: claim_chosen
 -- As claim, for the jobs of `ids` still scheduled, due and not past their deadline (under the
 -- write lock).

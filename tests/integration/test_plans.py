@@ -293,3 +293,37 @@ def test_a_controlled_claim_reads_only_due_rows_through_its_index(
         worker_id="w", queues=None if all_queues else ["default"], limit=100, now=NOW
     )
     assert len(claims) == 30  # the cap, over the 50 due
+
+
+@pytest.mark.parametrize("name", ["queue_candidates", "tenant_candidates"])
+def test_a_weighted_probe_reads_one_queue_or_tenant_through_an_index(
+    backlog: Store, name: str
+) -> None:
+    """The probes for weighted queues and tenants behind a flood (docs/flow-control.md) read
+    their own rows through an index: never a scan of the whole table."""
+    params = {
+        **candidate_params(True),
+        "queue": "default",
+        "tenant": "default",
+        "limit": 10,
+    }
+    driver = backlog.driver  # type: ignore[attr-defined]
+    [select] = driver.statements(name)
+    prefix = {
+        "postgres": "EXPLAIN (FORMAT JSON) ",
+        "sqlite": "EXPLAIN QUERY PLAN ",
+        "mysql": "EXPLAIN FORMAT=JSON ",
+    }[backlog.dialect]
+    with driver.transaction() as c:
+        rows, _ = driver.execute(c.native, prefix + select, driver.encode(params))
+    index = "duetime_jobs_due" if name == "queue_candidates" else "duetime_jobs_listing"
+    if backlog.dialect == "postgres":
+        plan = json.dumps(rows[0]["QUERY PLAN"])
+        # every row of this backlog is of one tenant and queue: any index will do
+        assert "Seq Scan" not in plan and '"Index Name": "duetime_jobs_' in plan, plan
+    elif backlog.dialect == "sqlite":
+        plan = "\n".join(str(tuple(r)) for r in rows)
+        assert f"USING INDEX {index}" in plan, plan
+    else:
+        plan = str(next(iter(rows[0].values())))
+        assert f'"key": "{index}"' in plan, plan

@@ -68,3 +68,26 @@ def test_an_enqueue_past_max_backlog_exits_1_with_one_line(db_url: str) -> None:
     assert "max backlog of 1" in err and "nothing was enqueued" in err
     code, out, _ = cli(db_url, "queues", "list", "--json")
     assert json.loads(out)[0]["backlog"] == 1  # nothing stored
+
+
+def test_stats_show_controlled_queues_and_tenants(db_url: str) -> None:
+    cli(db_url, "enqueue", "t", "--queue", "mail")
+    code, out, _ = cli(db_url, "stats")
+    assert code == 0 and "paused" not in out and "max backlog" not in out  # none: as before
+    cli(db_url, "queues", "pause", "mail")
+    cli(db_url, "tenants", "set", "default", "--concurrency", "4")
+    code, out, _ = cli(db_url, "stats")
+    lines = out.splitlines()
+    assert lines[lines.index(next(x for x in lines if x.startswith("queue "))) + 1].split() == [
+        "mail",
+        "paused",
+        "1",
+        "0",
+        "-",
+        "-",
+        "1",
+    ]
+    assert any(x.split()[:5] == ["default", "1", "0", "4", "-"] for x in lines), out
+    code, out, _ = cli(db_url, "stats", "--json")
+    flow = json.loads(out)["flow"]
+    assert flow["queues"][0]["paused"] is True and flow["tenants"][0]["concurrency"] == 4

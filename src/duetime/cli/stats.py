@@ -1,4 +1,5 @@
-"""`duetime stats`: jobs by status and queue, oldest overdue age, lag and throughput."""
+"""`duetime stats`: jobs by status and queue, oldest overdue age, lag and throughput, and the
+queues and tenants with flow settings (backlog, running, limits)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from typing import Any
 
 from duetime import operators
 from duetime.cli.support import make_app, out, table
+from duetime.core.outbox import QueueSettings
 from duetime.core.states import JobStatus
 from duetime.core.stats import Stats
 
@@ -68,6 +70,54 @@ def print_stats(figures: Stats) -> None:
     if figures.sample_limit_hit:
         out()
         out(f"(figures from the newest {figures.sampled} attempts of the last hour only)")
+    print_flow(figures)
+
+
+def print_flow(figures: Stats) -> None:
+    """Queues and tenants with flow settings (docs/flow-control.md): none, nothing printed."""
+    queues = [q for q in figures.queues if _controlled(q.settings)]
+    tenants = [t for t in figures.tenants if t.settings.updated_at is not None]
+    if queues:
+        out()
+        table(
+            [
+                (
+                    q.settings.queue,
+                    "paused" if q.settings.paused else "active",
+                    q.counts.backlog,
+                    q.counts.running,
+                    _limit(q.settings.concurrency),
+                    _limit(q.settings.max_backlog),
+                    f"{q.settings.weight:g}",
+                )
+                for q in queues
+            ],
+            ["queue", "state", "backlog", "running", "concurrency", "max backlog", "weight"],
+        )
+    if tenants:
+        out()
+        table(
+            [
+                (
+                    t.settings.tenant,
+                    t.counts.backlog,
+                    t.counts.running,
+                    _limit(t.settings.concurrency),
+                    _limit(t.settings.max_backlog),
+                    f"{t.settings.weight:g}",
+                )
+                for t in tenants
+            ],
+            ["tenant", "backlog", "running", "concurrency", "max backlog", "weight"],
+        )
+
+
+def _controlled(q: QueueSettings) -> bool:
+    return q.paused or q.concurrency is not None or q.max_backlog is not None or q.weight != 1
+
+
+def _limit(value: int | None) -> str:
+    return "-" if value is None else str(value)
 
 
 def _age(seconds: float) -> str:

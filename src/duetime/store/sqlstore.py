@@ -4,8 +4,9 @@ Every rule lives here: which statements run in which transaction, in which order
 locked, how a fenced write is recognised, how an idempotency key is honoured. A Driver
 (store/driver.py) supplies only what differs between databases. The schedules, nodes, tokens
 and figures parts of the contract are in store/sqlextra.py, the queue settings and the
-outbox in store/sqloutbox.py, both mixed into SQLStore. Past 400
-lines because the claim, heartbeat and completion rules must be read together to be trusted.
+outbox in store/sqloutbox.py, flow control (pause, caps, weights, max backlog) in
+store/sqlflow.py, all mixed into SQLStore. Past 400 lines because the claim, heartbeat and
+completion rules must be read together to be trusted.
 """
 
 from __future__ import annotations

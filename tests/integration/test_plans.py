@@ -327,4 +327,3 @@ def test_a_weighted_probe_reads_one_queue_or_tenant_through_an_index(
     else:
         plan = str(next(iter(rows[0].values())))
         assert f'"key": "{index}"' in plan, plan
-

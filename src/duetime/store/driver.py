@@ -152,6 +152,12 @@ class Driver(ABC):
         error of the caller's own code in the block passes through unchanged.
         """
 
+    def single(self) -> AbstractContextManager[Connection]:
+        """A connection for one statement that commits on its own (autocommit): no BEGIN and
+        COMMIT round trips. Only for a name of one statement (each statement of a longer name
+        would commit alone) that is safe to run alone. Default: a transaction."""
+        return self.transaction()
+
     @abstractmethod
     def joined(self, native: Any) -> AbstractContextManager[Connection]:
         """A savepoint in the application's own open transaction (transactional enqueue);
@@ -189,6 +195,11 @@ class Driver(ABC):
     def notify(self, c: Connection, due: Mapping[str, datetime]) -> None:  # noqa: B027
         """Tell listeners, once `c`'s transaction commits, that jobs of each queue fall due at
         the instant given (the earliest of them). Default: nothing (no feed; see listener)."""
+
+    def wake_payload(self, queue: str, at: datetime) -> str:
+        """What a statement that wakes listeners itself (enqueue_one) sends for a job of
+        `queue` due at `at`: the payload notify sends. Default: empty (no feed)."""
+        return ""
 
     def listener(self) -> Listener | None:
         """A feed of wake-ups on a connection of its own, or None (the dialect has none)."""

@@ -136,18 +136,34 @@ class SQLStore(SchedulesNodesTokens, QueuesOutbox):
     ) -> list[Enqueued]:
         if not jobs:
             return []
-        if connection is None:
-            with self.driver.transaction() as c:
+        if connection is not None:
+            with self.driver.joined(connection) as c:
                 return self._enqueue(c, jobs, now)
-        with self.driver.joined(connection) as c:
+        if len(jobs) == 1:
+            # one statement that commits on its own (PostgreSQL: one round trip, its wake-up
+            # included); a key or occurrence met on the way goes the long way below
+            with self.driver.single() as c:
+                created = self._enqueue_one(c, jobs[0], now)
+            if created is not None:
+                return [created]
+        with self.driver.transaction() as c:
             return self._enqueue(c, jobs, now)
 
+    def _enqueue_one(self, c: Connection, job: NewJob, now: datetime) -> Enqueued | None:
+        """One job in one statement, its id from the database (and its wake-up, where the
+        statement sends it); None when its idempotency key or occurrence exists already."""
+        row = c.one(
+            "enqueue_one",
+            **job_params(0, job, now),
+            wake=self.driver.wake_payload(job.queue, job.due_at),
+        )
+        return None if row is None else Enqueued(new_job_record(row["id"], job, now), True)
+
     def _enqueue(self, c: Connection, jobs: Sequence[NewJob], now: datetime) -> list[Enqueued]:
-        if len(jobs) == 1:  # one statement, its id from the database
-            row = c.one("enqueue_one", **job_params(0, jobs[0], now))
-            if row is not None:
-                self.driver.notify(c, {jobs[0].queue: jobs[0].due_at})
-                return [Enqueued(job_from_row(row, self._t), True)]
+        if len(jobs) == 1:
+            created = self._enqueue_one(c, jobs[0], now)
+            if created is not None:
+                return [created]
         if len(jobs) > 1 and all(j.idempotency_key is None and j.schedule_id is None for j in jobs):
             return self._enqueue_fresh(c, jobs, now)
         # An insert waits for another transaction's uncommitted row with the same key, so two

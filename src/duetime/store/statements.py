@@ -20,8 +20,10 @@ STATEMENTS: dict[str, str] = {
     "insert_migration": "records migration (version, name) applied at now",
     # -- jobs
     "reserve_job_ids": "returns id: `count` new job ids, never given out before",
-    "enqueue_one": "inserts one job, its id given by the database, and returns it; returns "
-    "nothing when (tenant, idempotency_key) or (schedule_id, nominal_at) exists already",
+    "enqueue_one": "inserts one job, its id given by the database, and returns its id; returns "
+    "nothing when (tenant, idempotency_key) or (schedule_id, nominal_at) exists already. Where "
+    "the dialect has a wake-up feed (PostgreSQL), it also sends `wake` (Driver.wake_payload) "
+    "when the job is inserted, in the same statement",
     "insert_job": "inserts one job with the given id; does nothing when (tenant, "
     "idempotency_key) or (schedule_id, nominal_at) exists already",
     "insert_new_jobs": "inserts many jobs that cannot meet a unique key (no idempotency key, "

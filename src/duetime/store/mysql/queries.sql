@@ -50,7 +50,7 @@ VALUES (LAST_INSERT_ID(), %(tenant)s, %(queue)s, %(task)s, %(args)s, %(priority)
     %(business_key)s, %(now)s, %(now)s, %(schedule_id)s, %(schedule_name)s, %(nominal_at)s,
     %(covers)s, %(origin)s)
 ON DUPLICATE KEY UPDATE id = id;
-SELECT * FROM duetime_jobs WHERE id = LAST_INSERT_ID();
+SELECT id FROM duetime_jobs WHERE id = LAST_INSERT_ID();
 DELETE FROM duetime_job_ids WHERE id = LAST_INSERT_ID();
 
 -- name: insert_job

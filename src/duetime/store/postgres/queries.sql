@@ -31,17 +31,22 @@ SELECT nextval(pg_get_serial_sequence('duetime_jobs', 'id')) AS id
 FROM generate_series(1, %(count)s);
 
 -- name: enqueue_one
-INSERT INTO duetime_jobs (tenant, queue, task, args, priority, due_at, deadline_at, status,
-    max_attempts, retry_base, retry_cap, lease_seconds, timeout_seconds, idempotency_key,
-    request_hash, business_key, created_at, updated_at, schedule_id, schedule_name, nominal_at,
-    covers, origin)
-VALUES (%(tenant)s, %(queue)s, %(task)s, %(args)s::jsonb, %(priority)s, %(due_at)s,
-    %(deadline_at)s, %(status)s, %(max_attempts)s, %(retry_base)s, %(retry_cap)s,
-    %(lease_seconds)s, %(timeout_seconds)s, %(idempotency_key)s, %(request_hash)s,
-    %(business_key)s, %(now)s, %(now)s, %(schedule_id)s, %(schedule_name)s, %(nominal_at)s,
-    %(covers)s::jsonb, %(origin)s)
-ON CONFLICT DO NOTHING
-RETURNING *;
+-- One statement, so that with no transaction of the caller's it runs alone in autocommit: one
+-- round trip. pg_notify is delivered when it commits (with the caller's transaction, if any).
+WITH job AS (
+    INSERT INTO duetime_jobs (tenant, queue, task, args, priority, due_at, deadline_at, status,
+        max_attempts, retry_base, retry_cap, lease_seconds, timeout_seconds, idempotency_key,
+        request_hash, business_key, created_at, updated_at, schedule_id, schedule_name,
+        nominal_at, covers, origin)
+    VALUES (%(tenant)s, %(queue)s, %(task)s, %(args)s::jsonb, %(priority)s, %(due_at)s,
+        %(deadline_at)s, %(status)s, %(max_attempts)s, %(retry_base)s, %(retry_cap)s,
+        %(lease_seconds)s, %(timeout_seconds)s, %(idempotency_key)s, %(request_hash)s,
+        %(business_key)s, %(now)s, %(now)s, %(schedule_id)s, %(schedule_name)s, %(nominal_at)s,
+        %(covers)s::jsonb, %(origin)s)
+    ON CONFLICT DO NOTHING
+    RETURNING id
+)
+SELECT id, pg_notify('duetime_due', %(wake)s::text) AS woke FROM job;
 
 -- name: insert_job
 INSERT INTO duetime_jobs (id, tenant, queue, task, args, priority, due_at, deadline_at, status,

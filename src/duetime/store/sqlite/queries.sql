@@ -41,7 +41,7 @@ VALUES (:tenant, :queue, :task, :args, :priority, :due_at, :deadline_at, :status
     :request_hash, :business_key, :now, :now, :schedule_id, :schedule_name, :nominal_at,
     :covers, :origin)
 ON CONFLICT DO NOTHING
-RETURNING *;
+RETURNING id;
 
 -- name: insert_job
 INSERT INTO duetime_jobs (id, tenant, queue, task, args, priority, due_at, deadline_at, status,

@@ -95,6 +95,9 @@ def _update(
     return plan_update(schedule, active, spec, now)
 
 
+_ACCEPTED_LIMIT = 256  # sets of argument names remembered per task
+
+
 @dataclass(frozen=True)
 class Task(Generic[P, R]):
     """A registered handler. Calling it runs the function directly; `defer(...)` enqueues a
@@ -124,17 +127,29 @@ class Task(Generic[P, R]):
             return_annotation=empty,
         )
 
+    @functools.cached_property
+    def _accepted(self) -> set[frozenset[str]]:
+        """The sets of argument names the handler was found to accept (binding depends on
+        the names only), so that a batch of jobs with the same names binds once."""
+        return set()
+
     def check_args(self, args: Mapping[str, Any], where: str = "") -> None:
         """Raise ArgsMismatch unless the handler can be called with `args` as keywords
         (the way a worker calls it)."""
         sig = self.signature
         if sig is None:
             return
+        names = frozenset(args)
+        accepted = self._accepted
+        if names in accepted:
+            return
         try:
             sig.bind(**args)
         except TypeError as exc:
             name = getattr(self.fn, "__name__", self.name)
             raise ArgsMismatch(self.name, f"{name}{sig}", f"{exc}{where}") from None
+        if len(accepted) < _ACCEPTED_LIMIT:
+            accepted.add(names)
 
     def __call__(self, *args: P.args, **kwargs: P.kwargs) -> R:
         return self.fn(*args, **kwargs)

@@ -10,6 +10,7 @@ lines because the claim, heartbeat and completion rules must be read together to
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
@@ -32,7 +33,9 @@ from duetime.core.models import (
     Lease,
     LeaseState,
     NewJob,
+    NewJobs,
     Outcome,
+    variant,
 )
 from duetime.core.outbox import DISPATCH_HOLDER
 from duetime.core.states import ATTEMPT_END, AttemptStatus, Event, JobStatus, next_status
@@ -161,10 +164,12 @@ class SQLStore(SchedulesNodesTokens, QueuesOutbox):
 
     def _enqueue(self, c: Connection, jobs: Sequence[NewJob], now: datetime) -> list[Enqueued]:
         if len(jobs) == 1:
-            created = self._enqueue_one(c, jobs[0], now)
-            if created is not None:
-                return [created]
-        if len(jobs) > 1 and all(j.idempotency_key is None and j.schedule_id is None for j in jobs):
+            one = self._enqueue_one(c, jobs[0], now)
+            if one is not None:
+                return [one]
+        if isinstance(jobs, NewJobs) and _fresh(jobs.template):
+            return self._enqueue_batch(c, jobs, now)
+        if len(jobs) > 1 and all(_fresh(j) for j in jobs):
             return self._enqueue_fresh(c, jobs, now)
         # An insert waits for another transaction's uncommitted row with the same key, so two
         # batches taking the same keys in different orders could deadlock. Rows therefore go
@@ -225,6 +230,41 @@ class SQLStore(SchedulesNodesTokens, QueuesOutbox):
         c.run_many("insert_new_jobs", [job_params(i, job, now) for i, job in pairs])
         self.driver.notify(c, earliest(jobs))
         return [Enqueued(new_job_record(i, job, now), True) for i, job in pairs]
+
+    def _enqueue_batch(self, c: Connection, jobs: NewJobs, now: datetime) -> list[Enqueued]:
+        """enqueue_many's jobs (no keys, no occurrences): one statement, with what they share
+        sent once and a JSON array of what differs; the records built from the template."""
+        ids = reserve_ids(c, len(jobs))
+        template = jobs.template
+        shared_due = template.due_at
+        json_time = self.driver.json_time
+        rows = json.dumps(
+            [
+                [
+                    job_id,
+                    job.args_json,
+                    None if job.due_at is shared_due else json_time(job.due_at),
+                    job.business_key,
+                ]
+                for job_id, job in zip(ids, jobs, strict=True)
+            ]
+        )
+        c.run("insert_job_batch", **job_params(0, template, now), rows=rows)
+        self.driver.notify(c, earliest(jobs))
+        record = new_job_record(0, template, now)
+        return [
+            Enqueued(
+                variant(
+                    record,
+                    id=job_id,
+                    args=job.args,
+                    due_at=job.due_at,
+                    business_key=job.business_key,
+                ),
+                True,
+            )
+            for job_id, job in zip(ids, jobs, strict=True)
+        ]
 
     def _jobs_by_key(
         self, c: Connection, jobs: Sequence[NewJob]
@@ -508,6 +548,11 @@ class SQLStore(SchedulesNodesTokens, QueuesOutbox):
         if not moved:
             raise refusal(job, event, due_at)
         return job
+
+
+def _fresh(job: NewJob) -> bool:
+    """True when the job cannot meet a unique key: no idempotency key, no occurrence."""
+    return job.idempotency_key is None and job.schedule_id is None
 
 
 def _delay_from(outcome: Outcome, now: datetime) -> datetime | None:

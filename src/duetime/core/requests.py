@@ -230,21 +230,23 @@ def build_new_job(
         business_key = check_name(business_key, "business key", 255)
     elif key is not None:
         business_key = f"{tenant}/{task}:{key}"
-    fingerprint = {
-        "task": task,
-        "args": args_obj,
-        "queue": queue,
-        "priority": prio,
-        "due": due_spec,
-        "deadline": deadline_at.isoformat() if deadline_at else None,
-        "max_attempts": attempts,
-        "business_key": business_key,
-    }
+    digest = ""  # without a key there is no retried request to recognise
+    if key is not None:
+        fingerprint = {
+            "task": task,
+            "args": args_obj,
+            "queue": queue,
+            "priority": prio,
+            "due": due_spec,
+            "deadline": deadline_at.isoformat() if deadline_at else None,
+            "max_attempts": attempts,
+            "business_key": business_key,
+        }
+        digest = hashlib.sha256(
+            json.dumps(fingerprint, sort_keys=True, separators=(",", ":")).encode()
+        ).hexdigest()
     if business_key is None:
         business_key = f"{tenant}/{task}:{uuid.uuid4().hex}"
-    digest = hashlib.sha256(
-        json.dumps(fingerprint, sort_keys=True, separators=(",", ":")).encode()
-    ).hexdigest()
     return NewJob(
         tenant=tenant,
         task=task,

@@ -26,6 +26,8 @@ from duetime.core.errors import ConfigurationError, DuetimeError, SchemaError, S
 from duetime.store.base import Listener
 
 Row = Mapping[str, Any]
+# parameter types every dialect takes as they are (exact types: bool is a subclass of int)
+_PLAIN = frozenset({str, int, float, type(None)})
 
 _NAME = re.compile(r"^--\s*name:\s*(\w+)\s*$", re.MULTILINE)
 _STATEMENT_END = re.compile(r";[ \t]*(?:--[^\n]*)?\n")
@@ -237,7 +239,10 @@ class Driver(ABC):
             }
         out = dict(params)
         for key, value in params.items():
-            convert = converters.get(type(value))
+            kind = type(value)
+            if kind in _PLAIN:
+                continue
+            convert = converters.get(kind)
             if convert is not None:
                 out[key] = convert(value)
             elif isinstance(value, datetime | bool | list | tuple):  # a subclass: rare

@@ -535,16 +535,21 @@ class App:
         template = self._new_job(task_name, {}, options, check_args=False)
         if at_each is not None and deadline is not None:
             template = replace(template, deadline_at=parse_instant(deadline, "deadline"))
+        task = self.tasks.get(task_name)
+
+        def check(new: NewJob, number: int, count: int) -> None:
+            if task is not None:
+                task.check_args(new.args, f" (job {number} of {count})")
+
+        # each job's args are checked as the store reads them (raising from there, before its
+        # transaction commits), so that it can send some while it checks the next
         batch = build_new_jobs(
             template,
             list_of_args,
             max_payload_bytes=self.max_payload_bytes,
             at_each=at_each,
+            check=check if task is not None else None,
         )
-        task = self.tasks.get(task_name)
-        if task is not None:
-            for number, new in enumerate(batch, start=1):
-                task.check_args(new.args, f" (job {number} of {len(batch)})")
         jobs = [r.job for r in self.store.enqueue(batch, self.clock.now(), connection=connection)]
         log_event(log, "jobs.enqueued", task=task_name, count=len(jobs))
         return jobs

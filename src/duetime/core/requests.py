@@ -8,7 +8,7 @@ import math
 import os
 import re
 import uuid
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -273,20 +273,24 @@ def build_new_jobs(
     *,
     max_payload_bytes: int = DEFAULT_MAX_PAYLOAD_BYTES,
     at_each: Sequence[datetime | str] | None = None,
+    check: Callable[[NewJob, int, int], None] | None = None,
 ) -> NewJobs:
     """Many jobs of one request: `template` (from build_new_job, its options validated once)
-    with each of `list_of_args` (checked as dump_args does) and, with `at_each`, a due instant
-    each. These jobs carry no idempotency key, so no request fingerprint is computed; each is
-    the template with its own args, due time and business key (models.variant)."""
+    with each of `list_of_args` (checked as dump_args does, and by `check(job, number,
+    count)` if given) and, with `at_each`, a due instant each. These jobs carry no idempotency
+    key, so no request fingerprint is computed; each is the template with its own args, due
+    time and business key (models.variant). The count and the due times are checked here;
+    each job's args as the jobs are read (NewJobs), so a bad one raises from there."""
     if template.idempotency_key is not None:
         raise InvalidRequest("a batch of jobs cannot share one idempotency key")
     args_list = list(list_of_args)
+    count = len(args_list)
     dues: list[datetime] | None = None
     if at_each is not None:
         dues = [parse_instant(at, "due time") for at in at_each]
-        if len(dues) != len(args_list):
+        if len(dues) != count:
             raise InvalidRequest(
-                f"at_each has {len(dues)} instants for {len(args_list)} jobs; give one per job"
+                f"at_each has {len(dues)} instants for {count} jobs; give one per job"
             )
         if template.deadline_at is not None and any(d >= template.deadline_at for d in dues):
             raise InvalidRequest(
@@ -295,18 +299,24 @@ def build_new_jobs(
             )
     base = variant(template, request_hash="", idempotency_key=None)
     prefix = f"{template.tenant}/{template.task}:"
-    # random business keys (32 hex digits, as for one job), from one call for the batch
-    noise = os.urandom(16 * len(args_list)).hex()
-    jobs = NewJobs(base)
-    for i, args in enumerate(args_list):
-        args_obj, args_json = dump_args(args, max_payload_bytes)
-        jobs.append(
-            variant(
+
+    def make(start: int, stop: int) -> list[NewJob]:
+        # random business keys (32 hex digits, as for one job), from one call for the slice
+        noise = os.urandom(16 * (stop - start)).hex()
+        jobs = []
+        for i in range(start, stop):
+            args_obj, args_json = dump_args(args_list[i], max_payload_bytes)
+            at = 32 * (i - start)
+            job = variant(
                 base,
                 args=args_obj,
                 args_json=args_json,
                 due_at=base.due_at if dues is None else dues[i],
-                business_key=prefix + noise[32 * i : 32 * i + 32],
+                business_key=prefix + noise[at : at + 32],
             )
-        )
-    return jobs
+            if check is not None:
+                check(job, i + 1, count)
+            jobs.append(job)
+        return jobs
+
+    return NewJobs(base, count, make)

@@ -16,7 +16,7 @@ import json
 import re
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import AbstractContextManager, contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass
 from datetime import datetime
 from importlib import resources
@@ -99,6 +99,14 @@ class Connection:
         """Run the named statement; return how many rows its last statement changed."""
         return self._run(name, params)[1]
 
+    def send(self, name: str, /, **params: Any) -> None:
+        """Run a one-statement name whose result is not read. Inside Driver.pipeline it may
+        return before the database has run it; its errors are then raised as the pipeline
+        ends."""
+        [statement] = self.driver.statements(name)
+        with self.driver.translated():
+            self.driver.send(self.native, statement, self.driver.encode(params))
+
     def run_many(self, name: str, params: Sequence[Mapping[str, Any]]) -> None:
         """Run a one-statement name once per parameter set, batched as the driver can."""
         if not params:
@@ -174,6 +182,16 @@ class Driver(ABC):
 
     @abstractmethod
     def execute_many(self, native: Any, sql: str, params: list[Mapping[str, Any]]) -> None: ...
+
+    def send(self, native: Any, sql: str, params: Mapping[str, Any]) -> None:
+        """Connection.send: run a statement without reading its result. Default: execute."""
+        self.execute(native, sql, params)
+
+    def pipeline(self, c: Connection) -> AbstractContextManager[None]:
+        """A block in which `c.send` need not wait for each statement: the database runs them
+        while the caller goes on, and the block's end waits for them all (raising the first
+        error). Default: nothing (every statement waits for its result)."""
+        return nullcontext()
 
     @abstractmethod
     def run_script(self, native: Any, script: str) -> None:

@@ -64,6 +64,8 @@ from duetime.store.sqlshared import (
     reserve_ids,
 )
 
+BATCH_SLICE = 250  # jobs per insert of a bulk enqueue
+
 
 class _Fenced(Exception):
     """Raised inside a completion transaction to roll it back."""
@@ -232,39 +234,43 @@ class SQLStore(SchedulesNodesTokens, QueuesOutbox):
         return [Enqueued(new_job_record(i, job, now), True) for i, job in pairs]
 
     def _enqueue_batch(self, c: Connection, jobs: NewJobs, now: datetime) -> list[Enqueued]:
-        """enqueue_many's jobs (no keys, no occurrences): one statement, with what they share
-        sent once and a JSON array of what differs; the records built from the template."""
+        """enqueue_many's jobs (no keys, no occurrences): an insert per slice of jobs, with
+        what they share sent once and a JSON array of what differs. Where the driver pipelines
+        (PostgreSQL), the database inserts one slice while the next is made and checked, and
+        the records (built from the template) are made while it inserts the last."""
+        jobs[:BATCH_SLICE]  # the first slice is checked before anything is sent
         ids = reserve_ids(c, len(jobs))
-        template = jobs.template
-        shared_due = template.due_at
+        shared = job_params(0, jobs.template, now)
+        shared_due = jobs.template.due_at
         json_time = self.driver.json_time
-        rows = json.dumps(
-            [
-                [
-                    job_id,
-                    job.args_json,
-                    None if job.due_at is shared_due else json_time(job.due_at),
-                    job.business_key,
+        with self.driver.pipeline(c):
+            for start in range(0, len(jobs), BATCH_SLICE):
+                stop = min(start + BATCH_SLICE, len(jobs))
+                rows = [
+                    [
+                        job_id,
+                        job.args_json,
+                        None if job.due_at is shared_due else json_time(job.due_at),
+                        job.business_key,
+                    ]
+                    for job_id, job in zip(ids[start:stop], jobs[start:stop], strict=True)
                 ]
+                c.send("insert_job_batch", **shared, rows=json.dumps(rows))
+            self.driver.notify(c, earliest(jobs))
+            record = new_job_record(0, jobs.template, now)
+            return [
+                Enqueued(
+                    variant(
+                        record,
+                        id=job_id,
+                        args=job.args,
+                        due_at=job.due_at,
+                        business_key=job.business_key,
+                    ),
+                    True,
+                )
                 for job_id, job in zip(ids, jobs, strict=True)
             ]
-        )
-        c.run("insert_job_batch", **job_params(0, template, now), rows=rows)
-        self.driver.notify(c, earliest(jobs))
-        record = new_job_record(0, template, now)
-        return [
-            Enqueued(
-                variant(
-                    record,
-                    id=job_id,
-                    args=job.args,
-                    due_at=job.due_at,
-                    business_key=job.business_key,
-                ),
-                True,
-            )
-            for job_id, job in zip(ids, jobs, strict=True)
-        ]
 
     def _jobs_by_key(
         self, c: Connection, jobs: Sequence[NewJob]

@@ -143,6 +143,17 @@ class PostgresDriver(Driver):
             rows = cur.fetchall() if cur.description is not None else None
             return rows, cur.rowcount
 
+    def send(self, native: Any, sql: str, params: Mapping[str, Any]) -> None:
+        native.execute(sql, params)  # in pipeline mode: sent, its result read at the end
+
+    @contextmanager
+    def pipeline(self, c: Connection) -> Iterator[None]:
+        """psycopg's pipeline mode: statements go out without waiting for one another; the
+        server runs each as it arrives, and the block's end waits for their results."""
+        with self.translated():
+            with c.native.pipeline():
+                yield
+
     def execute_many(self, native: Any, sql: str, params: list[Mapping[str, Any]]) -> None:
         if sql.lstrip().upper().startswith("COPY"):
             self._copy(native, sql, params)

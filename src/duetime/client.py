@@ -96,6 +96,9 @@ def _update(
     return plan_update(schedule, active, spec, now)
 
 
+_ACCEPTED_LIMIT = 256  # sets of argument names remembered per task
+
+
 @dataclass(frozen=True)
 class Task(Generic[P, R]):
     """A registered handler. Calling it runs the function directly; `defer(...)` enqueues a
@@ -125,17 +128,29 @@ class Task(Generic[P, R]):
             return_annotation=empty,
         )
 
+    @functools.cached_property
+    def _accepted(self) -> set[frozenset[str]]:
+        """The sets of argument names the handler was found to accept (binding depends on
+        the names only), so that a batch of jobs with the same names binds once."""
+        return set()
+
     def check_args(self, args: Mapping[str, Any], where: str = "") -> None:
         """Raise ArgsMismatch unless the handler can be called with `args` as keywords
         (the way a worker calls it)."""
         sig = self.signature
         if sig is None:
             return
+        names = frozenset(args)
+        accepted = self._accepted
+        if names in accepted:
+            return
         try:
             sig.bind(**args)
         except TypeError as exc:
             name = getattr(self.fn, "__name__", self.name)
             raise ArgsMismatch(self.name, f"{name}{sig}", f"{exc}{where}") from None
+        if len(accepted) < _ACCEPTED_LIMIT:
+            accepted.add(names)
 
     def __call__(self, *args: P.args, **kwargs: P.kwargs) -> R:
         return self.fn(*args, **kwargs)
@@ -521,16 +536,21 @@ class App:
         template = self._new_job(task_name, {}, options, check_args=False)
         if at_each is not None and deadline is not None:
             template = replace(template, deadline_at=parse_instant(deadline, "deadline"))
+        task = self.tasks.get(task_name)
+
+        def check(new: NewJob, number: int, count: int) -> None:
+            if task is not None:
+                task.check_args(new.args, f" (job {number} of {count})")
+
+        # each job's args are checked as the store reads them (raising from there, before its
+        # transaction commits), so that it can send some while it checks the next
         batch = build_new_jobs(
             template,
             list_of_args,
             max_payload_bytes=self.max_payload_bytes,
             at_each=at_each,
+            check=check if task is not None else None,
         )
-        task = self.tasks.get(task_name)
-        if task is not None:
-            for number, new in enumerate(batch, start=1):
-                task.check_args(new.args, f" (job {number} of {len(batch)})")
         jobs = [r.job for r in self.store.enqueue(batch, self.clock.now(), connection=connection)]
         log_event(log, "jobs.enqueued", task=task_name, count=len(jobs))
         return jobs

@@ -153,3 +153,41 @@ def test_an_unsupported_connection_object_is_refused(
     expected = {"postgres": "psycopg 3 connection", "mysql": "PyMySQL connection"}[kit.name]
     with pytest.raises(ConfigurationError, match=expected):
         app.enqueue("ship", connection=object())
+
+
+@pytest.mark.parametrize("commit", [True, False])
+def test_a_batch_of_several_inserts_joins_the_application_transaction(
+    app: duetime.App, kit: DialectKit, orders: str, commit: bool
+) -> None:
+    from duetime.store.sqlstore import BATCH_SLICE
+
+    count = 2 * BATCH_SLICE + 3
+    with closing(native(kit, orders)) as conn:
+        conn.cursor().execute("INSERT INTO app_orders VALUES (1)")
+        many = app.enqueue_many("ship", [{"order": i} for i in range(count)], connection=conn)
+        assert app.store.get_job(many[-1].id) is None  # not committed on its own
+        conn.cursor().execute("INSERT INTO app_orders VALUES (2)")  # still usable
+        if commit:
+            conn.commit()
+        else:
+            conn.rollback()
+    found = [app.store.get_job(j.id) for j in many]
+    assert found == (many if commit else [None] * count)
+    assert count_orders(kit, orders) == (2 if commit else 0)
+
+
+def test_a_bad_job_late_in_a_batch_leaves_the_application_transaction_usable(
+    app: duetime.App, kit: DialectKit, orders: str
+) -> None:
+    from duetime.store.sqlstore import BATCH_SLICE
+
+    args: list[dict[str, object]] = [{"order": i} for i in range(2 * BATCH_SLICE + 3)]
+    args[-1] = {"order": float("inf")}
+    with closing(native(kit, orders)) as conn:
+        conn.cursor().execute("INSERT INTO app_orders VALUES (1)")
+        with pytest.raises(duetime.InvalidRequest):
+            app.enqueue_many("ship", args, connection=conn)
+        conn.cursor().execute("INSERT INTO app_orders VALUES (2)")  # only a savepoint was lost
+        conn.commit()
+    assert app.list_jobs() == []
+    assert count_orders(kit, orders) == 2

@@ -149,3 +149,13 @@ def test_schedules_of_known_tasks_are_checked_too(app: App) -> None:
         @app.task(name="needs")
         def needs(day: str) -> None:
             pass
+
+
+def test_names_once_accepted_are_not_bound_again_but_others_still_are(app: App) -> None:
+    greet = app.tasks["greet"]
+    greet.check_args({"name": "a"})
+    assert frozenset({"name"}) in greet._accepted
+    greet.check_args({"name": "b"})  # the same names: accepted without binding
+    with pytest.raises(ArgsMismatch, match="unexpected keyword argument 'nam'"):
+        greet.check_args({"name": "c", "nam": "d"})
+    assert frozenset({"name", "nam"}) not in greet._accepted

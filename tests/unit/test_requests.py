@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime, timedelta, timezone
 from typing import Any
 
@@ -120,3 +121,55 @@ def test_absurd_durations_are_refused(value: object) -> None:
 def test_names_with_nul_are_refused() -> None:
     with pytest.raises(InvalidRequest, match="NUL"):
         build(task="a\x00b")
+
+
+def test_flat_args_are_copied_as_parsing_their_json_would_give_them() -> None:
+    from duetime.core.requests import dump_args
+
+    given = {"s": "é\u2603", "i": 10**20, "f": -0.0, "b": True, "n": None}
+    args, text = dump_args(given, 1024)
+    assert args == json.loads(text) == given and args is not given
+    # values JSON does not give back as they are go through the text
+    nested, _ = dump_args({"t": (1, 2), "d": {"x": [3]}}, 1024)
+    assert nested == {"t": [1, 2], "d": {"x": [3]}}
+
+    class Text(str):
+        pass
+
+    odd, _ = dump_args({"v": Text("x")}, 1024)
+    assert type(odd["v"]) is str
+    with pytest.raises(InvalidRequest, match="every key must be a string"):
+        dump_args({1: "x"}, 1024)
+
+
+def test_a_batch_is_made_and_checked_in_order_as_it_is_read() -> None:
+    from duetime.core.requests import build_new_jobs
+
+    template = build(task="t", delay=5)
+    checked: list[int] = []
+
+    def check(job: Any, number: int, count: int) -> None:
+        checked.append(number)
+        if job.args.get("bad"):
+            raise InvalidRequest(f"job {number} of {count} is bad")
+
+    args: list[Any] = [{"i": i} for i in range(600)]
+    args[450] = {"bad": True}
+    jobs = build_new_jobs(template, args, check=check)
+    assert len(jobs) == 600 and checked == []  # nothing made yet
+    first = jobs[:250]
+    assert [j.args["i"] for j in first] == list(range(250)) and checked == list(range(1, 251))
+    assert jobs[-600].args == {"i": 0}
+    with pytest.raises(InvalidRequest, match="job 451 of 600"):
+        jobs[449:460]
+    with pytest.raises(IndexError):
+        jobs[600]
+    assert all(j.due_at == NOW + timedelta(seconds=5) for j in first)
+    assert all(j.request_hash == "" and j.idempotency_key is None for j in first)
+    assert len({j.business_key for j in first}) == 250
+    assert all(j.business_key.startswith("default/t:") for j in first)
+
+
+def test_a_request_without_a_key_has_no_fingerprint() -> None:
+    assert build(args={"x": 1}).request_hash == ""
+    assert build(args={"x": 1}, key="k").request_hash != ""

@@ -130,6 +130,10 @@ class FlowControls:
     def bounds_backlog(self) -> bool:
         return bool(self.queue_backlogs or self.tenant_backlogs)
 
+    def bounds(self, queue: str, tenant: str) -> bool:
+        """True when a job of this queue and tenant is admitted only within a max_backlog."""
+        return queue in self.queue_backlogs or tenant in self.tenant_backlogs
+
 
 @dataclass(frozen=True)
 class Candidate:

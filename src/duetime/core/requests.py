@@ -5,15 +5,16 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import os
 import re
 import uuid
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from duetime.core.errors import InvalidRequest, PayloadTooLarge
-from duetime.core.models import NewJob
+from duetime.core.models import NewJob, NewJobs, variant
 from duetime.core.retry import RetryPolicy
 
 DEFAULT_MAX_PAYLOAD_BYTES = 1024 * 1024
@@ -130,14 +131,14 @@ def dump_args(args: Any, max_bytes: int) -> tuple[dict[str, Any], str]:
     """
     if args is None:
         args = {}
-    if not isinstance(args, Mapping):
+    if type(args) is not dict and not isinstance(args, Mapping):
         raise InvalidRequest(
             f"args must be a JSON object (a dict with string keys), got {type(args).__name__}"
         )
-    if not all(isinstance(k, str) for k in args):
+    if set(map(type, args)) - _STR and not all(isinstance(k, str) for k in args):
         raise InvalidRequest("args must be a JSON object: every key must be a string")
     try:
-        text = json.dumps(args, separators=(",", ":"), sort_keys=True, allow_nan=False)
+        text = _ARGS_ENCODER.encode(args)
     except RecursionError:
         text = ""  # far too deep: refused below
     except (TypeError, ValueError) as exc:
@@ -166,7 +167,16 @@ def dump_args(args: Any, max_bytes: int) -> tuple[dict[str, Any], str]:
             f"args are {size} bytes of JSON; the limit is {max_bytes} bytes "
             "(store large payloads elsewhere and pass a reference)"
         )
+    if all(type(v) in _FLAT for v in args.values()):
+        return dict(args), text  # what json.loads(text) would give, without parsing it
     return json.loads(text), text
+
+
+# values that come back from JSON as they went in (exact types: subclasses may not)
+_FLAT = frozenset({str, int, float, bool, type(None)})
+_STR = frozenset({str})
+# one encoder for every job's args (json.dumps with options builds a new one per call)
+_ARGS_ENCODER = json.JSONEncoder(separators=(",", ":"), sort_keys=True, allow_nan=False)
 
 
 def build_new_job(
@@ -220,21 +230,23 @@ def build_new_job(
         business_key = check_name(business_key, "business key", 255)
     elif key is not None:
         business_key = f"{tenant}/{task}:{key}"
-    fingerprint = {
-        "task": task,
-        "args": args_obj,
-        "queue": queue,
-        "priority": prio,
-        "due": due_spec,
-        "deadline": deadline_at.isoformat() if deadline_at else None,
-        "max_attempts": attempts,
-        "business_key": business_key,
-    }
+    digest = ""  # without a key there is no retried request to recognise
+    if key is not None:
+        fingerprint = {
+            "task": task,
+            "args": args_obj,
+            "queue": queue,
+            "priority": prio,
+            "due": due_spec,
+            "deadline": deadline_at.isoformat() if deadline_at else None,
+            "max_attempts": attempts,
+            "business_key": business_key,
+        }
+        digest = hashlib.sha256(
+            json.dumps(fingerprint, sort_keys=True, separators=(",", ":")).encode()
+        ).hexdigest()
     if business_key is None:
         business_key = f"{tenant}/{task}:{uuid.uuid4().hex}"
-    digest = hashlib.sha256(
-        json.dumps(fingerprint, sort_keys=True, separators=(",", ":")).encode()
-    ).hexdigest()
     return NewJob(
         tenant=tenant,
         task=task,
@@ -261,48 +273,50 @@ def build_new_jobs(
     *,
     max_payload_bytes: int = DEFAULT_MAX_PAYLOAD_BYTES,
     at_each: Sequence[datetime | str] | None = None,
-) -> list[NewJob]:
+    check: Callable[[NewJob, int, int], None] | None = None,
+) -> NewJobs:
     """Many jobs of one request: `template` (from build_new_job, its options validated once)
-    with each of `list_of_args` (checked as dump_args does) and, with `at_each`, a due instant
-    each. These jobs carry no idempotency key, so no request fingerprint is computed."""
+    with each of `list_of_args` (checked as dump_args does, and by `check(job, number,
+    count)` if given) and, with `at_each`, a due instant each. These jobs carry no idempotency
+    key, so no request fingerprint is computed; each is the template with its own args, due
+    time and business key (models.variant). The count and the due times are checked here;
+    each job's args as the jobs are read (NewJobs), so a bad one raises from there."""
     if template.idempotency_key is not None:
         raise InvalidRequest("a batch of jobs cannot share one idempotency key")
     args_list = list(list_of_args)
+    count = len(args_list)
     dues: list[datetime] | None = None
     if at_each is not None:
         dues = [parse_instant(at, "due time") for at in at_each]
-        if len(dues) != len(args_list):
+        if len(dues) != count:
             raise InvalidRequest(
-                f"at_each has {len(dues)} instants for {len(args_list)} jobs; give one per job"
+                f"at_each has {len(dues)} instants for {count} jobs; give one per job"
             )
         if template.deadline_at is not None and any(d >= template.deadline_at for d in dues):
             raise InvalidRequest(
                 f"a due time is not before the deadline {template.deadline_at.isoformat()}; "
                 "a job must be able to start before it expires"
             )
+    base = variant(template, request_hash="", idempotency_key=None)
     prefix = f"{template.tenant}/{template.task}:"
-    t = template
-    jobs = []
-    for i, args in enumerate(args_list):
-        args_obj, args_json = dump_args(args, max_payload_bytes)
-        jobs.append(
-            NewJob(
-                tenant=t.tenant,
-                task=t.task,
+
+    def make(start: int, stop: int) -> list[NewJob]:
+        # random business keys (32 hex digits, as for one job), from one call for the slice
+        noise = os.urandom(16 * (stop - start)).hex()
+        jobs = []
+        for i in range(start, stop):
+            args_obj, args_json = dump_args(args_list[i], max_payload_bytes)
+            at = 32 * (i - start)
+            job = variant(
+                base,
                 args=args_obj,
                 args_json=args_json,
-                queue=t.queue,
-                priority=t.priority,
-                due_at=t.due_at if dues is None else dues[i],
-                deadline_at=t.deadline_at,
-                max_attempts=t.max_attempts,
-                retry_base=t.retry_base,
-                retry_cap=t.retry_cap,
-                lease_seconds=t.lease_seconds,
-                timeout_seconds=t.timeout_seconds,
-                idempotency_key=None,
-                request_hash="",
-                business_key=prefix + uuid.uuid4().hex,
+                due_at=base.due_at if dues is None else dues[i],
+                business_key=prefix + noise[at : at + 32],
             )
-        )
-    return jobs
+            if check is not None:
+                check(job, i + 1, count)
+            jobs.append(job)
+        return jobs
+
+    return NewJobs(base, count, make)

@@ -16,7 +16,7 @@ import json
 import re
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import AbstractContextManager, contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass
 from datetime import datetime
 from importlib import resources
@@ -26,6 +26,8 @@ from duetime.core.errors import ConfigurationError, DuetimeError, SchemaError, S
 from duetime.store.base import Listener
 
 Row = Mapping[str, Any]
+# parameter types every dialect takes as they are (exact types: bool is a subclass of int)
+_PLAIN = frozenset({str, int, float, type(None)})
 
 _NAME = re.compile(r"^--\s*name:\s*(\w+)\s*$", re.MULTILINE)
 _STATEMENT_END = re.compile(r";[ \t]*(?:--[^\n]*)?\n")
@@ -97,6 +99,14 @@ class Connection:
         """Run the named statement; return how many rows its last statement changed."""
         return self._run(name, params)[1]
 
+    def send(self, name: str, /, **params: Any) -> None:
+        """Run a one-statement name whose result is not read. Inside Driver.pipeline it may
+        return before the database has run it; its errors are then raised as the pipeline
+        ends."""
+        [statement] = self.driver.statements(name)
+        with self.driver.translated():
+            self.driver.send(self.native, statement, self.driver.encode(params))
+
     def run_many(self, name: str, params: Sequence[Mapping[str, Any]]) -> None:
         """Run a one-statement name once per parameter set, batched as the driver can."""
         if not params:
@@ -152,6 +162,12 @@ class Driver(ABC):
         error of the caller's own code in the block passes through unchanged.
         """
 
+    def single(self) -> AbstractContextManager[Connection]:
+        """A connection for one statement that commits on its own (autocommit): no BEGIN and
+        COMMIT round trips. Only for a name of one statement (each statement of a longer name
+        would commit alone) that is safe to run alone. Default: a transaction."""
+        return self.transaction()
+
     @abstractmethod
     def joined(self, native: Any) -> AbstractContextManager[Connection]:
         """A savepoint in the application's own open transaction (transactional enqueue);
@@ -166,6 +182,16 @@ class Driver(ABC):
 
     @abstractmethod
     def execute_many(self, native: Any, sql: str, params: list[Mapping[str, Any]]) -> None: ...
+
+    def send(self, native: Any, sql: str, params: Mapping[str, Any]) -> None:
+        """Connection.send: run a statement without reading its result. Default: execute."""
+        self.execute(native, sql, params)
+
+    def pipeline(self, c: Connection) -> AbstractContextManager[None]:
+        """A block in which `c.send` need not wait for each statement: the database runs them
+        while the caller goes on, and the block's end waits for them all (raising the first
+        error). Default: nothing (every statement waits for its result)."""
+        return nullcontext()
 
     @abstractmethod
     def run_script(self, native: Any, script: str) -> None:
@@ -189,6 +215,11 @@ class Driver(ABC):
     def notify(self, c: Connection, due: Mapping[str, datetime]) -> None:  # noqa: B027
         """Tell listeners, once `c`'s transaction commits, that jobs of each queue fall due at
         the instant given (the earliest of them). Default: nothing (no feed; see listener)."""
+
+    def wake_payload(self, queue: str, at: datetime) -> str:
+        """What a statement that wakes listeners itself (enqueue_one) sends for a job of
+        `queue` due at `at`: the payload notify sends. Default: empty (no feed)."""
+        return ""
 
     def listener(self) -> Listener | None:
         """A feed of wake-ups on a connection of its own, or None (the dialect has none)."""
@@ -226,7 +257,10 @@ class Driver(ABC):
             }
         out = dict(params)
         for key, value in params.items():
-            convert = converters.get(type(value))
+            kind = type(value)
+            if kind in _PLAIN:
+                continue
+            convert = converters.get(kind)
             if convert is not None:
                 out[key] = convert(value)
             elif isinstance(value, datetime | bool | list | tuple):  # a subclass: rare

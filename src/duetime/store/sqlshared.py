@@ -13,7 +13,14 @@ from duetime.core.errors import StoreConflict, StoreError
 from duetime.core.models import Attempt, Job, NewJob
 from duetime.core.states import Event
 from duetime.store.driver import Connection
-from duetime.store.rows import ToTime, attempt_from_row, covers_json, job_from_row, moves_json
+from duetime.store.rows import (
+    ToTime,
+    attempt_from_row,
+    covers_json,
+    job_from_row,
+    json_list,
+    moves_json,
+)
 
 CONFLICT_TRIES = 5  # how often a transaction runs before its StoreConflict is raised
 
@@ -46,7 +53,8 @@ def conflicts_retried(method: Callable[Concatenate[S, P], R]) -> Callable[Concat
 
 def reserve_ids(c: Connection, count: int) -> list[int]:
     """`count` new job ids, ascending (inserts give them explicitly, in every dialect)."""
-    ids = sorted(int(r["id"]) for r in c.rows("reserve_job_ids", count=count))
+    row = c.one("reserve_job_ids", count=count)
+    ids = sorted(int(i) for i in json_list(row["ids"] if row is not None else None))
     if len(ids) != count:
         raise StoreError(f"asked the database for {count} job ids and got {len(ids)}")
     return ids

@@ -11,6 +11,7 @@ completion rules must be read together to be trusted.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
@@ -33,7 +34,9 @@ from duetime.core.models import (
     Lease,
     LeaseState,
     NewJob,
+    NewJobs,
     Outcome,
+    variant,
 )
 from duetime.core.outbox import DISPATCH_HOLDER
 from duetime.core.states import ATTEMPT_END, AttemptStatus, Event, JobStatus, next_status
@@ -61,6 +64,8 @@ from duetime.store.sqlshared import (
     new_job_record,
     reserve_ids,
 )
+
+BATCH_SLICE = 250  # jobs per insert of a bulk enqueue
 
 
 class _Fenced(Exception):
@@ -138,21 +143,40 @@ class SQLStore(SchedulesNodesTokens, QueuesTenantsFlow):
         if not jobs:
             return []
         controls = self.flow_controls()  # a max_backlog (docs/flow-control.md)
-        if connection is None:
-            with self.driver.transaction() as c:
+        if connection is not None:
+            with self.driver.joined(connection) as c:
                 self._admit(c, jobs, controls)
                 return self._enqueue(c, jobs, now)
-        with self.driver.joined(connection) as c:
+        if len(jobs) == 1 and not controls.bounds(jobs[0].queue, jobs[0].tenant):
+            # one statement that commits on its own (PostgreSQL: one round trip, its wake-up
+            # included); a key or occurrence met on the way, or a backlog bound to check
+            # first, goes the long way below
+            with self.driver.single() as c:
+                created = self._enqueue_one(c, jobs[0], now)
+            if created is not None:
+                return [created]
+        with self.driver.transaction() as c:
             self._admit(c, jobs, controls)
             return self._enqueue(c, jobs, now)
 
+    def _enqueue_one(self, c: Connection, job: NewJob, now: datetime) -> Enqueued | None:
+        """One job in one statement, its id from the database (and its wake-up, where the
+        statement sends it); None when its idempotency key or occurrence exists already."""
+        row = c.one(
+            "enqueue_one",
+            **job_params(0, job, now),
+            wake=self.driver.wake_payload(job.queue, job.due_at),
+        )
+        return None if row is None else Enqueued(new_job_record(row["id"], job, now), True)
+
     def _enqueue(self, c: Connection, jobs: Sequence[NewJob], now: datetime) -> list[Enqueued]:
-        if len(jobs) == 1:  # one statement, its id from the database
-            row = c.one("enqueue_one", **job_params(0, jobs[0], now))
-            if row is not None:
-                self.driver.notify(c, {jobs[0].queue: jobs[0].due_at})
-                return [Enqueued(job_from_row(row, self._t), True)]
-        if len(jobs) > 1 and all(j.idempotency_key is None and j.schedule_id is None for j in jobs):
+        if len(jobs) == 1:
+            one = self._enqueue_one(c, jobs[0], now)
+            if one is not None:
+                return [one]
+        if isinstance(jobs, NewJobs) and _fresh(jobs.template):
+            return self._enqueue_batch(c, jobs, now)
+        if len(jobs) > 1 and all(_fresh(j) for j in jobs):
             return self._enqueue_fresh(c, jobs, now)
         # An insert waits for another transaction's uncommitted row with the same key, so two
         # batches taking the same keys in different orders could deadlock. Rows therefore go
@@ -213,6 +237,45 @@ class SQLStore(SchedulesNodesTokens, QueuesTenantsFlow):
         c.run_many("insert_new_jobs", [job_params(i, job, now) for i, job in pairs])
         self.driver.notify(c, earliest(jobs))
         return [Enqueued(new_job_record(i, job, now), True) for i, job in pairs]
+
+    def _enqueue_batch(self, c: Connection, jobs: NewJobs, now: datetime) -> list[Enqueued]:
+        """enqueue_many's jobs (no keys, no occurrences): an insert per slice of jobs, with
+        what they share sent once and a JSON array of what differs. Where the driver pipelines
+        (PostgreSQL), the database inserts one slice while the next is made and checked, and
+        the records (built from the template) are made while it inserts the last."""
+        jobs[:BATCH_SLICE]  # the first slice is checked before anything is sent
+        ids = reserve_ids(c, len(jobs))
+        shared = job_params(0, jobs.template, now)
+        shared_due = jobs.template.due_at
+        json_time = self.driver.json_time
+        with self.driver.pipeline(c):
+            for start in range(0, len(jobs), BATCH_SLICE):
+                stop = min(start + BATCH_SLICE, len(jobs))
+                rows = [
+                    [
+                        job_id,
+                        job.args_json,
+                        None if job.due_at is shared_due else json_time(job.due_at),
+                        job.business_key,
+                    ]
+                    for job_id, job in zip(ids[start:stop], jobs[start:stop], strict=True)
+                ]
+                c.send("insert_job_batch", **shared, rows=json.dumps(rows))
+            self.driver.notify(c, earliest(jobs))
+            record = new_job_record(0, jobs.template, now)
+            return [
+                Enqueued(
+                    variant(
+                        record,
+                        id=job_id,
+                        args=job.args,
+                        due_at=job.due_at,
+                        business_key=job.business_key,
+                    ),
+                    True,
+                )
+                for job_id, job in zip(ids, jobs, strict=True)
+            ]
 
     def _jobs_by_key(
         self, c: Connection, jobs: Sequence[NewJob]
@@ -501,6 +564,11 @@ class SQLStore(SchedulesNodesTokens, QueuesTenantsFlow):
         if not moved:
             raise refusal(job, event, due_at)
         return job
+
+
+def _fresh(job: NewJob) -> bool:
+    """True when the job cannot meet a unique key: no idempotency key, no occurrence."""
+    return job.idempotency_key is None and job.schedule_id is None
 
 
 def _delay_from(outcome: Outcome, now: datetime) -> datetime | None:

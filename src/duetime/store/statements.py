@@ -19,13 +19,20 @@ STATEMENTS: dict[str, str] = {
     "schema_version": "returns version: the newest applied (0 when none)",
     "insert_migration": "records migration (version, name) applied at now",
     # -- jobs
-    "reserve_job_ids": "returns id: `count` new job ids, never given out before",
-    "enqueue_one": "inserts one job, its id given by the database, and returns it; returns "
-    "nothing when (tenant, idempotency_key) or (schedule_id, nominal_at) exists already",
+    "reserve_job_ids": "returns ids: `count` new job ids, never given out before, in one "
+    "row (an array, or a JSON array as text)",
+    "enqueue_one": "inserts one job, its id given by the database, and returns its id; returns "
+    "nothing when (tenant, idempotency_key) or (schedule_id, nominal_at) exists already. Where "
+    "the dialect has a wake-up feed (PostgreSQL), it also sends `wake` (Driver.wake_payload) "
+    "when the job is inserted, in the same statement",
     "insert_job": "inserts one job with the given id; does nothing when (tenant, "
     "idempotency_key) or (schedule_id, nominal_at) exists already",
     "insert_new_jobs": "inserts many jobs that cannot meet a unique key (no idempotency key, "
     "no occurrence), one parameter set each, as fast as the dialect can (PostgreSQL: COPY)",
+    "insert_job_batch": "inserts many jobs without idempotency key or occurrence that share "
+    "every column but id, args, due_at and business_key: those of insert_job as parameters, and "
+    "`rows`, a JSON array of [id, args JSON text, due_at as Driver.json_time or null for the "
+    "shared due_at, business_key]",
     "jobs_by_ids": "returns the jobs whose id is in ids",
     "jobs_by_keys": "returns the jobs with an idempotency key, whose tenant is in tenants "
     "and whose key is in keys",

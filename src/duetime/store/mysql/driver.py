@@ -125,12 +125,12 @@ class MySQLDriver(Driver):
         broken = True
         try:
             with self.translated():
-                with native.cursor() as cur:
-                    if snapshot:
+                # Without autocommit the first statement starts the transaction (READ
+                # COMMITTED, the session's level), saving a round trip; a snapshot needs its own
+                if snapshot:
+                    with native.cursor() as cur:
                         cur.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
                         cur.execute("START TRANSACTION WITH CONSISTENT SNAPSHOT, READ ONLY")
-                    else:
-                        cur.execute("START TRANSACTION")
             try:
                 yield Connection(self, native)
             except BaseException:

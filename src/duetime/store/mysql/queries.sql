@@ -34,7 +34,7 @@ INSERT INTO duetime_job_ids (owner)
 SELECT CONNECTION_ID()
 FROM JSON_TABLE(CONCAT('[', REPEAT('0,', %(count)s - 1), '0]'),
                 '$[*]' COLUMNS (n FOR ORDINALITY)) AS seq;
-SELECT id FROM duetime_job_ids WHERE owner = CONNECTION_ID() ORDER BY id;
+SELECT JSON_ARRAYAGG(id) AS ids FROM duetime_job_ids WHERE owner = CONNECTION_ID();
 DELETE FROM duetime_job_ids WHERE owner = CONNECTION_ID();
 
 -- name: enqueue_one
@@ -50,7 +50,7 @@ VALUES (LAST_INSERT_ID(), %(tenant)s, %(queue)s, %(task)s, %(args)s, %(priority)
     %(business_key)s, %(now)s, %(now)s, %(schedule_id)s, %(schedule_name)s, %(nominal_at)s,
     %(covers)s, %(origin)s)
 ON DUPLICATE KEY UPDATE id = id;
-SELECT * FROM duetime_jobs WHERE id = LAST_INSERT_ID();
+SELECT id FROM duetime_jobs WHERE id = LAST_INSERT_ID();
 DELETE FROM duetime_job_ids WHERE id = LAST_INSERT_ID();
 
 -- name: insert_job
@@ -75,6 +75,23 @@ VALUES (%(id)s, %(tenant)s, %(queue)s, %(task)s, %(args)s, %(priority)s, %(due_a
     %(lease_seconds)s, %(timeout_seconds)s, %(idempotency_key)s, %(request_hash)s,
     %(business_key)s, %(now)s, %(now)s, %(schedule_id)s, %(schedule_name)s, %(nominal_at)s,
     %(covers)s, %(origin)s);
+
+-- name: insert_job_batch
+-- enqueue_many's jobs: what they share as parameters, what differs in `rows`, a JSON array of
+-- [id, args (JSON text), due_at (null: the shared one), business_key]. One statement.
+INSERT INTO duetime_jobs (id, tenant, queue, task, args, priority, due_at, deadline_at, status,
+    max_attempts, retry_base, retry_cap, lease_seconds, timeout_seconds, idempotency_key,
+    request_hash, business_key, created_at, updated_at, schedule_id, schedule_name, nominal_at,
+    covers, origin)
+SELECT r.id, %(tenant)s, %(queue)s, %(task)s, r.args, %(priority)s,
+    COALESCE(r.due_at, %(due_at)s), %(deadline_at)s, %(status)s, %(max_attempts)s,
+    %(retry_base)s, %(retry_cap)s, %(lease_seconds)s, %(timeout_seconds)s, NULL,
+    %(request_hash)s, r.business_key, %(now)s, %(now)s, NULL, NULL, NULL, NULL, %(origin)s
+FROM JSON_TABLE(%(rows)s, '$[*]' COLUMNS (
+        id BIGINT PATH '$[0]',
+        args LONGTEXT PATH '$[1]',
+        due_at DATETIME(6) PATH '$[2]',
+        business_key TEXT PATH '$[3]')) AS r;
 
 -- name: jobs_by_ids
 SELECT * FROM duetime_jobs WHERE id IN %(ids)s;

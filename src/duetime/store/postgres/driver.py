@@ -95,6 +95,28 @@ class PostgresDriver(Driver):
         _used[native] = time.monotonic()
 
     @contextmanager
+    def single(self) -> Iterator[Connection]:
+        """A pooled connection in autocommit: its one statement is its own transaction, sent
+        in one round trip (no BEGIN, no COMMIT)."""
+        with self.translated():
+            pooled = self._pool.connection()
+            native = pooled.__enter__()
+        try:
+            native.autocommit = True
+            yield Connection(self, native)
+        except BaseException as exc:
+            _no_autocommit(native)
+            try:
+                pooled.__exit__(type(exc), exc, exc.__traceback__)
+            except Exception:
+                pass
+            raise
+        _no_autocommit(native)
+        with self.translated():
+            pooled.__exit__(None, None, None)
+        _used[native] = time.monotonic()
+
+    @contextmanager
     def joined(self, native: Any) -> Iterator[Connection]:
         accepted = (
             "a psycopg 3 connection or a SQLAlchemy session or connection on postgresql+psycopg://"
@@ -120,6 +142,17 @@ class PostgresDriver(Driver):
             cur.execute(sql, params)
             rows = cur.fetchall() if cur.description is not None else None
             return rows, cur.rowcount
+
+    def send(self, native: Any, sql: str, params: Mapping[str, Any]) -> None:
+        native.execute(sql, params)  # in pipeline mode: sent, its result read at the end
+
+    @contextmanager
+    def pipeline(self, c: Connection) -> Iterator[None]:
+        """psycopg's pipeline mode: statements go out without waiting for one another; the
+        server runs each as it arrives, and the block's end waits for their results."""
+        with self.translated():
+            with c.native.pipeline():
+                yield
 
     def execute_many(self, native: Any, sql: str, params: list[Mapping[str, Any]]) -> None:
         if sql.lstrip().upper().startswith("COPY"):
@@ -182,8 +215,11 @@ class PostgresDriver(Driver):
             return unexpected(self.dialect, exc)
         return None
 
+    def wake_payload(self, queue: str, at: datetime) -> str:
+        return f"{queue}\t{_micros(at)}"
+
     def notify(self, c: Connection, due: Mapping[str, datetime]) -> None:
-        payloads = [f"{queue}\t{_micros(at)}" for queue, at in due.items()]
+        payloads = [self.wake_payload(queue, at) for queue, at in due.items()]
         with self.translated():
             c.native.execute(
                 "SELECT pg_notify(%s, p) FROM unnest(%s::text[]) AS p", (CHANNEL, payloads)
@@ -200,6 +236,15 @@ class PostgresDriver(Driver):
 # when each pooled connection last finished a transaction (weak keys: the pool discards some)
 _used: weakref.WeakKeyDictionary[Any, float] = weakref.WeakKeyDictionary()
 _CHECK_AFTER_IDLE = 2.0  # seconds: a connection idle longer is checked before it is reused
+
+
+def _no_autocommit(native: psycopg.Connection[Any]) -> None:
+    """Back to the pool's transactions; a connection that cannot be is closed (the pool then
+    discards it rather than hand out an autocommit connection)."""
+    try:
+        native.autocommit = False
+    except Exception:
+        native.close()
 
 
 def _check_if_idle(conn: psycopg.Connection[Any]) -> None:

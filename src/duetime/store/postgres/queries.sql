@@ -26,22 +26,28 @@ INSERT INTO duetime_migrations (version, name, applied_at)
 VALUES (%(version)s, %(name)s, %(now)s);
 
 -- name: reserve_job_ids
--- from the jobs' own sequence: never handed out twice, whatever commits or rolls back
-SELECT nextval(pg_get_serial_sequence('duetime_jobs', 'id')) AS id
+-- from the jobs' own sequence: never handed out twice, whatever commits or rolls back. The
+-- sequence is looked up once (a sub-select), not per id; the ids come back as one array.
+SELECT array_agg(nextval((SELECT pg_get_serial_sequence('duetime_jobs', 'id')))) AS ids
 FROM generate_series(1, %(count)s);
 
 -- name: enqueue_one
-INSERT INTO duetime_jobs (tenant, queue, task, args, priority, due_at, deadline_at, status,
-    max_attempts, retry_base, retry_cap, lease_seconds, timeout_seconds, idempotency_key,
-    request_hash, business_key, created_at, updated_at, schedule_id, schedule_name, nominal_at,
-    covers, origin)
-VALUES (%(tenant)s, %(queue)s, %(task)s, %(args)s::jsonb, %(priority)s, %(due_at)s,
-    %(deadline_at)s, %(status)s, %(max_attempts)s, %(retry_base)s, %(retry_cap)s,
-    %(lease_seconds)s, %(timeout_seconds)s, %(idempotency_key)s, %(request_hash)s,
-    %(business_key)s, %(now)s, %(now)s, %(schedule_id)s, %(schedule_name)s, %(nominal_at)s,
-    %(covers)s::jsonb, %(origin)s)
-ON CONFLICT DO NOTHING
-RETURNING *;
+-- One statement, so that with no transaction of the caller's it runs alone in autocommit: one
+-- round trip. pg_notify is delivered when it commits (with the caller's transaction, if any).
+WITH job AS (
+    INSERT INTO duetime_jobs (tenant, queue, task, args, priority, due_at, deadline_at, status,
+        max_attempts, retry_base, retry_cap, lease_seconds, timeout_seconds, idempotency_key,
+        request_hash, business_key, created_at, updated_at, schedule_id, schedule_name,
+        nominal_at, covers, origin)
+    VALUES (%(tenant)s, %(queue)s, %(task)s, %(args)s::jsonb, %(priority)s, %(due_at)s,
+        %(deadline_at)s, %(status)s, %(max_attempts)s, %(retry_base)s, %(retry_cap)s,
+        %(lease_seconds)s, %(timeout_seconds)s, %(idempotency_key)s, %(request_hash)s,
+        %(business_key)s, %(now)s, %(now)s, %(schedule_id)s, %(schedule_name)s, %(nominal_at)s,
+        %(covers)s::jsonb, %(origin)s)
+    ON CONFLICT DO NOTHING
+    RETURNING id
+)
+SELECT id, pg_notify('duetime_due', %(wake)s::text) AS woke FROM job;
 
 -- name: insert_job
 INSERT INTO duetime_jobs (id, tenant, queue, task, args, priority, due_at, deadline_at, status,
@@ -63,6 +69,21 @@ COPY duetime_jobs (id, tenant, queue, task, args, priority, due_at, deadline_at,
     request_hash, business_key, created_at, updated_at, schedule_id, schedule_name, nominal_at,
     covers, origin)
 FROM STDIN (FORMAT BINARY);
+
+-- name: insert_job_batch
+-- enqueue_many's jobs: what they share as parameters, what differs in `rows`, a JSON array of
+-- [id, args (JSON text), due_at (null: the shared one), business_key]. One statement.
+INSERT INTO duetime_jobs (id, tenant, queue, task, args, priority, due_at, deadline_at, status,
+    max_attempts, retry_base, retry_cap, lease_seconds, timeout_seconds, idempotency_key,
+    request_hash, business_key, created_at, updated_at, schedule_id, schedule_name, nominal_at,
+    covers, origin)
+SELECT (r ->> 0)::bigint, %(tenant)s::text, %(queue)s::text, %(task)s::text, (r ->> 1)::jsonb,
+    %(priority)s::int, COALESCE((r ->> 2)::timestamptz, %(due_at)s::timestamptz),
+    %(deadline_at)s::timestamptz, %(status)s::text, %(max_attempts)s::int,
+    %(retry_base)s::float8, %(retry_cap)s::float8, %(lease_seconds)s::float8,
+    %(timeout_seconds)s::float8, NULL, %(request_hash)s::text, r ->> 3,
+    %(now)s::timestamptz, %(now)s::timestamptz, NULL, NULL, NULL, NULL, %(origin)s::text
+FROM json_array_elements(%(rows)s::json) AS r;
 
 -- name: jobs_by_ids
 SELECT * FROM duetime_jobs WHERE id = ANY (%(ids)s::bigint[]);

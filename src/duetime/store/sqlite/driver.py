@@ -75,6 +75,13 @@ class SQLiteDriver(Driver):
                 raise
 
     @contextmanager
+    def single(self) -> Iterator[Connection]:
+        """The connection in autocommit (no BEGIN IMMEDIATE ... COMMIT): its one statement is
+        its own transaction."""
+        with self._lock:
+            yield Connection(self, self._conn)
+
+    @contextmanager
     def joined(self, native: Any) -> Iterator[Connection]:
         raise ConfigurationError(
             "enqueue inside your own transaction (connection=...) needs PostgreSQL or MySQL; the "

@@ -26,10 +26,11 @@ INSERT INTO duetime_migrations (version, name, applied_at) VALUES (:version, :na
 -- name: reserve_job_ids
 -- Under the write lock: the next ids after every id ever used (AUTOINCREMENT keeps the
 -- highest in sqlite_sequence, also for ids given explicitly).
-WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < :count)
-SELECT MAX(COALESCE((SELECT seq FROM sqlite_sequence WHERE name = 'duetime_jobs'), 0),
-           COALESCE((SELECT MAX(id) FROM duetime_jobs), 0)) + i AS id
-FROM n;
+WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < :count),
+last(id) AS (
+    SELECT MAX(COALESCE((SELECT seq FROM sqlite_sequence WHERE name = 'duetime_jobs'), 0),
+               COALESCE((SELECT MAX(id) FROM duetime_jobs), 0)))
+SELECT json_group_array(last.id + n.i) AS ids FROM n, last;
 
 -- name: enqueue_one
 INSERT INTO duetime_jobs (tenant, queue, task, args, priority, due_at, deadline_at, status,
@@ -41,7 +42,7 @@ VALUES (:tenant, :queue, :task, :args, :priority, :due_at, :deadline_at, :status
     :request_hash, :business_key, :now, :now, :schedule_id, :schedule_name, :nominal_at,
     :covers, :origin)
 ON CONFLICT DO NOTHING
-RETURNING *;
+RETURNING id;
 
 -- name: insert_job
 INSERT INTO duetime_jobs (id, tenant, queue, task, args, priority, due_at, deadline_at, status,
@@ -63,6 +64,19 @@ VALUES (:id, :tenant, :queue, :task, :args, :priority, :due_at, :deadline_at, :s
     :max_attempts, :retry_base, :retry_cap, :lease_seconds, :timeout_seconds, :idempotency_key,
     :request_hash, :business_key, :now, :now, :schedule_id, :schedule_name, :nominal_at,
     :covers, :origin);
+
+-- name: insert_job_batch
+-- enqueue_many's jobs: what they share as parameters, what differs in `rows`, a JSON array of
+-- [id, args (JSON text), due_at (null: the shared one), business_key]. One statement.
+INSERT INTO duetime_jobs (id, tenant, queue, task, args, priority, due_at, deadline_at, status,
+    max_attempts, retry_base, retry_cap, lease_seconds, timeout_seconds, idempotency_key,
+    request_hash, business_key, created_at, updated_at, schedule_id, schedule_name, nominal_at,
+    covers, origin)
+SELECT json_extract(r.value, '$[0]'), :tenant, :queue, :task, json_extract(r.value, '$[1]'),
+    :priority, COALESCE(json_extract(r.value, '$[2]'), :due_at), :deadline_at, :status,
+    :max_attempts, :retry_base, :retry_cap, :lease_seconds, :timeout_seconds, NULL,
+    :request_hash, json_extract(r.value, '$[3]'), :now, :now, NULL, NULL, NULL, NULL, :origin
+FROM json_each(:rows) AS r;
 
 -- name: jobs_by_ids
 SELECT * FROM duetime_jobs WHERE id IN (SELECT value FROM json_each(:ids));

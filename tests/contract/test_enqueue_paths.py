@@ -1,0 +1,146 @@
+"""The fast enqueue paths keep every behaviour of the slow ones, on every dialect.
+
+One job without a caller's transaction is one statement committing on its own; enqueue_many
+sends one insert per slice of jobs (store.sqlstore.BATCH_SLICE), pipelined on PostgreSQL, and
+checks each slice's args as it goes. Whatever is returned is what the store holds, a bad job
+anywhere in a batch leaves nothing behind, and a batch wakes listeners once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import timedelta
+
+import pytest
+
+import duetime
+from duetime.core.clock import ManualClock
+from duetime.core.errors import ArgsMismatch, InvalidRequest
+from duetime.store.base import Store
+from duetime.store.sqlstore import BATCH_SLICE
+from kit import DialectKit
+
+MANY = 2 * BATCH_SLICE + 17  # three inserts, the last one short
+
+
+@pytest.fixture
+def app(store: Store, store_url: str, clock: ManualClock) -> Iterator[duetime.App]:
+    application = duetime.App(store_url, clock=clock)
+    yield application
+    application.close()
+
+
+def test_one_job_is_returned_as_stored(app: duetime.App, clock: ManualClock) -> None:
+    due = clock.now() + timedelta(minutes=2)
+    job = app.enqueue(
+        "mail",
+        {"to": "a@example.com", "tags": ["x", {"y": 1}]},
+        at=due,
+        queue="q",
+        priority=-4,
+        deadline=due + timedelta(hours=1),
+        business_key="order-7",
+    )
+    assert app.get_job(job.id) == job
+    assert job.args == {"to": "a@example.com", "tags": ["x", {"y": 1}]}
+    plain = app.enqueue("mail", {"n": 1.5, "ok": True, "none": None})
+    assert app.get_job(plain.id) == plain
+
+
+def test_an_idempotency_key_met_by_a_single_enqueue_returns_the_original(
+    app: duetime.App,
+) -> None:
+    first = app.submit("mail", {"n": 1}, key="k1")
+    again = app.submit("mail", {"n": 1}, key="k1")
+    assert first.created and not again.created
+    assert again.job == first.job
+    with pytest.raises(duetime.IdempotencyConflict):
+        app.enqueue("mail", {"n": 2}, key="k1")
+    assert len(app.list_jobs()) == 1
+
+
+def test_a_bulk_enqueue_of_several_inserts_returns_the_jobs_as_stored(
+    app: duetime.App, clock: ManualClock
+) -> None:
+    start = clock.now() + timedelta(minutes=1)
+    args = [{"i": i} if i % 2 else {"i": i, "nested": {"list": [i, "é"]}} for i in range(MANY)]
+    dues = [start + timedelta(milliseconds=i) for i in range(MANY)]
+    jobs = app.enqueue_many("report", args, queue="bulk", priority=2, at_each=dues)
+    assert [j.args for j in jobs] == args
+    assert [j.due_at for j in jobs] == dues
+    ids = [j.id for j in jobs]
+    assert ids == sorted(ids) and len(set(ids)) == MANY  # in the request's order
+    assert len({j.business_key for j in jobs}) == MANY
+    for job in (jobs[0], jobs[BATCH_SLICE - 1], jobs[BATCH_SLICE], jobs[-1]):
+        assert app.get_job(job.id) == job
+    assert len(app.list_jobs(limit=1000)) == MANY
+
+
+def test_a_bulk_enqueue_shares_one_due_time_unless_given_one_each(
+    app: duetime.App, clock: ManualClock
+) -> None:
+    jobs = app.enqueue_many("report", [{"i": i} for i in range(MANY)], delay=30)
+    assert {j.due_at for j in jobs} == {clock.now() + timedelta(seconds=30)}
+    assert app.get_job(jobs[-1].id) == jobs[-1]
+
+
+def test_a_bad_job_past_the_first_insert_leaves_nothing_behind(app: duetime.App) -> None:
+    args: list[dict[str, object]] = [{"i": i} for i in range(MANY)]
+    args[-3] = {"i": {1, 2}}  # not JSON: refused after two inserts were sent
+    with pytest.raises(InvalidRequest, match="plain JSON"):
+        app.enqueue_many("report", args)
+    assert app.list_jobs() == []
+    app.enqueue("report", {"i": -1})  # the store goes on working
+    assert len(app.list_jobs()) == 1
+
+
+def test_args_a_handler_cannot_take_past_the_first_insert_leave_nothing_behind(
+    store: Store, store_url: str, clock: ManualClock
+) -> None:
+    app = duetime.App(store_url, clock=clock)
+
+    @app.task(name="greet")
+    def greet(name: str) -> None: ...
+
+    try:
+        args = [{"name": str(i)} for i in range(MANY)]
+        args[BATCH_SLICE + 5] = {"nam": "typo"}
+        with pytest.raises(ArgsMismatch, match=f"job {BATCH_SLICE + 6} of {MANY}"):
+            app.enqueue_many("greet", args)
+        assert app.list_jobs() == []
+    finally:
+        app.close()
+
+
+def test_a_failed_batch_after_single_enqueues_still_rolls_back_as_one(
+    app: duetime.App,
+) -> None:
+    # a single enqueue's connection commits each statement on its own; a batch on the same
+    # pooled connection afterwards must not (the pool hands its connections out in turn)
+    kept = [app.enqueue("report", {"i": i}) for i in range(3)]
+    args: list[dict[str, object]] = [{"i": i} for i in range(MANY)]
+    args[-1] = {"i": float("nan")}
+    for _ in range(3):
+        with pytest.raises(InvalidRequest):
+            app.enqueue_many("report", args)
+    assert sorted(j.id for j in app.list_jobs()) == [j.id for j in kept]
+
+
+def test_a_bulk_enqueue_wakes_listeners_once_with_its_earliest_due_time(
+    app: duetime.App, kit: DialectKit, clock: ManualClock
+) -> None:
+    listener = app.store.listen()
+    if listener is None:
+        assert kit.wakeups == "none"
+        return
+    try:
+        listener.wait(0.01)  # whatever happened while the store was set up
+        start = clock.now() + timedelta(seconds=5)
+        dues = [start + timedelta(seconds=MANY - i) for i in range(MANY)]
+        app.enqueue_many("report", [{"i": i} for i in range(MANY)], queue="mail", at_each=dues)
+        heard = listener.wait(10)
+        assert heard
+        if kit.wakeups == "due":
+            assert [(w.queue, w.due_at) for w in heard] == [("mail", min(dues))]
+    finally:
+        listener.close()

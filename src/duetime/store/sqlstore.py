@@ -47,6 +47,7 @@ from duetime.store.rows import (
     refusal,
 )
 from duetime.store.sqlextra import SchedulesNodesTokens
+from duetime.store.sqllimits import Limits
 from duetime.store.sqloutbox import QueuesOutbox
 from duetime.store.sqlshared import (
     conflicts_retried,
@@ -66,7 +67,7 @@ class _Fenced(Exception):
     """Raised inside a completion transaction to roll it back."""
 
 
-class SQLStore(SchedulesNodesTokens, QueuesOutbox):
+class SQLStore(SchedulesNodesTokens, QueuesOutbox, Limits):
     """A Store on any SQL database a Driver speaks for. Safe for many threads; safe for many
     processes and machines as far as the database is (SQLite: one machine)."""
 
@@ -265,6 +266,23 @@ class SQLStore(SchedulesNodesTokens, QueuesOutbox):
         if limit <= 0:
             return []
         outbox = self.outbox_queues()
+        if self.limit_names():  # limits exist: the limited path (store/sqllimits.py)
+            with self.driver.transaction() as c:
+                rows = self._claim_limited(
+                    c,
+                    now,
+                    limit,
+                    worker_id,
+                    {
+                        "all_queues": queues is None,
+                        "queues": list(queues) if queues is not None else [],
+                        "all_tasks": tasks is None,
+                        "tasks": list(tasks) if tasks is not None else [],
+                        "all_direct": not outbox,
+                        "outbox_queues": outbox,
+                    },
+                )
+            return self._claims(rows)
         with self.driver.transaction() as c:
             rows = c.rows(
                 "claim",
@@ -279,6 +297,9 @@ class SQLStore(SchedulesNodesTokens, QueuesOutbox):
                 all_direct=not outbox,
                 outbox_queues=outbox,
             )
+        return self._claims(rows)
+
+    def _claims(self, rows: Sequence[Row]) -> list[Claim]:
         return [
             Claim(
                 job_from_row(row, self._t),

@@ -138,4 +138,27 @@ STATEMENTS: dict[str, str] = {
     "oldest_overdue": "returns due_at: the earliest due scheduled job",
     "attempt_samples": "returns task, queue, status, error_category, due_at, started_at, "
     "finished_at of the newest attempts started since `since`, up to limit",
+    # -- limits per dependency (store/sqllimits.py)
+    "limit_names": "returns name of every limit, by name",
+    "limit_rows": "returns every column of every limit, by name",
+    "lock_limits": "returns every column of every limit, by name, their rows locked for the "
+    "transaction in name order",
+    "limit_running": "returns limits, running: per distinct limits text, how many running or "
+    "cancel_requested jobs carrying limits have a running attempt of their generation whose "
+    "lease ends after now",
+    "limit_waiting": "returns limits, waiting, oldest_due_at: per distinct limits text, the "
+    "scheduled jobs carrying limits that are due at now",
+    "claim_pick_limited": "returns id, limits of up to `limit` scheduled jobs due at now and not "
+    "past their deadline, of `queues` (any when all_queues), of `tasks` (any when all_tasks), "
+    "not of outbox_queues (none when all_direct), not in `skip` (JSON array of ids), whose "
+    "limits text contains none of the strings of `blocked` (JSON array), by priority desc, "
+    "due_at, id; their rows locked, skipping rows another transaction locked",
+    "claim_jobs": "claims the scheduled jobs of ids as `claim` does (moves, generation + 1, "
+    "attempts + 1, a running attempt for worker_id started now); returns them as `claim` does",
+    "take_tokens": "sets tokens and refilled_at of limit `name`",
+    "upsert_limit": "creates limit `name` or replaces its settings (rate_count, rate_period, "
+    "burst, concurrency, retry_budget, breaker_threshold; updated_at now), keeping its state",
+    "delete_limit": "changes: deletes limit `name`",
+    "pause_limit": "creates limit `name` paused until `until` (updated_at now), or moves its "
+    "paused_until to `until` when that is later",
 }

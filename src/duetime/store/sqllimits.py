@@ -1,0 +1,222 @@
+"""The SQL store's limits per dependency (mixed into store/sqlstore.py); the rules are in
+core/limits.py, the user's view in docs/flow-control.md.
+
+A claim takes the limited path only while some limit exists (the names are cached for
+LIMIT_NAMES_SECONDS): with none, the claim statement runs as it always did. The limited path,
+in one transaction: lock every limit row (in name order; SQLite's write lock already
+serialises), count each key's running attempts (unexpired leases), work out what each key
+allows now (pause, concurrency, bucket), pick due jobs in claim order leaving out those that
+carry a key allowing nothing, keep those every key of which still allows one more (the pick
+runs again, up to PICK_ROUNDS times, when a key ran out on the way), claim them, and take the
+tokens.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections import Counter
+from collections.abc import Sequence
+from datetime import datetime
+
+from duetime.core.limits import (
+    LimitSettings,
+    LimitState,
+    LimitStatus,
+    Rate,
+    allowance,
+    check_limit_key,
+    check_limit_keys,
+    quoted,
+    refilled,
+    take,
+)
+from duetime.core.states import Event
+from duetime.store.driver import Connection, Driver, Row
+from duetime.store.rows import ToTime, json_list, moves_json
+from duetime.store.sqlshared import conflicts_retried
+
+# how long a store trusts its copy of the limits' names: a first limit (or the last one's
+# deletion) reaches other processes' claims within this. A change of an existing limit's
+# settings applies at once (the limited path reads the rows in every claim).
+LIMIT_NAMES_SECONDS = 1.0
+PICK_ROUNDS = 4
+
+
+class Limits:
+    driver: Driver
+    _t: ToTime
+    _limit_names: tuple[float, list[str]] | None = None  # (read at, monotonic; names)
+
+    def limit_names(self) -> list[str]:
+        """The keys with a limit row, read at most LIMIT_NAMES_SECONDS ago."""
+        cached = self._limit_names
+        at = time.monotonic()
+        if cached is not None and at - cached[0] < LIMIT_NAMES_SECONDS:
+            return cached[1]
+        with self.driver.transaction(write=False) as c:
+            names = [r["name"] for r in c.rows("limit_names")]
+        self._limit_names = (at, names)
+        return names
+
+    # -- settings ---------------------------------------------------------------------------
+
+    def limits(self, now: datetime) -> list[LimitStatus]:
+        with self.driver.transaction(snapshot=True) as c:
+            rows = c.rows("limit_rows")
+            running = _per_key(c.rows("limit_running", now=now), "running")
+            waiting_rows = c.rows("limit_waiting", now=now)
+        waiting = _per_key(waiting_rows, "waiting")
+        oldest: dict[str, datetime] = {}
+        for r in waiting_rows:
+            at = self._t(r["oldest_due_at"])
+            for key in json_list(r["limits"]):
+                oldest[key] = min(oldest.get(key, at), at)
+        found = []
+        for r in rows:
+            settings, state = self._limit(r)
+            found.append(
+                LimitStatus(
+                    settings,
+                    state,
+                    self._t(r["updated_at"]),
+                    running[settings.key],
+                    waiting[settings.key],
+                    refilled(settings, state, now),
+                    oldest.get(settings.key),
+                )
+            )
+        return found
+
+    @conflicts_retried
+    def set_limit(self, settings: LimitSettings, now: datetime) -> None:
+        check_limit_key(settings.key)
+        rate = settings.rate
+        with self.driver.transaction() as c:
+            c.run(
+                "upsert_limit",
+                name=settings.key,
+                rate_count=rate.count if rate is not None else None,
+                rate_period=rate.period if rate is not None else None,
+                burst=settings.burst,
+                concurrency=settings.concurrency,
+                retry_budget=settings.retry_budget,
+                breaker_threshold=settings.breaker_threshold,
+                now=now,
+            )
+        self._limit_names = None  # this process's claims see it at once
+
+    @conflicts_retried
+    def delete_limit(self, key: str) -> bool:
+        with self.driver.transaction() as c:
+            deleted = c.run("delete_limit", name=key) > 0
+        self._limit_names = None
+        return deleted
+
+    @conflicts_retried
+    def pause_limits(self, keys: Sequence[str], until: datetime, now: datetime) -> None:
+        """Nothing carrying one of `keys` starts before `until` (a longer pause stays)."""
+        names = check_limit_keys(keys)
+        if not names:
+            return
+        with self.driver.transaction() as c:
+            for name in names:  # in name order, as the claims lock them
+                c.run("pause_limit", name=name, until=until, now=now)
+        self._limit_names = None
+
+    def _limit(self, r: Row) -> tuple[LimitSettings, LimitState]:
+        rate = None
+        if r["rate_count"] is not None and r["rate_period"] is not None:
+            rate = Rate(float(r["rate_count"]), float(r["rate_period"]))
+        settings = LimitSettings(
+            key=r["name"],
+            rate=rate,
+            burst=r["burst"],
+            concurrency=r["concurrency"],
+            retry_budget=_opt_float(r["retry_budget"]),
+            breaker_threshold=_opt_float(r["breaker_threshold"]),
+        )
+        state = LimitState(
+            tokens=_opt_float(r["tokens"]),
+            refilled_at=self._t(r["refilled_at"]) if r["refilled_at"] is not None else None,
+            paused_until=self._t(r["paused_until"]) if r["paused_until"] is not None else None,
+        )
+        return settings, state
+
+    # -- the claim's limited path -------------------------------------------------------------
+
+    def _claim_limited(
+        self, c: Connection, now: datetime, limit: int, worker_id: str, pick: dict[str, object]
+    ) -> list[Row]:
+        """Claim up to `limit` jobs within every limit, in the caller's transaction; `pick`
+        holds the claim's filters (queues, tasks, outbox queues)."""
+        limits = {s.key: (s, st) for s, st in map(self._limit, c.rows("lock_limits"))}
+        running = _per_key(c.rows("limit_running", now=now), "running")
+        allowed: dict[str, int] = {}
+        for key, (settings, state) in limits.items():
+            n = allowance(settings, state, running[key], now)
+            if n is not None:
+                allowed[key] = n
+        taken: Counter[str] = Counter()
+        chosen: list[int] = []
+        seen: list[int] = []
+        for _ in range(PICK_ROUNDS):
+            blocked = [quoted(k) for k, n in allowed.items() if n - taken[k] <= 0]
+            want = limit - len(chosen)
+            rows = c.rows(
+                "claim_pick_limited",
+                now=now,
+                limit=want,
+                skip=json.dumps(seen),
+                blocked=json.dumps(sorted(blocked)),
+                **pick,
+            )
+            trimmed = False
+            for r in rows:
+                seen.append(r["id"])
+                keys = [k for k in json_list(r["limits"]) if k in allowed]
+                if all(allowed[k] - taken[k] > 0 for k in keys):
+                    chosen.append(r["id"])
+                    taken.update(keys)
+                else:
+                    trimmed = True
+            if not trimmed or len(rows) < want or len(chosen) >= limit:
+                break
+        if not chosen:
+            return []
+        claimed = c.rows(
+            "claim_jobs",
+            ids=chosen,
+            moves=moves_json(Event.CLAIM),
+            worker_id=worker_id,
+            now=now,
+        )
+        started: Counter[str] = Counter()
+        for r in claimed:
+            started.update(k for k in json_list(r["limits"]) if k in limits)
+        updates = []
+        for key in sorted(started):
+            settings, state = limits[key]
+            if settings.rate is None:
+                continue
+            after = take(settings, state, started[key], now)
+            updates.append({"name": key, "tokens": after.tokens, "refilled_at": now})
+        if updates:
+            c.run_many("take_tokens", updates)
+        return claimed
+
+
+def _per_key(rows: Sequence[Row], column: str) -> Counter[str]:
+    """Figures grouped by limits text, added up per key."""
+    found: Counter[str] = Counter()
+    for r in rows:
+        for key in json_list(r["limits"]):
+            found[key] += int(r[column])
+    return found
+
+
+def _opt_float(value: object) -> float | None:
+    return None if value is None else float(value)  # type: ignore[arg-type]
+
+
+__all__ = ["LIMIT_NAMES_SECONDS", "Limits"]

@@ -149,3 +149,11 @@ def test_starts_never_exceed_burst_plus_rate_times_window(
         for b, n in starts[i:]:
             total += n
             assert total <= burst + rate * (b - a) + 1e-6
+
+
+def test_a_late_claim_never_moves_the_refill_back() -> None:
+    s = LimitSettings("k", rate=parse_rate("1/s"), burst=1)
+    state = take(s, LimitState(), 1, at(10))
+    late = take(s, state, 0, at(9))  # a claim whose `now` was read before the other's
+    assert late.refilled_at == at(10)
+    assert allowance(s, late, 0, at(10.5)) == 0

@@ -5,7 +5,7 @@ one error line); 1 on any other error (one line on stderr); 141 when stdout is c
 (`duetime jobs list | head -1`), quietly, as for a program SIGPIPE stops.
 
 Each command group is a module that registers its own subcommands (`add_parsers`): migrate,
-worker, enqueue, jobs, nodes, schedules (with backfill), queues, outbox (with relay),
+worker, enqueue, jobs, nodes, schedules (with backfill), queues, limits, outbox (with relay),
 tokens, stats, dlq and serve; support
 holds what they share.
 """
@@ -21,6 +21,7 @@ from duetime.cli import (
     dlq,
     enqueue,
     jobs,
+    limits,
     migrate,
     nodes,
     outbox,
@@ -43,6 +44,7 @@ GROUPS = (
     nodes,
     schedules,
     queues,
+    limits,
     outbox,
     tokens,
     stats,

@@ -185,7 +185,10 @@ def take(settings: LimitSettings, state: LimitState, count: int, now: datetime) 
     tokens = refilled(settings, state, now)
     if tokens is None:
         return state
-    return replace(state, tokens=max(0.0, tokens - count), refilled_at=now)
+    # refilled_at never moves back: a claim that computed its `now` before another claim's
+    # (and waited for the limit's row lock) must not make the next refill count time twice
+    at = now if state.refilled_at is None else max(now, state.refilled_at)
+    return replace(state, tokens=max(0.0, tokens - count), refilled_at=at)
 
 
 def paused(state: LimitState, until: datetime) -> LimitState:

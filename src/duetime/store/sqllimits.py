@@ -200,7 +200,9 @@ class Limits:
             if settings.rate is None:
                 continue
             after = take(settings, state, started[key], now)
-            updates.append({"name": key, "tokens": after.tokens, "refilled_at": now})
+            updates.append(
+                {"name": key, "tokens": after.tokens, "refilled_at": after.refilled_at}
+            )
         if updates:
             c.run_many("take_tokens", updates)
         return claimed

@@ -12,9 +12,16 @@ import pytest
 
 import duetime
 from duetime.core.clock import ManualClock
-from duetime.core.limits import LimitSettings, parse_rate
+from duetime.core.limits import (
+    COOLDOWN_SECONDS,
+    MIN_RETRIES,
+    WINDOW_SECONDS,
+    LimitSettings,
+    parse_rate,
+)
 from duetime.core.models import Job, Lease, Outcome
 from duetime.core.requests import TaskDefaults
+from duetime.core.retry import ErrorCategory
 from duetime.core.states import Event, JobStatus
 from duetime.runtime.worker import Worker
 from duetime.store.base import Store
@@ -150,6 +157,68 @@ def test_a_long_line_of_blocked_jobs_does_not_starve_the_rest(
     assert len(carrying(first, "api")) == 1 and len(first) == 5
     rest = claim(store, clock, limit=50)
     assert {j.id for j in first + rest} >= {j.id for j in others}
+
+
+# -- retry budgets and breakers ----------------------------------------------------------------
+
+
+def fail(store: Store, clock: ManualClock, job: Job) -> None:
+    outcome = Outcome(Event.RETRY, due_at=clock.now(), error_category=ErrorCategory.RETRYABLE)
+    assert store.finish(done_lease(store, job), outcome, clock.now())
+
+
+def succeed(store: Store, clock: ManualClock, job: Job) -> None:
+    assert store.finish(done_lease(store, job), Outcome(Event.SUCCEED), clock.now())
+
+
+def test_breaker_opens_holds_probes_and_closes(store: Store, clock: ManualClock) -> None:
+    store.set_limit(LimitSettings("api", breaker_threshold=0.5), clock.now())
+    enqueue_many(store, clock, 12, defaults=API, max_attempts=10)
+    first = claim(store, clock)
+    assert len(first) == 12
+    for job in first[:10]:
+        fail(store, clock, job)  # 10 of 10 recent outcomes failed: the breaker opens
+    (status,) = store.limits(clock.now())
+    assert status.state.breaker == "open"
+    other = enqueue_many(store, clock, 1)
+    assert [j.id for j in claim(store, clock)] == [other[0].id]  # api held, the rest runs
+    held = [store.get_job(j.id) for j in first[:10]]
+    assert all(j is not None and j.attempts == 1 for j in held)  # waiting burns no attempt
+    for job in first[10:]:
+        succeed(store, clock, job)
+    clock.advance(COOLDOWN_SECONDS)
+    probe = claim(store, clock)
+    assert len(probe) == 1  # half-open: one probe
+    assert claim(store, clock) == []  # while it runs, nothing else
+    fail(store, clock, probe[0])  # the dependency is still down: open again
+    assert claim(store, clock) == []
+    clock.advance(COOLDOWN_SECONDS)
+    probe = claim(store, clock)
+    assert len(probe) == 1
+    succeed(store, clock, probe[0])  # it recovered: closed
+    (status,) = store.limits(clock.now())
+    assert status.state.breaker == "closed"
+    assert len(claim(store, clock)) == 9
+
+
+def test_retry_budget_delays_retries_not_fresh_work(store: Store, clock: ManualClock) -> None:
+    store.set_limit(LimitSettings("api", retry_budget=0.1), clock.now())
+    jobs = enqueue_many(store, clock, 30, defaults=API, max_attempts=5)
+    assert len(claim(store, clock)) == 30
+    for job in jobs:
+        fail(store, clock, job)  # 30 retries due at once: a storm in the making
+    fresh = enqueue_many(store, clock, 2, defaults=API)
+    got = claim(store, clock)
+    retries = [j for j in got if j.attempts > 1]
+    # 30 recent starts, none a retry: max(MIN_RETRIES, 0.1 of the starts) retries may start
+    assert len(retries) == MIN_RETRIES
+    assert {j.id for j in fresh} <= {j.id for j in got}  # fresh work is not held back
+    waiting = [store.get_job(j.id) for j in jobs if j.id not in {g.id for g in got}]
+    assert len(waiting) == 20
+    assert all(j is not None and j.attempts == 1 for j in waiting)  # delayed, not burnt
+    assert claim(store, clock) == []
+    clock.advance(2 * WINDOW_SECONDS)  # the window moved on: the budget is back
+    assert len(claim(store, clock)) == MIN_RETRIES
 
 
 # -- through the worker ------------------------------------------------------------------------

@@ -10,14 +10,24 @@ from hypothesis import strategies as st
 
 from duetime.core.errors import InvalidRequest
 from duetime.core.limits import (
+    CLOSED,
+    COOLDOWN_SECONDS,
+    HALF_OPEN,
+    MIN_RETRIES,
+    OPEN,
     LimitSettings,
     LimitState,
     Rate,
+    after_claim,
+    after_outcomes,
     allowance,
+    breaker_allowance,
     check_limit_keys,
     limits_text,
     parse_rate,
     paused,
+    recent,
+    retry_allowance,
     take,
     updated_settings,
 )
@@ -157,3 +167,57 @@ def test_a_late_claim_never_moves_the_refill_back() -> None:
     late = take(s, state, 0, at(9))  # a claim whose `now` was read before the other's
     assert late.refilled_at == at(10)
     assert allowance(s, late, 0, at(10.5)) == 0
+
+
+# -- retry budgets and breakers ----------------------------------------------------------------
+
+
+def counted(state: LimitState, s: LimitSettings, now: datetime, fails: int, oks: int) -> LimitState:
+    return after_outcomes(s, state, fails, oks, now)
+
+
+def test_the_window_slides_over_two_buckets() -> None:
+    state = after_claim(LimitState(), 10, 4, at(0))
+    assert recent(state, at(30)) == (10, 4, 0, 0)
+    state = after_claim(state, 0, 0, at(60))  # a new bucket: the old one weighs what remains
+    assert recent(state, at(90)) == (5, 2, 0, 0)
+    assert recent(state, at(200)) == (0, 0, 0, 0)
+
+
+def test_retry_budget_share_and_floor() -> None:
+    s = LimitSettings("k", retry_budget=0.2)
+    assert retry_allowance(s, LimitState(), at(0)) == MIN_RETRIES
+    busy = after_claim(LimitState(), 100, 10, at(0))
+    # R + n <= 0.2 (A + n): n <= (20 - 10) / 0.8
+    assert retry_allowance(s, busy, at(1)) == 12
+    spent = after_claim(LimitState(), 20, 20, at(0))
+    assert retry_allowance(s, spent, at(1)) == 0
+    assert retry_allowance(LimitSettings("k"), spent, at(1)) is None
+
+
+def test_breaker_opens_cools_down_probes_and_closes() -> None:
+    s = LimitSettings("k", breaker_threshold=0.5)
+    state = counted(LimitState(), s, at(0), 4, 4)
+    assert state.breaker == CLOSED  # 8 outcomes: too few to judge
+    state = counted(state, s, at(1), 0, 1)
+    assert state.breaker == CLOSED  # a success never opens it
+    state = counted(state, s, at(2), 1, 0)  # 5 of 10 failed: the threshold
+    assert (state.breaker, state.breaker_until) == (OPEN, at(2 + COOLDOWN_SECONDS))
+    assert breaker_allowance(s, state, 0, at(31.9)) == 0
+    assert breaker_allowance(s, state, 0, at(32)) == 1  # the probe
+    assert breaker_allowance(s, state, 1, at(32)) == 0  # one at a time
+    state = after_claim(state, 1, 0, at(32))
+    assert state.breaker == HALF_OPEN
+    assert breaker_allowance(s, state, 1, at(33)) == 0
+    again = counted(state, s, at(33), 1, 0)  # the probe failed: open for another cool-down
+    assert (again.breaker, again.breaker_until) == (OPEN, at(33 + COOLDOWN_SECONDS))
+    closed = counted(state, s, at(33), 0, 1)  # it succeeded: closed, the window starts afresh
+    assert (closed.breaker, recent(closed, at(33))) == (CLOSED, (0, 0, 0, 0))
+    assert breaker_allowance(s, closed, 5, at(33)) is None
+
+
+def test_below_the_threshold_the_breaker_stays_closed() -> None:
+    s = LimitSettings("k", breaker_threshold=0.5)
+    state = counted(LimitState(), s, at(0), 4, 6)
+    state = counted(state, s, at(1), 0, 0)
+    assert counted(state, s, at(1), 1, 0).breaker == CLOSED  # 5 of 11

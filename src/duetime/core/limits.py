@@ -23,7 +23,7 @@ import math
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from duetime.core.errors import InvalidRequest
 
@@ -139,6 +139,35 @@ class LimitSettings:
         return float(max(1, math.ceil(self.rate.per_second)))
 
 
+# "Recent", for retry budgets and breakers: a sliding window of WINDOW_SECONDS, estimated
+# from two fixed buckets (the current one, and the one before weighted by how much of it
+# still lies in the window), so the counts live on the limit's row.
+WINDOW_SECONDS = 60.0
+MIN_OUTCOMES = 10  # a breaker opens only on at least this many recent outcomes
+MIN_RETRIES = 10  # a retry budget always allows this many retries per window
+COOLDOWN_SECONDS = 30.0  # how long an open breaker holds everything before its probe
+
+CLOSED, OPEN, HALF_OPEN = "closed", "open", "half_open"
+
+
+@dataclass(frozen=True)
+class Counts:
+    """What happened in one bucket of the window, for one key."""
+
+    starts: int = 0  # attempts started
+    retries: int = 0  # of which retries (the job had an attempt before in this budget)
+    failures: int = 0  # attempts ended failed (retried or given up)
+    successes: int = 0
+
+    def plus(self, other: Counts) -> Counts:
+        return Counts(
+            self.starts + other.starts,
+            self.retries + other.retries,
+            self.failures + other.failures,
+            self.successes + other.successes,
+        )
+
+
 @dataclass(frozen=True)
 class LimitState:
     """What the store keeps per key beside the settings."""
@@ -146,6 +175,11 @@ class LimitState:
     tokens: float | None = None  # None: a full bucket (never taken from)
     refilled_at: datetime | None = None
     paused_until: datetime | None = None
+    window_at: datetime | None = None  # the start of the current bucket
+    current: Counts = Counts()
+    previous: Counts = Counts()
+    breaker: str = CLOSED
+    breaker_until: datetime | None = None  # when open: the end of the cool-down
 
 
 def refilled(settings: LimitSettings, state: LimitState, now: datetime) -> float | None:
@@ -292,4 +326,109 @@ def updated_settings(
         )
     if s.burst is not None and s.rate is None:
         raise InvalidRequest(f"limit {key!r}: a burst needs a rate; give --rate N/s too")
+    return s
+
+
+# -- retry budgets and circuit breakers ----------------------------------------------------------
+
+
+def rolled(state: LimitState, now: datetime) -> LimitState:
+    """The state with its window buckets moved on to `now`."""
+    if state.window_at is None:
+        return replace(state, window_at=now)
+    elapsed = (now - state.window_at).total_seconds()
+    if elapsed < WINDOW_SECONDS:
+        return state
+    if elapsed < 2 * WINDOW_SECONDS:
+        return replace(
+            state,
+            window_at=state.window_at + timedelta(seconds=WINDOW_SECONDS),
+            previous=state.current,
+            current=Counts(),
+        )
+    return replace(state, window_at=now, previous=Counts(), current=Counts())
+
+
+def recent(state: LimitState, now: datetime) -> tuple[float, float, float, float]:
+    """(starts, retries, failures, successes) over the last WINDOW_SECONDS, estimated."""
+    s = rolled(state, now)
+    assert s.window_at is not None
+    into = min(1.0, max(0.0, (now - s.window_at).total_seconds() / WINDOW_SECONDS))
+    weight = 1.0 - into
+    c, p = s.current, s.previous
+    return (
+        c.starts + p.starts * weight,
+        c.retries + p.retries * weight,
+        c.failures + p.failures * weight,
+        c.successes + p.successes * weight,
+    )
+
+
+def retry_allowance(settings: LimitSettings, state: LimitState, now: datetime) -> int | None:
+    """How many retries of jobs carrying the key may start now (None: no budget).
+
+    Retries may be at most `retry_budget` of the recent starts (each retry itself a start),
+    and never fewer than MIN_RETRIES per window: with A recent starts of which R retries, n
+    more retries may start while R + n <= max(MIN_RETRIES, budget * (A + n)).
+    """
+    budget = settings.retry_budget
+    if budget is None or budget >= 1:
+        return None
+    starts, retries, _, _ = recent(state, now)
+    by_share = (budget * starts - retries) / (1 - budget)
+    return max(0, math.floor(max(MIN_RETRIES - retries, by_share) + _EPSILON))
+
+
+def breaker_allowance(
+    settings: LimitSettings, state: LimitState, running: int, now: datetime
+) -> int | None:
+    """What the breaker lets start: None when closed (no bound); 0 while open during the
+    cool-down; after it (half-open) one probe, when no attempt of the key is running."""
+    if settings.breaker_threshold is None or state.breaker == CLOSED:
+        return None
+    if state.breaker == OPEN and state.breaker_until is not None and now < state.breaker_until:
+        return 0
+    return 1 if running == 0 else 0
+
+
+def after_claim(state: LimitState, starts: int, retries: int, now: datetime) -> LimitState:
+    """Count what a claim started; an open breaker past its cool-down is now half-open (the
+    probe started)."""
+    s = rolled(state, now)
+    s = replace(s, current=s.current.plus(Counts(starts=starts, retries=retries)))
+    if starts and s.breaker == OPEN and (s.breaker_until is None or now >= s.breaker_until):
+        s = replace(s, breaker=HALF_OPEN)
+    return s
+
+
+def after_outcomes(
+    settings: LimitSettings, state: LimitState, failures: int, successes: int, now: datetime
+) -> LimitState:
+    """Count ended attempts and move the breaker: half-open, a success closes it (the window
+    starts afresh) and a failure opens it again; closed, it opens when at least MIN_OUTCOMES
+    recent outcomes failed at breaker_threshold or more."""
+    s = rolled(state, now)
+    s = replace(s, current=s.current.plus(Counts(failures=failures, successes=successes)))
+    threshold = settings.breaker_threshold
+    if threshold is None:
+        return replace(s, breaker=CLOSED, breaker_until=None) if s.breaker != CLOSED else s
+    cooldown = now + timedelta(seconds=COOLDOWN_SECONDS)
+    if s.breaker == HALF_OPEN:
+        if successes:
+            return replace(
+                s,
+                breaker=CLOSED,
+                breaker_until=None,
+                window_at=now,
+                current=Counts(),
+                previous=Counts(),
+            )
+        if failures:
+            return replace(s, breaker=OPEN, breaker_until=cooldown)
+        return s
+    if s.breaker == CLOSED and failures:
+        _, _, failed, succeeded = recent(s, now)
+        total = failed + succeeded
+        if total >= MIN_OUTCOMES and failed / total >= threshold:
+            return replace(s, breaker=OPEN, breaker_until=cooldown)
     return s

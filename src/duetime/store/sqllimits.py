@@ -5,10 +5,12 @@ A claim takes the limited path only while some limit exists (the names are cache
 LIMIT_NAMES_SECONDS): with none, the claim statement runs as it always did. The limited path,
 in one transaction: lock every limit row (in name order; SQLite's write lock already
 serialises), count each key's running attempts (unexpired leases), work out what each key
-allows now (pause, concurrency, bucket), pick due jobs in claim order leaving out those that
-carry a key allowing nothing, keep those every key of which still allows one more (the pick
-runs again, up to PICK_ROUNDS times, when a key ran out on the way), claim them, and take the
-tokens.
+allows now (pause, concurrency, bucket, breaker) and how many retries its budget allows; pick
+due jobs in claim order leaving out those carrying a key that allows nothing (and the retries
+carrying a key whose budget is spent), keep those every key of which still allows one more
+(the pick runs again, up to PICK_ROUNDS times, when a key ran out on the way), claim them,
+take the tokens and count the starts and retries in each key's window. A finish counts its
+outcome on the keys of its job (_count_outcomes), which moves their breakers.
 """
 
 from __future__ import annotations
@@ -20,15 +22,20 @@ from collections.abc import Sequence
 from datetime import datetime
 
 from duetime.core.limits import (
+    Counts,
     LimitSettings,
     LimitState,
     LimitStatus,
     Rate,
+    after_claim,
+    after_outcomes,
     allowance,
+    breaker_allowance,
     check_limit_key,
     check_limit_keys,
     quoted,
     refilled,
+    retry_allowance,
     take,
 )
 from duetime.core.states import Event
@@ -138,10 +145,70 @@ class Limits:
         )
         state = LimitState(
             tokens=_opt_float(r["tokens"]),
-            refilled_at=self._t(r["refilled_at"]) if r["refilled_at"] is not None else None,
-            paused_until=self._t(r["paused_until"]) if r["paused_until"] is not None else None,
+            refilled_at=self._opt_time(r["refilled_at"]),
+            paused_until=self._opt_time(r["paused_until"]),
+            window_at=self._opt_time(r["window_at"]),
+            current=Counts(
+                r["cur_starts"], r["cur_retries"], r["cur_failures"], r["cur_successes"]
+            ),
+            previous=Counts(
+                r["prev_starts"], r["prev_retries"], r["prev_failures"], r["prev_successes"]
+            ),
+            breaker=r["breaker"],
+            breaker_until=self._opt_time(r["breaker_until"]),
         )
         return settings, state
+
+    def _opt_time(self, value: object) -> datetime | None:
+        return None if value is None else self._t(value)
+
+    def _save(self, c: Connection, states: dict[str, LimitState]) -> None:
+        """Write the state of each key (in name order)."""
+        if not states:
+            return
+        c.run_many(
+            "save_limit_state",
+            [
+                {
+                    "name": key,
+                    "tokens": st.tokens,
+                    "refilled_at": st.refilled_at,
+                    "window_at": st.window_at,
+                    "cur_starts": st.current.starts,
+                    "cur_retries": st.current.retries,
+                    "cur_failures": st.current.failures,
+                    "cur_successes": st.current.successes,
+                    "prev_starts": st.previous.starts,
+                    "prev_retries": st.previous.retries,
+                    "prev_failures": st.previous.failures,
+                    "prev_successes": st.previous.successes,
+                    "breaker": st.breaker,
+                    "breaker_until": st.breaker_until,
+                }
+                for key, st in sorted(states.items())
+            ],
+        )
+
+    def _count_outcomes(self, c: Connection, ended: dict[int, bool], now: datetime) -> None:
+        """Count ended attempts (job id: failed) on the limits their jobs carry, and move
+        those keys' breakers; in the finishing transaction, after the jobs' rows (every
+        writer locks a job before a limit, except claims, which skip locked jobs)."""
+        if not ended or not self.limit_names():
+            return
+        rows = c.rows("job_limits", ids=sorted(ended))
+        if not rows:
+            return
+        failures: Counter[str] = Counter()
+        successes: Counter[str] = Counter()
+        for r in rows:
+            for key in json_list(r["limits"]):
+                (failures if ended[r["id"]] else successes)[key] += 1
+        names = sorted(set(failures) | set(successes))
+        states = {}
+        for settings, state in map(self._limit, c.rows("lock_limits_named", names=names)):
+            key = settings.key
+            states[key] = after_outcomes(settings, state, failures[key], successes[key], now)
+        self._save(c, states)
 
     # -- the claim's limited path -------------------------------------------------------------
 
@@ -152,16 +219,26 @@ class Limits:
         holds the claim's filters (queues, tasks, outbox queues)."""
         limits = {s.key: (s, st) for s, st in map(self._limit, c.rows("lock_limits"))}
         running = _per_key(c.rows("limit_running", now=now), "running")
-        allowed: dict[str, int] = {}
+        allowed: dict[str, int] = {}  # starts each bounded key still allows
+        retry_left: dict[str, int] = {}  # retries each key with a budget still allows
         for key, (settings, state) in limits.items():
-            n = allowance(settings, state, running[key], now)
-            if n is not None:
-                allowed[key] = n
+            bounds = [
+                allowance(settings, state, running[key], now),
+                breaker_allowance(settings, state, running[key], now),
+            ]
+            known = [n for n in bounds if n is not None]
+            if known:
+                allowed[key] = min(known)
+            retries = retry_allowance(settings, state, now)
+            if retries is not None:
+                retry_left[key] = retries
         taken: Counter[str] = Counter()
+        retried: Counter[str] = Counter()
         chosen: list[int] = []
         seen: list[int] = []
         for _ in range(PICK_ROUNDS):
             blocked = [quoted(k) for k, n in allowed.items() if n - taken[k] <= 0]
+            no_retry = [quoted(k) for k, n in retry_left.items() if n - retried[k] <= 0]
             want = limit - len(chosen)
             rows = c.rows(
                 "claim_pick_limited",
@@ -169,15 +246,22 @@ class Limits:
                 limit=want,
                 skip=json.dumps(seen),
                 blocked=json.dumps(sorted(blocked)),
+                retry_blocked=json.dumps(sorted(no_retry)),
                 **pick,
             )
             trimmed = False
             for r in rows:
                 seen.append(r["id"])
-                keys = [k for k in json_list(r["limits"]) if k in allowed]
-                if all(allowed[k] - taken[k] > 0 for k in keys):
+                keys = [k for k in json_list(r["limits"]) if k in limits]
+                retry = r["attempts"] > 0
+                fits = all(allowed[k] - taken[k] > 0 for k in keys if k in allowed) and not (
+                    retry and any(retry_left[k] - retried[k] <= 0 for k in keys if k in retry_left)
+                )
+                if fits:
                     chosen.append(r["id"])
                     taken.update(keys)
+                    if retry:
+                        retried.update(keys)
                 else:
                     trimmed = True
             if not trimmed or len(rows) < want or len(chosen) >= limit:
@@ -192,19 +276,18 @@ class Limits:
             now=now,
         )
         started: Counter[str] = Counter()
+        restarted: Counter[str] = Counter()
         for r in claimed:
-            started.update(k for k in json_list(r["limits"]) if k in limits)
-        updates = []
-        for key in sorted(started):
+            keys = [k for k in json_list(r["limits"]) if k in limits]
+            started.update(keys)
+            if r["attempts"] > 1:  # attempts counts this one: a retry
+                restarted.update(keys)
+        states = {}
+        for key in started:
             settings, state = limits[key]
-            if settings.rate is None:
-                continue
-            after = take(settings, state, started[key], now)
-            updates.append(
-                {"name": key, "tokens": after.tokens, "refilled_at": after.refilled_at}
-            )
-        if updates:
-            c.run_many("take_tokens", updates)
+            state = take(settings, state, started[key], now)
+            states[key] = after_claim(state, started[key], restarted[key], now)
+        self._save(c, states)
         return claimed
 
 

@@ -148,14 +148,19 @@ STATEMENTS: dict[str, str] = {
     "lease ends after now",
     "limit_waiting": "returns limits, waiting, oldest_due_at: per distinct limits text, the "
     "scheduled jobs carrying limits that are due at now",
-    "claim_pick_limited": "returns id, limits of up to `limit` scheduled jobs due at now and not "
-    "past their deadline, of `queues` (any when all_queues), of `tasks` (any when all_tasks), "
-    "not of outbox_queues (none when all_direct), not in `skip` (JSON array of ids), whose "
-    "limits text contains none of the strings of `blocked` (JSON array), by priority desc, "
-    "due_at, id; their rows locked, skipping rows another transaction locked",
+    "claim_pick_limited": "returns id, limits, attempts of up to `limit` scheduled jobs due at "
+    "now and not past their deadline, of `queues` (any when all_queues), of `tasks` (any when "
+    "all_tasks), not of outbox_queues (none when all_direct), not in `skip` (JSON array of "
+    "ids), whose limits text contains none of the strings of `blocked` (JSON array) nor, when "
+    "attempts > 0, of `retry_blocked` (JSON array), by priority desc, due_at, id; their rows "
+    "locked, skipping rows another transaction locked",
     "claim_jobs": "claims the scheduled jobs of ids as `claim` does (moves, generation + 1, "
     "attempts + 1, a running attempt for worker_id started now); returns them as `claim` does",
-    "take_tokens": "sets tokens and refilled_at of limit `name`",
+    "save_limit_state": "sets the state columns of limit `name`: tokens, refilled_at, "
+    "window_at, cur_/prev_ starts, retries, failures, successes, breaker, breaker_until",
+    "lock_limits_named": "returns every column of the limits whose name is in names, their rows "
+    "locked for the transaction in name order",
+    "job_limits": "returns id, limits of the jobs in ids that carry limits",
     "upsert_limit": "creates limit `name` or replaces its settings (rate_count, rate_period, "
     "burst, concurrency, retry_budget, breaker_threshold; updated_at now), keeping its state",
     "delete_limit": "changes: deletes limit `name`",

@@ -627,10 +627,11 @@ WHERE status = 'scheduled' AND due_at <= %(now)s AND limits IS NOT NULL
 GROUP BY limits;
 
 -- name: claim_pick_limited
--- The claim's pick when limits are set: the claim-order index, without the jobs carrying a
--- blocked key (a JSON array of '"key"' strings, looked for in the limits text) or already
--- looked at (skip, a JSON array of ids); rows locked, others' skipped.
-SELECT id, limits FROM duetime_jobs FORCE INDEX (duetime_jobs_due_any)
+-- The claim's pick when limits are set: the claim-order index, without the
+-- jobs carrying a blocked key, without the retries (attempts > 0) carrying a key of
+-- retry_blocked (both JSON arrays of '"key"' strings, looked for in the limits text), and
+-- without those already looked at (skip, a JSON array of ids); rows locked, others' skipped.
+SELECT id, limits, attempts FROM duetime_jobs FORCE INDEX (duetime_jobs_due_any)
 WHERE status = 'scheduled' AND due_at <= %(now)s
   AND (deadline_at IS NULL OR deadline_at > %(now)s)
   AND (%(all_queues)s OR queue IN %(queues)s)
@@ -641,6 +642,10 @@ WHERE status = 'scheduled' AND due_at <= %(now)s
        OR NOT EXISTS (SELECT 1 FROM JSON_TABLE(%(blocked)s, '$[*]'
                                                COLUMNS (k VARCHAR(110) PATH '$')) AS b
                       WHERE LOCATE(b.k, limits) > 0))
+  AND (limits IS NULL OR attempts = 0
+       OR NOT EXISTS (SELECT 1 FROM JSON_TABLE(%(retry_blocked)s, '$[*]'
+                                               COLUMNS (k VARCHAR(110) PATH '$')) AS r
+                      WHERE LOCATE(r.k, limits) > 0))
 ORDER BY neg_priority, due_at, id
 LIMIT %(limit)s
 FOR UPDATE SKIP LOCKED;
@@ -673,8 +678,21 @@ FROM duetime_jobs j JOIN duetime_attempts a ON a.job_id = j.id AND a.generation 
 WHERE j.id IN (SELECT id FROM duetime_claim)
 ORDER BY j.priority DESC, j.due_at, j.id;
 
--- name: take_tokens
-UPDATE duetime_limits SET tokens = %(tokens)s, refilled_at = %(refilled_at)s
+-- name: save_limit_state
+UPDATE duetime_limits
+SET tokens = %(tokens)s,
+    refilled_at = %(refilled_at)s,
+    window_at = %(window_at)s,
+    cur_starts = %(cur_starts)s,
+    cur_retries = %(cur_retries)s,
+    cur_failures = %(cur_failures)s,
+    cur_successes = %(cur_successes)s,
+    prev_starts = %(prev_starts)s,
+    prev_retries = %(prev_retries)s,
+    prev_failures = %(prev_failures)s,
+    prev_successes = %(prev_successes)s,
+    breaker = %(breaker)s,
+    breaker_until = %(breaker_until)s
 WHERE name = %(name)s;
 
 -- name: upsert_limit
@@ -695,3 +713,9 @@ INSERT INTO duetime_limits (name, paused_until, updated_at)
 VALUES (%(name)s, %(until)s, %(now)s)
 ON DUPLICATE KEY UPDATE
     paused_until = GREATEST(COALESCE(paused_until, VALUES(paused_until)), VALUES(paused_until));
+
+-- name: lock_limits_named
+SELECT * FROM duetime_limits WHERE name IN %(names)s ORDER BY name FOR UPDATE;
+
+-- name: job_limits
+SELECT id, limits FROM duetime_jobs WHERE id IN %(ids)s AND limits IS NOT NULL;

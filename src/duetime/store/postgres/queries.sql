@@ -617,11 +617,12 @@ WHERE status = 'scheduled' AND due_at <= %(now)s AND limits IS NOT NULL
 GROUP BY limits;
 
 -- name: claim_pick_limited
--- The claim's pick when limits are set: the claim order (sorting off, as in the claim), without
--- the jobs carrying a blocked key (a JSON array of '"key"' strings, looked for in the limits
--- text) or already looked at (skip, a JSON array of ids); rows locked, others' skipped.
+-- The claim's pick when limits are set: the claim order (sorting off, as in the claim), without the
+-- jobs carrying a blocked key, without the retries (attempts > 0) carrying a key of
+-- retry_blocked (both JSON arrays of '"key"' strings, looked for in the limits text), and
+-- without those already looked at (skip, a JSON array of ids); rows locked, others' skipped.
 SET LOCAL enable_sort = off;
-SELECT id, limits FROM duetime_jobs
+SELECT id, limits, attempts FROM duetime_jobs
 WHERE status = 'scheduled'
   AND due_at <= %(now)s
   AND (deadline_at IS NULL OR deadline_at > %(now)s)
@@ -632,6 +633,9 @@ WHERE status = 'scheduled'
   AND (limits IS NULL
        OR NOT EXISTS (SELECT 1 FROM jsonb_array_elements_text(%(blocked)s::jsonb) AS b(k)
                       WHERE strpos(limits, b.k) > 0))
+  AND (limits IS NULL OR attempts = 0
+       OR NOT EXISTS (SELECT 1 FROM jsonb_array_elements_text(%(retry_blocked)s::jsonb) AS r(k)
+                      WHERE strpos(limits, r.k) > 0))
 ORDER BY priority DESC, due_at, id
 LIMIT %(limit)s
 FOR UPDATE SKIP LOCKED;
@@ -666,8 +670,21 @@ SELECT j.*,
 FROM claimed AS j JOIN started AS a ON a.job_id = j.id
 ORDER BY j.priority DESC, j.due_at, j.id;
 
--- name: take_tokens
-UPDATE duetime_limits SET tokens = %(tokens)s, refilled_at = %(refilled_at)s
+-- name: save_limit_state
+UPDATE duetime_limits
+SET tokens = %(tokens)s,
+    refilled_at = %(refilled_at)s,
+    window_at = %(window_at)s,
+    cur_starts = %(cur_starts)s,
+    cur_retries = %(cur_retries)s,
+    cur_failures = %(cur_failures)s,
+    cur_successes = %(cur_successes)s,
+    prev_starts = %(prev_starts)s,
+    prev_retries = %(prev_retries)s,
+    prev_failures = %(prev_failures)s,
+    prev_successes = %(prev_successes)s,
+    breaker = %(breaker)s,
+    breaker_until = %(breaker_until)s
 WHERE name = %(name)s;
 
 -- name: upsert_limit
@@ -689,3 +706,9 @@ INSERT INTO duetime_limits (name, paused_until, updated_at)
 VALUES (%(name)s, %(until)s, %(now)s)
 ON CONFLICT (name) DO UPDATE
 SET paused_until = GREATEST(duetime_limits.paused_until, EXCLUDED.paused_until);
+
+-- name: lock_limits_named
+SELECT * FROM duetime_limits WHERE name = ANY (%(names)s::text[]) ORDER BY name FOR UPDATE;
+
+-- name: job_limits
+SELECT id, limits FROM duetime_jobs WHERE id = ANY (%(ids)s::bigint[]) AND limits IS NOT NULL;

@@ -592,10 +592,11 @@ WHERE status = 'scheduled' AND due_at <= :now AND limits IS NOT NULL
 GROUP BY limits;
 
 -- name: claim_pick_limited
--- The claim's pick when limits are set: the claim order (the partial index), without the jobs
--- carrying a blocked key (a JSON array of '"key"' strings, looked for in the limits text) or
--- already looked at (skip, a JSON array of ids).
-SELECT id, limits FROM duetime_jobs INDEXED BY duetime_jobs_due_any
+-- The claim's pick when limits are set: the claim order (the partial index), without the
+-- jobs carrying a blocked key, without the retries (attempts > 0) carrying a key of
+-- retry_blocked (both JSON arrays of '"key"' strings, looked for in the limits text), and
+-- without those already looked at (skip, a JSON array of ids).
+SELECT id, limits, attempts FROM duetime_jobs INDEXED BY duetime_jobs_due_any
 WHERE status = 'scheduled' AND due_at <= :now
   AND (deadline_at IS NULL OR deadline_at > :now)
   AND (:all_queues OR queue IN (SELECT value FROM json_each(:queues)))
@@ -604,6 +605,8 @@ WHERE status = 'scheduled' AND due_at <= :now
   AND id NOT IN (SELECT value FROM json_each(:skip))
   AND (limits IS NULL
        OR NOT EXISTS (SELECT 1 FROM json_each(:blocked) AS b WHERE instr(limits, b.value) > 0))
+  AND (limits IS NULL OR attempts = 0
+       OR NOT EXISTS (SELECT 1 FROM json_each(:retry_blocked) AS r WHERE instr(limits, r.value) > 0))
 ORDER BY priority DESC, due_at, id
 LIMIT :limit;
 
@@ -637,8 +640,22 @@ FROM duetime_jobs j JOIN duetime_attempts a ON a.job_id = j.id AND a.generation 
 WHERE j.id IN (SELECT id FROM temp.duetime_claim)
 ORDER BY j.priority DESC, j.due_at, j.id;
 
--- name: take_tokens
-UPDATE duetime_limits SET tokens = :tokens, refilled_at = :refilled_at WHERE name = :name;
+-- name: save_limit_state
+UPDATE duetime_limits
+SET tokens = :tokens,
+    refilled_at = :refilled_at,
+    window_at = :window_at,
+    cur_starts = :cur_starts,
+    cur_retries = :cur_retries,
+    cur_failures = :cur_failures,
+    cur_successes = :cur_successes,
+    prev_starts = :prev_starts,
+    prev_retries = :prev_retries,
+    prev_failures = :prev_failures,
+    prev_successes = :prev_successes,
+    breaker = :breaker,
+    breaker_until = :breaker_until
+WHERE name = :name;
 
 -- name: upsert_limit
 INSERT INTO duetime_limits (name, rate_count, rate_period, burst, concurrency, retry_budget,
@@ -659,3 +676,9 @@ INSERT INTO duetime_limits (name, paused_until, updated_at) VALUES (:name, :unti
 ON CONFLICT (name) DO UPDATE
 SET paused_until = MAX(COALESCE(duetime_limits.paused_until, excluded.paused_until),
                        excluded.paused_until);
+
+-- name: lock_limits_named
+SELECT * FROM duetime_limits WHERE name IN (SELECT value FROM json_each(:names)) ORDER BY name;
+
+-- name: job_limits
+SELECT id, limits FROM duetime_jobs WHERE id IN (SELECT value FROM json_each(:ids)) AND limits IS NOT NULL;

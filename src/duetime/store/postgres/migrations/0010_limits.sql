@@ -6,7 +6,9 @@ ALTER TABLE duetime_jobs ADD COLUMN limits text;
 
 -- One row per key an operator set (or a handler paused). Settings: rate_count per
 -- rate_period seconds with a bucket of burst tokens, a concurrency cap. State: the bucket's
--- tokens as of refilled_at (NULL: full), and paused_until.
+-- tokens as of refilled_at (NULL: full), paused_until; for retry budgets and the breaker,
+-- the counts of the window's current bucket (cur_*, from window_at) and of the one before
+-- (prev_*), and the breaker's state (closed, open until breaker_until, half_open).
 CREATE TABLE duetime_limits (
     name text PRIMARY KEY,
     rate_count double precision,
@@ -18,5 +20,16 @@ CREATE TABLE duetime_limits (
     tokens double precision,
     refilled_at timestamptz,
     paused_until timestamptz,
+    window_at timestamptz,
+    cur_starts integer NOT NULL DEFAULT 0,
+    cur_retries integer NOT NULL DEFAULT 0,
+    cur_failures integer NOT NULL DEFAULT 0,
+    cur_successes integer NOT NULL DEFAULT 0,
+    prev_starts integer NOT NULL DEFAULT 0,
+    prev_retries integer NOT NULL DEFAULT 0,
+    prev_failures integer NOT NULL DEFAULT 0,
+    prev_successes integer NOT NULL DEFAULT 0,
+    breaker text NOT NULL DEFAULT 'closed',
+    breaker_until timestamptz,
     updated_at timestamptz NOT NULL
 );

@@ -6,7 +6,9 @@ ALTER TABLE duetime_jobs ADD COLUMN limits TEXT;
 
 -- One row per key an operator set (or a handler paused). Settings: rate_count per
 -- rate_period seconds with a bucket of burst tokens, a concurrency cap. State: the bucket's
--- tokens as of refilled_at (NULL: full), and paused_until.
+-- tokens as of refilled_at (NULL: full), paused_until; for retry budgets and the breaker,
+-- the counts of the window's current bucket (cur_*, from window_at) and of the one before
+-- (prev_*), and the breaker's state (closed, open until breaker_until, half_open).
 CREATE TABLE duetime_limits (
     name TEXT PRIMARY KEY,
     rate_count REAL,
@@ -18,5 +20,16 @@ CREATE TABLE duetime_limits (
     tokens REAL,
     refilled_at INTEGER,
     paused_until INTEGER,
+    window_at INTEGER,
+    cur_starts INTEGER NOT NULL DEFAULT 0,
+    cur_retries INTEGER NOT NULL DEFAULT 0,
+    cur_failures INTEGER NOT NULL DEFAULT 0,
+    cur_successes INTEGER NOT NULL DEFAULT 0,
+    prev_starts INTEGER NOT NULL DEFAULT 0,
+    prev_retries INTEGER NOT NULL DEFAULT 0,
+    prev_failures INTEGER NOT NULL DEFAULT 0,
+    prev_successes INTEGER NOT NULL DEFAULT 0,
+    breaker TEXT NOT NULL DEFAULT 'closed',
+    breaker_until INTEGER,
     updated_at INTEGER NOT NULL
 );

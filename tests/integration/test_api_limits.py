@@ -29,6 +29,14 @@ def test_limits_round_trip(api: Api) -> None:
         3,
         5.0,
     )
+    assert (body["breaker"], body["retries_allowed"], body["recent"]["starts"]) == (None, None, 0)
+    guarded = api.call(
+        "PUT",
+        "/v1/limits/payments-api",
+        json={"breaker_threshold": 0.5, "retry_budget": "0.2"},
+        **admin,
+    ).json()
+    assert (guarded["breaker"], guarded["retries_allowed"]) == ("closed", 10)
     changed = api.call("PUT", "/v1/limits/payments-api", json={"concurrency": "off"}, **admin)
     assert (changed.json()["rate"], changed.json()["concurrency"]) == ("5/s", None)
     got = api.call("GET", "/v1/limits/payments-api", **admin)

@@ -36,18 +36,13 @@ def test_set_list_delete(db_url: str) -> None:
         "3",
     )
     assert done.returncode == 0, done.stderr
-    assert done.stdout.splitlines()[0].split() == [
-        "key",
-        "rate",
-        "burst",
-        "concurrency",
-        "running",
-        "waiting",
-        "tokens",
-        "paused",
-        "until",
-    ]
-    assert done.stdout.splitlines()[1].split()[:4] == ["payments-api", "5/s", "10", "3"]
+    assert (
+        done.stdout.splitlines()[0].split()
+        == (
+            "key rate burst concurrency running waiting tokens paused until retry budget breaker"
+        ).split()
+    )
+    assert done.stdout.splitlines()[1].split() == ("payments-api 5/s 10 3 0 0 10.00 - - -".split())
     # a change keeps what it does not name; off switches a control off
     assert cli(db_url, "limits", "set", "payments-api", "--concurrency", "off").returncode == 0
     app = App(db_url)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from datetime import datetime
 from typing import Any
 
 from duetime.cli.support import flag_values, make_app, out, table, when
@@ -45,7 +46,7 @@ def add_parsers(sub: Any, parents: list[argparse.ArgumentParser]) -> None:
     p.set_defaults(func=cmd_delete)
 
 
-def _row(s: LimitStatus) -> tuple[Any, ...]:
+def _row(s: LimitStatus, now: datetime) -> tuple[Any, ...]:
     c = s.settings
     return (
         c.key,
@@ -55,11 +56,26 @@ def _row(s: LimitStatus) -> tuple[Any, ...]:
         s.running,
         s.waiting,
         f"{s.tokens:.2f}" if s.tokens is not None else "-",
-        when(s.state.paused_until) if s.state.paused_until is not None else "-",
+        when(s.state.paused_until)
+        if s.state.paused_until is not None and s.state.paused_until > now
+        else "-",
+        f"{c.retry_budget:g}" if c.retry_budget is not None else "-",
+        s.breaker(now) or "-",
     )
 
 
-HEADERS = ["key", "rate", "burst", "concurrency", "running", "waiting", "tokens", "paused until"]
+HEADERS = [
+    "key",
+    "rate",
+    "burst",
+    "concurrency",
+    "running",
+    "waiting",
+    "tokens",
+    "paused until",
+    "retry budget",
+    "breaker",
+]
 
 
 def cmd_list(args: argparse.Namespace) -> int:
@@ -69,7 +85,7 @@ def cmd_list(args: argparse.Namespace) -> int:
     if args.json:
         out(json.dumps([s.to_json(now) for s in found], indent=2))
         return 0
-    table([_row(s) for s in found], HEADERS)
+    table([_row(s, now) for s in found], HEADERS)
     return 0
 
 
@@ -91,7 +107,7 @@ def cmd_set(args: argparse.Namespace) -> int:
     if args.json:
         out(json.dumps(status.to_json(app.clock.now()), indent=2))
     else:
-        table([_row(status)], HEADERS)
+        table([_row(status, app.clock.now())], HEADERS)
     return 0
 
 

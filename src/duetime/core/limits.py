@@ -262,7 +262,34 @@ class LimitStatus:
             else 0.0,
             "tokens": round(self.tokens, 3) if self.tokens is not None else None,
             "paused_until": paused.isoformat() if paused is not None and paused > now else None,
+            "breaker": self.breaker(now),
+            "breaker_until": self.state.breaker_until.isoformat()
+            if self.breaker(now) == OPEN and self.state.breaker_until is not None
+            else None,
+            "recent": self.recent_json(now),
+            "retries_allowed": retry_allowance(s, self.state, now),
             "updated_at": self.updated_at.isoformat(),
+        }
+
+    def breaker(self, now: datetime) -> str | None:
+        """closed, open or half_open (an open breaker past its cool-down lets its probe
+        through: half_open); None when the key has no breaker."""
+        if self.settings.breaker_threshold is None:
+            return None
+        st = self.state
+        if st.breaker == OPEN and (st.breaker_until is None or now >= st.breaker_until):
+            return HALF_OPEN
+        return st.breaker
+
+    def recent_json(self, now: datetime) -> dict[str, float]:
+        """The last WINDOW_SECONDS, estimated: starts, retries, failures, successes."""
+        starts, retries, failures, successes = recent(self.state, now)
+        return {
+            "window_seconds": WINDOW_SECONDS,
+            "starts": round(starts, 1),
+            "retries": round(retries, 1),
+            "failures": round(failures, 1),
+            "successes": round(successes, 1),
         }
 
 

@@ -24,6 +24,16 @@ Key = Annotated[
 FIELDS = ("rate", "burst", "concurrency", "retry_budget", "breaker_threshold")
 
 
+class RecentOut(BaseModel):
+    """The last window_seconds of the key, estimated from two buckets."""
+
+    window_seconds: float
+    starts: float
+    retries: float
+    failures: float
+    successes: float
+
+
 class LimitOut(BaseModel):
     key: str
     rate: str | None = Field(description="starts per period: N/s, N/m or N/h")
@@ -37,6 +47,10 @@ class LimitOut(BaseModel):
     waiting_seconds: float = Field(description="how long the oldest of them has been due")
     tokens: float | None = Field(description="the bucket's tokens now (null: no rate)")
     paused_until: str | None = Field(description="a dependency pause still running")
+    breaker: str | None = Field(description="closed, open or half_open; null: no breaker")
+    breaker_until: str | None = Field(description="when open: the end of the cool-down")
+    recent: RecentOut
+    retries_allowed: int | None = Field(description="retries the budget allows now")
     updated_at: str
 
 

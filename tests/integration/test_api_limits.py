@@ -63,3 +63,13 @@ def test_only_admins(api: Api) -> None:
         assert api.call("GET", "/v1/limits", role=role).status_code == 403
         assert api.call("PUT", "/v1/limits/a", json={"rate": "1/s"}, role=role).status_code == 403
         assert api.call("DELETE", "/v1/limits/a", role=role).status_code == 403
+
+
+def test_stats_show_the_limits_to_admins(api: Api) -> None:
+    admin = {"tenant": "ops", "role": "admin"}
+    assert api.call("PUT", "/v1/limits/api", json={"concurrency": 2}, **admin).status_code == 200
+    stats = api.call("GET", "/v1/stats", **admin)
+    assert stats.status_code == 200, stats.text
+    [limit] = stats.json()["limits"]
+    assert (limit["key"], limit["concurrency"], limit["running"]) == ("api", 2, 0)
+    assert api.call("GET", "/v1/stats", role="read").json().get("limits") is None

@@ -89,3 +89,13 @@ def test_bad_key_and_unknown_key(db_url: str) -> None:
     assert (
         done.stderr == "duetime: error: no limit 'nope'; `duetime limits list` shows the limits\n"
     )
+
+
+def test_stats_show_the_limits(db_url: str) -> None:
+    plain = cli(db_url, "stats", "--json")
+    assert plain.returncode == 0 and "limits" not in json.loads(plain.stdout)
+    assert cli(db_url, "limits", "set", "api", "--rate", "2/m").returncode == 0
+    [limit] = json.loads(cli(db_url, "stats", "--json").stdout)["limits"]
+    assert (limit["key"], limit["rate"], limit["tokens"]) == ("api", "2/m", 1.0)
+    text = cli(db_url, "stats").stdout.splitlines()
+    assert text[-1].split() == "api 2/m 1 - 0 0 1.00 - - -".split()

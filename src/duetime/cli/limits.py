@@ -46,7 +46,7 @@ def add_parsers(sub: Any, parents: list[argparse.ArgumentParser]) -> None:
     p.set_defaults(func=cmd_delete)
 
 
-def _row(s: LimitStatus, now: datetime) -> tuple[Any, ...]:
+def limit_row(s: LimitStatus, now: datetime) -> tuple[Any, ...]:
     c = s.settings
     return (
         c.key,
@@ -85,7 +85,7 @@ def cmd_list(args: argparse.Namespace) -> int:
     if args.json:
         out(json.dumps([s.to_json(now) for s in found], indent=2))
         return 0
-    table([_row(s, now) for s in found], HEADERS)
+    table([limit_row(s, now) for s in found], HEADERS)
     return 0
 
 
@@ -107,7 +107,7 @@ def cmd_set(args: argparse.Namespace) -> int:
     if args.json:
         out(json.dumps(status.to_json(app.clock.now()), indent=2))
     else:
-        table([_row(status, app.clock.now())], HEADERS)
+        table([limit_row(status, app.clock.now())], HEADERS)
     return 0
 
 

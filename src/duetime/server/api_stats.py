@@ -5,10 +5,11 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Query, Request
-from pydantic import AfterValidator
+from pydantic import AfterValidator, Field
 
 from duetime import operators
 from duetime.core.errors import InvalidRequest
+from duetime.server.api_limits import LimitOut
 from duetime.server.auth import Principal, admin, reader, scope_tenant
 from duetime.server.schemas import (
     AUTH,
@@ -23,7 +24,14 @@ from duetime.server.state import duetime_app
 router = APIRouter(prefix="/v1")
 
 
-@router.get("/stats", response_model=StatsOut, responses=AUTH, tags=["stats"])
+class StatsWithLimitsOut(StatsOut):
+    limits: list[LimitOut] | None = Field(
+        default=None,
+        description="each limit key (docs/flow-control.md); admin tokens without tenant only",
+    )
+
+
+@router.get("/stats", response_model=StatsWithLimitsOut, responses=AUTH, tags=["stats"])
 def stats(
     request: Request,
     who: Annotated[Principal, Depends(reader)],
@@ -34,8 +42,15 @@ def stats(
     ] = None,
 ) -> dict[str, Any]:
     """Counts by status and queue, oldest overdue age, scheduling lag p50/p95/p99 and
-    throughput over the last 5 and 60 minutes, and a per-minute series for the last hour."""
-    return operators.stats(duetime_app(request), scope_tenant(who, tenant)).to_json()
+    throughput over the last 5 and 60 minutes, and a per-minute series for the last hour;
+    for admin tokens asking for every tenant, each limit key's figures too."""
+    app = duetime_app(request)
+    scope = scope_tenant(who, tenant)
+    body = operators.stats(app, scope).to_json()
+    if scope is None and who.sees_all:
+        now = app.clock.now()
+        body["limits"] = [s.to_json(now) for s in app.limits()]
+    return body
 
 
 @router.post(

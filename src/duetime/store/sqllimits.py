@@ -66,6 +66,16 @@ class Limits:
         self._limit_names = (at, names)
         return names
 
+    def _limits_exist(self, c: Connection) -> bool:
+        """Whether any limit exists, as limit_names() says, read in the caller's transaction
+        when the cached names are stale (a store's connection holds one transaction)."""
+        cached = self._limit_names
+        at = time.monotonic()
+        if cached is None or at - cached[0] >= LIMIT_NAMES_SECONDS:
+            cached = (at, [r["name"] for r in c.rows("limit_names")])
+            self._limit_names = cached
+        return bool(cached[1])
+
     # -- settings ---------------------------------------------------------------------------
 
     def limits(self, now: datetime) -> list[LimitStatus]:
@@ -193,7 +203,7 @@ class Limits:
         """Count ended attempts (job id: failed) on the limits their jobs carry, and move
         those keys' breakers; in the finishing transaction, after the jobs' rows (every
         writer locks a job before a limit, except claims, which skip locked jobs)."""
-        if not ended or not self.limit_names():
+        if not ended or not self._limits_exist(c):
             return
         rows = c.rows("job_limits", ids=sorted(ended))
         if not rows:

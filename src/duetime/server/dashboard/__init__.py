@@ -17,7 +17,15 @@ from pathlib import Path
 from fastapi import APIRouter, FastAPI
 from fastapi.staticfiles import StaticFiles
 
-from duetime.server.dashboard import dead_letters, jobs, login, nodes, overview, schedules
+from duetime.server.dashboard import (
+    dead_letters,
+    jobs,
+    limits,
+    login,
+    nodes,
+    overview,
+    schedules,
+)
 
 STATIC = Path(__file__).parent.parent / "static"
 
@@ -28,6 +36,7 @@ router.include_router(jobs.router)
 router.include_router(schedules.router)
 router.include_router(dead_letters.router)
 router.include_router(nodes.router)
+router.include_router(limits.router)
 
 
 def mount_static(api: FastAPI) -> None:

@@ -130,3 +130,34 @@ def test_bucket_holds_across_processes(limits_app: App, procs: Processes, db_url
     assert worst <= 1e-9, f"{worst:.2f} starts over what the bucket allows in some window"
     # and the bucket was the bound: the whole run took about (count - burst) / rate
     assert starts[-1] - starts[0] >= (count - burst) / rate - BUCKET_SLACK
+
+
+def test_a_dependency_pause_holds_every_process(
+    limits_app: App, procs: Processes, db_url: str
+) -> None:
+    # a limit exists beforehand, so every process takes the limited path from the start
+    limits_app.store.set_limit(LimitSettings("dep", concurrency=100), limits_app.clock.now())
+    dep = limits_app.tasks["dep.call"]
+    first = dep.enqueue({"first": True}, priority=10)  # claimed first: it answers "429"
+    dep.enqueue_many([{}] * 30)
+    start_workers(procs, db_url)
+    jobs = finished(limits_app, "dep.call", 31, procs)
+    (status,) = limits_app.limits()
+    until = status.state.paused_until
+    assert until is not None
+    [retried] = [j for j in jobs if j.id == first.id]
+    failed, again = retried.attempt_history
+    assert failed.finished_at is not None
+    assert seconds(until) - seconds(failed.started_at) >= 1.5
+    assert again.started_at >= until  # its own retry waited too
+    # no attempt of the dependency started while it was paused (give the processes that
+    # claimed concurrently with the failing attempt the recording slack)
+    paused_from = seconds(failed.finished_at) + RECORDING_SLACK
+    for job in jobs:
+        for attempt in job.attempt_history:
+            at = seconds(attempt.started_at)
+            assert not (paused_from <= at < seconds(until)), (job.id, attempt)
+    others = [j for j in jobs if j.id != first.id]
+    assert all(j.attempts == 1 for j in others)  # waiting used no attempt
+    held = [j for j in others if seconds(j.attempt_history[0].started_at) >= seconds(until)]
+    assert held, "nothing waited for the pause: the test did not exercise it"

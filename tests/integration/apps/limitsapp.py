@@ -36,6 +36,15 @@ def make_app(database_url: str | None = None) -> App:
     def bucket_call() -> None:
         _record(time.time())
 
+    @app.task(name="dep.call", limits=["dep"], max_attempts=3)
+    def dep_call(first: bool = False) -> None:
+        start = time.time()
+        if first and duetime.current().attempt == 1:
+            _record(start)
+            raise duetime.Retry(after=1.5, reason="429", dependency=True)
+        time.sleep(0.02)
+        _record(start)
+
     @app.task(name="plain")
     def plain() -> None:
         _record(time.time())

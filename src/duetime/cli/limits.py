@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import argparse
 import json
-from datetime import datetime
 from typing import Any
 
-from duetime.cli.support import flag_values, make_app, out, table, when
-from duetime.core.limits import LimitStatus
+from duetime.cli.support import LIMIT_HEADERS as HEADERS
+from duetime.cli.support import flag_values, limit_row, make_app, out, table
 
 
 def add_parsers(sub: Any, parents: list[argparse.ArgumentParser]) -> None:
@@ -44,38 +43,6 @@ def add_parsers(sub: Any, parents: list[argparse.ArgumentParser]) -> None:
     p = limits.add_parser("delete", parents=parents, help="delete a key's limits")
     p.add_argument("key", help="the limit key")
     p.set_defaults(func=cmd_delete)
-
-
-def limit_row(s: LimitStatus, now: datetime) -> tuple[Any, ...]:
-    c = s.settings
-    return (
-        c.key,
-        str(c.rate) if c.rate is not None else "-",
-        f"{c.bucket_size:g}" if c.bucket_size is not None else "-",
-        c.concurrency if c.concurrency is not None else "-",
-        s.running,
-        s.waiting,
-        f"{s.tokens:.2f}" if s.tokens is not None else "-",
-        when(s.state.paused_until)
-        if s.state.paused_until is not None and s.state.paused_until > now
-        else "-",
-        f"{c.retry_budget:g}" if c.retry_budget is not None else "-",
-        s.breaker(now) or "-",
-    )
-
-
-HEADERS = [
-    "key",
-    "rate",
-    "burst",
-    "concurrency",
-    "running",
-    "waiting",
-    "tokens",
-    "paused until",
-    "retry budget",
-    "breaker",
-]
 
 
 def cmd_list(args: argparse.Namespace) -> int:

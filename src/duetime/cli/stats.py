@@ -7,8 +7,7 @@ import json
 from typing import Any
 
 from duetime import operators
-from duetime.cli.limits import HEADERS, limit_row
-from duetime.cli.support import make_app, out, table
+from duetime.cli.support import LIMIT_HEADERS, limit_row, make_app, out, table
 from duetime.core.states import JobStatus
 from duetime.core.stats import Stats
 
@@ -36,7 +35,7 @@ def cmd_stats(args: argparse.Namespace) -> int:
     print_stats(figures)
     if limits:
         out()
-        table([limit_row(s, now) for s in limits], HEADERS)
+        table([limit_row(s, now) for s in limits], LIMIT_HEADERS)
     return 0
 
 

@@ -10,7 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from duetime.core.limits import KEY_PATTERN
 from duetime.server.auth import Principal, admin
-from duetime.server.schemas import AUTH, Problem
+from duetime.server.schemas import AUTH, LimitOut, Problem
 from duetime.server.state import duetime_app
 
 router = APIRouter(prefix="/v1")
@@ -22,36 +22,6 @@ Key = Annotated[
     str, Path(pattern=f"^{KEY_PATTERN.pattern}$", description="the limit key, e.g. payments-api")
 ]
 FIELDS = ("rate", "burst", "concurrency", "retry_budget", "breaker_threshold")
-
-
-class RecentOut(BaseModel):
-    """The last window_seconds of the key, estimated from two buckets."""
-
-    window_seconds: float
-    starts: float
-    retries: float
-    failures: float
-    successes: float
-
-
-class LimitOut(BaseModel):
-    key: str
-    rate: str | None = Field(description="starts per period: N/s, N/m or N/h")
-    burst: int | None
-    bucket_size: float | None = Field(description="the bucket's capacity (burst or its default)")
-    concurrency: int | None
-    retry_budget: float | None
-    breaker_threshold: float | None
-    running: int = Field(description="attempts of jobs carrying the key holding a lease")
-    waiting: int = Field(description="due scheduled jobs carrying the key")
-    waiting_seconds: float = Field(description="how long the oldest of them has been due")
-    tokens: float | None = Field(description="the bucket's tokens now (null: no rate)")
-    paused_until: str | None = Field(description="a dependency pause still running")
-    breaker: str | None = Field(description="closed, open or half_open; null: no breaker")
-    breaker_until: str | None = Field(description="when open: the end of the cool-down")
-    recent: RecentOut
-    retries_allowed: int | None = Field(description="retries the budget allows now")
-    updated_at: str
 
 
 class LimitIn(BaseModel):

@@ -5,11 +5,10 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Query, Request
-from pydantic import AfterValidator, Field
+from pydantic import AfterValidator
 
 from duetime import operators
 from duetime.core.errors import InvalidRequest
-from duetime.server.api_limits import LimitOut
 from duetime.server.auth import Principal, admin, reader, scope_tenant
 from duetime.server.schemas import (
     AUTH,
@@ -24,14 +23,7 @@ from duetime.server.state import duetime_app
 router = APIRouter(prefix="/v1")
 
 
-class StatsWithLimitsOut(StatsOut):
-    limits: list[LimitOut] | None = Field(
-        default=None,
-        description="each limit key (docs/flow-control.md); admin tokens without tenant only",
-    )
-
-
-@router.get("/stats", response_model=StatsWithLimitsOut, responses=AUTH, tags=["stats"])
+@router.get("/stats", response_model=StatsOut, responses=AUTH, tags=["stats"])
 def stats(
     request: Request,
     who: Annotated[Principal, Depends(reader)],

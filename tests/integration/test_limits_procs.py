@@ -13,7 +13,7 @@ import pytest
 
 from conftest import STORE_KINDS
 from duetime import App
-from duetime.core.limits import LimitSettings, parse_rate
+from duetime.core.limits import COOLDOWN_SECONDS, LimitSettings, LimitStatus, parse_rate
 from duetime.core.models import Job, JobFilter
 from duetime.core.states import JobStatus
 from integration.apps.limitsapp import make_app
@@ -161,3 +161,42 @@ def test_a_dependency_pause_holds_every_process(
     assert all(j.attempts == 1 for j in others)  # waiting used no attempt
     held = [j for j in others if seconds(j.attempt_history[0].started_at) >= seconds(until)]
     assert held, "nothing waited for the pause: the test did not exercise it"
+
+
+def test_a_breaker_holds_every_process_then_one_probe_closes_it(
+    limits_app: App, procs: Processes, db_url: str
+) -> None:
+    limits_app.store.set_limit(
+        LimitSettings("flaky", breaker_threshold=0.5), limits_app.clock.now()
+    )
+    down = procs.out_dir / "down"
+    down.write_text("")
+    limits_app.tasks["flaky.call"].enqueue_many([{}] * 40)
+    start_workers(procs, db_url)
+
+    def opened() -> LimitStatus | None:
+        for worker in procs.started:
+            worker.alive()
+        (status,) = limits_app.limits()
+        return status if status.state.breaker == "open" else None
+
+    status = wait_until(opened, 60, "the breaker did not open")
+    down.unlink()  # the dependency recovers: the probe will succeed
+    until = status.state.breaker_until
+    assert until is not None
+    opened_at = seconds(until) - COOLDOWN_SECONDS
+    jobs = finished(limits_app, "flaky.call", 40, procs)
+    starts = sorted(seconds(a.started_at) for j in jobs for a in j.attempt_history)
+    # nothing started while the breaker was open (attempts already claimed when it opened
+    # are given the recording slack)
+    assert not [t for t in starts if opened_at + RECORDING_SLACK <= t < seconds(until)]
+    # then one probe, alone until its success closed the breaker
+    probe_at = min(t for t in starts if t >= seconds(until))
+    probe = next(a for j in jobs for a in j.attempt_history if seconds(a.started_at) == probe_at)
+    assert probe.finished_at is not None and probe.status == "succeeded"
+    assert seconds(probe.finished_at) - probe_at > 2 * RECORDING_SLACK
+    alongside = [t for t in starts if probe_at < t < seconds(probe.finished_at) - RECORDING_SLACK]
+    assert alongside == []
+    assert all(j.status is JobStatus.SUCCEEDED for j in jobs)
+    (after,) = limits_app.limits()
+    assert after.state.breaker == "closed"

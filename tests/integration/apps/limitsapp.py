@@ -45,6 +45,20 @@ def make_app(database_url: str | None = None) -> App:
         time.sleep(0.02)
         _record(start)
 
+    @app.task(
+        name="flaky.call",
+        limits=["flaky"],
+        max_attempts=20,
+        retry=duetime.RetryPolicy(base=0.05, cap=0.1),
+    )
+    def flaky_call() -> None:
+        """Fails while the file `down` exists in the output folder: the dependency is down."""
+        start = time.time()
+        if (Path(os.environ["DUETIME_IT_OUT"]) / "down").exists():
+            raise RuntimeError("the dependency is down")
+        time.sleep(0.5)  # a probe lasts long enough to see that nothing ran beside it
+        _record(start)
+
     @app.task(name="plain")
     def plain() -> None:
         _record(time.time())

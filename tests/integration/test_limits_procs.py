@@ -13,7 +13,13 @@ import pytest
 
 from conftest import STORE_KINDS
 from duetime import App
-from duetime.core.limits import COOLDOWN_SECONDS, LimitSettings, LimitStatus, parse_rate
+from duetime.core.limits import (
+    COOLDOWN_SECONDS,
+    MIN_RETRIES,
+    LimitSettings,
+    LimitStatus,
+    parse_rate,
+)
 from duetime.core.models import Job, JobFilter
 from duetime.core.states import JobStatus
 from integration.apps.limitsapp import make_app
@@ -200,3 +206,34 @@ def test_a_breaker_holds_every_process_then_one_probe_closes_it(
     assert all(j.status is JobStatus.SUCCEEDED for j in jobs)
     (after,) = limits_app.limits()
     assert after.state.breaker == "closed"
+
+
+def test_a_retry_budget_holds_across_processes(
+    limits_app: App, procs: Processes, db_url: str
+) -> None:
+    limits_app.store.set_limit(LimitSettings("budget", retry_budget=0.1), limits_app.clock.now())
+    limits_app.tasks["budget.call"].enqueue_many([{}] * 40)
+    start_workers(procs, db_url)
+
+    def jobs() -> list[Job]:
+        for worker in procs.started:
+            worker.alive()
+        return limits_app.store.list_jobs(JobFilter(task="budget.call", limit=100))
+
+    # 40 first attempts, all failed: max(MIN_RETRIES, 0.1 x 40) retries may start this window
+    wait_until(
+        lambda: len([j for j in jobs() if j.status is JobStatus.SUCCEEDED]) == MIN_RETRIES,
+        60,
+        "the retries the budget allows did not run",
+    )
+    # the workers go on claiming (other work runs) while the other retries wait
+    finished_plain = limits_app.tasks["plain"].enqueue_many([{}] * 20)
+    finished(limits_app, "plain", len(finished_plain), procs)
+    now = jobs()
+    assert len([j for j in now if j.status is JobStatus.SUCCEEDED]) == MIN_RETRIES
+    waiting = [j for j in now if j.status is not JobStatus.SUCCEEDED]
+    assert len(waiting) == 40 - MIN_RETRIES
+    assert all(j.status is JobStatus.SCHEDULED and j.attempts == 1 for j in waiting)
+    # without the budget they run
+    limits_app.set_limit("budget", retry_budget="off")
+    finished(limits_app, "budget.call", 40, procs)

@@ -59,6 +59,19 @@ def make_app(database_url: str | None = None) -> App:
         time.sleep(0.5)  # a probe lasts long enough to see that nothing ran beside it
         _record(start)
 
+    @app.task(
+        name="budget.call",
+        limits=["budget"],
+        max_attempts=3,
+        retry=duetime.RetryPolicy(base=0.05, cap=0.1),
+    )
+    def budget_call() -> None:
+        """Every first attempt fails: each job needs one retry."""
+        start = time.time()
+        if duetime.current().attempt == 1:
+            raise RuntimeError("a transient failure")
+        _record(start)
+
     @app.task(name="plain")
     def plain() -> None:
         _record(time.time())

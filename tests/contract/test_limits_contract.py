@@ -266,3 +266,18 @@ def test_retry_with_dependency_pauses_the_key(app: duetime.App) -> None:
     job = app.get_job(second.id)
     assert (job.status, job.attempts, calls) == (JobStatus.SCHEDULED, 0, [1])
     assert app.limit("payments-api").waiting == 1
+
+
+def test_a_schedules_occurrences_carry_its_tasks_keys(app: duetime.App) -> None:
+    @app.task(name="sync", limits=["crm"])
+    def sync() -> None:
+        pass
+
+    schedule = app.add_schedule("nightly", task="sync", cron="0 2 * * *", timezone="UTC")
+    assert schedule.spec.limits == ("crm",)
+    assert app.get_schedule("nightly").spec.limits == ("crm",)  # as stored
+    job = app.trigger_schedule("nightly")
+    assert job.limits == ("crm",)
+    assert app.get_job(job.id).limits == ("crm",)
+    updated = app.update_schedule("nightly", cron="0 3 * * *")
+    assert updated.spec.limits == ("crm",)

@@ -28,6 +28,13 @@ from duetime.core.errors import (
     UnknownTask,
 )
 from duetime.core.flow import KEEP, Keep, QueueFlow, TenantFlow, TenantSettings
+from duetime.core.limits import (
+    LimitStatus,
+    Rate,
+    check_limit_key,
+    check_limit_keys,
+    updated_settings,
+)
 from duetime.core.models import Attempt, Enqueued, Job, JobFilter, NewJob, Tick, unserved
 from duetime.core.outbox import Dispatch, OutboxFigures, QueueSettings, dispatch_mode
 from duetime.core.recurrence import Fire
@@ -334,6 +341,7 @@ class App:
         timeout: float | timedelta | str | None = None,
         retry: RetryPolicy | None = None,
         reconcile: Callable[[Job, Attempt], Any] | None = None,
+        limits: Sequence[str] | None = None,
     ) -> Task[P, R]: ...
 
     @overload
@@ -349,6 +357,7 @@ class App:
         timeout: float | timedelta | str | None = None,
         retry: RetryPolicy | None = None,
         reconcile: Callable[[Job, Attempt], Any] | None = None,
+        limits: Sequence[str] | None = None,
     ) -> Callable[[Callable[P, R]], Task[P, R]]: ...
 
     def task(
@@ -363,6 +372,7 @@ class App:
         timeout: float | timedelta | str | None = None,
         retry: RetryPolicy | None = None,
         reconcile: Callable[[Job, Attempt], Any] | None = None,
+        limits: Sequence[str] | None = None,
     ) -> Any:
         """Register a handler: `@app.task` or `@app.task(name=..., queue=..., ...)`.
 
@@ -371,6 +381,10 @@ class App:
         answers duetime.Reconcile.DONE (record success without running the handler), NOT_DONE
         (run the handler) or UNKNOWN (park the job for an operator). Without it, the handler
         simply runs again.
+
+        `limits` names the dependencies the task calls (limit keys such as "payments-api"):
+        its jobs then start only within each key's limits (`duetime limits set`,
+        docs/flow-control.md).
 
         The handler receives the job's args as keyword arguments; it may be `async def`
         (run on the event loop) or a plain function (run in a thread pool).
@@ -397,6 +411,7 @@ class App:
                 retry=retry or RetryPolicy(),
                 lease_seconds=lease_s,
                 timeout_seconds=timeout_s,
+                limits=check_limit_keys(limits),
             )
             # validate the defaults once, at registration, with the same rules as enqueue
             build_new_job(
@@ -942,6 +957,52 @@ class App:
         for count in self.store.job_counts(None):
             settings.setdefault(count.queue, QueueSettings(count.queue))
         return [settings[name] for name in sorted(settings)]
+
+    # -- limits per dependency (docs/flow-control.md) ----------------------------------------
+
+    def limits(self) -> list[LimitStatus]:
+        """Every limit key with its settings, running and waiting jobs, tokens and pause."""
+        return self.store.limits(self.clock.now())
+
+    def limit(self, key: str) -> LimitStatus:
+        """One key's limit; InvalidRequest when it has none."""
+        for found in self.limits():
+            if found.settings.key == key:
+                return found
+        raise InvalidRequest(f"no limit {key!r}; set one with `duetime limits set {key} ...`")
+
+    def set_limit(
+        self,
+        key: str,
+        *,
+        rate: str | Rate | None = None,
+        burst: int | str | None = None,
+        concurrency: int | str | None = None,
+        retry_budget: float | str | None = None,
+        breaker_threshold: float | str | None = None,
+    ) -> LimitStatus:
+        """Create or change the limit of `key`: each option given replaces that setting
+        ("off" switches it off; an option left None stays as it was). `rate` is "N/s", "N/m"
+        or "N/h"."""
+        check_limit_key(key)
+        current = next((s.settings for s in self.limits() if s.settings.key == key), None)
+        settings = updated_settings(
+            current,
+            key,
+            rate=rate,
+            burst=burst,
+            concurrency=concurrency,
+            retry_budget=retry_budget,
+            breaker_threshold=breaker_threshold,
+        )
+        self.store.set_limit(settings, self.clock.now())
+        return self.limit(key)
+
+    def delete_limit(self, key: str) -> None:
+        """Delete the limit of `key` (its jobs then start unlimited); InvalidRequest when it
+        has none."""
+        if not self.store.delete_limit(check_limit_key(key)):
+            raise InvalidRequest(f"no limit {key!r}; `duetime limits list` shows the limits")
 
     def outbox_status(self, window_seconds: float = 60.0) -> OutboxFigures:
         """The outbox: unpublished events, the oldest one's age, the publish rate."""

@@ -17,6 +17,8 @@ from prometheus_client.parser import text_string_to_metric_families
 from duetime import App, operators
 from duetime.core.clock import ManualClock
 from duetime.core.errors import StoreUnavailable
+from duetime.core.limits import LimitSettings, parse_rate
+from duetime.core.requests import TaskDefaults
 from duetime.core.states import JobStatus
 from duetime.server import ServerSettings, create_app
 from integration.procs import Processes, describe, run_cli, wait_until
@@ -267,3 +269,25 @@ def test_server_metrics_show_queue_and_tenant_flow(
     assert value(samples, "duetime_tenant_backlog", tenant="acme") == 3
     assert value(samples, "duetime_tenant_running", tenant="acme") == 1
     assert value(samples, "duetime_tenant_concurrency_limit", tenant="acme") == 5
+
+
+def test_server_metrics_show_the_limits(
+    server_app: App, client: TestClient, clock: ManualClock
+) -> None:
+    store = server_app.store
+    store.set_limit(
+        LimitSettings("api", rate=parse_rate("1/s"), burst=2, concurrency=1, breaker_threshold=0.5),
+        clock.now(),
+    )
+    for _ in range(3):
+        enqueue(store, clock, defaults=TaskDefaults(limits=("api",)))
+    assert len(store.claim(worker_id="w", queues=None, limit=5, now=clock.now())) == 1
+    clock.advance(4)
+    _, admin = operators.create_token(server_app, "t1", "admin")
+    samples = parse(client.get("/metrics", headers=bearer(admin)).text)
+    assert value(samples, "duetime_limit_running", key="api") == 1
+    assert value(samples, "duetime_limit_waiting", key="api") == 2
+    assert value(samples, "duetime_limit_waiting_seconds", key="api") == 4
+    assert value(samples, "duetime_limit_tokens", key="api") == 2
+    assert value(samples, "duetime_limit_paused", key="api") == 0
+    assert ("duetime_limit_breaker_open", frozenset({("key", "api")})) in samples

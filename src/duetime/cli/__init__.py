@@ -5,8 +5,8 @@ one error line); 1 on any other error (one line on stderr); 141 when stdout is c
 (`duetime jobs list | head -1`), quietly, as for a program SIGPIPE stops.
 
 Each command group is a module that registers its own subcommands (`add_parsers`): migrate,
-worker, enqueue, jobs, nodes, schedules (with backfill), queues, tenants, outbox (with relay),
-tokens, stats, dlq and serve; support holds what they share.
+worker, enqueue, jobs, nodes, schedules (with backfill), queues, tenants, limits, outbox (with
+relay), tokens, stats, dlq and serve; support holds what they share.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from duetime.cli import (
     dlq,
     enqueue,
     jobs,
+    limits,
     migrate,
     nodes,
     outbox,
@@ -44,6 +45,7 @@ GROUPS = (
     schedules,
     queues,
     tenants,
+    limits,
     outbox,
     tokens,
     stats,

@@ -8,7 +8,7 @@ import json
 from typing import Any
 
 from duetime import operators
-from duetime.cli.support import make_app, out, table
+from duetime.cli.support import LIMIT_HEADERS, limit_row, make_app, out, table
 from duetime.core.outbox import QueueSettings
 from duetime.core.states import JobStatus
 from duetime.core.stats import Stats
@@ -26,10 +26,18 @@ def add_parsers(sub: Any, parents: list[argparse.ArgumentParser]) -> None:
 def cmd_stats(args: argparse.Namespace) -> int:
     app = make_app(args)
     figures = operators.stats(app, None) if args.all else app.stats()
+    limits = app.limits()  # cluster-wide, like the limits themselves
+    now = app.clock.now()
     if args.json:
-        out(json.dumps(figures.to_json(), indent=2))
+        body = figures.to_json()
+        if limits:
+            body["limits"] = [s.to_json(now) for s in limits]
+        out(json.dumps(body, indent=2))
         return 0
     print_stats(figures)
+    if limits:
+        out()
+        table([limit_row(s, now) for s in limits], LIMIT_HEADERS)
     return 0
 
 

@@ -18,6 +18,7 @@ from typing import Any, NoReturn, TextIO
 from duetime.client import App
 from duetime.core.errors import ConfigurationError, InvalidRequest
 from duetime.core.flow import parse_limit
+from duetime.core.limits import LimitStatus
 from duetime.core.requests import parse_duration, parse_instant
 from duetime.store import missing_database, url_scheme
 
@@ -280,3 +281,38 @@ def add_log_flags(parser: argparse.ArgumentParser) -> None:
         choices=["text", "json"],
         help="log lines as text or as one JSON object each (text)",
     )
+
+
+# -- limits per dependency (`duetime limits list`, `duetime stats`) ---------------------------
+
+
+def limit_row(s: LimitStatus, now: datetime) -> tuple[Any, ...]:
+    c = s.settings
+    return (
+        c.key,
+        str(c.rate) if c.rate is not None else "-",
+        f"{c.bucket_size:g}" if c.bucket_size is not None else "-",
+        c.concurrency if c.concurrency is not None else "-",
+        s.running,
+        s.waiting,
+        f"{s.tokens:.2f}" if s.tokens is not None else "-",
+        when(s.state.paused_until)
+        if s.state.paused_until is not None and s.state.paused_until > now
+        else "-",
+        f"{c.retry_budget:g}" if c.retry_budget is not None else "-",
+        s.breaker(now) or "-",
+    )
+
+
+LIMIT_HEADERS = [
+    "key",
+    "rate",
+    "burst",
+    "concurrency",
+    "running",
+    "waiting",
+    "tokens",
+    "paused until",
+    "retry budget",
+    "breaker",
+]

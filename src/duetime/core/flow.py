@@ -137,11 +137,14 @@ class FlowControls:
 
 @dataclass(frozen=True)
 class Candidate:
-    """A due job a controlled claim may start, in claim order."""
+    """A due job a controlled claim may start, in claim order (with its limit keys' text and
+    attempts so far, for the limits per dependency)."""
 
     id: int
     queue: str
     tenant: str
+    limits: str | None = None
+    attempts: int = 0
 
 
 def room(caps: Mapping[str, int], running: Mapping[str, int]) -> dict[str, int]:

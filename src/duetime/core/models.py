@@ -86,6 +86,7 @@ class Job:
     covers: tuple[datetime, ...] = ()  # a coalesced run: every late tick it stands for
     origin: str | None = None  # tick, trigger or backfill
     attempt_history: tuple[Attempt, ...] = field(default=(), compare=False)
+    limits: tuple[str, ...] = ()  # the limit keys of its task (core/limits.py), sorted
 
     @property
     def terminal(self) -> bool:
@@ -121,6 +122,7 @@ class Job:
             "nominal_at": _iso(self.nominal_at),
             "covers": [c.isoformat() for c in self.covers],
             "origin": self.origin,
+            "limits": list(self.limits),
             "attempt_history": [attempt_to_json(a) for a in self.attempt_history],
         }
 
@@ -173,6 +175,7 @@ class NewJob:
     nominal_at: datetime | None = None
     covers: tuple[datetime, ...] = ()
     origin: str | None = None
+    limits: tuple[str, ...] = ()  # the limit keys of its task (core/limits.py), sorted
 
 
 class NewJobs(Sequence[NewJob]):

@@ -14,6 +14,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from duetime.core.errors import InvalidRequest, PayloadTooLarge
+from duetime.core.limits import check_limit_keys
 from duetime.core.models import NewJob, NewJobs, variant
 from duetime.core.retry import RetryPolicy
 
@@ -87,6 +88,7 @@ class TaskDefaults:
     retry: RetryPolicy = field(default_factory=RetryPolicy)
     lease_seconds: float = DEFAULT_LEASE_SECONDS
     timeout_seconds: float | None = None
+    limits: tuple[str, ...] = ()  # limit keys of the dependencies it calls (core/limits.py)
 
 
 def check_name(value: Any, what: str, limit: int) -> str:
@@ -264,6 +266,7 @@ def build_new_job(
         idempotency_key=key,
         request_hash=digest,
         business_key=business_key,
+        limits=check_limit_keys(defaults.limits),
     )
 
 

@@ -20,13 +20,22 @@ class Retry(Exception):
     seconds (a number, a numeric string or a timedelta), an HTTP date such as
     "Wed, 21 Oct 2026 07:28:00 GMT", or an aware datetime.
     The attempt still counts towards max_attempts.
+
+    With `dependency=True` the whole dependency is pushed back, not only this job: every limit
+    key of the job's task (`@app.task(limits=[...])`) is paused until the same instant, so no
+    job carrying one of them starts before it (docs/flow-control.md).
     """
 
     def __init__(
-        self, after: float | str | timedelta | datetime, reason: str = "retry requested"
+        self,
+        after: float | str | timedelta | datetime,
+        reason: str = "retry requested",
+        *,
+        dependency: bool = False,
     ) -> None:
         super().__init__(reason)
         self.reason = reason
+        self.dependency = dependency
         self.at: datetime | None = None  # an absolute instant (datetime or HTTP-date given)
         self.after = 0.0
         if isinstance(after, datetime):

@@ -88,8 +88,15 @@ class ScheduleSpec:
     lease_seconds: float = 30.0
     timeout_seconds: float | None = None
     late_after_seconds: float | None = None  # None: late once the next tick is due
+    limits: tuple[str, ...] = ()  # the task's limit keys, carried by every occurrence
 
     def to_json(self) -> dict[str, Any]:
+        data = self._json()
+        if self.limits:  # left out when none: definitions (and hashes) of before are unchanged
+            data["limits"] = list(self.limits)
+        return data
+
+    def _json(self) -> dict[str, Any]:
         return {
             "name": self.name,
             "task": self.task,
@@ -187,6 +194,7 @@ def build_spec(
         retry_cap=d.retry.cap,
         lease_seconds=d.lease_seconds,
         timeout_seconds=d.timeout_seconds,
+        limits=d.limits,
     )
 
 
@@ -287,6 +295,7 @@ def spec_defaults(spec: ScheduleSpec) -> TaskDefaults:
         retry=RetryPolicy(spec.retry_base, spec.retry_cap),
         lease_seconds=spec.lease_seconds,
         timeout_seconds=spec.timeout_seconds,
+        limits=spec.limits,
     )
 
 
@@ -315,6 +324,7 @@ def spec_from_json(data: dict[str, Any]) -> ScheduleSpec:
         lease_seconds=data["lease_seconds"],
         timeout_seconds=data["timeout_seconds"],
         late_after_seconds=data.get("late_after_seconds"),  # absent: stored before it existed
+        limits=tuple(data.get("limits", ())),
     )
 
 

@@ -415,6 +415,7 @@ def occurrence_job(schedule: Schedule, occ: NewOccurrence) -> NewJob:
         nominal_at=occ.nominal_at,
         covers=occ.covers,
         origin=str(occ.origin),
+        limits=spec.limits,
     )
 
 

@@ -21,13 +21,14 @@ import time
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import timedelta
 from typing import Any
 
 from duetime.client import AnyTask, App
 from duetime.core.errors import ArgsMismatch, StaleAttempt
 from duetime.core.models import Claim, Job, Lease, Outcome
 from duetime.core.reconcile import Reconcile, lost_attempt_to_reconcile, outcome_for
-from duetime.core.retry import ErrorCategory, Failure, RetryPolicy, classify, decide
+from duetime.core.retry import ErrorCategory, Failure, Retry, RetryPolicy, classify, decide
 from duetime.core.states import ATTEMPT_END, Event
 from duetime.logs import log_event
 from duetime.runtime.completer import Completer
@@ -212,7 +213,25 @@ class AttemptRunner:
                 log.warning("job %s raised after its transaction committed", job.id, exc_info=exc)
                 return Outcome(Event.SUCCEED)
             failure = classify(exc, policy)
+            if isinstance(exc, Retry) and exc.dependency and job.limits:
+                await self._pause_dependency(job, exc)
         return self._failed(failure, job, policy)
+
+    async def _pause_dependency(self, job: Job, exc: Retry) -> None:
+        """Retry(dependency=True): pause every limit key of the job until the retry's instant
+        (a failure to record it is logged: the job's own retry still stands)."""
+        now = self.clock.now()
+        until = exc.at.astimezone(now.tzinfo) if exc.at is not None else now
+        if exc.at is None:
+            until = now + timedelta(seconds=exc.after)
+        try:
+            await self.calls(functools.partial(self.store.pause_limits, job.limits, until, now))
+        except Exception:
+            log.exception("could not pause limits %s of job %s", list(job.limits), job.id)
+            return
+        log_event(
+            log, "limits.paused", job_id=job.id, limits=list(job.limits), until=until.isoformat()
+        )
 
     async def _reconcile(self, running: RunningAttempt, task: AnyTask) -> Outcome | None:
         """Ask the task's reconcile hook about a lost earlier attempt, before running again."""

@@ -34,8 +34,15 @@ def stats(
     ] = None,
 ) -> dict[str, Any]:
     """Counts by status and queue, oldest overdue age, scheduling lag p50/p95/p99 and
-    throughput over the last 5 and 60 minutes, and a per-minute series for the last hour."""
-    return operators.stats(duetime_app(request), scope_tenant(who, tenant)).to_json()
+    throughput over the last 5 and 60 minutes, and a per-minute series for the last hour;
+    for admin tokens asking for every tenant, each limit key's figures too."""
+    app = duetime_app(request)
+    scope = scope_tenant(who, tenant)
+    body = operators.stats(app, scope).to_json()
+    if scope is None and who.sees_all:
+        now = app.clock.now()
+        body["limits"] = [s.to_json(now) for s in app.limits()]
+    return body
 
 
 @router.post(

@@ -26,6 +26,7 @@ from duetime.core.errors import (
 from duetime.server import (
     api_flow,
     api_jobs,
+    api_limits,
     api_schedules,
     api_stats,
     dashboard,
@@ -183,6 +184,7 @@ def create_app(app: App, settings: ServerSettings | None = None) -> FastAPI:
     api.include_router(api_schedules.router)
     api.include_router(api_stats.router)
     api.include_router(api_flow.router)
+    api.include_router(api_limits.router)
     api.include_router(metrics.router)
     api.include_router(dashboard.router)
     api.include_router(swagger.router)

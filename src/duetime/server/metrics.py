@@ -15,6 +15,7 @@ from __future__ import annotations
 import math
 import threading
 from collections.abc import Iterator
+from datetime import datetime
 from typing import Annotated
 
 from fastapi import APIRouter, Depends, Request, Response
@@ -31,6 +32,7 @@ from prometheus_client.registry import Collector
 
 from duetime import operators
 from duetime.client import App
+from duetime.core.limits import LimitStatus
 from duetime.core.outbox import OutboxFigures
 from duetime.core.states import JobStatus
 from duetime.core.stats import Stats
@@ -54,12 +56,46 @@ class StoreCollector(Collector):
         yield from families(None)
         yield from flow_families(None)
         yield from outbox_families(None)
+        yield from limit_families(None, self.app.clock.now())
 
     def collect(self) -> Iterator[Metric]:
         stats = operators.stats(self.app, None)
         yield from families(stats)
         yield from flow_families(stats)
         yield from outbox_families(self.app.outbox_status())
+        yield from limit_families(self.app.limits(), self.app.clock.now())
+
+
+def limit_families(limits: list[LimitStatus] | None, now: datetime) -> Iterator[Metric]:
+    """Each limit key's figures (docs/flow-control.md)."""
+
+    def gauge(name: str, text: str) -> GaugeMetricFamily:
+        return GaugeMetricFamily(name, text, labels=["key"])
+
+    running = gauge("duetime_limit_running", "Attempts of jobs carrying the key holding a lease.")
+    waiting = gauge("duetime_limit_waiting", "Due scheduled jobs carrying the key.")
+    waited = gauge(
+        "duetime_limit_waiting_seconds", "How long the oldest due job carrying the key waited."
+    )
+    tokens = gauge("duetime_limit_tokens", "Tokens in the key's bucket now (keys with a rate).")
+    paused = gauge("duetime_limit_paused", "1 while the key is paused (Retry(dependency=True)).")
+    breaker = gauge(
+        "duetime_limit_breaker_open",
+        "1 while the key's breaker is open or half-open, 0 closed (keys with a breaker).",
+    )
+    for status in limits or []:
+        key = [status.settings.key]
+        figures = status.to_json(now)
+        running.add_metric(key, status.running)
+        waiting.add_metric(key, status.waiting)
+        waited.add_metric(key, float(figures["waiting_seconds"]))  # type: ignore[arg-type]
+        if status.tokens is not None:
+            tokens.add_metric(key, status.tokens)
+        paused.add_metric(key, 1.0 if figures["paused_until"] is not None else 0.0)
+        state = status.breaker(now)
+        if state is not None:
+            breaker.add_metric(key, 0.0 if state == "closed" else 1.0)
+    yield from (running, waiting, waited, tokens, paused, breaker)
 
 
 def flow_families(stats: Stats | None) -> Iterator[Metric]:

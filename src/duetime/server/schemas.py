@@ -399,6 +399,36 @@ class QueueIn(LimitsIn):
     paused: bool | None = None
 
 
+class RecentOut(BaseModel):
+    """The last window_seconds of the key, estimated from two buckets."""
+
+    window_seconds: float
+    starts: float
+    retries: float
+    failures: float
+    successes: float
+
+
+class LimitOut(BaseModel):
+    key: str
+    rate: str | None = Field(description="starts per period: N/s, N/m or N/h")
+    burst: int | None
+    bucket_size: float | None = Field(description="the bucket's capacity (burst or its default)")
+    concurrency: int | None
+    retry_budget: float | None
+    breaker_threshold: float | None
+    running: int = Field(description="attempts of jobs carrying the key holding a lease")
+    waiting: int = Field(description="due scheduled jobs carrying the key")
+    waiting_seconds: float = Field(description="how long the oldest of them has been due")
+    tokens: float | None = Field(description="the bucket's tokens now (null: no rate)")
+    paused_until: str | None = Field(description="a dependency pause still running")
+    breaker: str | None = Field(description="closed, open or half_open; null: no breaker")
+    breaker_until: str | None = Field(description="when open: the end of the cool-down")
+    recent: RecentOut
+    retries_allowed: int | None = Field(description="retries the budget allows now")
+    updated_at: str
+
+
 class StatsOut(BaseModel):
     now: AwareDatetime
     by_status: dict[str, int]
@@ -409,3 +439,7 @@ class StatsOut(BaseModel):
     sampled_attempts: int
     sample_limit_hit: bool
     flow: FlowOut = Field(description="settings, backlog and running per queue and tenant")
+    limits: list[LimitOut] | None = Field(
+        default=None,
+        description="each limit key (docs/flow-control.md); admin tokens without tenant only",
+    )

@@ -19,6 +19,7 @@ from datetime import datetime
 from typing import Any, Protocol
 
 from duetime.core.flow import KEEP, FlowControls, FlowCounts, Keep, TenantSettings
+from duetime.core.limits import LimitSettings, LimitStatus
 from duetime.core.models import (
     Claim,
     Enqueued,
@@ -121,7 +122,9 @@ class Store(Protocol):
         priority descending, then due_at, then id. Each claimed job becomes running with
         generation + 1 and attempts + 1, and gets a new attempt row with that generation and
         lease_expires_at = now + the job's lease_seconds.
-        Concurrent callers never receive the same job.
+        Concurrent callers never receive the same job. Jobs carrying a limit key take only
+        what every limit of theirs allows now (docs/flow-control.md); the others are skipped,
+        their attempts untouched, and the claim fills up with other due work.
         """
         ...
 
@@ -435,6 +438,28 @@ class Store(Protocol):
 
     def prune_outbox(self, before: datetime, limit: int) -> int:
         """Delete up to `limit` events published before `before`; return how many."""
+        ...
+
+    # -- limits per dependency (docs/flow-control.md) ----------------------------------------
+
+    def limits(self, now: datetime) -> list[LimitStatus]:
+        """Every limit key with its settings, state and figures at `now`, by key."""
+        ...
+
+    def limit_names(self) -> list[str]:
+        """The keys with a limit, as read at most a second ago (what claim() looks at)."""
+        ...
+
+    def set_limit(self, settings: LimitSettings, now: datetime) -> None:
+        """Create the key's limit or replace its settings (its bucket and pause stay)."""
+        ...
+
+    def delete_limit(self, key: str) -> bool:
+        """Delete the key's limit (its jobs are then unlimited); False when it had none."""
+        ...
+
+    def pause_limits(self, keys: Sequence[str], until: datetime, now: datetime) -> None:
+        """Nothing carrying one of `keys` starts before `until` (a longer pause stays)."""
         ...
 
     # -- figures ----------------------------------------------------------------------------

@@ -82,6 +82,7 @@ def job_from_row(row: Row, t: ToTime, attempts: tuple[Attempt, ...] = ()) -> Job
         covers=_covers(row["covers"]),
         origin=row["origin"],
         attempt_history=attempts,
+        limits=tuple(json_list(row["limits"])),
     )
 
 

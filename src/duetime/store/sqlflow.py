@@ -6,7 +6,10 @@ a copy of the control rows read at most CONTROLS_SECONDS ago. Otherwise, in one 
 the rows of every capped queue and tenant are locked (queues, then tenants, each in code-point
 order: concurrent controlled claims take turns), the running attempts counted, the candidates
 read (claim order, without the paused, outbox and full queues and the full tenants) and
-chosen by core/flow.choose, and the chosen started (claim_chosen). An enqueue into a queue or
+chosen by core/flow.choose, and the chosen started (claim_chosen). When limits per dependency
+exist too (store/sqllimits.py), their rows are locked next, the candidates leave out the jobs
+of blocked keys, only those every key of which still allows a start go to choose, and the
+claim spends the keys' tokens and counts their starts. An enqueue into a queue or
 tenant with a max_backlog locks that row likewise, counts its backlog and refuses past it.
 """
 
@@ -39,11 +42,12 @@ from duetime.core.outbox import Dispatch
 from duetime.core.states import Event
 from duetime.store.driver import Connection, Driver, Row
 from duetime.store.rows import ATTEMPT_COLUMNS, ToTime, attempt_from_row, job_from_row, moves_json
+from duetime.store.sqllimits import Limits
 from duetime.store.sqloutbox import QueuesOutbox, limit_params
 from duetime.store.sqlshared import conflicts_retried
 
 
-class QueuesTenantsFlow(QueuesOutbox):
+class QueuesTenantsFlow(QueuesOutbox, Limits):
     driver: Driver
     _t: ToTime
 
@@ -137,8 +141,11 @@ class QueuesTenantsFlow(QueuesOutbox):
                     by_tenant[r["tenant"]] += int(r["n"])
                 queue_room = room(queue_caps, by_queue)
                 tenant_room = room(tenant_caps, by_tenant)
+            # limits per dependency too, when any exists (their rows locked after these)
+            budget = self._limit_budget(c, now) if self._limits_exist(c) else None
             skip_queues = set(outbox) | controls.paused
             chosen: list[int] = []
+            held: list[int] = []  # read, but held back by a limit: not read again
             for _ in range(MAX_ROUNDS):
                 skip_queues |= set(full(queue_room))
                 skip_tenants = full(tenant_room)
@@ -156,22 +163,33 @@ class QueuesTenantsFlow(QueuesOutbox):
                     skip_queues=sorted(skip_queues),
                     open_tenants=not skip_tenants,
                     skip_tenants=skip_tenants,
-                    no_skip_ids=not chosen,
-                    skip_ids=sorted(chosen),
+                    no_skip_ids=not (chosen or held),
+                    skip_ids=sorted(chosen + held),
+                    **(budget.filters() if budget is not None else NO_LIMITS),
                 )
-                found = [Candidate(int(r["id"]), r["queue"], r["tenant"]) for r in rows]
+                found = [_candidate(r) for r in rows]
                 if controls.weighted and not chosen and len(rows) >= scan:
                     found += self._weighted_behind(
                         c, controls, found, want, now, queues, tasks, skip_queues, skip_tenants
                     )
-                chosen += choose(
-                    list({f.id: f for f in found}.values()),
+                found = list({f.id: f for f in found}.values())
+                if budget is not None:
+                    fitting = budget.fitting([(f.id, f.limits, f.attempts) for f in found])
+                    held += [f.id for f in found if f.id not in fitting]
+                    found = [f for f in found if f.id in fitting]
+                picked = choose(
+                    found,
                     want,
                     queue_room,
                     tenant_room,
                     controls.queue_weights,
                     controls.tenant_weights,
                 )
+                if budget is not None:
+                    by_id = {f.id: f for f in found}
+                    for job_id in picked:
+                        budget.take(by_id[job_id].limits, by_id[job_id].attempts)
+                chosen += picked
                 if len(chosen) >= limit or len(rows) < scan:
                     break
             if not chosen:
@@ -183,6 +201,8 @@ class QueuesTenantsFlow(QueuesOutbox):
                 moves=moves_json(Event.CLAIM),
                 worker_id=worker_id,
             )
+            if budget is not None:
+                self._spend(c, budget, started, now)
         return [
             Claim(
                 job_from_row(row, self._t),
@@ -228,7 +248,7 @@ class QueuesTenantsFlow(QueuesOutbox):
                 skip_tenants=skip_tenants,
                 **common,
             )
-            found += [Candidate(int(r["id"]), r["queue"], r["tenant"]) for r in rows]
+            found += [_candidate(r) for r in rows]
         seen_tenants |= {x.tenant for x in found}
         behind_tenants = [
             t
@@ -245,7 +265,7 @@ class QueuesTenantsFlow(QueuesOutbox):
                 skip_queues=sorted(skip_queues),
                 **common,
             )
-            found += [Candidate(int(r["id"]), r["queue"], r["tenant"]) for r in rows]
+            found += [_candidate(r) for r in rows]
         return found
 
     # -- admission control --------------------------------------------------------------------
@@ -270,3 +290,11 @@ class QueuesTenantsFlow(QueuesOutbox):
                 backlog = int(found["n"]) if found is not None else 0
                 if backlog + counted[name] > limit:
                     raise BacklogFull(kind, name, limit, backlog, BACKLOG_RETRY_AFTER)
+
+
+# the limits filters of claim_candidates when no limit exists: nothing blocked
+NO_LIMITS = {"blocked": "[]", "retry_blocked": "[]"}
+
+
+def _candidate(r: Row) -> Candidate:
+    return Candidate(int(r["id"]), r["queue"], r["tenant"], r["limits"], int(r["attempts"]))

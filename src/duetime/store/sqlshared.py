@@ -10,6 +10,7 @@ from datetime import datetime
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from duetime.core.errors import StoreConflict, StoreError
+from duetime.core.limits import limits_text
 from duetime.core.models import Attempt, Job, NewJob
 from duetime.core.states import Event
 from duetime.store.driver import Connection
@@ -122,6 +123,7 @@ def job_params(job_id: int, job: NewJob, now: datetime) -> dict[str, Any]:
         "nominal_at": job.nominal_at,
         "covers": covers_json(job.covers),
         "origin": job.origin,
+        "limits": limits_text(job.limits),
         "now": now,
         "created_at": now,  # by name, for a COPY (insert_new_jobs on PostgreSQL)
         "updated_at": now,
@@ -175,6 +177,7 @@ def new_job_record(job_id: int, new: NewJob, now: datetime) -> Job:
         nominal_at=new.nominal_at,
         covers=new.covers,
         origin=new.origin,
+        limits=new.limits,
     )
 
 

@@ -39,6 +39,7 @@ from duetime.core.models import (
     variant,
 )
 from duetime.core.outbox import DISPATCH_HOLDER
+from duetime.core.retry import ErrorCategory
 from duetime.core.states import ATTEMPT_END, AttemptStatus, Event, JobStatus, next_status
 from duetime.store.base import Listener
 from duetime.store.driver import Connection, Driver, Row, Rows, refuse_newer
@@ -337,6 +338,23 @@ class SQLStore(SchedulesNodesTokens, QueuesTenantsFlow):
                 controls, worker_id=worker_id, queues=queues, limit=limit, now=now, tasks=tasks
             )
         outbox = self.outbox_queues()
+        if self.limit_names():  # limits exist: the limited path (store/sqllimits.py)
+            with self.driver.transaction() as c:
+                rows = self._claim_limited(
+                    c,
+                    now,
+                    limit,
+                    worker_id,
+                    {
+                        "all_queues": queues is None,
+                        "queues": list(queues) if queues is not None else [],
+                        "all_tasks": tasks is None,
+                        "tasks": list(tasks) if tasks is not None else [],
+                        "all_direct": not outbox,
+                        "outbox_queues": outbox,
+                    },
+                )
+            return self._claims(rows)
         with self.driver.transaction() as c:
             rows = c.rows(
                 "claim",
@@ -351,6 +369,9 @@ class SQLStore(SchedulesNodesTokens, QueuesTenantsFlow):
                 all_direct=not outbox,
                 outbox_queues=outbox,
             )
+        return self._claims(rows)
+
+    def _claims(self, rows: Sequence[Row]) -> list[Claim]:
         return [
             Claim(
                 job_from_row(row, self._t),
@@ -470,6 +491,7 @@ class SQLStore(SchedulesNodesTokens, QueuesTenantsFlow):
             ended = c.run("finish_jobs", batch=moves, now=now)
             if ended != len(moves):  # the row locks make this impossible: refuse to guess
                 raise StoreError(f"finished {ended} of the {len(moves)} jobs locked; nothing kept")
+            self._count_outcomes(c, _outcomes(items, applied), now)
             again = {
                 m["job_id"]: m["due_at"] for m in moves if m["to_status"] == JobStatus.SCHEDULED
             }
@@ -578,6 +600,24 @@ def _delay_from(outcome: Outcome, now: datetime) -> datetime | None:
     if due is None or decided is None or now <= decided:
         return due
     return due + (now - decided)
+
+
+def _outcomes(items: Sequence[tuple[Lease, Outcome]], applied: Sequence[bool]) -> dict[int, bool]:
+    """The attempts that ended and count for limits (docs/flow-control.md): job id -> failed.
+    A shutdown's interruption, a cancellation or a reconciliation says nothing about the
+    dependency and is left out."""
+    found = {}
+    for (lease, outcome), ok in zip(items, applied, strict=False):
+        if not ok or outcome.error_category in _NOT_COUNTED:
+            continue
+        if outcome.event is Event.SUCCEED:
+            found[lease.job_id] = False
+        elif outcome.event in (Event.RETRY, Event.GIVE_UP):
+            found[lease.job_id] = True
+    return found
+
+
+_NOT_COUNTED = (ErrorCategory.INTERRUPTED, ErrorCategory.CANCELLED, ErrorCategory.RECONCILED)
 
 
 def _late_report(lease: Lease, outcome: Outcome) -> dict[str, object]:

@@ -126,14 +126,18 @@ STATEMENTS: dict[str, str] = {
     "lock_capped_tenants": "returns tenant, concurrency of the tenants with a concurrency, their "
     "rows locked for the transaction in code-point order",
     "running_counts": "returns queue, tenant, n: the running attempts per queue and tenant",
-    "claim_candidates": "returns id, queue, tenant of up to `limit` scheduled jobs due at now "
+    "claim_candidates": "returns id, queue, tenant, limits, attempts of up to `limit` scheduled "
+    "jobs due at now "
     "and not past their deadline, of `queues` (any when all_queues) and `tasks` (any when "
     "all_tasks), not of skip_queues (unless open_queues), skip_tenants (unless open_tenants), "
-    "skip_ids (unless no_skip_ids), by priority desc, due_at, id; locks nothing",
-    "queue_candidates": "as claim_candidates, of queue `queue` only (tenants not in "
-    "skip_tenants unless open_tenants)",
-    "tenant_candidates": "as claim_candidates, of tenant `tenant` only (queues of `queues` "
-    "unless all_queues, not in skip_queues unless open_queues)",
+    "skip_ids (unless no_skip_ids), whose limits text contains none of the strings of "
+    "`blocked` nor, when attempts > 0, of `retry_blocked` (JSON arrays), by priority desc, "
+    "due_at, id; locks nothing",
+    "queue_candidates": "as claim_candidates (without the limits filters), of queue `queue` "
+    "only (tenants not in skip_tenants unless open_tenants)",
+    "tenant_candidates": "as claim_candidates (without the limits filters), of tenant "
+    "`tenant` only (queues of `queues` unless all_queues, not in skip_queues unless "
+    "open_queues)",
     "claim_chosen": "as claim, for the jobs in ids still scheduled, due at now and not past "
     "their deadline, skipping rows another transaction locked",
     "lock_queue_backlog": "returns max_backlog of queue `queue`, its row locked for the "
@@ -173,4 +177,32 @@ STATEMENTS: dict[str, str] = {
     "oldest_overdue": "returns due_at: the earliest due scheduled job",
     "attempt_samples": "returns task, queue, status, error_category, due_at, started_at, "
     "finished_at of the newest attempts started since `since`, up to limit",
+    # -- limits per dependency (store/sqllimits.py)
+    "limit_names": "returns name of every limit, by name",
+    "limit_rows": "returns every column of every limit, by name",
+    "lock_limits": "returns every column of every limit, by name, their rows locked for the "
+    "transaction in name order",
+    "limit_running": "returns limits, running: per distinct limits text, how many running or "
+    "cancel_requested jobs carrying limits have a running attempt of their generation whose "
+    "lease ends after now",
+    "limit_waiting": "returns limits, waiting, oldest_due_at: per distinct limits text, the "
+    "scheduled jobs carrying limits that are due at now",
+    "claim_pick_limited": "returns id, limits, attempts of up to `limit` scheduled jobs due at "
+    "now and not past their deadline, of `queues` (any when all_queues), of `tasks` (any when "
+    "all_tasks), not of outbox_queues (none when all_direct), not in `skip` (JSON array of "
+    "ids), whose limits text contains none of the strings of `blocked` (JSON array) nor, when "
+    "attempts > 0, of `retry_blocked` (JSON array), by priority desc, due_at, id; their rows "
+    "locked, skipping rows another transaction locked",
+    "claim_jobs": "claims the scheduled jobs of ids as `claim` does (moves, generation + 1, "
+    "attempts + 1, a running attempt for worker_id started now); returns them as `claim` does",
+    "save_limit_state": "sets the state columns of limit `name`: tokens, refilled_at, "
+    "window_at, cur_/prev_ starts, retries, failures, successes, breaker, breaker_until",
+    "lock_limits_named": "returns every column of the limits whose name is in names, their rows "
+    "locked for the transaction in name order",
+    "job_limits": "returns id, limits of the jobs in ids that carry limits",
+    "upsert_limit": "creates limit `name` or replaces its settings (rate_count, rate_period, "
+    "burst, concurrency, retry_budget, breaker_threshold; updated_at now), keeping its state",
+    "delete_limit": "changes: deletes limit `name`",
+    "pause_limit": "creates limit `name` paused until `until` (updated_at now), or moves its "
+    "paused_until to `until` when that is later",
 }

@@ -21,6 +21,7 @@ from fastapi.staticfiles import StaticFiles
 from duetime.server.dashboard import (
     dead_letters,
     jobs,
+    limits,
     login,
     nodes,
     overview,
@@ -38,6 +39,7 @@ router.include_router(schedules.router)
 router.include_router(dead_letters.router)
 router.include_router(nodes.router)
 router.include_router(queues.router)
+router.include_router(limits.router)
 
 
 def mount_static(api: FastAPI) -> None:

@@ -43,12 +43,12 @@ INSERT INTO duetime_job_ids (owner) VALUES (CONNECTION_ID());
 INSERT INTO duetime_jobs (id, tenant, queue, task, args, priority, due_at, deadline_at, status,
     max_attempts, retry_base, retry_cap, lease_seconds, timeout_seconds, idempotency_key,
     request_hash, business_key, created_at, updated_at, schedule_id, schedule_name, nominal_at,
-    covers, origin)
+    covers, origin, limits)
 VALUES (LAST_INSERT_ID(), %(tenant)s, %(queue)s, %(task)s, %(args)s, %(priority)s,
     %(due_at)s, %(deadline_at)s, %(status)s, %(max_attempts)s, %(retry_base)s, %(retry_cap)s,
     %(lease_seconds)s, %(timeout_seconds)s, %(idempotency_key)s, %(request_hash)s,
     %(business_key)s, %(now)s, %(now)s, %(schedule_id)s, %(schedule_name)s, %(nominal_at)s,
-    %(covers)s, %(origin)s)
+    %(covers)s, %(origin)s, %(limits)s)
 ON DUPLICATE KEY UPDATE id = id;
 SELECT id FROM duetime_jobs WHERE id = LAST_INSERT_ID();
 DELETE FROM duetime_job_ids WHERE id = LAST_INSERT_ID();
@@ -57,24 +57,24 @@ DELETE FROM duetime_job_ids WHERE id = LAST_INSERT_ID();
 INSERT INTO duetime_jobs (id, tenant, queue, task, args, priority, due_at, deadline_at, status,
     max_attempts, retry_base, retry_cap, lease_seconds, timeout_seconds, idempotency_key,
     request_hash, business_key, created_at, updated_at, schedule_id, schedule_name, nominal_at,
-    covers, origin)
+    covers, origin, limits)
 VALUES (%(id)s, %(tenant)s, %(queue)s, %(task)s, %(args)s, %(priority)s, %(due_at)s,
     %(deadline_at)s, %(status)s, %(max_attempts)s, %(retry_base)s, %(retry_cap)s,
     %(lease_seconds)s, %(timeout_seconds)s, %(idempotency_key)s, %(request_hash)s,
     %(business_key)s, %(now)s, %(now)s, %(schedule_id)s, %(schedule_name)s, %(nominal_at)s,
-    %(covers)s, %(origin)s)
+    %(covers)s, %(origin)s, %(limits)s)
 ON DUPLICATE KEY UPDATE id = id;
 
 -- name: insert_new_jobs
 INSERT INTO duetime_jobs (id, tenant, queue, task, args, priority, due_at, deadline_at, status,
     max_attempts, retry_base, retry_cap, lease_seconds, timeout_seconds, idempotency_key,
     request_hash, business_key, created_at, updated_at, schedule_id, schedule_name, nominal_at,
-    covers, origin)
+    covers, origin, limits)
 VALUES (%(id)s, %(tenant)s, %(queue)s, %(task)s, %(args)s, %(priority)s, %(due_at)s,
     %(deadline_at)s, %(status)s, %(max_attempts)s, %(retry_base)s, %(retry_cap)s,
     %(lease_seconds)s, %(timeout_seconds)s, %(idempotency_key)s, %(request_hash)s,
     %(business_key)s, %(now)s, %(now)s, %(schedule_id)s, %(schedule_name)s, %(nominal_at)s,
-    %(covers)s, %(origin)s);
+    %(covers)s, %(origin)s, %(limits)s);
 
 -- name: insert_job_batch
 -- enqueue_many's jobs: what they share as parameters, what differs in `rows`, a JSON array of
@@ -82,11 +82,12 @@ VALUES (%(id)s, %(tenant)s, %(queue)s, %(task)s, %(args)s, %(priority)s, %(due_a
 INSERT INTO duetime_jobs (id, tenant, queue, task, args, priority, due_at, deadline_at, status,
     max_attempts, retry_base, retry_cap, lease_seconds, timeout_seconds, idempotency_key,
     request_hash, business_key, created_at, updated_at, schedule_id, schedule_name, nominal_at,
-    covers, origin)
+    covers, origin, limits)
 SELECT r.id, %(tenant)s, %(queue)s, %(task)s, r.args, %(priority)s,
     COALESCE(r.due_at, %(due_at)s), %(deadline_at)s, %(status)s, %(max_attempts)s,
     %(retry_base)s, %(retry_cap)s, %(lease_seconds)s, %(timeout_seconds)s, NULL,
-    %(request_hash)s, r.business_key, %(now)s, %(now)s, NULL, NULL, NULL, NULL, %(origin)s
+    %(request_hash)s, r.business_key, %(now)s, %(now)s, NULL, NULL, NULL, NULL, %(origin)s,
+    %(limits)s
 FROM JSON_TABLE(%(rows)s, '$[*]' COLUMNS (
         id BIGINT PATH '$[0]',
         args LONGTEXT PATH '$[1]',
@@ -550,30 +551,48 @@ GROUP BY j.queue, j.tenant;
 
 -- name: claim_candidates
 -- A controlled claim's pick, read only (claim_chosen then takes the chosen ids). One branch
--- runs (every queue, or the queues named), each on its claim-order index.
-(SELECT id, queue, tenant FROM duetime_jobs FORCE INDEX (duetime_jobs_due_any)
+-- runs (every queue, or the queues named), each on its claim-order index. With limits, as
+-- claim_pick_limited: not the jobs carrying a blocked key, nor the retries carrying a
+-- retry_blocked one.
+(SELECT id, queue, tenant, limits, attempts FROM duetime_jobs FORCE INDEX (duetime_jobs_due_any)
  WHERE %(all_queues)s AND status = 'scheduled' AND due_at <= %(now)s
    AND (deadline_at IS NULL OR deadline_at > %(now)s)
    AND (%(all_tasks)s OR task IN %(tasks)s)
    AND (%(open_queues)s OR queue NOT IN %(skip_queues)s)
    AND (%(open_tenants)s OR tenant NOT IN %(skip_tenants)s)
    AND (%(no_skip_ids)s OR id NOT IN %(skip_ids)s)
+   AND (limits IS NULL
+        OR NOT EXISTS (SELECT 1 FROM JSON_TABLE(%(blocked)s, '$[*]'
+                                                COLUMNS (k VARCHAR(110) PATH '$')) AS b
+                       WHERE LOCATE(b.k, limits) > 0))
+   AND (limits IS NULL OR attempts = 0
+        OR NOT EXISTS (SELECT 1 FROM JSON_TABLE(%(retry_blocked)s, '$[*]'
+                                                COLUMNS (k VARCHAR(110) PATH '$')) AS r
+                       WHERE LOCATE(r.k, limits) > 0))
  ORDER BY neg_priority, due_at, id
  LIMIT %(limit)s)
 UNION ALL
-(SELECT id, queue, tenant FROM duetime_jobs FORCE INDEX (duetime_jobs_due)
+(SELECT id, queue, tenant, limits, attempts FROM duetime_jobs FORCE INDEX (duetime_jobs_due)
  WHERE NOT %(all_queues)s AND queue IN %(queues)s AND status = 'scheduled'
    AND due_at <= %(now)s AND (deadline_at IS NULL OR deadline_at > %(now)s)
    AND (%(all_tasks)s OR task IN %(tasks)s)
    AND (%(open_queues)s OR queue NOT IN %(skip_queues)s)
    AND (%(open_tenants)s OR tenant NOT IN %(skip_tenants)s)
    AND (%(no_skip_ids)s OR id NOT IN %(skip_ids)s)
+   AND (limits IS NULL
+        OR NOT EXISTS (SELECT 1 FROM JSON_TABLE(%(blocked)s, '$[*]'
+                                                COLUMNS (k VARCHAR(110) PATH '$')) AS b
+                       WHERE LOCATE(b.k, limits) > 0))
+   AND (limits IS NULL OR attempts = 0
+        OR NOT EXISTS (SELECT 1 FROM JSON_TABLE(%(retry_blocked)s, '$[*]'
+                                                COLUMNS (k VARCHAR(110) PATH '$')) AS r
+                       WHERE LOCATE(r.k, limits) > 0))
  ORDER BY neg_priority, due_at, id
  LIMIT %(limit)s);
 
 -- name: queue_candidates
 -- The candidates of one queue (a weighted queue the claim's first read did not reach).
-SELECT id, queue, tenant FROM duetime_jobs FORCE INDEX (duetime_jobs_due)
+SELECT id, queue, tenant, limits, attempts FROM duetime_jobs FORCE INDEX (duetime_jobs_due)
 WHERE queue = %(queue)s AND status = 'scheduled' AND due_at <= %(now)s
   AND (deadline_at IS NULL OR deadline_at > %(now)s)
   AND (%(all_tasks)s OR task IN %(tasks)s)
@@ -583,7 +602,7 @@ LIMIT %(limit)s;
 
 -- name: tenant_candidates
 -- The candidates of one tenant (a weighted tenant the claim's first read did not reach).
-SELECT id, queue, tenant FROM duetime_jobs FORCE INDEX (duetime_jobs_listing)
+SELECT id, queue, tenant, limits, attempts FROM duetime_jobs FORCE INDEX (duetime_jobs_listing)
 WHERE tenant = %(tenant)s AND status = 'scheduled' AND due_at <= %(now)s
   AND (deadline_at IS NULL OR deadline_at > %(now)s)
   AND (%(all_queues)s OR queue IN %(queues)s)
@@ -755,3 +774,121 @@ DELETE FROM duetime_outbox
 WHERE published_at IS NOT NULL AND published_at < %(before)s
 ORDER BY published_at
 LIMIT %(limit)s;
+
+-- Limits per dependency (store/sqllimits.py).
+
+-- name: limit_names
+SELECT name FROM duetime_limits ORDER BY name;
+
+-- name: limit_rows
+SELECT * FROM duetime_limits ORDER BY name;
+
+-- name: lock_limits
+-- every limited claim locks every limit row, in name order: they take turns, never deadlock
+SELECT * FROM duetime_limits ORDER BY name FOR UPDATE;
+
+-- name: limit_running
+SELECT j.limits AS limits, COUNT(*) AS running
+FROM duetime_jobs j JOIN duetime_attempts a ON a.job_id = j.id AND a.generation = j.generation
+WHERE j.status IN ('running', 'cancel_requested') AND j.limits IS NOT NULL
+  AND a.status = 'running' AND a.lease_expires_at > %(now)s
+GROUP BY j.limits;
+
+-- name: limit_waiting
+SELECT limits, COUNT(*) AS waiting, MIN(due_at) AS oldest_due_at FROM duetime_jobs
+WHERE status = 'scheduled' AND due_at <= %(now)s AND limits IS NOT NULL
+GROUP BY limits;
+
+-- name: claim_pick_limited
+-- The claim's pick when limits are set: the claim-order index, without the
+-- jobs carrying a blocked key, without the retries (attempts > 0) carrying a key of
+-- retry_blocked (both JSON arrays of '"key"' strings, looked for in the limits text), and
+-- without those already looked at (skip, a JSON array of ids); rows locked, others' skipped.
+SELECT id, limits, attempts FROM duetime_jobs FORCE INDEX (duetime_jobs_due_any)
+WHERE status = 'scheduled' AND due_at <= %(now)s
+  AND (deadline_at IS NULL OR deadline_at > %(now)s)
+  AND (%(all_queues)s OR queue IN %(queues)s)
+  AND (%(all_tasks)s OR task IN %(tasks)s)
+  AND (%(all_direct)s OR queue NOT IN %(outbox_queues)s)
+  AND id NOT IN (SELECT s.id FROM JSON_TABLE(%(skip)s, '$[*]' COLUMNS (id BIGINT PATH '$')) AS s)
+  AND (limits IS NULL
+       OR NOT EXISTS (SELECT 1 FROM JSON_TABLE(%(blocked)s, '$[*]'
+                                               COLUMNS (k VARCHAR(110) PATH '$')) AS b
+                      WHERE LOCATE(b.k, limits) > 0))
+  AND (limits IS NULL OR attempts = 0
+       OR NOT EXISTS (SELECT 1 FROM JSON_TABLE(%(retry_blocked)s, '$[*]'
+                                               COLUMNS (k VARCHAR(110) PATH '$')) AS r
+                      WHERE LOCATE(r.k, limits) > 0))
+ORDER BY neg_priority, due_at, id
+LIMIT %(limit)s
+FOR UPDATE SKIP LOCKED;
+
+-- name: claim_jobs
+-- The claim of the jobs picked (and locked) by claim_pick_limited, as the claim does it.
+CREATE TEMPORARY TABLE IF NOT EXISTS duetime_claim (id BIGINT NOT NULL PRIMARY KEY);
+DELETE FROM duetime_claim;
+INSERT INTO duetime_claim (id)
+SELECT id FROM duetime_jobs WHERE id IN %(ids)s AND status = 'scheduled';
+UPDATE duetime_jobs
+SET generation = generation + 1, attempts = attempts + 1, updated_at = %(now)s,
+    status = JSON_UNQUOTE(JSON_EXTRACT(%(moves)s, CONCAT('$.', status)))
+WHERE id IN (SELECT id FROM duetime_claim)
+  AND JSON_EXTRACT(%(moves)s, CONCAT('$.', status)) IS NOT NULL;
+INSERT INTO duetime_attempts (job_id, generation, worker_id, status, lease_expires_at, started_at,
+    due_at)
+SELECT id, generation, %(worker_id)s, 'running', DATE_ADD(%(now)s, INTERVAL FLOOR(lease_seconds * 1000000) MICROSECOND), %(now)s, due_at
+FROM duetime_jobs WHERE id IN (SELECT id FROM duetime_claim)
+ORDER BY id;
+SELECT j.*,
+       a.id AS attempt_id, a.job_id AS attempt_job_id, a.generation AS attempt_generation,
+       a.worker_id AS attempt_worker_id, a.status AS attempt_status,
+       a.lease_expires_at AS attempt_lease_expires_at, a.started_at AS attempt_started_at,
+       a.finished_at AS attempt_finished_at, a.error_category AS attempt_error_category,
+       a.error_message AS attempt_error_message, a.error_traceback AS attempt_error_traceback,
+       a.late_outcome AS attempt_late_outcome, a.late_reported_at AS attempt_late_reported_at,
+       a.due_at AS attempt_due_at
+FROM duetime_jobs j JOIN duetime_attempts a ON a.job_id = j.id AND a.generation = j.generation
+WHERE j.id IN (SELECT id FROM duetime_claim)
+ORDER BY j.priority DESC, j.due_at, j.id;
+
+-- name: save_limit_state
+UPDATE duetime_limits
+SET tokens = %(tokens)s,
+    refilled_at = %(refilled_at)s,
+    window_at = %(window_at)s,
+    cur_starts = %(cur_starts)s,
+    cur_retries = %(cur_retries)s,
+    cur_failures = %(cur_failures)s,
+    cur_successes = %(cur_successes)s,
+    prev_starts = %(prev_starts)s,
+    prev_retries = %(prev_retries)s,
+    prev_failures = %(prev_failures)s,
+    prev_successes = %(prev_successes)s,
+    breaker = %(breaker)s,
+    breaker_until = %(breaker_until)s
+WHERE name = %(name)s;
+
+-- name: upsert_limit
+INSERT INTO duetime_limits (name, rate_count, rate_period, burst, concurrency, retry_budget,
+    breaker_threshold, updated_at)
+VALUES (%(name)s, %(rate_count)s, %(rate_period)s, %(burst)s, %(concurrency)s,
+    %(retry_budget)s, %(breaker_threshold)s, %(now)s)
+ON DUPLICATE KEY UPDATE
+    rate_count = VALUES(rate_count), rate_period = VALUES(rate_period), burst = VALUES(burst),
+    concurrency = VALUES(concurrency), retry_budget = VALUES(retry_budget),
+    breaker_threshold = VALUES(breaker_threshold), updated_at = VALUES(updated_at);
+
+-- name: delete_limit
+DELETE FROM duetime_limits WHERE name = %(name)s;
+
+-- name: pause_limit
+INSERT INTO duetime_limits (name, paused_until, updated_at)
+VALUES (%(name)s, %(until)s, %(now)s)
+ON DUPLICATE KEY UPDATE
+    paused_until = GREATEST(COALESCE(paused_until, VALUES(paused_until)), VALUES(paused_until));
+
+-- name: lock_limits_named
+SELECT * FROM duetime_limits WHERE name IN %(names)s ORDER BY name FOR UPDATE;
+
+-- name: job_limits
+SELECT id, limits FROM duetime_jobs WHERE id IN %(ids)s AND limits IS NOT NULL;

@@ -38,12 +38,12 @@ WITH job AS (
     INSERT INTO duetime_jobs (tenant, queue, task, args, priority, due_at, deadline_at, status,
         max_attempts, retry_base, retry_cap, lease_seconds, timeout_seconds, idempotency_key,
         request_hash, business_key, created_at, updated_at, schedule_id, schedule_name,
-        nominal_at, covers, origin)
+        nominal_at, covers, origin, limits)
     VALUES (%(tenant)s, %(queue)s, %(task)s, %(args)s::jsonb, %(priority)s, %(due_at)s,
         %(deadline_at)s, %(status)s, %(max_attempts)s, %(retry_base)s, %(retry_cap)s,
         %(lease_seconds)s, %(timeout_seconds)s, %(idempotency_key)s, %(request_hash)s,
         %(business_key)s, %(now)s, %(now)s, %(schedule_id)s, %(schedule_name)s, %(nominal_at)s,
-        %(covers)s::jsonb, %(origin)s)
+        %(covers)s::jsonb, %(origin)s, %(limits)s)
     ON CONFLICT DO NOTHING
     RETURNING id
 )
@@ -53,12 +53,12 @@ SELECT id, pg_notify('duetime_due', %(wake)s::text) AS woke FROM job;
 INSERT INTO duetime_jobs (id, tenant, queue, task, args, priority, due_at, deadline_at, status,
     max_attempts, retry_base, retry_cap, lease_seconds, timeout_seconds, idempotency_key,
     request_hash, business_key, created_at, updated_at, schedule_id, schedule_name, nominal_at,
-    covers, origin)
+    covers, origin, limits)
 VALUES (%(id)s, %(tenant)s, %(queue)s, %(task)s, %(args)s::jsonb, %(priority)s, %(due_at)s,
     %(deadline_at)s, %(status)s, %(max_attempts)s, %(retry_base)s, %(retry_cap)s,
     %(lease_seconds)s, %(timeout_seconds)s, %(idempotency_key)s, %(request_hash)s,
     %(business_key)s, %(now)s, %(now)s, %(schedule_id)s, %(schedule_name)s, %(nominal_at)s,
-    %(covers)s::jsonb, %(origin)s)
+    %(covers)s::jsonb, %(origin)s, %(limits)s)
 ON CONFLICT DO NOTHING;
 
 -- name: insert_new_jobs
@@ -67,7 +67,7 @@ ON CONFLICT DO NOTHING;
 COPY duetime_jobs (id, tenant, queue, task, args, priority, due_at, deadline_at, status,
     max_attempts, retry_base, retry_cap, lease_seconds, timeout_seconds, idempotency_key,
     request_hash, business_key, created_at, updated_at, schedule_id, schedule_name, nominal_at,
-    covers, origin)
+    covers, origin, limits)
 FROM STDIN (FORMAT BINARY);
 
 -- name: insert_job_batch
@@ -76,13 +76,14 @@ FROM STDIN (FORMAT BINARY);
 INSERT INTO duetime_jobs (id, tenant, queue, task, args, priority, due_at, deadline_at, status,
     max_attempts, retry_base, retry_cap, lease_seconds, timeout_seconds, idempotency_key,
     request_hash, business_key, created_at, updated_at, schedule_id, schedule_name, nominal_at,
-    covers, origin)
+    covers, origin, limits)
 SELECT (r ->> 0)::bigint, %(tenant)s::text, %(queue)s::text, %(task)s::text, (r ->> 1)::jsonb,
     %(priority)s::int, COALESCE((r ->> 2)::timestamptz, %(due_at)s::timestamptz),
     %(deadline_at)s::timestamptz, %(status)s::text, %(max_attempts)s::int,
     %(retry_base)s::float8, %(retry_cap)s::float8, %(lease_seconds)s::float8,
     %(timeout_seconds)s::float8, NULL, %(request_hash)s::text, r ->> 3,
-    %(now)s::timestamptz, %(now)s::timestamptz, NULL, NULL, NULL, NULL, %(origin)s::text
+    %(now)s::timestamptz, %(now)s::timestamptz, NULL, NULL, NULL, NULL, %(origin)s::text,
+    %(limits)s::text
 FROM json_array_elements(%(rows)s::json) AS r;
 
 -- name: jobs_by_ids
@@ -546,9 +547,10 @@ GROUP BY j.queue, j.tenant;
 
 -- name: claim_candidates
 -- A controlled claim's pick, read only (claim_chosen then takes the chosen ids); sorting off
--- as in claim, so the pick walks the claim-order index.
+-- as in claim, so the pick walks the claim-order index. With limits, as claim_pick_limited:
+-- not the jobs carrying a blocked key, nor the retries carrying a retry_blocked one.
 SET LOCAL enable_sort = off;
-SELECT id, queue, tenant FROM duetime_jobs
+SELECT id, queue, tenant, limits, attempts FROM duetime_jobs
 WHERE status = 'scheduled'
   AND due_at <= %(now)s
   AND (deadline_at IS NULL OR deadline_at > %(now)s)
@@ -557,12 +559,18 @@ WHERE status = 'scheduled'
   AND NOT (queue = ANY (%(skip_queues)s::text[]))
   AND NOT (tenant = ANY (%(skip_tenants)s::text[]))
   AND NOT (id = ANY (%(skip_ids)s::bigint[]))
+  AND (limits IS NULL
+       OR NOT EXISTS (SELECT 1 FROM jsonb_array_elements_text(%(blocked)s::jsonb) AS b(k)
+                      WHERE strpos(limits, b.k) > 0))
+  AND (limits IS NULL OR attempts = 0
+       OR NOT EXISTS (SELECT 1 FROM jsonb_array_elements_text(%(retry_blocked)s::jsonb) AS r(k)
+                      WHERE strpos(limits, r.k) > 0))
 ORDER BY priority DESC, due_at, id
 LIMIT %(limit)s;
 
 -- name: queue_candidates
 -- The candidates of one queue (a weighted queue the claim's first read did not reach).
-SELECT id, queue, tenant FROM duetime_jobs
+SELECT id, queue, tenant, limits, attempts FROM duetime_jobs
 WHERE queue = %(queue)s::text AND status = 'scheduled' AND due_at <= %(now)s
   AND (deadline_at IS NULL OR deadline_at > %(now)s)
   AND (%(all_tasks)s::boolean OR task = ANY (%(tasks)s::text[]))
@@ -572,7 +580,7 @@ LIMIT %(limit)s;
 
 -- name: tenant_candidates
 -- The candidates of one tenant (a weighted tenant the claim's first read did not reach).
-SELECT id, queue, tenant FROM duetime_jobs
+SELECT id, queue, tenant, limits, attempts FROM duetime_jobs
 WHERE tenant = %(tenant)s::text AND status = 'scheduled' AND due_at <= %(now)s
   AND (deadline_at IS NULL OR deadline_at > %(now)s)
   AND (%(all_queues)s::boolean OR queue = ANY (%(queues)s::text[]))
@@ -756,3 +764,124 @@ WHERE id = ANY (ARRAY(
     WHERE published_at IS NOT NULL AND published_at < %(before)s
     ORDER BY published_at
     LIMIT %(limit)s));
+
+-- Limits per dependency (store/sqllimits.py).
+
+-- name: limit_names
+SELECT name FROM duetime_limits ORDER BY name;
+
+-- name: limit_rows
+SELECT * FROM duetime_limits ORDER BY name;
+
+-- name: lock_limits
+-- every limited claim locks every limit row, in name order: they take turns, never deadlock
+SELECT * FROM duetime_limits ORDER BY name FOR UPDATE;
+
+-- name: limit_running
+SELECT j.limits AS limits, COUNT(*) AS running
+FROM duetime_jobs j JOIN duetime_attempts a ON a.job_id = j.id AND a.generation = j.generation
+WHERE j.status IN ('running', 'cancel_requested') AND j.limits IS NOT NULL
+  AND a.status = 'running' AND a.lease_expires_at > %(now)s
+GROUP BY j.limits;
+
+-- name: limit_waiting
+SELECT limits, COUNT(*) AS waiting, MIN(due_at) AS oldest_due_at FROM duetime_jobs
+WHERE status = 'scheduled' AND due_at <= %(now)s AND limits IS NOT NULL
+GROUP BY limits;
+
+-- name: claim_pick_limited
+-- The claim's pick when limits are set: the claim order (sorting off, as in the claim), without the
+-- jobs carrying a blocked key, without the retries (attempts > 0) carrying a key of
+-- retry_blocked (both JSON arrays of '"key"' strings, looked for in the limits text), and
+-- without those already looked at (skip, a JSON array of ids); rows locked, others' skipped.
+SET LOCAL enable_sort = off;
+SELECT id, limits, attempts FROM duetime_jobs
+WHERE status = 'scheduled'
+  AND due_at <= %(now)s
+  AND (deadline_at IS NULL OR deadline_at > %(now)s)
+  AND (%(all_queues)s::boolean OR queue = ANY (%(queues)s::text[]))
+  AND (%(all_tasks)s::boolean OR task = ANY (%(tasks)s::text[]))
+  AND NOT (queue = ANY (%(outbox_queues)s::text[]))
+  AND NOT (id = ANY (ARRAY(SELECT s::bigint FROM jsonb_array_elements_text(%(skip)s::jsonb) AS s)))
+  AND (limits IS NULL
+       OR NOT EXISTS (SELECT 1 FROM jsonb_array_elements_text(%(blocked)s::jsonb) AS b(k)
+                      WHERE strpos(limits, b.k) > 0))
+  AND (limits IS NULL OR attempts = 0
+       OR NOT EXISTS (SELECT 1 FROM jsonb_array_elements_text(%(retry_blocked)s::jsonb) AS r(k)
+                      WHERE strpos(limits, r.k) > 0))
+ORDER BY priority DESC, due_at, id
+LIMIT %(limit)s
+FOR UPDATE SKIP LOCKED;
+
+-- name: claim_jobs
+-- The claim of the jobs picked (and locked) by claim_pick_limited, as the claim does it.
+WITH claimed AS (
+    UPDATE duetime_jobs AS j
+    SET status = (%(moves)s::jsonb ->> j.status), generation = j.generation + 1,
+        attempts = j.attempts + 1, updated_at = %(now)s
+    WHERE j.id = ANY (%(ids)s::bigint[]) AND j.status = 'scheduled'
+      AND (%(moves)s::jsonb ->> j.status) IS NOT NULL
+    RETURNING j.*
+), started AS (
+    INSERT INTO duetime_attempts (job_id, generation, worker_id, status, lease_expires_at,
+        started_at, due_at)
+    SELECT id, generation, %(worker_id)s::text, 'running',
+           %(now)s + trunc(lease_seconds * 1000000)::bigint * interval '1 microsecond', %(now)s,
+           due_at
+    FROM claimed
+    ORDER BY id
+    RETURNING *
+)
+SELECT j.*,
+       a.id AS attempt_id, a.job_id AS attempt_job_id, a.generation AS attempt_generation,
+       a.worker_id AS attempt_worker_id, a.status AS attempt_status,
+       a.lease_expires_at AS attempt_lease_expires_at, a.started_at AS attempt_started_at,
+       a.finished_at AS attempt_finished_at, a.error_category AS attempt_error_category,
+       a.error_message AS attempt_error_message, a.error_traceback AS attempt_error_traceback,
+       a.late_outcome AS attempt_late_outcome, a.late_reported_at AS attempt_late_reported_at,
+       a.due_at AS attempt_due_at
+FROM claimed AS j JOIN started AS a ON a.job_id = j.id
+ORDER BY j.priority DESC, j.due_at, j.id;
+
+-- name: save_limit_state
+UPDATE duetime_limits
+SET tokens = %(tokens)s,
+    refilled_at = %(refilled_at)s,
+    window_at = %(window_at)s,
+    cur_starts = %(cur_starts)s,
+    cur_retries = %(cur_retries)s,
+    cur_failures = %(cur_failures)s,
+    cur_successes = %(cur_successes)s,
+    prev_starts = %(prev_starts)s,
+    prev_retries = %(prev_retries)s,
+    prev_failures = %(prev_failures)s,
+    prev_successes = %(prev_successes)s,
+    breaker = %(breaker)s,
+    breaker_until = %(breaker_until)s
+WHERE name = %(name)s;
+
+-- name: upsert_limit
+INSERT INTO duetime_limits (name, rate_count, rate_period, burst, concurrency, retry_budget,
+    breaker_threshold, updated_at)
+VALUES (%(name)s, %(rate_count)s, %(rate_period)s, %(burst)s, %(concurrency)s,
+    %(retry_budget)s, %(breaker_threshold)s, %(now)s)
+ON CONFLICT (name) DO UPDATE
+SET rate_count = EXCLUDED.rate_count, rate_period = EXCLUDED.rate_period,
+    burst = EXCLUDED.burst, concurrency = EXCLUDED.concurrency,
+    retry_budget = EXCLUDED.retry_budget, breaker_threshold = EXCLUDED.breaker_threshold,
+    updated_at = EXCLUDED.updated_at;
+
+-- name: delete_limit
+DELETE FROM duetime_limits WHERE name = %(name)s;
+
+-- name: pause_limit
+INSERT INTO duetime_limits (name, paused_until, updated_at)
+VALUES (%(name)s, %(until)s, %(now)s)
+ON CONFLICT (name) DO UPDATE
+SET paused_until = GREATEST(duetime_limits.paused_until, EXCLUDED.paused_until);
+
+-- name: lock_limits_named
+SELECT * FROM duetime_limits WHERE name = ANY (%(names)s::text[]) ORDER BY name FOR UPDATE;
+
+-- name: job_limits
+SELECT id, limits FROM duetime_jobs WHERE id = ANY (%(ids)s::bigint[]) AND limits IS NOT NULL;

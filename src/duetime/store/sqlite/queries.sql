@@ -36,11 +36,11 @@ SELECT json_group_array(last.id + n.i) AS ids FROM n, last;
 INSERT INTO duetime_jobs (tenant, queue, task, args, priority, due_at, deadline_at, status,
     max_attempts, retry_base, retry_cap, lease_seconds, timeout_seconds, idempotency_key,
     request_hash, business_key, created_at, updated_at, schedule_id, schedule_name, nominal_at,
-    covers, origin)
+    covers, origin, limits)
 VALUES (:tenant, :queue, :task, :args, :priority, :due_at, :deadline_at, :status,
     :max_attempts, :retry_base, :retry_cap, :lease_seconds, :timeout_seconds, :idempotency_key,
     :request_hash, :business_key, :now, :now, :schedule_id, :schedule_name, :nominal_at,
-    :covers, :origin)
+    :covers, :origin, :limits)
 ON CONFLICT DO NOTHING
 RETURNING id;
 
@@ -48,22 +48,22 @@ RETURNING id;
 INSERT INTO duetime_jobs (id, tenant, queue, task, args, priority, due_at, deadline_at, status,
     max_attempts, retry_base, retry_cap, lease_seconds, timeout_seconds, idempotency_key,
     request_hash, business_key, created_at, updated_at, schedule_id, schedule_name, nominal_at,
-    covers, origin)
+    covers, origin, limits)
 VALUES (:id, :tenant, :queue, :task, :args, :priority, :due_at, :deadline_at, :status,
     :max_attempts, :retry_base, :retry_cap, :lease_seconds, :timeout_seconds, :idempotency_key,
     :request_hash, :business_key, :now, :now, :schedule_id, :schedule_name, :nominal_at,
-    :covers, :origin)
+    :covers, :origin, :limits)
 ON CONFLICT DO NOTHING;
 
 -- name: insert_new_jobs
 INSERT INTO duetime_jobs (id, tenant, queue, task, args, priority, due_at, deadline_at, status,
     max_attempts, retry_base, retry_cap, lease_seconds, timeout_seconds, idempotency_key,
     request_hash, business_key, created_at, updated_at, schedule_id, schedule_name, nominal_at,
-    covers, origin)
+    covers, origin, limits)
 VALUES (:id, :tenant, :queue, :task, :args, :priority, :due_at, :deadline_at, :status,
     :max_attempts, :retry_base, :retry_cap, :lease_seconds, :timeout_seconds, :idempotency_key,
     :request_hash, :business_key, :now, :now, :schedule_id, :schedule_name, :nominal_at,
-    :covers, :origin);
+    :covers, :origin, :limits);
 
 -- name: insert_job_batch
 -- enqueue_many's jobs: what they share as parameters, what differs in `rows`, a JSON array of
@@ -71,11 +71,12 @@ VALUES (:id, :tenant, :queue, :task, :args, :priority, :due_at, :deadline_at, :s
 INSERT INTO duetime_jobs (id, tenant, queue, task, args, priority, due_at, deadline_at, status,
     max_attempts, retry_base, retry_cap, lease_seconds, timeout_seconds, idempotency_key,
     request_hash, business_key, created_at, updated_at, schedule_id, schedule_name, nominal_at,
-    covers, origin)
+    covers, origin, limits)
 SELECT json_extract(r.value, '$[0]'), :tenant, :queue, :task, json_extract(r.value, '$[1]'),
     :priority, COALESCE(json_extract(r.value, '$[2]'), :due_at), :deadline_at, :status,
     :max_attempts, :retry_base, :retry_cap, :lease_seconds, :timeout_seconds, NULL,
-    :request_hash, json_extract(r.value, '$[3]'), :now, :now, NULL, NULL, NULL, NULL, :origin
+    :request_hash, json_extract(r.value, '$[3]'), :now, :now, NULL, NULL, NULL, NULL, :origin,
+    :limits
 FROM json_each(:rows) AS r;
 
 -- name: jobs_by_ids
@@ -519,19 +520,25 @@ GROUP BY j.queue, j.tenant;
 -- name: claim_candidates
 -- A controlled claim's pick, read only (claim_chosen then takes the chosen ids). One branch
 -- runs (every queue, one queue, or several), each on its claim-order index, as in claim.
-SELECT id, queue, tenant FROM (
-    SELECT id, queue, tenant FROM duetime_jobs INDEXED BY duetime_jobs_due_any
+-- With limits, as claim_pick_limited: not the jobs carrying a blocked key, nor the retries
+-- carrying a retry_blocked one.
+SELECT id, queue, tenant, limits, attempts FROM (
+    SELECT id, queue, tenant, limits, attempts FROM duetime_jobs INDEXED BY duetime_jobs_due_any
     WHERE :all_queues AND status = 'scheduled' AND due_at <= :now
       AND (deadline_at IS NULL OR deadline_at > :now)
       AND (:all_tasks OR task IN (SELECT value FROM json_each(:tasks)))
       AND (:open_queues OR queue NOT IN (SELECT value FROM json_each(:skip_queues)))
       AND (:open_tenants OR tenant NOT IN (SELECT value FROM json_each(:skip_tenants)))
       AND (:no_skip_ids OR id NOT IN (SELECT value FROM json_each(:skip_ids)))
+      AND (limits IS NULL OR NOT EXISTS (
+          SELECT 1 FROM json_each(:blocked) AS b WHERE instr(limits, b.value) > 0))
+      AND (limits IS NULL OR attempts = 0 OR NOT EXISTS (
+          SELECT 1 FROM json_each(:retry_blocked) AS r WHERE instr(limits, r.value) > 0))
     ORDER BY priority DESC, due_at, id
     LIMIT :limit)
 UNION ALL
-SELECT id, queue, tenant FROM (
-    SELECT id, queue, tenant FROM duetime_jobs INDEXED BY duetime_jobs_due
+SELECT id, queue, tenant, limits, attempts FROM (
+    SELECT id, queue, tenant, limits, attempts FROM duetime_jobs INDEXED BY duetime_jobs_due
     WHERE NOT :all_queues AND json_array_length(:queues) = 1
       AND queue = json_extract(:queues, '$[0]') AND status = 'scheduled' AND due_at <= :now
       AND (deadline_at IS NULL OR deadline_at > :now)
@@ -539,11 +546,15 @@ SELECT id, queue, tenant FROM (
       AND (:open_queues OR queue NOT IN (SELECT value FROM json_each(:skip_queues)))
       AND (:open_tenants OR tenant NOT IN (SELECT value FROM json_each(:skip_tenants)))
       AND (:no_skip_ids OR id NOT IN (SELECT value FROM json_each(:skip_ids)))
+      AND (limits IS NULL OR NOT EXISTS (
+          SELECT 1 FROM json_each(:blocked) AS b WHERE instr(limits, b.value) > 0))
+      AND (limits IS NULL OR attempts = 0 OR NOT EXISTS (
+          SELECT 1 FROM json_each(:retry_blocked) AS r WHERE instr(limits, r.value) > 0))
     ORDER BY priority DESC, due_at, id
     LIMIT :limit)
 UNION ALL
-SELECT id, queue, tenant FROM (
-    SELECT id, queue, tenant FROM duetime_jobs INDEXED BY duetime_jobs_due
+SELECT id, queue, tenant, limits, attempts FROM (
+    SELECT id, queue, tenant, limits, attempts FROM duetime_jobs INDEXED BY duetime_jobs_due
     WHERE NOT :all_queues AND json_array_length(:queues) > 1
       AND queue IN (SELECT value FROM json_each(:queues))
       AND status = 'scheduled' AND due_at <= :now
@@ -552,12 +563,16 @@ SELECT id, queue, tenant FROM (
       AND (:open_queues OR queue NOT IN (SELECT value FROM json_each(:skip_queues)))
       AND (:open_tenants OR tenant NOT IN (SELECT value FROM json_each(:skip_tenants)))
       AND (:no_skip_ids OR id NOT IN (SELECT value FROM json_each(:skip_ids)))
+      AND (limits IS NULL OR NOT EXISTS (
+          SELECT 1 FROM json_each(:blocked) AS b WHERE instr(limits, b.value) > 0))
+      AND (limits IS NULL OR attempts = 0 OR NOT EXISTS (
+          SELECT 1 FROM json_each(:retry_blocked) AS r WHERE instr(limits, r.value) > 0))
     ORDER BY priority DESC, due_at, id
     LIMIT :limit);
 
 -- name: queue_candidates
 -- The candidates of one queue (a weighted queue the claim's first read did not reach).
-SELECT id, queue, tenant FROM duetime_jobs INDEXED BY duetime_jobs_due
+SELECT id, queue, tenant, limits, attempts FROM duetime_jobs INDEXED BY duetime_jobs_due
 WHERE queue = :queue AND status = 'scheduled' AND due_at <= :now
   AND (deadline_at IS NULL OR deadline_at > :now)
   AND (:all_tasks OR task IN (SELECT value FROM json_each(:tasks)))
@@ -567,7 +582,7 @@ LIMIT :limit;
 
 -- name: tenant_candidates
 -- The candidates of one tenant (a weighted tenant the claim's first read did not reach).
-SELECT id, queue, tenant FROM duetime_jobs INDEXED BY duetime_jobs_listing
+SELECT id, queue, tenant, limits, attempts FROM duetime_jobs INDEXED BY duetime_jobs_listing
 WHERE tenant = :tenant AND status = 'scheduled' AND due_at <= :now
   AND (deadline_at IS NULL OR deadline_at > :now)
   AND (:all_queues OR queue IN (SELECT value FROM json_each(:queues)))
@@ -737,3 +752,119 @@ WHERE id IN (
     WHERE published_at IS NOT NULL AND published_at < :before
     ORDER BY published_at
     LIMIT :limit);
+
+-- Limits per dependency (store/sqllimits.py). The write lock already serialises the claims.
+
+-- name: limit_names
+SELECT name FROM duetime_limits ORDER BY name;
+
+-- name: limit_rows
+SELECT * FROM duetime_limits ORDER BY name;
+
+-- name: lock_limits
+-- the write transaction holds the file: the rows cannot change before it ends
+SELECT * FROM duetime_limits ORDER BY name;
+
+-- name: limit_running
+SELECT j.limits AS limits, COUNT(*) AS running
+FROM duetime_jobs j JOIN duetime_attempts a ON a.job_id = j.id AND a.generation = j.generation
+WHERE j.status IN ('running', 'cancel_requested') AND j.limits IS NOT NULL
+  AND a.status = 'running' AND a.lease_expires_at > :now
+GROUP BY j.limits;
+
+-- name: limit_waiting
+SELECT limits, COUNT(*) AS waiting, MIN(due_at) AS oldest_due_at FROM duetime_jobs
+WHERE status = 'scheduled' AND due_at <= :now AND limits IS NOT NULL
+GROUP BY limits;
+
+-- name: claim_pick_limited
+-- The claim's pick when limits are set: the claim order (the partial index), without the
+-- jobs carrying a blocked key, without the retries (attempts > 0) carrying a key of
+-- retry_blocked (both JSON arrays of '"key"' strings, looked for in the limits text), and
+-- without those already looked at (skip, a JSON array of ids).
+SELECT id, limits, attempts FROM duetime_jobs INDEXED BY duetime_jobs_due_any
+WHERE status = 'scheduled' AND due_at <= :now
+  AND (deadline_at IS NULL OR deadline_at > :now)
+  AND (:all_queues OR queue IN (SELECT value FROM json_each(:queues)))
+  AND (:all_tasks OR task IN (SELECT value FROM json_each(:tasks)))
+  AND (:all_direct OR queue NOT IN (SELECT value FROM json_each(:outbox_queues)))
+  AND id NOT IN (SELECT value FROM json_each(:skip))
+  AND (limits IS NULL
+       OR NOT EXISTS (SELECT 1 FROM json_each(:blocked) AS b WHERE instr(limits, b.value) > 0))
+  AND (limits IS NULL OR attempts = 0
+       OR NOT EXISTS (SELECT 1 FROM json_each(:retry_blocked) AS r WHERE instr(limits, r.value) > 0))
+ORDER BY priority DESC, due_at, id
+LIMIT :limit;
+
+-- name: claim_jobs
+-- The claim of the jobs picked by claim_pick_limited (ids), as the claim statement does it.
+CREATE TEMP TABLE IF NOT EXISTS duetime_claim (id INTEGER PRIMARY KEY);
+DELETE FROM temp.duetime_claim;
+INSERT INTO temp.duetime_claim (id)
+SELECT id FROM duetime_jobs
+WHERE id IN (SELECT value FROM json_each(:ids)) AND status = 'scheduled';
+UPDATE duetime_jobs
+SET status = json_extract(:moves, '$.' || status), generation = generation + 1,
+    attempts = attempts + 1, updated_at = :now
+WHERE id IN (SELECT id FROM temp.duetime_claim)
+  AND json_type(:moves, '$.' || status) IS NOT NULL;
+INSERT INTO duetime_attempts (job_id, generation, worker_id, status, lease_expires_at, started_at,
+    due_at)
+SELECT id, generation, :worker_id, 'running', :now + CAST(lease_seconds * 1000000 AS INTEGER),
+       :now, due_at
+FROM duetime_jobs WHERE id IN (SELECT id FROM temp.duetime_claim)
+ORDER BY id;
+SELECT j.*,
+       a.id AS attempt_id, a.job_id AS attempt_job_id, a.generation AS attempt_generation,
+       a.worker_id AS attempt_worker_id, a.status AS attempt_status,
+       a.lease_expires_at AS attempt_lease_expires_at, a.started_at AS attempt_started_at,
+       a.finished_at AS attempt_finished_at, a.error_category AS attempt_error_category,
+       a.error_message AS attempt_error_message, a.error_traceback AS attempt_error_traceback,
+       a.late_outcome AS attempt_late_outcome, a.late_reported_at AS attempt_late_reported_at,
+       a.due_at AS attempt_due_at
+FROM duetime_jobs j JOIN duetime_attempts a ON a.job_id = j.id AND a.generation = j.generation
+WHERE j.id IN (SELECT id FROM temp.duetime_claim)
+ORDER BY j.priority DESC, j.due_at, j.id;
+
+-- name: save_limit_state
+UPDATE duetime_limits
+SET tokens = :tokens,
+    refilled_at = :refilled_at,
+    window_at = :window_at,
+    cur_starts = :cur_starts,
+    cur_retries = :cur_retries,
+    cur_failures = :cur_failures,
+    cur_successes = :cur_successes,
+    prev_starts = :prev_starts,
+    prev_retries = :prev_retries,
+    prev_failures = :prev_failures,
+    prev_successes = :prev_successes,
+    breaker = :breaker,
+    breaker_until = :breaker_until
+WHERE name = :name;
+
+-- name: upsert_limit
+INSERT INTO duetime_limits (name, rate_count, rate_period, burst, concurrency, retry_budget,
+    breaker_threshold, updated_at)
+VALUES (:name, :rate_count, :rate_period, :burst, :concurrency, :retry_budget,
+    :breaker_threshold, :now)
+ON CONFLICT (name) DO UPDATE
+SET rate_count = excluded.rate_count, rate_period = excluded.rate_period,
+    burst = excluded.burst, concurrency = excluded.concurrency,
+    retry_budget = excluded.retry_budget, breaker_threshold = excluded.breaker_threshold,
+    updated_at = excluded.updated_at;
+
+-- name: delete_limit
+DELETE FROM duetime_limits WHERE name = :name;
+
+-- name: pause_limit
+INSERT INTO duetime_limits (name, paused_until, updated_at) VALUES (:name, :until, :now)
+ON CONFLICT (name) DO UPDATE
+SET paused_until = MAX(COALESCE(duetime_limits.paused_until, excluded.paused_until),
+                       excluded.paused_until);
+
+-- name: lock_limits_named
+SELECT * FROM duetime_limits WHERE name IN (SELECT value FROM json_each(:names)) ORDER BY name;
+
+-- name: job_limits
+SELECT id, limits FROM duetime_jobs WHERE id IN (SELECT value FROM json_each(:ids)) AND limits IS NOT NULL;

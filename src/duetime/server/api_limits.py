@@ -1,0 +1,82 @@
+"""/v1/limits: limits per dependency (docs/flow-control.md), admin tokens only: a limit holds
+every tenant's jobs that carry its key."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, HTTPException, Path, Request, Response
+from pydantic import BaseModel, ConfigDict, Field
+
+from duetime.core.limits import KEY_PATTERN
+from duetime.server.auth import Principal, admin
+from duetime.server.schemas import AUTH, LimitOut, Problem
+from duetime.server.state import duetime_app
+
+router = APIRouter(prefix="/v1")
+
+NOT_FOUND: dict[int | str, dict[str, Any]] = {
+    404: {"model": Problem, "description": "no limit with this key"}
+}
+Key = Annotated[
+    str, Path(pattern=f"^{KEY_PATTERN.pattern}$", description="the limit key, e.g. payments-api")
+]
+FIELDS = ("rate", "burst", "concurrency", "retry_budget", "breaker_threshold")
+
+
+class LimitIn(BaseModel):
+    """Each field given replaces that setting ("off" switches it off); fields left out stay."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    rate: str | None = Field(default=None, max_length=40, examples=["5/s"])
+    burst: int | str | None = Field(default=None, examples=[10])
+    concurrency: int | str | None = Field(default=None, examples=[3])
+    retry_budget: float | str | None = Field(default=None, examples=[0.2])
+    breaker_threshold: float | str | None = Field(default=None, examples=[0.5])
+
+
+@router.get("/limits", response_model=list[LimitOut], responses=AUTH, tags=["limits"])
+def list_limits(request: Request, who: Annotated[Principal, Depends(admin)]) -> list[Any]:
+    """Every limit key: its settings, running and waiting jobs, bucket tokens and pause."""
+    app = duetime_app(request)
+    now = app.clock.now()
+    return [s.to_json(now) for s in app.limits()]
+
+
+@router.get(
+    "/limits/{key}", response_model=LimitOut, responses={**AUTH, **NOT_FOUND}, tags=["limits"]
+)
+def get_limit(key: Key, request: Request, who: Annotated[Principal, Depends(admin)]) -> Any:
+    """One limit key."""
+    app = duetime_app(request)
+    for found in app.limits():
+        if found.settings.key == key:
+            return found.to_json(app.clock.now())
+    raise HTTPException(404, f"no limit {key!r}; GET /v1/limits lists the limits")
+
+
+@router.put("/limits/{key}", response_model=LimitOut, responses=AUTH, tags=["limits"])
+def put_limit(
+    key: Key, body: LimitIn, request: Request, who: Annotated[Principal, Depends(admin)]
+) -> Any:
+    """Create the key's limit or change the settings given (as `duetime limits set`)."""
+    request.state.fields = FIELDS
+    app = duetime_app(request)
+    status = app.set_limit(key, **body.model_dump(exclude_unset=True))
+    return status.to_json(app.clock.now())
+
+
+@router.delete(
+    "/limits/{key}",
+    status_code=204,
+    response_class=Response,
+    responses={**AUTH, **NOT_FOUND},
+    tags=["limits"],
+)
+def delete_limit(key: Key, request: Request, who: Annotated[Principal, Depends(admin)]) -> Response:
+    """Delete the key's limit: its jobs then start unlimited."""
+    app = duetime_app(request)
+    if not app.store.delete_limit(key):
+        raise HTTPException(404, f"no limit {key!r}; GET /v1/limits lists the limits")
+    return Response(status_code=204)

@@ -1,0 +1,75 @@
+"""/v1/limits: list, read, create or change, delete; admin tokens only."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from integration.apiclient import Api, running_api
+
+
+@pytest.fixture
+def api(store_url: str) -> Iterator[Api]:
+    with running_api(store_url) as api:
+        yield api
+
+
+def test_limits_round_trip(api: Api) -> None:
+    admin = {"tenant": "ops", "role": "admin"}
+    assert api.call("GET", "/v1/limits", **admin).json() == []
+    put = api.call(
+        "PUT", "/v1/limits/payments-api", json={"rate": "5/s", "concurrency": 3}, **admin
+    )
+    assert put.status_code == 200, put.text
+    body = put.json()
+    assert (body["key"], body["rate"], body["concurrency"], body["bucket_size"]) == (
+        "payments-api",
+        "5/s",
+        3,
+        5.0,
+    )
+    assert (body["breaker"], body["retries_allowed"], body["recent"]["starts"]) == (None, None, 0)
+    guarded = api.call(
+        "PUT",
+        "/v1/limits/payments-api",
+        json={"breaker_threshold": 0.5, "retry_budget": "0.2"},
+        **admin,
+    ).json()
+    assert (guarded["breaker"], guarded["retries_allowed"]) == ("closed", 10)
+    changed = api.call("PUT", "/v1/limits/payments-api", json={"concurrency": "off"}, **admin)
+    assert (changed.json()["rate"], changed.json()["concurrency"]) == ("5/s", None)
+    got = api.call("GET", "/v1/limits/payments-api", **admin)
+    assert got.status_code == 200 and got.json()["running"] == 0
+    assert [x["key"] for x in api.call("GET", "/v1/limits", **admin).json()] == ["payments-api"]
+    assert api.call("DELETE", "/v1/limits/payments-api", **admin).status_code == 204
+    missing = api.call("DELETE", "/v1/limits/payments-api", **admin)
+    assert missing.status_code == 404 and "no limit 'payments-api'" in missing.json()["detail"]
+    assert api.call("GET", "/v1/limits/payments-api", **admin).status_code == 404
+
+
+def test_bad_values_are_refused_field_by_field(api: Api) -> None:
+    admin = {"tenant": "ops", "role": "admin"}
+    bad = api.call("PUT", "/v1/limits/api", json={"rate": "5/x"}, **admin)
+    assert bad.status_code == 422
+    assert "rate '5/x' is not valid" in bad.text
+    assert api.call("PUT", "/v1/limits/api", json={"speed": 1}, **admin).status_code == 422
+    assert api.call("PUT", "/v1/limits/bad%20key", json={"rate": "1/s"}, **admin).status_code == 422
+    assert api.call("GET", "/v1/limits", **admin).json() == []
+
+
+def test_only_admins(api: Api) -> None:
+    for role in ("read", "write"):
+        assert api.call("GET", "/v1/limits", role=role).status_code == 403
+        assert api.call("PUT", "/v1/limits/a", json={"rate": "1/s"}, role=role).status_code == 403
+        assert api.call("DELETE", "/v1/limits/a", role=role).status_code == 403
+
+
+def test_stats_show_the_limits_to_admins(api: Api) -> None:
+    admin = {"tenant": "ops", "role": "admin"}
+    assert api.call("PUT", "/v1/limits/api", json={"concurrency": 2}, **admin).status_code == 200
+    stats = api.call("GET", "/v1/stats", **admin)
+    assert stats.status_code == 200, stats.text
+    [limit] = stats.json()["limits"]
+    assert (limit["key"], limit["concurrency"], limit["running"]) == ("api", 2, 0)
+    assert api.call("GET", "/v1/stats", role="read").json().get("limits") is None

@@ -290,16 +290,16 @@ class Slots(Service):
     jobs). One whose cancellation was requested or whose lease was lost before it started is
     not run (runtime/attempt.py).
 
-    After a claim that took all it asked for (more work is likely due), the loop claims again
-    as soon as its room (the free slots and the jobs wanted ahead, less those ready) reaches
-    half the slots, or after `claim_linger` seconds with any room, so claims come in batches
-    rather than one job at a time; after a claim that found less, it waits for the poll
-    interval or until woken (the planner made work due, a wake-up or the timer). A sync handler thread that outlived its attempt keeps its slot
-    taken. Stopping ends claiming, lets a claim already sent to the store return (its jobs
-    start in free slots, the rest wait ready), gives every job still waiting ready back to the
-    store (due again now, recorded as interrupted before it started), then drains the attempts
-    in flight within the grace period; those still running then are interrupted (recorded as
-    such within 10 more seconds).
+    After a claim that took all it asked for (more work is likely due), the loop claims again as
+    soon as its room (the free slots and the jobs wanted ahead, less those ready) reaches half
+    the slots, or after `claim_linger` seconds with any room, so claims come in batches rather
+    than one job at a time; after a claim that found less, it waits for the poll interval or
+    until woken (the planner made work due, a wake-up or the timer). A sync handler thread that
+    outlived its attempt keeps its slot taken. Stopping ends claiming, lets a claim already sent
+    to the store return (its jobs start in free slots, the rest wait ready), gives every job
+    still waiting ready back to the store (due again now, recorded as interrupted before it
+    started), then drains the attempts in flight within the grace period; those still running
+    then are interrupted (recorded as such within 10 more seconds).
     """
 
     name = "slots"

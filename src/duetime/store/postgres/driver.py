@@ -117,12 +117,17 @@ class PostgresDriver(Driver):
                         if cur.description is not None:
                             rows = list(cur.fetchall())
                 except BaseException:
-                    if native.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
-                        native.rollback()
+                    try:
+                        if native.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
+                            native.rollback()
+                    except psycopg.Error:
+                        pass  # closed below: the statement's error is the one to raise
                     raise
                 finally:
                     if native.info.transaction_status == psycopg.pq.TransactionStatus.IDLE:
                         native.autocommit = False
+                    else:  # never back in the pool in autocommit mode: the pool discards it
+                        native.close()
                 _used[native] = time.monotonic()
         return rows
 

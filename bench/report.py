@@ -15,6 +15,8 @@ ROWS: list[tuple[str, str, str, str]] = [
     ("single", "single_jobs_s", "One-at-a-time enqueue (jobs/s)", "{:,.0f}"),
     ("drain1", "drain1_jobs_s", "Drain, 1 worker (jobs/s)", "{:,.0f}"),
     ("drain2", "drain2_jobs_s", "Drain, 2 workers (jobs/s)", "{:,.0f}"),
+    ("drain4", "drain4_jobs_s", "Drain, 4 workers (jobs/s)", "{:,.0f}"),
+    ("drain8", "drain8_jobs_s", "Drain, 8 workers (jobs/s)", "{:,.0f}"),
     ("ontime", "ontime_p50_ms", "Start on time: lag p50 (ms)", "{:,.1f}"),
     ("ontime", "ontime_p99_ms", "Start on time: lag p99 (ms)", "{:,.1f}"),
     ("ontime", "ontime_max_ms", "Start on time: lag max (ms)", "{:,.1f}"),

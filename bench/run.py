@@ -13,6 +13,8 @@ Workloads (handlers are no-ops that note their start; 10 jobs at once per worker
     drain1  N jobs enqueued, then 1 worker process: jobs/s from the first job start to the
             last job done, peak RSS, and completions per 0.5 s over time
     drain2  the same with 2 worker processes
+    drain4, drain8  the same with 4 or 8 worker processes (the capacity note; run only when
+            named in --workloads, never by "all")
     ontime  jobs due at random instants over a window (2,000 over 10 s at full size), 2
             workers running: start minus due p50/p99/max, and starts before due (must be 0)
     burst   M = 5N jobs all due at one instant T, 2 workers running: first start - T and
@@ -65,7 +67,7 @@ from bench.load import CpuWatch
 from bench.procs import ROOT
 from bench.systems import duetime_sys, pgqueuer_sys, procrastinate_sys
 from bench.systems.base import System
-from bench.workloads import WORKLOADS, Ctx, Result, Size, applies, run_one
+from bench.workloads import ONLY_WHEN_NAMED, WORKLOADS, Ctx, Result, Size, applies, run_one
 
 log = logging.getLogger("bench")
 
@@ -73,10 +75,10 @@ STORES = ("postgres", "sqlite", "mysql")
 PEERS = ("pgqueuer", "procrastinate")
 
 
-def _list(text: str, allowed: tuple[str, ...]) -> list[str]:
+def _list(text: str, allowed: tuple[str, ...], unless_named: tuple[str, ...] = ()) -> list[str]:
     items = [x.strip() for x in text.split(",") if x.strip()]
     if items == ["all"]:
-        return list(allowed)
+        return [x for x in allowed if x not in unless_named]
     if items == ["none"]:
         return []
     unknown = [x for x in items if x not in allowed]
@@ -101,7 +103,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     args = p.parse_args(argv)
     args.stores = _list(args.stores, STORES)
     args.peers = _list(args.peers, PEERS)
-    args.workloads = _list(args.workloads, tuple(WORKLOADS))
+    args.workloads = _list(args.workloads, tuple(WORKLOADS), ONLY_WHEN_NAMED)
     args.size = Size.parse(args.size)
     if args.size.label == "tiny":
         args.runs = 1

@@ -428,11 +428,14 @@ WORKLOADS: dict[str, Callable[[Ctx, System, Result], None]] = {
     "single": w_single,
     "drain1": _w_drain(1),
     "drain2": _w_drain(2),
+    "drain4": _w_drain(4),  # capacity: only when named (not in "all")
+    "drain8": _w_drain(8),
     "ontime": w_ontime,
     "burst": w_burst,
     "backlog": w_backlog,
     "outbox": w_outbox,
 }
+ONLY_WHEN_NAMED = ("drain4", "drain8")  # left out of BENCH_WORKLOADS=all
 
 
 def applies(workload: str, system: System, size: Size) -> str | None:

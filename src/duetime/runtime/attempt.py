@@ -151,8 +151,25 @@ class AttemptRunner:
             if handler_done is not None:
                 handler_done()
 
+    async def release(self, running: RunningAttempt) -> None:
+        """Give back a claimed attempt whose handler never started (a prefetched job when the
+        worker stops): recorded fenced as interrupted, the job due again now."""
+        outcome = Outcome(
+            Event.RETRY,
+            due_at=self.clock.now(),
+            error_category=ErrorCategory.INTERRUPTED,
+            error_message="the worker shut down before the job started; it runs again",
+        )
+        await self._record(running, outcome, 0.0)
+
     async def _run_handler(self, running: RunningAttempt, task: AnyTask | None) -> Outcome:
         job = running.claim.job
+        if running.ctx.cancel_requested:  # asked to stop before it started (it was prefetched)
+            return Outcome(
+                Event.STOP,
+                error_category=ErrorCategory.CANCELLED,
+                error_message="cancellation was requested before the handler started",
+            )
         # backoff from the job's record (as the reaper does); classification from the task
         permanent = task.defaults.retry.permanent if task else ()
         policy = RetryPolicy(job.retry_base, job.retry_cap, permanent)

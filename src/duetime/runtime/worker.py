@@ -23,8 +23,9 @@ import random
 import socket
 import time
 import uuid
+from collections import deque
 from collections.abc import Sequence
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from duetime.client import App
 from duetime.core import models
@@ -59,7 +60,9 @@ class Worker:
     """One worker process: `run(stop)` in an event loop, or `serve()` until SIGTERM/SIGINT.
 
     Extra `services` (a relay, an exporter...) run on the same node: started after the
-    pruner, stopped once the slots have drained.
+    pruner, stopped once the slots have drained. `prefetch` jobs at most are claimed ahead of
+    the free slots while more work is due, as many as the slots run during two claims' round
+    trips (default cap: 10 x `concurrency`; 0: none).
     """
 
     def __init__(
@@ -68,6 +71,7 @@ class Worker:
         *,
         queues: Sequence[str] | None = None,
         concurrency: int = 10,
+        prefetch: int | None = None,
         poll_interval: float = 0.5,
         reap_interval: float = 5.0,
         plan_interval: float = 1.0,
@@ -82,6 +86,8 @@ class Worker:
     ) -> None:
         if concurrency < 1:
             raise ValueError("concurrency must be at least 1")
+        if prefetch is not None and prefetch < 0:
+            raise ValueError("prefetch must be 0 or more")
         self.app = app
         self.store: Store = app.store
         self.clock: Clock = app.clock
@@ -115,6 +121,7 @@ class Worker:
             worker_id=self.worker_id,
             queues=self.queues,
             concurrency=concurrency,
+            prefetch=10 * concurrency if prefetch is None else prefetch,
             poll_interval=poll_interval,
             grace=grace,
         )
@@ -272,14 +279,27 @@ class Slots(Service):
 
     A slot is taken while a handler runs; once it is over, its outcome is recorded by the
     completer while the slot takes the next job. Claims take up to the number of free slots in
-    one transaction. After a claim that filled every free slot (more work is likely due), the
-    loop claims again as soon as half the slots are free, or after `claim_linger` seconds with
-    any free, so claims come in batches rather than one job at a time; after a claim that found
-    less, it waits for the poll interval or until woken (the planner made work due, a
-    wake-up or the timer). A sync handler thread that outlived its attempt keeps its slot
-    taken. Stopping ends claiming, lets a claim already sent to the store return and start its
-    jobs, then drains the attempts in flight within the grace period; those still running then
-    are interrupted (recorded as such within 10 more seconds).
+    one transaction, plus jobs held ready beyond them (`ready`): a slot that frees takes the
+    next ready job at once, without waiting for a round trip to the store, while the loop
+    claims the next batch. How many are held ready follows the pace: the jobs the slots
+    started per second times two claims' duration (both averaged over the last claims), at
+    most `prefetch`; short jobs under a backlog get large claims, long jobs none ahead (so a
+    worker busy with long jobs does not hold due work other workers could start). Prefetched
+    jobs are claimed like the others: their attempts hold leases, renewed by the heartbeats
+    (they are in `running` from their claim), and they are due (the claim takes only due
+    jobs). One whose cancellation was requested or whose lease was lost before it started is
+    not run (runtime/attempt.py).
+
+    After a claim that took all it asked for (more work is likely due), the loop claims again as
+    soon as its room (the free slots and the jobs wanted ahead, less those ready) reaches half
+    the slots, or after `claim_linger` seconds with any room, so claims come in batches rather
+    than one job at a time; after a claim that found less, it waits for the poll interval or
+    until woken (the planner made work due, a wake-up or the timer). A sync handler thread that
+    outlived its attempt keeps its slot taken. Stopping ends claiming, lets a claim already sent
+    to the store return (its jobs start in free slots, the rest wait ready), gives every job
+    still waiting ready back to the store (due again now, recorded as interrupted before it
+    started), then drains the attempts in flight within the grace period; those still running
+    then are interrupted (recorded as such within 10 more seconds).
     """
 
     name = "slots"
@@ -295,17 +315,27 @@ class Slots(Service):
         concurrency: int,
         poll_interval: float,
         grace: float,
+        prefetch: int = 0,
     ) -> None:
         super().__init__()
         self.runner = runner
         self.worker_id = worker_id
         self.queues = queues
         self.concurrency = concurrency
+        self.prefetch = prefetch
         self.poll_interval = poll_interval
         self.grace = grace
         self.claim_batch = max(1, concurrency // 2)
+        self.started = 0  # attempts started in slots, in all
+        self._pace = 0.0  # attempts started per second, averaged over the last claims
+        self._claim_seconds = 0.0  # how long a claim takes, averaged
+        self._last_claim = time.monotonic()
+        self._started_then = 0
         self.tasks: list[str] = []  # the tasks it claims: its app's, set when it starts
-        self.running: dict[int, RunningAttempt] = {}  # by attempt id, until recorded
+        # by attempt id, from the claim until recorded (prefetched ones too: leases renewed)
+        self.running: dict[int, RunningAttempt] = {}
+        self.ready: deque[RunningAttempt] = deque()  # claimed ahead, waiting for a free slot
+        self.controlled = False  # flow control or limits are set: nothing is claimed ahead
         self.busy = 0  # slots whose handler runs
         self.reserved = 0  # slots held for a broker message being accepted (runtime/feed.py)
         self.more_due = False  # the last claim filled every free slot
@@ -315,7 +345,43 @@ class Slots(Service):
         self.draining = Pulse()  # shutdown began with attempts in flight
 
     def free(self) -> int:
+        """Slots free for a handler now."""
         return self.concurrency - self.busy - self.reserved - self.runner.threads.orphans
+
+    def ahead(self) -> int:
+        """How many claimed jobs to hold ready: what the slots start during two claims."""
+        if not self.more_due or self.controlled:
+            return 0
+        return min(self.prefetch, int(self._pace * self._claim_seconds * 2))
+
+    def room(self) -> int:
+        """How many jobs the next claim may take: the free slots not promised to a ready
+        job, and the prefetch room left."""
+        return self.free() + self.ahead() - len(self.ready)
+
+    def _claim(self, limit: int, now: datetime) -> list[Claim]:
+        """One claim (in a store thread). While flow control or limits per dependency are set
+        (docs/flow-control.md) nothing is held ahead: a held job would keep a capped slot
+        idle, and jobs held back then started together could outrun a rate limit."""
+        store = self.runner.store
+        claims = store.claim(
+            worker_id=self.worker_id,
+            queues=self.queues,
+            limit=limit,
+            now=now,
+            tasks=self.tasks,  # only what it has handlers for
+        )
+        self.controlled = store.flow_controls().restricts_claim or bool(store.limit_names())
+        return claims
+
+    def _paced(self, began: float, ended: float) -> None:
+        """Note a claim's duration and the pace at which slots started jobs since the last."""
+        self._claim_seconds += 0.3 * ((ended - began) - self._claim_seconds)
+        elapsed = began - self._last_claim
+        if elapsed > 0:
+            pace = (self.started - self._started_then) / elapsed
+            self._pace += 0.3 * (pace - self._pace)
+        self._last_claim, self._started_then = began, self.started
 
     def start_claim(self, claim: Claim) -> None:
         """Run an attempt taken elsewhere (a broker message's, runtime/feed.py) in a slot."""
@@ -348,20 +414,15 @@ class Slots(Service):
         runner = self.runner
         backoff = 0.0  # grows while the database is unreachable
         while not self.stopping:
-            free = self.free()
-            if free > 0:
+            room = self.room()
+            if room > 0:
+                began = time.monotonic()
                 try:
                     claims = await runner.calls(
-                        functools.partial(
-                            runner.store.claim,
-                            worker_id=self.worker_id,
-                            queues=self.queues,
-                            limit=free,
-                            now=runner.clock.now(),
-                            tasks=self.tasks,  # only what it has handlers for
-                        )
+                        functools.partial(self._claim, room, runner.clock.now())
                     )
                     backoff = 0.0
+                    self._paced(began, time.monotonic())
                 except Exception as exc:
                     backoff = min(max(backoff * 2, self.poll_interval), 10.0)
                     log_event(
@@ -374,13 +435,14 @@ class Slots(Service):
                     claims = []
                     await self.pause(backoff)
                 for claim in claims:
-                    self._start(claim)
-                self.more_due = bool(claims) and len(claims) == free
+                    self.ready.append(self._take(claim))
+                self._start_ready()
+                self.more_due = bool(claims) and len(claims) == room
             self.idle.fire()
             if self.more_due:
-                if self.free() >= self.claim_batch:
+                if self.room() >= self.claim_batch:
                     continue
-                await self.pause(self.claim_linger)  # or until half the slots are free
+                await self.pause(self.claim_linger)  # or until half the room is free
             else:
                 await self._pause_for_work()
 
@@ -404,17 +466,31 @@ class Slots(Service):
         assert self.due is not None
         self.due.pop_due(clock.now())
 
-    def _start(self, claim: Claim) -> None:
+    def _take(self, claim: Claim) -> RunningAttempt:
+        """A claimed attempt, held by this worker (its lease renewed) until recorded."""
         self.runner.stats.claimed += 1
         self.runner.metrics.claimed(claim)
         running = self.runner.begin(claim)
         self.running[claim.attempt.id] = running
+        return running
+
+    def _start(self, claim: Claim) -> None:
+        self._run(self._take(claim))
+
+    def _run(self, running: RunningAttempt) -> None:
         self.busy += 1
+        self.started += 1
         running.execution = asyncio.create_task(self._execute(running))
+
+    def _start_ready(self) -> None:
+        """Start prefetched jobs in the free slots, oldest claim first."""
+        while self.ready and self.free() > 0:
+            self._run(self.ready.popleft())
 
     def _handler_done(self) -> None:
         self.busy -= 1
-        if self.more_due and self.free() >= self.claim_batch:
+        self._start_ready()
+        if self.more_due and self.room() >= self.claim_batch:
             self.wake()
 
     async def _execute(self, running: RunningAttempt) -> None:
@@ -426,7 +502,21 @@ class Slots(Service):
             if not self.more_due:
                 self.wake()
 
+    async def _release_ready(self) -> None:
+        """Give the jobs still waiting ready back to the store, due again now."""
+        ready, self.ready = list(self.ready), deque()
+        if not ready:
+            return
+        log_event(log, "worker.releasing_prefetched", jobs=len(ready))
+        try:
+            await asyncio.gather(*(self.runner.release(running) for running in ready))
+        finally:
+            for running in ready:
+                self.running.pop(running.claim.attempt.id, None)
+                self.finished.fire()
+
     async def _drain(self) -> None:
+        await self._release_ready()
         executions = [r.execution for r in self.running.values() if r.execution is not None]
         if executions:
             log_event(log, "worker.draining", in_flight=len(executions), grace_s=self.grace)

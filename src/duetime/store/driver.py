@@ -168,6 +168,13 @@ class Driver(ABC):
         would commit alone) that is safe to run alone. Default: a transaction."""
         return self.transaction()
 
+    def rows_alone(self, name: str, /, **params: Any) -> list[Row]:
+        """The rows of a named statement run in a transaction of its own, committed before
+        they are returned. A dialect may send it in fewer round trips (PostgreSQL: BEGIN, the
+        statements and COMMIT at once); the default opens a transaction as any other."""
+        with self.transaction() as c:
+            return c.rows(name, **params)
+
     @abstractmethod
     def joined(self, native: Any) -> AbstractContextManager[Connection]:
         """A savepoint in the application's own open transaction (transactional enqueue);

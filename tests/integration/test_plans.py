@@ -251,6 +251,8 @@ def candidate_params(all_queues: bool) -> dict[str, Any]:
         "skip_tenants": ["full"],
         "no_skip_ids": False,
         "skip_ids": [1, 2],
+        "blocked": '["\\"api\\""]',  # a limit key that allows no start (store/sqllimits.py)
+        "retry_blocked": "[]",
     }
 
 

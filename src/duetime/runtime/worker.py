@@ -335,7 +335,7 @@ class Slots(Service):
         # by attempt id, from the claim until recorded (prefetched ones too: leases renewed)
         self.running: dict[int, RunningAttempt] = {}
         self.ready: deque[RunningAttempt] = deque()  # claimed ahead, waiting for a free slot
-        self.controlled = False  # flow control or limits are set: nothing is claimed ahead
+        self.controlled = False  # limits per dependency exist: nothing is claimed ahead
         self.busy = 0  # slots whose handler runs
         self.reserved = 0  # slots held for a broker message being accepted (runtime/feed.py)
         self.more_due = False  # the last claim filled every free slot
@@ -360,9 +360,9 @@ class Slots(Service):
         return self.free() + self.ahead() - len(self.ready)
 
     def _claim(self, limit: int, now: datetime) -> list[Claim]:
-        """One claim (in a store thread). While flow control or limits per dependency are set
-        (docs/flow-control.md) nothing is held ahead: a held job would keep a capped slot
-        idle, and jobs held back then started together could outrun a rate limit."""
+        """One claim (in a store thread). While limits per dependency exist
+        (docs/flow-control.md) nothing is held ahead: held jobs started together could outrun
+        a rate limit, and a breaker's probe must start when it is let through."""
         store = self.runner.store
         claims = store.claim(
             worker_id=self.worker_id,
@@ -371,7 +371,7 @@ class Slots(Service):
             now=now,
             tasks=self.tasks,  # only what it has handlers for
         )
-        self.controlled = store.flow_controls().restricts_claim or bool(store.limit_names())
+        self.controlled = bool(store.limit_names())
         return claims
 
     def _paced(self, began: float, ended: float) -> None:

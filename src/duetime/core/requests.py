@@ -318,7 +318,7 @@ def build_new_jobs(
     at_each: Sequence[datetime | str] | None = None,
     check: Callable[[NewJob, int, int], None] | None = None,
     defaults: TaskDefaults | None = None,
-) -> NewJobs:
+) -> NewJobs | list[NewJob]:
     """Many jobs of one request: `template` (from build_new_job, its options validated once)
     with each of `list_of_args` (checked as dump_args does, and by `check(job, number,
     count)` if given) and, with `at_each`, a due instant each. These jobs carry no idempotency
@@ -326,7 +326,9 @@ def build_new_jobs(
     time and business key (models.variant). The count and the due times are checked here;
     each job's args as the jobs are read (NewJobs), so a bad one raises from there.
     With `at_each`, give the template the deadline given at enqueue (not one derived) and
-    the task's `defaults`: each job's deadline is then derived from its own due instant."""
+    the task's `defaults`: each job's deadline is then derived from its own due instant (for
+    a task with max_lateness and on_late="expire"), and the jobs come as a plain list, made
+    at once (their deadlines differ, which NewJobs' jobs may not)."""
     if template.idempotency_key is not None:
         raise InvalidRequest("a batch of jobs cannot share one idempotency key")
     args_list = list(list_of_args)
@@ -371,4 +373,6 @@ def build_new_jobs(
             jobs.append(job)
         return jobs
 
+    if late is not None:
+        return make(0, count)
     return NewJobs(base, count, make)

@@ -169,6 +169,28 @@ def outbox_setup(p: dict[str, Any]) -> dict[str, Any]:
     return {"queue": queue}
 
 
+FLOW_CAP = 1000  # a queue and a tenant concurrency far above any run's worker slots
+
+
+def flow_setup(p: dict[str, Any]) -> dict[str, Any]:
+    """The flow workload's controls (docs/flow-control.md), set before the jobs are enqueued:
+    `cap` a concurrency cap on the bench task's queue and on its tenant that never binds,
+    `weight` a weight of 2 on its tenant (claims take the weighted path), `all` both."""
+    app = _app(p["url"])
+    queue = app.tasks[TASK].defaults.queue
+    if p["setup"] in ("cap", "all"):
+        app.set_queue(queue, concurrency=FLOW_CAP)
+        app.set_tenant(app.tenant, concurrency=FLOW_CAP)
+    if p["setup"] in ("weight", "all"):
+        app.set_tenant(app.tenant, weight=2)
+    flows = {
+        "queue": [q.queue for q in app.queues() if q.concurrency is not None],
+        "tenants": [(t.tenant, t.concurrency, t.weight) for t in app.tenants()],
+    }
+    app.close()
+    return flows
+
+
 def claim_latency(p: dict[str, Any]) -> dict[str, Any]:
     """Median time of Store.claim(limit=10) over `calls` calls, on a fresh store, while
     every call finds 10 due jobs."""
@@ -267,6 +289,7 @@ STEPS = {
     "enqueue_delayed": enqueue_delayed,
     "enqueue_burst": enqueue_burst,
     "outbox_setup": outbox_setup,
+    "flow_setup": flow_setup,
     "claim_latency": claim_latency,
     "fill_backlog": fill_backlog,
 }

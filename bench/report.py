@@ -49,8 +49,10 @@ ROWS: list[tuple[str, str, str, str]] = [
     ("flow", "flow_cap_ratio", "Flow: cap / off", "{:.2f}x"),
     ("flow", "flow_weight_jobs_s", "Flow: tenant weight 2 (jobs/s)", "{:,.0f}"),
     ("flow", "flow_weight_ratio", "Flow: weight / off", "{:.2f}x"),
-    ("flow", "flow_all_jobs_s", "Flow: caps and weight (jobs/s)", "{:,.0f}"),
-    ("flow", "flow_all_ratio", "Flow: caps and weight / off", "{:.2f}x"),
+    ("flow", "flow_limit_jobs_s", "Flow: jobs carrying a limit key (jobs/s)", "{:,.0f}"),
+    ("flow", "flow_limit_ratio", "Flow: limit / off", "{:.2f}x"),
+    ("flow", "flow_all_jobs_s", "Flow: caps, weight and limit (jobs/s)", "{:,.0f}"),
+    ("flow", "flow_all_ratio", "Flow: caps, weight and limit / off", "{:.2f}x"),
 ]
 
 PEERS = ("pgqueuer", "procrastinate")

@@ -178,10 +178,22 @@ class Drain:
     last_done: float
 
 
-def drain(ctx: Ctx, system: System, db: Database, jobs: int, workers: int, name: str) -> Drain:
+def drain(
+    ctx: Ctx,
+    system: System,
+    db: Database,
+    jobs: int,
+    workers: int,
+    name: str,
+    task: str | None = None,
+) -> Drain:
     """Enqueue `jobs` with the batch API, then start `workers` processes and time the drain
-    from the first job start (handlers' records) to the probe seeing the last one done."""
-    run_step(system, "enqueue_bulk", {"url": db.url, "n": jobs, "batch": ctx.batch}, STEP_TIMEOUT)
+    from the first job start (handlers' records) to the probe seeing the last one done.
+    `task`: a task of the system's bench app other than its default one (duetime only)."""
+    params: dict[str, Any] = {"url": db.url, "n": jobs, "batch": ctx.batch}
+    if task is not None:
+        params["task"] = task
+    run_step(system, "enqueue_bulk", params, STEP_TIMEOUT)
     baseline = system.done(db.count(system.done_query), jobs)
     record_dir, log_dir = _dirs(ctx, name)
     with Workers(system, db, workers, record_dir, log_dir) as w:
@@ -339,14 +351,17 @@ def w_backlog(ctx: Ctx, system: System, result: Result) -> None:
         result.series[f"throughput_{variant}"] = d.series
 
 
-FLOW_SETUPS = ("off", "cap", "weight", "all")
+FLOW_SETUPS = ("off", "cap", "weight", "limit", "all")
 
 
 def w_flow(ctx: Ctx, system: System, result: Result) -> None:
     """duetime with flow control off and on (docs/flow-control.md): drain N with 2 workers
     on a fresh database each time: no controls (off); a concurrency cap of 1000 on the queue
     and on the tenant, far above the 20 worker slots (cap); a tenant weight of 2 (weight);
-    both (all). jobs/s of each, and each over off from the same run."""
+    jobs carrying a limit key whose limit never binds (limit); all of these (all). jobs/s of
+    each, and each over off from the same run."""
+    from bench.bench_app import LIMITED_TASK
+
     for setup in FLOW_SETUPS:
         db = _fresh(ctx, system, "flow", setup[0])
         try:
@@ -355,7 +370,8 @@ def w_flow(ctx: Ctx, system: System, result: Result) -> None:
                     system, "flow_setup", {"url": db.url, "setup": setup}, STEP_TIMEOUT
                 )
             name = f"flow-{setup}-{system.name}-{ctx.rep}"
-            d = drain(ctx, system, db, ctx.size.n, 2, name)
+            task = LIMITED_TASK if setup in ("limit", "all") else None
+            d = drain(ctx, system, db, ctx.size.n, 2, name, task)
         finally:
             _done(ctx, db)
         result.figures[f"flow_{setup}_jobs_s"] = d.jobs_per_s

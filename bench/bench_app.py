@@ -17,3 +17,12 @@ TASK = "bench.noop"
 @app.task(name=TASK)
 async def noop(i: int) -> None:
     record_start(duetime.current().due_at.timestamp())
+
+
+LIMITED_TASK = "bench.noop_limited"  # the flow workload's `limit` setup: jobs carrying a key
+LIMIT_KEY = "bench-dep"
+
+
+@app.task(name=LIMITED_TASK, limits=[LIMIT_KEY])
+async def noop_limited(i: int) -> None:
+    record_start(duetime.current().due_at.timestamp())

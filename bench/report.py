@@ -44,6 +44,15 @@ ROWS: list[tuple[str, str, str, str]] = [
     ("outbox", "outbox_ontime_p50_ms", "Outbox mode: start lag p50 (ms)", "{:,.1f}"),
     ("outbox", "outbox_ontime_p99_ms", "Outbox mode: start lag p99 (ms)", "{:,.1f}"),
     ("outbox", "outbox_ontime_early", "Outbox mode: started before due (jobs)", "{:,.0f}"),
+    ("flow", "flow_off_jobs_s", "Flow control off: drain, 2 workers (jobs/s)", "{:,.0f}"),
+    ("flow", "flow_cap_jobs_s", "Flow: queue + tenant cap 1000 (jobs/s)", "{:,.0f}"),
+    ("flow", "flow_cap_ratio", "Flow: cap / off", "{:.2f}x"),
+    ("flow", "flow_weight_jobs_s", "Flow: tenant weight 2 (jobs/s)", "{:,.0f}"),
+    ("flow", "flow_weight_ratio", "Flow: weight / off", "{:.2f}x"),
+    ("flow", "flow_limit_jobs_s", "Flow: jobs carrying a limit key (jobs/s)", "{:,.0f}"),
+    ("flow", "flow_limit_ratio", "Flow: limit / off", "{:.2f}x"),
+    ("flow", "flow_all_jobs_s", "Flow: caps, weight and limit (jobs/s)", "{:,.0f}"),
+    ("flow", "flow_all_ratio", "Flow: caps, weight and limit / off", "{:.2f}x"),
 ]
 
 PEERS = ("pgqueuer", "procrastinate")
@@ -123,7 +132,8 @@ def table(
     out += (
         "\nMedians of the runs. Ratios divide the duetime-postgres figure by the peer's: above "
         "1 duetime has more (faster for jobs/s, slower for latencies and seconds). n/a: the "
-        "workload is duetime-on-PostgreSQL only.\n"
+        "workload is for duetime only (flow), or duetime on PostgreSQL only (backlog). Flow "
+        "ratios divide each setup's figure by the off figure of the same run.\n"
     )
     if notes.texts:
         out += "\n" + "\n".join(f"{i + 1}. {t}" for i, t in enumerate(notes.texts)) + "\n"

@@ -25,6 +25,10 @@ Workloads (handlers are no-ops that note their start; 10 jobs at once per worker
             DUETIME_BENCH_AMQP_URL, default 127.0.0.1:5672): drain N through one relay and
             one broker-fed worker (jobs/s, beside drain1), and the ontime jobs with the
             relay and two workers (start lag, beside ontime); docs/outbox.md
+    flow    duetime only: drain N with 2 workers with flow control off, with a queue and tenant
+            cap of 1000 (never reached), with a tenant weight of 2, with jobs carrying a limit
+            key that never binds, and with all of these: jobs/s and each over off
+            (docs/flow-control.md)
     Machine references are measured first: pgbench -N TPS with 2 and 8 clients, and the
     disk's fdatasync rate.
 

@@ -178,10 +178,22 @@ class Drain:
     last_done: float
 
 
-def drain(ctx: Ctx, system: System, db: Database, jobs: int, workers: int, name: str) -> Drain:
+def drain(
+    ctx: Ctx,
+    system: System,
+    db: Database,
+    jobs: int,
+    workers: int,
+    name: str,
+    task: str | None = None,
+) -> Drain:
     """Enqueue `jobs` with the batch API, then start `workers` processes and time the drain
-    from the first job start (handlers' records) to the probe seeing the last one done."""
-    run_step(system, "enqueue_bulk", {"url": db.url, "n": jobs, "batch": ctx.batch}, STEP_TIMEOUT)
+    from the first job start (handlers' records) to the probe seeing the last one done.
+    `task`: a task of the system's bench app other than its default one (duetime only)."""
+    params: dict[str, Any] = {"url": db.url, "n": jobs, "batch": ctx.batch}
+    if task is not None:
+        params["task"] = task
+    run_step(system, "enqueue_bulk", params, STEP_TIMEOUT)
     baseline = system.done(db.count(system.done_query), jobs)
     record_dir, log_dir = _dirs(ctx, name)
     with Workers(system, db, workers, record_dir, log_dir) as w:
@@ -339,6 +351,36 @@ def w_backlog(ctx: Ctx, system: System, result: Result) -> None:
         result.series[f"throughput_{variant}"] = d.series
 
 
+FLOW_SETUPS = ("off", "cap", "weight", "limit", "all")
+
+
+def w_flow(ctx: Ctx, system: System, result: Result) -> None:
+    """duetime with flow control off and on (docs/flow-control.md): drain N with 2 workers
+    on a fresh database each time: no controls (off); a concurrency cap of 1000 on the queue
+    and on the tenant, far above the 20 worker slots (cap); a tenant weight of 2 (weight);
+    jobs carrying a limit key whose limit never binds (limit); all of these (all). jobs/s of
+    each, and each over off from the same run."""
+    from bench.bench_app import LIMITED_TASK
+
+    for setup in FLOW_SETUPS:
+        db = _fresh(ctx, system, "flow", setup[0])
+        try:
+            if setup != "off":
+                result.info[f"controls_{setup}"] = run_step(
+                    system, "flow_setup", {"url": db.url, "setup": setup}, STEP_TIMEOUT
+                )
+            name = f"flow-{setup}-{system.name}-{ctx.rep}"
+            task = LIMITED_TASK if setup in ("limit", "all") else None
+            d = drain(ctx, system, db, ctx.size.n, 2, name, task)
+        finally:
+            _done(ctx, db)
+        result.figures[f"flow_{setup}_jobs_s"] = d.jobs_per_s
+        result.series[f"throughput_{setup}"] = d.series
+    off = result.figures["flow_off_jobs_s"]
+    for setup in FLOW_SETUPS[1:]:
+        result.figures[f"flow_{setup}_ratio"] = result.figures[f"flow_{setup}_jobs_s"] / off
+
+
 def broker_url() -> str:
     return os.environ.get(
         "DUETIME_BENCH_AMQP_URL",
@@ -434,6 +476,7 @@ WORKLOADS: dict[str, Callable[[Ctx, System, Result], None]] = {
     "burst": w_burst,
     "backlog": w_backlog,
     "outbox": w_outbox,
+    "flow": w_flow,
 }
 ONLY_WHEN_NAMED = ("drain4", "drain8")  # left out of BENCH_WORKLOADS=all
 
@@ -445,6 +488,8 @@ def applies(workload: str, system: System, size: Size) -> str | None:
             return "n/a: duetime on PostgreSQL and SQLite only"
         if not broker_answers(broker_url()):
             return f"skipped: no RabbitMQ answers at {broker_url()} (DUETIME_BENCH_AMQP_URL)"
+    if workload == "flow" and system.kind != "duetime":
+        return "n/a: duetime only (its flow controls)"
     if workload == "backlog":
         if system.name != "duetime-postgres":
             return "n/a: duetime on PostgreSQL only"

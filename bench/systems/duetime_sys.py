@@ -103,11 +103,13 @@ def setup(p: dict[str, Any]) -> dict[str, Any]:
 
 
 def enqueue_bulk(p: dict[str, Any]) -> dict[str, Any]:
-    """N jobs through App.enqueue_many, `batch` jobs a call."""
+    """N jobs through App.enqueue_many, `batch` jobs a call (of `task`, default the bench
+    task)."""
     app = _app(p["url"])
+    task = p.get("task", TASK)
     t0 = time.perf_counter()
     for offset, size in chunks(p["n"], p["batch"]):
-        app.enqueue_many(TASK, payloads(size, offset))
+        app.enqueue_many(task, payloads(size, offset))
     seconds = time.perf_counter() - t0
     app.close()
     return {"seconds": seconds, "jobs": p["n"]}
@@ -167,6 +169,36 @@ def outbox_setup(p: dict[str, Any]) -> dict[str, Any]:
 
     asyncio.run(empty())
     return {"queue": queue}
+
+
+FLOW_CAP = 1000  # a queue and a tenant concurrency far above any run's worker slots
+FLOW_RATE = "1000000/s"  # a limit key's rate that never binds
+
+
+def flow_setup(p: dict[str, Any]) -> dict[str, Any]:
+    """The flow workload's controls (docs/flow-control.md), set before the jobs are enqueued:
+    `cap` a concurrency cap on the bench task's queue and on its tenant that never binds,
+    `weight` a weight of 2 on its tenant (claims take the weighted path), `limit` a limit on
+    the key of bench_app's LIMITED_TASK (concurrency 1000, a rate that never binds; the
+    workload enqueues that task), `all` every one of these."""
+    from bench.bench_app import LIMIT_KEY
+
+    app = _app(p["url"])
+    queue = app.tasks[TASK].defaults.queue
+    if p["setup"] in ("cap", "all"):
+        app.set_queue(queue, concurrency=FLOW_CAP)
+        app.set_tenant(app.tenant, concurrency=FLOW_CAP)
+    if p["setup"] in ("weight", "all"):
+        app.set_tenant(app.tenant, weight=2)
+    if p["setup"] in ("limit", "all"):
+        app.set_limit(LIMIT_KEY, rate=FLOW_RATE, concurrency=FLOW_CAP)
+    flows = {
+        "queue": [q.queue for q in app.queues() if q.concurrency is not None],
+        "tenants": [(t.tenant, t.concurrency, t.weight) for t in app.tenants()],
+        "limits": [s.settings.key for s in app.limits()],
+    }
+    app.close()
+    return flows
 
 
 def claim_latency(p: dict[str, Any]) -> dict[str, Any]:
@@ -267,6 +299,7 @@ STEPS = {
     "enqueue_delayed": enqueue_delayed,
     "enqueue_burst": enqueue_burst,
     "outbox_setup": outbox_setup,
+    "flow_setup": flow_setup,
     "claim_latency": claim_latency,
     "fill_backlog": fill_backlog,
 }

@@ -44,6 +44,7 @@ from duetime.core.requests import (
     TaskDefaults,
     build_new_job,
     build_new_jobs,
+    check_lateness,
     check_name,
     parse_duration,
     parse_instant,
@@ -342,6 +343,8 @@ class App:
         retry: RetryPolicy | None = None,
         reconcile: Callable[[Job, Attempt], Any] | None = None,
         limits: Sequence[str] | None = None,
+        max_lateness: float | timedelta | str | None = None,
+        on_late: str = "expire",
     ) -> Task[P, R]: ...
 
     @overload
@@ -358,6 +361,8 @@ class App:
         retry: RetryPolicy | None = None,
         reconcile: Callable[[Job, Attempt], Any] | None = None,
         limits: Sequence[str] | None = None,
+        max_lateness: float | timedelta | str | None = None,
+        on_late: str = "expire",
     ) -> Callable[[Callable[P, R]], Task[P, R]]: ...
 
     def task(
@@ -373,6 +378,8 @@ class App:
         retry: RetryPolicy | None = None,
         reconcile: Callable[[Job, Attempt], Any] | None = None,
         limits: Sequence[str] | None = None,
+        max_lateness: float | timedelta | str | None = None,
+        on_late: str = "expire",
     ) -> Any:
         """Register a handler: `@app.task` or `@app.task(name=..., queue=..., ...)`.
 
@@ -385,6 +392,11 @@ class App:
         `limits` names the dependencies the task calls (limit keys such as "payments-api"):
         its jobs then start only within each key's limits (`duetime limits set`,
         docs/flow-control.md).
+
+        `max_lateness` (seconds, a timedelta or text like "5m") bounds how late a job may
+        start after its due time: with on_late="expire" (the default) each job gets the
+        deadline due time + max_lateness and is expired if not started by then; with
+        on_late="run" it runs anyway, logged as job.late and counted (docs/flow-control.md).
 
         The handler receives the job's args as keyword arguments; it may be `async def`
         (run on the event loop) or a plain function (run in a thread pool).
@@ -404,6 +416,7 @@ class App:
             if lease_s < 1:
                 raise ConfigurationError(f"task {task_name!r}: lease must be at least 1 second")
             timeout_s = parse_duration(timeout, "timeout").total_seconds() if timeout else None
+            lateness_s = check_lateness(max_lateness, on_late, f"task {task_name!r}")
             defaults = TaskDefaults(
                 queue=queue,
                 priority=priority,
@@ -412,6 +425,8 @@ class App:
                 lease_seconds=lease_s,
                 timeout_seconds=timeout_s,
                 limits=check_limit_keys(limits),
+                max_lateness_seconds=lateness_s,
+                on_late=on_late,
             )
             # validate the defaults once, at registration, with the same rules as enqueue
             build_new_job(
@@ -549,9 +564,10 @@ class App:
         )
         # every option checked once; each job's args below
         template = self._new_job(task_name, {}, options, check_args=False)
-        if at_each is not None and deadline is not None:
-            template = replace(template, deadline_at=parse_instant(deadline, "deadline"))
         task = self.tasks.get(task_name)
+        if at_each is not None:  # each job's deadline from its own due instant
+            given = parse_instant(deadline, "deadline") if deadline is not None else None
+            template = replace(template, deadline_at=given)
 
         def check(new: NewJob, number: int, count: int) -> None:
             if task is not None:
@@ -565,6 +581,7 @@ class App:
             max_payload_bytes=self.max_payload_bytes,
             at_each=at_each,
             check=check if task is not None else None,
+            defaults=task.defaults if task is not None else None,
         )
         jobs = [r.job for r in self.store.enqueue(batch, self.clock.now(), connection=connection)]
         log_event(log, "jobs.enqueued", task=task_name, count=len(jobs))

@@ -146,7 +146,7 @@ def print_job(job: Job, as_json: bool, *, unserved: str | None = None) -> None:
     fields = [
         ("id", job.id),
         ("task", job.task),
-        ("status", job.status if unserved is None else f"{job.status}: {unserved}"),
+        ("status", _status(job, unserved)),
         ("queue", job.queue),
         ("priority", job.priority),
         ("args", json.dumps(job.args)),
@@ -182,6 +182,15 @@ def print_job(job: Job, as_json: bool, *, unserved: str | None = None) -> None:
             ],
             ["gen", "status", "worker", "started", "finished", "lease_expires", "error"],
         )
+
+
+def _status(job: Job, unserved: str | None) -> str:
+    """The status, with why a job waits (no worker serves it) or why it expired."""
+    if unserved is not None:
+        return f"{job.status}: {unserved}"
+    if job.status is JobStatus.EXPIRED and job.deadline_at is not None:
+        return f"{job.status}: not started by its deadline {job.deadline_at.isoformat()}"
+    return str(job.status)
 
 
 def _occurrence(job: Job) -> str:

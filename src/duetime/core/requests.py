@@ -89,6 +89,46 @@ class TaskDefaults:
     lease_seconds: float = DEFAULT_LEASE_SECONDS
     timeout_seconds: float | None = None
     limits: tuple[str, ...] = ()  # limit keys of the dependencies it calls (core/limits.py)
+    max_lateness_seconds: float | None = None  # None: a job may start however late
+    on_late: str = "expire"  # a job later than that: "expire" it, or "run" it anyway
+
+    @property
+    def expires_late(self) -> bool:
+        """Whether jobs of the task get a deadline of due time + max lateness."""
+        return self.max_lateness_seconds is not None and self.on_late == ON_LATE_EXPIRE
+
+
+ON_LATE_EXPIRE = "expire"
+ON_LATE_RUN = "run"
+ON_LATE = (ON_LATE_EXPIRE, ON_LATE_RUN)
+
+
+def check_lateness(
+    max_lateness: str | float | timedelta | None, on_late: str, what: str
+) -> float | None:
+    """A task's max_lateness in seconds (None: no bound) after checking it and on_late."""
+    if on_late not in ON_LATE:
+        raise InvalidRequest(f"{what}: on_late must be 'expire' or 'run', got {on_late!r}")
+    if max_lateness is None:
+        return None
+    seconds = parse_duration(max_lateness, "max_lateness").total_seconds()
+    if seconds <= 0:
+        raise InvalidRequest(
+            f"{what}: max_lateness must be more than 0 seconds (a job due now could never "
+            "start); leave it out for no bound"
+        )
+    return seconds
+
+
+def late_deadline(
+    due_at: datetime, deadline_at: datetime | None, defaults: TaskDefaults
+) -> datetime | None:
+    """The deadline a job gets: the earlier of `deadline_at` (given at enqueue) and, for a
+    task with max_lateness and on_late="expire", due_at + max_lateness."""
+    if not defaults.expires_late or defaults.max_lateness_seconds is None:
+        return deadline_at
+    bound = due_at + timedelta(seconds=defaults.max_lateness_seconds)
+    return bound if deadline_at is None else min(deadline_at, bound)
 
 
 def check_name(value: Any, what: str, limit: int) -> str:
@@ -257,7 +297,7 @@ def build_new_job(
         queue=queue,
         priority=prio,
         due_at=due_at,
-        deadline_at=deadline_at,
+        deadline_at=late_deadline(due_at, deadline_at, defaults),
         max_attempts=attempts,
         retry_base=defaults.retry.base,
         retry_cap=defaults.retry.cap,
@@ -277,13 +317,18 @@ def build_new_jobs(
     max_payload_bytes: int = DEFAULT_MAX_PAYLOAD_BYTES,
     at_each: Sequence[datetime | str] | None = None,
     check: Callable[[NewJob, int, int], None] | None = None,
-) -> NewJobs:
+    defaults: TaskDefaults | None = None,
+) -> NewJobs | list[NewJob]:
     """Many jobs of one request: `template` (from build_new_job, its options validated once)
     with each of `list_of_args` (checked as dump_args does, and by `check(job, number,
     count)` if given) and, with `at_each`, a due instant each. These jobs carry no idempotency
     key, so no request fingerprint is computed; each is the template with its own args, due
     time and business key (models.variant). The count and the due times are checked here;
-    each job's args as the jobs are read (NewJobs), so a bad one raises from there."""
+    each job's args as the jobs are read (NewJobs), so a bad one raises from there.
+    With `at_each`, give the template the deadline given at enqueue (not one derived) and
+    the task's `defaults`: each job's deadline is then derived from its own due instant (for
+    a task with max_lateness and on_late="expire"), and the jobs come as a plain list, made
+    at once (their deadlines differ, which NewJobs' jobs may not)."""
     if template.idempotency_key is not None:
         raise InvalidRequest("a batch of jobs cannot share one idempotency key")
     args_list = list(list_of_args)
@@ -302,6 +347,7 @@ def build_new_jobs(
             )
     base = variant(template, request_hash="", idempotency_key=None)
     prefix = f"{template.tenant}/{template.task}:"
+    late = defaults if dues is not None and defaults is not None and defaults.expires_late else None
 
     def make(start: int, stop: int) -> list[NewJob]:
         # random business keys (32 hex digits, as for one job), from one call for the slice
@@ -315,6 +361,11 @@ def build_new_jobs(
                 args=args_obj,
                 args_json=args_json,
                 due_at=base.due_at if dues is None else dues[i],
+                deadline_at=(
+                    base.deadline_at
+                    if late is None or dues is None
+                    else late_deadline(dues[i], base.deadline_at, late)
+                ),
                 business_key=prefix + noise[at : at + 32],
             )
             if check is not None:
@@ -322,4 +373,6 @@ def build_new_jobs(
             jobs.append(job)
         return jobs
 
+    if late is not None:
+        return make(0, count)
     return NewJobs(base, count, make)

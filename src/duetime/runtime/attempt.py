@@ -104,7 +104,11 @@ class AttemptRunner:
         self.metrics = metrics
 
     def begin(self, claim: Claim) -> RunningAttempt:
-        ctx = AttemptContext(claim)
+        task = self.app.tasks.get(claim.job.task)
+        lateness = task.defaults.max_lateness_seconds if task is not None else None
+        ctx = AttemptContext(
+            claim, max_lateness=timedelta(seconds=lateness) if lateness is not None else None
+        )
         ctx._completion = functools.partial(
             self.store.completion, claim.lease, Outcome(Event.SUCCEED), self.clock.now
         )
@@ -125,6 +129,17 @@ class AttemptRunner:
             attempt=job.attempts,
             lag_ms=int((claim.attempt.started_at - job.due_at).total_seconds() * 1000),
         )
+        bound = running.ctx.max_lateness
+        if bound is not None and running.ctx.late:
+            self.metrics.late(job.task)
+            log_event(
+                log,
+                "job.late",
+                level=logging.WARNING,
+                **claim_fields(claim),
+                lateness_ms=int(running.ctx.lateness.total_seconds() * 1000),
+                max_lateness_ms=int(bound.total_seconds() * 1000),
+            )
         started = time.monotonic()
         try:
             try:

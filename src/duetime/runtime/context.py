@@ -7,7 +7,7 @@ from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from duetime.core.errors import DuetimeError
@@ -29,6 +29,19 @@ class AttemptContext:
     orphaned: bool = False  # set by the worker: its attempt was recorded while the thread ran
     completed: bool = False  # the handler's transaction() recorded the success
     _completion: Callable[[], AbstractContextManager[Any]] | None = field(default=None, repr=False)
+    max_lateness: timedelta | None = None  # the task's bound, when it has one
+
+    @property
+    def lateness(self) -> timedelta:
+        """How long after its due time this attempt started (zero when not late)."""
+        late = self.claim.attempt.started_at - self.claim.job.due_at
+        return max(late, timedelta(0))
+
+    @property
+    def late(self) -> bool:
+        """True when the task has a max_lateness and this attempt started later than that:
+        a task with on_late="run" runs such a job anyway (docs/flow-control.md, Lateness)."""
+        return self.max_lateness is not None and self.lateness > self.max_lateness
 
     @property
     def job_id(self) -> int:

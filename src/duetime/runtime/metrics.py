@@ -117,6 +117,13 @@ class WorkerMetrics:
             buckets=DURATION_BUCKETS,
             registry=r,
         )
+        self.late_starts = Counter(
+            "duetime_jobs_started_late",
+            "Attempts this worker started later than their task's max_lateness after their "
+            "due time (tasks with on_late='run'), by task.",
+            ["task"],
+            registry=r,
+        )
         self.lease_expiries = Counter(
             "duetime_lease_expiries",
             "Expired leases: attempts this process's reaper recorded as lost, plus leases this "
@@ -185,6 +192,10 @@ class WorkerMetrics:
         """An attempt whose outcome was recorded (`outcome`: see runtime.attempt.RECORDED)."""
         self._child(self.attempts, task, outcome).inc()
         self._child(self.duration, task).observe(max(0.0, seconds))
+
+    def late(self, task: str) -> None:
+        """An attempt started later than its task's max_lateness (and runs anyway)."""
+        self._child(self.late_starts, task).inc()
 
     def stale_rejected(self, task: str, seconds: float) -> None:
         """An attempt whose outcome the store refused (fenced out by a newer generation)."""

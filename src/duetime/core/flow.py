@@ -12,7 +12,7 @@ queue by smooth weighted round robin.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import Enum
@@ -306,3 +306,111 @@ def parse_limit(text: str, what: str) -> int | None:
         raise InvalidRequest(
             f"{what} must be a whole number >= 0 or `none`, not {text!r}"
         ) from None
+
+
+# -- priorities without starvation ----------------------------------------------------------
+
+# the minimum share of a saturated worker's claimed slots each lower priority class keeps
+PRIORITY_SHARE = 0.1
+# lower classes served by one claim at most (the others get their turn in the next claims)
+PRIORITY_CLASSES = 8
+# after a claim found no lower class due, the next claims that do not look for one
+PRIORITY_IDLE = 8
+# a priority above every job's (priority is a 32-bit integer): "below" it is every class
+PRIORITY_TOP = 2**31
+
+
+@dataclass(frozen=True)
+class Ranked:
+    """A due job of a priority class, as a reservation reads it (claim order)."""
+
+    id: int
+    priority: int
+    queue: str = ""
+    tenant: str = ""
+
+
+def check_share(value: float) -> float:
+    """A priority share: a fraction from 0 (strict priority order) below 1."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value < 1:
+        raise InvalidRequest(
+            f"priority share must be a fraction from 0 up to (not including) 1, not {value!r}"
+        )
+    return float(value)
+
+
+class PriorityShare:
+    """Keeps each lower priority class's minimum share of one process's claims, deterministic.
+
+    Each claim of `limit` slots earns share * limit slots of credit for every lower class;
+    when the credit reaches a whole slot, the claim reserves that many slots (`per_class`)
+    for each priority class below the highest due one, walking them downwards (`walk`): the
+    oldest due jobs of each, read from the claim-order index. The rest of the claim's slots
+    go to claim order as before, so no slot is left unused. When a claim found no lower class
+    due (the common case: one class), the next PRIORITY_IDLE claims do not look; a claim that
+    did not fill its slots (nothing more due) drops the credit: it took every due job."""
+
+    def __init__(self, share: float = PRIORITY_SHARE) -> None:
+        self.share = check_share(share)
+        self.credit = 0.0
+        self.idle = 0
+        # where the last walk ran out of slots: the next walk goes on below it
+        self.resume: int | None = None
+
+    def reserve(self, limit: int) -> int:
+        """The slots this claim reserves for each lower class (0: the plain claim)."""
+        if self.share <= 0 or limit <= 0:
+            return 0
+        if self.idle > 0:
+            self.idle -= 1
+            return 0
+        self.credit = min(self.credit + self.share * limit, float(limit))
+        whole = int(self.credit)
+        if whole <= 0:
+            return 0
+        self.credit -= whole
+        return whole
+
+    def walk(
+        self, read: Callable[[int, int], Sequence[Ranked]], per_class: int, limit: int
+    ) -> list[Ranked]:
+        """The lower classes' jobs this claim takes first: `read(below, n)` returns up to n
+        due jobs of priority below `below`, in claim order. Reads the highest due class, then
+        up to per_class jobs of each class below it (at most PRIORITY_CLASSES classes and
+        `limit` jobs), starting below where the last walk stopped, so with more classes than
+        slots each gets its turn."""
+        top = read(PRIORITY_TOP, 1)
+        if not top:
+            return []
+        highest = top[0].priority
+        cursor = highest
+        if self.resume is not None and self.resume < highest:
+            cursor = self.resume
+        taken: list[Ranked] = []
+        wrapped = cursor == highest
+        self.resume = None
+        for _ in range(PRIORITY_CLASSES):
+            n = min(per_class, limit - len(taken))
+            if n <= 0:
+                self.resume = cursor
+                break
+            rows = [r for r in read(cursor, n) if r.priority < highest]
+            if not rows:
+                if wrapped:
+                    break
+                wrapped, cursor = True, highest  # wrap around to the class below the highest
+                continue
+            taken += [r for r in rows if r.id not in {t.id for t in taken}]
+            cursor = min(r.priority for r in rows)
+        else:
+            self.resume = cursor
+        if not taken:
+            self.idle = PRIORITY_IDLE
+            self.credit = 0.0
+        return taken
+
+    def claimed(self, limit: int, started: int) -> None:
+        """After the claim: one that took fewer than its slots took every due job."""
+        if started < limit:
+            self.credit = 0.0
+            self.resume = None

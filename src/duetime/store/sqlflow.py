@@ -29,6 +29,8 @@ from duetime.core.flow import (
     FlowControls,
     FlowCounts,
     Keep,
+    PriorityShare,
+    Ranked,
     TenantSettings,
     choose,
     full,
@@ -46,6 +48,7 @@ from duetime.store.sqlshared import conflicts_retried
 class QueuesTenantsFlow(QueuesOutbox):
     driver: Driver
     _t: ToTime
+    priorities: PriorityShare
 
     # -- settings -----------------------------------------------------------------------------
 
@@ -118,6 +121,7 @@ class QueuesTenantsFlow(QueuesOutbox):
         limit: int,
         now: datetime,
         tasks: Sequence[str] | None,
+        per_class: int = 0,
     ) -> list[Claim]:
         outbox = self.outbox_queues()
         with self.driver.transaction() as c:
@@ -139,6 +143,23 @@ class QueuesTenantsFlow(QueuesOutbox):
                 tenant_room = room(tenant_caps, by_tenant)
             skip_queues = set(outbox) | controls.paused
             chosen: list[int] = []
+            # the lower priority classes' reserved slots (PriorityShare): their oldest due jobs
+            # go first in the candidates, so they are taken while their queue and tenant have
+            # room (with weights: first in their queue's and tenant's line)
+            lower = (
+                self._lower_classes(
+                    c,
+                    per_class,
+                    limit,
+                    now,
+                    queues,
+                    tasks,
+                    skip_queues | set(full(queue_room)),
+                    full(tenant_room),
+                )
+                if per_class
+                else []
+            )
             for _ in range(MAX_ROUNDS):
                 skip_queues |= set(full(queue_room))
                 skip_tenants = full(tenant_room)
@@ -160,6 +181,8 @@ class QueuesTenantsFlow(QueuesOutbox):
                     skip_ids=sorted(chosen),
                 )
                 found = [Candidate(int(r["id"]), r["queue"], r["tenant"]) for r in rows]
+                if lower:
+                    found, lower = lower + found, []
                 if controls.weighted and not chosen and len(rows) >= scan:
                     found += self._weighted_behind(
                         c, controls, found, want, now, queues, tasks, skip_queues, skip_tenants
@@ -190,6 +213,40 @@ class QueuesTenantsFlow(QueuesOutbox):
             )
             for row in started
         ]
+
+    def _lower_classes(
+        self,
+        c: Connection,
+        per_class: int,
+        limit: int,
+        now: datetime,
+        queues: Sequence[str] | None,
+        tasks: Sequence[str] | None,
+        skip_queues: set[str],
+        skip_tenants: list[str],
+    ) -> list[Candidate]:
+        """Up to per_class of the oldest due jobs of each priority class below the highest due
+        one (PriorityShare.walk), read from the claim-order index (lower_candidates)."""
+
+        def read(below: int, n: int) -> list[Ranked]:
+            rows = c.rows(
+                "lower_candidates",
+                now=now,
+                limit=n,
+                below=below,
+                all_queues=queues is None,
+                queues=list(queues) if queues is not None else [],
+                all_tasks=tasks is None,
+                tasks=list(tasks) if tasks is not None else [],
+                open_queues=not skip_queues,
+                skip_queues=sorted(skip_queues),
+                open_tenants=not skip_tenants,
+                skip_tenants=skip_tenants,
+            )
+            return [Ranked(int(r["id"]), int(r["priority"]), r["queue"], r["tenant"]) for r in rows]
+
+        walked = self.priorities.walk(read, per_class, limit)
+        return [Candidate(r.id, r.queue, r.tenant) for r in walked]
 
     def _weighted_behind(
         self,

@@ -23,6 +23,7 @@ from duetime.core.errors import (
     StaleAttempt,
     StoreError,
 )
+from duetime.core.flow import PriorityShare
 from duetime.core.models import (
     Attempt,
     Claim,
@@ -76,6 +77,12 @@ class SQLStore(SchedulesNodesTokens, QueuesTenantsFlow):
         self.dialect = driver.dialect
         self.lock_wait = driver.lock_wait
         self._t = driver.to_time
+        self.priorities = PriorityShare()  # each lower priority class's share of the claims
+
+    def set_priority_share(self, share: float) -> None:
+        """The minimum share of this process's claimed slots each lower priority class keeps
+        under saturation (docs/flow-control.md, Priorities); 0 claims in strict order."""
+        self.priorities = PriorityShare(share)
 
     def close(self) -> None:
         self.driver.close()
@@ -269,10 +276,19 @@ class SQLStore(SchedulesNodesTokens, QueuesTenantsFlow):
         if limit <= 0:
             return []
         controls = self.flow_controls()  # pause, caps, weights (docs/flow-control.md)
-        if controls.restricts_claim:
-            return self._claim_controlled(
-                controls, worker_id=worker_id, queues=queues, limit=limit, now=now, tasks=tasks
+        per_class = self.priorities.reserve(limit)  # lower priorities' share, now and then
+        if controls.restricts_claim or per_class:
+            claims = self._claim_controlled(
+                controls,
+                worker_id=worker_id,
+                queues=queues,
+                limit=limit,
+                now=now,
+                tasks=tasks,
+                per_class=per_class,
             )
+            self.priorities.claimed(limit, len(claims))
+            return claims
         outbox = self.outbox_queues()
         with self.driver.transaction() as c:
             rows = c.rows(
@@ -288,6 +304,7 @@ class SQLStore(SchedulesNodesTokens, QueuesTenantsFlow):
                 all_direct=not outbox,
                 outbox_queues=outbox,
             )
+        self.priorities.claimed(limit, len(rows))
         return [
             Claim(
                 job_from_row(row, self._t),

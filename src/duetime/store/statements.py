@@ -123,6 +123,9 @@ STATEMENTS: dict[str, str] = {
     "and not past their deadline, of `queues` (any when all_queues) and `tasks` (any when "
     "all_tasks), not of skip_queues (unless open_queues), skip_tenants (unless open_tenants), "
     "skip_ids (unless no_skip_ids), by priority desc, due_at, id; locks nothing",
+    "lower_candidates": "returns id, priority, queue, tenant of up to `limit` jobs as "
+    "claim_candidates (no skip_ids) of priority below `below`, by priority desc, due_at, id; "
+    "locks nothing",
     "queue_candidates": "as claim_candidates, of queue `queue` only (tenants not in "
     "skip_tenants unless open_tenants)",
     "tenant_candidates": "as claim_candidates, of tenant `tenant` only (queues of `queues` "

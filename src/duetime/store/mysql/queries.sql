@@ -554,6 +554,29 @@ UNION ALL
  ORDER BY neg_priority, due_at, id
  LIMIT %(limit)s);
 
+-- name: lower_candidates
+-- A priority reservation's read (core/flow.PriorityShare): claim_candidates of the jobs of
+-- priority below `below`, with their priority; neg_priority > -below is a range of the index.
+(SELECT id, priority, queue, tenant FROM duetime_jobs FORCE INDEX (duetime_jobs_due_any)
+ WHERE %(all_queues)s AND status = 'scheduled' AND due_at <= %(now)s
+   AND (deadline_at IS NULL OR deadline_at > %(now)s)
+   AND (%(all_tasks)s OR task IN %(tasks)s)
+   AND (%(open_queues)s OR queue NOT IN %(skip_queues)s)
+   AND (%(open_tenants)s OR tenant NOT IN %(skip_tenants)s)
+   AND neg_priority > -%(below)s
+ ORDER BY neg_priority, due_at, id
+ LIMIT %(limit)s)
+UNION ALL
+(SELECT id, priority, queue, tenant FROM duetime_jobs FORCE INDEX (duetime_jobs_due)
+ WHERE NOT %(all_queues)s AND queue IN %(queues)s AND status = 'scheduled'
+   AND due_at <= %(now)s AND (deadline_at IS NULL OR deadline_at > %(now)s)
+   AND (%(all_tasks)s OR task IN %(tasks)s)
+   AND (%(open_queues)s OR queue NOT IN %(skip_queues)s)
+   AND (%(open_tenants)s OR tenant NOT IN %(skip_tenants)s)
+   AND neg_priority > -%(below)s
+ ORDER BY neg_priority, due_at, id
+ LIMIT %(limit)s);
+
 -- name: queue_candidates
 -- The candidates of one queue (a weighted queue the claim's first read did not reach).
 SELECT id, queue, tenant FROM duetime_jobs FORCE INDEX (duetime_jobs_due)

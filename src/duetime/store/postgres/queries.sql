@@ -539,6 +539,22 @@ WHERE status = 'scheduled'
 ORDER BY priority DESC, due_at, id
 LIMIT %(limit)s;
 
+-- name: lower_candidates
+-- A priority reservation's read (core/flow.PriorityShare): claim_candidates of the jobs of
+-- priority below `below`, with their priority; sorting off, so it walks the claim-order index.
+SET LOCAL enable_sort = off;
+SELECT id, priority, queue, tenant FROM duetime_jobs
+WHERE status = 'scheduled'
+  AND due_at <= %(now)s
+  AND (deadline_at IS NULL OR deadline_at > %(now)s)
+  AND (%(all_queues)s::boolean OR queue = ANY (%(queues)s::text[]))
+  AND (%(all_tasks)s::boolean OR task = ANY (%(tasks)s::text[]))
+  AND NOT (queue = ANY (%(skip_queues)s::text[]))
+  AND NOT (tenant = ANY (%(skip_tenants)s::text[]))
+  AND priority < %(below)s::bigint
+ORDER BY priority DESC, due_at, id
+LIMIT %(limit)s;
+
 -- name: queue_candidates
 -- The candidates of one queue (a weighted queue the claim's first read did not reach).
 SELECT id, queue, tenant FROM duetime_jobs

@@ -541,6 +541,46 @@ SELECT id, queue, tenant FROM (
     ORDER BY priority DESC, due_at, id
     LIMIT :limit);
 
+-- name: lower_candidates
+-- A priority reservation's read (core/flow.PriorityShare): claim_candidates of the jobs of
+-- priority below `below`, with their priority; the same claim-order indexes, which give
+-- `priority < below` as a range.
+SELECT id, priority, queue, tenant FROM (
+    SELECT id, priority, queue, tenant FROM duetime_jobs INDEXED BY duetime_jobs_due_any
+    WHERE :all_queues AND status = 'scheduled' AND due_at <= :now
+      AND (deadline_at IS NULL OR deadline_at > :now)
+      AND (:all_tasks OR task IN (SELECT value FROM json_each(:tasks)))
+      AND (:open_queues OR queue NOT IN (SELECT value FROM json_each(:skip_queues)))
+      AND (:open_tenants OR tenant NOT IN (SELECT value FROM json_each(:skip_tenants)))
+      AND priority < :below
+    ORDER BY priority DESC, due_at, id
+    LIMIT :limit)
+UNION ALL
+SELECT id, priority, queue, tenant FROM (
+    SELECT id, priority, queue, tenant FROM duetime_jobs INDEXED BY duetime_jobs_due
+    WHERE NOT :all_queues AND json_array_length(:queues) = 1
+      AND queue = json_extract(:queues, '$[0]') AND status = 'scheduled' AND due_at <= :now
+      AND (deadline_at IS NULL OR deadline_at > :now)
+      AND (:all_tasks OR task IN (SELECT value FROM json_each(:tasks)))
+      AND (:open_queues OR queue NOT IN (SELECT value FROM json_each(:skip_queues)))
+      AND (:open_tenants OR tenant NOT IN (SELECT value FROM json_each(:skip_tenants)))
+      AND priority < :below
+    ORDER BY priority DESC, due_at, id
+    LIMIT :limit)
+UNION ALL
+SELECT id, priority, queue, tenant FROM (
+    SELECT id, priority, queue, tenant FROM duetime_jobs INDEXED BY duetime_jobs_due
+    WHERE NOT :all_queues AND json_array_length(:queues) > 1
+      AND queue IN (SELECT value FROM json_each(:queues))
+      AND status = 'scheduled' AND due_at <= :now
+      AND (deadline_at IS NULL OR deadline_at > :now)
+      AND (:all_tasks OR task IN (SELECT value FROM json_each(:tasks)))
+      AND (:open_queues OR queue NOT IN (SELECT value FROM json_each(:skip_queues)))
+      AND (:open_tenants OR tenant NOT IN (SELECT value FROM json_each(:skip_tenants)))
+      AND priority < :below
+    ORDER BY priority DESC, due_at, id
+    LIMIT :limit);
+
 -- name: queue_candidates
 -- The candidates of one queue (a weighted queue the claim's first read did not reach).
 SELECT id, queue, tenant FROM duetime_jobs INDEXED BY duetime_jobs_due

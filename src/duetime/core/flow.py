@@ -364,8 +364,8 @@ class PriorityShare:
         if self.idle > 0:
             self.idle -= 1
             return 0
-        self.credit = min(self.credit + self.share * limit, float(limit))
-        whole = int(self.credit)
+        self.credit = min(self.credit + self.share * limit, 2.0 * limit)  # with a debt
+        whole = int(self.credit + 1e-9)  # ten times 0.1 is a whole slot, whatever the float sum
         if whole <= 0:
             return 0
         self.credit -= whole
@@ -391,14 +391,18 @@ class PriorityShare:
         self.resume = None
         for _ in range(PRIORITY_CLASSES):
             n = min(per_class, limit - len(taken))
-            if n <= 0:
-                self.resume = cursor
+            if n <= 0:  # out of slots: a class below gets its slots in the next claim
+                if read(cursor, 1):
+                    self.resume = cursor
+                    self.credit += per_class
                 break
             rows = [r for r in read(cursor, n) if r.priority < highest]
             if not rows:
-                if wrapped:
+                if wrapped or taken:
                     break
-                wrapped, cursor = True, highest  # wrap around to the class below the highest
+                # the classes below where the last walk stopped are gone: start again below
+                # the highest
+                wrapped, cursor = True, highest
                 continue
             taken += [r for r in rows if r.id not in {t.id for t in taken}]
             cursor = min(r.priority for r in rows)

@@ -78,3 +78,52 @@ def test_a_lower_class_of_another_queue_is_not_taken(store: Store, clock: Manual
     store.set_priority_share(0.2)
     got = store.claim(worker_id="w", queues=["q"], limit=10, now=clock.now())
     assert [c.job.queue for c in got] == ["q"] * 10
+
+
+# -- tenant fairness (docs/flow-control.md, "Tenant fairness") ---------------------------------
+
+
+def tenants_of(store: Store, clock: ManualClock, limit: int) -> list[str]:
+    claims = store.claim(worker_id="w", queues=None, limit=limit, now=clock.now())
+    return [c.job.tenant for c in claims]
+
+
+def test_a_small_tenant_at_the_default_weight_takes_turns_with_a_flood(
+    store: Store, clock: ManualClock
+) -> None:
+    for _ in range(60):
+        enqueue(store, clock, tenant="flood")
+    clock.advance(1)
+    small = [enqueue(store, clock, tenant="small").id for _ in range(5)]
+    claims = store.claim(worker_id="w", queues=None, limit=4, now=clock.now())
+    assert Counter(c.job.tenant for c in claims) == {"flood": 2, "small": 2}
+    assert [c.job.id for c in claims if c.job.tenant == "small"] == small[:2]
+
+
+def test_claims_of_one_slot_alternate_between_tenants(store: Store, clock: ManualClock) -> None:
+    for _ in range(30):
+        enqueue(store, clock, tenant="a")
+    for _ in range(30):
+        enqueue(store, clock, tenant="b")
+    got = [t for _ in range(8) for t in tenants_of(store, clock, 1)]
+    assert got == ["a", "b"] * 4
+
+
+def test_the_rotation_is_weighted(store: Store, clock: ManualClock) -> None:
+    store.set_tenant("small", clock.now(), weight=3)
+    for _ in range(60):
+        enqueue(store, clock, tenant="flood")
+    for _ in range(30):
+        enqueue(store, clock, tenant="small")
+    got = Counter(t for _ in range(4) for t in tenants_of(store, clock, 4))
+    assert got == {"small": 12, "flood": 4}
+
+
+def test_one_tenant_claims_in_order(store: Store, clock: ManualClock) -> None:
+    ids = [enqueue(store, clock, tenant="only").id for _ in range(40)]
+    got = [
+        c.job.id
+        for _ in range(10)
+        for c in store.claim(worker_id="w", queues=None, limit=4, now=clock.now())
+    ]
+    assert got == ids

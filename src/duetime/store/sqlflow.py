@@ -31,6 +31,7 @@ from duetime.core.flow import (
     Keep,
     PriorityShare,
     Ranked,
+    TenantRotation,
     TenantSettings,
     choose,
     full,
@@ -49,6 +50,7 @@ class QueuesTenantsFlow(QueuesOutbox):
     driver: Driver
     _t: ToTime
     priorities: PriorityShare
+    tenant_rotation: TenantRotation
 
     # -- settings -----------------------------------------------------------------------------
 
@@ -122,6 +124,7 @@ class QueuesTenantsFlow(QueuesOutbox):
         now: datetime,
         tasks: Sequence[str] | None,
         per_class: int = 0,
+        rotate: bool = False,
     ) -> list[Claim]:
         outbox = self.outbox_queues()
         with self.driver.transaction() as c:
@@ -160,6 +163,12 @@ class QueuesTenantsFlow(QueuesOutbox):
                 if per_class
                 else []
             )
+            # tenant fairness (TenantRotation): the tenants with due work, when more than one
+            rotation = (
+                self.tenant_rotation.due(lambda after: self._next_due_tenant(c, after, now))
+                if rotate
+                else []
+            )
             for _ in range(MAX_ROUNDS):
                 skip_queues |= set(full(queue_room))
                 skip_tenants = full(tenant_room)
@@ -181,6 +190,13 @@ class QueuesTenantsFlow(QueuesOutbox):
                     skip_ids=sorted(chosen),
                 )
                 found = [Candidate(int(r["id"]), r["queue"], r["tenant"]) for r in rows]
+                if rotation and not chosen:
+                    found = (
+                        self._rotated(
+                            c, rotation, found, controls, want, now, queues, tasks, skip_queues
+                        )
+                        + found
+                    )
                 if lower:
                     found, lower = lower + found, []
                 if controls.weighted and not chosen and len(rows) >= scan:
@@ -193,7 +209,7 @@ class QueuesTenantsFlow(QueuesOutbox):
                     queue_room,
                     tenant_room,
                     controls.queue_weights,
-                    controls.tenant_weights,
+                    {} if rotation else controls.tenant_weights,
                 )
                 if len(chosen) >= limit or len(rows) < scan:
                     break
@@ -213,6 +229,46 @@ class QueuesTenantsFlow(QueuesOutbox):
             )
             for row in started
         ]
+
+    def _next_due_tenant(self, c: Connection, after: str, now: datetime) -> str | None:
+        row = c.one("next_due_tenant", after=after, now=now)
+        return None if row is None else str(row["tenant"])
+
+    def _rotated(
+        self,
+        c: Connection,
+        rotation: list[str],
+        seen: list[Candidate],
+        controls: FlowControls,
+        want: int,
+        now: datetime,
+        queues: Sequence[str] | None,
+        tasks: Sequence[str] | None,
+        skip_queues: set[str],
+    ) -> list[Candidate]:
+        """The candidates of the tenants in rotation, in the order their turns give
+        (TenantRotation.order): a tenant's own from the first read when it has enough there,
+        else read from the tenant index (tenant_candidates)."""
+        lines: dict[str, list[Candidate]] = {}
+        for t in rotation:
+            mine = [x for x in seen if x.tenant == t]
+            if len(mine) < want:
+                rows = c.rows(
+                    "tenant_candidates",
+                    tenant=t,
+                    now=now,
+                    limit=want,
+                    all_queues=queues is None,
+                    queues=list(queues) if queues is not None else [],
+                    all_tasks=tasks is None,
+                    tasks=list(tasks) if tasks is not None else [],
+                    open_queues=not skip_queues,
+                    skip_queues=sorted(skip_queues),
+                )
+                mine = [Candidate(int(r["id"]), r["queue"], r["tenant"]) for r in rows]
+            if mine:
+                lines[t] = mine
+        return self.tenant_rotation.order(lines, controls.tenant_weights, want)
 
     def _lower_classes(
         self,

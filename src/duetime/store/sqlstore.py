@@ -23,7 +23,7 @@ from duetime.core.errors import (
     StaleAttempt,
     StoreError,
 )
-from duetime.core.flow import PriorityShare
+from duetime.core.flow import PriorityShare, TenantRotation
 from duetime.core.models import (
     Attempt,
     Claim,
@@ -78,6 +78,7 @@ class SQLStore(SchedulesNodesTokens, QueuesTenantsFlow):
         self.lock_wait = driver.lock_wait
         self._t = driver.to_time
         self.priorities = PriorityShare()  # each lower priority class's share of the claims
+        self.tenant_rotation = TenantRotation()  # saturated claims rotate over tenants
 
     def set_priority_share(self, share: float) -> None:
         """The minimum share of this process's claimed slots each lower priority class keeps
@@ -277,7 +278,8 @@ class SQLStore(SchedulesNodesTokens, QueuesTenantsFlow):
             return []
         controls = self.flow_controls()  # pause, caps, weights (docs/flow-control.md)
         per_class = self.priorities.reserve(limit)  # lower priorities' share, now and then
-        if controls.restricts_claim or per_class:
+        rotate = self.tenant_rotation.wanted()  # after a saturated claim: tenants take turns
+        if controls.restricts_claim or per_class or rotate:
             claims = self._claim_controlled(
                 controls,
                 worker_id=worker_id,
@@ -286,8 +288,10 @@ class SQLStore(SchedulesNodesTokens, QueuesTenantsFlow):
                 now=now,
                 tasks=tasks,
                 per_class=per_class,
+                rotate=rotate,
             )
             self.priorities.claimed(limit, len(claims))
+            self.tenant_rotation.claimed(limit, len(claims))
             return claims
         outbox = self.outbox_queues()
         with self.driver.transaction() as c:
@@ -305,6 +309,7 @@ class SQLStore(SchedulesNodesTokens, QueuesTenantsFlow):
                 outbox_queues=outbox,
             )
         self.priorities.claimed(limit, len(rows))
+        self.tenant_rotation.claimed(limit, len(rows))
         return [
             Claim(
                 job_from_row(row, self._t),

@@ -130,6 +130,8 @@ STATEMENTS: dict[str, str] = {
     "skip_tenants unless open_tenants)",
     "tenant_candidates": "as claim_candidates, of tenant `tenant` only (queues of `queues` "
     "unless all_queues, not in skip_queues unless open_queues)",
+    "next_due_tenant": "returns tenant: the first tenant after `after` in code-point order "
+    "with a scheduled job due at now, or no row",
     "claim_chosen": "as claim, for the jobs in ids still scheduled, due at now and not past "
     "their deadline, skipping rows another transaction locked",
     "lock_queue_backlog": "returns max_backlog of queue `queue`, its row locked for the "

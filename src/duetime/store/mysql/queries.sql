@@ -588,8 +588,9 @@ ORDER BY neg_priority, due_at, id
 LIMIT %(limit)s;
 
 -- name: tenant_candidates
--- The candidates of one tenant (a weighted tenant the claim's first read did not reach).
-SELECT id, queue, tenant FROM duetime_jobs FORCE INDEX (duetime_jobs_listing)
+-- The candidates of one tenant (a weighted tenant the claim's first read did not reach, or
+-- one of the tenants a claim rotates over), from its due jobs in claim order.
+SELECT id, queue, tenant FROM duetime_jobs FORCE INDEX (duetime_jobs_tenant_due)
 WHERE tenant = %(tenant)s AND status = 'scheduled' AND due_at <= %(now)s
   AND (deadline_at IS NULL OR deadline_at > %(now)s)
   AND (%(all_queues)s OR queue IN %(queues)s)
@@ -597,6 +598,14 @@ WHERE tenant = %(tenant)s AND status = 'scheduled' AND due_at <= %(now)s
   AND (%(open_queues)s OR queue NOT IN %(skip_queues)s)
 ORDER BY neg_priority, due_at, id
 LIMIT %(limit)s;
+
+-- name: next_due_tenant
+-- The first tenant after `after` (code-point order) with a job due at now: one seek in the
+-- tenant index, so the tenants with due work are found one read each.
+SELECT tenant FROM duetime_jobs FORCE INDEX (duetime_jobs_tenant_due)
+WHERE status = 'scheduled' AND tenant > %(after)s AND due_at <= %(now)s
+ORDER BY tenant
+LIMIT 1;
 
 -- name: claim_chosen
 -- As claim, for the jobs of `ids` still scheduled, due and not past their deadline, skipping

@@ -566,7 +566,8 @@ ORDER BY priority DESC, due_at, id
 LIMIT %(limit)s;
 
 -- name: tenant_candidates
--- The candidates of one tenant (a weighted tenant the claim's first read did not reach).
+-- The candidates of one tenant (a weighted tenant the claim's first read did not reach, or
+-- one of the tenants a claim rotates over), from its due jobs in claim order.
 SELECT id, queue, tenant FROM duetime_jobs
 WHERE tenant = %(tenant)s::text AND status = 'scheduled' AND due_at <= %(now)s
   AND (deadline_at IS NULL OR deadline_at > %(now)s)
@@ -575,6 +576,14 @@ WHERE tenant = %(tenant)s::text AND status = 'scheduled' AND due_at <= %(now)s
   AND NOT (queue = ANY (%(skip_queues)s::text[]))
 ORDER BY priority DESC, due_at, id
 LIMIT %(limit)s;
+
+-- name: next_due_tenant
+-- The first tenant after `after` (code-point order) with a job due at now: one seek in the
+-- tenant index, so the tenants with due work are found one read each.
+SELECT tenant FROM duetime_jobs
+WHERE status = 'scheduled' AND tenant > %(after)s::text AND due_at <= %(now)s
+ORDER BY tenant
+LIMIT 1;
 
 -- name: claim_chosen
 -- As claim, for the jobs of `ids` still scheduled, due and not past their deadline, skipping

@@ -592,8 +592,9 @@ ORDER BY priority DESC, due_at, id
 LIMIT :limit;
 
 -- name: tenant_candidates
--- The candidates of one tenant (a weighted tenant the claim's first read did not reach).
-SELECT id, queue, tenant FROM duetime_jobs INDEXED BY duetime_jobs_listing
+-- The candidates of one tenant (a weighted tenant the claim's first read did not reach, or
+-- one of the tenants a claim rotates over), from its due jobs in claim order.
+SELECT id, queue, tenant FROM duetime_jobs INDEXED BY duetime_jobs_tenant_due
 WHERE tenant = :tenant AND status = 'scheduled' AND due_at <= :now
   AND (deadline_at IS NULL OR deadline_at > :now)
   AND (:all_queues OR queue IN (SELECT value FROM json_each(:queues)))
@@ -601,6 +602,14 @@ WHERE tenant = :tenant AND status = 'scheduled' AND due_at <= :now
   AND (:open_queues OR queue NOT IN (SELECT value FROM json_each(:skip_queues)))
 ORDER BY priority DESC, due_at, id
 LIMIT :limit;
+
+-- name: next_due_tenant
+-- The first tenant after `after` (code-point order) with a job due at now: one seek in the
+-- tenant index, so the tenants with due work are found one read each.
+SELECT tenant FROM duetime_jobs INDEXED BY duetime_jobs_tenant_due
+WHERE status = 'scheduled' AND tenant > :after AND due_at <= :now
+ORDER BY tenant
+LIMIT 1;
 
 -- name: claim_chosen
 -- As claim, for the jobs of `ids` still scheduled, due and not past their deadline (under the

@@ -5,6 +5,7 @@ attempts the workers recorded."""
 
 from __future__ import annotations
 
+import json
 import signal
 
 import pytest
@@ -60,3 +61,40 @@ def test_low_priority_keeps_its_share_under_a_high_priority_flood(
         db_url, "SELECT count(*) FROM duetime_jobs WHERE priority = 10 AND status = 'scheduled'"
     )
     assert int(waiting_high) > 0, "the flood drained: not a flood"
+
+
+FLOOD = 2000
+SMALL = 10
+FAIRNESS_BOUND = 5.0  # seconds from enqueue to start, for every job of the small tenant
+
+
+@pytest.mark.timeout(300)
+def test_a_small_tenant_at_the_default_weight_starts_within_a_bound_under_a_flood(
+    db_url: str, procs: Processes, app: App
+) -> None:
+    """Another tenant has FLOOD jobs due before the small tenant's SMALL, and neither has a
+    setting: the claims rotate across the tenants with due work, so the small tenant's jobs
+    start within FAIRNESS_BOUND seconds, long before the flood drains."""
+    for _ in range(0, FLOOD, 500):
+        app.scoped("flood").enqueue_many("flow.hold", [{"seconds": 0.05} for _ in range(500)])
+    workers = [procs.worker(db_url, "--concurrency", "4") for _ in range(2)]
+
+    def flood_done() -> int:
+        return int(scalar(db_url, "SELECT count(*) FROM duetime_jobs WHERE status = 'succeeded'"))
+
+    wait_until(lambda: flood_done() >= 50, 60, "the flood does not start")  # workers are busy
+    small = app.scoped("small").enqueue_many("on_time", [{} for _ in range(SMALL)])
+    enqueued = {job.id: job.created_at.timestamp() for job in small}
+
+    def started() -> list[float]:
+        found = [procs.out_dir / f"ontime-{job_id}" for job_id in enqueued]
+        return [json.loads(p.read_text())["started"] for p in found if p.exists()]
+
+    wait_until(lambda: len(started()) == SMALL, 60, f"the small tenant's jobs: {started()}")
+    left = FLOOD - flood_done()
+    delays = sorted(s - min(enqueued.values()) for s in started())
+    assert delays[-1] < FAIRNESS_BOUND, f"small tenant's start delays {delays}"
+    assert left > FLOOD // 4, f"the flood was nearly done ({left} left): not a flood"
+    for w in workers:
+        w.send(signal.SIGTERM)
+    assert [w.wait_exit(60) for w in workers] == [0, 0]

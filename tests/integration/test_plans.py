@@ -317,7 +317,7 @@ def test_a_weighted_probe_reads_one_queue_or_tenant_through_an_index(
     }[backlog.dialect]
     with driver.transaction() as c:
         rows, _ = driver.execute(c.native, prefix + select, driver.encode(params))
-    index = "duetime_jobs_due" if name == "queue_candidates" else "duetime_jobs_listing"
+    index = "duetime_jobs_due" if name == "queue_candidates" else "duetime_jobs_tenant_due"
     if backlog.dialect == "postgres":
         plan = json.dumps(rows[0]["QUERY PLAN"])
         # every row of this backlog is of one tenant and queue: any index will do
@@ -364,3 +364,33 @@ def test_a_priority_reservation_reads_only_due_rows_through_its_index(
         assert "filesort" not in plan.lower(), plan
         index = "duetime_jobs_due_any" if all_queues else "duetime_jobs_due"
         assert f'"key": "{index}"' in plan, plan
+
+
+def test_finding_the_next_tenant_with_due_work_is_one_index_seek(backlog: Store) -> None:
+    """A claim that rotates across tenants (docs/flow-control.md, "Tenant fairness") finds
+    each tenant with due work with one read of the tenant index (migration 0011): no sort,
+    no scan of the table."""
+    driver = backlog.driver  # type: ignore[attr-defined]
+    [select] = driver.statements("next_due_tenant")
+    prefix = {
+        "postgres": "EXPLAIN (FORMAT JSON) ",
+        "sqlite": "EXPLAIN QUERY PLAN ",
+        "mysql": "EXPLAIN FORMAT=JSON ",
+    }[backlog.dialect]
+    with driver.transaction() as c:
+        rows, _ = driver.execute(
+            c.native, prefix + select, driver.encode({"after": "", "now": NOW})
+        )
+    if backlog.dialect == "postgres":
+        plan = json.dumps(rows[0]["QUERY PLAN"])
+        assert "Seq Scan" not in plan and '"Sort"' not in plan, plan
+        # the planner may take duetime_jobs_status (status, tenant, ...): a seek there too
+        assert '"Index Name": "duetime_jobs_' in plan and '"Limit"' in plan, plan
+    elif backlog.dialect == "sqlite":
+        plan = "\n".join(str(tuple(r)) for r in rows)
+        assert "USING INDEX duetime_jobs_tenant_due" in plan and "TEMP B-TREE" not in plan, plan
+    else:
+        plan = str(next(iter(rows[0].values())))
+        assert "filesort" not in plan.lower(), plan
+        assert '"key": "duetime_jobs_tenant_due"' in plan, plan
+    assert backlog.claim(worker_id="w", queues=None, limit=5, now=NOW)  # the rotation runs

@@ -1,6 +1,7 @@
-"""The maths of priorities without starvation (core/flow.PriorityShare), over an in-memory
-claim that reads as the store does: each lower class keeps its share of saturated claims, no
-slot is left unused, each class goes in its own order."""
+"""The maths of priorities without starvation (core/flow.PriorityShare) and tenant fairness
+(core/flow.TenantRotation), over in-memory claims that read as the store does: each lower
+class and each tenant keeps its share of saturated claims, no slot is left unused, each class
+and tenant goes in its own order."""
 
 from __future__ import annotations
 
@@ -11,7 +12,16 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from duetime.core.errors import InvalidRequest
-from duetime.core.flow import PRIORITY_IDLE, PriorityShare, Ranked, check_share
+from duetime.core.flow import (
+    PRIORITY_IDLE,
+    TENANT_IDLE,
+    TENANT_PROBES,
+    Candidate,
+    PriorityShare,
+    Ranked,
+    TenantRotation,
+    check_share,
+)
 
 
 class Due:
@@ -127,3 +137,89 @@ def test_more_classes_than_slots_take_turns() -> None:
 def test_a_share_is_a_fraction_below_one(bad: object) -> None:
     with pytest.raises(InvalidRequest, match="priority share"):
         check_share(bad)  # type: ignore[arg-type]
+
+
+# -- tenant fairness (TenantRotation) -----------------------------------------------------------
+
+
+class Tenants:
+    """Due jobs per tenant, claimed as the store's rotation claims them."""
+
+    def __init__(self, sizes: dict[str, int]) -> None:
+        self.lines = {t: [Candidate(i, "q", t) for i in range(n)] for t, n in sizes.items()}
+        self.reads = 0
+
+    def next_after(self, after: str) -> str | None:
+        self.reads += 1
+        return min((t for t, line in self.lines.items() if line and t > after), default=None)
+
+    def claim(self, rot: TenantRotation, limit: int, weights: dict[str, float]) -> list[str]:
+        if rot.wanted():
+            due = rot.due(self.next_after)
+        else:
+            due = []
+        if due:
+            got = rot.order({t: self.lines[t][:limit] for t in due}, weights, limit)
+        else:  # claim order: the first tenant's (the flood's) jobs
+            order = [c for t in sorted(self.lines) for c in self.lines[t]]
+            got = order[:limit]
+        for c in got:
+            self.lines[c.tenant].remove(c)
+        rot.claimed(limit, len(got))
+        return [c.tenant for c in got]
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    weights=st.lists(st.sampled_from([0.5, 1.0, 1.0, 2.0, 3.0]), min_size=2, max_size=6),
+    limit=st.integers(1, 8),
+    claims=st.integers(1, 40),
+)
+def test_tenants_with_due_work_get_their_weighted_share(
+    weights: list[float], limit: int, claims: int
+) -> None:
+    names = [f"t{i}" for i in range(len(weights))]
+    w = dict(zip(names, weights, strict=True))
+    tenants = Tenants({t: claims * limit + 1 for t in names})  # every one saturated
+    rot = TenantRotation()
+    got: Counter[str] = Counter()
+    for _ in range(claims):
+        taken = tenants.claim(rot, limit, w)
+        assert len(taken) == limit  # no slot left unused
+        got.update(taken)
+    total = claims * limit
+    for t in names:  # within a slot of its weighted share, whatever the claims' sizes
+        assert got[t] >= total * w[t] / sum(weights) - 1, (t, got)
+
+
+def test_claims_of_one_slot_alternate() -> None:
+    tenants = Tenants({"a": 100, "b": 100, "c": 100})
+    rot = TenantRotation()
+    got = [t for _ in range(9) for t in tenants.claim(rot, 1, {})]
+    assert got == ["a", "b", "c"] * 3
+
+
+def test_a_tenant_appearing_starts_level_with_the_others() -> None:
+    tenants = Tenants({"a": 1000, "b": 1000})
+    rot = TenantRotation()
+    for _ in range(50):
+        tenants.claim(rot, 4, {})
+    tenants.lines["c"] = [Candidate(10_000 + i, "q", "c") for i in range(100)]
+    got = Counter(t for _ in range(3) for t in tenants.claim(rot, 3, {}))
+    assert got == {"a": 3, "b": 3, "c": 3}  # neither a burst nor a wait
+
+
+def test_one_tenant_alone_is_looked_for_every_ninth_claim() -> None:
+    tenants = Tenants({"only": 10_000})
+    rot = TenantRotation()
+    for _ in range(9 * (TENANT_IDLE + 1)):
+        assert tenants.claim(rot, 10, {}) == ["only"] * 10
+    assert tenants.reads == 2 * 9  # finds "only", then nothing after it
+
+
+def test_more_tenants_than_probes_all_come_round() -> None:
+    n = TENANT_PROBES * 3
+    tenants = Tenants({f"t{i:02}": 100 for i in range(n)})
+    rot = TenantRotation()
+    seen = {t for _ in range(3) for t in tenants.claim(rot, TENANT_PROBES, {})}
+    assert len(seen) == n

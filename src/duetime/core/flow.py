@@ -431,8 +431,9 @@ TENANT_IDLE = 8
 
 class TenantRotation:
     """Rotates one process's saturated claims across the tenants with due work, weighted fair
-    queueing (deterministic): each tenant has a tag, the virtual time of its next slot; a slot
-    goes to the tenant with the lowest tag (ties by name), whose tag grows by 1 / its weight.
+    queueing (deterministic): each tenant has a tag, the virtual time its slots so far take; a
+    slot goes to the tenant whose next slot would end first (tag + 1 / weight; ties by name),
+    whose tag grows by 1 / its weight.
     A tenant joining starts at the lowest tag of the others, so it neither waits for the
     others' past nor takes a burst. Only a claim that follows a saturated one looks (a claim
     that took fewer than its slots took every due job); after finding one tenant alone, the
@@ -490,7 +491,8 @@ class TenantRotation:
             ready = [t for t in lines if at[t] < len(lines[t])]
             if not ready:
                 break
-            t = min(ready, key=lambda name: (self.tags[name], name))
+            # the earliest end of a next slot: a heavier tenant's slots are shorter
+            t = min(ready, key=lambda name: (self.tags[name] + 1.0 / weights.get(name, 1.0), name))
             out.append(lines[t][at[t]])
             at[t] += 1
             self.tags[t] += 1.0 / weights.get(t, 1.0)

@@ -37,7 +37,7 @@ class Due:
 
     def claim(self, share: PriorityShare, limit: int) -> list[Ranked]:
         per_class = share.reserve(limit)
-        lower = share.walk(self.read, per_class, limit) if per_class else []
+        lower = share.walk(self.read, per_class, limit) if per_class or share.owed else []
         taken = {j.id for j in lower}
         rest = [j for j in self.jobs if j.id not in taken][: limit - len(lower)]
         got = lower + rest
@@ -56,7 +56,7 @@ def flood(sizes: dict[int, int]) -> list[Ranked]:
     return jobs
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=500, deadline=None)
 @given(
     classes=st.lists(st.integers(-5, 5), min_size=1, max_size=4, unique=True),
     limit=st.integers(1, 12),
@@ -79,9 +79,9 @@ def test_each_lower_class_keeps_its_share(
     lower = [p for p in classes if p != top]
     for p in lower:
         if share * len(lower) <= 1:
-            # the credit comes a claim at a time: at most one claim's worth (and one slot)
-            # behind the exact share
-            assert counts[p] >= share * total - share * limit - 1, (p, counts)
+            # the credit comes a claim at a time, and slots a claim could not give are owed:
+            # each class at most one claim's credit (and one slot) behind its exact share
+            assert counts[p] >= share * total - share * limit - 1 - 1e-9, (p, counts)
     if share * len(lower) < 1:
         assert counts[top] >= total * (1 - share * len(lower)) - len(lower) - limit
     for p in classes:  # each class in its own order
@@ -169,7 +169,7 @@ class Tenants:
         return [c.tenant for c in got]
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=400, deadline=None)
 @given(
     weights=st.lists(st.sampled_from([0.5, 1.0, 1.0, 2.0, 3.0]), min_size=2, max_size=6),
     limit=st.integers(1, 8),

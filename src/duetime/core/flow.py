@@ -354,11 +354,12 @@ class PriorityShare:
         self.share = check_share(share)
         self.credit = 0.0
         self.idle = 0
-        # where the last walk ran out of slots: the next walk goes on below it
-        self.resume: int | None = None
+        # slots owed to a lower class (by priority) that a walk cut short for lack of slots
+        self.owed: dict[int, int] = {}
 
     def reserve(self, limit: int) -> int:
-        """The slots this claim reserves for each lower class (0: the plain claim)."""
+        """The slots this claim reserves for each lower class; 0 with nothing `owed`: the
+        plain claim."""
         if self.share <= 0 or limit <= 0:
             return 0
         if self.idle > 0:
@@ -376,39 +377,40 @@ class PriorityShare:
     ) -> list[Ranked]:
         """The lower classes' jobs this claim takes first: `read(below, n)` returns up to n
         due jobs of priority below `below`, in claim order. Reads the highest due class, then
-        up to per_class jobs of each class below it (at most PRIORITY_CLASSES classes and
-        `limit` jobs), starting below where the last walk stopped, so with more classes than
-        slots each gets its turn."""
+        walks down the classes below it (at most PRIORITY_CLASSES), taking up to per_class
+        jobs of each plus what it is owed. When the claim's `limit` slots run out, each class
+        below that got less than its due is owed the rest, paid first in the next walks."""
         top = read(PRIORITY_TOP, 1)
         if not top:
             return []
         highest = top[0].priority
         cursor = highest
-        if self.resume is not None and self.resume < highest:
-            cursor = self.resume
         taken: list[Ranked] = []
-        wrapped = cursor == highest
-        self.resume = None
-        for _ in range(PRIORITY_CLASSES):
-            n = min(per_class, limit - len(taken))
-            if n <= 0:  # out of slots: a class below gets its slots in the next claim
-                if read(cursor, 1):
-                    self.resume = cursor
-                    self.credit += per_class
+        for cls in sorted(self.owed, reverse=True):  # first what earlier walks owe
+            room_left = limit - len(taken)
+            if room_left <= 0:
                 break
-            rows = [r for r in read(cursor, n) if r.priority < highest]
-            if not rows:
-                if wrapped or taken:
-                    break
-                # the classes below where the last walk stopped are gone: start again below
-                # the highest
-                wrapped, cursor = True, highest
+            owed = self.owed.pop(cls)
+            if cls >= highest:
                 continue
-            taken += [r for r in rows if r.id not in {t.id for t in taken}]
-            cursor = min(r.priority for r in rows)
-        else:
-            self.resume = cursor
-        if not taken:
+            got = [r for r in read(cls + 1, min(owed, room_left)) if r.priority == cls]
+            taken += got
+            if got and len(got) < owed:
+                self.owed[cls] = owed - len(got)
+        for _ in range(PRIORITY_CLASSES if per_class > 0 else 0):
+            room_left = limit - len(taken)
+            # (the jobs already taken from what was owed are still due: read past them)
+            rows = read(cursor, max(1, min(per_class, room_left)) + len(taken))
+            rows = [r for r in rows if r.priority < highest and r.id not in {t.id for t in taken}]
+            if not rows:
+                break
+            cls = rows[0].priority
+            got = [r for r in rows if r.priority == cls][: max(0, min(per_class, room_left))]
+            taken += got
+            if len(got) < per_class and len(got) == max(0, room_left):  # cut short: owed
+                self.owed[cls] = min(self.owed.get(cls, 0) + per_class - len(got), limit)
+            cursor = cls
+        if not taken and not self.owed:
             self.idle = PRIORITY_IDLE
             self.credit = 0.0
         return taken
@@ -417,7 +419,7 @@ class PriorityShare:
         """After the claim: one that took fewer than its slots took every due job."""
         if started < limit:
             self.credit = 0.0
-            self.resume = None
+            self.owed.clear()
 
 
 # -- tenant fairness --------------------------------------------------------------------------

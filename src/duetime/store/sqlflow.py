@@ -160,7 +160,7 @@ class QueuesTenantsFlow(QueuesOutbox):
                     skip_queues | set(full(queue_room)),
                     full(tenant_room),
                 )
-                if per_class
+                if per_class or self.priorities.owed
                 else []
             )
             # tenant fairness (TenantRotation): the tenants with due work, when more than one
@@ -193,7 +193,16 @@ class QueuesTenantsFlow(QueuesOutbox):
                 if rotation and not chosen:
                     found = (
                         self._rotated(
-                            c, rotation, found, controls, want, now, queues, tasks, skip_queues
+                            c,
+                            rotation,
+                            found,
+                            controls,
+                            want,
+                            now,
+                            queues,
+                            tasks,
+                            skip_queues,
+                            skip_tenants,
                         )
                         + found
                     )
@@ -245,12 +254,15 @@ class QueuesTenantsFlow(QueuesOutbox):
         queues: Sequence[str] | None,
         tasks: Sequence[str] | None,
         skip_queues: set[str],
+        skip_tenants: list[str],
     ) -> list[Candidate]:
         """The candidates of the tenants in rotation, in the order their turns give
         (TenantRotation.order): a tenant's own from the first read when it has enough there,
         else read from the tenant index (tenant_candidates)."""
         lines: dict[str, list[Candidate]] = {}
         for t in rotation:
+            if t in skip_tenants:  # full: nothing of it may start
+                continue
             mine = [x for x in seen if x.tenant == t]
             if len(mine) < want:
                 rows = c.rows(

@@ -279,7 +279,7 @@ class SQLStore(SchedulesNodesTokens, QueuesTenantsFlow):
         controls = self.flow_controls()  # pause, caps, weights (docs/flow-control.md)
         per_class = self.priorities.reserve(limit)  # lower priorities' share, now and then
         rotate = self.tenant_rotation.wanted()  # after a saturated claim: tenants take turns
-        if controls.restricts_claim or per_class or rotate:
+        if controls.restricts_claim or per_class or self.priorities.owed or rotate:
             claims = self._claim_controlled(
                 controls,
                 worker_id=worker_id,

@@ -27,7 +27,15 @@ from duetime.core.errors import (
     ScheduleNotFound,
     UnknownTask,
 )
-from duetime.core.flow import KEEP, Keep, QueueFlow, TenantFlow, TenantSettings
+from duetime.core.flow import (
+    KEEP,
+    PRIORITY_SHARE,
+    Keep,
+    QueueFlow,
+    TenantFlow,
+    TenantSettings,
+    check_share,
+)
 from duetime.core.limits import (
     LimitStatus,
     Rate,
@@ -271,8 +279,12 @@ class App:
         clock: Clock | None = None,
         max_payload_bytes: int = DEFAULT_MAX_PAYLOAD_BYTES,
         pool_timeout: float | None = None,
+        priority_share: float = PRIORITY_SHARE,
     ) -> None:
         self._database_url = database_url
+        # under saturation each lower priority class keeps this share of a worker's claimed
+        # slots (docs/flow-control.md, "Priorities"); 0 claims in strict priority order
+        self._priority_share = check_share(priority_share)
         self.pool_timeout = pool_timeout  # PostgreSQL: seconds a call waits for a connection
         self.tenant = tenant
         self.clock: Clock = clock or SystemClock()
@@ -297,6 +309,18 @@ class App:
         self._database_url = url
 
     @property
+    def priority_share(self) -> float:
+        """The minimum share of each worker's claimed slots each lower priority class keeps
+        under saturation (default 0.1; docs/flow-control.md, "Priorities")."""
+        return self._priority_share
+
+    @priority_share.setter
+    def priority_share(self, share: float) -> None:
+        self._priority_share = check_share(share)
+        if self._store is not None:
+            self._store.set_priority_share(self._priority_share)
+
+    @property
     def store(self) -> Store:
         """The store (the database), opened on first use; SQLite is migrated then."""
         with self._lock:
@@ -309,6 +333,7 @@ class App:
                 except BaseException:
                     store.close()
                     raise
+                store.set_priority_share(self._priority_share)
                 self._store = store
             return self._store
 

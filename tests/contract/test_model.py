@@ -226,6 +226,9 @@ class StoreModel(RuleBasedStateMachine):
     def __init__(self) -> None:
         super().__init__()
         self.wipe()
+        # the model claims in strict priority order; the lower classes' share of saturated
+        # claims is checked in test_flow_priorities.py
+        self.store.set_priority_share(0)
         self.clock = ManualClock(START)
         self.model: dict[int, MJob] = {}
         self.frozen: dict[int, Job] = {}  # terminal jobs as first seen terminal

@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from conftest import STORE_KINDS
+from duetime.core.flow import PRIORITY_TOP
 from duetime.core.states import Event
 from duetime.store import open_store
 from duetime.store.base import Store
@@ -318,7 +319,7 @@ def test_a_weighted_probe_reads_one_queue_or_tenant_through_an_index(
     }[backlog.dialect]
     with driver.transaction() as c:
         rows, _ = driver.execute(c.native, prefix + select, driver.encode(params))
-    index = "duetime_jobs_due" if name == "queue_candidates" else "duetime_jobs_listing"
+    index = "duetime_jobs_due" if name == "queue_candidates" else "duetime_jobs_tenant_due"
     if backlog.dialect == "postgres":
         plan = json.dumps(rows[0]["QUERY PLAN"])
         # every row of this backlog is of one tenant and queue: any index will do
@@ -329,3 +330,69 @@ def test_a_weighted_probe_reads_one_queue_or_tenant_through_an_index(
     else:
         plan = str(next(iter(rows[0].values())))
         assert f'"key": "{index}"' in plan, plan
+
+
+@pytest.mark.parametrize("below", [PRIORITY_TOP, 0], ids=["highest class", "lower classes"])
+@pytest.mark.parametrize("all_queues", [True, False], ids=["every queue", "one queue"])
+def test_a_priority_reservation_reads_only_due_rows_through_its_index(
+    backlog: Store, all_queues: bool, below: int
+) -> None:
+    """The lower classes' read of a claim that reserves their share (docs/flow-control.md,
+    "Priorities") walks the claim-order index from `priority < below`: no sort, no scan."""
+    params = {**candidate_params(all_queues), "below": below, "limit": 2}
+    driver = backlog.driver  # type: ignore[attr-defined]
+    statements = driver.statements("lower_candidates")
+    select = next(s for s in statements if "duetime_jobs" in s)
+    prefix = {
+        "postgres": "EXPLAIN (FORMAT JSON) ",
+        "sqlite": "EXPLAIN QUERY PLAN ",
+        "mysql": "EXPLAIN FORMAT=JSON ",
+    }[backlog.dialect]
+    with driver.transaction() as c:
+        for setting in statements[: statements.index(select)]:  # SET LOCAL enable_sort = off
+            driver.execute(c.native, setting, {})
+        rows, _ = driver.execute(c.native, prefix + select, driver.encode(params))
+    if backlog.dialect == "postgres":
+        plan = json.dumps(rows[0]["QUERY PLAN"])
+        assert "Seq Scan" not in plan and '"Sort"' not in plan, plan
+        assert '"Index Name": "duetime_jobs_due' in plan and '"Limit"' in plan, plan
+    elif backlog.dialect == "sqlite":
+        plan = "\n".join(str(tuple(r)) for r in rows)
+        assert plan.count("TEMP B-TREE") == 1, plan  # only the branch for several queues
+        assert "duetime_jobs USING INDEX duetime_jobs_due_any" in plan, plan
+        assert "duetime_jobs USING INDEX duetime_jobs_due (queue=?" in plan, plan
+    else:
+        plan = str(next(iter(rows[0].values())))
+        assert "filesort" not in plan.lower(), plan
+        index = "duetime_jobs_due_any" if all_queues else "duetime_jobs_due"
+        assert f'"key": "{index}"' in plan, plan
+
+
+def test_finding_the_next_tenant_with_due_work_is_one_index_seek(backlog: Store) -> None:
+    """A claim that rotates across tenants (docs/flow-control.md, "Tenant fairness") finds
+    each tenant with due work with one read of the tenant index (migration 0011): no sort,
+    no scan of the table."""
+    driver = backlog.driver  # type: ignore[attr-defined]
+    [select] = driver.statements("next_due_tenant")
+    prefix = {
+        "postgres": "EXPLAIN (FORMAT JSON) ",
+        "sqlite": "EXPLAIN QUERY PLAN ",
+        "mysql": "EXPLAIN FORMAT=JSON ",
+    }[backlog.dialect]
+    with driver.transaction() as c:
+        rows, _ = driver.execute(
+            c.native, prefix + select, driver.encode({"after": "", "now": NOW})
+        )
+    if backlog.dialect == "postgres":
+        plan = json.dumps(rows[0]["QUERY PLAN"])
+        assert "Seq Scan" not in plan and '"Sort"' not in plan, plan
+        # the planner may take duetime_jobs_status (status, tenant, ...): a seek there too
+        assert '"Index Name": "duetime_jobs_' in plan and '"Limit"' in plan, plan
+    elif backlog.dialect == "sqlite":
+        plan = "\n".join(str(tuple(r)) for r in rows)
+        assert "USING INDEX duetime_jobs_tenant_due" in plan and "TEMP B-TREE" not in plan, plan
+    else:
+        plan = str(next(iter(rows[0].values())))
+        assert "filesort" not in plan.lower(), plan
+        assert '"key": "duetime_jobs_tenant_due"' in plan, plan
+    assert backlog.claim(worker_id="w", queues=None, limit=5, now=NOW)  # the rotation runs

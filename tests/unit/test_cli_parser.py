@@ -223,3 +223,19 @@ def test_flag_values_arrive_parsed() -> None:
     assert build_parser().parse_args(["enqueue", "t", "--args", ""]).args == {}, "as always"
     args = build_parser().parse_args(["jobs", "reschedule", "7", "--in", "1h30m"])
     assert (args.id, args.at, args.delay) == (7, None, timedelta(hours=1, minutes=30))
+
+
+def test_worker_priority_share() -> None:
+    args = build_parser().parse_args(["worker", "--app", "m:app", "--priority-share", "0.25"])
+    assert args.priority_share == 0.25
+    assert build_parser().parse_args(["worker", "--app", "m:app"]).priority_share is None
+
+
+@pytest.mark.parametrize("value", ["1", "-0.1", "half"])
+def test_worker_priority_share_refuses_what_is_not_a_fraction(
+    value: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as exit_:
+        build_parser().parse_args(["worker", "--app", "m:app", "--priority-share", value])
+    assert exit_.value.code == 2
+    assert "fraction" in capsys.readouterr().err

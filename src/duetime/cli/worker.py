@@ -14,7 +14,8 @@ from typing import Any
 from duetime import logs
 from duetime.cli.support import _positive_int, add_log_flags, make_app, port, seconds
 from duetime.client import App
-from duetime.core.errors import StoreUnavailable
+from duetime.core.errors import InvalidRequest, StoreUnavailable
+from duetime.core.flow import check_share
 
 log = logging.getLogger("duetime.cli")
 
@@ -27,6 +28,14 @@ def add_parsers(sub: Any, parents: list[argparse.ArgumentParser]) -> None:
     )
     p.add_argument(
         "--concurrency", type=_positive_int, default=10, help="jobs run at once (default 10)"
+    )
+    p.add_argument(
+        "--priority-share",
+        type=_fraction,
+        default=None,
+        metavar="FRACTION",
+        help="under saturation each lower priority class keeps at least this share of this "
+        "worker's slots (default: the App's priority_share, 0.1; 0 for strict priority order)",
     )
     p.add_argument(
         "--poll-interval", type=seconds, default=0.5, help="idle poll interval, e.g. 0.5s"
@@ -78,6 +87,15 @@ def add_parsers(sub: Any, parents: list[argparse.ArgumentParser]) -> None:
     p.set_defaults(func=cmd_worker)
 
 
+def _fraction(text: str) -> float:
+    try:
+        return check_share(float(text))
+    except (ValueError, InvalidRequest):
+        raise argparse.ArgumentTypeError(
+            f"must be a fraction from 0 up to (not including) 1, like 0.1, not {text!r}"
+        ) from None
+
+
 def _retention(text: str) -> timedelta | None:
     if text.strip().lower() == "off":
         return None
@@ -99,6 +117,8 @@ def cmd_worker(args: argparse.Namespace) -> int:
         require()
     logs.configure(args.log_level, args.log_format)
     app = make_app(args, create=True)
+    if args.priority_share is not None:
+        app.priority_share = args.priority_share
     figures = worker_metrics.WorkerMetrics()
     exporter = None  # nothing listens without --metrics-port
     if args.metrics_port is not None:  # before waiting for the store: a busy port fails fast

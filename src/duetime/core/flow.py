@@ -12,7 +12,7 @@ queue by smooth weighted round robin.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import Enum
@@ -313,3 +313,199 @@ def parse_limit(text: str, what: str) -> int | None:
         raise InvalidRequest(
             f"{what} must be a whole number >= 0 or `none`, not {text!r}"
         ) from None
+
+
+# -- priorities without starvation ----------------------------------------------------------
+
+# the minimum share of a saturated worker's claimed slots each lower priority class keeps
+PRIORITY_SHARE = 0.1
+# lower classes served by one claim at most (the others get their turn in the next claims)
+PRIORITY_CLASSES = 8
+# after a claim found no lower class due, the next claims that do not look for one
+PRIORITY_IDLE = 8
+# a priority above every job's (priority is a 32-bit integer): "below" it is every class
+PRIORITY_TOP = 2**31
+
+
+@dataclass(frozen=True)
+class Ranked:
+    """A due job of a priority class, as a reservation reads it (claim order)."""
+
+    id: int
+    priority: int
+    queue: str = ""
+    tenant: str = ""
+
+
+def check_share(value: float) -> float:
+    """A priority share: a fraction from 0 (strict priority order) below 1."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value < 1:
+        raise InvalidRequest(
+            f"priority share must be a fraction from 0 up to (not including) 1, not {value!r}"
+        )
+    return float(value)
+
+
+class PriorityShare:
+    """Keeps each lower priority class's minimum share of one process's claims, deterministic.
+
+    Each claim of `limit` slots earns share * limit slots of credit for every lower class;
+    when the credit reaches a whole slot, the claim reserves that many slots (`per_class`)
+    for each priority class below the highest due one, walking them downwards (`walk`): the
+    oldest due jobs of each, read from the claim-order index. The rest of the claim's slots
+    go to claim order as before, so no slot is left unused. When a claim found no lower class
+    due (the common case: one class), the next PRIORITY_IDLE claims do not look; a claim that
+    did not fill its slots (nothing more due) drops the credit: it took every due job."""
+
+    def __init__(self, share: float = PRIORITY_SHARE) -> None:
+        self.share = check_share(share)
+        self.credit = 0.0
+        self.idle = 0
+        # slots owed to a lower class (by priority) that a walk cut short for lack of slots
+        self.owed: dict[int, int] = {}
+
+    def reserve(self, limit: int) -> int:
+        """The slots this claim reserves for each lower class; 0 with nothing `owed`: the
+        plain claim."""
+        if self.share <= 0 or limit <= 0:
+            return 0
+        if self.idle > 0:
+            self.idle -= 1
+            return 0
+        self.credit = min(self.credit + self.share * limit, 2.0 * limit)  # with a debt
+        whole = int(self.credit + 1e-9)  # ten times 0.1 is a whole slot, whatever the float sum
+        if whole <= 0:
+            return 0
+        self.credit -= whole
+        return whole
+
+    def walk(
+        self, read: Callable[[int, int], Sequence[Ranked]], per_class: int, limit: int
+    ) -> list[Ranked]:
+        """The lower classes' jobs this claim takes first: `read(below, n)` returns up to n
+        due jobs of priority below `below`, in claim order. Reads the highest due class, then
+        walks down the classes below it (at most PRIORITY_CLASSES), taking up to per_class
+        jobs of each plus what it is owed. When the claim's `limit` slots run out, each class
+        below that got less than its due is owed the rest, paid first in the next walks."""
+        top = read(PRIORITY_TOP, 1)
+        if not top:
+            return []
+        highest = top[0].priority
+        cursor = highest
+        taken: list[Ranked] = []
+        for cls in sorted(self.owed, reverse=True):  # first what earlier walks owe
+            room_left = limit - len(taken)
+            if room_left <= 0:
+                break
+            owed = self.owed.pop(cls)
+            if cls >= highest:
+                continue
+            got = [r for r in read(cls + 1, min(owed, room_left)) if r.priority == cls]
+            taken += got
+            if got and len(got) < owed:
+                self.owed[cls] = owed - len(got)
+        for _ in range(PRIORITY_CLASSES if per_class > 0 else 0):
+            room_left = limit - len(taken)
+            # (the jobs already taken from what was owed are still due: read past them)
+            rows = read(cursor, max(1, min(per_class, room_left)) + len(taken))
+            rows = [r for r in rows if r.priority < highest and r.id not in {t.id for t in taken}]
+            if not rows:
+                break
+            cls = rows[0].priority
+            got = [r for r in rows if r.priority == cls][: max(0, min(per_class, room_left))]
+            taken += got
+            if len(got) < per_class and len(got) == max(0, room_left):  # cut short: owed
+                self.owed[cls] = min(self.owed.get(cls, 0) + per_class - len(got), limit)
+            cursor = cls
+        if not taken and not self.owed:
+            self.idle = PRIORITY_IDLE
+            self.credit = 0.0
+        return taken
+
+    def claimed(self, limit: int, started: int) -> None:
+        """After the claim: one that took fewer than its slots took every due job."""
+        if started < limit:
+            self.credit = 0.0
+            self.owed.clear()
+
+
+# -- tenant fairness --------------------------------------------------------------------------
+
+# tenants with due work a claim rotates over at most (the next claims go on after the last)
+TENANT_PROBES = 8
+# after a saturated claim found at most one tenant with due work, the next claims that do
+# not look for others
+TENANT_IDLE = 8
+
+
+class TenantRotation:
+    """Rotates one process's saturated claims across the tenants with due work, weighted fair
+    queueing (deterministic): each tenant has a tag, the virtual time its slots so far take; a
+    slot goes to the tenant whose next slot would end first (tag + 1 / weight; ties by name),
+    whose tag grows by 1 / its weight.
+    A tenant joining starts at the lowest tag of the others, so it neither waits for the
+    others' past nor takes a burst. Only a claim that follows a saturated one looks (a claim
+    that took fewer than its slots took every due job); after finding one tenant alone, the
+    next TENANT_IDLE claims do not look."""
+
+    def __init__(self) -> None:
+        self.tags: dict[str, float] = {}
+        self.after = ""  # where the last look stopped, with more tenants than TENANT_PROBES
+        self.idle = 0
+        self.saturated = True
+
+    def wanted(self) -> bool:
+        """Whether this claim looks for the tenants with due work."""
+        if not self.saturated:
+            return False
+        if self.idle > 0:
+            self.idle -= 1
+            return False
+        return True
+
+    def due(self, next_after: Callable[[str], str | None]) -> list[str]:
+        """The tenants with due work to rotate over (none when fewer than two): up to
+        TENANT_PROBES, from `next_after(name)` (the first tenant after name with due work,
+        or None), starting after where the last look stopped and wrapping around once."""
+        found: list[str] = []
+        after, wrapped = self.after, self.after == ""
+        while len(found) < TENANT_PROBES:
+            tenant = next_after(after)
+            if tenant is None:
+                if wrapped:
+                    break
+                after, wrapped = "", True
+                continue
+            if tenant in found:
+                break
+            found.append(tenant)
+            after = tenant
+        self.after = found[-1] if len(found) >= TENANT_PROBES else ""
+        if len(found) < 2:
+            self.idle = TENANT_IDLE
+            self.tags.clear()
+            return []
+        return found
+
+    def order(
+        self, lines: Mapping[str, Sequence[Candidate]], weights: Mapping[str, float], limit: int
+    ) -> list[Candidate]:
+        """Up to `limit` candidates of `lines` (each tenant's, in claim order) in the order
+        their tenants' tags give, the tags charged as if each were started."""
+        floor = min((self.tags[t] for t in lines if t in self.tags), default=0.0)
+        self.tags = {t: self.tags.get(t, floor) - floor for t in lines}
+        at = dict.fromkeys(lines, 0)
+        out: list[Candidate] = []
+        while len(out) < limit:
+            ready = [t for t in lines if at[t] < len(lines[t])]
+            if not ready:
+                break
+            # the earliest end of a next slot: a heavier tenant's slots are shorter
+            t = min(ready, key=lambda name: (self.tags[name] + 1.0 / weights.get(name, 1.0), name))
+            out.append(lines[t][at[t]])
+            at[t] += 1
+            self.tags[t] += 1.0 / weights.get(t, 1.0)
+        return out
+
+    def claimed(self, limit: int, started: int) -> None:
+        self.saturated = started >= limit

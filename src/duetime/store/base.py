@@ -102,6 +102,11 @@ class Store(Protocol):
         history (read in the same snapshot), else without."""
         ...
 
+    def set_priority_share(self, share: float) -> None:
+        """The minimum share of this process's claimed slots each lower priority class keeps
+        under saturation (default PRIORITY_SHARE, 0.1); 0 claims in strict priority order."""
+        ...
+
     def claim(
         self,
         *,
@@ -119,7 +124,9 @@ class Store(Protocol):
         Eligible: status scheduled, due_at <= now, deadline_at absent or > now, queue in
         `queues` (any queue when None), task in `tasks` (any task when None: a worker passes
         the tasks it has handlers for, so a job no worker knows waits unclaimed). Order:
-        priority descending, then due_at, then id. Each claimed job becomes running with
+        priority descending, then due_at, then id, except that under saturation each lower
+        priority class keeps its minimum share of the slots (set_priority_share, docs/
+        flow-control.md "Priorities"). Each claimed job becomes running with
         generation + 1 and attempts + 1, and gets a new attempt row with that generation and
         lease_expires_at = now + the job's lease_seconds.
         Concurrent callers never receive the same job. Jobs carrying a limit key take only

@@ -32,6 +32,9 @@ from duetime.core.flow import (
     FlowControls,
     FlowCounts,
     Keep,
+    PriorityShare,
+    Ranked,
+    TenantRotation,
     TenantSettings,
     choose,
     full,
@@ -50,6 +53,8 @@ from duetime.store.sqlshared import conflicts_retried
 class QueuesTenantsFlow(QueuesOutbox, Limits):
     driver: Driver
     _t: ToTime
+    priorities: PriorityShare
+    tenant_rotation: TenantRotation
 
     # -- settings -----------------------------------------------------------------------------
 
@@ -122,6 +127,8 @@ class QueuesTenantsFlow(QueuesOutbox, Limits):
         limit: int,
         now: datetime,
         tasks: Sequence[str] | None,
+        per_class: int = 0,
+        rotate: bool = False,
     ) -> list[Claim]:
         outbox = self.outbox_queues()
         with self.driver.transaction() as c:
@@ -146,6 +153,29 @@ class QueuesTenantsFlow(QueuesOutbox, Limits):
             skip_queues = set(outbox) | controls.paused
             chosen: list[int] = []
             held: list[int] = []  # read, but held back by a limit: not read again
+            # the lower priority classes' reserved slots (PriorityShare): their oldest due jobs
+            # go first in the candidates, so they are taken while their queue and tenant have
+            # room (with weights: first in their queue's and tenant's line)
+            lower = (
+                self._lower_classes(
+                    c,
+                    per_class,
+                    limit,
+                    now,
+                    queues,
+                    tasks,
+                    skip_queues | set(full(queue_room)),
+                    full(tenant_room),
+                )
+                if per_class or self.priorities.owed
+                else []
+            )
+            # tenant fairness (TenantRotation): the tenants with due work, when more than one
+            rotation = (
+                self.tenant_rotation.due(lambda after: self._next_due_tenant(c, after, now))
+                if rotate
+                else []
+            )
             for _ in range(MAX_ROUNDS):
                 skip_queues |= set(full(queue_room))
                 skip_tenants = full(tenant_room)
@@ -168,6 +198,24 @@ class QueuesTenantsFlow(QueuesOutbox, Limits):
                     **(budget.filters() if budget is not None else NO_LIMITS),
                 )
                 found = [_candidate(r) for r in rows]
+                if rotation and not chosen:
+                    found = (
+                        self._rotated(
+                            c,
+                            rotation,
+                            found,
+                            controls,
+                            want,
+                            now,
+                            queues,
+                            tasks,
+                            skip_queues,
+                            skip_tenants,
+                        )
+                        + found
+                    )
+                if lower:
+                    found, lower = lower + found, []
                 if controls.weighted and not chosen and len(rows) >= scan:
                     found += self._weighted_behind(
                         c, controls, found, want, now, queues, tasks, skip_queues, skip_tenants
@@ -183,7 +231,7 @@ class QueuesTenantsFlow(QueuesOutbox, Limits):
                     queue_room,
                     tenant_room,
                     controls.queue_weights,
-                    controls.tenant_weights,
+                    {} if rotation else controls.tenant_weights,
                 )
                 if budget is not None:
                     by_id = {f.id: f for f in found}
@@ -210,6 +258,86 @@ class QueuesTenantsFlow(QueuesOutbox, Limits):
             )
             for row in started
         ]
+
+    def _next_due_tenant(self, c: Connection, after: str, now: datetime) -> str | None:
+        row = c.one("next_due_tenant", after=after, now=now)
+        return None if row is None else str(row["tenant"])
+
+    def _rotated(
+        self,
+        c: Connection,
+        rotation: list[str],
+        seen: list[Candidate],
+        controls: FlowControls,
+        want: int,
+        now: datetime,
+        queues: Sequence[str] | None,
+        tasks: Sequence[str] | None,
+        skip_queues: set[str],
+        skip_tenants: list[str],
+    ) -> list[Candidate]:
+        """The candidates of the tenants in rotation, in the order their turns give
+        (TenantRotation.order): a tenant's own from the first read when it has enough there,
+        else read from the tenant index (tenant_candidates)."""
+        lines: dict[str, list[Candidate]] = {}
+        for t in rotation:
+            if t in skip_tenants:  # full: nothing of it may start
+                continue
+            mine = [x for x in seen if x.tenant == t]
+            if len(mine) < want:
+                rows = c.rows(
+                    "tenant_candidates",
+                    tenant=t,
+                    now=now,
+                    limit=want,
+                    all_queues=queues is None,
+                    queues=list(queues) if queues is not None else [],
+                    all_tasks=tasks is None,
+                    tasks=list(tasks) if tasks is not None else [],
+                    open_queues=not skip_queues,
+                    skip_queues=sorted(skip_queues),
+                )
+                mine = [_candidate(r) for r in rows]
+            if mine:
+                lines[t] = mine
+        return self.tenant_rotation.order(lines, controls.tenant_weights, want)
+
+    def _lower_classes(
+        self,
+        c: Connection,
+        per_class: int,
+        limit: int,
+        now: datetime,
+        queues: Sequence[str] | None,
+        tasks: Sequence[str] | None,
+        skip_queues: set[str],
+        skip_tenants: list[str],
+    ) -> list[Candidate]:
+        """Up to per_class of the oldest due jobs of each priority class below the highest due
+        one (PriorityShare.walk), read from the claim-order index (lower_candidates)."""
+
+        read_rows: dict[int, Row] = {}
+
+        def read(below: int, n: int) -> list[Ranked]:
+            rows = c.rows(
+                "lower_candidates",
+                now=now,
+                limit=n,
+                below=below,
+                all_queues=queues is None,
+                queues=list(queues) if queues is not None else [],
+                all_tasks=tasks is None,
+                tasks=list(tasks) if tasks is not None else [],
+                open_queues=not skip_queues,
+                skip_queues=sorted(skip_queues),
+                open_tenants=not skip_tenants,
+                skip_tenants=skip_tenants,
+            )
+            read_rows.update((int(r["id"]), r) for r in rows)
+            return [Ranked(int(r["id"]), int(r["priority"]), r["queue"], r["tenant"]) for r in rows]
+
+        walked = self.priorities.walk(read, per_class, limit)
+        return [_candidate(read_rows[r.id]) for r in walked]  # with their limit keys
 
     def _weighted_behind(
         self,

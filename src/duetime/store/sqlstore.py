@@ -24,6 +24,7 @@ from duetime.core.errors import (
     StaleAttempt,
     StoreError,
 )
+from duetime.core.flow import PriorityShare, TenantRotation
 from duetime.core.models import (
     Attempt,
     Claim,
@@ -82,6 +83,13 @@ class SQLStore(SchedulesNodesTokens, QueuesTenantsFlow):
         self.dialect = driver.dialect
         self.lock_wait = driver.lock_wait
         self._t = driver.to_time
+        self.priorities = PriorityShare()  # each lower priority class's share of the claims
+        self.tenant_rotation = TenantRotation()  # saturated claims rotate over tenants
+
+    def set_priority_share(self, share: float) -> None:
+        """The minimum share of this process's claimed slots each lower priority class keeps
+        under saturation (docs/flow-control.md, Priorities); 0 claims in strict order."""
+        self.priorities = PriorityShare(share)
 
     def close(self) -> None:
         self.driver.close()
@@ -333,10 +341,22 @@ class SQLStore(SchedulesNodesTokens, QueuesTenantsFlow):
         if limit <= 0:
             return []
         controls = self.flow_controls()  # pause, caps, weights (docs/flow-control.md)
-        if controls.restricts_claim:
-            return self._claim_controlled(
-                controls, worker_id=worker_id, queues=queues, limit=limit, now=now, tasks=tasks
+        per_class = self.priorities.reserve(limit)  # lower priorities' share, now and then
+        rotate = self.tenant_rotation.wanted()  # after a saturated claim: tenants take turns
+        if controls.restricts_claim or per_class or self.priorities.owed or rotate:
+            claims = self._claim_controlled(
+                controls,
+                worker_id=worker_id,
+                queues=queues,
+                limit=limit,
+                now=now,
+                tasks=tasks,
+                per_class=per_class,
+                rotate=rotate,
             )
+            self.priorities.claimed(limit, len(claims))
+            self.tenant_rotation.claimed(limit, len(claims))
+            return claims
         outbox = self.outbox_queues()
         if self.limit_names():  # limits exist: the limited path (store/sqllimits.py)
             with self.driver.transaction() as c:
@@ -354,21 +374,24 @@ class SQLStore(SchedulesNodesTokens, QueuesTenantsFlow):
                         "outbox_queues": outbox,
                     },
                 )
-            return self._claims(rows)
-        # a transaction of its own, in as few round trips as the dialect can (Driver.rows_alone)
-        rows = self.driver.rows_alone(
-            "claim",
-            now=now,
-            limit=limit,
-            all_queues=queues is None,
-            queues=list(queues) if queues is not None else [],
-            all_tasks=tasks is None,
-            tasks=list(tasks) if tasks is not None else [],
-            moves=moves_json(Event.CLAIM),
-            worker_id=worker_id,
-            all_direct=not outbox,
-            outbox_queues=outbox,
-        )
+        else:
+            # a transaction of its own, in as few round trips as the dialect can
+            # (Driver.rows_alone)
+            rows = self.driver.rows_alone(
+                "claim",
+                now=now,
+                limit=limit,
+                all_queues=queues is None,
+                queues=list(queues) if queues is not None else [],
+                all_tasks=tasks is None,
+                tasks=list(tasks) if tasks is not None else [],
+                moves=moves_json(Event.CLAIM),
+                worker_id=worker_id,
+                all_direct=not outbox,
+                outbox_queues=outbox,
+            )
+        self.priorities.claimed(limit, len(rows))
+        self.tenant_rotation.claimed(limit, len(rows))
         return self._claims(rows)
 
     def _claims(self, rows: Sequence[Row]) -> list[Claim]:

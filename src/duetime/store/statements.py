@@ -133,11 +133,16 @@ STATEMENTS: dict[str, str] = {
     "skip_ids (unless no_skip_ids), whose limits text contains none of the strings of "
     "`blocked` nor, when attempts > 0, of `retry_blocked` (JSON arrays), by priority desc, "
     "due_at, id; locks nothing",
+    "lower_candidates": "returns id, priority, queue, tenant, limits, attempts of up to "
+    "`limit` jobs as claim_candidates (no skip_ids, no limits filters) of priority below "
+    "`below`, by priority desc, due_at, id; locks nothing",
     "queue_candidates": "as claim_candidates (without the limits filters), of queue `queue` "
     "only (tenants not in skip_tenants unless open_tenants)",
     "tenant_candidates": "as claim_candidates (without the limits filters), of tenant "
     "`tenant` only (queues of `queues` unless all_queues, not in skip_queues unless "
     "open_queues)",
+    "next_due_tenant": "returns tenant: the first tenant after `after` in code-point order "
+    "with a scheduled job due at now, or no row",
     "claim_chosen": "as claim, for the jobs in ids still scheduled, due at now and not past "
     "their deadline, skipping rows another transaction locked",
     "lock_queue_backlog": "returns max_backlog of queue `queue`, its row locked for the "

@@ -590,6 +590,29 @@ UNION ALL
  ORDER BY neg_priority, due_at, id
  LIMIT %(limit)s);
 
+-- name: lower_candidates
+-- A priority reservation's read (core/flow.PriorityShare): claim_candidates of the jobs of
+-- priority below `below`, with their priority; neg_priority > -below is a range of the index.
+(SELECT id, priority, queue, tenant, limits, attempts FROM duetime_jobs FORCE INDEX (duetime_jobs_due_any)
+ WHERE %(all_queues)s AND status = 'scheduled' AND due_at <= %(now)s
+   AND (deadline_at IS NULL OR deadline_at > %(now)s)
+   AND (%(all_tasks)s OR task IN %(tasks)s)
+   AND (%(open_queues)s OR queue NOT IN %(skip_queues)s)
+   AND (%(open_tenants)s OR tenant NOT IN %(skip_tenants)s)
+   AND neg_priority > -%(below)s
+ ORDER BY neg_priority, due_at, id
+ LIMIT %(limit)s)
+UNION ALL
+(SELECT id, priority, queue, tenant, limits, attempts FROM duetime_jobs FORCE INDEX (duetime_jobs_due)
+ WHERE NOT %(all_queues)s AND queue IN %(queues)s AND status = 'scheduled'
+   AND due_at <= %(now)s AND (deadline_at IS NULL OR deadline_at > %(now)s)
+   AND (%(all_tasks)s OR task IN %(tasks)s)
+   AND (%(open_queues)s OR queue NOT IN %(skip_queues)s)
+   AND (%(open_tenants)s OR tenant NOT IN %(skip_tenants)s)
+   AND neg_priority > -%(below)s
+ ORDER BY neg_priority, due_at, id
+ LIMIT %(limit)s);
+
 -- name: queue_candidates
 -- The candidates of one queue (a weighted queue the claim's first read did not reach).
 SELECT id, queue, tenant, limits, attempts FROM duetime_jobs FORCE INDEX (duetime_jobs_due)
@@ -601,8 +624,9 @@ ORDER BY neg_priority, due_at, id
 LIMIT %(limit)s;
 
 -- name: tenant_candidates
--- The candidates of one tenant (a weighted tenant the claim's first read did not reach).
-SELECT id, queue, tenant, limits, attempts FROM duetime_jobs FORCE INDEX (duetime_jobs_listing)
+-- The candidates of one tenant (a weighted tenant the claim's first read did not reach, or
+-- one of the tenants a claim rotates over), from its due jobs in claim order.
+SELECT id, queue, tenant, limits, attempts FROM duetime_jobs FORCE INDEX (duetime_jobs_tenant_due)
 WHERE tenant = %(tenant)s AND status = 'scheduled' AND due_at <= %(now)s
   AND (deadline_at IS NULL OR deadline_at > %(now)s)
   AND (%(all_queues)s OR queue IN %(queues)s)
@@ -610,6 +634,14 @@ WHERE tenant = %(tenant)s AND status = 'scheduled' AND due_at <= %(now)s
   AND (%(open_queues)s OR queue NOT IN %(skip_queues)s)
 ORDER BY neg_priority, due_at, id
 LIMIT %(limit)s;
+
+-- name: next_due_tenant
+-- The first tenant after `after` (code-point order) with a job due at now: one seek in the
+-- tenant index, so the tenants with due work are found one read each.
+SELECT tenant FROM duetime_jobs FORCE INDEX (duetime_jobs_tenant_due)
+WHERE status = 'scheduled' AND tenant > %(after)s AND due_at <= %(now)s
+ORDER BY tenant
+LIMIT 1;
 
 -- name: claim_chosen
 -- As claim, for the jobs of `ids` still scheduled, due and not past their deadline, skipping

@@ -568,6 +568,22 @@ WHERE status = 'scheduled'
 ORDER BY priority DESC, due_at, id
 LIMIT %(limit)s;
 
+-- name: lower_candidates
+-- A priority reservation's read (core/flow.PriorityShare): claim_candidates of the jobs of
+-- priority below `below`, with their priority; sorting off, so it walks the claim-order index.
+SET LOCAL enable_sort = off;
+SELECT id, priority, queue, tenant, limits, attempts FROM duetime_jobs
+WHERE status = 'scheduled'
+  AND due_at <= %(now)s
+  AND (deadline_at IS NULL OR deadline_at > %(now)s)
+  AND (%(all_queues)s::boolean OR queue = ANY (%(queues)s::text[]))
+  AND (%(all_tasks)s::boolean OR task = ANY (%(tasks)s::text[]))
+  AND NOT (queue = ANY (%(skip_queues)s::text[]))
+  AND NOT (tenant = ANY (%(skip_tenants)s::text[]))
+  AND priority < %(below)s::bigint
+ORDER BY priority DESC, due_at, id
+LIMIT %(limit)s;
+
 -- name: queue_candidates
 -- The candidates of one queue (a weighted queue the claim's first read did not reach).
 SELECT id, queue, tenant, limits, attempts FROM duetime_jobs
@@ -579,7 +595,8 @@ ORDER BY priority DESC, due_at, id
 LIMIT %(limit)s;
 
 -- name: tenant_candidates
--- The candidates of one tenant (a weighted tenant the claim's first read did not reach).
+-- The candidates of one tenant (a weighted tenant the claim's first read did not reach, or
+-- one of the tenants a claim rotates over), from its due jobs in claim order.
 SELECT id, queue, tenant, limits, attempts FROM duetime_jobs
 WHERE tenant = %(tenant)s::text AND status = 'scheduled' AND due_at <= %(now)s
   AND (deadline_at IS NULL OR deadline_at > %(now)s)
@@ -588,6 +605,14 @@ WHERE tenant = %(tenant)s::text AND status = 'scheduled' AND due_at <= %(now)s
   AND NOT (queue = ANY (%(skip_queues)s::text[]))
 ORDER BY priority DESC, due_at, id
 LIMIT %(limit)s;
+
+-- name: next_due_tenant
+-- The first tenant after `after` (code-point order) with a job due at now: one seek in the
+-- tenant index, so the tenants with due work are found one read each.
+SELECT tenant FROM duetime_jobs
+WHERE status = 'scheduled' AND tenant > %(after)s::text AND due_at <= %(now)s
+ORDER BY tenant
+LIMIT 1;
 
 -- name: claim_chosen
 -- As claim, for the jobs of `ids` still scheduled, due and not past their deadline, skipping

@@ -570,6 +570,46 @@ SELECT id, queue, tenant, limits, attempts FROM (
     ORDER BY priority DESC, due_at, id
     LIMIT :limit);
 
+-- name: lower_candidates
+-- A priority reservation's read (core/flow.PriorityShare): claim_candidates of the jobs of
+-- priority below `below`, with their priority; the same claim-order indexes, which give
+-- `priority < below` as a range.
+SELECT id, priority, queue, tenant, limits, attempts FROM (
+    SELECT id, priority, queue, tenant, limits, attempts FROM duetime_jobs INDEXED BY duetime_jobs_due_any
+    WHERE :all_queues AND status = 'scheduled' AND due_at <= :now
+      AND (deadline_at IS NULL OR deadline_at > :now)
+      AND (:all_tasks OR task IN (SELECT value FROM json_each(:tasks)))
+      AND (:open_queues OR queue NOT IN (SELECT value FROM json_each(:skip_queues)))
+      AND (:open_tenants OR tenant NOT IN (SELECT value FROM json_each(:skip_tenants)))
+      AND priority < :below
+    ORDER BY priority DESC, due_at, id
+    LIMIT :limit)
+UNION ALL
+SELECT id, priority, queue, tenant, limits, attempts FROM (
+    SELECT id, priority, queue, tenant, limits, attempts FROM duetime_jobs INDEXED BY duetime_jobs_due
+    WHERE NOT :all_queues AND json_array_length(:queues) = 1
+      AND queue = json_extract(:queues, '$[0]') AND status = 'scheduled' AND due_at <= :now
+      AND (deadline_at IS NULL OR deadline_at > :now)
+      AND (:all_tasks OR task IN (SELECT value FROM json_each(:tasks)))
+      AND (:open_queues OR queue NOT IN (SELECT value FROM json_each(:skip_queues)))
+      AND (:open_tenants OR tenant NOT IN (SELECT value FROM json_each(:skip_tenants)))
+      AND priority < :below
+    ORDER BY priority DESC, due_at, id
+    LIMIT :limit)
+UNION ALL
+SELECT id, priority, queue, tenant, limits, attempts FROM (
+    SELECT id, priority, queue, tenant, limits, attempts FROM duetime_jobs INDEXED BY duetime_jobs_due
+    WHERE NOT :all_queues AND json_array_length(:queues) > 1
+      AND queue IN (SELECT value FROM json_each(:queues))
+      AND status = 'scheduled' AND due_at <= :now
+      AND (deadline_at IS NULL OR deadline_at > :now)
+      AND (:all_tasks OR task IN (SELECT value FROM json_each(:tasks)))
+      AND (:open_queues OR queue NOT IN (SELECT value FROM json_each(:skip_queues)))
+      AND (:open_tenants OR tenant NOT IN (SELECT value FROM json_each(:skip_tenants)))
+      AND priority < :below
+    ORDER BY priority DESC, due_at, id
+    LIMIT :limit);
+
 -- name: queue_candidates
 -- The candidates of one queue (a weighted queue the claim's first read did not reach).
 SELECT id, queue, tenant, limits, attempts FROM duetime_jobs INDEXED BY duetime_jobs_due
@@ -581,8 +621,9 @@ ORDER BY priority DESC, due_at, id
 LIMIT :limit;
 
 -- name: tenant_candidates
--- The candidates of one tenant (a weighted tenant the claim's first read did not reach).
-SELECT id, queue, tenant, limits, attempts FROM duetime_jobs INDEXED BY duetime_jobs_listing
+-- The candidates of one tenant (a weighted tenant the claim's first read did not reach, or
+-- one of the tenants a claim rotates over), from its due jobs in claim order.
+SELECT id, queue, tenant, limits, attempts FROM duetime_jobs INDEXED BY duetime_jobs_tenant_due
 WHERE tenant = :tenant AND status = 'scheduled' AND due_at <= :now
   AND (deadline_at IS NULL OR deadline_at > :now)
   AND (:all_queues OR queue IN (SELECT value FROM json_each(:queues)))
@@ -590,6 +631,14 @@ WHERE tenant = :tenant AND status = 'scheduled' AND due_at <= :now
   AND (:open_queues OR queue NOT IN (SELECT value FROM json_each(:skip_queues)))
 ORDER BY priority DESC, due_at, id
 LIMIT :limit;
+
+-- name: next_due_tenant
+-- The first tenant after `after` (code-point order) with a job due at now: one seek in the
+-- tenant index, so the tenants with due work are found one read each.
+SELECT tenant FROM duetime_jobs INDEXED BY duetime_jobs_tenant_due
+WHERE status = 'scheduled' AND tenant > :after AND due_at <= :now
+ORDER BY tenant
+LIMIT 1;
 
 -- name: claim_chosen
 -- As claim, for the jobs of `ids` still scheduled, due and not past their deadline (under the

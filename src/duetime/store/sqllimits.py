@@ -291,7 +291,7 @@ class Limits:
         if not chosen:
             return []
         claimed = c.rows(
-            "claim_jobs",
+            "claim_chosen",  # as a controlled claim starts its chosen jobs
             ids=chosen,
             moves=moves_json(Event.CLAIM),
             worker_id=worker_id,

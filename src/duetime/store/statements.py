@@ -198,8 +198,6 @@ STATEMENTS: dict[str, str] = {
     "ids), whose limits text contains none of the strings of `blocked` (JSON array) nor, when "
     "attempts > 0, of `retry_blocked` (JSON array), by priority desc, due_at, id; their rows "
     "locked, skipping rows another transaction locked",
-    "claim_jobs": "claims the scheduled jobs of ids as `claim` does (moves, generation + 1, "
-    "attempts + 1, a running attempt for worker_id started now); returns them as `claim` does",
     "save_limit_state": "sets the state columns of limit `name`: tokens, refilled_at, "
     "window_at, cur_/prev_ starts, retries, failures, successes, breaker, breaker_until",
     "lock_limits_named": "returns every column of the limits whose name is in names, their rows "

@@ -855,34 +855,6 @@ ORDER BY neg_priority, due_at, id
 LIMIT %(limit)s
 FOR UPDATE SKIP LOCKED;
 
--- name: claim_jobs
--- The claim of the jobs picked (and locked) by claim_pick_limited, as the claim does it.
-CREATE TEMPORARY TABLE IF NOT EXISTS duetime_claim (id BIGINT NOT NULL PRIMARY KEY);
-DELETE FROM duetime_claim;
-INSERT INTO duetime_claim (id)
-SELECT id FROM duetime_jobs WHERE id IN %(ids)s AND status = 'scheduled';
-UPDATE duetime_jobs
-SET generation = generation + 1, attempts = attempts + 1, updated_at = %(now)s,
-    status = JSON_UNQUOTE(JSON_EXTRACT(%(moves)s, CONCAT('$.', status)))
-WHERE id IN (SELECT id FROM duetime_claim)
-  AND JSON_EXTRACT(%(moves)s, CONCAT('$.', status)) IS NOT NULL;
-INSERT INTO duetime_attempts (job_id, generation, worker_id, status, lease_expires_at, started_at,
-    due_at)
-SELECT id, generation, %(worker_id)s, 'running', DATE_ADD(%(now)s, INTERVAL FLOOR(lease_seconds * 1000000) MICROSECOND), %(now)s, due_at
-FROM duetime_jobs WHERE id IN (SELECT id FROM duetime_claim)
-ORDER BY id;
-SELECT j.*,
-       a.id AS attempt_id, a.job_id AS attempt_job_id, a.generation AS attempt_generation,
-       a.worker_id AS attempt_worker_id, a.status AS attempt_status,
-       a.lease_expires_at AS attempt_lease_expires_at, a.started_at AS attempt_started_at,
-       a.finished_at AS attempt_finished_at, a.error_category AS attempt_error_category,
-       a.error_message AS attempt_error_message, a.error_traceback AS attempt_error_traceback,
-       a.late_outcome AS attempt_late_outcome, a.late_reported_at AS attempt_late_reported_at,
-       a.due_at AS attempt_due_at
-FROM duetime_jobs j JOIN duetime_attempts a ON a.job_id = j.id AND a.generation = j.generation
-WHERE j.id IN (SELECT id FROM duetime_claim)
-ORDER BY j.priority DESC, j.due_at, j.id;
-
 -- name: save_limit_state
 UPDATE duetime_limits
 SET tokens = %(tokens)s,

@@ -838,36 +838,6 @@ ORDER BY priority DESC, due_at, id
 LIMIT %(limit)s
 FOR UPDATE SKIP LOCKED;
 
--- name: claim_jobs
--- The claim of the jobs picked (and locked) by claim_pick_limited, as the claim does it.
-WITH claimed AS (
-    UPDATE duetime_jobs AS j
-    SET status = (%(moves)s::jsonb ->> j.status), generation = j.generation + 1,
-        attempts = j.attempts + 1, updated_at = %(now)s
-    WHERE j.id = ANY (%(ids)s::bigint[]) AND j.status = 'scheduled'
-      AND (%(moves)s::jsonb ->> j.status) IS NOT NULL
-    RETURNING j.*
-), started AS (
-    INSERT INTO duetime_attempts (job_id, generation, worker_id, status, lease_expires_at,
-        started_at, due_at)
-    SELECT id, generation, %(worker_id)s::text, 'running',
-           %(now)s + trunc(lease_seconds * 1000000)::bigint * interval '1 microsecond', %(now)s,
-           due_at
-    FROM claimed
-    ORDER BY id
-    RETURNING *
-)
-SELECT j.*,
-       a.id AS attempt_id, a.job_id AS attempt_job_id, a.generation AS attempt_generation,
-       a.worker_id AS attempt_worker_id, a.status AS attempt_status,
-       a.lease_expires_at AS attempt_lease_expires_at, a.started_at AS attempt_started_at,
-       a.finished_at AS attempt_finished_at, a.error_category AS attempt_error_category,
-       a.error_message AS attempt_error_message, a.error_traceback AS attempt_error_traceback,
-       a.late_outcome AS attempt_late_outcome, a.late_reported_at AS attempt_late_reported_at,
-       a.due_at AS attempt_due_at
-FROM claimed AS j JOIN started AS a ON a.job_id = j.id
-ORDER BY j.priority DESC, j.due_at, j.id;
-
 -- name: save_limit_state
 UPDATE duetime_limits
 SET tokens = %(tokens)s,

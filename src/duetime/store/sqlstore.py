@@ -354,9 +354,31 @@ class SQLStore(SchedulesNodesTokens, QueuesTenantsFlow):
                 per_class=per_class,
                 rotate=rotate,
             )
-            self.priorities.claimed(limit, len(claims))
-            self.tenant_rotation.claimed(limit, len(claims))
-            return claims
+            if controls.restricts_claim or len(claims) >= limit:
+                self.priorities.claimed(limit, len(claims))
+                self.tenant_rotation.claimed(limit, len(claims))
+                return claims
+            # a detour for fairness only: its candidates are read without locks, so concurrent
+            # claims may have started them; the plain claim (which skips locked rows) tops up
+            more = self._claim_plain(worker_id, queues, limit - len(claims), now, tasks)
+            self.priorities.claimed(limit, len(claims) + len(more))
+            self.tenant_rotation.claimed(limit, len(claims) + len(more))
+            return claims + more
+        rows = self._claim_plain(worker_id, queues, limit, now, tasks)
+        self.priorities.claimed(limit, len(rows))
+        self.tenant_rotation.claimed(limit, len(rows))
+        return rows
+
+    def _claim_plain(
+        self,
+        worker_id: str,
+        queues: Sequence[str] | None,
+        limit: int,
+        now: datetime,
+        tasks: Sequence[str] | None,
+    ) -> list[Claim]:
+        """The claim without flow control: the limited path while limits exist, else the claim
+        statement alone."""
         outbox = self.outbox_queues()
         if self.limit_names():  # limits exist: the limited path (store/sqllimits.py)
             with self.driver.transaction() as c:
@@ -390,8 +412,6 @@ class SQLStore(SchedulesNodesTokens, QueuesTenantsFlow):
                 all_direct=not outbox,
                 outbox_queues=outbox,
             )
-        self.priorities.claimed(limit, len(rows))
-        self.tenant_rotation.claimed(limit, len(rows))
         return self._claims(rows)
 
     def _claims(self, rows: Sequence[Row]) -> list[Claim]:

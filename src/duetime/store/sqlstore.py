@@ -354,16 +354,18 @@ class SQLStore(SchedulesNodesTokens, QueuesTenantsFlow):
                 per_class=per_class,
                 rotate=rotate,
             )
-            if controls.restricts_claim or len(claims) >= limit:
+            if controls.restricts_claim or claims:
                 self.priorities.claimed(limit, len(claims))
                 self.tenant_rotation.claimed(limit, len(claims))
                 return claims
-            # a detour for fairness only: its candidates are read without locks, so concurrent
-            # claims may have started them; the plain claim (which skips locked rows) tops up
-            more = self._claim_plain(worker_id, queues, limit - len(claims), now, tasks)
-            self.priorities.claimed(limit, len(claims) + len(more))
-            self.tenant_rotation.claimed(limit, len(claims) + len(more))
-            return claims + more
+            # a detour for fairness only that started nothing: its candidates are read without
+            # locks, so concurrent claims may have started them all; the plain claim (which
+            # skips locked rows) looks again, so a claim under contention is not empty while
+            # jobs are due (a partial detour stays as it is: its slots kept the classes' shares)
+            more = self._claim_plain(worker_id, queues, limit, now, tasks)
+            self.priorities.claimed(limit, len(more))
+            self.tenant_rotation.claimed(limit, len(more))
+            return more
         rows = self._claim_plain(worker_id, queues, limit, now, tasks)
         self.priorities.claimed(limit, len(rows))
         self.tenant_rotation.claimed(limit, len(rows))

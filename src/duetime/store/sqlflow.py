@@ -47,7 +47,7 @@ from duetime.store.driver import Connection, Driver, Row
 from duetime.store.rows import ATTEMPT_COLUMNS, ToTime, attempt_from_row, job_from_row, moves_json
 from duetime.store.sqllimits import Limits
 from duetime.store.sqloutbox import QueuesOutbox, limit_params
-from duetime.store.sqlshared import conflicts_retried
+from duetime.store.sqlshared import conflicts_retried, pick_filters
 
 
 class QueuesTenantsFlow(QueuesOutbox, Limits):
@@ -185,10 +185,7 @@ class QueuesTenantsFlow(QueuesOutbox, Limits):
                     "claim_candidates",
                     now=now,
                     limit=scan,
-                    all_queues=queues is None,
-                    queues=list(queues) if queues is not None else [],
-                    all_tasks=tasks is None,
-                    tasks=list(tasks) if tasks is not None else [],
+                    **pick_filters(queues, tasks),
                     open_queues=not skip_queues,
                     skip_queues=sorted(skip_queues),
                     open_tenants=not skip_tenants,
@@ -290,10 +287,7 @@ class QueuesTenantsFlow(QueuesOutbox, Limits):
                     tenant=t,
                     now=now,
                     limit=want,
-                    all_queues=queues is None,
-                    queues=list(queues) if queues is not None else [],
-                    all_tasks=tasks is None,
-                    tasks=list(tasks) if tasks is not None else [],
+                    **pick_filters(queues, tasks),
                     open_queues=not skip_queues,
                     skip_queues=sorted(skip_queues),
                 )
@@ -324,10 +318,7 @@ class QueuesTenantsFlow(QueuesOutbox, Limits):
                 now=now,
                 limit=n,
                 below=below,
-                all_queues=queues is None,
-                queues=list(queues) if queues is not None else [],
-                all_tasks=tasks is None,
-                tasks=list(tasks) if tasks is not None else [],
+                **pick_filters(queues, tasks),
                 open_queues=not skip_queues,
                 skip_queues=sorted(skip_queues),
                 open_tenants=not skip_tenants,

@@ -58,24 +58,29 @@ class Limits:
 
     def limit_names(self) -> list[str]:
         """The keys with a limit row, read at most LIMIT_NAMES_SECONDS ago."""
-        cached = self._limit_names
-        at = time.monotonic()
-        if cached is not None and at - cached[0] < LIMIT_NAMES_SECONDS:
-            return cached[1]
-        with self.driver.transaction(write=False) as c:
-            names = [r["name"] for r in c.rows("limit_names")]
-        self._limit_names = (at, names)
+        names = self._fresh_names()
+        if names is None:
+            with self.driver.transaction(write=False) as c:
+                names = self._read_names(c)
         return names
 
     def _limits_exist(self, c: Connection) -> bool:
         """Whether any limit exists, as limit_names() says, read in the caller's transaction
         when the cached names are stale (a store's connection holds one transaction)."""
+        names = self._fresh_names()
+        return bool(names if names is not None else self._read_names(c))
+
+    def _fresh_names(self) -> list[str] | None:
         cached = self._limit_names
+        if cached is not None and time.monotonic() - cached[0] < LIMIT_NAMES_SECONDS:
+            return cached[1]
+        return None
+
+    def _read_names(self, c: Connection) -> list[str]:
         at = time.monotonic()
-        if cached is None or at - cached[0] >= LIMIT_NAMES_SECONDS:
-            cached = (at, [r["name"] for r in c.rows("limit_names")])
-            self._limit_names = cached
-        return bool(cached[1])
+        names = [r["name"] for r in c.rows("limit_names")]
+        self._limit_names = (at, names)
+        return names
 
     # -- settings ---------------------------------------------------------------------------
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 import random
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
@@ -186,3 +186,13 @@ def like_pattern(text: str) -> str:
     statements compare it with the lowercased column."""
     escaped = text.lower().replace("!", "!!").replace("%", "!%").replace("_", "!_")
     return f"%{escaped}%"
+
+
+def pick_filters(queues: Sequence[str] | None, tasks: Sequence[str] | None) -> dict[str, Any]:
+    """A claim's filters of queues and tasks as its statements take them (None: any)."""
+    return {
+        "all_queues": queues is None,
+        "queues": list(queues) if queues is not None else [],
+        "all_tasks": tasks is None,
+        "tasks": list(tasks) if tasks is not None else [],
+    }

@@ -64,6 +64,7 @@ from duetime.store.sqlshared import (
     load_job,
     move,
     new_job_record,
+    pick_filters,
     reserve_ids,
 )
 
@@ -354,22 +355,18 @@ class SQLStore(SchedulesNodesTokens, QueuesTenantsFlow):
                 per_class=per_class,
                 rotate=rotate,
             )
-            if controls.restricts_claim or claims:
-                self.priorities.claimed(limit, len(claims))
-                self.tenant_rotation.claimed(limit, len(claims))
-                return claims
-            # a detour for fairness only that started nothing: its candidates are read without
-            # locks, so concurrent claims may have started them all; the plain claim (which
-            # skips locked rows) looks again, so a claim under contention is not empty while
-            # jobs are due (a partial detour stays as it is: its slots kept the classes' shares)
-            more = self._claim_plain(worker_id, queues, limit, now, tasks)
-            self.priorities.claimed(limit, len(more))
-            self.tenant_rotation.claimed(limit, len(more))
-            return more
-        rows = self._claim_plain(worker_id, queues, limit, now, tasks)
-        self.priorities.claimed(limit, len(rows))
-        self.tenant_rotation.claimed(limit, len(rows))
-        return rows
+            if not claims and not controls.restricts_claim:
+                # a detour for fairness only that started nothing: its candidates are read
+                # without locks, so concurrent claims may have started them all; the plain
+                # claim (which skips locked rows) looks again, so a claim under contention is
+                # not empty while jobs are due (a partial detour stays as it is: its slots kept
+                # the classes' shares)
+                claims = self._claim_plain(worker_id, queues, limit, now, tasks)
+        else:
+            claims = self._claim_plain(worker_id, queues, limit, now, tasks)
+        self.priorities.claimed(limit, len(claims))
+        self.tenant_rotation.claimed(limit, len(claims))
+        return claims
 
     def _claim_plain(
         self,
@@ -390,10 +387,7 @@ class SQLStore(SchedulesNodesTokens, QueuesTenantsFlow):
                     limit,
                     worker_id,
                     {
-                        "all_queues": queues is None,
-                        "queues": list(queues) if queues is not None else [],
-                        "all_tasks": tasks is None,
-                        "tasks": list(tasks) if tasks is not None else [],
+                        **pick_filters(queues, tasks),
                         "all_direct": not outbox,
                         "outbox_queues": outbox,
                     },
@@ -405,10 +399,7 @@ class SQLStore(SchedulesNodesTokens, QueuesTenantsFlow):
                 "claim",
                 now=now,
                 limit=limit,
-                all_queues=queues is None,
-                queues=list(queues) if queues is not None else [],
-                all_tasks=tasks is None,
-                tasks=list(tasks) if tasks is not None else [],
+                **pick_filters(queues, tasks),
                 moves=moves_json(Event.CLAIM),
                 worker_id=worker_id,
                 all_direct=not outbox,

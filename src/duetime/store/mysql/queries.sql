@@ -593,6 +593,7 @@ UNION ALL
 -- name: lower_candidates
 -- A priority reservation's read (core/flow.PriorityShare): claim_candidates of the jobs of
 -- priority below `below`, with their priority; neg_priority > -below is a range of the index.
+-- Locked, skipping rows other claims hold: two workers' reservations do not pick the same jobs.
 (SELECT id, priority, queue, tenant, limits, attempts FROM duetime_jobs FORCE INDEX (duetime_jobs_due_any)
  WHERE %(all_queues)s AND status = 'scheduled' AND due_at <= %(now)s
    AND (deadline_at IS NULL OR deadline_at > %(now)s)
@@ -601,7 +602,7 @@ UNION ALL
    AND (%(open_tenants)s OR tenant NOT IN %(skip_tenants)s)
    AND neg_priority > -%(below)s
  ORDER BY neg_priority, due_at, id
- LIMIT %(limit)s)
+ LIMIT %(limit)s FOR UPDATE SKIP LOCKED)
 UNION ALL
 (SELECT id, priority, queue, tenant, limits, attempts FROM duetime_jobs FORCE INDEX (duetime_jobs_due)
  WHERE NOT %(all_queues)s AND queue IN %(queues)s AND status = 'scheduled'
@@ -611,7 +612,7 @@ UNION ALL
    AND (%(open_tenants)s OR tenant NOT IN %(skip_tenants)s)
    AND neg_priority > -%(below)s
  ORDER BY neg_priority, due_at, id
- LIMIT %(limit)s);
+ LIMIT %(limit)s FOR UPDATE SKIP LOCKED);
 
 -- name: queue_candidates
 -- The candidates of one queue (a weighted queue the claim's first read did not reach).

@@ -571,6 +571,7 @@ LIMIT %(limit)s;
 -- name: lower_candidates
 -- A priority reservation's read (core/flow.PriorityShare): claim_candidates of the jobs of
 -- priority below `below`, with their priority; sorting off, so it walks the claim-order index.
+-- Locked, skipping rows other claims hold: two workers' reservations do not pick the same jobs.
 SET LOCAL enable_sort = off;
 SELECT id, priority, queue, tenant, limits, attempts FROM duetime_jobs
 WHERE status = 'scheduled'
@@ -582,7 +583,8 @@ WHERE status = 'scheduled'
   AND NOT (tenant = ANY (%(skip_tenants)s::text[]))
   AND priority < %(below)s::bigint
 ORDER BY priority DESC, due_at, id
-LIMIT %(limit)s;
+LIMIT %(limit)s
+FOR UPDATE SKIP LOCKED;
 
 -- name: queue_candidates
 -- The candidates of one queue (a weighted queue the claim's first read did not reach).

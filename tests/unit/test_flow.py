@@ -83,6 +83,24 @@ def test_controls_know_what_restricts_a_claim() -> None:
     assert FlowControls.of([QueueSettings("q", weight=2)], []).weighted
 
 
+def test_controls_know_what_restricts_the_relays_dispatch() -> None:
+    def of(queues: list[QueueSettings], tenants: list[TenantSettings]) -> FlowControls:
+        return FlowControls.of(queues, tenants)
+
+    outbox = ["ob"]
+    assert not of([QueueSettings("ob")], [TenantSettings("t")]).restricts_dispatch(outbox)
+    # a pause is the dispatch statement's own; a direct queue's controls are not its business
+    assert not of([QueueSettings("ob", paused=True)], []).restricts_dispatch(outbox)
+    assert not of([QueueSettings("ob", max_backlog=5)], []).restricts_dispatch(outbox)
+    direct = of([QueueSettings("db", concurrency=1, weight=2)], [])
+    assert direct.restricts_claim and not direct.restricts_dispatch(outbox)
+    assert of([QueueSettings("ob", concurrency=0)], []).restricts_dispatch(outbox)
+    assert of([QueueSettings("ob", weight=3)], []).restricts_dispatch(outbox)
+    assert of([], [TenantSettings("t", concurrency=2)]).restricts_dispatch(outbox)
+    assert of([], [TenantSettings("t", weight=2)]).restricts_dispatch(outbox)
+    assert not of([QueueSettings("ob", concurrency=1)], []).restricts_dispatch([])
+
+
 def test_limits_are_checked() -> None:
     assert parse_limit("none", "x") is None and parse_limit("3", "x") == 3
     with pytest.raises(InvalidRequest, match="whole number"):

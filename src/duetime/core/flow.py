@@ -12,7 +12,7 @@ queue by smooth weighted round robin.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import Enum
@@ -125,6 +125,13 @@ class FlowControls:
     def restricts_claim(self) -> bool:
         """False: the claim runs its plain statement, as if flow control did not exist."""
         return bool(self.paused) or self.capped or self.weighted
+
+    def restricts_dispatch(self, outbox_queues: Collection[str]) -> bool:
+        """False: the relay's dispatch of these outbox-mode queues runs its single statement
+        (which honours pauses itself): no cap or weight of theirs, no tenant cap or weight."""
+        return bool(self.tenant_caps or self.tenant_weights) or any(
+            q in self.queue_caps or q in self.queue_weights for q in outbox_queues
+        )
 
     @property
     def bounds_backlog(self) -> bool:

@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from time import monotonic
 
-from duetime.core.errors import BacklogFull
+from duetime.core.errors import BacklogFull, StoreError
 from duetime.core.flow import (
     BACKLOG_RETRY_AFTER,
     CONTROLS_SECONDS,
@@ -41,7 +41,7 @@ from duetime.core.flow import (
     room,
 )
 from duetime.core.models import Claim, NewJob
-from duetime.core.outbox import Dispatch
+from duetime.core.outbox import DISPATCH_HOLDER, Dispatch, OutboxEvent
 from duetime.core.states import Event
 from duetime.store.driver import Connection, Driver, Row
 from duetime.store.rows import ATTEMPT_COLUMNS, ToTime, attempt_from_row, job_from_row, moves_json
@@ -130,124 +130,20 @@ class QueuesTenantsFlow(QueuesOutbox, Limits):
         per_class: int = 0,
         rotate: bool = False,
     ) -> list[Claim]:
-        outbox = self.outbox_queues()
+        outbox = self.outbox_queues()  # left to the relay
         with self.driver.transaction() as c:
-            queue_room: dict[str, int] = {}
-            tenant_room: dict[str, int] = {}
-            if controls.capped:  # the rows as they are now, locked: not the cached copy
-                queue_caps = {
-                    r["queue"]: int(r["concurrency"]) for r in c.rows("lock_capped_queues")
-                }
-                tenant_caps = {
-                    r["tenant"]: int(r["concurrency"]) for r in c.rows("lock_capped_tenants")
-                }
-                by_queue: Counter[str] = Counter()
-                by_tenant: Counter[str] = Counter()
-                for r in c.rows("running_counts"):
-                    by_queue[r["queue"]] += int(r["n"])
-                    by_tenant[r["tenant"]] += int(r["n"])
-                queue_room = room(queue_caps, by_queue)
-                tenant_room = room(tenant_caps, by_tenant)
-            # limits per dependency too, when any exists (their rows locked after these)
-            budget = self._limit_budget(c, now) if self._limits_exist(c) else None
-            skip_queues = set(outbox) | controls.paused
-            chosen: list[int] = []
-            held: list[int] = []  # read, but held back by a limit: not read again
-            # the lower priority classes' reserved slots (PriorityShare): their oldest due jobs
-            # go first in the candidates, so they are taken while their queue and tenant have
-            # room (with weights: first in their queue's and tenant's line)
-            lower = (
-                self._lower_classes(
-                    c,
-                    per_class,
-                    limit,
-                    now,
-                    queues,
-                    tasks,
-                    skip_queues | set(full(queue_room)),
-                    full(tenant_room),
-                )
-                if per_class or self.priorities.owed
-                else []
-            )
-            # tenant fairness (TenantRotation): the tenants with due work, when more than one
-            rotation = (
-                self.tenant_rotation.due(lambda after: self._next_due_tenant(c, after, now))
-                if rotate
-                else []
-            )
-            for _ in range(MAX_ROUNDS):
-                skip_queues |= set(full(queue_room))
-                skip_tenants = full(tenant_room)
-                want = limit - len(chosen)
-                scan = want * WEIGHTED_SCAN if controls.weighted else want
-                rows = c.rows(
-                    "claim_candidates",
-                    now=now,
-                    limit=scan,
-                    **pick_filters(queues, tasks),
-                    open_queues=not skip_queues,
-                    skip_queues=sorted(skip_queues),
-                    open_tenants=not skip_tenants,
-                    skip_tenants=skip_tenants,
-                    no_skip_ids=not (chosen or held),
-                    skip_ids=sorted(chosen + held),
-                    **(budget.filters() if budget is not None else NO_LIMITS),
-                )
-                found = [_candidate(r) for r in rows]
-                if rotation and not chosen:
-                    found = (
-                        self._rotated(
-                            c,
-                            rotation,
-                            found,
-                            controls,
-                            want,
-                            now,
-                            queues,
-                            tasks,
-                            skip_queues,
-                            skip_tenants,
-                        )
-                        + found
-                    )
-                if lower:
-                    found, lower = lower + found, []
-                if controls.weighted and not chosen and len(rows) >= scan:
-                    found += self._weighted_behind(
-                        c, controls, found, want, now, queues, tasks, skip_queues, skip_tenants
-                    )
-                found = list({f.id: f for f in found}.values())
-                if budget is not None:
-                    fitting = budget.fitting([(f.id, f.limits, f.attempts) for f in found])
-                    held += [f.id for f in found if f.id not in fitting]
-                    found = [f for f in found if f.id in fitting]
-                picked = choose(
-                    found,
-                    want,
-                    queue_room,
-                    tenant_room,
-                    controls.queue_weights,
-                    {} if rotation else controls.tenant_weights,
-                )
-                if budget is not None:
-                    by_id = {f.id: f for f in found}
-                    for job_id in picked:
-                        budget.take(by_id[job_id].limits, by_id[job_id].attempts)
-                chosen += picked
-                if len(chosen) >= limit or len(rows) < scan:
-                    break
-            if not chosen:
-                return []
-            started = c.rows(
-                "claim_chosen",
-                ids=sorted(chosen),
-                now=now,
-                moves=moves_json(Event.CLAIM),
+            started = self._start_controlled(
+                c,
+                controls,
+                leave_out=outbox,
                 worker_id=worker_id,
+                queues=queues,
+                limit=limit,
+                now=now,
+                tasks=tasks,
+                per_class=per_class,
+                rotate=rotate,
             )
-            if budget is not None:
-                self._spend(c, budget, started, now)
         return [
             Claim(
                 job_from_row(row, self._t),
@@ -255,6 +151,189 @@ class QueuesTenantsFlow(QueuesOutbox, Limits):
             )
             for row in started
         ]
+
+    def _start_controlled(
+        self,
+        c: Connection,
+        controls: FlowControls,
+        *,
+        leave_out: Sequence[str],
+        worker_id: str,
+        queues: Sequence[str] | None,
+        limit: int,
+        now: datetime,
+        tasks: Sequence[str] | None,
+        per_class: int = 0,
+        rotate: bool = False,
+        dispatch_lease: float | None = None,
+    ) -> list[Row]:
+        """Choose and start up to `limit` jobs within every control, none of the queues of
+        leave_out, in the caller's transaction; the started rows (claim_chosen's). A worker's
+        claim (dispatch_lease None; leave_out the outbox-mode queues) gives each attempt its
+        job's lease. The relay's dispatch (`queues` the outbox-mode queues, leave_out empty)
+        gives each attempt dispatch_lease, and takes jobs in claim order within the controls:
+        no priority share or tenant rotation (those are a worker process's, per_class and
+        rotate are not used)."""
+        dispatching = dispatch_lease is not None
+        queue_room: dict[str, int] = {}
+        tenant_room: dict[str, int] = {}
+        if controls.capped:  # the rows as they are now, locked: not the cached copy
+            queue_caps = {r["queue"]: int(r["concurrency"]) for r in c.rows("lock_capped_queues")}
+            tenant_caps = {
+                r["tenant"]: int(r["concurrency"]) for r in c.rows("lock_capped_tenants")
+            }
+            by_queue: Counter[str] = Counter()
+            by_tenant: Counter[str] = Counter()
+            for r in c.rows("running_counts"):
+                by_queue[r["queue"]] += int(r["n"])
+                by_tenant[r["tenant"]] += int(r["n"])
+            queue_room = room(queue_caps, by_queue)
+            tenant_room = room(tenant_caps, by_tenant)
+        # limits per dependency too, when any exists (their rows locked after these)
+        budget = self._limit_budget(c, now) if self._limits_exist(c) else None
+        skip_queues = set(leave_out) | controls.paused
+        chosen: list[int] = []
+        held: list[int] = []  # read, but held back by a limit: not read again
+        # the lower priority classes' reserved slots (PriorityShare): their oldest due jobs
+        # go first in the candidates, so they are taken while their queue and tenant have
+        # room (with weights: first in their queue's and tenant's line)
+        lower = (
+            self._lower_classes(
+                c,
+                per_class,
+                limit,
+                now,
+                queues,
+                tasks,
+                skip_queues | set(full(queue_room)),
+                full(tenant_room),
+            )
+            if not dispatching and (per_class or self.priorities.owed)
+            else []
+        )
+        # tenant fairness (TenantRotation): the tenants with due work, when more than one
+        rotation = (
+            self.tenant_rotation.due(lambda after: self._next_due_tenant(c, after, now))
+            if rotate and not dispatching
+            else []
+        )
+        for _ in range(MAX_ROUNDS):
+            skip_queues |= set(full(queue_room))
+            skip_tenants = full(tenant_room)
+            want = limit - len(chosen)
+            scan = want * WEIGHTED_SCAN if controls.weighted else want
+            rows = c.rows(
+                "claim_candidates",
+                now=now,
+                limit=scan,
+                **pick_filters(queues, tasks),
+                open_queues=not skip_queues,
+                skip_queues=sorted(skip_queues),
+                open_tenants=not skip_tenants,
+                skip_tenants=skip_tenants,
+                no_skip_ids=not (chosen or held),
+                skip_ids=sorted(chosen + held),
+                **(budget.filters() if budget is not None else NO_LIMITS),
+            )
+            found = [_candidate(r) for r in rows]
+            if rotation and not chosen:
+                found = (
+                    self._rotated(
+                        c,
+                        rotation,
+                        found,
+                        controls,
+                        want,
+                        now,
+                        queues,
+                        tasks,
+                        skip_queues,
+                        skip_tenants,
+                    )
+                    + found
+                )
+            if lower:
+                found, lower = lower + found, []
+            if controls.weighted and not chosen and len(rows) >= scan:
+                found += self._weighted_behind(
+                    c, controls, found, want, now, queues, tasks, skip_queues, skip_tenants
+                )
+            found = list({f.id: f for f in found}.values())
+            if budget is not None:
+                fitting = budget.fitting([(f.id, f.limits, f.attempts) for f in found])
+                held += [f.id for f in found if f.id not in fitting]
+                found = [f for f in found if f.id in fitting]
+            picked = choose(
+                found,
+                want,
+                queue_room,
+                tenant_room,
+                controls.queue_weights,
+                {} if rotation else controls.tenant_weights,
+            )
+            if budget is not None:
+                by_id = {f.id: f for f in found}
+                for job_id in picked:
+                    budget.take(by_id[job_id].limits, by_id[job_id].attempts)
+            chosen += picked
+            if len(chosen) >= limit or len(rows) < scan:
+                break
+        if not chosen:
+            return []
+        started = c.rows(
+            "claim_chosen",
+            ids=sorted(chosen),
+            now=now,
+            moves=moves_json(Event.CLAIM),
+            worker_id=worker_id,
+            lease_seconds=dispatch_lease,  # None: each job's own
+        )
+        if budget is not None:
+            self._spend(c, budget, started, now)
+        return started
+
+    # -- the relay's dispatch -------------------------------------------------------------------
+
+    @conflicts_retried
+    def dispatch_outbox(self, now: datetime, limit: int, lease_seconds: float) -> list[OutboxEvent]:
+        """The relay's claim (docs/outbox.md). Without a control that concerns it (a cap or
+        weight of an outbox-mode queue, a tenant's cap or weight, any limit per dependency),
+        the dispatch statement alone (it honours pauses). Otherwise the controlled claim's
+        choice of jobs of the outbox-mode queues (_start_controlled, limits included), their
+        attempts held by DISPATCH_HOLDER with lease_seconds, and one event per started attempt,
+        in one transaction."""
+        if limit <= 0:
+            return []
+        controls = self.flow_controls()
+        outbox = self.outbox_queues()
+        if not outbox or not (controls.restricts_dispatch(outbox) or self.limit_names()):
+            return self._dispatch_plain(now, limit, lease_seconds)
+        with self.driver.transaction() as c:
+            started = self._start_controlled(
+                c,
+                controls,
+                leave_out=[],
+                worker_id=DISPATCH_HOLDER,
+                queues=outbox,
+                limit=limit,
+                now=now,
+                tasks=None,
+                dispatch_lease=lease_seconds,
+            )
+            if not started:
+                return []
+            rows = c.rows(
+                "insert_outbox_events",
+                attempt_ids=sorted(int(r["attempt_id"]) for r in started),
+                now=now,
+                holder=DISPATCH_HOLDER,
+            )
+            if len(rows) != len(started):  # the row locks make this impossible: refuse to guess
+                raise StoreError(
+                    f"wrote {len(rows)} outbox events for {len(started)} dispatched attempts; "
+                    "nothing kept"
+                )
+        return sorted((self._event(r) for r in rows), key=lambda e: e.id)
 
     def _next_due_tenant(self, c: Connection, after: str, now: datetime) -> str | None:
         row = c.one("next_due_tenant", after=after, now=now)

@@ -39,6 +39,7 @@ from duetime.core.limits import (
     retry_allowance,
     take,
 )
+from duetime.core.outbox import DISPATCH_HOLDER
 from duetime.core.states import Event
 from duetime.store.driver import Connection, Driver, Row
 from duetime.store.rows import ToTime, json_list, moves_json
@@ -87,7 +88,9 @@ class Limits:
     def limits(self, now: datetime) -> list[LimitStatus]:
         with self.driver.transaction(snapshot=True) as c:
             rows = c.rows("limit_rows")
-            running = _per_key(c.rows("limit_running", now=now), "running")
+            running = _per_key(
+                c.rows("limit_running", now=now, holder=DISPATCH_HOLDER), "running"
+            )
             waiting_rows = c.rows("limit_waiting", now=now)
         waiting = _per_key(waiting_rows, "waiting")
         oldest: dict[str, datetime] = {}
@@ -231,7 +234,7 @@ class Limits:
     def _limit_budget(self, c: Connection, now: datetime) -> LimitBudget:
         """Lock every limit row (in name order) and work out what each key allows now."""
         limits = {s.key: (s, st) for s, st in map(self._limit, c.rows("lock_limits"))}
-        running = _per_key(c.rows("limit_running", now=now), "running")
+        running = _per_key(c.rows("limit_running", now=now, holder=DISPATCH_HOLDER), "running")
         budget = LimitBudget(limits)
         for key, (settings, state) in limits.items():
             bounds = [
@@ -300,6 +303,7 @@ class Limits:
             ids=chosen,
             moves=moves_json(Event.CLAIM),
             worker_id=worker_id,
+            lease_seconds=None,  # each job's own
             now=now,
         )
         self._spend(c, budget, claimed, now)

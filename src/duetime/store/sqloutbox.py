@@ -99,10 +99,9 @@ class QueuesOutbox:
 
     # -- the relay ----------------------------------------------------------------------------
 
-    @conflicts_retried
-    def dispatch_outbox(self, now: datetime, limit: int, lease_seconds: float) -> list[OutboxEvent]:
-        if limit <= 0:
-            return []
+    def _dispatch_plain(self, now: datetime, limit: int, lease_seconds: float) -> list[OutboxEvent]:
+        """The relay's dispatch when no control but pauses concerns it: one statement
+        (dispatch_outbox); the controlled one is QueuesTenantsFlow.dispatch_outbox's."""
         with self.driver.transaction() as c:
             rows = c.rows(
                 "dispatch_outbox",

@@ -144,7 +144,9 @@ STATEMENTS: dict[str, str] = {
     "next_due_tenant": "returns tenant: the first tenant after `after` in code-point order "
     "with a scheduled job due at now, or no row",
     "claim_chosen": "as claim, for the jobs in ids still scheduled, due at now and not past "
-    "their deadline, skipping rows another transaction locked",
+    "their deadline, skipping rows another transaction locked; the attempts start for "
+    "worker_id with a lease until now + lease_seconds when lease_seconds is not null, else "
+    "now + each job's lease_seconds",
     "lock_queue_backlog": "returns max_backlog of queue `queue`, its row locked for the "
     "transaction",
     "lock_tenant_backlog": "returns max_backlog of tenant `tenant`, its row locked for the "
@@ -159,6 +161,10 @@ STATEMENTS: dict[str, str] = {
     "attempt held by `holder` (lease until now + lease_seconds), and writes one outbox event "
     "per job (job_id, attempt_id, queue, task, generation, version, created_at now), in that "
     "order; returns the events",
+    "insert_outbox_events": "writes one outbox event (job_id, attempt_id, queue, task, "
+    "generation, version, created_at now) per attempt in attempt_ids that is running, held by "
+    "`holder` and of its job's generation, the job running, in claim order (priority desc, "
+    "due_at, id); returns the events written",
     "take_events": "returns up to `limit` unpublished outbox events not leased to a relay (or "
     "whose relay_until <= now, or leased to relay_id), oldest first, skipping locked rows, "
     "each now leased to "
@@ -189,7 +195,7 @@ STATEMENTS: dict[str, str] = {
     "transaction in name order",
     "limit_running": "returns limits, running: per distinct limits text, how many running or "
     "cancel_requested jobs carrying limits have a running attempt of their generation whose "
-    "lease ends after now",
+    "lease ends after now, or that is held by `holder` with an outbox event not yet published",
     "limit_waiting": "returns limits, waiting, oldest_due_at: per distinct limits text, the "
     "scheduled jobs carrying limits that are due at now",
     "claim_pick_limited": "returns id, limits, attempts of up to `limit` scheduled jobs due at "

@@ -646,7 +646,8 @@ LIMIT 1;
 
 -- name: claim_chosen
 -- As claim, for the jobs of `ids` still scheduled, due and not past their deadline, skipping
--- rows another transaction locked.
+-- rows another transaction locked; the attempts' lease is lease_seconds when given (the
+-- relay's dispatch), else each job's own.
 CREATE TEMPORARY TABLE IF NOT EXISTS duetime_claim (id BIGINT NOT NULL PRIMARY KEY);
 DELETE FROM duetime_claim;
 INSERT INTO duetime_claim (id)
@@ -662,7 +663,10 @@ WHERE id IN (SELECT id FROM duetime_claim)
   AND JSON_EXTRACT(%(moves)s, CONCAT('$.', status)) IS NOT NULL;
 INSERT INTO duetime_attempts (job_id, generation, worker_id, status, lease_expires_at, started_at,
     due_at)
-SELECT id, generation, %(worker_id)s, 'running', DATE_ADD(%(now)s, INTERVAL FLOOR(lease_seconds * 1000000) MICROSECOND), %(now)s, due_at
+SELECT id, generation, %(worker_id)s, 'running',
+       DATE_ADD(%(now)s, INTERVAL FLOOR(COALESCE(%(lease_seconds)s, lease_seconds) * 1000000)
+                MICROSECOND),
+       %(now)s, due_at
 FROM duetime_jobs WHERE id IN (SELECT id FROM duetime_claim)
 ORDER BY id;
 SELECT j.*,
@@ -735,6 +739,20 @@ SELECT o.* FROM duetime_outbox o
 JOIN duetime_jobs j ON j.id = o.job_id AND j.generation = o.generation
 WHERE o.job_id IN (SELECT id FROM duetime_dispatch) AND o.created_at = %(now)s
 ORDER BY o.id;
+
+-- name: insert_outbox_events
+-- The events of attempts a controlled dispatch started (claim_chosen held by `holder`): one
+-- per attempt of `attempt_ids` still running and held, written in claim order; the events
+-- come back.
+INSERT INTO duetime_outbox (job_id, attempt_id, queue, task, generation, version, created_at)
+SELECT j.id, a.id, j.queue, j.task, j.generation, j.version, %(now)s
+FROM duetime_attempts a JOIN duetime_jobs j ON j.id = a.job_id AND j.generation = a.generation
+WHERE a.id IN %(attempt_ids)s AND a.status = 'running'
+  AND a.worker_id = %(holder)s AND j.status = 'running'
+ORDER BY j.neg_priority, j.due_at, j.id;
+SELECT * FROM duetime_outbox
+WHERE attempt_id IN %(attempt_ids)s AND created_at = %(now)s
+ORDER BY id;
 
 -- name: take_events
 -- A relay leases up to `limit` unpublished events nobody holds (or whose relay lease ended,
@@ -824,7 +842,11 @@ SELECT * FROM duetime_limits ORDER BY name FOR UPDATE;
 SELECT j.limits AS limits, COUNT(*) AS running
 FROM duetime_jobs j JOIN duetime_attempts a ON a.job_id = j.id AND a.generation = j.generation
 WHERE j.status IN ('running', 'cancel_requested') AND j.limits IS NOT NULL
-  AND a.status = 'running' AND a.lease_expires_at > %(now)s
+  AND a.status = 'running'
+  AND (a.lease_expires_at > %(now)s
+       -- dispatched to the broker, its event not yet published: running, though no lease runs
+       OR (a.worker_id = %(holder)s AND EXISTS (
+           SELECT 1 FROM duetime_outbox o WHERE o.attempt_id = a.id AND o.published_at IS NULL)))
 GROUP BY j.limits;
 
 -- name: limit_waiting

@@ -618,7 +618,8 @@ LIMIT 1;
 
 -- name: claim_chosen
 -- As claim, for the jobs of `ids` still scheduled, due and not past their deadline, skipping
--- rows another transaction locked.
+-- rows another transaction locked; the attempts' lease is lease_seconds when given (the
+-- relay's dispatch), else each job's own.
 WITH picked AS (
     SELECT id FROM duetime_jobs
     WHERE id = ANY (%(ids)s::bigint[]) AND status = 'scheduled' AND due_at <= %(now)s
@@ -636,7 +637,9 @@ WITH picked AS (
     INSERT INTO duetime_attempts (job_id, generation, worker_id, status, lease_expires_at,
         started_at, due_at)
     SELECT id, generation, %(worker_id)s::text, 'running',
-           %(now)s + trunc(lease_seconds * 1000000)::bigint * interval '1 microsecond', %(now)s,
+           %(now)s + trunc(COALESCE(%(lease_seconds)s::double precision, lease_seconds) * 1000000)::bigint
+               * interval '1 microsecond',
+           %(now)s,
            due_at
     FROM claimed
     ORDER BY id
@@ -710,6 +713,18 @@ INSERT INTO duetime_outbox (job_id, attempt_id, queue, task, generation, version
 SELECT c.id, s.id, c.queue, c.task, c.generation, c.version, %(now)s
 FROM claimed AS c JOIN started AS s ON s.job_id = c.id
 ORDER BY c.priority DESC, c.due_at, c.id
+RETURNING *;
+
+-- name: insert_outbox_events
+-- The events of attempts a controlled dispatch started (claim_chosen held by `holder`): one
+-- per attempt of `attempt_ids` still running and held, written in claim order; the events
+-- come back.
+INSERT INTO duetime_outbox (job_id, attempt_id, queue, task, generation, version, created_at)
+SELECT j.id, a.id, j.queue, j.task, j.generation, j.version, %(now)s
+FROM duetime_attempts a JOIN duetime_jobs j ON j.id = a.job_id AND j.generation = a.generation
+WHERE a.id = ANY (%(attempt_ids)s::bigint[]) AND a.status = 'running'
+  AND a.worker_id = %(holder)s::text AND j.status = 'running'
+ORDER BY j.priority DESC, j.due_at, j.id
 RETURNING *;
 
 -- name: take_events
@@ -808,7 +823,11 @@ SELECT * FROM duetime_limits ORDER BY name FOR UPDATE;
 SELECT j.limits AS limits, COUNT(*) AS running
 FROM duetime_jobs j JOIN duetime_attempts a ON a.job_id = j.id AND a.generation = j.generation
 WHERE j.status IN ('running', 'cancel_requested') AND j.limits IS NOT NULL
-  AND a.status = 'running' AND a.lease_expires_at > %(now)s
+  AND a.status = 'running'
+  AND (a.lease_expires_at > %(now)s
+       -- dispatched to the broker, its event not yet published: running, though no lease runs
+       OR (a.worker_id = %(holder)s::text AND EXISTS (
+           SELECT 1 FROM duetime_outbox o WHERE o.attempt_id = a.id AND o.published_at IS NULL)))
 GROUP BY j.limits;
 
 -- name: limit_waiting

@@ -642,7 +642,8 @@ LIMIT 1;
 
 -- name: claim_chosen
 -- As claim, for the jobs of `ids` still scheduled, due and not past their deadline (under the
--- write lock).
+-- write lock); the attempts' lease is lease_seconds when given (the relay's dispatch), else
+-- each job's own.
 CREATE TEMP TABLE IF NOT EXISTS duetime_claim (id INTEGER PRIMARY KEY);
 DELETE FROM temp.duetime_claim;
 INSERT INTO temp.duetime_claim (id)
@@ -656,7 +657,8 @@ WHERE id IN (SELECT id FROM temp.duetime_claim)
   AND json_type(:moves, '$.' || status) IS NOT NULL;
 INSERT INTO duetime_attempts (job_id, generation, worker_id, status, lease_expires_at, started_at,
     due_at)
-SELECT id, generation, :worker_id, 'running', :now + CAST(lease_seconds * 1000000 AS INTEGER),
+SELECT id, generation, :worker_id, 'running',
+       :now + CAST(COALESCE(:lease_seconds, lease_seconds) * 1000000 AS INTEGER),
        :now, due_at
 FROM duetime_jobs WHERE id IN (SELECT id FROM temp.duetime_claim)
 ORDER BY id;
@@ -730,6 +732,20 @@ SELECT o.* FROM duetime_outbox o
 JOIN duetime_jobs j ON j.id = o.job_id AND j.generation = o.generation
 WHERE o.job_id IN (SELECT id FROM temp.duetime_dispatch) AND o.created_at = :now
 ORDER BY o.id;
+
+-- name: insert_outbox_events
+-- The events of attempts a controlled dispatch started (claim_chosen held by `holder`): one
+-- per attempt of `attempt_ids` still running and held, written in claim order; the events
+-- come back (under the write lock).
+INSERT INTO duetime_outbox (job_id, attempt_id, queue, task, generation, version, created_at)
+SELECT j.id, a.id, j.queue, j.task, j.generation, j.version, :now
+FROM duetime_attempts a JOIN duetime_jobs j ON j.id = a.job_id AND j.generation = a.generation
+WHERE a.id IN (SELECT value FROM json_each(:attempt_ids)) AND a.status = 'running'
+  AND a.worker_id = :holder AND j.status = 'running'
+ORDER BY j.priority DESC, j.due_at, j.id;
+SELECT * FROM duetime_outbox
+WHERE attempt_id IN (SELECT value FROM json_each(:attempt_ids)) AND created_at = :now
+ORDER BY id;
 
 -- name: take_events
 -- A relay leases up to `limit` unpublished events nobody holds (or whose relay lease ended,
@@ -818,7 +834,11 @@ SELECT * FROM duetime_limits ORDER BY name;
 SELECT j.limits AS limits, COUNT(*) AS running
 FROM duetime_jobs j JOIN duetime_attempts a ON a.job_id = j.id AND a.generation = j.generation
 WHERE j.status IN ('running', 'cancel_requested') AND j.limits IS NOT NULL
-  AND a.status = 'running' AND a.lease_expires_at > :now
+  AND a.status = 'running'
+  AND (a.lease_expires_at > :now
+       -- dispatched to the broker, its event not yet published: running, though no lease runs
+       OR (a.worker_id = :holder AND EXISTS (
+           SELECT 1 FROM duetime_outbox o WHERE o.attempt_id = a.id AND o.published_at IS NULL)))
 GROUP BY j.limits;
 
 -- name: limit_waiting

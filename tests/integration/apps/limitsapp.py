@@ -72,6 +72,13 @@ def make_app(database_url: str | None = None) -> App:
             raise RuntimeError("a transient failure")
         _record(start)
 
+    @app.task(name="outbox.call")
+    def outbox_call(seconds: float) -> None:
+        """Run from the broker (its queue in outbox mode): as api.call, without a key."""
+        start = time.time()
+        time.sleep(seconds)
+        _record(start)
+
     @app.task(name="plain")
     def plain() -> None:
         _record(time.time())

@@ -13,7 +13,7 @@ import pytest
 
 from duetime.core.clock import ManualClock
 from duetime.core.limits import LimitSettings, parse_rate
-from duetime.core.models import Job, Outcome
+from duetime.core.models import Job, JobFilter, Outcome
 from duetime.core.outbox import DISPATCH_HOLDER, Dispatch, Dispatched, OutboxEvent
 from duetime.core.requests import TaskDefaults
 from duetime.core.states import AttemptStatus, Event, JobStatus
@@ -62,14 +62,13 @@ def held_for_broker(store: Store) -> int:
         1
         for status in (JobStatus.RUNNING, JobStatus.CANCEL_REQUESTED)
         for job in _jobs(store, status)
-        if job.attempt_history and job.attempt_history[-1].worker_id == DISPATCH_HOLDER
+        if job.attempt_history
+        and job.attempt_history[-1].worker_id == DISPATCH_HOLDER
         and job.attempt_history[-1].status is AttemptStatus.RUNNING
     )
 
 
 def _jobs(store: Store, status: JobStatus) -> list[Job]:
-    from duetime.core.models import JobFilter
-
     return store.list_jobs(JobFilter(status=status, limit=1000, with_attempts=True))
 
 

@@ -88,9 +88,7 @@ class Limits:
     def limits(self, now: datetime) -> list[LimitStatus]:
         with self.driver.transaction(snapshot=True) as c:
             rows = c.rows("limit_rows")
-            running = _per_key(
-                c.rows("limit_running", now=now, holder=DISPATCH_HOLDER), "running"
-            )
+            running = _per_key(c.rows("limit_running", now=now, holder=DISPATCH_HOLDER), "running")
             waiting_rows = c.rows("limit_waiting", now=now)
         waiting = _per_key(waiting_rows, "waiting")
         oldest: dict[str, datetime] = {}

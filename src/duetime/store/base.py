@@ -413,7 +413,10 @@ class Store(Protocol):
     def dispatch_outbox(self, now: datetime, limit: int, lease_seconds: float) -> list[OutboxEvent]:
         """The relay's claim: take up to `limit` due jobs of outbox-mode queues (as claim()
         picks them), start an attempt on each held by DISPATCH_HOLDER with a lease of
-        `lease_seconds`, and write one outbox event per attempt, in one transaction.
+        `lease_seconds`, and write one outbox event per attempt, in one transaction. Only
+        jobs that the flow controls allow start, as in claim(): pauses, the caps and weights
+        of queues and tenants, the limits per dependency (their tokens are spent here); the
+        attempts it starts count as running against those caps from now.
 
         While its event is unpublished the attempt is not reaped (expired_leases skips it).
         """

@@ -9,7 +9,10 @@ read (claim order, without the paused, outbox and full queues and the full tenan
 chosen by core/flow.choose, and the chosen started (claim_chosen). When limits per dependency
 exist too (store/sqllimits.py), their rows are locked next, the candidates leave out the jobs
 of blocked keys, only those every key of which still allows a start go to choose, and the
-claim spends the keys' tokens and counts their starts. An enqueue into a queue or
+claim spends the keys' tokens and counts their starts. The relay's dispatch of outbox-mode
+queues (dispatch_outbox) makes the same choice over those queues when a control concerns them,
+starts the attempts held by DISPATCH_HOLDER and writes their outbox events in the same
+transaction. An enqueue into a queue or
 tenant with a max_backlog locks that row likewise, counts its backlog and refuses past it.
 """
 

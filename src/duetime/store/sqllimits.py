@@ -4,7 +4,8 @@ core/limits.py, the user's view in docs/flow-control.md.
 A claim takes the limited path only while some limit exists (the names are cached for
 LIMIT_NAMES_SECONDS): with none, the claim statement runs as it always did. The limited path,
 in one transaction: lock every limit row (in name order; SQLite's write lock already
-serialises), count each key's running attempts (unexpired leases), work out what each key
+serialises), count each key's running attempts (unexpired leases, and attempts held for
+the broker whose outbox event is unpublished: no lease runs for them), work out what each key
 allows now (pause, concurrency, bucket, breaker) and how many retries its budget allows; pick
 due jobs in claim order leaving out those carrying a key that allows nothing (and the retries
 carrying a key whose budget is spent), keep those every key of which still allows one more

@@ -8,7 +8,7 @@ from datetime import datetime
 from typing import Any
 
 from duetime.core.errors import IllegalTransition, InvalidRequest
-from duetime.core.models import Attempt, Job
+from duetime.core.models import Attempt, Claim, Job
 from duetime.core.retry import ErrorCategory
 from duetime.core.states import AttemptStatus, Event, JobStatus, allowed_from
 from duetime.core.stats import AttemptSample
@@ -104,6 +104,17 @@ def attempt_from_row(row: Row, t: ToTime) -> Attempt:
         late_reported_at=_opt(row["late_reported_at"], t),
         due_at=_opt(row["due_at"], t),
     )
+
+
+def claims_from_rows(rows: Iterable[Row], t: ToTime) -> list[Claim]:
+    """The claims of started rows: each a job's columns and its attempt's as attempt_*."""
+    return [
+        Claim(
+            job_from_row(row, t),
+            attempt_from_row({col: row[f"attempt_{col}"] for col in ATTEMPT_COLUMNS}, t),
+        )
+        for row in rows
+    ]
 
 
 def attempts_by_job(rows: Iterable[Row], t: ToTime) -> dict[int, tuple[Attempt, ...]]:

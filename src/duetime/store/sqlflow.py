@@ -47,7 +47,11 @@ from duetime.core.models import Claim, NewJob
 from duetime.core.outbox import DISPATCH_HOLDER, Dispatch, OutboxEvent
 from duetime.core.states import Event
 from duetime.store.driver import Connection, Driver, Row
-from duetime.store.rows import ATTEMPT_COLUMNS, ToTime, attempt_from_row, job_from_row, moves_json
+from duetime.store.rows import (
+    ToTime,
+    claims_from_rows,
+    moves_json,
+)
 from duetime.store.sqllimits import Limits
 from duetime.store.sqloutbox import QueuesOutbox, limit_params
 from duetime.store.sqlshared import conflicts_retried, pick_filters
@@ -147,13 +151,7 @@ class QueuesTenantsFlow(QueuesOutbox, Limits):
                 per_class=per_class,
                 rotate=rotate,
             )
-        return [
-            Claim(
-                job_from_row(row, self._t),
-                attempt_from_row({col: row[f"attempt_{col}"] for col in ATTEMPT_COLUMNS}, self._t),
-            )
-            for row in started
-        ]
+        return claims_from_rows(started, self._t)
 
     def _start_controlled(
         self,

@@ -45,9 +45,8 @@ from duetime.core.states import ATTEMPT_END, AttemptStatus, Event, JobStatus, ne
 from duetime.store.base import Listener
 from duetime.store.driver import Connection, Driver, Row, Rows, refuse_newer
 from duetime.store.rows import (
-    ATTEMPT_COLUMNS,
-    attempt_from_row,
     attempts_by_job,
+    claims_from_rows,
     job_from_row,
     moves_json,
     refusal,
@@ -405,16 +404,7 @@ class SQLStore(SchedulesNodesTokens, QueuesTenantsFlow):
                 all_direct=not outbox,
                 outbox_queues=outbox,
             )
-        return self._claims(rows)
-
-    def _claims(self, rows: Sequence[Row]) -> list[Claim]:
-        return [
-            Claim(
-                job_from_row(row, self._t),
-                attempt_from_row({col: row[f"attempt_{col}"] for col in ATTEMPT_COLUMNS}, self._t),
-            )
-            for row in rows
-        ]
+        return claims_from_rows(rows, self._t)
 
     @conflicts_retried
     def heartbeat(self, leases: Sequence[Lease], now: datetime) -> list[LeaseState]:

@@ -61,6 +61,34 @@ def test_weights_split_a_queue_between_its_tenants_and_each_keeps_its_order() ->
     assert [i for i in taken if c[i - 1].tenant == "big"] == [1, 2]
 
 
+@pytest.mark.parametrize("slots", [1, 2, 3])
+def test_carried_credit_splits_small_claims_as_the_weights(slots: int) -> None:
+    """Claims of a few slots each (a worker whose slots free one or two at a time): with the
+    credit carried from claim to claim, a weight-3 queue gets 3 of every 4 slots; without it,
+    each claim is a round robin's first turns (every 1-slot claim to the weight-3 queue)."""
+
+    def run(credit: dict[str, float] | None) -> Counter[str]:
+        got: Counter[str] = Counter()
+        for _ in range(120 // slots):
+            c = cands(*[("light", "t")] * 4, *[("heavy", "t")] * 4)  # light's due first
+            for i in choose(c, slots, {}, {}, {"heavy": 3.0}, {}, credit):
+                got[c[i - 1].queue] += 1
+        return got
+
+    carried = run({})
+    assert abs(carried["heavy"] - 90) <= 1 and carried["heavy"] + carried["light"] == 120
+    assert run(None)["heavy"] != 90  # each claim alone: 120 (1 slot), 60 (2), 80 (3)
+
+
+def test_carried_credit_stays_centred_and_forgets_absent_queues() -> None:
+    credit: dict[str, float] = {}
+    for _ in range(50):
+        choose(cands(("a", "t"), ("b", "t")), 1, {}, {}, {"a": 5.0}, {}, credit)
+    assert set(credit) == {"a", "b"} and abs(sum(credit.values())) < 1e-9
+    choose(cands(("b", "t")), 1, {}, {}, {"a": 5.0}, {}, credit)
+    assert set(credit) == {"b"}
+
+
 def test_a_full_tenant_drops_out_of_every_queue() -> None:
     c = cands(*[("a", "x")] * 3, *[("b", "x")] * 3, *[("b", "y")] * 3)
     taken = choose(c, 9, {}, {"x": 2}, {"a": 2}, {})

@@ -166,13 +166,17 @@ def choose(
     tenant_room: dict[str, int],
     queue_weights: Mapping[str, float] | None = None,
     tenant_weights: Mapping[str, float] | None = None,
+    queue_credit: dict[str, float] | None = None,
 ) -> list[int]:
     """The ids to start, at most `limit`: a candidate is taken only while its queue and its
     tenant have room (uncapped ones always have), and each taken one uses a slot of both
     (queue_room and tenant_room are updated in place). Without weights, candidates go in
     their order; with weights (either mapping non-empty; a name not in it weighs 1), slots
     go to queues by smooth weighted round robin, and within a queue to its tenants likewise,
-    each queue and tenant taking its own candidates in their order."""
+    each queue and tenant taking its own candidates in their order. `queue_credit` carries
+    the queues' round robin credit from one call to the next (updated in place): a process's
+    claims of one or two slots then split as the weights say, not each as a claim's first
+    slots (a weight-3 queue would take every 1-slot claim)."""
     if limit <= 0:
         return []
     if not queue_weights and not tenant_weights:
@@ -185,7 +189,13 @@ def choose(
                 taken.append(c.id)
         return taken
     return _weighted(
-        list(candidates), limit, queue_room, tenant_room, queue_weights or {}, tenant_weights or {}
+        list(candidates),
+        limit,
+        queue_room,
+        tenant_room,
+        queue_weights or {},
+        tenant_weights or {},
+        queue_credit,
     )
 
 
@@ -209,10 +219,10 @@ class RoundRobin:
         self.credit: dict[str, float] = {}
         self.weight: dict[str, float] = {}
 
-    def add(self, name: str, weight: float) -> None:
+    def add(self, name: str, weight: float, credit: float = 0.0) -> None:
         if name not in self.weight:
             self.weight[name] = weight
-            self.credit[name] = 0.0
+            self.credit[name] = credit
 
     def drop(self, name: str) -> None:
         self.weight.pop(name, None)
@@ -241,7 +251,9 @@ def _weighted(
     tenant_room: dict[str, int],
     queue_weights: Mapping[str, float],
     tenant_weights: Mapping[str, float],
+    queue_credit: dict[str, float] | None = None,
 ) -> list[int]:
+    carried = queue_credit if queue_credit is not None else {}
     lines: dict[str, dict[str, deque[Candidate]]] = {}
     for c in candidates:
         lines.setdefault(c.queue, {}).setdefault(c.tenant, deque()).append(c)
@@ -250,16 +262,18 @@ def _weighted(
     for q, by_tenant in lines.items():
         if queue_room.get(q, 1) <= 0:
             continue
-        queues.add(q, queue_weights.get(q, 1.0))
+        queues.add(q, queue_weights.get(q, 1.0), carried.get(q, 0.0))
         rr = tenants[q] = RoundRobin()
         for t in by_tenant:
             if tenant_room.get(t, 1) > 0:
                 rr.add(t, tenant_weights.get(t, 1.0))
     taken: list[int] = []
+    left: dict[str, float] = {}  # the credit of each queue that took part, as it left
     while len(taken) < limit and queues:
         q = queues.next()
         rr = tenants[q]
         if not rr:
+            left[q] = queues.credit[q]
             queues.drop(q)
             continue
         t = rr.next()
@@ -273,7 +287,15 @@ def _weighted(
             for other in tenants.values():
                 other.drop(t)
         if queue_room.get(q, 1) <= 0 or not rr:
+            left[q] = queues.credit[q]
             queues.drop(q)
+    if queue_credit is not None:
+        # kept for the queues that took part (a queue without candidates banks nothing),
+        # centred on 0 so that a queue joining later at 0 neither waits nor bursts
+        left.update(queues.credit)
+        mean = sum(left.values()) / len(left) if left else 0.0
+        queue_credit.clear()
+        queue_credit.update({q: credit - mean for q, credit in left.items()})
     return taken
 
 

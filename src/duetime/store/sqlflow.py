@@ -62,6 +62,7 @@ class QueuesTenantsFlow(QueuesOutbox, Limits):
     _t: ToTime
     priorities: PriorityShare
     tenant_rotation: TenantRotation
+    queue_credit: dict[str, float]
 
     # -- settings -----------------------------------------------------------------------------
 
@@ -271,6 +272,7 @@ class QueuesTenantsFlow(QueuesOutbox, Limits):
                 tenant_room,
                 controls.queue_weights,
                 {} if rotation else controls.tenant_weights,
+                None if dispatching else self.queue_credit,
             )
             if budget is not None:
                 by_id = {f.id: f for f in found}

@@ -30,7 +30,7 @@ def queues_page(request: Request) -> Response:
     if who is None:
         return to_login(request)
     app = duetime_app(request)
-    found = app.store.flow_counts()
+    found = app.store.flow_counts(app.clock.now())
     return render(
         request,
         who,

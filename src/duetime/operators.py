@@ -184,7 +184,7 @@ def stats(app: Backend, tenant: str | None) -> Stats:
         samples,
         sample_limit=SAMPLE_LIMIT,
     )
-    found = store.flow_counts()  # backlog and running per queue and tenant, paused queues
+    found = store.flow_counts(now)  # backlog, running and waiting per queue and tenant
     return replace(
         summary,
         queues=tuple(queue_flows(app, tenant, found)),
@@ -285,14 +285,14 @@ Counts = list[tuple[str, str, FlowCounts]]
 
 
 def queue_flows(app: Backend, tenant: str | None, found: Counts | None = None) -> list[QueueFlow]:
-    """Every queue with settings or waiting/running jobs: its settings, backlog and running
-    (counting only `tenant`'s jobs, when given). By name."""
+    """Every queue with settings or waiting/running jobs: its settings, backlog, running and
+    waiting (counting only `tenant`'s jobs, when given). By name."""
     store = app.store
     settings = {q.queue: q for q in store.queue_settings()}
     counts: dict[str, FlowCounts] = {}
-    for queue, owner, c in store.flow_counts() if found is None else found:
+    for queue, owner, c in store.flow_counts(app.clock.now()) if found is None else found:
         if tenant is None or owner == tenant:
-            counts[queue] = _add(counts.get(queue), c)
+            counts[queue] = counts.get(queue, FlowCounts()) + c
     names = sorted(set(settings) | set(counts))
     return [
         QueueFlow(settings.get(name, QueueSettings(name)), counts.get(name, FlowCounts()))
@@ -302,22 +302,18 @@ def queue_flows(app: Backend, tenant: str | None, found: Counts | None = None) -
 
 def tenant_flows(app: Backend, tenant: str | None, found: Counts | None = None) -> list[TenantFlow]:
     """Every tenant with settings or waiting/running jobs (only `tenant`, when given): its
-    settings, backlog and running. By name."""
+    settings, backlog, running and waiting. By name."""
     store = app.store
     settings = {t.tenant: t for t in store.tenant_settings()}
     counts: dict[str, FlowCounts] = {}
-    for _, owner, c in store.flow_counts() if found is None else found:
-        counts[owner] = _add(counts.get(owner), c)
+    for _, owner, c in store.flow_counts(app.clock.now()) if found is None else found:
+        counts[owner] = counts.get(owner, FlowCounts()) + c
     names = sorted(set(settings) | set(counts))
     return [
         TenantFlow(settings.get(name, TenantSettings(name)), counts.get(name, FlowCounts()))
         for name in names
         if tenant is None or name == tenant
     ]
-
-
-def _add(a: FlowCounts | None, b: FlowCounts) -> FlowCounts:
-    return b if a is None else FlowCounts(a.backlog + b.backlog, a.running + b.running)
 
 
 def set_queue_flow(

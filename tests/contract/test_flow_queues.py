@@ -6,15 +6,19 @@ from __future__ import annotations
 import time
 from collections import Counter
 from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import timedelta
 
 import pytest
 
+from duetime import operators
 from duetime.core.clock import ManualClock
 from duetime.core.errors import BacklogFull
+from duetime.core.flow import FlowCounts
 from duetime.core.models import Outcome
 from duetime.core.states import AttemptStatus, Event, JobStatus
 from duetime.store.base import Store
-from jobhelpers import enqueue, new
+from jobhelpers import enqueue, job_in, new
 
 
 def claim_all(store: Store, clock: ManualClock, limit: int = 50, **kw: object) -> list[int]:
@@ -173,8 +177,65 @@ def test_flow_counts_give_backlog_and_running(store: Store, clock: ManualClock) 
     for _ in range(3):
         enqueue(store, clock, queue="q", tenant="t")
     claim_all(store, clock, limit=1)
-    counts = {(q, t): (c.backlog, c.running) for q, t, c in store.flow_counts()}
+    counts = {(q, t): (c.backlog, c.running) for q, t, c in store.flow_counts(clock.now())}
     assert counts == {("q", "t"): (2, 1)}
+
+
+@dataclass
+class _Backend:
+    store: Store
+    clock: ManualClock
+
+
+def test_flow_counts_give_the_due_jobs_not_started_and_their_wait(
+    store: Store, clock: ManualClock
+) -> None:
+    """waiting: the backlog's jobs due and not started (status scheduled, due_at <= now);
+    waiting_seconds: now minus the oldest one's due_at, 0 when none. A job not yet due, a
+    running one and a schedule's occurrence buffered behind another (status waiting) are not
+    waiting. Per queue and tenant, and summed (the longest wait) per queue and per tenant."""
+    job_in(store, clock, JobStatus.WAITING)  # queue default, tenant default
+    start = clock.now()
+    enqueue(store, clock, queue="a", tenant="x")  # due at start
+    enqueue(store, clock, queue="a", tenant="x", delay=60)  # due at start + 60
+    clock.advance(10)
+    enqueue(store, clock, queue="a", tenant="y")  # due at start + 10
+    running = enqueue(store, clock, queue="b", tenant="x")
+    [claim] = store.claim(worker_id="w", queues=["b"], limit=1, now=clock.now())
+    assert claim.job.id == running.id
+    enqueue(store, clock, queue="b", tenant="y", delay=5)  # due at start + 15
+    clock.set(start + timedelta(seconds=30))
+
+    def figures(c: FlowCounts) -> tuple[int, int, int, float]:
+        return (c.backlog, c.running, c.waiting, round(c.waiting_seconds, 3))
+
+    counts = {(q, t): figures(c) for q, t, c in store.flow_counts(clock.now())}
+    assert counts == {
+        ("a", "x"): (2, 0, 1, 30.0),
+        ("a", "y"): (1, 0, 1, 20.0),
+        ("b", "x"): (0, 1, 0, 0.0),
+        ("b", "y"): (1, 0, 1, 15.0),
+        ("default", "default"): (1, 0, 0, 0.0),
+    }
+    app = _Backend(store, clock)
+    queues = {f.settings.queue: figures(f.counts) for f in operators.queue_flows(app, None)}
+    assert queues == {
+        "a": (3, 0, 2, 30.0),
+        "b": (1, 1, 1, 15.0),
+        "default": (1, 0, 0, 0.0),
+    }
+    tenants = {f.settings.tenant: figures(f.counts) for f in operators.tenant_flows(app, None)}
+    assert tenants == {"x": (2, 1, 1, 30.0), "y": (2, 0, 2, 20.0), "default": (1, 0, 0, 0.0)}
+    [y_only] = [f for f in operators.queue_flows(app, "y") if f.settings.queue == "a"]
+    assert figures(y_only.counts) == (1, 0, 1, 20.0)  # a tenant's own jobs only
+    as_json = y_only.to_json()
+    assert (as_json["backlog"], as_json["waiting"], as_json["waiting_seconds"]) == (1, 1, 20.0)
+    clock.advance(40)  # the job due at start + 60 is due now, and waits from then
+    counts = {(q, t): figures(c) for q, t, c in store.flow_counts(clock.now())}
+    assert counts[("a", "x")] == (2, 0, 2, 70.0)
+    claim_all(store, clock)  # every due job started: nothing waits
+    for _, _, c in store.flow_counts(clock.now()):
+        assert (c.waiting, c.waiting_seconds) == (0, 0.0)
 
 
 def _all() -> object:

@@ -47,22 +47,36 @@ def test_pause_resume_and_set_limits_need_an_admin_token(api: Api) -> None:
 
 def test_lists_show_counts_and_a_tenant_sees_its_own(api: Api) -> None:
     api.app.scoped("acme").enqueue("t", {}, queue="mail")
+    api.app.scoped("acme").enqueue("t", {}, queue="mail", delay=3600)  # not due: not waiting
     api.app.scoped("globex").enqueue("t", {}, queue="mail")
     api.app.set_queue("mail", concurrency=2)
     api.app.set_tenant("globex", max_backlog=5)
     admin = api.call("GET", "/v1/queues", role="admin").json()
-    assert [(q["queue"], q["concurrency"], q["backlog"]) for q in admin] == [("mail", 2, 2)]
-    own = api.call("GET", "/v1/queues", tenant="acme", role="read").json()
-    assert [(q["queue"], q["backlog"]) for q in own] == [("mail", 1)]
-    tenants = api.call("GET", "/v1/tenants", role="admin").json()
-    assert [(t["tenant"], t["max_backlog"], t["backlog"]) for t in tenants] == [
-        ("acme", None, 1),
-        ("globex", 5, 1),
+    assert [(q["queue"], q["concurrency"], q["backlog"], q["waiting"]) for q in admin] == [
+        ("mail", 2, 3, 2)
     ]
+    assert 0 <= admin[0]["waiting_seconds"] < 60
+    own = api.call("GET", "/v1/queues", tenant="acme", role="read").json()
+    assert [(q["queue"], q["backlog"], q["waiting"]) for q in own] == [("mail", 2, 1)]
+    one = api.call("GET", "/v1/queues/mail", tenant="acme", role="read").json()
+    assert (one["backlog"], one["running"], one["waiting"]) == (2, 0, 1)
+    unknown = api.call("GET", "/v1/queues/quiet", role="admin").json()
+    assert (unknown["backlog"], unknown["waiting"], unknown["waiting_seconds"]) == (0, 0, 0)
+    tenants = api.call("GET", "/v1/tenants", role="admin").json()
+    assert [(t["tenant"], t["max_backlog"], t["backlog"], t["waiting"]) for t in tenants] == [
+        ("acme", None, 2, 1),
+        ("globex", 5, 1, 1),
+    ]
+    assert all(0 <= t["waiting_seconds"] < 60 for t in tenants)
     assert [t["tenant"] for t in api.call("GET", "/v1/tenants", tenant="acme").json()] == ["acme"]
     stats = api.call("GET", "/v1/stats", role="admin").json()
-    assert [(q["queue"], q["backlog"]) for q in stats["flow"]["queues"]] == [("mail", 2)]
-    assert {t["tenant"] for t in stats["flow"]["tenants"]} == {"acme", "globex"}
+    assert [(q["queue"], q["backlog"], q["waiting"]) for q in stats["flow"]["queues"]] == [
+        ("mail", 3, 2)
+    ]
+    assert {(t["tenant"], t["waiting"]) for t in stats["flow"]["tenants"]} == {
+        ("acme", 1),
+        ("globex", 1),
+    }
 
 
 def test_enqueue_past_max_backlog_answers_429_with_retry_after(api: Api) -> None:

@@ -826,6 +826,21 @@ def test_an_admin_pauses_resumes_and_limits_a_queue_and_a_tenant(env: Env) -> No
     assert env.app.tenant_settings("acme").max_backlog == 100
 
 
+def test_the_queues_page_shows_the_due_jobs_not_started_and_their_wait(env: Env) -> None:
+    env.scheduled(queue="emails")  # due in an hour: in the backlog, not waiting
+    env.app.scoped("acme").enqueue("reports.build", {"n": 2}, queue="emails")  # due now
+    env.clock.advance(90)
+    page = env.logged_in(role="read", tenant="acme").get("/queues").text
+    assert '<th class="num">Waiting</th>' in page
+    emails = re.search(r'<tr data-queue="emails">.*?</tr>', page, re.S)
+    assert emails is not None and 'data-waiting="1"' in emails.group(0), page
+    assert "oldest 1m 30s" in emails.group(0), emails.group(0)
+    admin = env.logged_in(role="admin").get("/queues").text
+    rows = dict(re.findall(r'<tr data-tenant="([^"]+)">(.*?)</tr>', admin, re.S))
+    assert 'data-waiting="1"' in rows["acme"] and "oldest 1m 30s" in rows["acme"], admin
+    assert 'data-waiting="0"' in rows["default"] and "oldest" not in rows["default"], admin
+
+
 def test_only_admins_steer_queues(env: Env) -> None:
     env.scheduled(queue="emails")
     c = env.logged_in(role="write")

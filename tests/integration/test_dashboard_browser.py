@@ -388,6 +388,15 @@ def test_dashboard_in_a_real_browser(served: tuple[str, App, Seeded]) -> None:
             expect(node_row).to_contain_text("emails")
             snap("13-nodes")
 
+            # the queues: the acme job the seed enqueued due and never started waits in `reports`
+            page.click("nav.nav >> text=Queues")
+            waiting = page.locator("tr[data-queue='reports'] [data-waiting]")
+            expect(waiting).to_have_attribute("data-waiting", "1")
+            expect(waiting).to_contain_text(re.compile(r"oldest \d+m \d\ds"))
+            acme = page.locator("tr[data-tenant='acme'] [data-waiting]")
+            expect(acme).not_to_have_attribute("data-waiting", "0")
+            snap("14-queues")
+
             # log out: the pages ask for a token again
             page.click("button:has-text('Log out')")
             expect(page).to_have_url(re.compile(r"/login"))

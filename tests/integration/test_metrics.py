@@ -257,17 +257,29 @@ def test_server_metrics_show_queue_and_tenant_flow(
     for _ in range(3):
         enqueue(store, clock, queue="mail", tenant="acme")
     enqueue(store, clock, queue="held", tenant="acme")
+    clock.advance(5)
+    enqueue(store, clock, queue="mail", tenant="globex", delay=60)  # not due: not waiting
     claim_one(store, clock)
+    clock.advance(10)
     _, admin = operators.create_token(server_app, "t1", "admin")
     samples = parse(client.get("/metrics", headers=bearer(admin)).text)
-    assert value(samples, "duetime_queue_backlog", queue="mail") == 2
+    assert value(samples, "duetime_queue_backlog", queue="mail") == 3
     assert value(samples, "duetime_queue_running", queue="mail") == 1
+    assert value(samples, "duetime_queue_waiting", queue="mail") == 2
+    assert value(samples, "duetime_queue_waiting_seconds", queue="mail") == 15
     assert value(samples, "duetime_queue_backlog", queue="held") == 1
+    assert value(samples, "duetime_queue_waiting", queue="held") == 1  # paused: still waiting
+    assert value(samples, "duetime_queue_waiting_seconds", queue="held") == 15
     assert value(samples, "duetime_queue_paused", queue="held") == 1
     assert value(samples, "duetime_queue_paused", queue="mail") == 0
     assert value(samples, "duetime_queue_concurrency_limit", queue="mail") == 2
     assert value(samples, "duetime_tenant_backlog", tenant="acme") == 3
     assert value(samples, "duetime_tenant_running", tenant="acme") == 1
+    assert value(samples, "duetime_tenant_waiting", tenant="acme") == 3
+    assert value(samples, "duetime_tenant_waiting_seconds", tenant="acme") == 15
+    assert value(samples, "duetime_tenant_backlog", tenant="globex") == 1
+    assert value(samples, "duetime_tenant_waiting", tenant="globex") == 0
+    assert value(samples, "duetime_tenant_waiting_seconds", tenant="globex") == 0
     assert value(samples, "duetime_tenant_concurrency_limit", tenant="acme") == 5
 
 

@@ -396,3 +396,40 @@ def test_finding_the_next_tenant_with_due_work_is_one_index_seek(backlog: Store)
         assert "filesort" not in plan.lower(), plan
         assert '"key": "duetime_jobs_tenant_due"' in plan, plan
     assert backlog.claim(worker_id="w", queues=None, limit=5, now=NOW)  # the rotation runs
+
+
+def test_flow_counts_read_only_the_job_counts_index(kit: DialectKit, backlog: Store) -> None:
+    """The counts per queue and tenant (docs/flow-control.md, "Visibility"), waiting and its
+    oldest due_at included, come from one read of the job counts index (status, tenant,
+    queue, due_at: migration 12), covering: no row of the table is read, none finished."""
+    driver = backlog.driver  # type: ignore[attr-defined]
+    [select] = driver.statements("flow_counts")
+    if kit.name == "postgres":  # an index-only scan needs the visibility map autovacuum keeps
+        with closing(kit.connect(kit.run_url())) as conn:
+            conn.execute("VACUUM duetime_jobs")
+    prefix = {
+        "postgres": "EXPLAIN (FORMAT JSON) ",
+        "sqlite": "EXPLAIN QUERY PLAN ",
+        "mysql": "EXPLAIN FORMAT=JSON ",
+    }[backlog.dialect]
+    with driver.transaction() as c:
+        rows, _ = driver.execute(c.native, prefix + select, driver.encode({"now": NOW}))
+    if backlog.dialect == "postgres":
+        plan = json.dumps(rows[0]["QUERY PLAN"])
+        assert "Seq Scan" not in plan and "Bitmap Heap Scan" not in plan, plan
+        assert '"Node Type": "Index Only Scan"' in plan, plan
+        assert '"Index Name": "duetime_jobs_status"' in plan, plan
+    elif backlog.dialect == "sqlite":
+        plan = "\n".join(str(tuple(r)) for r in rows)
+        assert "USING COVERING INDEX duetime_jobs_status" in plan, plan
+    else:
+        plan = str(next(iter(rows[0].values())))
+        assert '"key": "duetime_jobs_status"' in plan and '"using_index": true' in plan, plan
+    [(queue, tenant, counts)] = backlog.flow_counts(NOW)
+    assert (queue, tenant, counts.backlog, counts.waiting) == (
+        "default",
+        "default",
+        BACKLOG + 50,
+        50,
+    )
+    assert counts.waiting_seconds == 1.0  # the 50 due jobs were due a second before NOW

@@ -1,5 +1,5 @@
 """`duetime queues`: each queue's settings (dispatch mode, pause, concurrency, max backlog,
-weight) with its backlog and running counts (docs/outbox.md, docs/flow-control.md)."""
+weight) with its backlog, running and waiting counts (docs/outbox.md, docs/flow-control.md)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,16 @@ import argparse
 import json
 from typing import Any
 
-from duetime.cli.support import flag_values, limit_flag, make_app, out, positive_float, table, when
+from duetime.cli.support import (
+    flag_values,
+    limit_flag,
+    make_app,
+    out,
+    positive_float,
+    table,
+    waited,
+    when,
+)
 from duetime.core.flow import KEEP, QueueFlow
 from duetime.core.outbox import Dispatch, QueueSettings
 
@@ -19,7 +28,7 @@ def add_parsers(sub: Any, parents: list[argparse.ArgumentParser]) -> None:
     p = queues.add_parser(
         "list",
         parents=parents,
-        help="every queue with settings or jobs: its settings, backlog and running counts",
+        help="every queue with settings or jobs: its settings, backlog, running and waiting counts",
     )
     p.add_argument("--json", action="store_true", help="print the queues as JSON")
     p.set_defaults(func=cmd_list)
@@ -87,6 +96,8 @@ HEADERS = [
     "weight",
     "backlog",
     "running",
+    "waiting",
+    "waited",
     "outbox backlog",
     "changed",
 ]
@@ -103,6 +114,8 @@ def _row(f: QueueFlow, outbox_backlog: int) -> list[object]:
         f"{q.weight:g}",
         f.counts.backlog,
         f.counts.running,
+        f.counts.waiting,
+        waited(f.counts),
         outbox_backlog,
         when(q.updated_at),
     ]

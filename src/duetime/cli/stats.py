@@ -1,5 +1,5 @@
 """`duetime stats`: jobs by status and queue, oldest overdue age, lag and throughput, and the
-queues and tenants with flow settings (backlog, running, limits)."""
+queues and tenants with flow settings (backlog, running, waiting, limits)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import json
 from typing import Any
 
 from duetime import operators
-from duetime.cli.support import LIMIT_HEADERS, limit_row, make_app, out, table
+from duetime.cli.support import LIMIT_HEADERS, age, limit_row, make_app, out, table, waited
 from duetime.core.outbox import QueueSettings
 from duetime.core.states import JobStatus
 from duetime.core.stats import Stats
@@ -56,7 +56,7 @@ def print_stats(figures: Stats) -> None:
     out(
         "oldest overdue job: none"
         if overdue is None
-        else f"oldest overdue job: due {_age(overdue)} ago and not started yet"
+        else f"oldest overdue job: due {age(overdue)} ago and not started yet"
     )
     out()
     table(
@@ -94,13 +94,25 @@ def print_flow(figures: Stats) -> None:
                     "paused" if q.settings.paused else "active",
                     q.counts.backlog,
                     q.counts.running,
+                    q.counts.waiting,
+                    waited(q.counts),
                     _limit(q.settings.concurrency),
                     _limit(q.settings.max_backlog),
                     f"{q.settings.weight:g}",
                 )
                 for q in queues
             ],
-            ["queue", "state", "backlog", "running", "concurrency", "max backlog", "weight"],
+            [
+                "queue",
+                "state",
+                "backlog",
+                "running",
+                "waiting",
+                "waited",
+                "concurrency",
+                "max backlog",
+                "weight",
+            ],
         )
     if tenants:
         out()
@@ -110,13 +122,24 @@ def print_flow(figures: Stats) -> None:
                     t.settings.tenant,
                     t.counts.backlog,
                     t.counts.running,
+                    t.counts.waiting,
+                    waited(t.counts),
                     _limit(t.settings.concurrency),
                     _limit(t.settings.max_backlog),
                     f"{t.settings.weight:g}",
                 )
                 for t in tenants
             ],
-            ["tenant", "backlog", "running", "concurrency", "max backlog", "weight"],
+            [
+                "tenant",
+                "backlog",
+                "running",
+                "waiting",
+                "waited",
+                "concurrency",
+                "max backlog",
+                "weight",
+            ],
         )
 
 
@@ -126,17 +149,6 @@ def _controlled(q: QueueSettings) -> bool:
 
 def _limit(value: int | None) -> str:
     return "-" if value is None else str(value)
-
-
-def _age(seconds: float) -> str:
-    """12.3s, 5m 07s, 3h 02m, 4d 06h."""
-    if seconds < 60:
-        return f"{seconds:.1f}s"
-    whole = int(seconds)
-    for unit, size, sub, sub_size in (("d", 86400, "h", 3600), ("h", 3600, "m", 60)):
-        if whole >= size:
-            return f"{whole // size}{unit} {whole % size // sub_size:02d}{sub}"
-    return f"{whole // 60}m {whole % 60:02d}s"
 
 
 def _seconds(value: float | None) -> str:

@@ -17,7 +17,7 @@ from typing import Any, NoReturn, TextIO
 
 from duetime.client import App
 from duetime.core.errors import ConfigurationError, InvalidRequest
-from duetime.core.flow import parse_limit
+from duetime.core.flow import FlowCounts, parse_limit
 from duetime.core.limits import LimitStatus
 from duetime.core.requests import parse_duration, parse_instant
 from duetime.store import missing_database, url_scheme
@@ -93,6 +93,22 @@ def table(rows: Sequence[Sequence[Any]], headers: Sequence[str]) -> None:
 def when(value: datetime | None) -> str:
     """An instant in a table cell, to the second (UTC), or - for none."""
     return "-" if value is None else value.strftime("%Y-%m-%d %H:%M:%S")
+
+
+def age(seconds: float) -> str:
+    """12.3s, 5m 07s, 3h 02m, 4d 06h."""
+    if seconds < 60:
+        return f"{seconds:.1f}s"
+    whole = int(seconds)
+    for unit, size, sub, sub_size in (("d", 86400, "h", 3600), ("h", 3600, "m", 60)):
+        if whole >= size:
+            return f"{whole // size}{unit} {whole % size // sub_size:02d}{sub}"
+    return f"{whole // 60}m {whole % 60:02d}s"
+
+
+def waited(counts: FlowCounts) -> str:
+    """How long a queue's or tenant's oldest due job not started has waited, or - for none."""
+    return age(counts.waiting_seconds) if counts.waiting else "-"
 
 
 # -- argparse types: a bad value is a usage error (exit 2) found before anything is opened ------

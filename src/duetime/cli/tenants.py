@@ -1,5 +1,5 @@
 """`duetime tenants`: each tenant's flow settings (concurrency, max backlog, weight) with its
-backlog and running counts (docs/flow-control.md)."""
+backlog, running and waiting counts (docs/flow-control.md)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,16 @@ import argparse
 import json
 from typing import Any
 
-from duetime.cli.support import flag_values, limit_flag, make_app, out, positive_float, table, when
+from duetime.cli.support import (
+    flag_values,
+    limit_flag,
+    make_app,
+    out,
+    positive_float,
+    table,
+    waited,
+    when,
+)
 from duetime.core.flow import KEEP, TenantFlow
 
 
@@ -18,7 +27,8 @@ def add_parsers(sub: Any, parents: list[argparse.ArgumentParser]) -> None:
     p = tenants.add_parser(
         "list",
         parents=parents,
-        help="every tenant with settings or jobs: its settings, backlog and running counts",
+        help="every tenant with settings or jobs: its settings, backlog, running and waiting "
+        "counts",
     )
     p.add_argument("--json", action="store_true", help="print the tenants as JSON")
     p.set_defaults(func=cmd_list)
@@ -56,7 +66,17 @@ def cmd_list(args: argparse.Namespace) -> int:
         return 0
     table(
         [_row(f) for f in flows],
-        ["tenant", "concurrency", "max backlog", "weight", "backlog", "running", "changed"],
+        [
+            "tenant",
+            "concurrency",
+            "max backlog",
+            "weight",
+            "backlog",
+            "running",
+            "waiting",
+            "waited",
+            "changed",
+        ],
     )
     return 0
 
@@ -70,6 +90,8 @@ def _row(f: TenantFlow) -> list[object]:
         f"{t.weight:g}",
         f.counts.backlog,
         f.counts.running,
+        f.counts.waiting,
+        waited(f.counts),
         when(t.updated_at),
     ]
 

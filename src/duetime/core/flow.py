@@ -56,10 +56,24 @@ class TenantSettings:
 @dataclass(frozen=True)
 class FlowCounts:
     """Jobs waiting (backlog: status scheduled or waiting, due or not) and running (status
-    running or cancel_requested) of one queue or tenant."""
+    running or cancel_requested) of one queue or tenant; of the backlog, `waiting`: the jobs
+    due and not started (status scheduled, due_at at or before the time of the read), and
+    `waiting_seconds`: how long the oldest of them has been due then (0 when none)."""
 
     backlog: int = 0
     running: int = 0
+    waiting: int = 0
+    waiting_seconds: float = 0.0
+
+    def __add__(self, other: FlowCounts) -> FlowCounts:
+        """The counts of both (several tenants of a queue, several queues of a tenant): the
+        sums, and the longer wait."""
+        return FlowCounts(
+            self.backlog + other.backlog,
+            self.running + other.running,
+            self.waiting + other.waiting,
+            max(self.waiting_seconds, other.waiting_seconds),
+        )
 
 
 @dataclass(frozen=True)
@@ -85,7 +99,12 @@ class TenantFlow:
 
 
 def _counts_json(c: FlowCounts) -> dict[str, object]:
-    return {"backlog": c.backlog, "running": c.running}
+    return {
+        "backlog": c.backlog,
+        "running": c.running,
+        "waiting": c.waiting,
+        "waiting_seconds": round(c.waiting_seconds, 3),
+    }
 
 
 @dataclass(frozen=True)

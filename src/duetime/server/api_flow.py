@@ -12,7 +12,7 @@ from fastapi import APIRouter, Depends, Path, Request
 from pydantic import AfterValidator
 
 from duetime import operators
-from duetime.core.flow import KEEP, Keep
+from duetime.core.flow import KEEP, FlowCounts, Keep, QueueFlow
 from duetime.server.auth import Principal, admin, reader
 from duetime.server.schemas import AUTH, LimitsIn, QueueIn, QueueOut, TenantOut, clean_text
 from duetime.server.state import duetime_app
@@ -25,14 +25,15 @@ Name = Annotated[str, Path(min_length=1, max_length=100), AfterValidator(clean_t
 
 @router.get("/queues", response_model=list[QueueOut], responses=AUTH, tags=["queues"])
 def list_queues(request: Request, who: Annotated[Principal, Depends(reader)]) -> list[Any]:
-    """Every queue with settings or waiting/running jobs: settings, backlog, running."""
+    """Every queue with settings or waiting/running jobs: settings, backlog, running, and the
+    due jobs not started (waiting, waiting_seconds)."""
     flows = operators.queue_flows(duetime_app(request), who.tenant_filter)
     return [f.to_json() for f in flows]
 
 
 @router.get("/queues/{name}", response_model=QueueOut, responses=AUTH, tags=["queues"])
 def get_queue(name: Name, request: Request, who: Annotated[Principal, Depends(reader)]) -> Any:
-    """One queue: its settings (the defaults if never set), backlog and running."""
+    """One queue: its settings (the defaults if never set), backlog, running and waiting."""
     return _queue(request, name, who)
 
 
@@ -103,4 +104,4 @@ def _queue(request: Request, name: str, who: Principal) -> Any:
     found = [f for f in flows if f.settings.queue == name]
     if found:
         return found[0].to_json()
-    return {**duetime_app(request).queue(name).to_json(), "backlog": 0, "running": 0}
+    return QueueFlow(duetime_app(request).queue(name), FlowCounts()).to_json()

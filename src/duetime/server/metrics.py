@@ -99,7 +99,8 @@ def limit_families(limits: list[LimitStatus] | None, now: datetime) -> Iterator[
 
 
 def flow_families(stats: Stats | None) -> Iterator[Metric]:
-    """Flow control (docs/flow-control.md): per queue and tenant, backlog, running, limits."""
+    """Flow control (docs/flow-control.md): per queue and tenant, backlog, running, the due
+    jobs not started (waiting) and how long the oldest has waited, limits."""
     q_backlog = GaugeMetricFamily(
         "duetime_queue_backlog",
         "Jobs waiting (scheduled, due or not, or waiting) by queue, every tenant.",
@@ -107,6 +108,16 @@ def flow_families(stats: Stats | None) -> Iterator[Metric]:
     )
     q_running = GaugeMetricFamily(
         "duetime_queue_running", "Jobs running by queue, every tenant.", labels=["queue"]
+    )
+    q_waiting = GaugeMetricFamily(
+        "duetime_queue_waiting",
+        "Jobs due and not started (scheduled, due_at passed) by queue, every tenant.",
+        labels=["queue"],
+    )
+    q_waited = GaugeMetricFamily(
+        "duetime_queue_waiting_seconds",
+        "How long the queue's oldest due job not started has been due; 0: none.",
+        labels=["queue"],
     )
     q_paused = GaugeMetricFamily(
         "duetime_queue_paused",
@@ -126,6 +137,16 @@ def flow_families(stats: Stats | None) -> Iterator[Metric]:
     t_running = GaugeMetricFamily(
         "duetime_tenant_running", "Jobs running by tenant.", labels=["tenant"]
     )
+    t_waiting = GaugeMetricFamily(
+        "duetime_tenant_waiting",
+        "Jobs due and not started (scheduled, due_at passed) by tenant.",
+        labels=["tenant"],
+    )
+    t_waited = GaugeMetricFamily(
+        "duetime_tenant_waiting_seconds",
+        "How long the tenant's oldest due job not started has been due; 0: none.",
+        labels=["tenant"],
+    )
     t_cap = GaugeMetricFamily(
         "duetime_tenant_concurrency_limit",
         "The tenant's cluster-wide concurrency limit (tenants with one only).",
@@ -136,6 +157,8 @@ def flow_families(stats: Stats | None) -> Iterator[Metric]:
             name = q.settings.queue
             q_backlog.add_metric([name], q.counts.backlog)
             q_running.add_metric([name], q.counts.running)
+            q_waiting.add_metric([name], q.counts.waiting)
+            q_waited.add_metric([name], q.counts.waiting_seconds)
             q_paused.add_metric([name], 1 if q.settings.paused else 0)
             if q.settings.concurrency is not None:
                 q_cap.add_metric([name], q.settings.concurrency)
@@ -143,9 +166,12 @@ def flow_families(stats: Stats | None) -> Iterator[Metric]:
             name = t.settings.tenant
             t_backlog.add_metric([name], t.counts.backlog)
             t_running.add_metric([name], t.counts.running)
+            t_waiting.add_metric([name], t.counts.waiting)
+            t_waited.add_metric([name], t.counts.waiting_seconds)
             if t.settings.concurrency is not None:
                 t_cap.add_metric([name], t.settings.concurrency)
-    yield from (q_backlog, q_running, q_paused, q_cap, t_backlog, t_running, t_cap)
+    yield from (q_backlog, q_running, q_waiting, q_waited, q_paused, q_cap)
+    yield from (t_backlog, t_running, t_waiting, t_waited, t_cap)
 
 
 def outbox_families(figures: OutboxFigures | None) -> Iterator[Metric]:

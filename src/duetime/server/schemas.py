@@ -357,6 +357,12 @@ class PointOut(BaseModel):
 
 LIMIT_FIELD = Field(default=None, ge=0, le=10**9, description="null: no limit")
 WEIGHT_FIELD = Field(default=None, gt=0, le=10**6, description="share of a claim; default 1")
+WAITING_FIELD = Field(
+    description="of the backlog, the jobs due and not started: scheduled, due_at passed"
+)
+WAITING_SECONDS_FIELD = Field(
+    description="how long the oldest of the waiting jobs has been due; 0: none waits"
+)
 
 
 class QueueOut(BaseModel):
@@ -369,6 +375,8 @@ class QueueOut(BaseModel):
     updated_at: AwareDatetime | None
     backlog: int = Field(description="jobs waiting: scheduled (due or not) or waiting")
     running: int = Field(description="jobs running (or running with cancellation requested)")
+    waiting: int = WAITING_FIELD
+    waiting_seconds: float = WAITING_SECONDS_FIELD
 
 
 class TenantOut(BaseModel):
@@ -379,6 +387,8 @@ class TenantOut(BaseModel):
     updated_at: AwareDatetime | None
     backlog: int = Field(description="jobs waiting: scheduled (due or not) or waiting")
     running: int = Field(description="jobs running (or running with cancellation requested)")
+    waiting: int = WAITING_FIELD
+    waiting_seconds: float = WAITING_SECONDS_FIELD
 
 
 class FlowOut(BaseModel):
@@ -438,7 +448,7 @@ class StatsOut(BaseModel):
     series: list[PointOut]
     sampled_attempts: int
     sample_limit_hit: bool
-    flow: FlowOut = Field(description="settings, backlog and running per queue and tenant")
+    flow: FlowOut = Field(description="settings, backlog, running and waiting per queue and tenant")
     limits: list[LimitOut] | None = Field(
         default=None,
         description="each limit key (docs/flow-control.md); admin tokens without tenant only",

@@ -406,8 +406,10 @@ class Store(Protocol):
         """Every control row, as read at most CONTROLS_SECONDS ago."""
         ...
 
-    def flow_counts(self) -> list[tuple[str, str, FlowCounts]]:
-        """(queue, tenant, backlog and running counts) of every pair with such jobs."""
+    def flow_counts(self, now: datetime) -> list[tuple[str, str, FlowCounts]]:
+        """(queue, tenant, counts) of every pair with jobs in its backlog or running: backlog,
+        running, and of the backlog the jobs due at `now` and not started (waiting) with how
+        long the oldest of them has been due at `now` (waiting_seconds)."""
         ...
 
     def dispatch_outbox(self, now: datetime, limit: int, lease_seconds: float) -> list[OutboxEvent]:

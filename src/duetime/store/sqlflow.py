@@ -115,14 +115,20 @@ class QueuesTenantsFlow(QueuesOutbox, Limits):
         self._outbox_queues = (at, [q.queue for q in queues if q.dispatch is Dispatch.OUTBOX])
         return controls
 
-    def flow_counts(self) -> list[tuple[str, str, FlowCounts]]:
-        """(queue, tenant, counts) of every queue and tenant with jobs waiting or running."""
+    def flow_counts(self, now: datetime) -> list[tuple[str, str, FlowCounts]]:
+        """(queue, tenant, counts) of every queue and tenant with jobs waiting or running;
+        waiting and waiting_seconds as of `now`."""
         with self.driver.transaction(snapshot=True) as c:
-            rows = c.rows("flow_counts")
-        return [
-            (r["queue"], r["tenant"], FlowCounts(int(r["backlog"]), int(r["running"])))
-            for r in rows
-        ]
+            rows = c.rows("flow_counts", now=now)
+        found = []
+        for r in rows:
+            oldest = r["oldest_due_at"]
+            waited = 0.0 if oldest is None else (now - self._t(oldest)).total_seconds()
+            counts = FlowCounts(
+                int(r["backlog"]), int(r["running"]), int(r["waiting"]), max(0.0, waited)
+            )
+            found.append((r["queue"], r["tenant"], counts))
+        return found
 
     # -- the controlled claim -----------------------------------------------------------------
 

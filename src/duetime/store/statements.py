@@ -154,7 +154,9 @@ STATEMENTS: dict[str, str] = {
     "queue_backlog": "returns n: the jobs of queue `queue` that are scheduled or waiting",
     "tenant_backlog": "returns n: the jobs of tenant `tenant` that are scheduled or waiting",
     "flow_counts": "returns queue, tenant, backlog (scheduled or waiting jobs), running "
-    "(running or cancel_requested jobs) per queue and tenant that has any",
+    "(running or cancel_requested jobs), waiting (scheduled jobs due at now) and oldest_due_at "
+    "(the least due_at of those, null when none) per queue and tenant that has any backlog or "
+    "running job",
     "dispatch_outbox": "takes up to `limit` scheduled jobs due at now and not past their "
     "deadline, of unpaused queues whose dispatch is outbox, by priority desc, due_at, id, skipping "
     "locked rows; moves each by `moves` with generation + 1 and attempts + 1, starts a running "

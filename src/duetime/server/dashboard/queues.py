@@ -1,5 +1,5 @@
-"""/queues: every queue's flow settings with its backlog and running counts (what `duetime
-queues list` shows), and for admins the controls: pause, resume, concurrency, max backlog,
+"""/queues: every queue's flow settings with its backlog, running and waiting counts (what
+`duetime queues list` shows), and for admins the controls: pause, resume, concurrency, max backlog,
 weight (docs/flow-control.md). Tenants' settings are listed below. A tenant's token sees the
 counts of its own jobs; only admins change anything (queues are shared by every tenant)."""
 
@@ -30,7 +30,7 @@ def queues_page(request: Request) -> Response:
     if who is None:
         return to_login(request)
     app = duetime_app(request)
-    found = app.store.flow_counts()
+    found = app.store.flow_counts(app.clock.now())
     return render(
         request,
         who,

@@ -696,9 +696,12 @@ SELECT COUNT(*) AS n FROM duetime_jobs
 WHERE tenant = %(tenant)s AND status IN ('scheduled', 'waiting');
 
 -- name: flow_counts
+-- One read of the job counts index (status, tenant, queue, due_at: migration 12), covering.
 SELECT queue, tenant,
        SUM(CASE WHEN status IN ('scheduled', 'waiting') THEN 1 ELSE 0 END) AS backlog,
-       SUM(CASE WHEN status IN ('running', 'cancel_requested') THEN 1 ELSE 0 END) AS running
+       SUM(CASE WHEN status IN ('running', 'cancel_requested') THEN 1 ELSE 0 END) AS running,
+       SUM(CASE WHEN status = 'scheduled' AND due_at <= %(now)s THEN 1 ELSE 0 END) AS waiting,
+       MIN(CASE WHEN status = 'scheduled' AND due_at <= %(now)s THEN due_at END) AS oldest_due_at
 FROM duetime_jobs
 WHERE status IN ('scheduled', 'waiting', 'running', 'cancel_requested')
 GROUP BY queue, tenant

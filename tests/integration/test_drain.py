@@ -1,4 +1,5 @@
-"""Four worker processes drain 20,000 jobs: every job runs once, succeeds once, none is lost."""
+"""Four worker processes drain 5,000 jobs: every job runs once, succeeds once, none is lost
+(throughput is measured by `make bench`, not here)."""
 
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ def kit(request: pytest.FixtureRequest) -> DialectKit:
     return kit_named(request.param)
 
 
-JOBS = 20_000
+JOBS = 5_000
 WORKERS = 4
 CHUNK = 1_000
 DRAIN_TIMEOUT = 400.0
@@ -39,7 +40,7 @@ def read_executions(out_dir: Path) -> list[tuple[int, int, int]]:
 
 
 @pytest.mark.timeout(900)
-def test_four_workers_drain_20000_jobs_exactly_once(
+def test_four_workers_drain_5000_jobs_exactly_once(
     db_url: str, procs: Processes, app: App, capsys: pytest.CaptureFixture[str]
 ) -> None:
     started = time.monotonic()

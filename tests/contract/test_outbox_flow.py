@@ -148,6 +148,25 @@ def test_a_tenant_cap_holds_dispatch_and_claims_together(
     assert jobs_of(store, [one])[0].tenant == "big"
 
 
+def test_tenants_take_turns_in_saturated_dispatches(
+    setup: str, store: Store, clock: ManualClock
+) -> None:
+    """A small tenant's jobs, due after a flood's, are dispatched within the next saturated
+    dispatches, not after the flood (the relay's tenant rotation, as a worker's claims)."""
+    outbox_queue(store, clock)
+    for _ in range(40):
+        enqueue(store, clock, queue="ob", tenant="big")
+    clock.advance(1)
+    small = {enqueue(store, clock, queue="ob", tenant="small").id for _ in range(3)}
+    events = dispatch(store, clock, limit=4) + dispatch(store, clock, limit=4)
+    assert small <= {e.job_id for e in events}
+    assert Counter(j.tenant for j in jobs_of(store, events)) == {"big": 5, "small": 3}
+    check_started(store, clock, events)
+    # the flood alone again: claim order, all of it
+    rest = dispatch(store, clock)
+    assert len(rest) == 35 and all(j.tenant == "big" for j in jobs_of(store, rest))
+
+
 def test_weights_split_a_dispatch_between_outbox_queues(
     setup: str, store: Store, clock: ManualClock
 ) -> None:

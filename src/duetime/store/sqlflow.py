@@ -62,6 +62,7 @@ class QueuesTenantsFlow(QueuesOutbox, Limits):
     _t: ToTime
     priorities: PriorityShare
     tenant_rotation: TenantRotation
+    dispatch_rotation: TenantRotation
     queue_credit: dict[str, float]
 
     # -- settings -----------------------------------------------------------------------------
@@ -179,10 +180,11 @@ class QueuesTenantsFlow(QueuesOutbox, Limits):
         leave_out, in the caller's transaction; the started rows (claim_chosen's). A worker's
         claim (dispatch_lease None; leave_out the outbox-mode queues) gives each attempt its
         job's lease. The relay's dispatch (`queues` the outbox-mode queues, leave_out empty)
-        gives each attempt dispatch_lease, and takes jobs in claim order within the controls:
-        no priority share or tenant rotation (those are a worker process's, per_class and
-        rotate are not used)."""
+        gives each attempt dispatch_lease, and takes jobs in claim order within the controls
+        and the relay's own tenant rotation (dispatch_rotation): no priority share (a worker
+        process's; per_class is not used)."""
         dispatching = dispatch_lease is not None
+        turns = self.dispatch_rotation if dispatching else self.tenant_rotation
         queue_room: dict[str, int] = {}
         tenant_room: dict[str, int] = {}
         if controls.capped:  # the rows as they are now, locked: not the cached copy
@@ -220,11 +222,7 @@ class QueuesTenantsFlow(QueuesOutbox, Limits):
             else []
         )
         # tenant fairness (TenantRotation): the tenants with due work, when more than one
-        rotation = (
-            self.tenant_rotation.due(lambda after: self._next_due_tenant(c, after, now))
-            if rotate and not dispatching
-            else []
-        )
+        rotation = turns.due(lambda after: self._next_due_tenant(c, after, now)) if rotate else []
         for _ in range(MAX_ROUNDS):
             skip_queues |= set(full(queue_room))
             skip_tenants = full(tenant_room)
@@ -248,6 +246,7 @@ class QueuesTenantsFlow(QueuesOutbox, Limits):
                 found = (
                     self._rotated(
                         c,
+                        turns,
                         rotation,
                         found,
                         controls,
@@ -310,13 +309,31 @@ class QueuesTenantsFlow(QueuesOutbox, Limits):
         the dispatch statement alone (it honours pauses). Otherwise the controlled claim's
         choice of jobs of the outbox-mode queues (_start_controlled, limits included), their
         attempts held by DISPATCH_HOLDER with lease_seconds, and one event per started attempt,
-        in one transaction."""
+        in one transaction. After a saturated dispatch the next one rotates over the tenants
+        with due work (the relay's TenantRotation), through the controlled choice too."""
         if limit <= 0:
             return []
         controls = self.flow_controls()
         outbox = self.outbox_queues()
-        if not outbox or not (controls.restricts_dispatch(outbox) or self.limit_names()):
+        if not outbox:
             return self._dispatch_plain(now, limit, lease_seconds)
+        rotate = self.dispatch_rotation.wanted()
+        if rotate or controls.restricts_dispatch(outbox) or self.limit_names():
+            events = self._dispatch_controlled(controls, outbox, now, limit, lease_seconds, rotate)
+        else:
+            events = self._dispatch_plain(now, limit, lease_seconds)
+        self.dispatch_rotation.claimed(limit, len(events))
+        return events
+
+    def _dispatch_controlled(
+        self,
+        controls: FlowControls,
+        outbox: list[str],
+        now: datetime,
+        limit: int,
+        lease_seconds: float,
+        rotate: bool,
+    ) -> list[OutboxEvent]:
         with self.driver.transaction() as c:
             started = self._start_controlled(
                 c,
@@ -327,6 +344,7 @@ class QueuesTenantsFlow(QueuesOutbox, Limits):
                 limit=limit,
                 now=now,
                 tasks=None,
+                rotate=rotate,
                 dispatch_lease=lease_seconds,
             )
             if not started:
@@ -351,6 +369,7 @@ class QueuesTenantsFlow(QueuesOutbox, Limits):
     def _rotated(
         self,
         c: Connection,
+        turns: TenantRotation,
         rotation: list[str],
         seen: list[Candidate],
         controls: FlowControls,
@@ -382,7 +401,7 @@ class QueuesTenantsFlow(QueuesOutbox, Limits):
                 mine = [_candidate(r) for r in rows]
             if mine:
                 lines[t] = mine
-        return self.tenant_rotation.order(lines, controls.tenant_weights, want)
+        return turns.order(lines, controls.tenant_weights, want)
 
     def _lower_classes(
         self,

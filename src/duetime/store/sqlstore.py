@@ -85,6 +85,7 @@ class SQLStore(SchedulesNodesTokens, QueuesTenantsFlow):
         self._t = driver.to_time
         self.priorities = PriorityShare()  # each lower priority class's share of the claims
         self.tenant_rotation = TenantRotation()  # saturated claims rotate over tenants
+        self.dispatch_rotation = TenantRotation()  # and the relay's saturated dispatches
         self.queue_credit: dict[str, float] = {}  # weighted queues' turns, claim to claim
 
     def set_priority_share(self, share: float) -> None:

@@ -230,6 +230,8 @@ class PostgresDriver(Driver):
         native.execute(script)  # no parameters: the whole script runs as one batch
 
     def to_time(self, value: Any) -> datetime:
+        if value.tzinfo is UTC:  # duetime's connections read instants in UTC (_configure)
+            return value  # type: ignore[no-any-return]
         result: datetime = value.astimezone(UTC)
         return result
 
@@ -295,8 +297,11 @@ def _configure(conn: psycopg.Connection[Any]) -> None:
     """Each new connection plans every statement for its own parameters: a cached generic
     plan cannot know that `due_at <= now` selects only the due rows, and reads them all. No
     JIT: its compiling costs hundreds of milliseconds, and these statements run in one or two
-    (claim and next_due turn sorting off, which makes their estimated cost look huge)."""
+    (claim and next_due turn sorting off, which makes their estimated cost look huge).
+    Instants come back in UTC, the zone duetime hands them out in (no conversion per value;
+    no statement depends on the session's time zone)."""
     conn.execute("SET plan_cache_mode = force_custom_plan")
+    conn.execute("SET TimeZone = 'UTC'")
     conn.execute("SET jit = off")
     conn.commit()
 

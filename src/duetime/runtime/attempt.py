@@ -122,13 +122,14 @@ class AttemptRunner:
         claim = running.claim
         job = claim.job
         task = self.app.tasks.get(job.task)
-        log_event(
-            log,
-            "job.started",
-            **claim_fields(claim),
-            attempt=job.attempts,
-            lag_ms=int((claim.attempt.started_at - job.due_at).total_seconds() * 1000),
-        )
+        if log.isEnabledFor(logging.INFO):  # its fields cost something per job
+            log_event(
+                log,
+                "job.started",
+                **claim_fields(claim),
+                attempt=job.attempts,
+                lag_ms=int((claim.attempt.started_at - job.due_at).total_seconds() * 1000),
+            )
         bound = running.ctx.max_lateness
         if bound is not None and running.ctx.late:
             self.metrics.late(job.task)
@@ -380,9 +381,6 @@ class AttemptRunner:
         why: str = "",
     ) -> None:
         claim = running.claim
-        fields: dict[str, Any] = {**claim_fields(claim), "duration_ms": int(seconds * 1000)}
-        if running.ctx.completed:
-            fields["recorded"] = "in the handler's transaction"
         if not applied:
             self.stats.stale_rejected += 1
             self.metrics.stale_rejected(claim.job.task, seconds)
@@ -390,21 +388,35 @@ class AttemptRunner:
                 log,
                 "outcome.rejected_stale",
                 logging.WARNING,
-                **fields,
+                **self._fields(running, seconds),
                 outcome=str(outcome.attempt_status or ATTEMPT_END[outcome.event]),
                 reason=why,
             )
             return
+        name, counter, label = RECORDED[outcome.event]
+        setattr(self.stats, counter, getattr(self.stats, counter) + 1)
+        self.metrics.finished(claim.job.task, label, seconds)
+        level = logging.WARNING if outcome.event is Event.GIVE_UP else logging.INFO
+        if not log.isEnabledFor(level):  # the fields cost something per job
+            return
+        fields = self._fields(running, seconds)
         if outcome.error_category:
             fields["error"] = outcome.error_category
             fields["message"] = (outcome.error_message or "")[:200]
         if outcome.due_at is not None:
             fields["retry_at"] = outcome.due_at.isoformat()
-        name, counter, label = RECORDED[outcome.event]
-        setattr(self.stats, counter, getattr(self.stats, counter) + 1)
-        self.metrics.finished(claim.job.task, label, seconds)
-        level = logging.WARNING if outcome.event is Event.GIVE_UP else logging.INFO
         log_event(log, name, level, **fields)
+
+    @staticmethod
+    def _fields(running: RunningAttempt, seconds: float) -> dict[str, Any]:
+        """The fields of an attempt's last log line."""
+        fields: dict[str, Any] = {
+            **claim_fields(running.claim),
+            "duration_ms": int(seconds * 1000),
+        }
+        if running.ctx.completed:
+            fields["recorded"] = "in the handler's transaction"
+        return fields
 
 
 def refusal_reason(job: Job | None, lease: Lease) -> str:

@@ -186,14 +186,12 @@ class AttemptRunner:
                 error_category=ErrorCategory.CANCELLED,
                 error_message="cancellation was requested before the handler started",
             )
-        # backoff from the job's record (as the reaper does); classification from the task
-        permanent = task.defaults.retry.permanent if task else ()
-        policy = RetryPolicy(job.retry_base, job.retry_cap, permanent)
         if task is not None:
             try:
                 task.check_args(job.args)
             except ArgsMismatch as exc:  # running again cannot help: dead after this attempt
-                return self._failed(Failure(ErrorCategory.PERMANENT, str(exc)), job, policy)
+                failure = Failure(ErrorCategory.PERMANENT, str(exc))
+                return self._failed(failure, job, _policy(job, task))
         try:
             if task is None:
                 raise LookupError(
@@ -205,7 +203,8 @@ class AttemptRunner:
                 if settled is not None:
                     return settled
             running.handler, started = self._invoke(task, running.ctx, job.args)
-            await started  # a sync handler may wait for a free thread; its timeout starts now
+            if started is not None:  # a sync handler may wait for a free thread
+                await started  # its timeout starts now
             await asyncio.wait_for(asyncio.shield(running.handler), job.timeout_seconds)
             return Outcome(Event.SUCCEED)
         except TimeoutError as exc:
@@ -217,7 +216,7 @@ class AttemptRunner:
                     f"attempt ran past its timeout of {job.timeout_seconds:g}s",
                 )
             else:
-                failure = classify(exc, policy)
+                failure = classify(exc, _policy(job, task))
         except (asyncio.CancelledError, JobCancelled) as exc:
             if running.interrupted:
                 return Outcome(
@@ -231,8 +230,8 @@ class AttemptRunner:
                 if current is not None and current.cancelling():
                     raise  # the worker itself is being cancelled
                 # the handler let a CancelledError of its own escape: an ordinary failure
-                failure = classify(exc, policy)
-                return self._failed(failure, job, policy)
+                policy = _policy(job, task)
+                return self._failed(classify(exc, policy), job, policy)
             return Outcome(
                 Event.STOP,
                 error_category=ErrorCategory.CANCELLED,
@@ -245,10 +244,10 @@ class AttemptRunner:
             if running.ctx.completed:  # the success is recorded; what came after cannot undo it
                 log.warning("job %s raised after its transaction committed", job.id, exc_info=exc)
                 return Outcome(Event.SUCCEED)
-            failure = classify(exc, policy)
+            failure = classify(exc, _policy(job, task))
             if isinstance(exc, Retry) and exc.dependency and job.limits:
                 await self._pause_dependency(job, exc)
-        return self._failed(failure, job, policy)
+        return self._failed(failure, job, _policy(job, task))
 
     async def _pause_dependency(self, job: Job, exc: Retry) -> None:
         """Retry(dependency=True): pause every limit key of the job until the retry's instant
@@ -325,15 +324,15 @@ class AttemptRunner:
 
     def _invoke(
         self, task: AnyTask, ctx: AttemptContext, args: dict[str, Any]
-    ) -> tuple[asyncio.Future[Any], asyncio.Future[None]]:
-        """Start the handler; return its future and one that resolves when it starts running."""
+    ) -> tuple[asyncio.Future[Any], asyncio.Future[None] | None]:
+        """Start the handler; return its future and, for a sync handler, one that resolves
+        when it starts running (None: an async handler runs from now)."""
         loop = asyncio.get_running_loop()
         context = contextvars.copy_context()
         context.run(set_current, ctx)
-        started: asyncio.Future[None] = loop.create_future()
         if task.is_async:
-            started.set_result(None)
-            return loop.create_task(guarded(task.fn(**args)), context=context), started
+            return loop.create_task(guarded(task.fn(**args)), context=context), None
+        started: asyncio.Future[None] = loop.create_future()
 
         def mark_started() -> None:
             if not started.done():
@@ -417,6 +416,13 @@ class AttemptRunner:
         if running.ctx.completed:
             fields["recorded"] = "in the handler's transaction"
         return fields
+
+
+def _policy(job: Job, task: AnyTask | None) -> RetryPolicy:
+    """A failed attempt's retry policy: backoff from the job's record (as the reaper does),
+    classification from the task (built only on a failure: not on every job's path)."""
+    permanent = task.defaults.retry.permanent if task else ()
+    return RetryPolicy(job.retry_base, job.retry_cap, permanent)
 
 
 def refusal_reason(job: Job | None, lease: Lease) -> str:

@@ -122,13 +122,14 @@ class AttemptRunner:
         claim = running.claim
         job = claim.job
         task = self.app.tasks.get(job.task)
-        log_event(
-            log,
-            "job.started",
-            **claim_fields(claim),
-            attempt=job.attempts,
-            lag_ms=int((claim.attempt.started_at - job.due_at).total_seconds() * 1000),
-        )
+        if log.isEnabledFor(logging.INFO):  # its fields cost something per job
+            log_event(
+                log,
+                "job.started",
+                **claim_fields(claim),
+                attempt=job.attempts,
+                lag_ms=int((claim.attempt.started_at - job.due_at).total_seconds() * 1000),
+            )
         bound = running.ctx.max_lateness
         if bound is not None and running.ctx.late:
             self.metrics.late(job.task)
@@ -185,14 +186,12 @@ class AttemptRunner:
                 error_category=ErrorCategory.CANCELLED,
                 error_message="cancellation was requested before the handler started",
             )
-        # backoff from the job's record (as the reaper does); classification from the task
-        permanent = task.defaults.retry.permanent if task else ()
-        policy = RetryPolicy(job.retry_base, job.retry_cap, permanent)
         if task is not None:
             try:
                 task.check_args(job.args)
             except ArgsMismatch as exc:  # running again cannot help: dead after this attempt
-                return self._failed(Failure(ErrorCategory.PERMANENT, str(exc)), job, policy)
+                failure = Failure(ErrorCategory.PERMANENT, str(exc))
+                return self._failed(failure, job, _policy(job, task))
         try:
             if task is None:
                 raise LookupError(
@@ -204,7 +203,8 @@ class AttemptRunner:
                 if settled is not None:
                     return settled
             running.handler, started = self._invoke(task, running.ctx, job.args)
-            await started  # a sync handler may wait for a free thread; its timeout starts now
+            if started is not None:  # a sync handler may wait for a free thread
+                await started  # its timeout starts now
             await asyncio.wait_for(asyncio.shield(running.handler), job.timeout_seconds)
             return Outcome(Event.SUCCEED)
         except TimeoutError as exc:
@@ -216,7 +216,7 @@ class AttemptRunner:
                     f"attempt ran past its timeout of {job.timeout_seconds:g}s",
                 )
             else:
-                failure = classify(exc, policy)
+                failure = classify(exc, _policy(job, task))
         except (asyncio.CancelledError, JobCancelled) as exc:
             if running.interrupted:
                 return Outcome(
@@ -230,8 +230,8 @@ class AttemptRunner:
                 if current is not None and current.cancelling():
                     raise  # the worker itself is being cancelled
                 # the handler let a CancelledError of its own escape: an ordinary failure
-                failure = classify(exc, policy)
-                return self._failed(failure, job, policy)
+                policy = _policy(job, task)
+                return self._failed(classify(exc, policy), job, policy)
             return Outcome(
                 Event.STOP,
                 error_category=ErrorCategory.CANCELLED,
@@ -244,10 +244,10 @@ class AttemptRunner:
             if running.ctx.completed:  # the success is recorded; what came after cannot undo it
                 log.warning("job %s raised after its transaction committed", job.id, exc_info=exc)
                 return Outcome(Event.SUCCEED)
-            failure = classify(exc, policy)
+            failure = classify(exc, _policy(job, task))
             if isinstance(exc, Retry) and exc.dependency and job.limits:
                 await self._pause_dependency(job, exc)
-        return self._failed(failure, job, policy)
+        return self._failed(failure, job, _policy(job, task))
 
     async def _pause_dependency(self, job: Job, exc: Retry) -> None:
         """Retry(dependency=True): pause every limit key of the job until the retry's instant
@@ -324,15 +324,15 @@ class AttemptRunner:
 
     def _invoke(
         self, task: AnyTask, ctx: AttemptContext, args: dict[str, Any]
-    ) -> tuple[asyncio.Future[Any], asyncio.Future[None]]:
-        """Start the handler; return its future and one that resolves when it starts running."""
+    ) -> tuple[asyncio.Future[Any], asyncio.Future[None] | None]:
+        """Start the handler; return its future and, for a sync handler, one that resolves
+        when it starts running (None: an async handler runs from now)."""
         loop = asyncio.get_running_loop()
         context = contextvars.copy_context()
         context.run(set_current, ctx)
-        started: asyncio.Future[None] = loop.create_future()
         if task.is_async:
-            started.set_result(None)
-            return loop.create_task(guarded(task.fn(**args)), context=context), started
+            return loop.create_task(guarded(task.fn(**args)), context=context), None
+        started: asyncio.Future[None] = loop.create_future()
 
         def mark_started() -> None:
             if not started.done():
@@ -380,9 +380,6 @@ class AttemptRunner:
         why: str = "",
     ) -> None:
         claim = running.claim
-        fields: dict[str, Any] = {**claim_fields(claim), "duration_ms": int(seconds * 1000)}
-        if running.ctx.completed:
-            fields["recorded"] = "in the handler's transaction"
         if not applied:
             self.stats.stale_rejected += 1
             self.metrics.stale_rejected(claim.job.task, seconds)
@@ -390,21 +387,42 @@ class AttemptRunner:
                 log,
                 "outcome.rejected_stale",
                 logging.WARNING,
-                **fields,
+                **self._fields(running, seconds),
                 outcome=str(outcome.attempt_status or ATTEMPT_END[outcome.event]),
                 reason=why,
             )
             return
+        name, counter, label = RECORDED[outcome.event]
+        setattr(self.stats, counter, getattr(self.stats, counter) + 1)
+        self.metrics.finished(claim.job.task, label, seconds)
+        level = logging.WARNING if outcome.event is Event.GIVE_UP else logging.INFO
+        if not log.isEnabledFor(level):  # the fields cost something per job
+            return
+        fields = self._fields(running, seconds)
         if outcome.error_category:
             fields["error"] = outcome.error_category
             fields["message"] = (outcome.error_message or "")[:200]
         if outcome.due_at is not None:
             fields["retry_at"] = outcome.due_at.isoformat()
-        name, counter, label = RECORDED[outcome.event]
-        setattr(self.stats, counter, getattr(self.stats, counter) + 1)
-        self.metrics.finished(claim.job.task, label, seconds)
-        level = logging.WARNING if outcome.event is Event.GIVE_UP else logging.INFO
         log_event(log, name, level, **fields)
+
+    @staticmethod
+    def _fields(running: RunningAttempt, seconds: float) -> dict[str, Any]:
+        """The fields of an attempt's last log line."""
+        fields: dict[str, Any] = {
+            **claim_fields(running.claim),
+            "duration_ms": int(seconds * 1000),
+        }
+        if running.ctx.completed:
+            fields["recorded"] = "in the handler's transaction"
+        return fields
+
+
+def _policy(job: Job, task: AnyTask | None) -> RetryPolicy:
+    """A failed attempt's retry policy: backoff from the job's record (as the reaper does),
+    classification from the task (built only on a failure: not on every job's path)."""
+    permanent = task.defaults.retry.permanent if task else ()
+    return RetryPolicy(job.retry_base, job.retry_cap, permanent)
 
 
 def refusal_reason(job: Job | None, lease: Lease) -> str:

@@ -23,7 +23,9 @@ class AttemptContext:
     """The running attempt, as its handler sees it."""
 
     claim: Claim
-    _cancel: threading.Event = field(default_factory=threading.Event, repr=False)
+    _cancelled: bool = field(default=False, repr=False)
+    # made by the first wait_cancelled() only: most attempts never wait (one per job saved)
+    _cancel_event: threading.Event | None = field(default=None, repr=False)
     lease_lost: bool = False
     thread_done: bool = False  # set by the worker: the sync handler's thread returned
     orphaned: bool = False  # set by the worker: its attempt was recorded while the thread ran
@@ -89,7 +91,7 @@ class AttemptContext:
     @property
     def cancel_requested(self) -> bool:
         """True once an operator asked to cancel this job (or its lease was lost)."""
-        return self._cancel.is_set()
+        return self._cancelled
 
     @contextmanager
     def transaction(self) -> Iterator[Any]:
@@ -113,15 +115,29 @@ class AttemptContext:
 
     def raise_if_cancelled(self) -> None:
         """Stop here if cancellation was requested: the job ends cancelled, not retried."""
-        if self._cancel.is_set():
+        if self._cancelled:
             raise JobCancelled(f"job {self.job_id} was cancelled while running")
 
     def wait_cancelled(self, timeout: float | None = None) -> bool:
         """Block a sync handler up to `timeout` seconds; True if cancellation was requested."""
-        return self._cancel.wait(timeout)
+        with _CANCEL_LOCK:
+            if self._cancel_event is None:
+                self._cancel_event = threading.Event()
+                if self._cancelled:
+                    self._cancel_event.set()
+            event = self._cancel_event
+        return event.wait(timeout)
 
     def request_cancel(self) -> None:
-        self._cancel.set()
+        with _CANCEL_LOCK:
+            self._cancelled = True
+            event = self._cancel_event
+        if event is not None:
+            event.set()
+
+
+# orders request_cancel() against a wait_cancelled() making its event (in another thread)
+_CANCEL_LOCK = threading.Lock()
 
 
 _current: ContextVar[AttemptContext | None] = ContextVar("duetime_current_attempt", default=None)

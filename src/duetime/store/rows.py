@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime
@@ -53,6 +54,8 @@ def moves_json(event: Event) -> str:
 
 def job_from_row(row: Row, t: ToTime, attempts: tuple[Attempt, ...] = ()) -> Job:
     args = row["args"]
+    limits = row["limits"]
+    covers = row["covers"]
     return Job(
         id=row["id"],
         tenant=row["tenant"],
@@ -62,7 +65,7 @@ def job_from_row(row: Row, t: ToTime, attempts: tuple[Attempt, ...] = ()) -> Job
         priority=row["priority"],
         due_at=t(row["due_at"]),
         deadline_at=_opt(row["deadline_at"], t),
-        status=JobStatus(row["status"]),
+        status=_JOB_STATUS[row["status"]],
         version=row["version"],
         attempts=row["attempts"],
         max_attempts=row["max_attempts"],
@@ -79,31 +82,45 @@ def job_from_row(row: Row, t: ToTime, attempts: tuple[Attempt, ...] = ()) -> Job
         schedule_id=row["schedule_id"],
         schedule_name=row["schedule_name"],
         nominal_at=_opt(row["nominal_at"], t),
-        covers=_covers(row["covers"]),
+        covers=_covers(covers) if covers is not None else (),
         origin=row["origin"],
         attempt_history=attempts,
-        limits=tuple(json_list(row["limits"])),
+        limits=tuple(json_list(limits)) if limits is not None else (),
     )
 
 
-def attempt_from_row(row: Row, t: ToTime) -> Attempt:
-    category = row["error_category"]
+def attempt_from_row(row: Row, t: ToTime, prefix: str = "") -> Attempt:
+    """An attempt from its columns, each named `prefix` + the column (claims_from_rows:
+    "attempt_")."""
+    k = _named(prefix)
+    category = row[k["error_category"]]
     return Attempt(
-        id=row["id"],
-        job_id=row["job_id"],
-        generation=row["generation"],
-        worker_id=row["worker_id"],
-        status=AttemptStatus(row["status"]),
-        lease_expires_at=t(row["lease_expires_at"]),
-        started_at=t(row["started_at"]),
-        finished_at=_opt(row["finished_at"], t),
+        id=row[k["id"]],
+        job_id=row[k["job_id"]],
+        generation=row[k["generation"]],
+        worker_id=row[k["worker_id"]],
+        status=_ATTEMPT_STATUS[row[k["status"]]],
+        lease_expires_at=t(row[k["lease_expires_at"]]),
+        started_at=t(row[k["started_at"]]),
+        finished_at=_opt(row[k["finished_at"]], t),
         error_category=ErrorCategory(category) if category else None,
-        error_message=row["error_message"],
-        error_traceback=row["error_traceback"],
-        late_outcome=row["late_outcome"],
-        late_reported_at=_opt(row["late_reported_at"], t),
-        due_at=_opt(row["due_at"], t),
+        error_message=row[k["error_message"]],
+        error_traceback=row[k["error_traceback"]],
+        late_outcome=row[k["late_outcome"]],
+        late_reported_at=_opt(row[k["late_reported_at"]], t),
+        due_at=_opt(row[k["due_at"]], t),
     )
+
+
+# statuses by their stored text: a dict lookup costs less than the enum's call (every claim)
+_JOB_STATUS: dict[str, JobStatus] = {str(s): s for s in JobStatus}
+_ATTEMPT_STATUS: dict[str, AttemptStatus] = {str(s): s for s in AttemptStatus}
+
+
+@functools.cache
+def _named(prefix: str) -> dict[str, str]:
+    """Each of ATTEMPT_COLUMNS: its name with `prefix`, built once per prefix."""
+    return {col: prefix + col for col in ATTEMPT_COLUMNS}
 
 
 def claims_from_rows(rows: Iterable[Row], t: ToTime) -> list[Claim]:
@@ -111,7 +128,7 @@ def claims_from_rows(rows: Iterable[Row], t: ToTime) -> list[Claim]:
     return [
         Claim(
             job_from_row(row, t),
-            attempt_from_row({col: row[f"attempt_{col}"] for col in ATTEMPT_COLUMNS}, t),
+            attempt_from_row(row, t, "attempt_"),
         )
         for row in rows
     ]

@@ -25,7 +25,7 @@ from duetime.core.outbox import (
 from duetime.core.retry import ErrorCategory
 from duetime.core.states import AttemptStatus, Event
 from duetime.store.driver import Connection, Driver, Row
-from duetime.store.rows import ATTEMPT_COLUMNS, ToTime, attempt_from_row, job_from_row, moves_json
+from duetime.store.rows import ToTime, attempt_from_row, job_from_row, moves_json
 from duetime.store.sqlshared import conflicts_retried
 
 # how long a store trusts its copy of the outbox-mode queues' names: a switch of a queue's
@@ -172,7 +172,7 @@ class QueuesOutbox:
         assert row is not None  # taken under the job's lock in this transaction
         return Claim(
             job_from_row(row, self._t),
-            attempt_from_row({col: row[f"attempt_{col}"] for col in ATTEMPT_COLUMNS}, self._t),
+            attempt_from_row(row, self._t, "attempt_"),
         )
 
     def _too_late(self, row: Row, message: Dispatched, now: datetime) -> bool:

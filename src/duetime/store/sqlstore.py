@@ -559,7 +559,8 @@ class SQLStore(SchedulesNodesTokens, QueuesTenantsFlow):
                 queues=list(queues) if queues is not None else [],
                 limit=limit,
             )
-        return sorted({self._t(r["due_at"]) for r in rows})
+        # the same instant comes back once per job due then: each converted once
+        return sorted({self._t(at) for at in {r["due_at"] for r in rows}})
 
     def listen(self) -> Listener | None:
         return self.driver.listener()

@@ -43,6 +43,10 @@ class PostgresDriver(Driver):
         super().__init__()
         self.url = url
         self._copy_types: dict[str, tuple[list[str], list[str]]] = {}
+        # prepared server-side (the pool's connections prepare nothing else, see _configure):
+        # a plain insert, whose plan cannot depend on its parameters; one-at-a-time enqueue
+        # then skips its parse and plan on every call
+        self._prepared = frozenset(self.statements("enqueue_one"))
         try:  # fail fast and clearly when the server is not there
             psycopg.connect(url, connect_timeout=10).close()
         except psycopg.Error as exc:
@@ -55,7 +59,9 @@ class PostgresDriver(Driver):
                 min_size=min_size,
                 max_size=max_size,
                 open=True,
-                kwargs={"autocommit": False},
+                # nothing is prepared server-side unless asked (execute's prepare=True):
+                # each statement is planned for its own parameters (see _configure)
+                kwargs={"autocommit": False, "prepare_threshold": _PREPARE_ONLY_WHEN_ASKED},
                 configure=_configure,
                 # a connection that died (server restart, network drop) is replaced on checkout
                 check=_check_if_idle,
@@ -176,7 +182,7 @@ class PostgresDriver(Driver):
         self, native: Any, sql: str, params: Mapping[str, Any]
     ) -> tuple[list[Row] | None, int]:
         with native.cursor(row_factory=dict_row) as cur:
-            cur.execute(sql, params)
+            cur.execute(sql, params, prepare=True if sql in self._prepared else None)
             rows = cur.fetchall() if cur.description is not None else None
             return rows, cur.rowcount
 
@@ -230,6 +236,8 @@ class PostgresDriver(Driver):
         native.execute(script)  # no parameters: the whole script runs as one batch
 
     def to_time(self, value: Any) -> datetime:
+        if value.tzinfo is UTC:  # duetime's connections read instants in UTC (_configure)
+            return value  # type: ignore[no-any-return]
         result: datetime = value.astimezone(UTC)
         return result
 
@@ -270,6 +278,10 @@ class PostgresDriver(Driver):
         self._pool.close()
 
 
+# a count of executions no statement reaches: psycopg then prepares only what is asked for
+# (None would refuse even that)
+_PREPARE_ONLY_WHEN_ASKED = 2**62
+
 # when each pooled connection last finished a transaction (weak keys: the pool discards some)
 _used: weakref.WeakKeyDictionary[Any, float] = weakref.WeakKeyDictionary()
 _CHECK_AFTER_IDLE = 2.0  # seconds: a connection idle longer is checked before it is reused
@@ -292,11 +304,17 @@ def _check_if_idle(conn: psycopg.Connection[Any]) -> None:
 
 
 def _configure(conn: psycopg.Connection[Any]) -> None:
-    """Each new connection plans every statement for its own parameters: a cached generic
-    plan cannot know that `due_at <= now` selects only the due rows, and reads them all. No
-    JIT: its compiling costs hundreds of milliseconds, and these statements run in one or two
-    (claim and next_due turn sorting off, which makes their estimated cost look huge)."""
-    conn.execute("SET plan_cache_mode = force_custom_plan")
+    """Each new connection plans every statement of duetime's for its own parameters: the
+    pool's connections prepare no statement server-side but enqueue_one (a plain insert), so
+    each is planned as it is sent. A cached generic plan cannot know that `due_at <= now` selects
+    only the due rows, and reads them all. plan_cache_mode stays as it is: forcing custom
+    plans session-wide would also re-plan the foreign-key check of every attempt inserted (the
+    server's own cached query), 3 to 6 ms of a 40-job claim's 7. No JIT: its compiling costs
+    hundreds of milliseconds, and these statements run in one or two (claim and next_due turn
+    sorting off, which makes their estimated cost look huge). Instants come back in UTC, the
+    zone duetime hands them out in (no conversion per value; no statement depends on the
+    session's time zone)."""
+    conn.execute("SET TimeZone = 'UTC'")
     conn.execute("SET jit = off")
     conn.commit()
 

@@ -34,6 +34,12 @@ class DialectKit(ABC):
     def finish(self) -> None:  # noqa: B027 - most kits create nothing to drop
         """Called once when the test run ends: drop what the run created."""
 
+    def tables(self, url: str) -> list[str]:
+        """The duetime tables of the database at `url`."""
+        return [name for (name,) in self.execute(url, self.tables_sql)]
+
+    tables_sql: ClassVar[str]  # lists the names of the database's duetime tables
+
     def owns(self, url: str) -> bool:
         return url.split(":", 1)[0] in self.schemes
 
@@ -63,6 +69,7 @@ class DialectKit(ABC):
 
 class SQLiteKit(DialectKit):
     name = "sqlite"
+    tables_sql = "SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE 'duetime%'"
     placeholder = "?"
     wakeups = "changed"
     schemes = ("sqlite",)
@@ -106,15 +113,16 @@ class PostgresKit(DialectKit):
             self._url = pgserver.create_database()
         return self._url
 
+    tables_sql = (
+        "SELECT tablename FROM pg_tables WHERE schemaname = current_schema() "
+        "AND tablename LIKE 'duetime%%'"
+    )
+
     def fresh_url(self, tmp_path: Path) -> str:
         url = self.run_url()
-        tables = self.execute(
-            url,
-            "SELECT tablename FROM pg_tables WHERE schemaname = current_schema() "
-            "AND tablename LIKE 'duetime%%'",
-        )
+        tables = self.tables(url)
         if tables:
-            names = ", ".join(f'"{name}"' for (name,) in tables)
+            names = ", ".join(f'"{name}"' for name in tables)
             self.execute(url, f"DROP TABLE IF EXISTS {names} CASCADE")
         return url
 
@@ -152,6 +160,10 @@ class MySQLKit(DialectKit):
 
     name = "mysql"
     schemes = ("mysql", "mariadb")
+    tables_sql = (
+        "SELECT table_name FROM information_schema.tables "
+        "WHERE table_schema = DATABASE() AND table_name LIKE 'duetime%%'"
+    )
     _url: str | None = None
 
     def server_url(self) -> str:
@@ -176,14 +188,7 @@ class MySQLKit(DialectKit):
         from duetime.store.driver import load_migrations
 
         url = self.run_url()
-        tables = [
-            name
-            for (name,) in self.execute(
-                url,
-                "SELECT table_name FROM information_schema.tables "
-                "WHERE table_schema = DATABASE() AND table_name LIKE 'duetime%%'",
-            )
-        ]
+        tables = self.tables(url)
         expected = [m.version for m in load_migrations("duetime.store.mysql")]
         intact = (
             "duetime_migrations" in tables

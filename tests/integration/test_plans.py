@@ -49,7 +49,7 @@ def filled(
     with closing(kit.connect(url)) as conn:
         cur = conn.cursor()
         empty = []
-        for table in TABLES:
+        for table in kit.tables(url):
             cur.execute(f"SELECT COUNT(*) FROM {table}")
             if cur.fetchall()[0][0] == 0:
                 empty.append(table)
@@ -120,21 +120,6 @@ def fill(kit: DialectKit, url: str, *, analyze: bool = True, only_due: bool = Fa
                 cur.fetchall()
 
 
-# every table of the schema (the fill writes duetime_jobs; the store's writes in a test go to
-# the due jobs' rows and to tables the fill left empty)
-TABLES = (
-    "duetime_jobs",
-    "duetime_attempts",
-    "duetime_schedules",
-    "duetime_ticks",
-    "duetime_nodes",
-    "duetime_tokens",
-    "duetime_sessions",
-    "duetime_queues",
-    "duetime_outbox",
-    "duetime_tenants",
-    "duetime_limits",
-)
 DUE_FIRST = 2 * BACKLOG + 1  # the ids of the 50 due jobs start here
 
 

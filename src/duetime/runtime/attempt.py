@@ -208,6 +208,7 @@ class AttemptRunner:
             await asyncio.wait_for(asyncio.shield(running.handler), job.timeout_seconds)
             return Outcome(Event.SUCCEED)
         except TimeoutError as exc:
+            policy = _policy(job, task)
             if running.handler is not None and not running.handler.done():
                 running.ctx.request_cancel()
                 running.handler.cancel()
@@ -216,7 +217,7 @@ class AttemptRunner:
                     f"attempt ran past its timeout of {job.timeout_seconds:g}s",
                 )
             else:
-                failure = classify(exc, _policy(job, task))
+                failure = classify(exc, policy)
         except (asyncio.CancelledError, JobCancelled) as exc:
             if running.interrupted:
                 return Outcome(
@@ -244,10 +245,11 @@ class AttemptRunner:
             if running.ctx.completed:  # the success is recorded; what came after cannot undo it
                 log.warning("job %s raised after its transaction committed", job.id, exc_info=exc)
                 return Outcome(Event.SUCCEED)
-            failure = classify(exc, _policy(job, task))
+            policy = _policy(job, task)
+            failure = classify(exc, policy)
             if isinstance(exc, Retry) and exc.dependency and job.limits:
                 await self._pause_dependency(job, exc)
-        return self._failed(failure, job, _policy(job, task))
+        return self._failed(failure, job, policy)
 
     async def _pause_dependency(self, job: Job, exc: Retry) -> None:
         """Retry(dependency=True): pause every limit key of the job until the retry's instant

@@ -61,10 +61,10 @@ def metrics() -> WorkerMetrics:
 
 
 def test_claims_observe_the_lag_per_queue(metrics: WorkerMetrics) -> None:
-    metrics.claimed(claim("q1", lag=0.002))
-    metrics.claimed(claim("q1", lag=42.0))
-    metrics.claimed(claim("q2", lag=-1.0))  # a clock a little behind: clamped to 0
-    metrics.claimed(claim("q2", lag=3.0, due_on_attempt=False))  # falls back to the job's due
+    metrics.claimed([claim("q1", lag=0.002)])
+    metrics.claimed([claim("q1", lag=42.0)])
+    metrics.claimed([claim("q2", lag=-1.0)])  # a clock a little behind: clamped to 0
+    metrics.claimed([claim("q2", lag=3.0, due_on_attempt=False)])  # falls back to the job's due
 
     assert metrics.value("duetime_jobs_claimed_total", queue="q1") == 2
     assert metrics.value("duetime_scheduling_lag_seconds_count", queue="q1") == 2
@@ -108,8 +108,18 @@ def test_busy_is_read_when_scraped(metrics: WorkerMetrics) -> None:
     assert metrics.value("duetime_worker_busy") == 2
 
 
+def test_one_claim_of_many_jobs_counts_each_by_its_queue(metrics: WorkerMetrics) -> None:
+    metrics.claimed([claim("q1", lag=0.5), claim("q2", lag=1.0), claim("q1", lag=2.0)])
+
+    assert metrics.value("duetime_jobs_claimed_total", queue="q1") == 2
+    assert metrics.value("duetime_jobs_claimed_total", queue="q2") == 1
+    assert metrics.value("duetime_scheduling_lag_seconds_count", queue="q1") == 2
+    assert metrics.value("duetime_scheduling_lag_seconds_sum", queue="q1") == pytest.approx(2.5)
+    assert metrics.value("duetime_scheduling_lag_seconds_sum", queue="q2") == pytest.approx(1.0)
+
+
 def test_the_rendered_registry_names_every_metric(metrics: WorkerMetrics) -> None:
-    metrics.claimed(claim())
+    metrics.claimed([claim()])
     metrics.finished("t", "succeeded", 0.1)
     text = metrics.render().decode()
     for name in [

@@ -110,7 +110,7 @@ class AttemptRunner:
             claim, max_lateness=timedelta(seconds=lateness) if lateness is not None else None
         )
         ctx._completion = functools.partial(
-            self.store.completion, claim.lease, Outcome(Event.SUCCEED), self.clock.now
+            self.store.completion, claim.lease, SUCCEEDED, self.clock.now
         )
         return RunningAttempt(claim, ctx, last_beat=time.monotonic())
 
@@ -205,8 +205,8 @@ class AttemptRunner:
             running.handler, started = self._invoke(task, running.ctx, job.args)
             if started is not None:  # a sync handler may wait for a free thread
                 await started  # its timeout starts now
-            await asyncio.wait_for(asyncio.shield(running.handler), job.timeout_seconds)
-            return Outcome(Event.SUCCEED)
+            await wait_shielded(running.handler, job.timeout_seconds)
+            return SUCCEEDED
         except TimeoutError as exc:
             policy = _policy(job, task)
             if running.handler is not None and not running.handler.done():
@@ -418,6 +418,36 @@ class AttemptRunner:
         if running.ctx.completed:
             fields["recorded"] = "in the handler's transaction"
         return fields
+
+
+SUCCEEDED = Outcome(Event.SUCCEED)  # frozen: one for every attempt that succeeds
+
+
+async def wait_shielded(handler: asyncio.Future[Any], timeout: float | None) -> Any:
+    """What `asyncio.wait_for(asyncio.shield(handler), timeout)` does, with one future and
+    one timer instead of three futures and a timer (this runs for every job): the handler's
+    result or exception (CancelledError if it was cancelled); TimeoutError once `timeout`
+    seconds passed with the handler still running, which is left running; cancelling the
+    caller does not cancel the handler."""
+    if not handler.done():
+        loop = asyncio.get_running_loop()
+        waiter: asyncio.Future[None] = loop.create_future()
+
+        def wake(_: object = None) -> None:
+            if not waiter.done():
+                waiter.set_result(None)
+
+        handler.add_done_callback(wake)
+        timer = loop.call_later(timeout, wake) if timeout is not None else None
+        try:
+            await waiter
+        finally:
+            handler.remove_done_callback(wake)
+            if timer is not None:
+                timer.cancel()
+        if not handler.done():
+            raise TimeoutError
+    return handler.result()
 
 
 def _policy(job: Job, task: AnyTask | None) -> RetryPolicy:

@@ -57,6 +57,8 @@ class HandlerThreads:
 
     def orphan_if_running(self, ctx: AttemptContext) -> None:
         """Its handler is over: a thread of it still running keeps its slot taken (once)."""
+        if id(ctx) not in self._busy:  # an async handler's, or a thread that returned
+            return
         with self._lock:
             if id(ctx) in self._busy and not ctx.orphaned:
                 ctx.orphaned = True

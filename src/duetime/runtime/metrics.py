@@ -12,7 +12,7 @@ from __future__ import annotations
 import errno
 import logging
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -180,13 +180,20 @@ class WorkerMetrics:
             child = self._children[key] = metric.labels(*labels)
         return child
 
-    def claimed(self, claim: Claim) -> None:
-        queue = claim.job.queue
-        self._child(self.claims, queue).inc()
-        lag = claim.attempt.lag_seconds
-        if lag is None:
-            lag = (claim.attempt.started_at - claim.job.due_at).total_seconds()
-        self._child(self.lag, queue).observe(max(0.0, lag))
+    def claimed(self, claims: Sequence[Claim]) -> None:
+        """Attempts this worker claimed (one claim's, or a broker message's): counted once
+        per queue, each one's start lag observed."""
+        per_queue: dict[str, list[float]] = {}
+        for claim in claims:
+            lag = claim.attempt.lag_seconds
+            if lag is None:
+                lag = (claim.attempt.started_at - claim.job.due_at).total_seconds()
+            per_queue.setdefault(claim.job.queue, []).append(lag)
+        for queue, lags in per_queue.items():
+            self._child(self.claims, queue).inc(len(lags))
+            observe = self._child(self.lag, queue).observe
+            for lag in lags:
+                observe(max(0.0, lag))
 
     def finished(self, task: str, outcome: str, seconds: float) -> None:
         """An attempt whose outcome was recorded (`outcome`: see runtime.attempt.RECORDED)."""

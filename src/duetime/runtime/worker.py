@@ -434,6 +434,8 @@ class Slots(Service):
                     )
                     claims = []
                     await self.pause(backoff)
+                if claims:
+                    runner.metrics.claimed(claims)
                 for claim in claims:
                     self.ready.append(self._take(claim))
                 self._start_ready()
@@ -467,14 +469,15 @@ class Slots(Service):
         self.due.pop_due(clock.now())
 
     def _take(self, claim: Claim) -> RunningAttempt:
-        """A claimed attempt, held by this worker (its lease renewed) until recorded."""
+        """A claimed attempt, held by this worker (its lease renewed) until recorded (its
+        claim counted in the metrics by the caller, once per claim)."""
         self.runner.stats.claimed += 1
-        self.runner.metrics.claimed(claim)
         running = self.runner.begin(claim)
         self.running[claim.attempt.id] = running
         return running
 
     def _start(self, claim: Claim) -> None:
+        self.runner.metrics.claimed((claim,))
         self._run(self._take(claim))
 
     def _run(self, running: RunningAttempt) -> None:

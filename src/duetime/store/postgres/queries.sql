@@ -136,18 +136,38 @@ WHERE schedule_id = %(schedule_id)s AND nominal_at = %(nominal_at)s::timestamptz
 -- burst), before autovacuum has analyzed the table, the planner would otherwise believe few
 -- rows are due and read and sort all of them (20 ms a claim at 30,000 due, not 0.3 ms).
 -- (The sorts left, of `limit` rows, then look costly: JIT is off on duetime's connections.)
+-- Two branches, one runs (the other's conditions are false once the parameters are in):
+-- every queue (or several named ones, filtered) walks the claim-order index of all due jobs;
+-- one named queue walks that queue's own claim-order index (duetime_jobs_due: its name is a
+-- constant of the plan, so the planner sees how few of the due jobs are that queue's), so a
+-- worker of a quiet queue does not read the due jobs of the others one by one.
 SET LOCAL enable_sort = off;
 WITH picked AS (
-    SELECT id FROM duetime_jobs
-    WHERE status = 'scheduled'
-      AND due_at <= %(now)s
-      AND (deadline_at IS NULL OR deadline_at > %(now)s)
-      AND (%(all_queues)s::boolean OR queue = ANY (%(queues)s::text[]))
-      AND (%(all_tasks)s::boolean OR task = ANY (%(tasks)s::text[]))
-      AND NOT (queue = ANY (%(outbox_queues)s::text[]))
-    ORDER BY priority DESC, due_at, id
-    LIMIT %(limit)s
-    FOR UPDATE SKIP LOCKED
+    SELECT id FROM (
+        SELECT id FROM duetime_jobs
+        WHERE status = 'scheduled'
+          AND due_at <= %(now)s
+          AND (deadline_at IS NULL OR deadline_at > %(now)s)
+          AND (%(all_queues)s::boolean OR cardinality(%(queues)s::text[]) > 1)
+          AND (%(all_queues)s::boolean OR queue = ANY (%(queues)s::text[]))
+          AND (%(all_tasks)s::boolean OR task = ANY (%(tasks)s::text[]))
+          AND NOT (queue = ANY (%(outbox_queues)s::text[]))
+        ORDER BY priority DESC, due_at, id
+        LIMIT %(limit)s
+        FOR UPDATE SKIP LOCKED) AS every_or_several
+    UNION ALL
+    SELECT id FROM (
+        SELECT id FROM duetime_jobs
+        WHERE status = 'scheduled'
+          AND NOT %(all_queues)s::boolean AND cardinality(%(queues)s::text[]) = 1
+          AND queue = (%(queues)s::text[])[1]
+          AND due_at <= %(now)s
+          AND (deadline_at IS NULL OR deadline_at > %(now)s)
+          AND (%(all_tasks)s::boolean OR task = ANY (%(tasks)s::text[]))
+          AND NOT (queue = ANY (%(outbox_queues)s::text[]))
+        ORDER BY priority DESC, due_at, id
+        LIMIT %(limit)s
+        FOR UPDATE SKIP LOCKED) AS one_queue
 ), claimed AS (
     UPDATE duetime_jobs AS j
     SET status = (%(moves)s::jsonb ->> j.status), generation = j.generation + 1,

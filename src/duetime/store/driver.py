@@ -42,7 +42,9 @@ class Migration:
 
 
 def load_queries(package: str) -> dict[str, tuple[str, ...]]:
-    """The named statements of a dialect's queries.sql (`-- name: x` starts a block)."""
+    """The named statements of a dialect's queries.sql (`-- name: x` starts a block). A block
+    whose one statement is `@other` runs the statements of the block `other` defined above it
+    (a dialect whose one statement serves both contracts)."""
     text = resources.files(package).joinpath("queries.sql").read_text()
     parts = _NAME.split(text)
     queries: dict[str, tuple[str, ...]] = {}
@@ -52,6 +54,11 @@ def load_queries(package: str) -> dict[str, tuple[str, ...]]:
         statements = tuple(s for s in (_strip(p) for p in _STATEMENT_END.split(body + "\n")) if s)
         if not statements:
             raise ValueError(f"{package}/queries.sql: {name} has no statement")
+        if len(statements) == 1 and statements[0].startswith("@"):
+            other = statements[0][1:]
+            if other not in queries:
+                raise ValueError(f"{package}/queries.sql: {name} names {other}, not defined above")
+            statements = queries[other]
         queries[name] = statements
     return queries
 

@@ -192,7 +192,7 @@ def pick_filters(queues: Sequence[str] | None, tasks: Sequence[str] | None) -> d
     """A claim's filters of queues and tasks as its statements take them (None: any)."""
     return {
         "all_queues": queues is None,
-        "queues": list(queues) if queues is not None else [],
+        "queues": list(dict.fromkeys(queues)) if queues is not None else [],  # each once
         "all_tasks": tasks is None,
         "tasks": list(tasks) if tasks is not None else [],
     }

@@ -397,7 +397,7 @@ class SQLStore(SchedulesNodesTokens, QueuesTenantsFlow):
             # a transaction of its own, in as few round trips as the dialect can
             # (Driver.rows_alone)
             rows = self.driver.rows_alone(
-                "claim",
+                "claim" if queues is None else "claim_queues",
                 now=now,
                 limit=limit,
                 **pick_filters(queues, tasks),

@@ -186,6 +186,10 @@ FROM duetime_jobs j JOIN duetime_attempts a ON a.job_id = j.id AND a.generation 
 WHERE j.id IN (SELECT id FROM duetime_claim)
 ORDER BY j.priority DESC, j.due_at, j.id;
 
+-- name: claim_queues
+-- The claim above reads each named queue through its own index already.
+@claim
+
 -- name: renew_leases
 -- The jobs' rows are share-locked first (in id order), as every writer locks the job before
 -- its attempt: a renewal and a reap (which locks the job, then checks the lease) are serialized.

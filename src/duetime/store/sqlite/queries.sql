@@ -178,6 +178,10 @@ FROM duetime_jobs j JOIN duetime_attempts a ON a.job_id = j.id AND a.generation 
 WHERE j.id IN (SELECT id FROM temp.duetime_claim)
 ORDER BY j.priority DESC, j.due_at, j.id;
 
+-- name: claim_queues
+-- The claim above reads each named queue through its own index already.
+@claim
+
 -- name: renew_leases
 UPDATE duetime_attempts
 SET lease_expires_at = :now + CAST(

@@ -38,8 +38,9 @@ def pg_database_url() -> str:
 
 
 def reset_postgres(url: str) -> None:
-    """Drop every duetime table so the next migrate() builds a clean schema (tests may break it)."""
-    kit_named("postgres").fresh_url(Path("."))
+    """Drop every duetime table so the next migrate() builds a clean schema (tests may break it),
+    not merely empty a schema kept from an earlier test as store_url does."""
+    kit_named("postgres").fresh_url(Path("."), drop=True)
 
 
 @pytest.fixture(params=STORE_KINDS)

@@ -28,7 +28,7 @@ def kit(request: pytest.FixtureRequest) -> DialectKit:
 def unanalyzed(kit: DialectKit, tmp_path: Path) -> Iterator[Store]:
     """The same rows just bulk-loaded, before any ANALYZE (the 9:00 burst, before autovacuum
     has looked at the table): the statistics still describe an empty table."""
-    url = kit.fresh_url(tmp_path)
+    url = kit.fresh_url(tmp_path, drop=True)  # new tables: no statistics of an earlier fill
     store = open_store(url)
     store.migrate()
     fill(kit, url, analyze=False)

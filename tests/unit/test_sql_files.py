@@ -3,6 +3,8 @@ migration versions."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from duetime.store import DIALECTS
@@ -23,3 +25,30 @@ def test_each_dialect_defines_every_statement_of_the_contract(package: str) -> N
 def test_each_dialect_numbers_its_migrations_from_one(package: str) -> None:
     versions = [m.version for m in load_migrations(package)]
     assert versions == list(range(1, max(versions) + 1))
+
+
+def a_dialect(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, sql: str) -> str:
+    """A package holding only a queries.sql, importable by name."""
+    name = f"fake_dialect_{tmp_path.name}"  # a name of its own: modules are imported once
+    package = tmp_path / name
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "queries.sql").write_text(sql)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    return name
+
+
+def test_a_block_naming_another_runs_its_statements(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    sql = "-- name: claim\nSET x = 1;\nSELECT 1;\n\n-- name: claim_queues\n-- the same\n@claim\n"
+    queries = load_queries(a_dialect(tmp_path, monkeypatch, sql))
+    assert queries["claim_queues"] == queries["claim"] == ("SET x = 1", "SELECT 1")
+
+
+def test_a_block_naming_one_not_defined_above_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    sql = "-- name: claim_queues\n@claim\n\n-- name: claim\nSELECT 1;\n"
+    with pytest.raises(ValueError, match="claim_queues names claim, not defined above"):
+        load_queries(a_dialect(tmp_path, monkeypatch, sql))

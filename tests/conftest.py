@@ -51,7 +51,10 @@ def kit(request: pytest.FixtureRequest) -> DialectKit:
 
 @pytest.fixture
 def store_url(kit: DialectKit, tmp_path: Path) -> str:
-    """A database URL of each dialect, empty (not migrated)."""
+    """A database URL of each dialect with nothing in it: not migrated, or (PostgreSQL,
+    MariaDB/MySQL: a schema the previous test left intact is kept) migrated with every table
+    empty. A test that needs a database never migrated takes kit.fresh_url(tmp_path,
+    drop=True)."""
     return kit.fresh_url(tmp_path)
 
 

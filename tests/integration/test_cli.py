@@ -21,6 +21,7 @@ from duetime import App, AttemptStatus, ErrorCategory, JobStatus
 from duetime.core.models import Node
 from duetime.store.driver import load_migrations
 from integration.procs import Processes, base_env, describe, run_cli, scalar, wait_until
+from kit import DialectKit
 
 # -- helpers ------------------------------------------------------------------------------------
 
@@ -89,8 +90,10 @@ def migration_versions(url: str) -> list[int]:
 # -- migrate ------------------------------------------------------------------------------------
 
 
-def test_migrate_applies_once_then_reports_up_to_date(store_url: str, workdir: Path) -> None:
-    url = store_url  # not migrated yet, on either store
+def test_migrate_applies_once_then_reports_up_to_date(
+    kit: DialectKit, tmp_path: Path, workdir: Path
+) -> None:
+    url = kit.fresh_url(tmp_path, drop=True)  # not migrated yet, on either store
     if url.startswith("postgres"):
         # PostgreSQL is never migrated implicitly: every other command says what to do
         failed(cli(url, "jobs", "list", cwd=workdir), "run `duetime migrate`")

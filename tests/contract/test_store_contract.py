@@ -175,6 +175,35 @@ def test_claim_filters_by_queue(store: Store, clock: ManualClock) -> None:
     assert [c.job.id for c in claims] == [mail.id]
 
 
+@pytest.mark.parametrize("served", [1, 2, 4, 5], ids=lambda n: f"{n} queues")
+def test_a_claim_of_named_queues_takes_theirs_in_claim_order_up_to_its_limit(
+    store: Store, clock: ManualClock, served: int
+) -> None:
+    """Named queues (PostgreSQL reads up to 4 through each queue's index, more by a filter:
+    claim_queues): the jobs of those queues only, the best across them by priority and due
+    time, never more than the limit, each once (a queue named twice counts once)."""
+    start = clock.now()
+    names = [f"q{i}" for i in range(6)]
+    jobs = {
+        name: [
+            enqueue(store, clock, queue=name, priority=p, at=start - timedelta(seconds=s))
+            for p, s in ((0, 50 + i), (3, 10 + i), (0, 5 + i))
+        ]
+        for i, name in enumerate(names)
+    }
+    queues = names[:served] + names[:1]  # the first named twice
+    expected = sorted(
+        (job for name in names[:served] for job in jobs[name]),
+        key=lambda j: (-j.priority, j.due_at, j.id),
+    )
+    limit = 2 * served
+    claims = store.claim(worker_id="w", queues=queues, limit=limit, now=clock.now())
+    assert [c.job.id for c in claims] == [j.id for j in expected[:limit]]
+    rest = store.claim(worker_id="w", queues=queues, limit=100, now=clock.now())
+    assert [c.job.id for c in rest] == [j.id for j in expected[limit:]]
+    assert store.claim(worker_id="w", queues=queues, limit=100, now=clock.now()) == []
+
+
 def test_claim_starts_an_attempt_with_the_next_generation_and_a_lease(
     store: Store, clock: ManualClock
 ) -> None:

@@ -286,6 +286,9 @@ def fill_backlog(p: dict[str, Any]) -> dict[str, Any]:
                 (size, done.id, done.id),
             )
         conn.execute("VACUUM ANALYZE")
+        # the fill's gigabyte of dirty pages is written now, not by the checkpointer during the
+        # drain that follows: a backlog that built up over days has no such write pending
+        conn.execute("CHECKPOINT")
         counts: dict[str, int] = dict(
             conn.execute("SELECT status, count(*) FROM duetime_jobs GROUP BY status").fetchall()
         )

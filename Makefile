@@ -20,10 +20,10 @@ demo: $(STAMP)
 # PYTEST_ADDOPTS applies to both runs; a run whose tests it deselects all (exit 5) is no failure
 # (without PYTEST_ADDOPTS, finding no test at all is one).
 TEST_PROCESSES ?= 2
+NONE_SELECTED_OK = || { rc=$$?; [ $$rc -eq 5 ] && [ -n "$$PYTEST_ADDOPTS" ]; }
 test: $(STAMP) browser broker lint typecheck
-	$(BIN)/pytest tests/unit tests/contract -n $(TEST_PROCESSES) || \
-		{ rc=$$?; [ $$rc -eq 5 ] && [ -n "$$PYTEST_ADDOPTS" ]; }
-	$(BIN)/pytest tests/integration || { rc=$$?; [ $$rc -eq 5 ] && [ -n "$$PYTEST_ADDOPTS" ]; }
+	$(BIN)/pytest tests/unit tests/contract -n $(TEST_PROCESSES) $(NONE_SELECTED_OK)
+	$(BIN)/pytest tests/integration $(NONE_SELECTED_OK)
 
 # the dashboard's browser test drives Debian's Chromium (Playwright cannot download one here)
 browser:

@@ -20,6 +20,7 @@ from duetime.core.states import Event
 from duetime.store import open_store
 from duetime.store.base import Store
 from duetime.store.rows import moves_json
+from duetime.store.sqlshared import claim_statement
 from kit import DialectKit, kit_named
 
 BACKLOG = 100_000  # future jobs, and as many finished ones
@@ -222,7 +223,7 @@ def test_a_claim_reads_only_due_rows_through_its_index(
 ) -> None:
     """A worker's claim names the tasks it has handlers for: the same plan (the task is a
     filter on the due rows the index yields in claim order)."""
-    statement = "claim" if all_queues else "claim_queues"  # as SQLStore.claim chooses
+    statement = claim_statement(None if all_queues else ["default"])  # as SQLStore.claim does
     plan = explain(backlog, statement, claim_params(all_queues, tasks))
     if backlog.dialect == "postgres":
         pick = claim_pick(plan)
@@ -284,7 +285,7 @@ def test_a_claim_for_quiet_queues_does_not_read_the_due_jobs_of_others(
     if kit.name != "sqlite":  # the module's SQLite file stays unanalyzed (see filled)
         _run(kit, url, ANALYZE[kit.name], None)
     params = {**claim_params(False), "queues": queues}
-    plan = explain(backlog, "claim_queues", params)
+    plan = explain(backlog, claim_statement(queues), params)
     if backlog.dialect == "postgres" and len(queues) > 4:
         # the known limit (docs/workers.md): past 4 named queues, the walk of every due job,
         # filtered (stopped by the limit: no sort of the due rows)

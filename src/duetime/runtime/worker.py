@@ -434,8 +434,7 @@ class Slots(Service):
                     )
                     claims = []
                     await self.pause(backoff)
-                if claims:
-                    runner.metrics.claimed(claims)
+                runner.metrics.claimed(claims)
                 for claim in claims:
                     self.ready.append(self._take(claim))
                 self._start_ready()

@@ -188,6 +188,17 @@ def like_pattern(text: str) -> str:
     return f"%{escaped}%"
 
 
+SEEKED_QUEUES = 4  # claim_queues reads up to this many named queues, each through its index
+
+
+def claim_statement(queues: Sequence[str] | None) -> str:
+    """The claim statement of a worker of `queues`: claim_queues for 1 to SEEKED_QUEUES
+    distinct named queues, else claim (every queue; or more named ones, filtered)."""
+    if queues is None or len(set(queues)) > SEEKED_QUEUES:
+        return "claim"
+    return "claim_queues"
+
+
 def pick_filters(queues: Sequence[str] | None, tasks: Sequence[str] | None) -> dict[str, Any]:
     """A claim's filters of queues and tasks as its statements take them (None: any)."""
     return {

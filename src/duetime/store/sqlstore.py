@@ -54,6 +54,7 @@ from duetime.store.rows import (
 from duetime.store.sqlextra import SchedulesNodesTokens
 from duetime.store.sqlflow import QueuesTenantsFlow
 from duetime.store.sqlshared import (
+    claim_statement,
     conflicts_retried,
     earliest,
     earliest_of,
@@ -397,7 +398,7 @@ class SQLStore(SchedulesNodesTokens, QueuesTenantsFlow):
             # a transaction of its own, in as few round trips as the dialect can
             # (Driver.rows_alone)
             rows = self.driver.rows_alone(
-                "claim" if queues is None else "claim_queues",
+                claim_statement(queues),
                 now=now,
                 limit=limit,
                 **pick_filters(queues, tasks),

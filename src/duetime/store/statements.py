@@ -50,9 +50,10 @@ STATEMENTS: dict[str, str] = {
     "and starts a running attempt of that generation for worker_id (started_at now, lease "
     "until now + lease_seconds, the job's due_at); returns each job with its attempt's columns "
     "as attempt_<name>, in the same order",
-    "claim_queues": "as claim, for a worker of named queues (all_queues false): reads the due "
-    "jobs of those queues only, through each queue's claim-order index where the dialect can "
-    "(claim itself may walk every due job, filtered, which is the fastest plan for all queues)",
+    "claim_queues": "as claim, for a worker of 1 to 4 distinct named queues (all_queues false; "
+    "sqlshared.claim_statement): reads the due jobs of those queues only, through each queue's "
+    "claim-order index (claim itself may walk every due job, filtered: the fastest plan for all "
+    "queues)",
     "renew_leases": "changes: the running attempts in attempt_ids get a lease until now + "
     "their job's lease_seconds (their jobs' rows locked first, in id order)",
     "lease_states": "returns attempt_id, job_id, generation, lease_expires_at, job_status of "

@@ -177,33 +177,20 @@ FROM claimed AS j JOIN started AS a ON a.job_id = j.id
 ORDER BY j.priority DESC, j.due_at, j.id;
 
 -- name: claim_queues
--- The claim of a worker of named queues (all_queues false), as claim otherwise. Up to 4 named
--- queues each walk their own claim-order index (duetime_jobs_due: the queue's name is a
--- constant of the plan, so the planner sees how few of the due jobs are that queue's), and the
--- best `limit` of their rows are taken; more than 4 walk the claim-order index of all due jobs,
--- filtered. So a worker of quiet queues does not read the due jobs of the others one by one.
--- Rows a queue's walk locked but the claim does not take are free again at its commit. (In
--- claim itself, these branches cost every claim of all queues 0.3 ms more to plan.)
+-- The claim of a worker of 1 to 4 named queues (store/sqlshared.py claim_statement), as claim
+-- otherwise. Each named queue walks its own claim-order index (duetime_jobs_due: the queue's
+-- name is a constant of the plan, so the planner sees how few of the due jobs are that
+-- queue's), and the best `limit` of their rows are taken: a worker of quiet queues does not
+-- read the due jobs of the others one by one. Rows a queue's walk locked but the claim does
+-- not take are free again at its commit. (In claim itself, these branches would cost every
+-- claim of all queues 0.3 ms more to plan.)
 SET LOCAL enable_sort = off;
 WITH picked AS (
     SELECT id FROM (
-        SELECT id FROM duetime_jobs
-        WHERE status = 'scheduled'
-          AND due_at <= %(now)s
-          AND (deadline_at IS NULL OR deadline_at > %(now)s)
-          AND cardinality(%(queues)s::text[]) > 4
-          AND queue = ANY (%(queues)s::text[])
-          AND (%(all_tasks)s::boolean OR task = ANY (%(tasks)s::text[]))
-          AND NOT (queue = ANY (%(outbox_queues)s::text[]))
-        ORDER BY priority DESC, due_at, id
-        LIMIT %(limit)s
-        FOR UPDATE SKIP LOCKED) AS many
-    UNION ALL
-    (SELECT id FROM (
         SELECT id, priority, due_at FROM (
             SELECT id, priority, due_at FROM duetime_jobs
             WHERE status = 'scheduled'
-              AND cardinality(%(queues)s::text[]) BETWEEN 1 AND 4
+              AND cardinality(%(queues)s::text[]) >= 1
               AND queue = (%(queues)s::text[])[1]
               AND due_at <= %(now)s
               AND (deadline_at IS NULL OR deadline_at > %(now)s)
@@ -216,7 +203,7 @@ WITH picked AS (
         SELECT id, priority, due_at FROM (
             SELECT id, priority, due_at FROM duetime_jobs
             WHERE status = 'scheduled'
-              AND cardinality(%(queues)s::text[]) BETWEEN 2 AND 4
+              AND cardinality(%(queues)s::text[]) >= 2
               AND queue = (%(queues)s::text[])[2]
               AND due_at <= %(now)s
               AND (deadline_at IS NULL OR deadline_at > %(now)s)
@@ -229,7 +216,7 @@ WITH picked AS (
         SELECT id, priority, due_at FROM (
             SELECT id, priority, due_at FROM duetime_jobs
             WHERE status = 'scheduled'
-              AND cardinality(%(queues)s::text[]) BETWEEN 3 AND 4
+              AND cardinality(%(queues)s::text[]) >= 3
               AND queue = (%(queues)s::text[])[3]
               AND due_at <= %(now)s
               AND (deadline_at IS NULL OR deadline_at > %(now)s)
@@ -242,7 +229,7 @@ WITH picked AS (
         SELECT id, priority, due_at FROM (
             SELECT id, priority, due_at FROM duetime_jobs
             WHERE status = 'scheduled'
-              AND cardinality(%(queues)s::text[]) BETWEEN 4 AND 4
+              AND cardinality(%(queues)s::text[]) >= 4
               AND queue = (%(queues)s::text[])[4]
               AND due_at <= %(now)s
               AND (deadline_at IS NULL OR deadline_at > %(now)s)
@@ -252,9 +239,8 @@ WITH picked AS (
             LIMIT %(limit)s
             FOR UPDATE SKIP LOCKED) AS queue_4
     ) AS named
-    WHERE cardinality(%(queues)s::text[]) <= 4
     ORDER BY priority DESC, due_at, id
-    LIMIT %(limit)s)
+    LIMIT %(limit)s
 ), claimed AS (
     UPDATE duetime_jobs AS j
     SET status = (%(moves)s::jsonb ->> j.status), generation = j.generation + 1,

@@ -74,6 +74,36 @@ def test_the_relay_publishes_at_most_its_rate(
     assert store.outbox_figures(clock.now()).backlog == 0
 
 
+def test_a_slow_publish_earns_no_tokens_beyond_the_burst(
+    store: Store, clock: ManualClock, calls: BlockingCalls
+) -> None:
+    """A publish that first has to reconnect takes a while; the bucket was full during it, so
+    the time it took must not be credited on top of the burst just spent."""
+    store.set_queue("q", clock.now(), dispatch=Dispatch.OUTBOX)
+    for _ in range(30):
+        enqueue(store, clock, queue="q")
+    ticks = Ticks()
+
+    class SlowBroker(FakeBroker):
+        async def publish(self, events: list[OutboxEvent], timeout: float) -> list[int]:
+            ticks.now += 0.3  # connecting to the broker takes 0.3 s
+            return await super().publish(events, timeout)
+
+    broker = SlowBroker()
+    relay = Relay(store, clock, calls, broker, relay_id="r", rate=20.0, monotonic=ticks)
+
+    async def scenario() -> list[int]:
+        await Dispatcher(store, clock, calls).run_once()
+        ticks.now += 5.0  # idle long enough for a full bucket: one second's worth
+        counts = [await relay.publish_once()]
+        ticks.now += 0.075  # one and a half events at 20/s: one more event
+        broker.publish = FakeBroker.publish.__get__(broker)  # type: ignore[method-assign]
+        counts.append(await relay.publish_once())
+        return counts
+
+    assert asyncio.run(scenario()) == [20, 1]
+
+
 def test_a_failed_publish_leaves_the_events_to_publish_again(
     store: Store, clock: ManualClock, calls: BlockingCalls
 ) -> None:

@@ -149,13 +149,17 @@ class Relay(Service):
         self._refilled = monotonic()
         self._pruned = 0.0
 
-    def _allowed(self) -> int:
-        if self.rate is None:
-            return self.batch
+    def _refill(self) -> None:
+        assert self.rate is not None
         now = self.monotonic()
         cap = max(self.rate, 1.0)  # a bucket of one second, and at least one event
         self._allowance = min(cap, self._allowance + (now - self._refilled) * self.rate)
         self._refilled = now
+
+    def _allowed(self) -> int:
+        if self.rate is None:
+            return self.batch
+        self._refill()
         return min(self.batch, int(self._allowance))
 
     async def run(self) -> None:
@@ -202,7 +206,8 @@ class Relay(Service):
             return 0
         confirmed = await self.publisher.publish(events, PUBLISH_TIMEOUT)
         if self.rate is not None:
-            self._allowance -= len(events)
+            self._refill()  # the events left now: a slow publish (a reconnect) earns nothing
+            self._allowance -= len(events)  # while the bucket was full
         if confirmed:
             await self.calls(
                 lambda: self.store.mark_published(confirmed, self.clock.now(), self.dispatch_lease)

@@ -124,6 +124,25 @@ def test_no_saturation_drops_the_credit() -> None:
     assert ps.credit == 0.0
 
 
+def test_claims_that_take_every_due_job_read_no_class_below() -> None:
+    """A claim that did not fill its slots took every due job, lower classes included: the
+    claims after it reserve nothing and read nothing more until one fills its slots again."""
+    due = Due(flood({1: 3, 0: 2}))
+    ps = PriorityShare(0.1)
+    assert len(due.claim(ps, 10)) == 5
+    reads = due.reads
+    for n in range(3 * (PRIORITY_IDLE + 1)):  # a trickle: a job or two due at each claim
+        due.jobs += [Ranked(100 + 2 * n, 1), Ranked(101 + 2 * n, 0)]
+        assert len(due.claim(ps, 10)) == 2
+    assert due.reads == reads
+    due.jobs += flood({1: 30, 0: 30})  # a burst: the share comes back from its second claim
+    due.jobs = [Ranked(1000 + i, j.priority) for i, j in enumerate(due.jobs)]
+    due.jobs.sort(key=lambda j: (-j.priority, j.id))
+    first, second = due.claim(ps, 10), due.claim(ps, 10)
+    assert [j.priority for j in first] == [1] * 10
+    assert 0 in [j.priority for j in second]
+
+
 def test_more_classes_than_slots_take_turns() -> None:
     due = Due(flood({p: 100 for p in range(6)}))
     ps = PriorityShare(0.2)  # limit 5: one slot per lower class per claim, 5 lower classes

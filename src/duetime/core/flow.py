@@ -403,19 +403,21 @@ class PriorityShare:
     oldest due jobs of each, read from the claim-order index. The rest of the claim's slots
     go to claim order as before, so no slot is left unused. When a claim found no lower class
     due (the common case: one class), the next PRIORITY_IDLE claims do not look; a claim that
-    did not fill its slots (nothing more due) drops the credit: it took every due job."""
+    did not fill its slots (nothing more due) drops the credit: it took every due job, so the
+    claims after it earn and reserve nothing until one fills its slots again."""
 
     def __init__(self, share: float = PRIORITY_SHARE) -> None:
         self.share = check_share(share)
         self.credit = 0.0
         self.idle = 0
+        self.saturated = True  # the last claim filled its slots (or none was made yet)
         # slots owed to a lower class (by priority) that a walk cut short for lack of slots
         self.owed: dict[int, int] = {}
 
     def reserve(self, limit: int) -> int:
         """The slots this claim reserves for each lower class; 0 with nothing `owed`: the
         plain claim."""
-        if self.share <= 0 or limit <= 0:
+        if self.share <= 0 or limit <= 0 or not self.saturated:
             return 0
         if self.idle > 0:
             self.idle -= 1
@@ -472,7 +474,8 @@ class PriorityShare:
 
     def claimed(self, limit: int, started: int) -> None:
         """After the claim: one that took fewer than its slots took every due job."""
-        if started < limit:
+        self.saturated = started >= limit
+        if not self.saturated:
             self.credit = 0.0
             self.owed.clear()
 

@@ -90,8 +90,8 @@ def _reload(store: Store, job: Job) -> Job:
 async def run_until(
     worker: Worker, done: Callable[[], bool], timeout: float = 15, grace: bool = True
 ) -> None:
-    """Run the worker until `done()` holds, then stop it. `done()` is checked each time the
-    worker's claim loop waits (after an attempt ends, and every poll interval)."""
+    """Run the worker until `done()` holds, then stop it. `done()` is checked each time an
+    attempt ends and each time the worker's claim loop waits (every poll interval at least)."""
     stop = asyncio.Event()
     task = asyncio.create_task(worker.run(stop))
     deadline = time.monotonic() + timeout
@@ -100,12 +100,14 @@ async def run_until(
             assert time.monotonic() < deadline, "condition not reached in time"
             assert not task.done(), f"worker stopped early: {task}"
             idle = asyncio.ensure_future(worker.slots.idle.wait())
+            finished = asyncio.ensure_future(worker.slots.finished.wait())
             await asyncio.wait(
-                [idle, task],
+                [idle, finished, task],
                 timeout=max(0.0, deadline - time.monotonic()),
                 return_when=asyncio.FIRST_COMPLETED,
             )
             idle.cancel()
+            finished.cancel()
     finally:
         stop.set()
         await asyncio.wait_for(task, 30)

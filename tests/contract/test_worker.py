@@ -449,3 +449,79 @@ def test_refusal_reasons_say_what_became_of_the_job(clock: ManualClock) -> None:
     assert refusal_reason(reaped, lease) == (
         "this worker's lease was lost and the job moved on without it (it is dead)"
     )
+
+
+async def _until(condition: Callable[[], bool], timeout: float = 10) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "condition not reached in time"
+        await asyncio.sleep(0.005)
+
+
+def test_a_trickle_of_jobs_costs_a_claim_each_not_two(app: duetime.App) -> None:
+    """A claim that took fewer jobs than it had room for took every due one: the end of its
+    attempt is no reason to claim again (new work wakes the loop, or the poll finds it)."""
+    done: list[int] = []
+
+    @app.task(name="tick")
+    async def tick(i: int) -> None:
+        done.append(i)
+
+    worker = Worker(app, concurrency=10, poll_interval=3600)  # only wake-ups start work
+    real_claim = worker.store.claim
+    sizes: list[int] = []
+
+    def counted(**kwargs: Any) -> Any:
+        claims = real_claim(**kwargs)
+        sizes.append(len(claims))
+        return claims
+
+    worker.store.claim = counted  # type: ignore[method-assign]
+
+    async def scenario() -> None:
+        stop = asyncio.Event()
+        task = asyncio.create_task(worker.run(stop))
+        await _until(lambda: bool(sizes))  # the first claim: nothing due
+        for i in range(8):
+            tick.enqueue({"i": i})
+            await _until(lambda n=i + 1: len(done) == n and worker.in_flight == 0)
+            await asyncio.sleep(0.05)  # whatever the attempt's end sets off
+        stop.set()
+        await asyncio.wait_for(task, 30)
+
+    asyncio.run(scenario())
+    assert sorted(done) == list(range(8))
+    assert sum(sizes) == 8 and sizes.count(0) <= 2, sizes
+
+
+def test_work_that_fell_due_while_every_slot_was_busy_starts_when_one_frees(
+    app: duetime.App,
+) -> None:
+    release = threading.Event()
+    started: list[str] = []
+
+    @app.task(name="first")
+    def first() -> None:
+        started.append("first")
+        release.wait(10)
+
+    @app.task(name="second")
+    def second() -> None:
+        started.append("second")
+
+    first.enqueue()
+    worker = Worker(app, concurrency=1, poll_interval=3600)  # no poll would find the second
+
+    async def scenario() -> None:
+        stop = asyncio.Event()
+        task = asyncio.create_task(worker.run(stop))
+        await _until(lambda: started == ["first"])
+        looked = worker.slots.idle.count
+        second.enqueue()  # its wake-up finds no free slot
+        await _until(lambda: worker.slots.idle.count > looked)
+        release.set()
+        await _until(lambda: started == ["first", "second"])
+        stop.set()
+        await asyncio.wait_for(task, 30)
+
+    asyncio.run(scenario())

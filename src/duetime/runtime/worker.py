@@ -339,6 +339,11 @@ class Slots(Service):
         self.busy = 0  # slots whose handler runs
         self.reserved = 0  # slots held for a broker message being accepted (runtime/feed.py)
         self.more_due = False  # the last claim filled every free slot
+        # the loop looked for work with no room: the next free slot claims
+        self.owed = False
+        # the last claim may have been cut short by flow controls or limits per dependency, so
+        # an attempt ending (its queue's or key's slot free again) is a reason to claim again
+        self.restricted = False
         self.due: DueTimes | None = None  # the timer's near future (runtime/timer.py)
         self.idle = Pulse()  # the claim loop waits: no free slot, or nothing more was due
         self.finished = Pulse()  # an attempt ended (recorded, refused as stale, or given up)
@@ -372,6 +377,7 @@ class Slots(Service):
             tasks=self.tasks,  # only what it has handlers for
         )
         self.controlled = bool(store.limit_names())
+        self.restricted = self.controlled or store.flow_controls().restricts_claim
         return claims
 
     def _paced(self, began: float, ended: float) -> None:
@@ -418,11 +424,12 @@ class Slots(Service):
             if room > 0:
                 began = time.monotonic()
                 try:
-                    claims = await runner.calls(
-                        functools.partial(self._claim, room, runner.clock.now())
-                    )
+                    now = runner.clock.now()
+                    claims = await runner.calls(functools.partial(self._claim, room, now))
                     backoff = 0.0
                     self._paced(began, time.monotonic())
+                    if self.due is not None:
+                        self.due.pop_due(now)  # that claim looked at everything due by then
                 except Exception as exc:
                     backoff = min(max(backoff * 2, self.poll_interval), 10.0)
                     log_event(
@@ -439,6 +446,9 @@ class Slots(Service):
                     self.ready.append(self._take(claim))
                 self._start_ready()
                 self.more_due = bool(claims) and len(claims) == room
+                self.owed = False
+            else:
+                self.owed = True
             self.idle.fire()
             if self.more_due:
                 if self.room() >= self.claim_batch:
@@ -501,7 +511,10 @@ class Slots(Service):
         finally:
             del self.running[running.claim.attempt.id]
             self.finished.fire()
-            if not self.more_due:
+            # a claim that took fewer jobs than it had room for took every due one: a slot
+            # free again is no reason to look (one empty claim per job otherwise), unless the
+            # loop looked while full or flow controls may have held jobs back
+            if not self.more_due and (self.owed or self.restricted):
                 self.wake()
 
     async def _release_ready(self) -> None:

@@ -26,6 +26,16 @@ def variant(base: _Record, **changes: Any) -> _Record:
     return new
 
 
+def built(cls: type[_Record], **fields: Any) -> _Record:
+    """A frozen record of `cls` from every one of its fields, made without running its
+    __init__: a claim builds a job and an attempt per row, and this is several times cheaper
+    than __init__ for records of 14 and 29 fields. Only for values of the types the fields
+    declare, with no field left out (tests/unit/test_rows.py checks the stores' builders)."""
+    new = object.__new__(cls)
+    new.__dict__.update(fields)
+    return new
+
+
 @dataclass(frozen=True)
 class Attempt:
     """One execution of a job by one worker, under a lease, with its outcome once it ended."""

@@ -9,7 +9,7 @@ from datetime import datetime
 from typing import Any
 
 from duetime.core.errors import IllegalTransition, InvalidRequest
-from duetime.core.models import Attempt, Claim, Job
+from duetime.core.models import Attempt, Claim, Job, built
 from duetime.core.retry import ErrorCategory
 from duetime.core.states import AttemptStatus, Event, JobStatus, allowed_from
 from duetime.core.stats import AttemptSample
@@ -56,7 +56,8 @@ def job_from_row(row: Row, t: ToTime, attempts: tuple[Attempt, ...] = ()) -> Job
     args = row["args"]
     limits = row["limits"]
     covers = row["covers"]
-    return Job(
+    return built(
+        Job,
         id=row["id"],
         tenant=row["tenant"],
         queue=row["queue"],
@@ -94,7 +95,8 @@ def attempt_from_row(row: Row, t: ToTime, prefix: str = "") -> Attempt:
     "attempt_")."""
     k = _named(prefix)
     category = row[k["error_category"]]
-    return Attempt(
+    return built(
+        Attempt,
         id=row[k["id"]],
         job_id=row[k["job_id"]],
         generation=row[k["generation"]],

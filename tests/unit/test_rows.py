@@ -1,0 +1,108 @@
+"""The records the stores build from rows without running __init__ (core/models.built): every
+field set, each equal to what __init__ makes of the same values."""
+
+from __future__ import annotations
+
+import dataclasses
+from datetime import UTC, datetime, timedelta
+
+from duetime.core.models import Attempt, Job, built
+from duetime.core.retry import ErrorCategory
+from duetime.core.states import AttemptStatus, JobStatus
+from duetime.store.rows import ATTEMPT_COLUMNS, attempt_from_row, job_from_row
+
+T = datetime(2026, 12, 1, 9, 0, tzinfo=UTC)
+
+
+def same_time(value: datetime) -> datetime:
+    return value
+
+
+JOB_ROW = {
+    "id": 7,
+    "tenant": "acme",
+    "queue": "mail",
+    "task": "send",
+    "args": '{"to": "a@example.com"}',
+    "priority": 3,
+    "due_at": T,
+    "deadline_at": T + timedelta(hours=1),
+    "status": "running",
+    "version": 4,
+    "attempts": 2,
+    "max_attempts": 5,
+    "generation": 2,
+    "retry_base": 1,
+    "retry_cap": 60.0,
+    "lease_seconds": 30.0,
+    "timeout_seconds": None,
+    "idempotency_key": "k-1",
+    "request_hash": "h",
+    "business_key": "mail:7",
+    "cancel_requested_at": None,
+    "created_at": T - timedelta(minutes=5),
+    "updated_at": T,
+    "schedule_id": 3,
+    "schedule_name": "nightly",
+    "nominal_at": T,
+    "covers": '["2026-12-01T08:00:00+00:00"]',
+    "origin": "tick",
+    "limits": '["smtp"]',
+}
+
+ATTEMPT_ROW = {
+    "id": 11,
+    "job_id": 7,
+    "generation": 2,
+    "worker_id": "w-1",
+    "status": "failed",
+    "lease_expires_at": T + timedelta(seconds=30),
+    "started_at": T,
+    "finished_at": T + timedelta(seconds=2),
+    "error_category": "timeout",
+    "error_message": "timed out",
+    "error_traceback": "Traceback ...",
+    "late_outcome": None,
+    "late_reported_at": None,
+    "due_at": T,
+}
+
+
+def field_names(cls: type) -> set[str]:
+    return {f.name for f in dataclasses.fields(cls)}
+
+
+def test_a_job_from_its_row_has_every_field_as_init_makes_it() -> None:
+    job = job_from_row(JOB_ROW, same_time)
+    assert set(vars(job)) == field_names(Job)
+    assert job == Job(**vars(job))
+    assert (job.args, job.status, job.retry_base, job.limits) == (
+        {"to": "a@example.com"},
+        JobStatus.RUNNING,
+        1.0,
+        ("smtp",),
+    )
+    assert job.covers == (datetime(2026, 12, 1, 8, 0, tzinfo=UTC),)
+    assert job.to_json()["id"] == 7
+
+
+def test_an_attempt_from_its_row_has_every_field_as_init_makes_it() -> None:
+    row = {"attempt_" + k: v for k, v in ATTEMPT_ROW.items()}
+    assert set(ATTEMPT_ROW) == set(ATTEMPT_COLUMNS) == field_names(Attempt)
+    attempt = attempt_from_row(row, same_time, "attempt_")
+    assert set(vars(attempt)) == field_names(Attempt)
+    assert attempt == Attempt(**vars(attempt))
+    assert attempt.status is AttemptStatus.FAILED
+    assert attempt.error_category is ErrorCategory.TIMEOUT
+    assert attempt.lag_seconds == 0.0
+
+
+def test_built_records_stay_frozen_and_hashable_as_init_made_ones() -> None:
+    attempt = built(Attempt, **vars(attempt_from_row(ATTEMPT_ROW, same_time)))
+    try:
+        attempt.worker_id = "other"  # type: ignore[misc]
+    except dataclasses.FrozenInstanceError:
+        pass
+    else:
+        raise AssertionError("a built record must stay frozen")
+    assert hash(attempt) == hash(Attempt(**vars(attempt)))

@@ -87,6 +87,14 @@ def _reload(store: Store, job: Job) -> Job:
     return loaded
 
 
+async def until(condition: Callable[[], bool], timeout: float = 15) -> None:
+    """Wait until `condition()` holds, looking every 5 ms, for at most `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "condition not reached in time"
+        await asyncio.sleep(0.005)
+
+
 async def run_until(
     worker: Worker, done: Callable[[], bool], timeout: float = 15, grace: bool = True
 ) -> None:

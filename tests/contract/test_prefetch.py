@@ -4,7 +4,6 @@ concurrency limit, not run once cancelled, and given back when the worker stops.
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import Callable, Iterator
 
 import pytest
@@ -14,7 +13,7 @@ from duetime.core.retry import ErrorCategory
 from duetime.core.states import AttemptStatus, JobStatus
 from duetime.runtime.worker import Worker
 from duetime.store.base import Store
-from jobhelpers import run_until
+from jobhelpers import run_until, until
 
 
 @pytest.fixture
@@ -28,13 +27,6 @@ def holding(worker: Worker, ahead: int) -> None:
     """Make the worker hold `ahead` claimed jobs ready whatever its pace (the pace of these
     tests' blocked handlers would ask for none)."""
     worker.slots.ahead = lambda: ahead  # type: ignore[method-assign]
-
-
-async def until(condition: Callable[[], bool], timeout: float = 15) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, "condition not reached in time"
-        await asyncio.sleep(0.005)
 
 
 def test_prefetched_jobs_never_run_past_the_concurrency_limit(app: duetime.App) -> None:

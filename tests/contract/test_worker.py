@@ -23,7 +23,7 @@ from duetime.runtime.reaper import Reaper
 from duetime.runtime.worker import Worker
 from duetime.store.base import Store
 from duetime.store.sqlshared import new_job_record
-from jobhelpers import new, run_until
+from jobhelpers import new, run_until, until
 from kit import DialectKit
 
 
@@ -451,13 +451,6 @@ def test_refusal_reasons_say_what_became_of_the_job(clock: ManualClock) -> None:
     )
 
 
-async def _until(condition: Callable[[], bool], timeout: float = 10) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, "condition not reached in time"
-        await asyncio.sleep(0.005)
-
-
 def test_a_trickle_of_jobs_costs_a_claim_each_not_two(app: duetime.App) -> None:
     """A claim that took fewer jobs than it had room for took every due one: the end of its
     attempt is no reason to claim again (new work wakes the loop, or the poll finds it)."""
@@ -481,10 +474,10 @@ def test_a_trickle_of_jobs_costs_a_claim_each_not_two(app: duetime.App) -> None:
     async def scenario() -> None:
         stop = asyncio.Event()
         task = asyncio.create_task(worker.run(stop))
-        await _until(lambda: bool(sizes))  # the first claim: nothing due
+        await until(lambda: bool(sizes))  # the first claim: nothing due
         for i in range(8):
             tick.enqueue({"i": i})
-            await _until(lambda n=i + 1: len(done) == n and worker.in_flight == 0)
+            await until(lambda n=i + 1: len(done) == n and worker.in_flight == 0)
             await asyncio.sleep(0.05)  # whatever the attempt's end sets off
         stop.set()
         await asyncio.wait_for(task, 30)
@@ -515,12 +508,12 @@ def test_work_that_fell_due_while_every_slot_was_busy_starts_when_one_frees(
     async def scenario() -> None:
         stop = asyncio.Event()
         task = asyncio.create_task(worker.run(stop))
-        await _until(lambda: started == ["first"])
+        await until(lambda: started == ["first"])
         looked = worker.slots.idle.count
         second.enqueue()  # its wake-up finds no free slot
-        await _until(lambda: worker.slots.idle.count > looked)
+        await until(lambda: worker.slots.idle.count > looked)
         release.set()
-        await _until(lambda: started == ["first", "second"])
+        await until(lambda: started == ["first", "second"])
         stop.set()
         await asyncio.wait_for(task, 30)
 

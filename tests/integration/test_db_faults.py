@@ -10,11 +10,11 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from duetime import App
 from integration.apps.itapp import make_app
 from integration.procs import Processes, migrate, query, scalar
 
-JOBS = 2000
+DROPS = 3
+JOBS = 2000  # in DROPS + 1 waves
 
 
 @pytest.fixture
@@ -37,39 +37,51 @@ def drop_connections(url: str) -> int:
 
 
 def test_workers_survive_dropped_connections(pg_url: str, procs: Processes, tmp_path: Path) -> None:
-    app: App = make_app(pg_url)
-    try:
-        app.enqueue_many("drain.record", [{} for _ in range(JOBS)])
-        workers = [procs.worker(pg_url, "--concurrency", "10") for _ in range(2)]
-        dropped = 0
-        deadline = time.monotonic() + 240
-        drops_done = 0
+    """Three drops of every connection, each while jobs are left to run: the jobs come in
+    waves, and the next wave is enqueued (by an app of its own, its connections dropped in
+    turn) before each drop, so a fast drain cannot finish before the third."""
+    wave = JOBS // (DROPS + 1)
+
+    def enqueue_wave() -> None:
+        enqueuer = make_app(pg_url)
+        try:
+            enqueuer.enqueue_many("drain.record", [{} for _ in range(wave)])
+        finally:
+            enqueuer.close()
+
+    enqueue_wave()
+    workers = [procs.worker(pg_url, "--concurrency", "10") for _ in range(2)]
+    deadline = time.monotonic() + 240
+
+    def wait_until_done(count: int) -> None:
         while True:
             done = int(
                 scalar(pg_url, "SELECT count(*) FROM duetime_jobs WHERE status = 'succeeded'")
             )
-            if done >= JOBS:
-                break
-            assert time.monotonic() < deadline, f"only {done} of {JOBS} jobs succeeded"
+            if done >= count:
+                return
+            assert time.monotonic() < deadline, f"only {done} of {count} jobs succeeded"
             assert all(w.alive() for w in workers), workers[0].tail()
-            if drops_done < 3 and done >= (drops_done + 1) * JOBS // 5:
-                dropped += drop_connections(pg_url)
-                drops_done += 1
-            time.sleep(0.2)
-        assert drops_done == 3 and dropped >= 3
-        for w in workers:
-            assert w.terminate_and_wait() == 0, w.tail()
-        per_job = Counter(
-            job_id
-            for (job_id,) in query(
-                pg_url, "SELECT job_id FROM duetime_attempts WHERE status = 'succeeded'"
-            )
+            time.sleep(0.05)
+
+    dropped = 0
+    for n in range(DROPS):
+        wait_until_done(n * wave + wave // 2)  # halfway through the wave
+        enqueue_wave()  # work left after the drop, whatever the drain's pace
+        dropped += drop_connections(pg_url)
+    wait_until_done(JOBS)
+    assert dropped >= DROPS  # each drop ended at least one worker connection
+    for w in workers:
+        assert w.terminate_and_wait() == 0, w.tail()
+    per_job = Counter(
+        job_id
+        for (job_id,) in query(
+            pg_url, "SELECT job_id FROM duetime_attempts WHERE status = 'succeeded'"
         )
-        assert len(per_job) == JOBS and max(per_job.values()) == 1
-        statuses = dict(query(pg_url, "SELECT status, count(*) FROM duetime_jobs GROUP BY status"))
-        assert statuses == {"succeeded": JOBS}
-    finally:
-        app.close()
+    )
+    assert len(per_job) == JOBS and max(per_job.values()) == 1
+    statuses = dict(query(pg_url, "SELECT status, count(*) FROM duetime_jobs GROUP BY status"))
+    assert statuses == {"succeeded": JOBS}
 
 
 def test_a_worker_started_while_the_database_is_down_waits_for_it(procs: Processes) -> None:

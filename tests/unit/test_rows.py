@@ -6,6 +6,8 @@ from __future__ import annotations
 import dataclasses
 from datetime import UTC, datetime, timedelta
 
+import pytest
+
 from duetime.core.models import Attempt, Job, built
 from duetime.core.retry import ErrorCategory
 from duetime.core.states import AttemptStatus, JobStatus
@@ -99,10 +101,6 @@ def test_an_attempt_from_its_row_has_every_field_as_init_makes_it() -> None:
 
 def test_built_records_stay_frozen_and_hashable_as_init_made_ones() -> None:
     attempt = built(Attempt, **vars(attempt_from_row(ATTEMPT_ROW, same_time)))
-    try:
+    with pytest.raises(dataclasses.FrozenInstanceError):
         attempt.worker_id = "other"  # type: ignore[misc]
-    except dataclasses.FrozenInstanceError:
-        pass
-    else:
-        raise AssertionError("a built record must stay frozen")
     assert hash(attempt) == hash(Attempt(**vars(attempt)))

@@ -16,14 +16,15 @@ demo: $(STAMP)
 	$(BIN)/python examples/demo.py
 
 # tests/unit and tests/contract on TEST_PROCESSES processes (pytest-xdist; each process makes
-# its own databases), then tests/integration alone: its multi-process tests are timing-sensitive.
+# its own databases), then tests/integration on as many: the tests that share the RabbitMQ
+# broker run in one process, one after another (tests/integration/conftest.py, --dist loadgroup).
 # PYTEST_ADDOPTS applies to both runs; a run whose tests it deselects all (exit 5) is no failure
 # (without PYTEST_ADDOPTS, finding no test at all is one).
 TEST_PROCESSES ?= 2
 NONE_SELECTED_OK = || { rc=$$?; [ $$rc -eq 5 ] && [ -n "$$PYTEST_ADDOPTS" ]; }
 test: $(STAMP) browser broker lint typecheck
 	$(BIN)/pytest tests/unit tests/contract -n $(TEST_PROCESSES) $(NONE_SELECTED_OK)
-	$(BIN)/pytest tests/integration $(NONE_SELECTED_OK)
+	$(BIN)/pytest tests/integration -n $(TEST_PROCESSES) --dist loadgroup $(NONE_SELECTED_OK)
 
 # the dashboard's browser test drives Debian's Chromium (Playwright cannot download one here)
 browser:

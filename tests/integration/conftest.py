@@ -43,3 +43,17 @@ def app(db_url: str) -> Iterator[App]:
     instance = make_app(db_url)
     yield instance
     instance.close()
+
+
+# Tests that talk to RabbitMQ share one broker (and its queues), and the outbox chaos run stops
+# and restarts it: on several test processes (make test: -n 2 --dist loadgroup) they all run in
+# one process, one after another.
+BROKER_MODULES = {"test_outbox.py", "test_outbox_cli.py", "test_outbox_flow_procs.py"}
+BROKER_TESTS = {"test_short_outbox_chaos_run_passes_the_history_checker"}
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        name = getattr(item, "originalname", item.name)  # without its parameters
+        if item.path.name in BROKER_MODULES or name in BROKER_TESTS:
+            item.add_marker(pytest.mark.xdist_group("broker"))

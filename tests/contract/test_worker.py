@@ -518,3 +518,63 @@ def test_work_that_fell_due_while_every_slot_was_busy_starts_when_one_frees(
         await asyncio.wait_for(task, 30)
 
     asyncio.run(scenario())
+
+
+def test_a_claim_whose_answer_was_lost_is_given_back_at_once(app: duetime.App) -> None:
+    """The connection drops after a claim commits: its attempts are running under this
+    worker, which never heard of them. The next claim's loop gives them back (interrupted,
+    due again now) instead of leaving them until their hour-long leases end."""
+    runs: list[int] = []
+
+    @app.task(name="once", lease="1h")
+    def once(n: int) -> None:
+        runs.append(n)
+
+    store = app.store
+    real_claim = store.claim
+    unanswered: list[int] = []
+
+    def claim(**kw: Any) -> Any:
+        claims = real_claim(**kw)
+        if claims and not unanswered:
+            unanswered.extend(c.job.id for c in claims)
+            raise ConnectionError("server closed the connection unexpectedly")
+        return claims
+
+    store.claim = claim  # type: ignore[method-assign]
+    jobs = [once.enqueue({"n": n}) for n in range(3)]
+    worker = Worker(app, concurrency=4, poll_interval=0.05)
+    asyncio.run(run_until(worker, lambda: sorted(runs) == [0, 1, 2], timeout=20))
+    assert sorted(unanswered) == sorted(job.id for job in jobs)
+    for job in jobs:
+        full = app.get_job(job.id)
+        assert full is not None and full.status is JobStatus.SUCCEEDED
+        first, second = full.attempt_history
+        assert first.error_category == ErrorCategory.INTERRUPTED, first
+        assert "never heard back from the claim" in (first.error_message or "")
+        assert second.status is AttemptStatus.SUCCEEDED
+    assert worker.stats.succeeded == 3 and worker.stats.stale_rejected == 0
+
+
+def test_recovery_leaves_attempts_alone_while_a_broker_message_is_being_accepted(
+    app: duetime.App,
+) -> None:
+    """An attempt the broker feed took is unknown to the slots until it starts in its
+    reserved slot: while a slot is reserved, recovery gives nothing back and looks again
+    later."""
+
+    @app.task(name="held")
+    def held() -> None:
+        pass
+
+    worker = Worker(app, concurrency=2)
+    job = held.enqueue()
+    claims = app.store.claim(worker_id=worker.worker_id, queues=None, limit=1, now=app.clock.now())
+    assert [c.job.id for c in claims] == [job.id]
+    slots = worker.slots
+    slots.unsure = True
+    slots.reserved = 1  # what BrokerFeed._handle holds until the attempt starts
+    asyncio.run(slots.recover())
+    assert slots.unsure and not slots._giving_back
+    assert app.store.held_leases(worker.worker_id) == [claims[0].lease]
+    assert app.store.held_leases("another-worker") == []

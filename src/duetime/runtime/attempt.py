@@ -178,6 +178,19 @@ class AttemptRunner:
         )
         await self._record(running, outcome, 0.0)
 
+    async def give_back(self, lease: Lease) -> bool | None:
+        """Give back an attempt a claim started for this worker whose answer never reached it
+        (the connection dropped after the commit): recorded fenced as interrupted, its job due
+        again now, instead of waiting for its lease to end. True once recorded."""
+        outcome = Outcome(
+            Event.RETRY,
+            due_at=self.clock.now(),
+            error_category=ErrorCategory.INTERRUPTED,
+            error_message="the worker never heard back from the claim that started this "
+            "attempt (its database connection dropped); the job runs again",
+        )
+        return await self.completer.record(lease, outcome, give_up_after=120.0)
+
     async def _run_handler(self, running: RunningAttempt, task: AnyTask | None) -> Outcome:
         job = running.claim.job
         if running.ctx.cancel_requested:  # asked to stop before it started (it was prefetched)

@@ -138,14 +138,28 @@ class BrokerFeed(Service):
             await _settle(message.requeue())
             return
         await self.pause_for_slot()
+        # the slot stays reserved until the attempt starts in it: till then the slots do not
+        # know of the attempt, and must not take it for one a lost claim left (Slots.recover)
         self.slots.reserved += 1
+        try:
+            answered = await self._accept(message, dispatched)
+        finally:
+            self.slots.reserved -= 1
+        if not answered:  # the database is unreachable: the message waits its turn
+            await asyncio.sleep(1.0)
+            await _settle(message.requeue())
+
+    async def _accept(self, message: Message, dispatched: Dispatched) -> bool:
+        """Take the message's attempt and start it in the reserved slot (or drop the message
+        as stale); False when the store gave no answer."""
         try:
             claim = await self.calls(
                 lambda: self.store.accept_dispatch(
                     dispatched, self.slots.worker_id, self.clock.now()
                 )
             )
-        except Exception as exc:  # the database is unreachable: the message waits its turn
+        except Exception as exc:
+            self.slots.unsure = True  # its answer may be lost after a commit
             log_event(
                 log,
                 "broker.accept_failed",
@@ -153,15 +167,11 @@ class BrokerFeed(Service):
                 job_id=dispatched.job_id,
                 error=repr(exc)[:200],
             )
-            await asyncio.sleep(1.0)
-            await _settle(message.requeue())
-            return
-        finally:
-            self.slots.reserved -= 1
+            return False
         if claim is None:
             self._drop("stale", "the job moved on or another worker took it", dispatched)
             await _settle(message.ack())
-            return
+            return True
         # the attempt is this worker's now, whether or not the broker hears the ack (if not,
         # the message comes again and is dropped as taken)
         await _settle(message.ack())
@@ -174,8 +184,9 @@ class BrokerFeed(Service):
             except Exception as exc:  # its lease lapses and the reaper ends it cancelled
                 log_event(log, "broker.stop_failed", logging.WARNING, error=repr(exc)[:200])
             log_event(log, "job.cancelled", job_id=claim.job.id, generation=claim.job.generation)
-            return
+            return True
         self.slots.start_claim(claim)
+        return True
 
     async def pause_for_slot(self) -> None:
         """Until a slot is free: an attempt ends, or a slot held for another message's

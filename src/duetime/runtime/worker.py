@@ -30,7 +30,7 @@ from datetime import datetime, timedelta
 from duetime.client import App
 from duetime.core import models
 from duetime.core.clock import Clock
-from duetime.core.models import Claim
+from duetime.core.models import Claim, Lease
 from duetime.logs import log_event
 from duetime.runtime.attempt import AttemptRunner, RunningAttempt, WorkerStats
 from duetime.runtime.completer import Completer
@@ -299,7 +299,9 @@ class Slots(Service):
     to the store return (its jobs start in free slots, the rest wait ready), gives every job
     still waiting ready back to the store (due again now, recorded as interrupted before it
     started), then drains the attempts in flight within the grace period; those still running
-    then are interrupted (recorded as such within 10 more seconds).
+    then are interrupted (recorded as such within 10 more seconds). A claim that failed may
+    have committed before its answer was lost: the next claim's loop then gives back the
+    attempts running under this worker that its slots do not know of (`recover`).
     """
 
     name = "slots"
@@ -344,6 +346,10 @@ class Slots(Service):
         # the last claim may have been cut short by flow controls or limits per dependency, so
         # an attempt ending (its queue's or key's slot free again) is a reason to claim again
         self.restricted = False
+        # a claim (or a broker message's acceptance) failed without an answer: it may have
+        # committed attempts for this worker that it does not know of (see recover)
+        self.unsure = False
+        self._giving_back: set[asyncio.Task[None]] = set()
         self.due: DueTimes | None = None  # the timer's near future (runtime/timer.py)
         self.idle = Pulse()  # the claim loop waits: no free slot, or nothing more was due
         self.finished = Pulse()  # an attempt ended (recorded, refused as stale, or given up)
@@ -431,6 +437,7 @@ class Slots(Service):
                     if self.due is not None:
                         self.due.pop_due(now)  # that claim looked at everything due by then
                 except Exception as exc:
+                    self.unsure = True  # the claim may have committed before its answer was lost
                     backoff = min(max(backoff * 2, self.poll_interval), 10.0)
                     log_event(
                         log,
@@ -447,6 +454,8 @@ class Slots(Service):
                 self._start_ready()
                 self.more_due = bool(claims) and len(claims) == room
                 self.owed = False
+                if self.unsure and not backoff and not self.reserved:
+                    await self._recover_logged()
             else:
                 self.owed = True
             self.idle.fire()
@@ -456,6 +465,48 @@ class Slots(Service):
                 await self.pause(self.claim_linger)  # or until half the room is free
             else:
                 await self._pause_for_work()
+
+    async def recover(self) -> None:
+        """Give back the attempts a claim started for this worker whose answer was lost (the
+        connection dropped after its commit): running under its id in the store, yet unknown
+        to its slots. Their jobs are due again at once instead of when their leases end. Run
+        by the claim loop (no claim in flight) while no broker message is being accepted (an
+        attempt the feed took is unknown to the slots until it starts); what the slots knew
+        when it looked is theirs, whatever became of it since."""
+        known = set(self.running)
+        leases = await self.runner.calls(
+            functools.partial(self.runner.store.held_leases, self.worker_id)
+        )
+        if self.reserved:  # a message was being accepted meanwhile: look again next claim
+            return
+        self.unsure = False
+        lost = [
+            lease
+            for lease in leases
+            if lease.attempt_id not in known and lease.attempt_id not in self.running
+        ]
+        if not lost:
+            return
+        log_event(
+            log,
+            "worker.unanswered_claims_given_back",
+            logging.WARNING,
+            jobs=len(lost),
+            job_ids=[lease.job_id for lease in lost[:20]],
+        )
+        task = asyncio.create_task(self._give_back(lost))
+        self._giving_back.add(task)
+        task.add_done_callback(self._giving_back.discard)
+
+    async def _recover_logged(self) -> None:
+        try:
+            await self.recover()
+        except Exception as exc:  # still unsure: the next claim looks again
+            log_event(log, "worker.recover_failed", logging.WARNING, error=repr(exc)[:200])
+
+    async def _give_back(self, leases: list[Lease]) -> None:
+        await asyncio.gather(*(self.runner.give_back(lease) for lease in leases))
+        self.wake()  # their jobs are due now
 
     async def _pause_for_work(self) -> None:
         """Wait for the poll interval, a wake, or the next instant the timer knows jobs fall
@@ -532,6 +583,8 @@ class Slots(Service):
 
     async def _drain(self) -> None:
         await self._release_ready()
+        if self._giving_back:
+            await asyncio.wait(self._giving_back, timeout=self.grace)
         executions = [r.execution for r in self.running.values() if r.execution is not None]
         if executions:
             log_event(log, "worker.draining", in_flight=len(executions), grace_s=self.grace)

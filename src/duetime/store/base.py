@@ -210,6 +210,11 @@ class Store(Protocol):
         """Up to `limit` running attempts whose lease_expires_at <= now, oldest first."""
         ...
 
+    def held_leases(self, worker_id: str) -> list[Lease]:
+        """The leases of the attempts still running under `worker_id`, oldest first: how a
+        worker finds attempts a claim made for it whose answer never reached it."""
+        ...
+
     def expire_overdue(self, now: datetime, limit: int) -> int:
         """Move scheduled jobs whose deadline_at <= now to expired; return how many."""
         ...

@@ -586,6 +586,11 @@ class SQLStore(SchedulesNodesTokens, QueuesTenantsFlow):
             for r in rows
         ]
 
+    def held_leases(self, worker_id: str) -> list[Lease]:
+        with self.driver.transaction(write=False) as c:
+            rows = c.rows("held_leases", worker_id=worker_id)
+        return [Lease(r["job_id"], r["attempt_id"], r["generation"]) for r in rows]
+
     @conflicts_retried
     def expire_overdue(self, now: datetime, limit: int) -> int:
         with self.driver.transaction() as c:

@@ -72,6 +72,8 @@ STATEMENTS: dict[str, str] = {
     "expired_leases": "returns attempt_id, job_id, generation, status, attempts, max_attempts, "
     "retry_base, retry_cap of up to `limit` running attempts whose lease ended at now, "
     "oldest first; not an attempt still held by `holder` whose outbox event is unpublished",
+    "held_leases": "returns attempt_id, job_id, generation of the running attempts of "
+    "`worker_id`, in attempt id order",
     "expire_overdue": "changes: up to `limit` scheduled jobs whose deadline passed, by `moves`",
     "transition": "changes: one job by `moves` (an operator's move); see Store.transition",
     "next_due": "returns due_at: the instants at which scheduled jobs of `queues` (of any "

@@ -269,6 +269,13 @@ WHERE a.status = 'running' AND a.lease_expires_at <= %(now)s
 ORDER BY a.lease_expires_at, a.id
 LIMIT %(limit)s;
 
+-- name: held_leases
+-- Through duetime_attempts_lease, whose first column is status (few rows: what the workers
+-- hold now).
+SELECT id AS attempt_id, job_id, generation FROM duetime_attempts
+WHERE status = 'running' AND worker_id = %(worker_id)s
+ORDER BY id;
+
 -- name: expire_overdue
 -- Candidates read without locks, then moved by primary key with the condition checked again
 -- (as prune: a scanning UPDATE would lock rows that claims hold and deadlock with them).

@@ -339,6 +339,12 @@ WHERE a.status = 'running' AND a.lease_expires_at <= %(now)s
 ORDER BY a.lease_expires_at, a.id
 LIMIT %(limit)s;
 
+-- name: held_leases
+-- Through the running attempts' partial index (few rows: what the workers hold now).
+SELECT id AS attempt_id, job_id, generation FROM duetime_attempts
+WHERE status = 'running' AND worker_id = %(worker_id)s
+ORDER BY id;
+
 -- name: expire_overdue
 -- The candidates are picked once (ARRAY(...) is an init plan; see release_waiting).
 UPDATE duetime_jobs

@@ -257,6 +257,12 @@ WHERE a.status = 'running' AND a.lease_expires_at <= :now
 ORDER BY a.lease_expires_at, a.id
 LIMIT :limit;
 
+-- name: held_leases
+-- Through the running attempts' partial index (few rows: what the workers hold now).
+SELECT id AS attempt_id, job_id, generation FROM duetime_attempts
+WHERE status = 'running' AND worker_id = :worker_id
+ORDER BY id;
+
 -- name: expire_overdue
 UPDATE duetime_jobs
 SET status = json_extract(:moves, '$.' || status), version = version + 1, updated_at = :now

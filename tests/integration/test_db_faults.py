@@ -39,7 +39,8 @@ def drop_connections(url: str) -> int:
 def test_workers_survive_dropped_connections(pg_url: str, procs: Processes, tmp_path: Path) -> None:
     """Three drops of every connection, each while jobs are left to run: the jobs come in
     waves, and the next wave is enqueued (by an app of its own, its connections dropped in
-    turn) before each drop, so a fast drain cannot finish before the third."""
+    turn) before each drop, so a fast drain cannot finish before the third. A drop can hit a
+    claim after its commit: the worker then gives back the attempts it never heard of."""
     wave = JOBS // (DROPS + 1)
 
     def enqueue_wave() -> None:
@@ -82,6 +83,11 @@ def test_workers_survive_dropped_connections(pg_url: str, procs: Processes, tmp_
     assert len(per_job) == JOBS and max(per_job.values()) == 1
     statuses = dict(query(pg_url, "SELECT status, count(*) FROM duetime_jobs GROUP BY status"))
     assert statuses == {"succeeded": JOBS}
+    # a drop that lost a claim's answer after its commit left attempts running under a worker
+    # that never heard of them: the worker gave them back (interrupted), none waited out its
+    # lease to be reaped
+    reaped = scalar(pg_url, "SELECT count(*) FROM duetime_attempts WHERE status = 'lost'")
+    assert int(reaped) == 0, f"{reaped} attempts waited out their leases"
 
 
 def test_a_worker_started_while_the_database_is_down_waits_for_it(procs: Processes) -> None:

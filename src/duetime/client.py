@@ -18,6 +18,7 @@ from typing import Any, Generic, ParamSpec, TypeVar, cast, overload
 
 from duetime import operators
 from duetime.core.clock import Clock, SystemClock
+from duetime.core.durations import parse_duration
 from duetime.core.errors import (
     ArgsMismatch,
     ConfigurationError,
@@ -54,7 +55,6 @@ from duetime.core.requests import (
     build_new_jobs,
     check_lateness,
     check_name,
-    parse_duration,
     parse_instant,
 )
 from duetime.core.retry import RetryPolicy

@@ -16,10 +16,11 @@ from types import TracebackType
 from typing import Any, NoReturn, TextIO
 
 from duetime.client import App
+from duetime.core.durations import parse_duration
 from duetime.core.errors import ConfigurationError, InvalidRequest
 from duetime.core.flow import FlowCounts, parse_limit
 from duetime.core.limits import LimitStatus
-from duetime.core.requests import parse_duration, parse_instant
+from duetime.core.requests import parse_instant
 from duetime.store import missing_database, url_scheme
 
 

@@ -318,6 +318,7 @@ def limit_row(s: LimitStatus, now: datetime) -> tuple[Any, ...]:
         else "-",
         f"{c.retry_budget:g}" if c.retry_budget is not None else "-",
         s.breaker(now) or "-",
+        f"{c.breaker_cooldown_seconds:g}s" if c.breaker_threshold is not None else "-",
     )
 
 
@@ -332,4 +333,5 @@ LIMIT_HEADERS = [
     "paused until",
     "retry budget",
     "breaker",
+    "cool-down",
 ]

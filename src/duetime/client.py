@@ -18,6 +18,7 @@ from typing import Any, Generic, ParamSpec, TypeVar, cast, overload
 
 from duetime import operators
 from duetime.core.clock import Clock, SystemClock
+from duetime.core.durations import parse_duration
 from duetime.core.errors import (
     ArgsMismatch,
     ConfigurationError,
@@ -54,7 +55,6 @@ from duetime.core.requests import (
     build_new_jobs,
     check_lateness,
     check_name,
-    parse_duration,
     parse_instant,
 )
 from duetime.core.retry import RetryPolicy
@@ -1022,10 +1022,12 @@ class App:
         concurrency: int | str | None = None,
         retry_budget: float | str | None = None,
         breaker_threshold: float | str | None = None,
+        breaker_cooldown: float | str | timedelta | None = None,
     ) -> LimitStatus:
         """Create or change the limit of `key`: each option given replaces that setting
         ("off" switches it off; an option left None stays as it was). `rate` is "N/s", "N/m"
-        or "N/h"."""
+        or "N/h"; `breaker_cooldown` is seconds or a duration ("30s", "2m"), 1 s to 1 day
+        ("off": the default of 30 s)."""
         check_limit_key(key)
         current = next((s.settings for s in self.limits() if s.settings.key == key), None)
         settings = updated_settings(
@@ -1036,6 +1038,7 @@ class App:
             concurrency=concurrency,
             retry_budget=retry_budget,
             breaker_threshold=breaker_threshold,
+            breaker_cooldown=breaker_cooldown,
         )
         self.store.set_limit(settings, self.clock.now())
         return self.limit(key)

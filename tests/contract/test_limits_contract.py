@@ -227,6 +227,44 @@ def test_breaker_opens_holds_probes_and_closes(store: Store, clock: ManualClock)
     assert len(claim(store, clock)) == 9
 
 
+def test_breaker_cooldown_round_trips(store: Store, clock: ManualClock) -> None:
+    settings = LimitSettings("api", breaker_threshold=0.5, breaker_cooldown=7.25)
+    store.set_limit(settings, clock.now())
+    (status,) = store.limits(clock.now())
+    assert status.settings == settings
+    assert status.to_json(clock.now())["breaker_cooldown_seconds"] == 7.25
+    store.set_limit(LimitSettings("api", breaker_threshold=0.5), clock.now())  # back to the default
+    (status,) = store.limits(clock.now())
+    assert status.settings.breaker_cooldown is None
+    assert status.to_json(clock.now())["breaker_cooldown_seconds"] == COOLDOWN_SECONDS
+
+
+def test_an_open_breaker_holds_for_the_keys_own_cooldown(store: Store, clock: ManualClock) -> None:
+    store.set_limit(LimitSettings("api", breaker_threshold=0.5, breaker_cooldown=5), clock.now())
+    jobs = enqueue_many(store, clock, 10, defaults=API, max_attempts=10)
+    assert len(claim(store, clock)) == 10
+    for job in jobs:
+        fail(store, clock, job)  # 10 of 10 failed: open for the key's 5 s, not the default 30 s
+    opened = clock.now()
+    (status,) = store.limits(clock.now())
+    assert (status.state.breaker, status.state.breaker_until) == (
+        "open",
+        opened + timedelta(seconds=5),
+    )
+    clock.advance(4.9)
+    assert claim(store, clock) == []
+    clock.advance(0.1)
+    probe = claim(store, clock)
+    assert len(probe) == 1  # half-open at the end of the key's cool-down: one probe
+    fail(store, clock, probe[0])  # it failed: open again, for the key's cool-down again
+    (status,) = store.limits(clock.now())
+    assert status.state.breaker_until == clock.now() + timedelta(seconds=5)
+    clock.advance(4.9)
+    assert claim(store, clock) == []
+    clock.advance(0.1)
+    assert len(claim(store, clock)) == 1
+
+
 def test_retry_budget_delays_retries_not_fresh_work(store: Store, clock: ManualClock) -> None:
     store.set_limit(LimitSettings("api", retry_budget=0.1), clock.now())
     jobs = enqueue_many(store, clock, 30, defaults=API, max_attempts=5)

@@ -58,6 +58,25 @@ def test_bad_values_are_refused_field_by_field(api: Api) -> None:
     assert api.call("GET", "/v1/limits", **admin).json() == []
 
 
+def test_breaker_cooldown_round_trips_and_off_returns_to_the_default(api: Api) -> None:
+    admin = {"tenant": "ops", "role": "admin"}
+    body = {"breaker_threshold": 0.5, "breaker_cooldown": "2m"}
+    put = api.call("PUT", "/v1/limits/payments-api", json=body, **admin)
+    assert put.status_code == 200, put.text
+    assert (put.json()["breaker"], put.json()["breaker_cooldown_seconds"]) == ("closed", 120.0)
+    seconds = api.call("PUT", "/v1/limits/payments-api", json={"breaker_cooldown": 7.5}, **admin)
+    assert seconds.json()["breaker_cooldown_seconds"] == 7.5
+    got = api.call("GET", "/v1/limits/payments-api", **admin).json()
+    assert (got["breaker_threshold"], got["breaker_cooldown_seconds"]) == (0.5, 7.5)
+    off = api.call("PUT", "/v1/limits/payments-api", json={"breaker_cooldown": "off"}, **admin)
+    assert off.json()["breaker_cooldown_seconds"] == 30.0
+    bad = api.call("PUT", "/v1/limits/payments-api", json={"breaker_cooldown": "0.5s"}, **admin)
+    assert bad.status_code == 422
+    [problem] = bad.json()["detail"]
+    assert problem["loc"] == ["body", "breaker_cooldown"]
+    assert problem["msg"].startswith("breaker cool-down must be a duration from 1s to 1d")
+
+
 def test_only_admins(api: Api) -> None:
     for role in ("read", "write"):
         assert api.call("GET", "/v1/limits", role=role).status_code == 403

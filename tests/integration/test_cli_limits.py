@@ -39,10 +39,13 @@ def test_set_list_delete(db_url: str) -> None:
     assert (
         done.stdout.splitlines()[0].split()
         == (
-            "key rate burst concurrency running waiting tokens paused until retry budget breaker"
+            "key rate burst concurrency running waiting tokens paused until retry budget breaker "
+            "cool-down"
         ).split()
     )
-    assert done.stdout.splitlines()[1].split() == ("payments-api 5/s 10 3 0 0 10.00 - - -".split())
+    assert done.stdout.splitlines()[1].split() == (
+        "payments-api 5/s 10 3 0 0 10.00 - - - -".split()
+    )
     # a change keeps what it does not name; off switches a control off
     assert cli(db_url, "limits", "set", "payments-api", "--concurrency", "off").returncode == 0
     app = App(db_url)
@@ -63,12 +66,34 @@ def test_set_list_delete(db_url: str) -> None:
     assert json.loads(cli(db_url, "limits", "list", "--json").stdout) == []
 
 
+def test_breaker_cooldown_set_shown_and_off(db_url: str) -> None:
+    args = ("limits", "set", "api", "--breaker-threshold", "0.5", "--breaker-cooldown", "2m")
+    done = cli(db_url, *args)
+    assert done.returncode == 0, done.stderr
+    header, row = done.stdout.splitlines()
+    assert header.split()[-2:] == ["breaker", "cool-down"]
+    assert row.split()[-2:] == ["closed", "120s"]
+    [found] = json.loads(cli(db_url, "limits", "list", "--json").stdout)
+    assert (found["breaker_threshold"], found["breaker_cooldown_seconds"]) == (0.5, 120.0)
+    done = cli(db_url, "limits", "set", "api", "--breaker-cooldown", "off")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[1].split()[-2:] == ["closed", "30s"]  # the default again
+    app = App(db_url)
+    try:
+        settings = app.limit("api").settings
+        assert (settings.breaker_threshold, settings.breaker_cooldown) == (0.5, None)
+    finally:
+        app.close()
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [
         (["--rate", "5/x"], "rate '5/x' is not valid; write N/s, N/m or N/h"),
         (["--concurrency", "0"], "concurrency must be a whole number from 1 to 1000000"),
         (["--retry-budget", "2"], "retry budget must be a fraction above 0 and at most 1"),
+        (["--breaker-cooldown", "0.5s"], "breaker cool-down must be a duration from 1s to 1d"),
+        (["--breaker-cooldown", "2d"], "breaker cool-down must be a duration from 1s to 1d"),
         (["--burst", "4"], "a burst needs a rate"),
         ([], "say what to set"),
     ],
@@ -98,4 +123,4 @@ def test_stats_show_the_limits(db_url: str) -> None:
     [limit] = json.loads(cli(db_url, "stats", "--json").stdout)["limits"]
     assert (limit["key"], limit["rate"], limit["tokens"]) == ("api", "2/m", 1.0)
     text = cli(db_url, "stats").stdout.splitlines()
-    assert text[-1].split() == "api 2/m 1 - 0 0 1.00 - - -".split()
+    assert text[-1].split() == "api 2/m 1 - 0 0 1.00 - - - -".split()

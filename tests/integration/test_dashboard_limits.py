@@ -38,6 +38,23 @@ def test_admins_see_and_change_limits(env: Env) -> None:
     assert "Limit 'payments-api' saved." in unescape(flash(r.text))
     settings = env.app.limit("payments-api").settings
     assert (str(settings.rate), settings.concurrency) == ("5/s", 3)  # empty field: kept
+    assert 'name="breaker_cooldown"' in c.get("/limits").text
+    r = c.post(
+        "/limits/set",
+        data={
+            "csrf_token": token,
+            "key": "payments-api",
+            "breaker_threshold": "0.5",
+            "breaker_cooldown": "2m",
+        },
+    )
+    assert "Limit 'payments-api' saved." in unescape(flash(r.text))
+    assert env.app.limit("payments-api").settings.breaker_cooldown == 120
+    assert "cool-down 2m 00s" in c.get("/limits").text
+    r = c.post(
+        "/limits/set", data={"csrf_token": token, "key": "payments-api", "breaker_cooldown": "0"}
+    )
+    assert "breaker cool-down must be a duration from 1s to 1d" in unescape(flash(r.text))
     r = c.post("/limits/set", data={"csrf_token": token, "key": "mail", "rate": "5/x"})
     assert "rate '5/x' is not valid" in unescape(flash(r.text))
     assert [s.settings.key for s in env.app.limits()] == ["payments-api"]

@@ -5,6 +5,7 @@ started_at/finished_at in the store, and the handlers' own start/end (time.time(
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
@@ -35,6 +36,8 @@ RECORDING_SLACK = 0.2  # seconds
 # The bucket's refill is counted from the same `now`s, never backwards (core/limits.take), so
 # recorded starts can only look early by a claim's lock wait: measured within 10 ms here.
 BUCKET_SLACK = 0.05  # seconds: one token at 20/s
+# The breaker test's key holds for this after it opens, not the default COOLDOWN_SECONDS.
+BREAKER_COOLDOWN = 5.0  # seconds
 
 
 @pytest.fixture(params=STORE_KINDS)
@@ -172,25 +175,26 @@ def test_a_dependency_pause_holds_every_process(
 def test_a_breaker_holds_every_process_then_one_probe_closes_it(
     limits_app: App, procs: Processes, db_url: str
 ) -> None:
-    limits_app.store.set_limit(
-        LimitSettings("flaky", breaker_threshold=0.5), limits_app.clock.now()
-    )
+    assert BREAKER_COOLDOWN < COOLDOWN_SECONDS  # or the key's own cool-down goes untested
+    limits_app.set_limit("flaky", breaker_threshold=0.5, breaker_cooldown=BREAKER_COOLDOWN)
     down = procs.out_dir / "down"
     down.write_text("")
     limits_app.tasks["flaky.call"].enqueue_many([{}] * 40)
     start_workers(procs, db_url)
 
-    def opened() -> LimitStatus | None:
+    def opened() -> tuple[LimitStatus, float] | None:
         for worker in procs.started:
             worker.alive()
         (status,) = limits_app.limits()
-        return status if status.state.breaker == "open" else None
+        return (status, time.time()) if status.state.breaker == "open" else None
 
-    status = wait_until(opened, 60, "the breaker did not open")
+    status, seen_open = wait_until(opened, 60, "the breaker did not open")
     down.unlink()  # the dependency recovers: the probe will succeed
     until = status.state.breaker_until
     assert until is not None
-    opened_at = seconds(until) - COOLDOWN_SECONDS
+    # it opened (before it was seen open) for the key's cool-down, not for the default
+    assert seconds(until) <= seen_open + BREAKER_COOLDOWN
+    opened_at = seconds(until) - BREAKER_COOLDOWN
     jobs = finished(limits_app, "flaky.call", 40, procs)
     starts = sorted(seconds(a.started_at) for j in jobs for a in j.attempt_history)
     # nothing started while the breaker was open (attempts already claimed when it opened

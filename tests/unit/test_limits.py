@@ -216,6 +216,57 @@ def test_breaker_opens_cools_down_probes_and_closes() -> None:
     assert breaker_allowance(s, closed, 5, at(33)) is None
 
 
+def test_an_open_breaker_holds_for_the_keys_own_cooldown() -> None:
+    s = LimitSettings("k", breaker_threshold=0.5, breaker_cooldown=5)
+    state = counted(LimitState(), s, at(2), 10, 0)
+    assert (state.breaker, state.breaker_until) == (OPEN, at(7))
+    assert breaker_allowance(s, state, 0, at(6.9)) == 0
+    assert breaker_allowance(s, state, 0, at(7)) == 1  # the probe, 5 s after it opened
+    state = after_claim(state, 1, 0, at(7))
+    again = counted(state, s, at(8), 1, 0)  # the probe failed: open for the same cool-down
+    assert (again.breaker, again.breaker_until) == (OPEN, at(13))
+
+
+@pytest.mark.parametrize(
+    ("value", "seconds"),
+    [
+        (45, 45.0),
+        (2.5, 2.5),
+        ("10s", 10.0),
+        ("2m", 120.0),
+        ("1m30s", 90.0),
+        ("1", 1.0),
+        ("1d", 86400.0),
+        (timedelta(minutes=5), 300.0),
+    ],
+)
+def test_breaker_cooldown_is_seconds_or_a_duration(value: object, seconds: float) -> None:
+    s = updated_settings(None, "api", breaker_threshold=0.5, breaker_cooldown=value)
+    assert (s.breaker_cooldown, s.breaker_cooldown_seconds) == (seconds, seconds)
+
+
+def test_breaker_cooldown_defaults_and_off_returns_to_the_default() -> None:
+    s = updated_settings(None, "api", breaker_threshold=0.5)
+    assert (s.breaker_cooldown, s.breaker_cooldown_seconds) == (None, COOLDOWN_SECONDS)
+    s = updated_settings(s, "api", breaker_cooldown="2m")
+    assert updated_settings(s, "api", retry_budget=0.2).breaker_cooldown == 120  # None: kept
+    s = updated_settings(s, "api", breaker_cooldown=" OFF ")
+    assert (s.breaker_cooldown, s.breaker_cooldown_seconds) == (None, COOLDOWN_SECONDS)
+    assert s.breaker_threshold == 0.5
+
+
+@pytest.mark.parametrize(
+    "bad", [0, 0.5, "0.9s", "500ms", 86401, "1d1s", "2w", -5, "-1m", "soon", "", True, [30]]
+)
+def test_breaker_cooldown_out_of_bounds_is_refused_in_one_line(bad: object) -> None:
+    with pytest.raises(InvalidRequest) as refused:
+        updated_settings(None, "api", breaker_cooldown=bad)
+    message = str(refused.value)
+    assert message.startswith("breaker cool-down must be a duration from 1s to 1d, e.g. 30s")
+    assert "off: the default of 30s" in message and "\n" not in message
+    assert message.endswith(f"got {bad!r}")
+
+
 def test_below_the_threshold_the_breaker_stays_closed() -> None:
     s = LimitSettings("k", breaker_threshold=0.5)
     state = counted(LimitState(), s, at(0), 4, 6)

@@ -8,8 +8,9 @@ from typing import Any
 
 import pytest
 
+from duetime.core.durations import parse_duration
 from duetime.core.errors import InvalidRequest
-from duetime.core.requests import TaskDefaults, build_new_job, parse_duration, parse_instant
+from duetime.core.requests import TaskDefaults, build_new_job, parse_instant
 
 NOW = datetime(2026, 3, 1, 9, 0, tzinfo=UTC)
 

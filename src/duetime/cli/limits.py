@@ -37,6 +37,12 @@ def add_parsers(sub: Any, parents: list[argparse.ArgumentParser]) -> None:
         "--breaker-threshold",
         help="the fraction of recent attempts failing that opens the breaker (e.g. 0.5); off",
     )
+    p.add_argument(
+        "--breaker-cooldown",
+        metavar="DURATION",
+        help="how long an open breaker holds the key's jobs before one probe: 1s to 1d "
+        "(e.g. 10s, 2m; default 30s); off for the default",
+    )
     p.add_argument("--json", action="store_true", help="print the key's limits as JSON")
     p.set_defaults(func=cmd_set)
 
@@ -63,10 +69,12 @@ def cmd_set(args: argparse.Namespace) -> int:
         "concurrency": args.concurrency,
         "retry_budget": args.retry_budget,
         "breaker_threshold": args.breaker_threshold,
+        "breaker_cooldown": args.breaker_cooldown,
     }
     if all(v is None for v in options.values()):
         args.usage_error(
-            "say what to set: --rate, --burst, --concurrency, --retry-budget or --breaker-threshold"
+            "say what to set: --rate, --burst, --concurrency, --retry-budget, "
+            "--breaker-threshold or --breaker-cooldown"
         )
     app = make_app(args)
     with flag_values(args):

@@ -16,10 +16,11 @@ from types import TracebackType
 from typing import Any, NoReturn, TextIO
 
 from duetime.client import App
+from duetime.core.durations import parse_duration
 from duetime.core.errors import ConfigurationError, InvalidRequest
 from duetime.core.flow import FlowCounts, parse_limit
 from duetime.core.limits import LimitStatus
-from duetime.core.requests import parse_duration, parse_instant
+from duetime.core.requests import parse_instant
 from duetime.store import missing_database, url_scheme
 
 
@@ -317,6 +318,7 @@ def limit_row(s: LimitStatus, now: datetime) -> tuple[Any, ...]:
         else "-",
         f"{c.retry_budget:g}" if c.retry_budget is not None else "-",
         s.breaker(now) or "-",
+        f"{c.breaker_cooldown_seconds:g}s" if c.breaker_threshold is not None else "-",
     )
 
 
@@ -331,4 +333,5 @@ LIMIT_HEADERS = [
     "paused until",
     "retry budget",
     "breaker",
+    "cool-down",
 ]

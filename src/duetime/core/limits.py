@@ -25,6 +25,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
+from duetime.core.durations import parse_duration
 from duetime.core.errors import InvalidRequest
 
 KEY_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:/-]{0,99}")
@@ -112,6 +113,23 @@ def check_fraction(value: object, what: str) -> float:
     return number
 
 
+def check_cooldown(value: object) -> float:
+    """A breaker's cool-down in seconds: seconds (30, 2.5) or a duration ('30s', '2m'), from
+    MIN_COOLDOWN_SECONDS to MAX_COOLDOWN_SECONDS."""
+    seconds = math.nan
+    if isinstance(value, str | int | float | timedelta):
+        try:
+            seconds = parse_duration(value, "breaker cool-down").total_seconds()
+        except InvalidRequest:
+            pass
+    if not MIN_COOLDOWN_SECONDS <= seconds <= MAX_COOLDOWN_SECONDS:
+        raise InvalidRequest(
+            f"breaker cool-down must be a duration from 1s to 1d, e.g. 30s or 2m (off: the "
+            f"default of {COOLDOWN_SECONDS:g}s), got {value!r}"
+        )
+    return seconds
+
+
 def check_count(value: object, what: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 1_000_000:
         raise InvalidRequest(f"{what} must be a whole number from 1 to 1000000, got {value!r}")
@@ -128,6 +146,12 @@ class LimitSettings:
     concurrency: int | None = None
     retry_budget: float | None = None
     breaker_threshold: float | None = None
+    breaker_cooldown: float | None = None  # seconds; None: COOLDOWN_SECONDS
+
+    @property
+    def breaker_cooldown_seconds(self) -> float:
+        """How long the breaker, once open, holds every job carrying the key before its probe."""
+        return COOLDOWN_SECONDS if self.breaker_cooldown is None else self.breaker_cooldown
 
     @property
     def bucket_size(self) -> float | None:
@@ -145,7 +169,9 @@ class LimitSettings:
 WINDOW_SECONDS = 60.0
 MIN_OUTCOMES = 10  # a breaker opens only on at least this many recent outcomes
 MIN_RETRIES = 10  # a retry budget always allows this many retries per window
-COOLDOWN_SECONDS = 30.0  # how long an open breaker holds everything before its probe
+COOLDOWN_SECONDS = 30.0  # how long an open breaker holds everything before its probe, by default
+MIN_COOLDOWN_SECONDS = 1.0  # the bounds of a key's own cool-down (breaker_cooldown)
+MAX_COOLDOWN_SECONDS = 86400.0
 
 CLOSED, OPEN, HALF_OPEN = "closed", "open", "half_open"
 
@@ -255,6 +281,7 @@ class LimitStatus:
             "concurrency": s.concurrency,
             "retry_budget": s.retry_budget,
             "breaker_threshold": s.breaker_threshold,
+            "breaker_cooldown_seconds": s.breaker_cooldown_seconds,
             "running": self.running,
             "waiting": self.waiting,
             "waiting_seconds": max(0.0, (now - self.oldest_due_at).total_seconds())
@@ -316,6 +343,7 @@ def updated_settings(
     concurrency: object = None,
     retry_budget: object = None,
     breaker_threshold: object = None,
+    breaker_cooldown: object = None,
 ) -> LimitSettings:
     """The key's settings after a change: each option given replaces the current one ("off"
     switches that control off; None leaves it as it is)."""
@@ -350,6 +378,10 @@ def updated_settings(
             breaker_threshold=None
             if off(breaker_threshold)
             else check_fraction(breaker_threshold, "breaker threshold"),
+        )
+    if given(breaker_cooldown):
+        s = replace(
+            s, breaker_cooldown=None if off(breaker_cooldown) else check_cooldown(breaker_cooldown)
         )
     if s.burst is not None and s.rate is None:
         raise InvalidRequest(f"limit {key!r}: a burst needs a rate; give --rate N/s too")
@@ -433,13 +465,14 @@ def after_outcomes(
 ) -> LimitState:
     """Count ended attempts and move the breaker: half-open, a success closes it (the window
     starts afresh) and a failure opens it again; closed, it opens when at least MIN_OUTCOMES
-    recent outcomes failed at breaker_threshold or more."""
+    recent outcomes failed at breaker_threshold or more. It opens for the key's cool-down
+    (breaker_cooldown, by default COOLDOWN_SECONDS)."""
     s = rolled(state, now)
     s = replace(s, current=s.current.plus(Counts(failures=failures, successes=successes)))
     threshold = settings.breaker_threshold
     if threshold is None:
         return replace(s, breaker=CLOSED, breaker_until=None) if s.breaker != CLOSED else s
-    cooldown = now + timedelta(seconds=COOLDOWN_SECONDS)
+    cooldown = now + timedelta(seconds=settings.breaker_cooldown_seconds)
     if s.breaker == HALF_OPEN:
         if successes:
             return replace(

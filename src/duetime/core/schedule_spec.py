@@ -18,6 +18,7 @@ from itertools import islice
 from typing import Any, TypeVar
 
 from duetime.core.cron import normalize_cron
+from duetime.core.durations import parse_duration
 from duetime.core.errors import InvalidRequest
 from duetime.core.recurrence import (
     DstFold,
@@ -31,7 +32,6 @@ from duetime.core.requests import (
     TaskDefaults,
     check_name,
     dump_args,
-    parse_duration,
     parse_instant,
 )
 

@@ -21,7 +21,7 @@ NOT_FOUND: dict[int | str, dict[str, Any]] = {
 Key = Annotated[
     str, Path(pattern=f"^{KEY_PATTERN.pattern}$", description="the limit key, e.g. payments-api")
 ]
-FIELDS = ("rate", "burst", "concurrency", "retry_budget", "breaker_threshold")
+FIELDS = ("rate", "burst", "concurrency", "retry_budget", "breaker_threshold", "breaker_cooldown")
 
 
 class LimitIn(BaseModel):
@@ -34,6 +34,11 @@ class LimitIn(BaseModel):
     concurrency: int | str | None = Field(default=None, examples=[3])
     retry_budget: float | str | None = Field(default=None, examples=[0.2])
     breaker_threshold: float | str | None = Field(default=None, examples=[0.5])
+    breaker_cooldown: float | str | None = Field(
+        default=None,
+        examples=["10s"],
+        description="seconds or a duration (30s, 2m), 1 s to 1 day; off: the default of 30 s",
+    )
 
 
 @router.get("/limits", response_model=list[LimitOut], responses=AUTH, tags=["limits"])

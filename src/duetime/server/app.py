@@ -98,6 +98,7 @@ FIELD_WORDS = {
     "task": ("task name", "schedule task"),
     "Idempotency-Key": ("idempotency key",),
     "business_key": ("business key",),
+    "breaker_cooldown": ("breaker cool-down",),
 }
 
 

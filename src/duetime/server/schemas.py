@@ -427,6 +427,10 @@ class LimitOut(BaseModel):
     concurrency: int | None
     retry_budget: float | None
     breaker_threshold: float | None
+    breaker_cooldown_seconds: float = Field(
+        description="how long the breaker, once open, holds the key's jobs before one probe: "
+        "the key's breaker_cooldown, by default 30"
+    )
     running: int = Field(description="attempts of jobs carrying the key holding a lease")
     waiting: int = Field(description="due scheduled jobs carrying the key")
     waiting_seconds: float = Field(description="how long the oldest of them has been due")

@@ -127,6 +127,7 @@ class Limits:
                 concurrency=settings.concurrency,
                 retry_budget=settings.retry_budget,
                 breaker_threshold=settings.breaker_threshold,
+                breaker_cooldown=settings.breaker_cooldown,
                 now=now,
             )
         self._limit_names = None  # this process's claims see it at once
@@ -160,6 +161,7 @@ class Limits:
             concurrency=r["concurrency"],
             retry_budget=_opt_float(r["retry_budget"]),
             breaker_threshold=_opt_float(r["breaker_threshold"]),
+            breaker_cooldown=_opt_float(r["breaker_cooldown"]),
         )
         state = LimitState(
             tokens=_opt_float(r["tokens"]),

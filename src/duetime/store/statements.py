@@ -218,7 +218,8 @@ STATEMENTS: dict[str, str] = {
     "locked for the transaction in name order",
     "job_limits": "returns id, limits of the jobs in ids that carry limits",
     "upsert_limit": "creates limit `name` or replaces its settings (rate_count, rate_period, "
-    "burst, concurrency, retry_budget, breaker_threshold; updated_at now), keeping its state",
+    "burst, concurrency, retry_budget, breaker_threshold, breaker_cooldown; updated_at now), "
+    "keeping its state",
     "delete_limit": "changes: deletes limit `name`",
     "pause_limit": "creates limit `name` paused until `until` (updated_at now), or moves its "
     "paused_until to `until` when that is later",

@@ -44,6 +44,7 @@ def set_limit(
     concurrency: Annotated[str | None, Form()] = None,
     retry_budget: Annotated[str | None, Form()] = None,
     breaker_threshold: Annotated[str | None, Form()] = None,
+    breaker_cooldown: Annotated[str | None, Form()] = None,
 ) -> Response:
     """Create a key's limits or change them (as `duetime limits set`): an empty field keeps
     its setting, "off" switches it off."""
@@ -60,6 +61,7 @@ def set_limit(
             concurrency=opt(concurrency),
             retry_budget=opt(retry_budget),
             breaker_threshold=opt(breaker_threshold),
+            breaker_cooldown=opt(breaker_cooldown),
         )
     except DuetimeError as exc:
         if is_unavailable(exc):

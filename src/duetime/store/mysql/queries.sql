@@ -911,13 +911,14 @@ WHERE name = %(name)s;
 
 -- name: upsert_limit
 INSERT INTO duetime_limits (name, rate_count, rate_period, burst, concurrency, retry_budget,
-    breaker_threshold, updated_at)
+    breaker_threshold, breaker_cooldown, updated_at)
 VALUES (%(name)s, %(rate_count)s, %(rate_period)s, %(burst)s, %(concurrency)s,
-    %(retry_budget)s, %(breaker_threshold)s, %(now)s)
+    %(retry_budget)s, %(breaker_threshold)s, %(breaker_cooldown)s, %(now)s)
 ON DUPLICATE KEY UPDATE
     rate_count = VALUES(rate_count), rate_period = VALUES(rate_period), burst = VALUES(burst),
     concurrency = VALUES(concurrency), retry_budget = VALUES(retry_budget),
-    breaker_threshold = VALUES(breaker_threshold), updated_at = VALUES(updated_at);
+    breaker_threshold = VALUES(breaker_threshold), breaker_cooldown = VALUES(breaker_cooldown),
+    updated_at = VALUES(updated_at);
 
 -- name: delete_limit
 DELETE FROM duetime_limits WHERE name = %(name)s;

@@ -980,14 +980,14 @@ WHERE name = %(name)s;
 
 -- name: upsert_limit
 INSERT INTO duetime_limits (name, rate_count, rate_period, burst, concurrency, retry_budget,
-    breaker_threshold, updated_at)
+    breaker_threshold, breaker_cooldown, updated_at)
 VALUES (%(name)s, %(rate_count)s, %(rate_period)s, %(burst)s, %(concurrency)s,
-    %(retry_budget)s, %(breaker_threshold)s, %(now)s)
+    %(retry_budget)s, %(breaker_threshold)s, %(breaker_cooldown)s, %(now)s)
 ON CONFLICT (name) DO UPDATE
 SET rate_count = EXCLUDED.rate_count, rate_period = EXCLUDED.rate_period,
     burst = EXCLUDED.burst, concurrency = EXCLUDED.concurrency,
     retry_budget = EXCLUDED.retry_budget, breaker_threshold = EXCLUDED.breaker_threshold,
-    updated_at = EXCLUDED.updated_at;
+    breaker_cooldown = EXCLUDED.breaker_cooldown, updated_at = EXCLUDED.updated_at;
 
 -- name: delete_limit
 DELETE FROM duetime_limits WHERE name = %(name)s;

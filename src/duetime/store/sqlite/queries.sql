@@ -897,14 +897,14 @@ WHERE name = :name;
 
 -- name: upsert_limit
 INSERT INTO duetime_limits (name, rate_count, rate_period, burst, concurrency, retry_budget,
-    breaker_threshold, updated_at)
+    breaker_threshold, breaker_cooldown, updated_at)
 VALUES (:name, :rate_count, :rate_period, :burst, :concurrency, :retry_budget,
-    :breaker_threshold, :now)
+    :breaker_threshold, :breaker_cooldown, :now)
 ON CONFLICT (name) DO UPDATE
 SET rate_count = excluded.rate_count, rate_period = excluded.rate_period,
     burst = excluded.burst, concurrency = excluded.concurrency,
     retry_budget = excluded.retry_budget, breaker_threshold = excluded.breaker_threshold,
-    updated_at = excluded.updated_at;
+    breaker_cooldown = excluded.breaker_cooldown, updated_at = excluded.updated_at;
 
 -- name: delete_limit
 DELETE FROM duetime_limits WHERE name = :name;

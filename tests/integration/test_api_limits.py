@@ -53,6 +53,17 @@ def test_bad_values_are_refused_field_by_field(api: Api) -> None:
     bad = api.call("PUT", "/v1/limits/api", json={"rate": "5/x"}, **admin)
     assert bad.status_code == 422
     assert "rate '5/x' is not valid" in bad.text
+    for field, value, words in (
+        ("rate", "5/x", "rate"),
+        ("burst", 0, "burst"),
+        ("concurrency", -1, "concurrency"),
+        ("retry_budget", 2, "retry budget"),
+        ("breaker_threshold", "half", "breaker threshold"),
+    ):
+        refused = api.call("PUT", "/v1/limits/api", json={field: value}, **admin)
+        assert refused.status_code == 422, (field, refused.text)
+        [problem] = refused.json()["detail"]
+        assert problem["loc"] == ["body", field] and problem["msg"].startswith(words), problem
     assert api.call("PUT", "/v1/limits/api", json={"speed": 1}, **admin).status_code == 422
     assert api.call("PUT", "/v1/limits/bad%20key", json={"rate": "1/s"}, **admin).status_code == 422
     assert api.call("GET", "/v1/limits", **admin).json() == []

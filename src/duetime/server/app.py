@@ -98,6 +98,8 @@ FIELD_WORDS = {
     "task": ("task name", "schedule task"),
     "Idempotency-Key": ("idempotency key",),
     "business_key": ("business key",),
+    "retry_budget": ("retry budget",),
+    "breaker_threshold": ("breaker threshold",),
     "breaker_cooldown": ("breaker cool-down",),
 }
 

@@ -116,12 +116,10 @@ def check_fraction(value: object, what: str) -> float:
 def check_cooldown(value: object) -> float:
     """A breaker's cool-down in seconds: seconds (30, 2.5) or a duration ('30s', '2m'), from
     MIN_COOLDOWN_SECONDS to MAX_COOLDOWN_SECONDS."""
-    seconds = math.nan
-    if isinstance(value, str | int | float | timedelta):
-        try:
-            seconds = parse_duration(value, "breaker cool-down").total_seconds()
-        except InvalidRequest:
-            pass
+    try:
+        seconds = parse_duration(value, "breaker cool-down").total_seconds()  # type: ignore[arg-type]
+    except InvalidRequest:  # not a duration: refused below with the bounds
+        seconds = math.nan
     if not MIN_COOLDOWN_SECONDS <= seconds <= MAX_COOLDOWN_SECONDS:
         raise InvalidRequest(
             f"breaker cool-down must be a duration from 1s to 1d, e.g. 30s or 2m (off: the "

@@ -170,26 +170,28 @@ class AttemptRunner:
     async def release(self, running: RunningAttempt) -> None:
         """Give back a claimed attempt whose handler never started (a prefetched job when the
         worker stops): recorded fenced as interrupted, the job due again now."""
-        outcome = Outcome(
-            Event.RETRY,
-            due_at=self.clock.now(),
-            error_category=ErrorCategory.INTERRUPTED,
-            error_message="the worker shut down before the job started; it runs again",
-        )
+        outcome = self._unstarted("the worker shut down before the job started; it runs again")
         await self._record(running, outcome, 0.0)
 
     async def give_back(self, lease: Lease) -> bool | None:
         """Give back an attempt a claim started for this worker whose answer never reached it
         (the connection dropped after the commit): recorded fenced as interrupted, its job due
         again now, instead of waiting for its lease to end. True once recorded."""
-        outcome = Outcome(
+        outcome = self._unstarted(
+            "the worker never heard back from the claim that started this attempt (its "
+            "database connection dropped); the job runs again"
+        )
+        return await self.completer.record(lease, outcome, give_up_after=120.0)
+
+    def _unstarted(self, why: str) -> Outcome:
+        """The outcome of an attempt given back before its handler started: interrupted, its
+        job due again now."""
+        return Outcome(
             Event.RETRY,
             due_at=self.clock.now(),
             error_category=ErrorCategory.INTERRUPTED,
-            error_message="the worker never heard back from the claim that started this "
-            "attempt (its database connection dropped); the job runs again",
+            error_message=why,
         )
-        return await self.completer.record(lease, outcome, give_up_after=120.0)
 
     async def _run_handler(self, running: RunningAttempt, task: AnyTask | None) -> Outcome:
         job = running.claim.job

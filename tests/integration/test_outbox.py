@@ -440,3 +440,53 @@ def test_a_message_lost_by_the_broker_is_recovered_by_the_reaper_and_published_a
     assert [str(a.status) for a in history] == ["lost", "succeeded"]
     assert history[0].worker_id == DISPATCH_HOLDER  # it never reached a worker
     assert len([e for e in _read_events(app) if e.job_id == job.id]) == 2  # published again
+
+
+def test_a_broker_queue_deleted_under_a_running_relay_is_declared_again_not_published_into(
+    app: duetime.App, amqp_url: str, queue: str
+) -> None:
+    """An operator (or a delete racing a declare) removes the broker queue after the relay
+    declared it: the relay's next messages would be unroutable, which the broker drops while
+    confirming them. The relay must not count them as published: it declares the queue again
+    and sends them once more, so they wait in the queue for a worker."""
+    app.set_queue(queue, dispatch="outbox")
+    first = app.enqueue("work", {"n": 1}, queue=queue)
+
+    def published(count: int) -> bool:
+        status = app.outbox_status(3600)
+        return status.backlog == 0 and sum(q.published for q in status.queues) >= count
+
+    async def broker_call(what: str) -> int:
+        broker = Broker(amqp_url)
+        try:
+            if what == "delete":
+                await broker.delete(queue)
+                return 0
+            declared = await broker.declare(queue)  # passive enough: it exists by now
+            return int(declared.declaration_result.message_count)
+        finally:
+            await broker.close()
+
+    async def scenario() -> None:
+        stop = asyncio.Event()
+        from duetime.runtime.node import Node
+
+        task = asyncio.create_task(Node(relay(app, amqp_url)).run(stop))
+        try:
+            deadline = time.monotonic() + 30
+            while not published(1):
+                assert time.monotonic() < deadline and not task.done(), "first not published"
+                await asyncio.sleep(0.05)
+            await broker_call("delete")  # the relay's channel still believes it declared it
+            app.enqueue("work", {"n": 2}, queue=queue)
+            while not published(2):
+                assert time.monotonic() < deadline and not task.done(), "second not published"
+                await asyncio.sleep(0.05)
+        finally:
+            stop.set()
+            await asyncio.wait_for(task, 30)
+
+    asyncio.run(scenario())
+    assert first.id > 0
+    # the first message went with the deleted queue; the second is in the queue again
+    assert asyncio.run(broker_call("count")) == 1

@@ -85,7 +85,15 @@ def test_relay_alone_publishes_and_a_broker_fed_worker_runs_each_job_once(
         wait_until(
             lambda: {app.get_job(i).status for i in ids} == {JobStatus.SUCCEEDED},
             30,
-            worker.tail,
+            lambda: "\n".join(
+                [
+                    f"job statuses: {sorted(str(app.get_job(i).status) for i in ids)}",
+                    f"outbox: {app.outbox_status()}",
+                    worker.tail(),
+                    "--- relay log ---",
+                    log.read_text()[-2000:],
+                ]
+            ),
         )
         assert worker.alive()
     finally:

@@ -2,27 +2,34 @@
 
 Only this module imports aio_pika: a worker without --broker-url never loads it. Publisher
 confirms are on (a publish returns once the broker has taken the message, and raises when it
-refused it); queues are durable quorum queues named duetime.<queue>; messages are persistent
-and carry the outbox event's id as their message id. See docs/outbox.md.
+refused it), and messages are mandatory: one that no queue takes (its queue was deleted after
+this connection declared it) is returned, not confirmed, and is sent again after the queue is
+declared again. Queues are durable quorum queues named duetime.<queue>; messages are
+persistent and carry the outbox event's id as their message id. See docs/outbox.md.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 from duetime.core.errors import ConfigurationError
 from duetime.core.outbox import OutboxEvent, broker_queue
+from duetime.logs import log_event
 
 try:
     import aio_pika
     from aio_pika.abc import AbstractIncomingMessage
+    from aio_pika.exceptions import PublishError
 except ImportError:  # pragma: no cover - said to the user by require()
     aio_pika = None  # type: ignore[assignment]
 
 QUEUE_ARGUMENTS: dict[str, Any] = {"x-queue-type": "quorum"}
 CONNECT_TIMEOUT = 5.0
+
+log = logging.getLogger("duetime.relay")  # only the relay publishes
 
 
 def require() -> None:
@@ -51,7 +58,10 @@ class Broker:
             return self._channel
         await self.close()
         self._connection = await aio_pika.connect(self.url, timeout=CONNECT_TIMEOUT)
-        self._channel = await self._connection.channel(publisher_confirms=True)
+        # a returned (unroutable) message raises PublishError instead of counting as confirmed
+        self._channel = await self._connection.channel(
+            publisher_confirms=True, on_return_raises=True
+        )
         self._declared.clear()
         return self._channel
 
@@ -64,12 +74,43 @@ class Broker:
         return declared
 
     async def publish(self, events: Sequence[OutboxEvent], timeout: float = 30.0) -> list[int]:
-        """Publish events in order (persistent, confirmed); return the ids the broker
-        confirmed. A broken connection raises; a refused message is left out."""
+        """Publish events (persistent, mandatory, confirmed); return the ids the broker
+        confirmed. A broken connection raises; a refused message is left out. Messages that
+        no queue took (their queue was deleted since it was declared here) are sent once
+        more after their queue is declared again."""
         channel = await self.channel()
         for queue in sorted({e.queue for e in events}):
             if broker_queue(queue) not in self._declared:
                 await self.declare(queue)
+        results = await self._send(channel, events, timeout)
+        unroutable = [i for i, r in enumerate(results) if isinstance(r, PublishError)]
+        if unroutable:
+            queues = sorted({events[i].queue for i in unroutable})
+            log_event(
+                log,
+                "broker.queue_declared_again",
+                logging.WARNING,
+                queues=",".join(queues),
+                messages=len(unroutable),
+                hint="the broker queue was deleted after it was declared; it is declared again "
+                "and the messages are sent again",
+            )
+            for queue in queues:
+                await self.declare(queue)
+            again = await self._send(channel, [events[i] for i in unroutable], timeout)
+            for i, result in zip(unroutable, again, strict=True):
+                results[i] = result
+        failures = [r for r in results if isinstance(r, BaseException)]
+        if failures and self._channel is not None and self._channel.is_closed:
+            raise failures[0]
+        return [
+            e.id for e, r in zip(events, results, strict=True) if not isinstance(r, BaseException)
+        ]
+
+    @staticmethod
+    async def _send(
+        channel: Any, events: Sequence[OutboxEvent], timeout: float
+    ) -> list[object | BaseException]:
         sends = [
             channel.default_exchange.publish(
                 aio_pika.Message(
@@ -80,17 +121,12 @@ class Broker:
                     type="duetime.attempt",
                 ),
                 routing_key=broker_queue(e.queue),
+                mandatory=True,
                 timeout=timeout,
             )
             for e in events
         ]
-        results = await asyncio.gather(*sends, return_exceptions=True)
-        failures = [r for r in results if isinstance(r, BaseException)]
-        if failures and self._channel is not None and self._channel.is_closed:
-            raise failures[0]
-        return [
-            e.id for e, r in zip(events, results, strict=True) if not isinstance(r, BaseException)
-        ]
+        return list(await asyncio.gather(*sends, return_exceptions=True))
 
     async def consume(
         self,

@@ -490,3 +490,47 @@ def test_a_broker_queue_deleted_under_a_running_relay_is_declared_again_not_publ
     assert first.id > 0
     # the first message went with the deleted queue; the second is in the queue again
     assert asyncio.run(broker_call("count")) == 1
+
+
+def test_a_broker_fed_worker_consumes_again_after_its_queue_was_deleted(
+    app: duetime.App, amqp_url: str, queue: str
+) -> None:
+    """Deleting a broker queue cancels its consumers. The worker must notice and consume the
+    queue declared anew, or the jobs published into it would wait for nobody."""
+    ran: list[int] = []
+
+    @app.task(name="work", queue=queue)
+    def work(n: int) -> None:
+        ran.append(n)
+
+    app.set_queue(queue, dispatch="outbox")
+    first = work.enqueue({"n": 1})
+
+    async def delete() -> None:
+        broker = Broker(amqp_url)
+        try:
+            await broker.delete(queue)
+        finally:
+            await broker.close()
+
+    async def scenario() -> None:
+        stop = asyncio.Event()
+        worker = Worker(app, poll_interval=0.05, broker_url=amqp_url, services=relay(app, amqp_url))
+        task = asyncio.create_task(worker.run(stop))
+        try:
+            deadline = time.monotonic() + 30
+            while statuses(app, [first.id]) != [JobStatus.SUCCEEDED]:
+                assert time.monotonic() < deadline and not task.done(), "first did not run"
+                await asyncio.sleep(0.05)
+            await delete()  # the broker cancels the worker's consumer
+            second = work.enqueue({"n": 2})
+            deadline = time.monotonic() + 20  # far less than the 300 s dispatch lease
+            while statuses(app, [second.id]) != [JobStatus.SUCCEEDED]:
+                assert time.monotonic() < deadline and not task.done(), "second did not run"
+                await asyncio.sleep(0.05)
+        finally:
+            stop.set()
+            await asyncio.wait_for(task, 30)
+
+    asyncio.run(scenario())
+    assert ran == [1, 2]

@@ -557,19 +557,21 @@ def restart_broker(down: float) -> None:
 
 
 def _empty_broker_queue(broker_url: str, queue: str) -> None:
-    """Delete the broker queue a previous run may have left messages in."""
+    """Purge the broker queue a previous run may have left messages in. Not a delete: a quorum
+    queue declared again just after its delete can keep consumers of the deleted one (workers
+    of a previous run killed a moment before), which take its messages and never run them."""
     import asyncio
 
     from duetime.runtime.amqp import Broker
 
-    async def delete() -> None:
+    async def purge() -> None:
         broker = Broker(broker_url)
         try:
-            await broker.delete(queue)
+            await broker.purge(queue)
         finally:
             await broker.close()
 
-    asyncio.run(delete())
+    asyncio.run(purge())
 
 
 def _busiest_pid(url: str, pids: set[int]) -> int | None:

@@ -28,6 +28,7 @@ except ImportError:  # pragma: no cover - said to the user by require()
 
 QUEUE_ARGUMENTS: dict[str, Any] = {"x-queue-type": "quorum"}
 CONNECT_TIMEOUT = 5.0
+REDECLARE_DELAY = 1.0  # seconds from a deleted queue's returned messages to its new declare
 
 log = logging.getLogger("duetime.relay")  # only the relay publishes
 
@@ -48,6 +49,7 @@ class Broker:
         self._connection: Any = None
         self._channel: Any = None
         self._declared: set[str] = set()
+        self._consumers: dict[str, str] = {}  # duetime queue -> consumer tag
 
     @property
     def connected(self) -> bool:
@@ -63,6 +65,7 @@ class Broker:
             publisher_confirms=True, on_return_raises=True
         )
         self._declared.clear()
+        self._consumers.clear()
         return self._channel
 
     async def declare(self, queue: str) -> Any:
@@ -93,8 +96,12 @@ class Broker:
                 queues=",".join(queues),
                 messages=len(unroutable),
                 hint="the broker queue was deleted after it was declared; it is declared again "
-                "and the messages are sent again",
+                f"in {REDECLARE_DELAY:g} s and the messages are sent again",
             )
+            # not at once: RabbitMQ answers a queue's delete before it has cancelled the
+            # queue's consumers, and a quorum queue declared again in that window keeps them,
+            # and hands them messages that never reach their workers
+            await asyncio.sleep(REDECLARE_DELAY)
             for queue in queues:
                 await self.declare(queue)
             again = await self._send(channel, [events[i] for i in unroutable], timeout)
@@ -143,7 +150,19 @@ class Broker:
         async def deliver(message: AbstractIncomingMessage) -> None:
             await on_message(Message(message))
 
-        await declared.consume(deliver, no_ack=False)
+        self._consumers[queue] = await declared.consume(deliver, no_ack=False)
+
+    async def cancelled_consumers(self) -> list[str]:
+        """The queues whose consumers the broker cancelled (their broker queue was deleted),
+        forgotten here so that consume() can start them again."""
+        if not self.connected or not self._consumers:
+            return []
+        live = (await self._channel.get_underlay_channel()).consumers
+        gone = sorted(q for q, tag in self._consumers.items() if tag not in live)
+        for queue in gone:
+            del self._consumers[queue]
+            self._declared.discard(broker_queue(queue))
+        return gone
 
     async def purge(self, queue: str) -> int:
         """Drop every message of `queue`'s broker queue (tests and operators)."""
@@ -155,6 +174,7 @@ class Broker:
         channel = await self.channel()
         await channel.queue_delete(broker_queue(queue))
         self._declared.discard(broker_queue(queue))
+        self._consumers.pop(queue, None)
 
     async def close(self) -> None:
         connection, self._connection, self._channel = self._connection, None, None

@@ -97,6 +97,16 @@ class BrokerFeed(Service):
         it still run here."""
         if not self.broker.connected:
             self.consuming.clear()
+        cancelled = await self.broker.cancelled_consumers()
+        if cancelled:  # their broker queues were deleted: consume the queues declared anew
+            log_event(
+                log,
+                "broker.consumer_cancelled",
+                logging.WARNING,
+                queues=",".join(cancelled),
+                hint="the broker queue was deleted; this worker declares it again and consumes it",
+            )
+            self.consuming.difference_update(cancelled)
         settings = await self.calls(self.store.queue_settings)
         wanted = {
             q.queue

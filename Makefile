@@ -17,7 +17,7 @@ demo: $(STAMP)
 
 # tests/unit and tests/contract on TEST_PROCESSES processes (pytest-xdist; each process makes
 # its own databases), then tests/integration on as many: the tests that share the RabbitMQ
-# broker run in one process, one after another (tests/integration/conftest.py, --dist loadgroup).
+# broker never overlap (a lock file held by each; tests/integration/conftest.py).
 # PYTEST_ADDOPTS applies to both runs; a run whose tests it deselects all (exit 5) is no failure
 # (without PYTEST_ADDOPTS, finding no test at all is one).
 TEST_PROCESSES ?= 2

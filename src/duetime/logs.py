@@ -6,6 +6,8 @@ import json
 import logging
 from typing import Any
 
+from duetime.core.errors import DuetimeError
+
 
 def log_event(logger: logging.Logger, event: str, level: int = logging.INFO, **fields: Any) -> None:
     """Log `event` with fields; text output reads `event k=v ...`, JSON output keeps the fields."""
@@ -13,6 +15,12 @@ def log_event(logger: logging.Logger, event: str, level: int = logging.INFO, **f
         return  # per-job events cost nothing when their level is off
     text = " ".join(f"{k}={_fmt(v)}" for k, v in fields.items())
     logger.log(level, "%s %s", event, text, extra={"duetime_event": event, "duetime": fields})
+
+
+def error_field(exc: BaseException) -> str:
+    """An exception as a log field: duetime's own errors whole (one line that says what was
+    wrong and what to do), any other as its repr, cut at 200 characters."""
+    return str(exc) if isinstance(exc, DuetimeError) else repr(exc)[:200]
 
 
 def _fmt(value: Any) -> str:

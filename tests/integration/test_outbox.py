@@ -534,3 +534,38 @@ def test_a_broker_fed_worker_consumes_again_after_its_queue_was_deleted(
 
     asyncio.run(scenario())
     assert ran == [1, 2]
+
+
+def test_a_broker_queue_with_other_settings_is_refused_in_one_line_that_says_what_to_do(
+    amqp_url: str, queue: str
+) -> None:
+    """A broker queue of the same name declared by someone else (a classic queue, not a
+    quorum one) makes every declare fail; the error names the queue, the difference and the
+    way out, and the relay logs it whole."""
+    import aio_pika
+
+    from duetime.core.outbox import broker_queue
+    from duetime.logs import error_field
+    from duetime.runtime.amqp import BrokerQueueMismatch
+
+    async def scenario() -> BrokerQueueMismatch:
+        other = await aio_pika.connect(amqp_url)
+        try:
+            await (await other.channel()).declare_queue(broker_queue(queue), durable=True)
+        finally:
+            await other.close()
+        broker = Broker(amqp_url)
+        try:
+            with pytest.raises(BrokerQueueMismatch) as raised:
+                await broker.declare(queue)
+            return raised.value
+        finally:
+            await broker.close()
+
+    error = asyncio.run(scenario())
+    text = str(error)
+    assert "\n" not in text
+    assert f"broker queue duetime.{queue} exists with other settings" in text
+    assert "x-queue-type" in text and "quorum" in text
+    assert f"rabbitmqctl delete_queue duetime.{queue}" in text
+    assert error_field(error) == text  # logged whole, not cut at 200 characters

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
@@ -22,7 +23,7 @@ from duetime.logs import log_event
 try:
     import aio_pika
     from aio_pika.abc import AbstractIncomingMessage
-    from aio_pika.exceptions import PublishError
+    from aio_pika.exceptions import ChannelPreconditionFailed, PublishError
 except ImportError:  # pragma: no cover - said to the user by require()
     aio_pika = None  # type: ignore[assignment]
 
@@ -30,7 +31,20 @@ QUEUE_ARGUMENTS: dict[str, Any] = {"x-queue-type": "quorum"}
 CONNECT_TIMEOUT = 5.0
 REDECLARE_DELAY = 1.0  # seconds from a deleted queue's returned messages to its new declare
 
-log = logging.getLogger("duetime.relay")  # only the relay publishes
+log = logging.getLogger("duetime.relay")
+
+
+class BrokerQueueMismatch(ConfigurationError):
+    """A broker queue of duetime's name exists with other settings (a classic queue, say)."""
+
+    def __init__(self, name: str, broker_said: str) -> None:
+        found = re.search(r"PRECONDITION_FAILED - ([^\"]*)", broker_said)
+        difference = found.group(1).strip() if found else broker_said.strip()
+        super().__init__(
+            f"broker queue {name} exists with other settings ({difference}); duetime needs a "
+            f"durable quorum queue: move its messages elsewhere and delete it (rabbitmqctl "
+            f"delete_queue {name}), and duetime declares it again"
+        )  # only the relay publishes
 
 
 def require() -> None:
@@ -72,7 +86,12 @@ class Broker:
         """The durable broker queue of duetime queue `queue` (declared once per channel)."""
         channel = await self.channel()
         name = broker_queue(queue)
-        declared = await channel.declare_queue(name, durable=True, arguments=self.queue_arguments)
+        try:
+            declared = await channel.declare_queue(
+                name, durable=True, arguments=self.queue_arguments
+            )
+        except ChannelPreconditionFailed as exc:
+            raise BrokerQueueMismatch(name, str(exc)) from exc
         self._declared.add(name)
         return declared
 

@@ -26,7 +26,7 @@ from duetime.core.errors import InvalidRequest
 from duetime.core.models import Outcome
 from duetime.core.outbox import Dispatch, Dispatched
 from duetime.core.states import Event, JobStatus
-from duetime.logs import log_event
+from duetime.logs import error_field, log_event
 from duetime.runtime.service import BlockingCalls, Pulse, Service
 from duetime.store.base import Store
 
@@ -82,7 +82,7 @@ class BrokerFeed(Service):
                     log,
                     "broker.unavailable",
                     logging.WARNING,
-                    error=repr(exc)[:200],
+                    error=error_field(exc),
                     retry_in_s=backoff,
                 )
                 self.consuming.clear()
@@ -175,7 +175,7 @@ class BrokerFeed(Service):
                 "broker.accept_failed",
                 logging.WARNING,
                 job_id=dispatched.job_id,
-                error=repr(exc)[:200],
+                error=error_field(exc),
             )
             return False
         if claim is None:
@@ -192,7 +192,7 @@ class BrokerFeed(Service):
                     lambda: self.store.finish(claim.lease, Outcome(Event.STOP), self.clock.now())
                 )
             except Exception as exc:  # its lease lapses and the reaper ends it cancelled
-                log_event(log, "broker.stop_failed", logging.WARNING, error=repr(exc)[:200])
+                log_event(log, "broker.stop_failed", logging.WARNING, error=error_field(exc))
             log_event(log, "job.cancelled", job_id=claim.job.id, generation=claim.job.generation)
             return True
         self.slots.start_claim(claim)
@@ -224,4 +224,4 @@ async def _settle(done: Awaitable[None]) -> None:
     try:
         await done
     except Exception as exc:
-        log_event(log, "broker.ack_failed", logging.WARNING, error=repr(exc)[:200])
+        log_event(log, "broker.ack_failed", logging.WARNING, error=error_field(exc))

@@ -23,7 +23,7 @@ from typing import Protocol
 
 from duetime.core.clock import Clock
 from duetime.core.outbox import OutboxEvent
-from duetime.logs import log_event
+from duetime.logs import error_field, log_event
 from duetime.runtime.metrics import WorkerMetrics
 from duetime.runtime.service import BlockingCalls, IntervalService, Pulse, Service
 from duetime.store.base import Store
@@ -175,7 +175,7 @@ class Relay(Service):
                         log,
                         "relay.publish_failed",
                         logging.WARNING,
-                        error=repr(exc)[:200],
+                        error=error_field(exc),
                         retry_in_s=backoff,
                     )
                     self.failures.fire()

@@ -31,7 +31,7 @@ QUEUE_ARGUMENTS: dict[str, Any] = {"x-queue-type": "quorum"}
 CONNECT_TIMEOUT = 5.0
 REDECLARE_DELAY = 1.0  # seconds from a deleted queue's returned messages to its new declare
 
-log = logging.getLogger("duetime.relay")
+log = logging.getLogger("duetime.relay")  # only the relay publishes
 
 
 class BrokerQueueMismatch(ConfigurationError):
@@ -44,7 +44,7 @@ class BrokerQueueMismatch(ConfigurationError):
             f"broker queue {name} exists with other settings ({difference}); duetime needs a "
             f"durable quorum queue: move its messages elsewhere and delete it (rabbitmqctl "
             f"delete_queue {name}), and duetime declares it again"
-        )  # only the relay publishes
+        )
 
 
 def require() -> None:

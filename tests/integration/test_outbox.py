@@ -33,20 +33,20 @@ def amqp_url() -> str:
     return broker_url()
 
 
+async def delete_broker_queue(amqp_url: str, queue: str) -> None:
+    broker = Broker(amqp_url)
+    try:
+        await broker.delete(queue)
+    finally:
+        await broker.close()
+
+
 @pytest.fixture
 def queue(amqp_url: str) -> Iterator[str]:
     """A queue name of this test alone; its broker queue is deleted afterwards."""
     name = f"ob{uuid.uuid4().hex[:10]}"
     yield name
-
-    async def delete() -> None:
-        broker = Broker(amqp_url)
-        try:
-            await broker.delete(name)
-        finally:
-            await broker.close()
-
-    asyncio.run(delete())
+    asyncio.run(delete_broker_queue(amqp_url, name))
 
 
 @pytest.fixture
@@ -456,13 +456,10 @@ def test_a_broker_queue_deleted_under_a_running_relay_is_declared_again_not_publ
         status = app.outbox_status(3600)
         return status.backlog == 0 and sum(q.published for q in status.queues) >= count
 
-    async def broker_call(what: str) -> int:
+    async def waiting_messages() -> int:
         broker = Broker(amqp_url)
         try:
-            if what == "delete":
-                await broker.delete(queue)
-                return 0
-            declared = await broker.declare(queue)  # passive enough: it exists by now
+            declared = await broker.declare(queue)  # it exists by now: this only reads it
             return int(declared.declaration_result.message_count)
         finally:
             await broker.close()
@@ -477,7 +474,8 @@ def test_a_broker_queue_deleted_under_a_running_relay_is_declared_again_not_publ
             while not published(1):
                 assert time.monotonic() < deadline and not task.done(), "first not published"
                 await asyncio.sleep(0.05)
-            await broker_call("delete")  # the relay's channel still believes it declared it
+            # the relay's channel still believes it declared the queue
+            await delete_broker_queue(amqp_url, queue)
             app.enqueue("work", {"n": 2}, queue=queue)
             while not published(2):
                 assert time.monotonic() < deadline and not task.done(), "second not published"
@@ -489,7 +487,7 @@ def test_a_broker_queue_deleted_under_a_running_relay_is_declared_again_not_publ
     asyncio.run(scenario())
     assert first.id > 0
     # the first message went with the deleted queue; the second is in the queue again
-    assert asyncio.run(broker_call("count")) == 1
+    assert asyncio.run(waiting_messages()) == 1
 
 
 def test_a_broker_fed_worker_consumes_again_after_its_queue_was_deleted(
@@ -506,13 +504,6 @@ def test_a_broker_fed_worker_consumes_again_after_its_queue_was_deleted(
     app.set_queue(queue, dispatch="outbox")
     first = work.enqueue({"n": 1})
 
-    async def delete() -> None:
-        broker = Broker(amqp_url)
-        try:
-            await broker.delete(queue)
-        finally:
-            await broker.close()
-
     async def scenario() -> None:
         stop = asyncio.Event()
         worker = Worker(app, poll_interval=0.05, broker_url=amqp_url, services=relay(app, amqp_url))
@@ -522,7 +513,7 @@ def test_a_broker_fed_worker_consumes_again_after_its_queue_was_deleted(
             while statuses(app, [first.id]) != [JobStatus.SUCCEEDED]:
                 assert time.monotonic() < deadline and not task.done(), "first did not run"
                 await asyncio.sleep(0.05)
-            await delete()  # the broker cancels the worker's consumer
+            await delete_broker_queue(amqp_url, queue)  # the broker cancels the consumer
             second = work.enqueue({"n": 2})
             deadline = time.monotonic() + 20  # far less than the 300 s dispatch lease
             while statuses(app, [second.id]) != [JobStatus.SUCCEEDED]:

@@ -472,9 +472,10 @@ class PriorityShare:
             self.credit = 0.0
         return taken
 
-    def claimed(self, limit: int, started: int) -> None:
-        """After the claim: one that took fewer than its slots took every due job."""
-        self.saturated = started >= limit
+    def claimed(self, limit: int, found: int) -> None:
+        """After the claim: one that found fewer due jobs than its slots took every due job
+        (`found`: the jobs it chose, some of which concurrent claims may have started first)."""
+        self.saturated = found >= limit
         if not self.saturated:
             self.credit = 0.0
             self.owed.clear()
@@ -558,5 +559,5 @@ class TenantRotation:
             self.tags[t] += 1.0 / weights.get(t, 1.0)
         return out
 
-    def claimed(self, limit: int, started: int) -> None:
-        self.saturated = started >= limit
+    def claimed(self, limit: int, found: int) -> None:
+        self.saturated = found >= limit

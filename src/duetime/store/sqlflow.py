@@ -144,10 +144,12 @@ class QueuesTenantsFlow(QueuesOutbox, Limits):
         tasks: Sequence[str] | None,
         per_class: int = 0,
         rotate: bool = False,
-    ) -> list[Claim]:
+    ) -> tuple[list[Claim], int]:
+        """The controlled claim's claims, and how many due jobs it chose: more than it started
+        when concurrent claims took some of them first."""
         outbox = self.outbox_queues()  # left to the relay
         with self.driver.transaction() as c:
-            started = self._start_controlled(
+            started, chosen = self._start_controlled(
                 c,
                 controls,
                 leave_out=outbox,
@@ -159,7 +161,7 @@ class QueuesTenantsFlow(QueuesOutbox, Limits):
                 per_class=per_class,
                 rotate=rotate,
             )
-        return claims_from_rows(started, self._t)
+        return claims_from_rows(started, self._t), chosen
 
     def _start_controlled(
         self,
@@ -175,9 +177,10 @@ class QueuesTenantsFlow(QueuesOutbox, Limits):
         per_class: int = 0,
         rotate: bool = False,
         dispatch_lease: float | None = None,
-    ) -> list[Row]:
+    ) -> tuple[list[Row], int]:
         """Choose and start up to `limit` jobs within every control, none of the queues of
-        leave_out, in the caller's transaction; the started rows (claim_chosen's). A worker's
+        leave_out, in the caller's transaction; the started rows (claim_chosen's, fewer than
+        the chosen when concurrent claims took some first) and how many were chosen. A worker's
         claim (dispatch_lease None; leave_out the outbox-mode queues) gives each attempt its
         job's lease. The relay's dispatch (`queues` the outbox-mode queues, leave_out empty)
         gives each attempt dispatch_lease, and takes jobs in claim order within the controls
@@ -287,7 +290,7 @@ class QueuesTenantsFlow(QueuesOutbox, Limits):
             if len(chosen) >= limit or len(rows) < scan:
                 break
         if not chosen:
-            return []
+            return [], 0
         started = c.rows(
             "claim_chosen",
             ids=sorted(chosen),
@@ -298,7 +301,7 @@ class QueuesTenantsFlow(QueuesOutbox, Limits):
         )
         if budget is not None:
             self._spend(c, budget, started, now)
-        return started
+        return started, len(chosen)
 
     # -- the relay's dispatch -------------------------------------------------------------------
 
@@ -335,7 +338,7 @@ class QueuesTenantsFlow(QueuesOutbox, Limits):
         rotate: bool,
     ) -> list[OutboxEvent]:
         with self.driver.transaction() as c:
-            started = self._start_controlled(
+            started, _ = self._start_controlled(
                 c,
                 controls,
                 leave_out=[],

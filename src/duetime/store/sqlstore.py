@@ -347,7 +347,7 @@ class SQLStore(SchedulesNodesTokens, QueuesTenantsFlow):
         per_class = self.priorities.reserve(limit)  # lower priorities' share, now and then
         rotate = self.tenant_rotation.wanted()  # after a saturated claim: tenants take turns
         if controls.restricts_claim or per_class or self.priorities.owed or rotate:
-            claims = self._claim_controlled(
+            claims, found = self._claim_controlled(
                 controls,
                 worker_id=worker_id,
                 queues=queues,
@@ -364,10 +364,14 @@ class SQLStore(SchedulesNodesTokens, QueuesTenantsFlow):
                 # not empty while jobs are due (a partial detour stays as it is: its slots kept
                 # the classes' shares)
                 claims = self._claim_plain(worker_id, queues, limit, now, tasks)
+                found = len(claims)
         else:
             claims = self._claim_plain(worker_id, queues, limit, now, tasks)
-        self.priorities.claimed(limit, len(claims))
-        self.tenant_rotation.claimed(limit, len(claims))
+            found = len(claims)  # it skips locked rows: short only when nothing more is due
+        # what the claim found due, not what it started, tells whether it took every due job:
+        # a controlled claim starts fewer than it chose when concurrent claims took some first
+        self.priorities.claimed(limit, found)
+        self.tenant_rotation.claimed(limit, found)
         return claims
 
     def _claim_plain(

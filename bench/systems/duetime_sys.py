@@ -161,11 +161,8 @@ def outbox_setup(p: dict[str, Any]) -> dict[str, Any]:
     app.close()
 
     async def empty() -> None:
-        broker = Broker(p["broker_url"])
-        try:
+        async with Broker(p["broker_url"]) as broker:
             await broker.delete(queue)
-        finally:
-            await broker.close()
 
     asyncio.run(empty())
     return {"queue": queue}

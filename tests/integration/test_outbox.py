@@ -34,11 +34,8 @@ def amqp_url() -> str:
 
 
 async def delete_broker_queue(amqp_url: str, queue: str) -> None:
-    broker = Broker(amqp_url)
-    try:
+    async with Broker(amqp_url) as broker:
         await broker.delete(queue)
-    finally:
-        await broker.close()
 
 
 @pytest.fixture
@@ -222,11 +219,8 @@ def test_a_message_redelivered_after_its_job_succeeded_is_dropped(
     [event] = [e for e in _read_events(app) if e.job_id == job.id]
 
     async def publish_again() -> None:
-        broker = Broker(amqp_url)
-        try:
+        async with Broker(amqp_url) as broker:
             assert await broker.publish([event]) == [event.id]
-        finally:
-            await broker.close()
 
     asyncio.run(publish_again())
     again = make_worker()
@@ -420,11 +414,8 @@ def test_a_message_lost_by_the_broker_is_recovered_by_the_reaper_and_published_a
     asyncio.run(run_while(services, None, published))
 
     async def lose() -> int:  # broker data loss: the queue's messages are gone
-        broker = Broker(amqp_url)
-        try:
+        async with Broker(amqp_url) as broker:
             return await broker.purge(queue)
-        finally:
-            await broker.close()
 
     assert asyncio.run(lose()) == 1
     worker = Worker(
@@ -457,12 +448,9 @@ def test_a_broker_queue_deleted_under_a_running_relay_is_declared_again_not_publ
         return status.backlog == 0 and sum(q.published for q in status.queues) >= count
 
     async def waiting_messages() -> int:
-        broker = Broker(amqp_url)
-        try:
+        async with Broker(amqp_url) as broker:
             declared = await broker.declare(queue)  # it exists by now: this only reads it
             return int(declared.declaration_result.message_count)
-        finally:
-            await broker.close()
 
     async def scenario() -> None:
         stop = asyncio.Event()
@@ -545,13 +533,10 @@ def test_a_broker_queue_with_other_settings_is_refused_in_one_line_that_says_wha
             await (await other.channel()).declare_queue(broker_queue(queue), durable=True)
         finally:
             await other.close()
-        broker = Broker(amqp_url)
-        try:
+        async with Broker(amqp_url) as broker:
             with pytest.raises(BrokerQueueMismatch) as raised:
                 await broker.declare(queue)
             return raised.value
-        finally:
-            await broker.close()
 
     error = asyncio.run(scenario())
     text = str(error)

@@ -28,11 +28,8 @@ def amqp_url() -> Iterator[str]:
     url = broker_url()
 
     async def purge() -> None:
-        broker = Broker(url)
-        try:
+        async with Broker(url) as broker:
             await broker.purge("default")
-        finally:
-            await broker.close()
 
     asyncio.run(purge())
     yield url

@@ -44,11 +44,8 @@ def queue(amqp_url: str) -> Iterator[str]:
     yield name
 
     async def delete() -> None:
-        broker = Broker(amqp_url)
-        try:
+        async with Broker(amqp_url) as broker:
             await broker.delete(name)
-        finally:
-            await broker.close()
 
     asyncio.run(delete())
 

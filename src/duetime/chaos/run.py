@@ -565,11 +565,8 @@ def _empty_broker_queue(broker_url: str, queue: str) -> None:
     from duetime.runtime.amqp import Broker
 
     async def purge() -> None:
-        broker = Broker(broker_url)
-        try:
+        async with Broker(broker_url) as broker:
             await broker.purge(queue)
-        finally:
-            await broker.close()
 
     asyncio.run(purge())
 

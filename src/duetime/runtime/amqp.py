@@ -195,6 +195,12 @@ class Broker:
         self._declared.discard(broker_queue(queue))
         self._consumers.pop(queue, None)
 
+    async def __aenter__(self) -> Broker:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.close()
+
     async def close(self) -> None:
         connection, self._connection, self._channel = self._connection, None, None
         if connection is not None:

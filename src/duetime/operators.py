@@ -27,7 +27,7 @@ from duetime.core.flow import (
 )
 from duetime.core.models import JobFilter
 from duetime.core.outbox import QueueSettings
-from duetime.core.requests import TENANT_LIMIT, check_name
+from duetime.core.requests import TENANT_LIMIT, check_name, check_url_name
 from duetime.core.states import Event, JobStatus
 from duetime.core.stats import Stats, summarize
 from duetime.core.tokens import (
@@ -71,7 +71,7 @@ def create_token(
 ) -> tuple[ApiToken, str]:
     """A new token and its secret; the secret is shown once and only its hash is kept.
     With `expires_in` the token is refused from that long after now."""
-    check_name(tenant, "tenant", TENANT_LIMIT)  # the same rule as the jobs the token creates
+    check_url_name(tenant, "tenant", TENANT_LIMIT)  # the same rule as the jobs the token creates
     if expires_in is not None and expires_in <= timedelta(0):
         raise InvalidRequest("a token's expiry must be in the future, such as 30d or 12h")
     secret = new_secret()

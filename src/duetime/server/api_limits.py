@@ -50,7 +50,7 @@ def list_limits(request: Request, who: Annotated[Principal, Depends(admin)]) -> 
 
 
 @router.get(
-    "/limits/{key}", response_model=LimitOut, responses={**AUTH, **NOT_FOUND}, tags=["limits"]
+    "/limits/{key:path}", response_model=LimitOut, responses={**AUTH, **NOT_FOUND}, tags=["limits"]
 )
 def get_limit(key: Key, request: Request, who: Annotated[Principal, Depends(admin)]) -> Any:
     """One limit key."""
@@ -61,7 +61,7 @@ def get_limit(key: Key, request: Request, who: Annotated[Principal, Depends(admi
     raise HTTPException(404, f"no limit {key!r}; GET /v1/limits lists the limits")
 
 
-@router.put("/limits/{key}", response_model=LimitOut, responses=AUTH, tags=["limits"])
+@router.put("/limits/{key:path}", response_model=LimitOut, responses=AUTH, tags=["limits"])
 def put_limit(
     key: Key, body: LimitIn, request: Request, who: Annotated[Principal, Depends(admin)]
 ) -> Any:
@@ -73,7 +73,7 @@ def put_limit(
 
 
 @router.delete(
-    "/limits/{key}",
+    "/limits/{key:path}",
     status_code=204,
     response_class=Response,
     responses={**AUTH, **NOT_FOUND},

@@ -256,9 +256,10 @@ class ScheduleFields(BaseModel):
 
 
 def addressable_name(value: str) -> str:
-    """A schedule name the API can put in a URL path: no slash, not just dots."""
-    if "/" in value or set(value) <= {"."}:
-        raise ValueError("must not contain '/' or be only dots (it is part of URLs)")
+    """A schedule name the API can put in a URL path (a '/' in it is sent as %2F): not '.'
+    or '..', as core.requests.check_url_name says."""
+    if value in (".", ".."):
+        raise ValueError("must not be '.' or '..' (it is part of URLs)")
     return value
 
 

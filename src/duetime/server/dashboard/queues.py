@@ -44,7 +44,7 @@ def queues_page(request: Request) -> Response:
     )
 
 
-@router.post("/queues/{name}/pause")
+@router.post("/queues/{name:path}/pause")
 def pause_queue(
     request: Request, name: str, csrf_token: Annotated[str | None, Form()] = None
 ) -> Response:
@@ -56,7 +56,7 @@ def pause_queue(
     )
 
 
-@router.post("/queues/{name}/resume")
+@router.post("/queues/{name:path}/resume")
 def resume_queue(
     request: Request, name: str, csrf_token: Annotated[str | None, Form()] = None
 ) -> Response:
@@ -68,7 +68,7 @@ def resume_queue(
     )
 
 
-@router.post("/queues/{name}/limits")
+@router.post("/queues/{name:path}/limits")
 def set_queue_limits(
     request: Request,
     name: str,
@@ -91,7 +91,7 @@ def set_queue_limits(
     return _act(request, csrf_token, f"Queue {name!r} changed.", act)
 
 
-@router.post("/tenants/{name}/limits")
+@router.post("/tenants/{name:path}/limits")
 def set_tenant_limits(
     request: Request,
     name: str,

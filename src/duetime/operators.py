@@ -286,14 +286,15 @@ Counts = list[tuple[str, str, FlowCounts]]
 
 def queue_flows(app: Backend, tenant: str | None, found: Counts | None = None) -> list[QueueFlow]:
     """Every queue with settings or waiting/running jobs: its settings, backlog, running and
-    waiting (counting only `tenant`'s jobs, when given). By name."""
+    waiting. With `tenant`, only the queues holding that tenant's waiting or running jobs,
+    counting only them: a tenant sees no queue that only other tenants use. By name."""
     store = app.store
     settings = {q.queue: q for q in store.queue_settings()}
     counts: dict[str, FlowCounts] = {}
     for queue, owner, c in store.flow_counts(app.clock.now()) if found is None else found:
         if tenant is None or owner == tenant:
             counts[queue] = counts.get(queue, FlowCounts()) + c
-    names = sorted(set(settings) | set(counts))
+    names = sorted(set(settings) | set(counts)) if tenant is None else sorted(counts)
     return [
         QueueFlow(settings.get(name, QueueSettings(name)), counts.get(name, FlowCounts()))
         for name in names

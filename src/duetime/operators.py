@@ -14,7 +14,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, Protocol
 
 from duetime.core.clock import Clock
-from duetime.core.errors import DuetimeError, InvalidRequest, JobNotFound
+from duetime.core.errors import BacklogFull, DuetimeError, InvalidRequest, JobNotFound
 from duetime.core.flow import (
     KEEP,
     FlowCounts,
@@ -200,6 +200,7 @@ class ReplayReport:
     matched: int = 0
     replayed: list[int] = field(default_factory=list)
     skipped: list[tuple[int, str]] = field(default_factory=list)  # (job id, why)
+    stopped: str | None = None  # why it stopped before the end: a full backlog
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -207,6 +208,7 @@ class ReplayReport:
             "replayed": len(self.replayed),
             "replayed_ids": self.replayed,
             "skipped": [{"id": i, "reason": why} for i, why in self.skipped],
+            "stopped": self.stopped,
         }
 
 
@@ -247,9 +249,15 @@ def replay_many(
     per_second: float | None = None,
     progress: Callable[[int, int], None] | None = None,
     sleep: Callable[[float], None] = time.sleep,
+    ignore_backlog: bool = False,
 ) -> ReplayReport:
     """Replay jobs one by one, at most `per_second` a second; a job that cannot be replayed
-    (gone, another tenant's, no longer dead) is skipped with its reason, never fatal."""
+    (gone, another tenant's, no longer dead) is skipped with its reason, never fatal.
+
+    A replay is admitted like an enqueue (Store.transition): at a full backlog the replay
+    stops, the jobs not replayed are skipped with the reason, and `stopped` says it; when
+    none was replayed it raises BacklogFull, as an enqueue would. `ignore_backlog` replays
+    past the max backlogs (an operator's override)."""
     if per_second is not None and per_second <= 0:
         raise InvalidRequest("per_second must be more than 0 (or left out for no pacing)")
     if len(ids) > MAX_BULK:
@@ -268,8 +276,23 @@ def replay_many(
                 wait = started + len(report.replayed) * interval - time.monotonic()
                 if wait > 0:
                     sleep(wait)
-            job = app.store.transition(job_id, Event.REPLAY, app.clock.now(), tenant=tenant)
+            job = app.store.transition(
+                job_id, Event.REPLAY, app.clock.now(), tenant=tenant, ignore_backlog=ignore_backlog
+            )
             report.replayed.append(job.id)
+        except BacklogFull as exc:
+            if not report.replayed:
+                raise
+            report.stopped = str(exc)
+            report.skipped.append((job_id, str(exc)))
+            why = (
+                f"not tried: the replay stopped at job {job_id}, its {exc.kind} {exc.name!r} "
+                f"being at its max backlog of {exc.limit}"
+            )
+            report.skipped.extend((i, why) for i in ids[n:])
+            if progress is not None:
+                progress(len(ids), len(ids))
+            break
         except DuetimeError as exc:
             report.skipped.append((job_id, str(exc)))
         if progress is not None:

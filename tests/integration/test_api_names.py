@@ -9,6 +9,8 @@ from urllib.parse import quote
 
 import pytest
 
+from duetime import operators
+from duetime.core.errors import InvalidRequest
 from integration.apiclient import Api, running_api
 
 
@@ -22,7 +24,9 @@ def seg(name: str) -> str:
     return quote(name, safe="")
 
 
-@pytest.mark.parametrize("name", ["../tenants/acme", "x/../shared", "a/pause", "50% off"])
+@pytest.mark.parametrize(
+    "name", ["../tenants/acme", "x/../shared", "a/pause", "50% off", "two\nlines/pause"]
+)
 def test_a_queue_with_a_slash_in_its_name_is_read_paused_and_changed(api: Api, name: str) -> None:
     api.app.scoped("acme").enqueue("t", {}, queue="shared")
     api.app.scoped("acme").enqueue("t", {}, queue=name)
@@ -81,3 +85,11 @@ def test_a_schedule_with_a_slash_in_its_name_is_read_previewed_and_paused(api: A
     r = api.call("DELETE", "/v1/schedules/reports%2Fdaily", role="write")
     assert r.status_code == 204, r.text
     assert {s.name for s in api.app.store.list_schedules("acme")} == {"reports", "reports/preview"}
+
+
+def test_a_token_for_a_dot_tenant_is_refused(api: Api) -> None:
+    for name in (".", ".."):
+        with pytest.raises(InvalidRequest, match="cannot be written in a URL"):
+            operators.create_token(api.app, name, "read")
+    r = api.call("POST", "/v1/jobs", json={"task": "t", "queue": ".."})
+    assert r.status_code == 422 and "cannot be written in a URL" in r.text, r.text

@@ -13,6 +13,7 @@ from pydantic import AfterValidator
 from duetime.core.errors import InvalidRequest
 from duetime.core.schedules import Schedule
 from duetime.server.auth import Principal, act_as, reader, scope_tenant, writer
+from duetime.server.paths import named
 from duetime.server.schemas import (
     AUTH,
     BackfillIn,
@@ -98,7 +99,7 @@ def list_schedules(
 
 # before GET /schedules/{name}, which would take /v1/schedules/x/preview as a name
 @router.get(
-    "/schedules/{name:path}/preview", response_model=Preview, responses={**AUTH, **NOT_FOUND}
+    named("/schedules/{name}/preview"), response_model=Preview, responses={**AUTH, **NOT_FOUND}
 )
 def preview(
     name: Name,
@@ -127,14 +128,16 @@ def preview(
     }
 
 
-@router.get("/schedules/{name:path}", response_model=ScheduleOut, responses={**AUTH, **NOT_FOUND})
+@router.get(named("/schedules/{name}"), response_model=ScheduleOut, responses={**AUTH, **NOT_FOUND})
 def get_schedule(
     name: Name, request: Request, who: Annotated[Principal, Depends(reader)], tenant: Tenant = None
 ) -> dict[str, Any]:
     return schedule_out(act_as(request, who, tenant).get_schedule(name))
 
 
-@router.patch("/schedules/{name:path}", response_model=ScheduleOut, responses={**AUTH, **NOT_FOUND})
+@router.patch(
+    named("/schedules/{name}"), response_model=ScheduleOut, responses={**AUTH, **NOT_FOUND}
+)
 def update_schedule(
     name: Name,
     body: ScheduleFields,
@@ -155,7 +158,7 @@ def update_schedule(
 
 
 @router.delete(
-    "/schedules/{name:path}",
+    named("/schedules/{name}"),
     status_code=204,
     response_class=Response,
     responses={**AUTH, **NOT_FOUND},
@@ -169,7 +172,7 @@ def delete_schedule(
 
 
 @router.post(
-    "/schedules/{name:path}/pause", response_model=ScheduleOut, responses={**AUTH, **NOT_FOUND}
+    named("/schedules/{name}/pause"), response_model=ScheduleOut, responses={**AUTH, **NOT_FOUND}
 )
 def pause(
     name: Name, request: Request, who: Annotated[Principal, Depends(writer)], tenant: Tenant = None
@@ -179,7 +182,7 @@ def pause(
 
 
 @router.post(
-    "/schedules/{name:path}/resume", response_model=ScheduleOut, responses={**AUTH, **NOT_FOUND}
+    named("/schedules/{name}/resume"), response_model=ScheduleOut, responses={**AUTH, **NOT_FOUND}
 )
 def resume(
     name: Name, request: Request, who: Annotated[Principal, Depends(writer)], tenant: Tenant = None
@@ -188,7 +191,7 @@ def resume(
 
 
 @router.post(
-    "/schedules/{name:path}/trigger", response_model=JobOut, responses={**AUTH, **NOT_FOUND}
+    named("/schedules/{name}/trigger"), response_model=JobOut, responses={**AUTH, **NOT_FOUND}
 )
 def trigger(
     name: Name, request: Request, who: Annotated[Principal, Depends(writer)], tenant: Tenant = None
@@ -198,7 +201,7 @@ def trigger(
 
 
 @router.post(
-    "/schedules/{name:path}/backfill", response_model=BackfillOut, responses={**AUTH, **NOT_FOUND}
+    named("/schedules/{name}/backfill"), response_model=BackfillOut, responses={**AUTH, **NOT_FOUND}
 )
 def backfill(
     name: Name,

@@ -121,7 +121,7 @@ def attempt_dur(attempt: Attempt, now: datetime) -> str:
 def segment(value: str) -> str:
     """A name as one URL path segment: every '/', '%', '?', '#' and space escaped, so a queue
     named '../tenants/acme' links to its own route and not to another one (the routes take
-    such names with a {name:path} parameter; docs/api.md)."""
+    such names with a {name:name} parameter: server/paths.py)."""
     return quote(str(value), safe="")
 
 

@@ -668,9 +668,11 @@ class App:
         """Move a scheduled job's due time; bumps its version."""
         return self._move(job_id, Event.RESCHEDULE, parse_instant(at, "due time"))
 
-    def replay(self, job_id: int) -> Job:
-        """Run a dead, cancelled or expired job again: a new attempt, the same business key."""
-        return self._move(job_id, Event.REPLAY)
+    def replay(self, job_id: int, *, ignore_backlog: bool = False) -> Job:
+        """Run a dead, cancelled or expired job again: a new attempt, the same business key.
+        Admitted like an enqueue: past its queue's or tenant's max_backlog it raises
+        BacklogFull, unless ignore_backlog (an operator's override; docs/flow-control.md)."""
+        return self._move(job_id, Event.REPLAY, ignore_backlog=ignore_backlog)
 
     def resolve(self, job_id: int, *, done: bool) -> Job:
         """Settle a parked job: done=True records it succeeded (the effect happened);
@@ -679,9 +681,21 @@ class App:
             return self._move(job_id, Event.RESOLVE_DONE)
         return self._move(job_id, Event.RESOLVE_RETRY)
 
-    def _move(self, job_id: int, event: Event, due_at: datetime | None = None) -> Job:
+    def _move(
+        self,
+        job_id: int,
+        event: Event,
+        due_at: datetime | None = None,
+        *,
+        ignore_backlog: bool = False,
+    ) -> Job:
         job = self.store.transition(
-            job_id, event, self.clock.now(), tenant=self.tenant, due_at=due_at
+            job_id,
+            event,
+            self.clock.now(),
+            tenant=self.tenant,
+            due_at=due_at,
+            ignore_backlog=ignore_backlog,
         )
         log_event(log, f"job.{event}", job_id=job.id, status=str(job.status), version=job.version)
         return job
@@ -1061,15 +1075,23 @@ class App:
         queue: str | None = None,
         per_second: float | None = None,
         progress: Callable[[int, int], None] | None = None,
+        ignore_backlog: bool = False,
     ) -> operators.ReplayReport:
-        """Replay dead jobs: the given ids, or every dead job of a task/queue, paced."""
+        """Replay dead jobs: the given ids, or every dead job of a task/queue, paced. At a
+        full backlog the replay stops (report.stopped says why), or raises BacklogFull when
+        it replayed none; ignore_backlog replays past the max backlogs."""
         chosen = (
             list(ids)
             if ids is not None
             else operators.dead_job_ids(self, self.tenant, task=task, queue=queue)
         )
         return operators.replay_many(
-            self, chosen, tenant=self.tenant, per_second=per_second, progress=progress
+            self,
+            chosen,
+            tenant=self.tenant,
+            per_second=per_second,
+            progress=progress,
+            ignore_backlog=ignore_backlog,
         )
 
     def create_token(

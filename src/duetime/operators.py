@@ -14,7 +14,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, Protocol
 
 from duetime.core.clock import Clock
-from duetime.core.errors import DuetimeError, InvalidRequest, JobNotFound
+from duetime.core.errors import BacklogFull, DuetimeError, InvalidRequest, JobNotFound
 from duetime.core.flow import (
     KEEP,
     FlowCounts,
@@ -27,7 +27,7 @@ from duetime.core.flow import (
 )
 from duetime.core.models import JobFilter
 from duetime.core.outbox import QueueSettings
-from duetime.core.requests import TENANT_LIMIT, check_name
+from duetime.core.requests import TENANT_LIMIT, check_name, check_url_name
 from duetime.core.states import Event, JobStatus
 from duetime.core.stats import Stats, summarize
 from duetime.core.tokens import (
@@ -71,7 +71,7 @@ def create_token(
 ) -> tuple[ApiToken, str]:
     """A new token and its secret; the secret is shown once and only its hash is kept.
     With `expires_in` the token is refused from that long after now."""
-    check_name(tenant, "tenant", TENANT_LIMIT)  # the same rule as the jobs the token creates
+    check_url_name(tenant, "tenant", TENANT_LIMIT)  # the same rule as the jobs the token creates
     if expires_in is not None and expires_in <= timedelta(0):
         raise InvalidRequest("a token's expiry must be in the future, such as 30d or 12h")
     secret = new_secret()
@@ -200,6 +200,7 @@ class ReplayReport:
     matched: int = 0
     replayed: list[int] = field(default_factory=list)
     skipped: list[tuple[int, str]] = field(default_factory=list)  # (job id, why)
+    stopped: str | None = None  # why it stopped before the end: a full backlog
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -207,6 +208,7 @@ class ReplayReport:
             "replayed": len(self.replayed),
             "replayed_ids": self.replayed,
             "skipped": [{"id": i, "reason": why} for i, why in self.skipped],
+            "stopped": self.stopped,
         }
 
 
@@ -247,9 +249,15 @@ def replay_many(
     per_second: float | None = None,
     progress: Callable[[int, int], None] | None = None,
     sleep: Callable[[float], None] = time.sleep,
+    ignore_backlog: bool = False,
 ) -> ReplayReport:
     """Replay jobs one by one, at most `per_second` a second; a job that cannot be replayed
-    (gone, another tenant's, no longer dead) is skipped with its reason, never fatal."""
+    (gone, another tenant's, no longer dead) is skipped with its reason, never fatal.
+
+    A replay is admitted like an enqueue (Store.transition): at a full backlog the replay
+    stops, the jobs not replayed are skipped with the reason, and `stopped` says it; when
+    none was replayed it raises BacklogFull, as an enqueue would. `ignore_backlog` replays
+    past the max backlogs (an operator's override)."""
     if per_second is not None and per_second <= 0:
         raise InvalidRequest("per_second must be more than 0 (or left out for no pacing)")
     if len(ids) > MAX_BULK:
@@ -268,8 +276,23 @@ def replay_many(
                 wait = started + len(report.replayed) * interval - time.monotonic()
                 if wait > 0:
                     sleep(wait)
-            job = app.store.transition(job_id, Event.REPLAY, app.clock.now(), tenant=tenant)
+            job = app.store.transition(
+                job_id, Event.REPLAY, app.clock.now(), tenant=tenant, ignore_backlog=ignore_backlog
+            )
             report.replayed.append(job.id)
+        except BacklogFull as exc:
+            if not report.replayed:
+                raise
+            report.stopped = str(exc)
+            report.skipped.append((job_id, str(exc)))
+            why = (
+                f"not tried: the replay stopped at job {job_id}, its {exc.kind} {exc.name!r} "
+                f"being at its max backlog of {exc.limit}"
+            )
+            report.skipped.extend((i, why) for i in ids[n:])
+            if progress is not None:
+                progress(len(ids), len(ids))
+            break
         except DuetimeError as exc:
             report.skipped.append((job_id, str(exc)))
         if progress is not None:
@@ -286,14 +309,15 @@ Counts = list[tuple[str, str, FlowCounts]]
 
 def queue_flows(app: Backend, tenant: str | None, found: Counts | None = None) -> list[QueueFlow]:
     """Every queue with settings or waiting/running jobs: its settings, backlog, running and
-    waiting (counting only `tenant`'s jobs, when given). By name."""
+    waiting. With `tenant`, only the queues holding that tenant's waiting or running jobs,
+    counting only them: a tenant sees no queue that only other tenants use. By name."""
     store = app.store
     settings = {q.queue: q for q in store.queue_settings()}
     counts: dict[str, FlowCounts] = {}
     for queue, owner, c in store.flow_counts(app.clock.now()) if found is None else found:
         if tenant is None or owner == tenant:
             counts[queue] = counts.get(queue, FlowCounts()) + c
-    names = sorted(set(settings) | set(counts))
+    names = sorted(set(settings) | set(counts)) if tenant is None else sorted(counts)
     return [
         QueueFlow(settings.get(name, QueueSettings(name)), counts.get(name, FlowCounts()))
         for name in names

@@ -8,7 +8,16 @@ import sys
 from typing import Any
 
 from duetime import operators
-from duetime.cli.support import Progress, make_app, out, positive_float, positive_int, table, when
+from duetime.cli.support import (
+    IGNORE_BACKLOG,
+    Progress,
+    make_app,
+    out,
+    positive_float,
+    positive_int,
+    table,
+    when,
+)
 from duetime.core.errors import ConfigurationError
 from duetime.core.models import Attempt, Job, attempt_to_json, page_of
 from duetime.core.states import JobStatus
@@ -35,6 +44,7 @@ def add_parsers(sub: Any, parents: list[argparse.ArgumentParser]) -> None:
     p.add_argument("--all", action="store_true", help="replay every dead job of the tenant")
     p.add_argument("--per-second", type=positive_float, help="at most this many replays a second")
     p.add_argument("--yes", action="store_true", help="do not ask before a filter replay")
+    p.add_argument("--ignore-backlog", action="store_true", help=IGNORE_BACKLOG)
     p.add_argument("--json", action="store_true", help="print the report as JSON")
     p.set_defaults(func=cmd_dlq_replay, usage_error=p.error)
 
@@ -110,7 +120,10 @@ def cmd_dlq_replay(args: argparse.Namespace) -> int:
             _confirm(f"{len(ids)} dead job{'s' if len(ids) != 1 else ''}")
     with Progress(len(ids), "jobs", enabled=bool(ids) and not args.json) as bar:
         report = app.replay_dead(
-            ids, per_second=args.per_second, progress=lambda done, _total: bar.update(done)
+            ids,
+            per_second=args.per_second,
+            progress=lambda done, _total: bar.update(done),
+            ignore_backlog=args.ignore_backlog,
         )
     if args.json:
         out(json.dumps(report.to_json(), indent=2))
@@ -120,6 +133,8 @@ def cmd_dlq_replay(args: argparse.Namespace) -> int:
         out(f"replayed {len(report.replayed)} of {report.matched} jobs")
         for job_id, why in report.skipped:
             out(f"skipped job {job_id}: {why}")
+        if report.stopped is not None:
+            out(f"stopped: {report.stopped}")
     return 1 if report.skipped else 0
 
 

@@ -7,6 +7,7 @@ import json
 from typing import Any
 
 from duetime.cli.support import (
+    IGNORE_BACKLOG,
     _positive_int,
     duration,
     flag_values,
@@ -48,6 +49,8 @@ def add_parsers(sub: Any, parents: list[argparse.ArgumentParser]) -> None:
     ]:
         p = jobs.add_parser(name, parents=parents, help=help_text)
         p.add_argument("id", type=int, help="the job's id")
+        if name == "replay":
+            p.add_argument("--ignore-backlog", action="store_true", help=IGNORE_BACKLOG)
         if name == "reschedule":
             when = p.add_mutually_exclusive_group(required=True)
             when.add_argument("--at", type=instant, help="new due time, ISO 8601 with offset")
@@ -127,7 +130,7 @@ def cmd_jobs_resolve(args: argparse.Namespace) -> int:
 
 
 def cmd_jobs_replay(args: argparse.Namespace) -> int:
-    job = make_app(args).replay(args.id)
+    job = make_app(args).replay(args.id, ignore_backlog=args.ignore_backlog)
     _moved(job, args.json)
     return 0
 

@@ -322,6 +322,9 @@ def limit_row(s: LimitStatus, now: datetime) -> tuple[Any, ...]:
     )
 
 
+# a replay is admitted like an enqueue (docs/flow-control.md); the CLI may override that
+IGNORE_BACKLOG = "replay even past the queue's or tenant's max backlog (refused otherwise)"
+
 LIMIT_HEADERS = [
     "key",
     "rate",

@@ -44,12 +44,27 @@ class BacklogFull(DuetimeError):
     """An enqueue would take a queue's or a tenant's backlog past its max_backlog: nothing
     was stored (docs/flow-control.md, "Admission control")."""
 
-    def __init__(self, kind: str, name: str, limit: int, backlog: int, retry_after: int) -> None:
-        super().__init__(
-            f"{kind} {name!r} has {backlog} jobs waiting, at its max backlog of {limit}: nothing "
-            f"was enqueued; try again later (in {retry_after} s or more) or raise the limit "
-            f"with `duetime {kind}s set {name} --max-backlog N`"
-        )
+    def __init__(
+        self,
+        kind: str,
+        name: str,
+        limit: int,
+        backlog: int,
+        retry_after: int,
+        *,
+        replay_of: int | None = None,
+    ) -> None:
+        where = f"{kind} {name!r} has {backlog} jobs waiting, at its max backlog of {limit}"
+        later = f"try again later (in {retry_after} s or more)"
+        raise_it = f"raise the limit with `duetime {kind}s set {name} --max-backlog N`"
+        if replay_of is None:
+            text = f"{where}: nothing was enqueued; {later} or {raise_it}"
+        else:  # a replay is admitted like an enqueue; an admin may override (ignore_backlog)
+            text = (
+                f"{where}: job {replay_of} was not replayed; {later}, {raise_it}, or (admins) "
+                "replay it anyway with ignore_backlog (`--ignore-backlog`)"
+            )
+        super().__init__(text)
         self.kind = kind  # "queue" or "tenant"
         self.name = name
         self.limit = limit

@@ -107,6 +107,19 @@ def check_name(value: Any, what: str, limit: int) -> str:
     return value
 
 
+def check_url_name(value: Any, what: str, limit: int) -> str:
+    """check_name for a name that URLs carry as one path segment (queues, tenants, schedules:
+    /v1/queues/{name}, the dashboard's forms): '.' and '..' are refused, since browsers and
+    HTTP clients resolve them as "this" and "the parent" folder even when escaped (%2e)."""
+    name = check_name(value, what, limit)
+    if name in (".", ".."):
+        raise InvalidRequest(
+            f"{what} {name!r} is refused: '.' and '..' cannot be written in a URL; "
+            "choose another name"
+        )
+    return name
+
+
 def _check_int(value: Any, what: str, low: int, high: int) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
         raise InvalidRequest(f"{what} must be a whole number, got {value!r}")
@@ -206,7 +219,7 @@ def build_new_job(
 ) -> NewJob:
     """Validate one enqueue request and turn it into a NewJob, or raise InvalidRequest."""
     task = check_name(task, "task name", 200)
-    tenant = check_name(tenant, "tenant", TENANT_LIMIT)
+    tenant = check_url_name(tenant, "tenant", TENANT_LIMIT)
     args_obj, args_json = dump_args(args, max_payload_bytes)
     if at is not None and delay is not None:
         raise InvalidRequest("give either at= (an instant) or delay= (a duration), not both")
@@ -227,7 +240,7 @@ def build_new_job(
             f"deadline {deadline_at.isoformat()} is not after the due time {due_at.isoformat()}; "
             "a job must be able to start before it expires"
         )
-    queue = check_name(queue if queue is not None else defaults.queue, "queue", 100)
+    queue = check_url_name(queue if queue is not None else defaults.queue, "queue", 100)
     prio = _check_int(defaults.priority if priority is None else priority, "priority", -1000, 1000)
     attempts = _check_int(
         defaults.max_attempts if max_attempts is None else max_attempts, "max_attempts", 1, 1000

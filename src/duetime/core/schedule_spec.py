@@ -31,6 +31,7 @@ from duetime.core.recurrence import (
 from duetime.core.requests import (
     TaskDefaults,
     check_name,
+    check_url_name,
     dump_args,
     parse_instant,
 )
@@ -151,7 +152,7 @@ def build_spec(
     max_payload_bytes: int = 1024 * 1024,
 ) -> ScheduleSpec:
     """Validate a schedule definition, or raise InvalidRequest with one clear line."""
-    check_name(name, "schedule name", 200)
+    check_url_name(name, "schedule name", 200)
     check_name(task, "schedule task", 200)
     if (cron is None) == (every is None):
         raise InvalidRequest("give a schedule exactly one trigger: cron=... or every=...")

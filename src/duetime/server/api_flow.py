@@ -14,6 +14,7 @@ from pydantic import AfterValidator
 from duetime import operators
 from duetime.core.flow import KEEP, FlowCounts, Keep, QueueFlow
 from duetime.server.auth import Principal, admin, reader
+from duetime.server.paths import named
 from duetime.server.schemas import AUTH, LimitsIn, QueueIn, QueueOut, TenantOut, clean_text
 from duetime.server.state import duetime_app
 
@@ -31,13 +32,13 @@ def list_queues(request: Request, who: Annotated[Principal, Depends(reader)]) ->
     return [f.to_json() for f in flows]
 
 
-@router.get("/queues/{name}", response_model=QueueOut, responses=AUTH, tags=["queues"])
+@router.get(named("/queues/{name}"), response_model=QueueOut, responses=AUTH, tags=["queues"])
 def get_queue(name: Name, request: Request, who: Annotated[Principal, Depends(reader)]) -> Any:
     """One queue: its settings (the defaults if never set), backlog, running and waiting."""
     return _queue(request, name, who)
 
 
-@router.patch("/queues/{name}", response_model=QueueOut, responses=AUTH, tags=["queues"])
+@router.patch(named("/queues/{name}"), response_model=QueueOut, responses=AUTH, tags=["queues"])
 def set_queue(
     name: Name, body: QueueIn, request: Request, who: Annotated[Principal, Depends(admin)]
 ) -> Any:
@@ -55,14 +56,18 @@ def set_queue(
     return _queue(request, name, who)
 
 
-@router.post("/queues/{name}/pause", response_model=QueueOut, responses=AUTH, tags=["queues"])
+@router.post(
+    named("/queues/{name}/pause"), response_model=QueueOut, responses=AUTH, tags=["queues"]
+)
 def pause_queue(name: Name, request: Request, who: Annotated[Principal, Depends(admin)]) -> Any:
     """Start no more jobs of the queue; it still accepts jobs, running ones finish."""
     operators.set_queue_flow(duetime_app(request), name, paused=True)
     return _queue(request, name, who)
 
 
-@router.post("/queues/{name}/resume", response_model=QueueOut, responses=AUTH, tags=["queues"])
+@router.post(
+    named("/queues/{name}/resume"), response_model=QueueOut, responses=AUTH, tags=["queues"]
+)
 def resume_queue(name: Name, request: Request, who: Annotated[Principal, Depends(admin)]) -> Any:
     """Start the queue's jobs again."""
     operators.set_queue_flow(duetime_app(request), name, paused=False)
@@ -76,7 +81,7 @@ def list_tenants(request: Request, who: Annotated[Principal, Depends(reader)]) -
     return [f.to_json() for f in flows]
 
 
-@router.patch("/tenants/{name}", response_model=TenantOut, responses=AUTH, tags=["tenants"])
+@router.patch(named("/tenants/{name}"), response_model=TenantOut, responses=AUTH, tags=["tenants"])
 def set_tenant(
     name: Name, body: LimitsIn, request: Request, who: Annotated[Principal, Depends(admin)]
 ) -> Any:

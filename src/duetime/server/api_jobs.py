@@ -6,16 +6,18 @@ from __future__ import annotations
 import logging
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, Header, Path, Query, Request, Response
+from fastapi import APIRouter, Depends, Header, HTTPException, Path, Query, Request, Response
 from pydantic import AfterValidator
 
 from duetime.core.errors import InvalidRequest, JobNotFound
 from duetime.core.models import Job, JobFilter, page_of
 from duetime.core.states import Event, JobStatus
+from duetime.core.tokens import Role
 from duetime.logs import log_event
 from duetime.server.auth import Principal, reader, scope_tenant, writer
 from duetime.server.schemas import (
     AUTH,
+    FULL,
     Instant,
     JobDetail,
     JobIn,
@@ -189,13 +191,21 @@ def reschedule(
     return job_out(_move(request, who, job_id, Event.RESCHEDULE, due_at=body.due_at))
 
 
-@router.post("/jobs/{job_id}/replay", response_model=JobOut, responses=ACTION)
+@router.post("/jobs/{job_id}/replay", response_model=JobOut, responses={**ACTION, **FULL})
 def replay(
-    job_id: JobId, request: Request, who: Annotated[Principal, Depends(writer)]
+    job_id: JobId,
+    request: Request,
+    who: Annotated[Principal, Depends(writer)],
+    ignore_backlog: Annotated[
+        bool, Query(description="admin tokens only: replay past the max backlogs")
+    ] = False,
 ) -> dict[str, Any]:
     """Run a dead, cancelled or expired job again now: a new attempt budget, the same
-    business key, a higher generation."""
-    return job_out(_move(request, who, job_id, Event.REPLAY))
+    business key, a higher generation. Admitted like an enqueue: 429 with Retry-After past
+    its queue's or tenant's max backlog, unless an admin sends ignore_backlog=true."""
+    if ignore_backlog and not who.role.allows(Role.ADMIN):
+        raise HTTPException(403, "only admin tokens may ignore a max backlog (ignore_backlog)")
+    return job_out(_move(request, who, job_id, Event.REPLAY, ignore_backlog=ignore_backlog))
 
 
 @router.post("/jobs/{job_id}/resolve", response_model=JobOut, responses=ACTION)

@@ -10,6 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from duetime.core.limits import KEY_PATTERN
 from duetime.server.auth import Principal, admin
+from duetime.server.paths import named
 from duetime.server.schemas import AUTH, LimitOut, Problem
 from duetime.server.state import duetime_app
 
@@ -50,7 +51,10 @@ def list_limits(request: Request, who: Annotated[Principal, Depends(admin)]) -> 
 
 
 @router.get(
-    "/limits/{key}", response_model=LimitOut, responses={**AUTH, **NOT_FOUND}, tags=["limits"]
+    named("/limits/{key}"),
+    response_model=LimitOut,
+    responses={**AUTH, **NOT_FOUND},
+    tags=["limits"],
 )
 def get_limit(key: Key, request: Request, who: Annotated[Principal, Depends(admin)]) -> Any:
     """One limit key."""
@@ -61,7 +65,7 @@ def get_limit(key: Key, request: Request, who: Annotated[Principal, Depends(admi
     raise HTTPException(404, f"no limit {key!r}; GET /v1/limits lists the limits")
 
 
-@router.put("/limits/{key}", response_model=LimitOut, responses=AUTH, tags=["limits"])
+@router.put(named("/limits/{key}"), response_model=LimitOut, responses=AUTH, tags=["limits"])
 def put_limit(
     key: Key, body: LimitIn, request: Request, who: Annotated[Principal, Depends(admin)]
 ) -> Any:
@@ -73,7 +77,7 @@ def put_limit(
 
 
 @router.delete(
-    "/limits/{key}",
+    named("/limits/{key}"),
     status_code=204,
     response_class=Response,
     responses={**AUTH, **NOT_FOUND},

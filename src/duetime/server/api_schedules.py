@@ -6,11 +6,14 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Path, Query, Request, Response
+from fastapi.encoders import jsonable_encoder
+from fastapi.responses import JSONResponse
 from pydantic import AfterValidator
 
 from duetime.core.errors import InvalidRequest
 from duetime.core.schedules import Schedule
 from duetime.server.auth import Principal, act_as, reader, scope_tenant, writer
+from duetime.server.paths import named
 from duetime.server.schemas import (
     AUTH,
     BackfillIn,
@@ -55,6 +58,13 @@ def schedule_out(schedule: Schedule) -> dict[str, Any]:
     return schedule.to_json()
 
 
+def _literal_suffix(request: Request, suffix: str) -> bool:
+    """Whether the path as sent ends with `suffix`, not with a name holding it as %2F...: the
+    routes match the decoded path, where /v1/schedules/x%2Fpreview reads as the preview of x."""
+    raw: bytes = request.scope.get("raw_path") or request.url.path.encode()
+    return raw.endswith(suffix.encode())
+
+
 def _options(values: dict[str, Any]) -> dict[str, Any]:
     return {WORDS.get(k, k): v for k, v in values.items()}
 
@@ -87,14 +97,47 @@ def list_schedules(
     return {"items": [schedule_out(s) for s in schedules]}
 
 
-@router.get("/schedules/{name}", response_model=ScheduleOut, responses={**AUTH, **NOT_FOUND})
+# before GET /schedules/{name}, which would take /v1/schedules/x/preview as a name
+@router.get(
+    named("/schedules/{name}/preview"), response_model=Preview, responses={**AUTH, **NOT_FOUND}
+)
+def preview(
+    name: Name,
+    request: Request,
+    who: Annotated[Principal, Depends(reader)],
+    count: Annotated[int, Query(ge=1, le=1000)] = 10,
+    tenant: Tenant = None,
+) -> Any:
+    """The next `count` fire times, in UTC and in the schedule's local time."""
+    view = act_as(request, who, tenant)
+    if not _literal_suffix(request, "/preview"):  # /v1/schedules/x%2Fpreview: the schedule
+        found = ScheduleOut.model_validate(schedule_out(view.get_schedule(f"{name}/preview")))
+        return JSONResponse(jsonable_encoder(found))
+    schedule = view.get_schedule(name)
+    from zoneinfo import ZoneInfo
+
+    zone = ZoneInfo(schedule.spec.timezone)
+    fires = view.preview_schedule(name, count)
+    return {
+        "name": name,
+        "timezone": schedule.spec.timezone,
+        "fires": [
+            {"at": f.at, "local": f.at.astimezone(zone).isoformat(), "kind": str(f.kind)}
+            for f in fires
+        ],
+    }
+
+
+@router.get(named("/schedules/{name}"), response_model=ScheduleOut, responses={**AUTH, **NOT_FOUND})
 def get_schedule(
     name: Name, request: Request, who: Annotated[Principal, Depends(reader)], tenant: Tenant = None
 ) -> dict[str, Any]:
     return schedule_out(act_as(request, who, tenant).get_schedule(name))
 
 
-@router.patch("/schedules/{name}", response_model=ScheduleOut, responses={**AUTH, **NOT_FOUND})
+@router.patch(
+    named("/schedules/{name}"), response_model=ScheduleOut, responses={**AUTH, **NOT_FOUND}
+)
 def update_schedule(
     name: Name,
     body: ScheduleFields,
@@ -115,7 +158,10 @@ def update_schedule(
 
 
 @router.delete(
-    "/schedules/{name}", status_code=204, response_class=Response, responses={**AUTH, **NOT_FOUND}
+    named("/schedules/{name}"),
+    status_code=204,
+    response_class=Response,
+    responses={**AUTH, **NOT_FOUND},
 )
 def delete_schedule(
     name: Name, request: Request, who: Annotated[Principal, Depends(writer)], tenant: Tenant = None
@@ -125,7 +171,9 @@ def delete_schedule(
     return Response(status_code=204)
 
 
-@router.post("/schedules/{name}/pause", response_model=ScheduleOut, responses={**AUTH, **NOT_FOUND})
+@router.post(
+    named("/schedules/{name}/pause"), response_model=ScheduleOut, responses={**AUTH, **NOT_FOUND}
+)
 def pause(
     name: Name, request: Request, who: Annotated[Principal, Depends(writer)], tenant: Tenant = None
 ) -> dict[str, Any]:
@@ -134,7 +182,7 @@ def pause(
 
 
 @router.post(
-    "/schedules/{name}/resume", response_model=ScheduleOut, responses={**AUTH, **NOT_FOUND}
+    named("/schedules/{name}/resume"), response_model=ScheduleOut, responses={**AUTH, **NOT_FOUND}
 )
 def resume(
     name: Name, request: Request, who: Annotated[Principal, Depends(writer)], tenant: Tenant = None
@@ -142,7 +190,9 @@ def resume(
     return schedule_out(act_as(request, who, tenant).resume_schedule(name))
 
 
-@router.post("/schedules/{name}/trigger", response_model=JobOut, responses={**AUTH, **NOT_FOUND})
+@router.post(
+    named("/schedules/{name}/trigger"), response_model=JobOut, responses={**AUTH, **NOT_FOUND}
+)
 def trigger(
     name: Name, request: Request, who: Annotated[Principal, Depends(writer)], tenant: Tenant = None
 ) -> dict[str, Any]:
@@ -150,33 +200,8 @@ def trigger(
     return act_as(request, who, tenant).trigger_schedule(name).to_json()
 
 
-@router.get("/schedules/{name}/preview", response_model=Preview, responses={**AUTH, **NOT_FOUND})
-def preview(
-    name: Name,
-    request: Request,
-    who: Annotated[Principal, Depends(reader)],
-    count: Annotated[int, Query(ge=1, le=1000)] = 10,
-    tenant: Tenant = None,
-) -> dict[str, Any]:
-    """The next `count` fire times, in UTC and in the schedule's local time."""
-    view = act_as(request, who, tenant)
-    schedule = view.get_schedule(name)
-    from zoneinfo import ZoneInfo
-
-    zone = ZoneInfo(schedule.spec.timezone)
-    fires = view.preview_schedule(name, count)
-    return {
-        "name": name,
-        "timezone": schedule.spec.timezone,
-        "fires": [
-            {"at": f.at, "local": f.at.astimezone(zone).isoformat(), "kind": str(f.kind)}
-            for f in fires
-        ],
-    }
-
-
 @router.post(
-    "/schedules/{name}/backfill", response_model=BackfillOut, responses={**AUTH, **NOT_FOUND}
+    named("/schedules/{name}/backfill"), response_model=BackfillOut, responses={**AUTH, **NOT_FOUND}
 )
 def backfill(
     name: Name,

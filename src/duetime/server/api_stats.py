@@ -12,6 +12,7 @@ from duetime.core.errors import InvalidRequest
 from duetime.server.auth import Principal, admin, reader, scope_tenant
 from duetime.server.schemas import (
     AUTH,
+    FULL,
     MAX_REPLAY_SECONDS,
     DeadLetterReplayIn,
     DeadLetterReplayOut,
@@ -48,15 +49,18 @@ def stats(
 @router.post(
     "/dead-letters/replay",
     response_model=DeadLetterReplayOut,
-    responses=AUTH,
+    responses={**AUTH, **FULL},
     tags=["dead letters"],
 )
 def replay_dead_letters(
     body: DeadLetterReplayIn, request: Request, who: Annotated[Principal, Depends(admin)]
 ) -> dict[str, Any]:
     """Replay dead jobs, given by ids or by a filter ({} is every dead job), at most
-    per_second a second. Jobs that are not dead (or not visible) are skipped with a reason."""
-    request.state.fields = ("ids", "filter", "per_second")
+    per_second a second. Jobs that are not dead (or not visible) are skipped with a reason.
+    Replays are admitted like enqueues: at a full backlog the replay stops (`stopped` says
+    why; the rest are skipped), or answers 429 when it replayed none; ignore_backlog replays
+    past the max backlogs."""
+    request.state.fields = ("ids", "filter", "per_second", "ignore_backlog")
     app = duetime_app(request)
     tenant = who.tenant_filter
     if body.filter is not None:
@@ -69,5 +73,7 @@ def replay_dead_letters(
             f"per_second {body.per_second} would take over {MAX_REPLAY_SECONDS} s for "
             f"{len(ids)} jobs; raise per_second or use `duetime dlq replay`"
         )
-    report = operators.replay_many(app, ids, tenant=tenant, per_second=body.per_second)
+    report = operators.replay_many(
+        app, ids, tenant=tenant, per_second=body.per_second, ignore_backlog=body.ignore_backlog
+    )
     return report.to_json()

@@ -92,6 +92,14 @@ AUTH: dict[int | str, dict[str, Any]] = {
     422: {"model": ValidationProblem, "description": "invalid input, field by field"},
     503: {"model": Problem, "description": "the database is unavailable; nothing committed"},
 }
+# a replay past a max backlog (docs/flow-control.md)
+FULL: dict[int | str, dict[str, Any]] = {
+    429: {
+        "model": Problem,
+        "description": "the queue's or tenant's max backlog is reached: nothing changed; "
+        "retry after Retry-After seconds",
+    }
+}
 
 
 class Retry(BaseModel):
@@ -256,9 +264,10 @@ class ScheduleFields(BaseModel):
 
 
 def addressable_name(value: str) -> str:
-    """A schedule name the API can put in a URL path: no slash, not just dots."""
-    if "/" in value or set(value) <= {"."}:
-        raise ValueError("must not contain '/' or be only dots (it is part of URLs)")
+    """A schedule name the API can put in a URL path (a '/' in it is sent as %2F): not '.'
+    or '..', as core.requests.check_url_name says."""
+    if value in (".", ".."):
+        raise ValueError("must not be '.' or '..' (it is part of URLs)")
     return value
 
 
@@ -311,6 +320,9 @@ class DeadLetterReplayIn(BaseModel):
     )
     filter: DeadLetterFilter | None = None
     per_second: float | None = Field(default=None, gt=0, le=10_000)
+    ignore_backlog: bool = Field(
+        default=False, description="replay past the queues' and tenants' max backlogs"
+    )
 
     @model_validator(mode="after")
     def _one_selection(self) -> DeadLetterReplayIn:
@@ -329,6 +341,10 @@ class DeadLetterReplayOut(BaseModel):
     replayed: int
     replayed_ids: list[int]
     skipped: list[SkippedOut]
+    stopped: str | None = Field(
+        default=None,
+        description="why the replay stopped before the end (a full backlog); null: it did not",
+    )
 
 
 class LagOut(BaseModel):

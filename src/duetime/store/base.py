@@ -227,6 +227,7 @@ class Store(Protocol):
         *,
         tenant: str | None = None,
         due_at: datetime | None = None,
+        ignore_backlog: bool = False,
     ) -> Job:
         """An operator's move (CANCEL, RESCHEDULE, REPLAY, RESOLVE_DONE, RESOLVE_RETRY, and
         the planner's RELEASE): conditional on the current status.
@@ -234,6 +235,9 @@ class Store(Protocol):
         RESCHEDULE sets due_at. REPLAY and RESOLVE_RETRY set due_at (default now), start a new
         attempt budget (attempts = 0) while generation keeps counting, and drop a deadline
         that has passed. Every move bumps version.
+        A REPLAY is admitted like an enqueue: one that would take its queue's or tenant's
+        backlog past its max_backlog raises BacklogFull and changes nothing, unless
+        `ignore_backlog` (an operator's override).
         Raises JobNotFound, or IllegalTransition when the status forbids the move.
         """
         ...

@@ -13,7 +13,8 @@ claim spends the keys' tokens and counts their starts. The relay's dispatch of o
 queues (dispatch_outbox) makes the same choice over those queues when a control concerns them,
 starts the attempts held by DISPATCH_HOLDER and writes their outbox events in the same
 transaction. An enqueue into a queue or
-tenant with a max_backlog locks that row likewise, counts its backlog and refuses past it.
+tenant with a max_backlog locks that row likewise, counts its backlog and refuses past it;
+so does a replay, unless the operator overrides the bound (ignore_backlog).
 """
 
 from __future__ import annotations
@@ -45,7 +46,7 @@ from duetime.core.flow import (
 )
 from duetime.core.models import Claim, NewJob
 from duetime.core.outbox import DISPATCH_HOLDER, Dispatch, OutboxEvent
-from duetime.core.states import Event
+from duetime.core.states import Event, JobStatus, next_status
 from duetime.store.driver import Connection, Driver, Row
 from duetime.store.rows import (
     ToTime,
@@ -509,6 +510,37 @@ class QueuesTenantsFlow(QueuesOutbox, Limits):
         fresh = [j for j in jobs if j.schedule_id is None]
         queues = Counter(j.queue for j in fresh if j.queue in controls.queue_backlogs)
         tenants = Counter(j.tenant for j in fresh if j.tenant in controls.tenant_backlogs)
+        self._admit_counts(c, queues, tenants)
+
+    def _admit_replay(
+        self, c: Connection, controls: FlowControls, job_id: int, tenant: str | None
+    ) -> None:
+        """Refuse (BacklogFull) a replay that would take its queue's or tenant's backlog past
+        its max_backlog, as an enqueue of the job would be (an occurrence's too: a replay is
+        an operator's, not the planner's)."""
+        if not controls.bounds_backlog:
+            return
+        row = c.one("select_job", id=job_id, tenant=tenant)
+        if row is None or next_status(Event.REPLAY, JobStatus(row["status"])) is None:
+            return  # the move itself says why it cannot happen
+        queue, owner = row["queue"], row["tenant"]
+        self._admit_counts(
+            c,
+            Counter({queue: 1} if queue in controls.queue_backlogs else {}),
+            Counter({owner: 1} if owner in controls.tenant_backlogs else {}),
+            replay_of=job_id,
+        )
+
+    def _admit_counts(
+        self,
+        c: Connection,
+        queues: Counter[str],
+        tenants: Counter[str],
+        *,
+        replay_of: int | None = None,
+    ) -> None:
+        """Refuse (BacklogFull) adding these many jobs to these queues' and tenants' backlogs
+        when one would go past its max_backlog; the rows stay locked until the commit."""
         for kind, counted in (("queue", queues), ("tenant", tenants)):
             for name in sorted(counted):
                 row = c.one(f"lock_{kind}_backlog", **{kind: name})
@@ -518,7 +550,9 @@ class QueuesTenantsFlow(QueuesOutbox, Limits):
                 found = c.one(f"{kind}_backlog", **{kind: name})
                 backlog = int(found["n"]) if found is not None else 0
                 if backlog + counted[name] > limit:
-                    raise BacklogFull(kind, name, limit, backlog, BACKLOG_RETRY_AFTER)
+                    raise BacklogFull(
+                        kind, name, limit, backlog, BACKLOG_RETRY_AFTER, replay_of=replay_of
+                    )
 
 
 # the limits filters of claim_candidates when no limit exists: nothing blocked

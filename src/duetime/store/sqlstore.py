@@ -611,11 +611,16 @@ class SQLStore(SchedulesNodesTokens, QueuesTenantsFlow):
         *,
         tenant: str | None = None,
         due_at: datetime | None = None,
+        ignore_backlog: bool = False,
     ) -> Job:
         replay = event in (Event.REPLAY, Event.RESOLVE_RETRY)  # a fresh start, due now
         if replay and due_at is None:
             due_at = now
+        bounded = event is Event.REPLAY and not ignore_backlog
+        controls = self.flow_controls() if bounded else None  # a max_backlog admits a replay
         with self.driver.transaction() as c:
+            if controls is not None:
+                self._admit_replay(c, controls, job_id, tenant)
             moved = move(c, job_id, event, now, tenant=tenant, due_at=due_at, replay=replay)
             job = load_job(c, self._t, job_id, tenant, True)
             if moved and job is not None and job.status is JobStatus.SCHEDULED:

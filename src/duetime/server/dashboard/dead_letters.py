@@ -93,6 +93,7 @@ def bulk_replay(
     queue: Annotated[str | None, Form()] = None,
     tenant: Annotated[str | None, Form()] = None,
     per_second: Annotated[str | None, Form()] = None,
+    ignore_backlog: Annotated[str | None, Form()] = None,
 ) -> Response:
     who = user(request)
     refused = guard(request, who, csrf_token, Role.ADMIN)
@@ -121,7 +122,13 @@ def bulk_replay(
                 f"at {rate:g} a second, {len(chosen)} jobs would take over "
                 f"{MAX_REPLAY_SECONDS} s; raise the pace or use `duetime dlq replay`"
             )
-        report = operators.replay_many(app, chosen, tenant=who.tenant_filter, per_second=rate)
+        report = operators.replay_many(
+            app,
+            chosen,
+            tenant=who.tenant_filter,
+            per_second=rate,
+            ignore_backlog=ignore_backlog is not None,  # a checkbox: sent only when ticked
+        )
     except DuetimeError as exc:
         if is_unavailable(exc):
             raise

@@ -6,6 +6,7 @@ import json
 import re
 from datetime import UTC, datetime
 from typing import Any
+from urllib.parse import quote
 from zoneinfo import ZoneInfo
 
 from markupsafe import Markup, escape
@@ -117,6 +118,13 @@ def attempt_dur(attempt: Attempt, now: datetime) -> str:
     return duration(seconds) + (" …" if attempt.finished_at is None else "")
 
 
+def segment(value: str) -> str:
+    """A name as one URL path segment: every '/', '%', '?', '#' and space escaped, so a queue
+    named '../tenants/acme' links to its own route and not to another one (the routes take
+    such names with a {name:name} parameter: server/paths.py)."""
+    return quote(str(value), safe="")
+
+
 def pretty_json(value: Any) -> str:
     return json.dumps(value, indent=2, sort_keys=True, ensure_ascii=False)
 
@@ -133,4 +141,5 @@ FILTERS = {
     "every_text": every_text,
     "wbr": breakable,
     "pretty": pretty_json,
+    "segment": segment,
 }

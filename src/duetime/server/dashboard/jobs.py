@@ -345,9 +345,15 @@ def replay_job(
     job_id: str,
     csrf_token: Annotated[str | None, Form()] = None,
     back: Annotated[str | None, Form()] = None,
+    ignore_backlog: Annotated[str | None, Form()] = None,
 ) -> Response:
+    override = ignore_backlog is not None  # a checkbox: sent only when ticked
+
     def act(app: App, number: int) -> tuple[Job, str]:
-        job = app.replay(number)
+        who = user(request) if override else None
+        if override and (who is None or not who.role.allows(Role.ADMIN)):
+            raise InvalidRequest("only admins may ignore a max backlog; replay without it")
+        job = app.replay(number, ignore_backlog=override)
         return job, f"Job {number} replayed: it is scheduled again, due {rfc3339(job.due_at)}."
 
     return _job_action(request, job_id, csrf_token, back, act)

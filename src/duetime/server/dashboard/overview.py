@@ -1,5 +1,5 @@
 """/: the overview page, figures by status and queue, lag and throughput, each queue's
-dispatch mode and outbox backlog."""
+dispatch mode and (admins) outbox backlog."""
 
 from __future__ import annotations
 
@@ -27,8 +27,10 @@ def overview(request: Request) -> Response:
     outbox = state.app.outbox_status()
     backlog = {q.queue: q for q in outbox.queues}
     modes = {q.queue: q for q in state.app.store.queue_settings()}
+    # the outbox's figures are every tenant's: a tenant's token sees its own queues' modes only
+    shown = {*modes, *backlog, *(q for q, _ in queues)} if who.sees_all else {q for q, _ in queues}
     dispatch = []
-    for name in sorted({*modes, *backlog, *(q for q, _ in queues)}):
+    for name in sorted(shown):
         waiting = backlog.get(name)
         oldest = waiting.oldest_created_at if waiting is not None else None
         dispatch.append(

@@ -18,6 +18,7 @@ from duetime.core.tokens import Role
 from duetime.server.dashboard.forms import guard, opt
 from duetime.server.dashboard.render import render
 from duetime.server.dashboard.session import go_back, to_login, user
+from duetime.server.paths import named
 from duetime.server.state import duetime_app
 from duetime.store import is_unavailable
 
@@ -44,7 +45,7 @@ def queues_page(request: Request) -> Response:
     )
 
 
-@router.post("/queues/{name}/pause")
+@router.post(named("/queues/{name}/pause"))
 def pause_queue(
     request: Request, name: str, csrf_token: Annotated[str | None, Form()] = None
 ) -> Response:
@@ -56,7 +57,7 @@ def pause_queue(
     )
 
 
-@router.post("/queues/{name}/resume")
+@router.post(named("/queues/{name}/resume"))
 def resume_queue(
     request: Request, name: str, csrf_token: Annotated[str | None, Form()] = None
 ) -> Response:
@@ -68,7 +69,7 @@ def resume_queue(
     )
 
 
-@router.post("/queues/{name}/limits")
+@router.post(named("/queues/{name}/limits"))
 def set_queue_limits(
     request: Request,
     name: str,
@@ -91,7 +92,7 @@ def set_queue_limits(
     return _act(request, csrf_token, f"Queue {name!r} changed.", act)
 
 
-@router.post("/tenants/{name}/limits")
+@router.post(named("/tenants/{name}/limits"))
 def set_tenant_limits(
     request: Request,
     name: str,

@@ -45,7 +45,13 @@ from duetime.core.limits import (
     updated_settings,
 )
 from duetime.core.models import Attempt, Enqueued, Job, JobFilter, NewJob, Tick, unserved
-from duetime.core.outbox import Dispatch, OutboxFigures, QueueSettings, dispatch_mode
+from duetime.core.outbox import (
+    Dispatch,
+    OutboxFigures,
+    QueueSettings,
+    check_window,
+    dispatch_mode,
+)
 from duetime.core.recurrence import Fire
 from duetime.core.requests import (
     DEFAULT_MAX_ATTEMPTS,
@@ -1050,8 +1056,9 @@ class App:
             raise InvalidRequest(f"no limit {key!r}; `duetime limits list` shows the limits")
 
     def outbox_status(self, window_seconds: float = 60.0) -> OutboxFigures:
-        """The outbox: unpublished events, the oldest one's age, the publish rate."""
-        return self.store.outbox_figures(self.clock.now(), window_seconds)
+        """The outbox: unpublished events, the oldest one's age, the publish rate over the
+        last `window_seconds` (1 s to 1 day)."""
+        return self.store.outbox_figures(self.clock.now(), check_window(window_seconds))
 
     def replay_dead(
         self,

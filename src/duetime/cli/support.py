@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime, timedelta
 from types import TracebackType
-from typing import Any, NoReturn, TextIO
+from typing import Any, NoReturn, TextIO, TypeVar
 
 from duetime.client import App
 from duetime.core.durations import parse_duration
@@ -22,6 +22,8 @@ from duetime.core.flow import FlowCounts, parse_limit
 from duetime.core.limits import LimitStatus
 from duetime.core.requests import parse_instant
 from duetime.store import missing_database, url_scheme
+
+T = TypeVar("T")
 
 
 def load_app(spec: str) -> App:
@@ -198,6 +200,20 @@ def limit_flag(text: str) -> int | None:
 def seconds(text: str) -> float:
     """A duration flag (30s, 5m, 1h30m, or plain seconds) in seconds."""
     return duration(text).total_seconds()
+
+
+def checked(check: Callable[[str], T]) -> Callable[[str], T]:
+    """An argparse type from a core check (the one that the API and the dashboard use too):
+    its InvalidRequest is a usage error, one line, exit 2."""
+
+    def parse(text: str) -> T:
+        try:
+            return check(text)
+        except InvalidRequest as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+
+    parse.__name__ = check.__name__
+    return parse
 
 
 # -- progress -----------------------------------------------------------------------------------

@@ -104,3 +104,21 @@ def test_cli_refuses_overflowing_durations_in_one_line(
     assert code == 2, err
     assert words in err and "Traceback" not in err, err
     assert err.strip().splitlines()[-1].startswith("duetime"), err
+
+
+@pytest.mark.parametrize(
+    ("argv", "words"),
+    [
+        (["queues", "set", "q", "--concurrency", str(2**63)], "from 0 to 1000000000"),
+        (["tenants", "set", "t", "--max-backlog", str(2**63)], "from 0 to 1000000000"),
+        (["queues", "set", "q", "--weight", "5e-324"], "weight must be a number from 0.01"),
+        (["tenants", "set", "t", "--weight", "1e300"], "weight must be a number from 0.01"),
+        (["tenants", "set", "t", "--weight", "nan"], "weight must be a number from 0.01"),
+    ],
+)
+def test_cli_refuses_out_of_range_flow_settings(
+    argv: list[str], words: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    url = f"sqlite:///{tmp_path / 'a.db'}"
+    code, err = _cli([*argv, "--database-url", url], capsys)
+    assert code == 2 and words in err and "Traceback" not in err, err

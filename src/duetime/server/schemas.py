@@ -18,6 +18,8 @@ from pydantic import (
     model_validator,
 )
 
+from duetime.core.flow import MAX_LIMIT, MAX_WEIGHT, MIN_WEIGHT
+
 
 def clean_text(value: str) -> str:
     """Refuse text no database can store: NUL characters and lone surrogates."""
@@ -355,8 +357,16 @@ class PointOut(BaseModel):
 
 # -- flow control of queues and tenants (docs/flow-control.md) --------------------------------
 
-LIMIT_FIELD = Field(default=None, ge=0, le=10**9, description="null: no limit")
-WEIGHT_FIELD = Field(default=None, gt=0, le=10**6, description="share of a claim; default 1")
+LIMIT_FIELD = Field(
+    default=None, ge=0, le=MAX_LIMIT, strict=True, description="a whole number; null: no limit"
+)
+WEIGHT_FIELD = Field(
+    default=None,
+    ge=MIN_WEIGHT,
+    le=MAX_WEIGHT,
+    strict=True,
+    description="share of a claim; default 1",
+)
 WAITING_FIELD = Field(
     description="of the backlog, the jobs due and not started: scheduled, due_at passed"
 )
@@ -406,7 +416,7 @@ class LimitsIn(BaseModel):
 
 
 class QueueIn(LimitsIn):
-    paused: bool | None = None
+    paused: bool | None = Field(default=None, strict=True)
 
 
 class RecentOut(BaseModel):

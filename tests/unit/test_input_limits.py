@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import json
+import re
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -12,7 +15,8 @@ from duetime.cli import main
 from duetime.core.durations import parse_duration
 from duetime.core.errors import InvalidRequest
 from duetime.core.outbox import check_window
-from duetime.core.requests import dump_args
+from duetime.core.requests import dump_args, load_args
+from duetime.core.schedule_spec import build_spec
 
 
 def test_dump_args_limits_nesting() -> None:
@@ -122,3 +126,40 @@ def test_cli_refuses_out_of_range_flow_settings(
     url = f"sqlite:///{tmp_path / 'a.db'}"
     code, err = _cli([*argv, "--database-url", url], capsys)
     assert code == 2 and words in err and "Traceback" not in err, err
+
+
+# -- schedules: the API's bounds in the core; the zone's length and the args' nesting first --
+
+
+@pytest.mark.parametrize(
+    ("option", "value", "words"),
+    [
+        ("every", "367d", "interval must be at most 366d"),
+        ("every", -1e300, "interval must not be negative"),
+        ("jitter", "2d", "jitter must be at most 1d"),
+        ("catchup_window", "400d", "catch-up window must be at most 366d"),
+        ("late_after", "400d", "late_after must be at most 366d"),
+        ("timezone", "A" * 300, "time zone is 300 characters; the limit is 100"),
+        ("timezone", "Europe/" + "x" * 300, "the limit is 100"),
+        ("args", {"a": json.loads("[" * 500 + "]" * 500)}, "args nest more than 64"),
+    ],
+)
+def test_schedule_definitions_are_bounded_as_the_api_says(
+    option: str, value: object, words: str
+) -> None:
+    options: dict[str, Any] = {"timezone": "UTC", "every": "1h", option: value}
+    with pytest.raises(InvalidRequest, match=re.escape(words)):
+        build_spec("s", "t", **options)
+
+
+@pytest.mark.parametrize("text", ["[" * 1000, '{"a": ' + "[" * 100_000 + "]" * 100_000 + "}"])
+def test_args_text_nesting_is_checked_before_parsing(text: str) -> None:
+    with pytest.raises(InvalidRequest, match="args nest more than 64"):
+        load_args(text)
+    flat = '{"a": "' + "[" * 1000 + '"}'  # brackets inside a string do not nest
+    assert load_args(flat) == {"a": "[" * 1000}
+
+
+def test_cli_args_nesting_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
+    code, err = _cli(["enqueue", "t", "--args", "[" * 1000], capsys)
+    assert code == 2 and "args nest more than 64" in err and "Traceback" not in err, err

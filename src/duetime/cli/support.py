@@ -20,7 +20,7 @@ from duetime.core.durations import parse_duration
 from duetime.core.errors import ConfigurationError, InvalidRequest
 from duetime.core.flow import FlowCounts, parse_limit
 from duetime.core.limits import LimitStatus
-from duetime.core.requests import parse_instant
+from duetime.core.requests import check_nesting, parse_instant
 from duetime.store import missing_database, url_scheme
 
 T = TypeVar("T")
@@ -124,7 +124,10 @@ def json_object(text: str) -> dict[str, Any]:
     if not text:
         return {}
     try:
+        check_nesting(text)
         value = json.loads(text)
+    except InvalidRequest as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
     except json.JSONDecodeError as exc:
         raise argparse.ArgumentTypeError(f"not valid JSON: {exc}") from None
     if not isinstance(value, dict):

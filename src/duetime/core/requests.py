@@ -5,10 +5,12 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from itertools import accumulate
 from typing import Any
 
 from duetime.core.durations import parse_duration
@@ -129,6 +131,32 @@ def _nesting(value: Any) -> int:
         children = item.values() if isinstance(item, Mapping) else item
         stack.extend((c, depth + 1) for c in children if isinstance(c, Mapping | list | tuple))
     return deepest
+
+
+_JSON_STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
+_DEPTH_STEP = {"[": 1, "{": 1, "]": -1, "}": -1}
+
+
+def check_nesting(text: str) -> None:
+    """Refuse JSON text whose lists and objects nest more than MAX_ARGS_DEPTH deep, before
+    it is parsed: a parser recursing into 1,000 levels fails with RecursionError."""
+    if text.count("[") + text.count("{") > MAX_ARGS_DEPTH:
+        bare = _JSON_STRING.sub("", text)
+        depth = max(accumulate(_DEPTH_STEP.get(c, 0) for c in bare), default=0)
+        if depth > MAX_ARGS_DEPTH:
+            raise InvalidRequest(
+                f"args nest more than {MAX_ARGS_DEPTH} levels deep; flatten the structure"
+            )
+
+
+def load_args(text: str) -> Any:
+    """JSON text typed as args (the dashboard's forms), its nesting checked first. The value
+    is not checked further (dump_args does that)."""
+    check_nesting(text)
+    try:
+        return json.loads(text)
+    except ValueError as exc:
+        raise InvalidRequest(f"args are not JSON ({exc}); write an object like {{}}") from None
 
 
 def dump_args(args: Any, max_bytes: int) -> tuple[dict[str, Any], str]:

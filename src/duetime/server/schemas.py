@@ -19,6 +19,13 @@ from pydantic import (
 )
 
 from duetime.core.flow import MAX_LIMIT, MAX_WEIGHT, MIN_WEIGHT
+from duetime.core.recurrence import MAX_ZONE_NAME
+from duetime.core.schedule_spec import (
+    MAX_EVERY_SECONDS,
+    MAX_JITTER_SECONDS,
+    MAX_LATE_AFTER_SECONDS,
+    MAX_WINDOW_SECONDS,
+)
 
 
 def clean_text(value: str) -> str:
@@ -238,20 +245,20 @@ class ScheduleFields(BaseModel):
     task: Text | None = Field(default=None, min_length=1, max_length=200)
     args: dict[str, Any] | None = None
     cron: Text | None = Field(default=None, min_length=1, max_length=200)
-    every_seconds: float | None = Field(default=None, gt=0, le=366 * 86400)
-    timezone: Text | None = Field(default=None, min_length=1, max_length=100)
+    every_seconds: float | None = Field(default=None, ge=1, le=MAX_EVERY_SECONDS)
+    timezone: Text | None = Field(default=None, min_length=1, max_length=MAX_ZONE_NAME)
     misfire: Literal["skip", "catch_up", "coalesce"] | None = None
-    catchup_window_seconds: float | None = Field(default=None, ge=0, le=366 * 86400)
+    catchup_window_seconds: float | None = Field(default=None, ge=60, le=MAX_WINDOW_SECONDS)
     overlap: Literal["allow", "skip", "buffer_one", "buffer_all", "cancel_other"] | None = None
     dst_gap: Literal["skip", "shift"] | None = None
     dst_fold: Literal["first", "second", "both"] | None = None
     start_at: Instant | None = None
     end_at: Instant | None = None
-    jitter_seconds: float | None = Field(default=None, ge=0, le=86400)
+    jitter_seconds: float | None = Field(default=None, ge=0, le=MAX_JITTER_SECONDS)
     late_after_seconds: float | None = Field(
         default=None,
-        ge=0,
-        le=366 * 86400,
+        ge=2,
+        le=MAX_LATE_AFTER_SECONDS,
         description="a tick handled this long after its time is late; leave out (or, to "
         "change a schedule back, send null) for late once the next tick is due",
     )
@@ -267,7 +274,7 @@ def addressable_name(value: str) -> str:
 class ScheduleIn(ScheduleFields):
     name: Annotated[Text, AfterValidator(addressable_name)] = Field(min_length=1, max_length=200)
     task: Text = NAME
-    timezone: Text = Field(min_length=1, max_length=100)
+    timezone: Text = Field(min_length=1, max_length=MAX_ZONE_NAME)
 
 
 class FireOut(BaseModel):

@@ -163,3 +163,25 @@ def test_args_text_nesting_is_checked_before_parsing(text: str) -> None:
 def test_cli_args_nesting_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
     code, err = _cli(["enqueue", "t", "--args", "[" * 1000], capsys)
     assert code == 2 and "args nest more than 64" in err and "Traceback" not in err, err
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["jobs", "show", "99999999999999999999"],
+        ["jobs", "cancel", str(2**63)],
+        ["jobs", "list", "--cursor", "99999999999999999999"],
+        ["jobs", "list", "--limit", "99999999999999999999"],
+        ["dlq", "list", "--cursor", str(2**63)],
+        ["dlq", "replay", "99999999999999999999"],
+        ["tokens", "revoke", "99999999999999999999"],
+        ["tokens", "revoke", "0"],
+    ],
+)
+def test_cli_refuses_ids_and_counts_no_column_holds(
+    argv: list[str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The same class as the flow settings: 2**63 reached SQLite ("Python int too large to
+    convert to SQLite INTEGER", exit 1); now a usage error before anything is opened."""
+    code, err = _cli([*argv, "--database-url", f"sqlite:///{tmp_path / 'a.db'}"], capsys)
+    assert code == 2 and "from 1 to" in err and "Traceback" not in err, err

@@ -8,7 +8,16 @@ import sys
 from typing import Any
 
 from duetime import operators
-from duetime.cli.support import Progress, make_app, out, positive_float, positive_int, table, when
+from duetime.cli.support import (
+    Progress,
+    an_id,
+    make_app,
+    out,
+    positive_float,
+    positive_int,
+    table,
+    when,
+)
 from duetime.core.errors import ConfigurationError
 from duetime.core.models import Attempt, Job, attempt_to_json, page_of
 from duetime.core.states import JobStatus
@@ -22,14 +31,14 @@ def add_parsers(sub: Any, parents: list[argparse.ArgumentParser]) -> None:
     p.add_argument("--task", help="only dead jobs of this task")
     p.add_argument("--queue", help="only dead jobs of this queue")
     p.add_argument("--limit", type=positive_int, default=50, help="at most this many (50)")
-    p.add_argument("--cursor", type=int, help="show jobs older than this id (next_cursor)")
+    p.add_argument("--cursor", type=an_id, help="show jobs older than this id (next_cursor)")
     p.add_argument("--json", action="store_true", help='print {"items": [...], "next_cursor": ...}')
     p.set_defaults(func=cmd_dlq_list)
 
     p = dlq.add_parser(
         "replay", parents=parents, help="replay dead jobs: ids, or all matching a filter"
     )
-    p.add_argument("ids", nargs="*", type=int, metavar="ID", help="dead jobs to replay")
+    p.add_argument("ids", nargs="*", type=an_id, metavar="ID", help="dead jobs to replay")
     p.add_argument("--task", help="replay every dead job of this task")
     p.add_argument("--queue", help="replay every dead job of this queue")
     p.add_argument("--all", action="store_true", help="replay every dead job of the tenant")

@@ -20,7 +20,7 @@ from duetime.core.durations import parse_duration
 from duetime.core.errors import ConfigurationError, InvalidRequest
 from duetime.core.flow import FlowCounts, parse_limit
 from duetime.core.limits import LimitStatus
-from duetime.core.requests import check_nesting, parse_instant
+from duetime.core.requests import check_nesting, parse_id, parse_instant
 from duetime.store import missing_database, url_scheme
 
 T = TypeVar("T")
@@ -169,11 +169,22 @@ def port(text: str) -> int:
     return value
 
 
+MAX_FLAG_INT = 2**31 - 1  # the largest count a flag takes (--limit, --concurrency, ...)
+
+
 def positive_int(text: str) -> int:
     value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    if not 1 <= value <= MAX_FLAG_INT:
+        raise argparse.ArgumentTypeError(f"must be from 1 to {MAX_FLAG_INT}, got {value}")
     return value
+
+
+def an_id(text: str) -> int:
+    """A job's or a token's id, or a --cursor (next_cursor): 1 to 2**63 - 1."""
+    try:
+        return parse_id(text, "id")
+    except InvalidRequest as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def _positive_int(text: str) -> int:

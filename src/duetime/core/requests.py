@@ -117,6 +117,21 @@ def _check_int(value: Any, what: str, low: int, high: int) -> int:
     return value
 
 
+MAX_ID = 2**63 - 1  # job, schedule and token ids: BIGINT columns
+
+
+def parse_id(text: str, what: str) -> int:
+    """An id as typed (ASCII digits, 1 to MAX_ID), or InvalidRequest: a larger number would
+    not fit the column (SQLite raised OverflowError)."""
+    digits = text.strip()
+    if not (digits.isascii() and digits.isdigit()) or len(digits) > 19 or int(digits) == 0:
+        raise InvalidRequest(f"{what} must be a whole number from 1 to {MAX_ID}, got {text!r}")
+    number = int(digits)
+    if number > MAX_ID:
+        raise InvalidRequest(f"{what} must be a whole number from 1 to {MAX_ID}, got {text!r}")
+    return number
+
+
 TENANT_LIMIT = 100  # characters
 MAX_ARGS_DEPTH = 64  # deeper JSON is refused: parsers and serializers give up around 500
 

@@ -245,10 +245,10 @@ class ScheduleFields(BaseModel):
     task: Text | None = Field(default=None, min_length=1, max_length=200)
     args: dict[str, Any] | None = None
     cron: Text | None = Field(default=None, min_length=1, max_length=200)
-    every_seconds: float | None = Field(default=None, ge=1, le=MAX_EVERY_SECONDS)
+    every_seconds: float | None = Field(default=None, gt=0, le=MAX_EVERY_SECONDS)
     timezone: Text | None = Field(default=None, min_length=1, max_length=MAX_ZONE_NAME)
     misfire: Literal["skip", "catch_up", "coalesce"] | None = None
-    catchup_window_seconds: float | None = Field(default=None, ge=60, le=MAX_WINDOW_SECONDS)
+    catchup_window_seconds: float | None = Field(default=None, ge=0, le=MAX_WINDOW_SECONDS)
     overlap: Literal["allow", "skip", "buffer_one", "buffer_all", "cancel_other"] | None = None
     dst_gap: Literal["skip", "shift"] | None = None
     dst_fold: Literal["first", "second", "both"] | None = None
@@ -257,7 +257,7 @@ class ScheduleFields(BaseModel):
     jitter_seconds: float | None = Field(default=None, ge=0, le=MAX_JITTER_SECONDS)
     late_after_seconds: float | None = Field(
         default=None,
-        ge=2,
+        ge=0,
         le=MAX_LATE_AFTER_SECONDS,
         description="a tick handled this long after its time is late; leave out (or, to "
         "change a schedule back, send null) for late once the next tick is due",

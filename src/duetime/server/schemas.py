@@ -172,11 +172,11 @@ class JobIn(BaseModel):
     task: Text = NAME
     args: dict[str, Any] = Field(default_factory=dict)
     queue: Text | None = Field(default=None, min_length=1, max_length=200)
-    priority: int | None = Field(default=None, ge=-1000, le=1000)
+    priority: int | None = Field(default=None, ge=-1000, le=1000, strict=True)
     due_at: Instant | None = None
-    delay_seconds: float | None = Field(default=None, ge=0, le=10 * 365 * 86400)
+    delay_seconds: float | None = Field(default=None, ge=0, le=10 * 365 * 86400, strict=True)
     deadline_at: Instant | None = None
-    max_attempts: int | None = Field(default=None, ge=1, le=1000)
+    max_attempts: int | None = Field(default=None, ge=1, le=1000, strict=True)
     business_key: Text | None = Field(default=None, min_length=1, max_length=500)
 
     @model_validator(mode="after")
@@ -195,7 +195,9 @@ class RescheduleIn(BaseModel):
 class ResolveIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    done: bool = Field(description="true: the effect happened (succeeded); false: run again now")
+    done: bool = Field(
+        strict=True, description="true: the effect happened (succeeded); false: run again now"
+    )
 
 
 class ScheduleOut(BaseModel):
@@ -245,20 +247,23 @@ class ScheduleFields(BaseModel):
     task: Text | None = Field(default=None, min_length=1, max_length=200)
     args: dict[str, Any] | None = None
     cron: Text | None = Field(default=None, min_length=1, max_length=200)
-    every_seconds: float | None = Field(default=None, gt=0, le=MAX_EVERY_SECONDS)
+    every_seconds: float | None = Field(default=None, gt=0, le=MAX_EVERY_SECONDS, strict=True)
     timezone: Text | None = Field(default=None, min_length=1, max_length=MAX_ZONE_NAME)
     misfire: Literal["skip", "catch_up", "coalesce"] | None = None
-    catchup_window_seconds: float | None = Field(default=None, ge=0, le=MAX_WINDOW_SECONDS)
+    catchup_window_seconds: float | None = Field(
+        default=None, ge=0, le=MAX_WINDOW_SECONDS, strict=True
+    )
     overlap: Literal["allow", "skip", "buffer_one", "buffer_all", "cancel_other"] | None = None
     dst_gap: Literal["skip", "shift"] | None = None
     dst_fold: Literal["first", "second", "both"] | None = None
     start_at: Instant | None = None
     end_at: Instant | None = None
-    jitter_seconds: float | None = Field(default=None, ge=0, le=MAX_JITTER_SECONDS)
+    jitter_seconds: float | None = Field(default=None, ge=0, le=MAX_JITTER_SECONDS, strict=True)
     late_after_seconds: float | None = Field(
         default=None,
         ge=0,
         le=MAX_LATE_AFTER_SECONDS,
+        strict=True,
         description="a tick handled this long after its time is late; leave out (or, to "
         "change a schedule back, send null) for late once the next tick is due",
     )
@@ -315,11 +320,11 @@ MAX_REPLAY_SECONDS = 30  # a request waits at most this long; longer: `duetime d
 class DeadLetterReplayIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    ids: list[Annotated[int, Field(ge=1, le=2**63 - 1)]] | None = Field(
+    ids: list[Annotated[int, Field(ge=1, le=2**63 - 1, strict=True)]] | None = Field(
         default=None, max_length=100_000
     )
     filter: DeadLetterFilter | None = None
-    per_second: float | None = Field(default=None, gt=0, le=10_000)
+    per_second: float | None = Field(default=None, gt=0, le=10_000, strict=True)
 
     @model_validator(mode="after")
     def _one_selection(self) -> DeadLetterReplayIn:

@@ -128,7 +128,9 @@ def misfit(sig: inspect.Signature, names: Iterable[str]) -> str | None:
     given = list(names)
     params = sig.parameters.values()
     by_keyword = [
-        p for p in params if p.kind in (inspect.Parameter.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
+        p
+        for p in params
+        if p.kind in (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
     ]
     known = {p.name for p in by_keyword}
     any_keyword = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params)

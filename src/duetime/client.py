@@ -45,7 +45,13 @@ from duetime.core.limits import (
     updated_settings,
 )
 from duetime.core.models import Attempt, Enqueued, Job, JobFilter, NewJob, Tick, unserved
-from duetime.core.outbox import Dispatch, OutboxFigures, QueueSettings, dispatch_mode
+from duetime.core.outbox import (
+    Dispatch,
+    OutboxFigures,
+    QueueSettings,
+    check_window,
+    dispatch_mode,
+)
 from duetime.core.recurrence import Fire
 from duetime.core.requests import (
     DEFAULT_MAX_ATTEMPTS,
@@ -115,6 +121,37 @@ def _update(
 _ACCEPTED_LIMIT = 256  # sets of argument names remembered per task
 
 
+def misfit(sig: inspect.Signature, names: Iterable[str]) -> str | None:
+    """Why keyword arguments of these names do not bind to `sig`, as Python words it but
+    complete: first the unexpected keywords (a typo), then the required parameters missing
+    (what the typo left out); None when neither explains it (a positional-only parameter)."""
+    given = list(names)
+    params = sig.parameters.values()
+    by_keyword = [
+        p
+        for p in params
+        if p.kind in (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+    ]
+    known = {p.name for p in by_keyword}
+    any_keyword = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params)
+    unexpected = [] if any_keyword else [n for n in given if n not in known]
+    missing = [
+        p.name for p in by_keyword if p.default is inspect.Parameter.empty and p.name not in given
+    ]
+    parts = []
+    if unexpected:
+        plural = "s" if len(unexpected) > 1 else ""
+        parts.append(f"unexpected keyword argument{plural} {_quoted(unexpected)}")
+    if missing:
+        which = "a required argument:" if len(missing) == 1 else "required arguments:"
+        parts.append(f"missing {which} {_quoted(missing)}")
+    return "; ".join(parts) or None
+
+
+def _quoted(names: list[str]) -> str:
+    return ", ".join(repr(n) for n in names)
+
+
 @dataclass(frozen=True)
 class Task(Generic[P, R]):
     """A registered handler. Calling it runs the function directly; `defer(...)` enqueues a
@@ -164,7 +201,8 @@ class Task(Generic[P, R]):
             sig.bind(**args)
         except TypeError as exc:
             name = getattr(self.fn, "__name__", self.name)
-            raise ArgsMismatch(self.name, f"{name}{sig}", f"{exc}{where}") from None
+            reason = misfit(sig, args) or str(exc)
+            raise ArgsMismatch(self.name, f"{name}{sig}", f"{reason}{where}") from None
         if len(accepted) < _ACCEPTED_LIMIT:
             accepted.add(names)
 
@@ -206,7 +244,8 @@ class Task(Generic[P, R]):
         try:
             bound = sig.bind(*args, **kwargs)
         except TypeError as exc:
-            raise ArgsMismatch(self.name, f"{name}{sig}", str(exc)) from None
+            reason = (misfit(sig, kwargs) if not args else None) or str(exc)
+            raise ArgsMismatch(self.name, f"{name}{sig}", reason) from None
         stored: dict[str, Any] = {}
         for param, value in bound.arguments.items():
             kind = sig.parameters[param].kind
@@ -1064,8 +1103,9 @@ class App:
             raise InvalidRequest(f"no limit {key!r}; `duetime limits list` shows the limits")
 
     def outbox_status(self, window_seconds: float = 60.0) -> OutboxFigures:
-        """The outbox: unpublished events, the oldest one's age, the publish rate."""
-        return self.store.outbox_figures(self.clock.now(), window_seconds)
+        """The outbox: unpublished events, the oldest one's age, the publish rate over the
+        last `window_seconds` (1 s to 1 day)."""
+        return self.store.outbox_figures(self.clock.now(), check_window(window_seconds))
 
     def replay_dead(
         self,

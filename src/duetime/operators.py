@@ -14,6 +14,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, Protocol
 
 from duetime.core.clock import Clock
+from duetime.core.durations import parse_duration
 from duetime.core.errors import BacklogFull, DuetimeError, InvalidRequest, JobNotFound
 from duetime.core.flow import (
     KEEP,
@@ -72,6 +73,8 @@ def create_token(
     """A new token and its secret; the secret is shown once and only its hash is kept.
     With `expires_in` the token is refused from that long after now."""
     check_url_name(tenant, "tenant", TENANT_LIMIT)  # the same rule as the jobs the token creates
+    if expires_in is not None:  # at most 100 years, as every duration
+        expires_in = parse_duration(expires_in, "a token's expiry")
     if expires_in is not None and expires_in <= timedelta(0):
         raise InvalidRequest("a token's expiry must be in the future, such as 30d or 12h")
     secret = new_secret()
@@ -350,7 +353,7 @@ def set_queue_flow(
     weight: float | None = None,
 ) -> QueueSettings:
     """Pause or resume a queue, or change its limits (KEEP/None: see Store.set_queue)."""
-    queue = check_name(name, "queue", 100)
+    queue = check_url_name(name, "queue", 100)
     settings = app.store.set_queue(
         queue,
         app.clock.now(),
@@ -372,7 +375,7 @@ def set_tenant_flow(
     weight: float | None = None,
 ) -> TenantSettings:
     """Change a tenant's limits (KEEP/None: see Store.set_tenant)."""
-    tenant = check_name(name, "tenant", TENANT_LIMIT)
+    tenant = check_url_name(name, "tenant", TENANT_LIMIT)
     settings = app.store.set_tenant(
         tenant,
         app.clock.now(),

@@ -13,7 +13,7 @@ import pytest
 
 from duetime import operators
 from duetime.core.clock import ManualClock
-from duetime.core.errors import BacklogFull
+from duetime.core.errors import BacklogFull, InvalidRequest
 from duetime.core.flow import FlowCounts
 from duetime.core.models import Outcome
 from duetime.core.states import AttemptStatus, Event, JobStatus
@@ -288,3 +288,29 @@ def test_a_weighted_queue_behind_a_flood_gets_its_share(store: Store, clock: Man
     store.set_queue("urgent", clock.now(), weight=1.5)
     claims = store.claim(worker_id="w", queues=["bulk", "urgent"], limit=5, now=clock.now())
     assert Counter(c.job.queue for c in claims) == {"urgent": 3, "bulk": 2}
+
+
+@pytest.mark.parametrize(
+    ("setting", "value"),
+    [
+        ("concurrency", 2**63),
+        ("max_backlog", 2**63),
+        ("concurrency", 10**9 + 1),
+        ("concurrency", True),
+        ("max_backlog", False),
+        ("concurrency", "5"),
+        ("weight", 5e-324),
+        ("weight", 1e6),
+        ("weight", float("nan")),
+        ("weight", True),
+    ],
+)
+def test_every_store_refuses_out_of_range_flow_settings(
+    store: Store, clock: ManualClock, setting: str, value: object
+) -> None:
+    """The bounds of docs/flow-control.md hold in the store itself: 2**63 never reaches a
+    BIGINT column (SQLite raised OverflowError, a 500 behind the API and the dashboard)."""
+    for change in (store.set_queue, store.set_tenant):
+        with pytest.raises(InvalidRequest, match=setting.replace("_", " ").split()[0]):
+            change("q", clock.now(), **{setting: value})  # type: ignore[operator]
+    assert store.queue_settings() == [] and store.tenant_settings() == []

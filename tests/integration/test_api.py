@@ -114,6 +114,12 @@ def test_enqueue_timing_fields(api: Api) -> None:
         ({"task": "t\x00x"}, "task"),
         ({"task": "t", "due_at": "2030-01-01T09:00:00Z", "delay_seconds": 5}, None),
         ({"task": "t", "deadline_at": "2000-01-01T00:00:00Z"}, "deadline_at"),
+        # a boolean or a string is not a number (issue 20: true was taken as 1, "5" as 5)
+        ({"task": "t", "priority": True}, "priority"),
+        ({"task": "t", "priority": "5"}, "priority"),
+        ({"task": "t", "max_attempts": True}, "max_attempts"),
+        ({"task": "t", "delay_seconds": "60"}, "delay_seconds"),
+        ({"task": "t", "delay_seconds": False}, "delay_seconds"),
     ],
 )
 def test_enqueue_refuses_invalid_input_field_by_field(

@@ -92,3 +92,36 @@ def test_enqueue_past_max_backlog_answers_429_with_retry_after(api: Api) -> None
     api.app.set_tenant("acme", max_backlog=1)
     other = api.call("POST", "/v1/jobs", json={"task": "t", "queue": "other"})
     assert other.status_code == 429 and "tenant 'acme'" in other.json()["detail"]
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        {"concurrency": True},
+        {"max_backlog": False},
+        {"paused": 1},
+        {"paused": "true"},
+        {"concurrency": "5"},
+        {"max_backlog": 2**63},
+        {"concurrency": 10**9 + 1},
+        {"weight": 5e-324},
+        {"weight": 1e6},
+        {"weight": True},
+        {"weight": "2"},
+    ],
+)
+def test_flow_settings_refuse_type_confusion_and_out_of_range_values(
+    api: Api, body: dict[str, object]
+) -> None:
+    """Issue 20: true became 1, false a max_backlog of 0 (refusing every enqueue), 1 a pause,
+    "5" a 5; weights of 5e-324 were taken. Each is a 422 naming its field; nothing changes."""
+    for path in ("/v1/queues/mail", "/v1/tenants/acme"):
+        if "paused" in body and "tenants" in path:
+            continue
+        r = api.call("PATCH", path, json=body, tenant="ops", role="admin")
+        assert r.status_code == 422, (path, body, r.text)
+        [problem] = r.json()["detail"]
+        assert problem["loc"][:2] == ["body", next(iter(body))], problem
+    assert api.app.store.queue_settings() == [] and api.app.store.tenant_settings() == []
+    ok = api.call("PATCH", "/v1/tenants/acme", json={"weight": 2, "concurrency": 0}, role="admin")
+    assert ok.status_code == 200 and (ok.json()["weight"], ok.json()["concurrency"]) == (2, 0)

@@ -33,7 +33,7 @@ def test_limits_round_trip(api: Api) -> None:
     guarded = api.call(
         "PUT",
         "/v1/limits/payments-api",
-        json={"breaker_threshold": 0.5, "retry_budget": "0.2"},
+        json={"breaker_threshold": 0.5, "retry_budget": 0.2},
         **admin,
     ).json()
     assert (guarded["breaker"], guarded["retries_allowed"]) == ("closed", 10)
@@ -103,3 +103,36 @@ def test_stats_show_the_limits_to_admins(api: Api) -> None:
     [limit] = stats.json()["limits"]
     assert (limit["key"], limit["concurrency"], limit["running"]) == ("api", 2, 0)
     assert api.call("GET", "/v1/stats", role="read").json().get("limits") is None
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("breaker_cooldown", -1e300),
+        ("breaker_cooldown", -99999999999999),
+        ("breaker_cooldown", 1e300),
+        ("breaker_cooldown", True),
+        ("concurrency", True),
+        ("concurrency", "5"),
+        ("burst", False),
+        ("concurrency", 2**63),
+        ("retry_budget", True),
+        ("retry_budget", "0.2"),
+        ("breaker_threshold", 1e-400),
+        ("rate", "100000000000000000000000000000000000/s"),
+        ("rate", "0.0000001/s"),
+    ],
+)
+def test_overflowing_and_confused_values_are_refused_in_one_line(
+    api: Api, field: str, value: object
+) -> None:
+    """Issue 20: -1e300 seconds was a 500 (OverflowError), true a concurrency of 1, "5" a 5,
+    1e38/s a rate. Each is a 422 naming its field; nothing is stored."""
+    admin = {"tenant": "ops", "role": "admin"}
+    body = {field: value, **({"rate": "5/s"} if field == "burst" else {})}
+    refused = api.call("PUT", "/v1/limits/api", json=body, **admin)
+    assert refused.status_code == 422, (field, value, refused.text)
+    [problem] = refused.json()["detail"]
+    assert problem["loc"][:2] == ["body", field], problem
+    assert "\n" not in problem["msg"]
+    assert api.call("GET", "/v1/limits", **admin).json() == []

@@ -246,7 +246,10 @@ def test_bad_enqueue_values_exit_2_and_store_nothing(
     [
         pytest.param(["nosuch", "--args", "{}"], "task 'nosuch' is not registered", id="unknown"),
         pytest.param(
-            ["sleep", "--args", '{"second": 1}'], "missing a required argument", id="misspelt"
+            ["sleep", "--args", '{"second": 1}'],
+            "unexpected keyword argument 'second'; missing a required argument: 'seconds'; "
+            "its handler takes sleep(seconds",
+            id="misspelt",
         ),
         pytest.param(["sleep"], "missing a required argument: 'seconds'", id="no-args"),
         pytest.param(

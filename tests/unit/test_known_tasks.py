@@ -159,3 +159,46 @@ def test_names_once_accepted_are_not_bound_again_but_others_still_are(app: App) 
     with pytest.raises(ArgsMismatch, match="unexpected keyword argument 'nam'"):
         greet.check_args({"name": "c", "nam": "d"})
     assert frozenset({"name", "nam"}) not in greet._accepted
+
+
+@pytest.mark.parametrize(
+    ("args", "reason"),
+    [
+        (
+            {"nam": "x"},
+            "unexpected keyword argument 'nam'; missing a required argument: 'name'; "
+            "its handler takes greet(name, greeting='hello')",
+        ),
+        (
+            {"nam": "x", "greting": "hi"},
+            "unexpected keyword arguments 'nam', 'greting'; missing a required argument: "
+            "'name'; its handler takes greet(name, greeting='hello')",
+        ),
+        (
+            {},
+            "missing a required argument: 'name'; its handler takes greet(name, greeting='hello')",
+        ),
+    ],
+    ids=["typo", "two-typos", "nothing"],
+)
+def test_a_refusal_names_the_unexpected_keywords_then_the_missing_then_the_signature(
+    app: App, args: dict[str, str], reason: str
+) -> None:
+    """Issue 20, section 4: a typo `nam` was never named, only the `name` it left missing."""
+    with pytest.raises(ArgsMismatch) as enqueued:
+        app.enqueue("greet", args)
+    assert str(enqueued.value) == (
+        f"args do not fit task 'greet': {reason}; pass its parameters by name as a JSON object"
+    )
+    with pytest.raises(ArgsMismatch) as deferred:
+        app.tasks["greet"].defer(**args)
+    assert str(deferred.value) == str(enqueued.value)
+
+
+def test_a_handler_with_required_keywords_names_each_missing_one(app: App) -> None:
+    @app.task(name="pair")
+    def pair(left: int, *, right: int, note: str = "") -> None:
+        pass
+
+    with pytest.raises(ArgsMismatch, match=r"missing required arguments: 'left', 'right'; its "):
+        app.enqueue("pair", {"note": "x"})

@@ -23,6 +23,7 @@ from duetime.core.limits import (
     allowance,
     breaker_allowance,
     check_limit_keys,
+    check_settings,
     limits_text,
     parse_rate,
     paused,
@@ -272,3 +273,30 @@ def test_below_the_threshold_the_breaker_stays_closed() -> None:
     state = counted(LimitState(), s, at(0), 4, 6)
     state = counted(state, s, at(1), 0, 0)
     assert counted(state, s, at(1), 1, 0).breaker == CLOSED  # 5 of 11
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"retry_budget": True},
+        {"breaker_threshold": True},
+        {"concurrency": True},
+        {"burst": "99999999999999999999", "rate": "5/s"},
+        {"rate": "100000000000000000000000000000000000000/s"},
+        {"rate": "0.00000001/s"},
+        {"rate": Rate(1e38, 1.0)},
+        {"breaker_cooldown": -1e300},
+        {"breaker_cooldown": "-99999999999999"},
+    ],
+)
+def test_limit_settings_refuse_booleans_and_out_of_range_values(change: dict[str, object]) -> None:
+    with pytest.raises(InvalidRequest):
+        updated_settings(None, "k", **change)  # type: ignore[arg-type]
+
+
+def test_every_store_checks_limit_settings_before_writing() -> None:
+    with pytest.raises(InvalidRequest, match="rate"):
+        check_settings(LimitSettings("k", rate=Rate(1e38, 1.0)))
+    with pytest.raises(InvalidRequest, match="concurrency"):
+        check_settings(LimitSettings("k", concurrency=2**63))
+    assert check_settings(LimitSettings("k", rate=Rate(5, 1.0))).rate == Rate(5, 1.0)

@@ -11,6 +11,7 @@ from duetime import operators
 from duetime.cli.support import (
     IGNORE_BACKLOG,
     Progress,
+    an_id,
     make_app,
     out,
     positive_float,
@@ -31,14 +32,14 @@ def add_parsers(sub: Any, parents: list[argparse.ArgumentParser]) -> None:
     p.add_argument("--task", help="only dead jobs of this task")
     p.add_argument("--queue", help="only dead jobs of this queue")
     p.add_argument("--limit", type=positive_int, default=50, help="at most this many (50)")
-    p.add_argument("--cursor", type=int, help="show jobs older than this id (next_cursor)")
+    p.add_argument("--cursor", type=an_id, help="show jobs older than this id (next_cursor)")
     p.add_argument("--json", action="store_true", help='print {"items": [...], "next_cursor": ...}')
     p.set_defaults(func=cmd_dlq_list)
 
     p = dlq.add_parser(
         "replay", parents=parents, help="replay dead jobs: ids, or all matching a filter"
     )
-    p.add_argument("ids", nargs="*", type=int, metavar="ID", help="dead jobs to replay")
+    p.add_argument("ids", nargs="*", type=an_id, metavar="ID", help="dead jobs to replay")
     p.add_argument("--task", help="replay every dead job of this task")
     p.add_argument("--queue", help="replay every dead job of this queue")
     p.add_argument("--all", action="store_true", help="replay every dead job of the tenant")

@@ -29,7 +29,7 @@ from duetime.core.errors import (
     UnknownTask,
 )
 from duetime.core.models import NewJob
-from duetime.core.requests import TaskDefaults, build_new_job
+from duetime.core.requests import TaskDefaults, build_new_job, check_nesting
 
 DEFAULT_BATCH = 500  # jobs per transaction of `enqueue --from-file` (the JSON-lines form)
 MAX_BAD_LINES_SHOWN = 10
@@ -227,6 +227,7 @@ def validate_lines(
 
 def parse_line(app: App, args: argparse.Namespace, line: str, now: datetime) -> NewJob:
     try:
+        check_nesting(line)
         value = json.loads(line)
     except json.JSONDecodeError as exc:
         raise InvalidRequest(f"not valid JSON ({exc.msg} at column {exc.colno})") from None

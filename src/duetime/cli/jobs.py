@@ -9,6 +9,7 @@ from typing import Any
 from duetime.cli.support import (
     IGNORE_BACKLOG,
     _positive_int,
+    an_id,
     duration,
     flag_values,
     instant,
@@ -31,7 +32,7 @@ def add_parsers(sub: Any, parents: list[argparse.ArgumentParser]) -> None:
     p.add_argument("--task", help="only jobs of this task")
     p.add_argument("--queue", help="only jobs of this queue")
     p.add_argument("--limit", type=_positive_int, default=50, help="at most this many (50)")
-    p.add_argument("--cursor", type=int, help="show jobs older than this id (next_cursor)")
+    p.add_argument("--cursor", type=an_id, help="show jobs older than this id (next_cursor)")
     p.add_argument(
         "--due-after", type=instant, help="only jobs due at or after this instant (ISO 8601)"
     )
@@ -48,7 +49,7 @@ def add_parsers(sub: Any, parents: list[argparse.ArgumentParser]) -> None:
         ("resolve", cmd_jobs_resolve, "settle a parked job: --done or --run-again"),
     ]:
         p = jobs.add_parser(name, parents=parents, help=help_text)
-        p.add_argument("id", type=int, help="the job's id")
+        p.add_argument("id", type=an_id, help="the job's id")
         if name == "replay":
             p.add_argument("--ignore-backlog", action="store_true", help=IGNORE_BACKLOG)
         if name == "reschedule":

@@ -9,7 +9,17 @@ import os
 from typing import Any
 
 from duetime import logs
-from duetime.cli.support import add_log_flags, make_app, out, port, positive_float, seconds, table
+from duetime.cli.support import (
+    add_log_flags,
+    checked,
+    make_app,
+    out,
+    port,
+    positive_float,
+    seconds,
+    table,
+)
+from duetime.core.outbox import check_window
 
 
 def broker_url_flag(p: argparse.ArgumentParser, what: str) -> None:
@@ -63,7 +73,10 @@ def add_parsers(sub: Any, parents: list[argparse.ArgumentParser]) -> None:
         help="unpublished events (backlog), the oldest one's age, the publish rate",
     )
     p.add_argument(
-        "--window", type=seconds, default=60.0, help="the publish rate's window (default 60s)"
+        "--window",
+        type=checked(check_window),
+        default=60.0,
+        help="the publish rate's window: 1s to 1d (default 60s)",
     )
     p.add_argument("--json", action="store_true", help="print the figures as JSON")
     p.set_defaults(func=cmd_status)

@@ -8,16 +8,16 @@ import json
 from typing import Any
 
 from duetime.cli.support import (
+    checked,
     flag_values,
     limit_flag,
     make_app,
     out,
-    positive_float,
     table,
     waited,
     when,
 )
-from duetime.core.flow import KEEP, QueueFlow
+from duetime.core.flow import KEEP, QueueFlow, parse_weight
 from duetime.core.outbox import Dispatch, QueueSettings
 
 
@@ -66,7 +66,7 @@ def add_parsers(sub: Any, parents: list[argparse.ArgumentParser]) -> None:
     )
     p.add_argument(
         "--weight",
-        type=positive_float,
+        type=checked(parse_weight),
         metavar="W",
         help="its share of a claim against other queues with due jobs (default 1)",
     )

@@ -13,15 +13,17 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime, timedelta
 from types import TracebackType
-from typing import Any, NoReturn, TextIO
+from typing import Any, NoReturn, TextIO, TypeVar
 
 from duetime.client import App
 from duetime.core.durations import parse_duration
 from duetime.core.errors import ConfigurationError, InvalidRequest
 from duetime.core.flow import FlowCounts, parse_limit
 from duetime.core.limits import LimitStatus
-from duetime.core.requests import parse_instant
+from duetime.core.requests import check_nesting, parse_id, parse_instant
 from duetime.store import missing_database, url_scheme
+
+T = TypeVar("T")
 
 
 def load_app(spec: str) -> App:
@@ -122,7 +124,10 @@ def json_object(text: str) -> dict[str, Any]:
     if not text:
         return {}
     try:
+        check_nesting(text)
         value = json.loads(text)
+    except InvalidRequest as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
     except json.JSONDecodeError as exc:
         raise argparse.ArgumentTypeError(f"not valid JSON: {exc}") from None
     if not isinstance(value, dict):
@@ -164,11 +169,22 @@ def port(text: str) -> int:
     return value
 
 
+MAX_FLAG_INT = 2**31 - 1  # the largest count a flag takes (--limit, --concurrency, ...)
+
+
 def positive_int(text: str) -> int:
     value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    if not 1 <= value <= MAX_FLAG_INT:
+        raise argparse.ArgumentTypeError(f"must be from 1 to {MAX_FLAG_INT}, got {value}")
     return value
+
+
+def an_id(text: str) -> int:
+    """A job's or a token's id, or a --cursor (next_cursor): 1 to 2**63 - 1."""
+    try:
+        return parse_id(text, "id")
+    except InvalidRequest as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def _positive_int(text: str) -> int:
@@ -198,6 +214,20 @@ def limit_flag(text: str) -> int | None:
 def seconds(text: str) -> float:
     """A duration flag (30s, 5m, 1h30m, or plain seconds) in seconds."""
     return duration(text).total_seconds()
+
+
+def checked(check: Callable[[str], T]) -> Callable[[str], T]:
+    """An argparse type from a core check (the one that the API and the dashboard use too):
+    its InvalidRequest is a usage error, one line, exit 2."""
+
+    def parse(text: str) -> T:
+        try:
+            return check(text)
+        except InvalidRequest as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+
+    parse.__name__ = check.__name__
+    return parse
 
 
 # -- progress -----------------------------------------------------------------------------------

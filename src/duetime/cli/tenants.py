@@ -8,16 +8,16 @@ import json
 from typing import Any
 
 from duetime.cli.support import (
+    checked,
     flag_values,
     limit_flag,
     make_app,
     out,
-    positive_float,
     table,
     waited,
     when,
 )
-from duetime.core.flow import KEEP, TenantFlow
+from duetime.core.flow import KEEP, TenantFlow, parse_weight
 
 
 def add_parsers(sub: Any, parents: list[argparse.ArgumentParser]) -> None:
@@ -51,7 +51,7 @@ def add_parsers(sub: Any, parents: list[argparse.ArgumentParser]) -> None:
     )
     p.add_argument(
         "--weight",
-        type=positive_float,
+        type=checked(parse_weight),
         metavar="W",
         help="its share of a claim against other tenants with due jobs (default 1)",
     )

@@ -6,7 +6,7 @@ import argparse
 import json
 from typing import Any
 
-from duetime.cli.support import make_app, out, seconds, table, when
+from duetime.cli.support import an_id, make_app, out, seconds, table, when
 from duetime.client import App
 from duetime.core.tokens import ApiToken, Role
 
@@ -41,7 +41,7 @@ def add_parsers(sub: Any, parents: list[argparse.ArgumentParser]) -> None:
     p.set_defaults(func=cmd_tokens_list)
 
     p = tokens.add_parser("revoke", parents=parents, help="revoke a token by id")
-    p.add_argument("id", type=int, help="the token's id (tokens list)")
+    p.add_argument("id", type=an_id, help="the token's id (tokens list)")
     p.add_argument("--json", action="store_true", help="print the token as JSON")
     p.set_defaults(func=cmd_tokens_revoke)
 

@@ -33,7 +33,7 @@ class ArgsMismatch(InvalidRequest):
 
     def __init__(self, task: str, signature: str, reason: str) -> None:
         super().__init__(
-            f"args do not fit task {task!r}, whose handler takes {signature}: {reason}; "
+            f"args do not fit task {task!r}: {reason}; its handler takes {signature}; "
             "pass its parameters by name as a JSON object"
         )
         self.task = task

@@ -31,6 +31,10 @@ from duetime.core.errors import InvalidRequest
 KEY_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:/-]{0,99}")
 MAX_KEYS_PER_TASK = 10
 PERIODS = {"s": 1.0, "m": 60.0, "h": 3600.0}
+# the bounds of a key's settings (docs/flow-control.md, "Bounds")
+MIN_RATE_COUNT = 0.001  # starts per period
+MAX_RATE_COUNT = 1_000_000
+MAX_COUNT = 1_000_000  # burst and concurrency: whole numbers from 1 to this
 _RATE = re.compile(r"\s*(\d+(?:\.\d+)?)\s*/\s*([A-Za-z]+)\s*")
 
 
@@ -94,18 +98,30 @@ def parse_rate(text: str) -> Rate:
         raise InvalidRequest(
             f"rate {text!r} is not valid; write N/s, N/m or N/h, e.g. 5/s or 100/m"
         )
-    count = float(match.group(1))
-    if count <= 0 or not math.isfinite(count):
-        raise InvalidRequest(f"rate {text!r} must be more than 0 per period")
-    return Rate(count, PERIODS[match.group(2)])
+    return check_rate(Rate(float(match.group(1)), PERIODS[match.group(2)]), text)
+
+
+def check_rate(rate: Rate, text: object = None) -> Rate:
+    """A rate of MIN_RATE_COUNT to MAX_RATE_COUNT starts per second, minute or hour."""
+    if rate.period not in PERIODS.values() or not MIN_RATE_COUNT <= rate.count <= MAX_RATE_COUNT:
+        raise InvalidRequest(
+            f"rate {text if text is not None else str(rate)!r} must be from "
+            f"{MIN_RATE_COUNT:g} to {MAX_RATE_COUNT} per period (N/s, N/m or N/h)"
+        )
+    return rate
 
 
 def check_fraction(value: object, what: str) -> float:
-    """A fraction strictly between 0 and 1, inclusive of 1 (e.g. --retry-budget 0.2)."""
-    try:
-        number = float(value)  # type: ignore[arg-type]
-    except (TypeError, ValueError):
-        number = math.nan
+    """A fraction strictly between 0 and 1, inclusive of 1 (e.g. --retry-budget 0.2): a
+    number, or text as the CLI and the dashboard give it (a boolean is not a number)."""
+    number = math.nan
+    if isinstance(value, str):
+        try:
+            number = float(value)
+        except ValueError:
+            pass
+    elif isinstance(value, int | float) and not isinstance(value, bool):
+        number = float(value)
     if not (0 < number <= 1):
         raise InvalidRequest(
             f"{what} must be a fraction above 0 and at most 1 (e.g. 0.2), got {value!r}"
@@ -129,8 +145,8 @@ def check_cooldown(value: object) -> float:
 
 
 def check_count(value: object, what: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 1_000_000:
-        raise InvalidRequest(f"{what} must be a whole number from 1 to 1000000, got {value!r}")
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_COUNT:
+        raise InvalidRequest(f"{what} must be a whole number from 1 to {MAX_COUNT}, got {value!r}")
     return value
 
 
@@ -321,13 +337,35 @@ class LimitStatus:
 OFF = "off"  # a setting's value that switches that control off
 
 
+def check_settings(s: LimitSettings) -> LimitSettings:
+    """A key's settings within their bounds (what every store checks before it writes)."""
+    check_limit_key(s.key)
+    if s.rate is not None:
+        check_rate(s.rate)
+    for count, what in ((s.burst, "burst"), (s.concurrency, "concurrency")):
+        if count is not None:
+            check_count(count, what)
+    for fraction, what in (
+        (s.retry_budget, "retry budget"),
+        (s.breaker_threshold, "breaker threshold"),
+    ):
+        if fraction is not None:
+            check_fraction(fraction, what)
+    if s.breaker_cooldown is not None:
+        check_cooldown(s.breaker_cooldown)
+    return s
+
+
 def _count_value(value: object, what: str) -> int:
     if isinstance(value, str):
+        digits = value.strip()
         try:
-            value = int(value.strip())
+            if not (digits.isascii() and digits.isdigit()) or len(digits) > 12:
+                raise ValueError(value)
+            value = int(digits)
         except ValueError:
             raise InvalidRequest(
-                f"{what} must be a whole number from 1 to 1000000 or off, got {value!r}"
+                f"{what} must be a whole number from 1 to {MAX_COUNT} or off, got {value!r}"
             ) from None
     return check_count(value, what)
 
@@ -355,7 +393,12 @@ def updated_settings(
 
     if given(rate):
         s = replace(
-            s, rate=None if off(rate) else rate if isinstance(rate, Rate) else parse_rate(str(rate))
+            s,
+            rate=None
+            if off(rate)
+            else check_rate(rate)
+            if isinstance(rate, Rate)
+            else parse_rate(str(rate)),
         )
     if given(burst):
         s = replace(s, burst=None if off(burst) else _count_value(burst, "burst"))

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from enum import StrEnum
 
+from duetime.core.durations import bounded_duration
 from duetime.core.errors import InvalidRequest
 
 # the worker_id of an attempt dispatched to the broker that no worker has accepted yet
@@ -130,6 +131,16 @@ class QueueBacklog:
     backlog: int  # events not yet published
     oldest_created_at: datetime | None  # the oldest of them
     published: int  # events published within the window
+
+
+# the bounds of the publish rate's window (`duetime outbox status --window`)
+MIN_WINDOW_SECONDS = 1.0
+MAX_WINDOW_SECONDS = 86400.0
+
+
+def check_window(value: str | float | int | timedelta) -> float:
+    """The publish rate's window in seconds: a duration from 1s to 1d."""
+    return bounded_duration(value, "window", MIN_WINDOW_SECONDS, MAX_WINDOW_SECONDS)
 
 
 @dataclass(frozen=True)

@@ -67,6 +67,9 @@ class Fire:
     kind: FireKind = FireKind.NORMAL
 
 
+MAX_ZONE_NAME = 100  # characters, as the API's timezone field
+
+
 def zone(name: str) -> ZoneInfo:
     """An IANA zone by name; fixed offsets are refused because they ignore DST rules."""
     if not isinstance(name, str) or not name.strip():
@@ -76,9 +79,14 @@ def zone(name: str) -> ZoneInfo:
             f"time zone {name!r} is a fixed UTC offset; use an IANA zone name such as "
             "America/New_York so daylight-saving rules apply (or UTC)"
         )
+    if len(name) > MAX_ZONE_NAME:  # before ZoneInfo, which opens a file by that name
+        raise InvalidRequest(
+            f"time zone is {len(name)} characters; the limit is {MAX_ZONE_NAME}: use an IANA "
+            "name such as Europe/London or UTC"
+        )
     try:
         return ZoneInfo(name)
-    except (ZoneInfoNotFoundError, ValueError):
+    except (ZoneInfoNotFoundError, ValueError, OSError):
         hint = ""
         lowered = name.lower()
         last = lowered.split("/")[-1]

@@ -5,10 +5,12 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from itertools import accumulate
 from typing import Any
 
 from duetime.core.durations import parse_duration
@@ -128,6 +130,21 @@ def _check_int(value: Any, what: str, low: int, high: int) -> int:
     return value
 
 
+MAX_ID = 2**63 - 1  # job, schedule and token ids: BIGINT columns
+
+
+def parse_id(text: str, what: str) -> int:
+    """An id as typed (ASCII digits, 1 to MAX_ID), or InvalidRequest: a larger number would
+    not fit the column (SQLite raised OverflowError)."""
+    digits = text.strip()
+    if not (digits.isascii() and digits.isdigit()) or len(digits) > 19 or int(digits) == 0:
+        raise InvalidRequest(f"{what} must be a whole number from 1 to {MAX_ID}, got {text!r}")
+    number = int(digits)
+    if number > MAX_ID:
+        raise InvalidRequest(f"{what} must be a whole number from 1 to {MAX_ID}, got {text!r}")
+    return number
+
+
 TENANT_LIMIT = 100  # characters
 MAX_ARGS_DEPTH = 64  # deeper JSON is refused: parsers and serializers give up around 500
 
@@ -142,6 +159,32 @@ def _nesting(value: Any) -> int:
         children = item.values() if isinstance(item, Mapping) else item
         stack.extend((c, depth + 1) for c in children if isinstance(c, Mapping | list | tuple))
     return deepest
+
+
+_JSON_STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
+_DEPTH_STEP = {"[": 1, "{": 1, "]": -1, "}": -1}
+
+
+def check_nesting(text: str) -> None:
+    """Refuse JSON text whose lists and objects nest more than MAX_ARGS_DEPTH deep, before
+    it is parsed: a parser recursing into 1,000 levels fails with RecursionError."""
+    if text.count("[") + text.count("{") > MAX_ARGS_DEPTH:
+        bare = _JSON_STRING.sub("", text)
+        depth = max(accumulate(_DEPTH_STEP.get(c, 0) for c in bare), default=0)
+        if depth > MAX_ARGS_DEPTH:
+            raise InvalidRequest(
+                f"args nest more than {MAX_ARGS_DEPTH} levels deep; flatten the structure"
+            )
+
+
+def load_args(text: str) -> Any:
+    """JSON text typed as args (the dashboard's forms), its nesting checked first. The value
+    is not checked further (dump_args does that)."""
+    check_nesting(text)
+    try:
+        return json.loads(text)
+    except ValueError as exc:
+        raise InvalidRequest(f"args are not JSON ({exc}); write an object like {{}}") from None
 
 
 def dump_args(args: Any, max_bytes: int) -> tuple[dict[str, Any], str]:

@@ -18,7 +18,7 @@ from itertools import islice
 from typing import Any, TypeVar
 
 from duetime.core.cron import normalize_cron
-from duetime.core.durations import parse_duration
+from duetime.core.durations import parse_duration, seconds_text
 from duetime.core.errors import InvalidRequest
 from duetime.core.recurrence import (
     DstFold,
@@ -61,6 +61,11 @@ DEFAULT_DST_FOLD = DstFold.FIRST
 # no next one (the last before `end`) is late after LATE_AFTER. `late_after` fixes it instead.
 LATE_AFTER = timedelta(seconds=60)
 LATE_FLOOR = timedelta(seconds=2)
+# the upper bounds of a definition's durations (docs/schedules.md, the API's fields alike)
+MAX_EVERY_SECONDS = 366 * 86400.0
+MAX_WINDOW_SECONDS = 366 * 86400.0
+MAX_LATE_AFTER_SECONDS = 366 * 86400.0
+MAX_JITTER_SECONDS = 86400.0
 
 
 @dataclass(frozen=True)
@@ -160,7 +165,7 @@ def build_spec(
     normalized = normalize_cron(cron) if cron is not None else None
     every_s = None
     if every is not None:
-        every_s = parse_duration(every, "interval").total_seconds()
+        every_s = _at_most(every, "interval", MAX_EVERY_SECONDS)
         if every_s < 1:
             raise InvalidRequest("an interval schedule must fire at most once a second")
     start_at = parse_instant(start, "start") if start is not None else None
@@ -186,7 +191,7 @@ def build_spec(
         dst_fold=_choice(DstFold, dst_fold, "dst_fold"),
         start_at=start_at,
         end_at=end_at,
-        jitter_seconds=parse_duration(jitter, "jitter").total_seconds(),
+        jitter_seconds=_at_most(jitter, "jitter", MAX_JITTER_SECONDS),
         late_after_seconds=_late_after(late_after),
         queue=d.queue,
         priority=d.priority,
@@ -199,8 +204,16 @@ def build_spec(
     )
 
 
+def _at_most(value: str | float | timedelta, what: str, high: float) -> float:
+    """A duration in seconds, at most `high` (the API's bound of the field)."""
+    seconds = parse_duration(value, what).total_seconds()
+    if seconds > high:
+        raise InvalidRequest(f"{what} must be at most {seconds_text(high)}, got {value!r}")
+    return seconds
+
+
 def _window(value: str | float | timedelta) -> float:
-    seconds = parse_duration(value, "catch-up window").total_seconds()
+    seconds = _at_most(value, "catch-up window", MAX_WINDOW_SECONDS)
     if seconds < LATE_AFTER.total_seconds():
         raise InvalidRequest(
             f"catch-up window must be at least {LATE_AFTER.total_seconds():g}s: a planner a "
@@ -212,7 +225,7 @@ def _window(value: str | float | timedelta) -> float:
 def _late_after(value: str | float | timedelta | None) -> float | None:
     if value is None:
         return None
-    seconds = parse_duration(value, "late_after").total_seconds()
+    seconds = _at_most(value, "late_after", MAX_LATE_AFTER_SECONDS)
     if seconds < LATE_FLOOR.total_seconds():
         raise InvalidRequest(
             f"late_after must be at least {LATE_FLOOR.total_seconds():g}s: the planner handles "

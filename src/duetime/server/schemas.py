@@ -18,6 +18,15 @@ from pydantic import (
     model_validator,
 )
 
+from duetime.core.flow import MAX_LIMIT, MAX_WEIGHT, MIN_WEIGHT
+from duetime.core.recurrence import MAX_ZONE_NAME
+from duetime.core.schedule_spec import (
+    MAX_EVERY_SECONDS,
+    MAX_JITTER_SECONDS,
+    MAX_LATE_AFTER_SECONDS,
+    MAX_WINDOW_SECONDS,
+)
+
 
 def clean_text(value: str) -> str:
     """Refuse text no database can store: NUL characters and lone surrogates."""
@@ -171,11 +180,11 @@ class JobIn(BaseModel):
     task: Text = NAME
     args: dict[str, Any] = Field(default_factory=dict)
     queue: Text | None = Field(default=None, min_length=1, max_length=200)
-    priority: int | None = Field(default=None, ge=-1000, le=1000)
+    priority: int | None = Field(default=None, ge=-1000, le=1000, strict=True)
     due_at: Instant | None = None
-    delay_seconds: float | None = Field(default=None, ge=0, le=10 * 365 * 86400)
+    delay_seconds: float | None = Field(default=None, ge=0, le=10 * 365 * 86400, strict=True)
     deadline_at: Instant | None = None
-    max_attempts: int | None = Field(default=None, ge=1, le=1000)
+    max_attempts: int | None = Field(default=None, ge=1, le=1000, strict=True)
     business_key: Text | None = Field(default=None, min_length=1, max_length=500)
 
     @model_validator(mode="after")
@@ -194,7 +203,9 @@ class RescheduleIn(BaseModel):
 class ResolveIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    done: bool = Field(description="true: the effect happened (succeeded); false: run again now")
+    done: bool = Field(
+        strict=True, description="true: the effect happened (succeeded); false: run again now"
+    )
 
 
 class ScheduleOut(BaseModel):
@@ -244,20 +255,23 @@ class ScheduleFields(BaseModel):
     task: Text | None = Field(default=None, min_length=1, max_length=200)
     args: dict[str, Any] | None = None
     cron: Text | None = Field(default=None, min_length=1, max_length=200)
-    every_seconds: float | None = Field(default=None, gt=0, le=366 * 86400)
-    timezone: Text | None = Field(default=None, min_length=1, max_length=100)
+    every_seconds: float | None = Field(default=None, gt=0, le=MAX_EVERY_SECONDS, strict=True)
+    timezone: Text | None = Field(default=None, min_length=1, max_length=MAX_ZONE_NAME)
     misfire: Literal["skip", "catch_up", "coalesce"] | None = None
-    catchup_window_seconds: float | None = Field(default=None, ge=0, le=366 * 86400)
+    catchup_window_seconds: float | None = Field(
+        default=None, ge=0, le=MAX_WINDOW_SECONDS, strict=True
+    )
     overlap: Literal["allow", "skip", "buffer_one", "buffer_all", "cancel_other"] | None = None
     dst_gap: Literal["skip", "shift"] | None = None
     dst_fold: Literal["first", "second", "both"] | None = None
     start_at: Instant | None = None
     end_at: Instant | None = None
-    jitter_seconds: float | None = Field(default=None, ge=0, le=86400)
+    jitter_seconds: float | None = Field(default=None, ge=0, le=MAX_JITTER_SECONDS, strict=True)
     late_after_seconds: float | None = Field(
         default=None,
         ge=0,
-        le=366 * 86400,
+        le=MAX_LATE_AFTER_SECONDS,
+        strict=True,
         description="a tick handled this long after its time is late; leave out (or, to "
         "change a schedule back, send null) for late once the next tick is due",
     )
@@ -274,7 +288,7 @@ def addressable_name(value: str) -> str:
 class ScheduleIn(ScheduleFields):
     name: Annotated[Text, AfterValidator(addressable_name)] = Field(min_length=1, max_length=200)
     task: Text = NAME
-    timezone: Text = Field(min_length=1, max_length=100)
+    timezone: Text = Field(min_length=1, max_length=MAX_ZONE_NAME)
 
 
 class FireOut(BaseModel):
@@ -315,13 +329,13 @@ MAX_REPLAY_SECONDS = 30  # a request waits at most this long; longer: `duetime d
 class DeadLetterReplayIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    ids: list[Annotated[int, Field(ge=1, le=2**63 - 1)]] | None = Field(
+    ids: list[Annotated[int, Field(ge=1, le=2**63 - 1, strict=True)]] | None = Field(
         default=None, max_length=100_000
     )
     filter: DeadLetterFilter | None = None
-    per_second: float | None = Field(default=None, gt=0, le=10_000)
+    per_second: float | None = Field(default=None, gt=0, le=10_000, strict=True)
     ignore_backlog: bool = Field(
-        default=False, description="replay past the queues' and tenants' max backlogs"
+        default=False, strict=True, description="replay past the queues' and tenants' max backlogs"
     )
 
     @model_validator(mode="after")
@@ -371,8 +385,16 @@ class PointOut(BaseModel):
 
 # -- flow control of queues and tenants (docs/flow-control.md) --------------------------------
 
-LIMIT_FIELD = Field(default=None, ge=0, le=10**9, description="null: no limit")
-WEIGHT_FIELD = Field(default=None, gt=0, le=10**6, description="share of a claim; default 1")
+LIMIT_FIELD = Field(
+    default=None, ge=0, le=MAX_LIMIT, strict=True, description="a whole number; null: no limit"
+)
+WEIGHT_FIELD = Field(
+    default=None,
+    ge=MIN_WEIGHT,
+    le=MAX_WEIGHT,
+    strict=True,
+    description="share of a claim; default 1",
+)
 WAITING_FIELD = Field(
     description="of the backlog, the jobs due and not started: scheduled, due_at passed"
 )
@@ -422,7 +444,7 @@ class LimitsIn(BaseModel):
 
 
 class QueueIn(LimitsIn):
-    paused: bool | None = None
+    paused: bool | None = Field(default=None, strict=True)
 
 
 class RecentOut(BaseModel):

@@ -40,6 +40,7 @@ from duetime.core.flow import (
     Ranked,
     TenantRotation,
     TenantSettings,
+    check_weight,
     choose,
     full,
     room,
@@ -88,7 +89,7 @@ class QueuesTenantsFlow(QueuesOutbox, Limits):
                 "upsert_tenant",
                 tenant=tenant,
                 now=now,
-                weight=weight,
+                weight=check_weight(weight),
                 **limit_params(concurrency, max_backlog),
             )
             rows = c.rows("tenant_settings")

@@ -33,8 +33,8 @@ from duetime.core.limits import (
     after_outcomes,
     allowance,
     breaker_allowance,
-    check_limit_key,
     check_limit_keys,
+    check_settings,
     quoted,
     refilled,
     retry_allowance,
@@ -115,7 +115,7 @@ class Limits:
 
     @conflicts_retried
     def set_limit(self, settings: LimitSettings, now: datetime) -> None:
-        check_limit_key(settings.key)
+        check_settings(settings)
         rate = settings.rate
         with self.driver.transaction() as c:
             c.run(

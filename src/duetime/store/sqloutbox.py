@@ -11,7 +11,14 @@ import time
 from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
 
-from duetime.core.flow import KEEP, FlowControls, Keep
+from duetime.core.flow import (
+    KEEP,
+    FlowControls,
+    Keep,
+    check_limit,
+    check_paused,
+    check_weight,
+)
 from duetime.core.models import Claim, Lease, Outcome
 from duetime.core.outbox import (
     DISPATCH_HOLDER,
@@ -76,8 +83,8 @@ class QueuesOutbox:
                 "upsert_queue",
                 queue=queue,
                 dispatch=str(dispatch) if dispatch is not None else None,
-                paused=paused,
-                weight=weight,
+                paused=check_paused(paused),
+                weight=check_weight(weight),
                 now=now,
                 **limit_params(concurrency, max_backlog),
             )
@@ -241,7 +248,12 @@ class QueuesOutbox:
 def limit_params(
     concurrency: int | Keep | None, max_backlog: int | Keep | None
 ) -> dict[str, object]:
-    """The parameters of upsert_queue/upsert_tenant for two limits (KEEP: left as it is)."""
+    """The parameters of upsert_queue/upsert_tenant for two limits (KEEP: left as it is),
+    each within its bounds (core/flow.py): no value out of range reaches a column."""
+    if not isinstance(concurrency, Keep):
+        check_limit(concurrency, "concurrency")
+    if not isinstance(max_backlog, Keep):
+        check_limit(max_backlog, "max_backlog")
     return {
         "set_concurrency": not isinstance(concurrency, Keep),
         "concurrency": None if isinstance(concurrency, Keep) else concurrency,

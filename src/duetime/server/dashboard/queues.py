@@ -12,8 +12,8 @@ from fastapi import APIRouter, Form, Request
 from fastapi.responses import Response
 
 from duetime import operators
-from duetime.core.errors import DuetimeError, InvalidRequest
-from duetime.core.flow import KEEP, Keep, parse_limit
+from duetime.core.errors import DuetimeError
+from duetime.core.flow import KEEP, Keep, parse_limit, parse_weight
 from duetime.core.tokens import Role
 from duetime.server.dashboard.forms import guard, opt
 from duetime.server.dashboard.render import render
@@ -120,12 +120,7 @@ def _limit(value: str | None, what: str) -> int | Keep | None:
 
 def _weight(value: str | None) -> float | None:
     text = opt(value)
-    if text is None:
-        return None
-    try:
-        return float(text)
-    except ValueError:
-        raise InvalidRequest(f"weight must be a number above 0, not {text!r}") from None
+    return None if text is None else parse_weight(text)
 
 
 def _act(

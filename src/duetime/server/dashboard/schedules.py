@@ -3,7 +3,6 @@ words), and its actions: pause, resume, trigger now, edit."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from typing import Annotated, Any
 
@@ -14,6 +13,7 @@ from duetime.client import App
 from duetime.core.cron import cronsim_text
 from duetime.core.cron_words import describe_cron
 from duetime.core.errors import DuetimeError, InvalidRequest
+from duetime.core.requests import load_args
 from duetime.core.schedule_spec import Misfire, Overlap
 from duetime.core.schedules import Schedule
 from duetime.core.tokens import Role
@@ -220,10 +220,7 @@ def _changes(
             changes[name] = opt(value)
     text = opt(args)
     if text is not None:
-        try:
-            changes["args"] = json.loads(text)
-        except ValueError as exc:
-            raise InvalidRequest(f"args are not JSON ({exc}); write an object like {{}}") from None
+        changes["args"] = load_args(text)
         if not isinstance(changes["args"], dict):
             raise InvalidRequest('args must be a JSON object, such as {"region": "eu"}')
     return changes

@@ -28,7 +28,7 @@ from duetime.core.flow import (
 )
 from duetime.core.models import JobFilter
 from duetime.core.outbox import QueueSettings
-from duetime.core.requests import TENANT_LIMIT, check_name, check_url_name
+from duetime.core.requests import TENANT_LIMIT, check_url_name
 from duetime.core.states import Event, JobStatus
 from duetime.core.stats import Stats, summarize
 from duetime.core.tokens import (

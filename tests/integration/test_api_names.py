@@ -93,3 +93,13 @@ def test_a_token_for_a_dot_tenant_is_refused(api: Api) -> None:
             operators.create_token(api.app, name, "read")
     r = api.call("POST", "/v1/jobs", json={"task": "t", "queue": ".."})
     assert r.status_code == 422 and "cannot be written in a URL" in r.text, r.text
+
+
+def test_a_dot_queue_or_tenant_cannot_be_set_either(api: Api) -> None:
+    """`duetime queues set ..` and `tenants set .` would make rows no URL reaches."""
+    for name in (".", ".."):
+        with pytest.raises(InvalidRequest, match="cannot be written in a URL"):
+            operators.set_queue_flow(api.app, name, paused=True)
+        with pytest.raises(InvalidRequest, match="cannot be written in a URL"):
+            operators.set_tenant_flow(api.app, name, weight=2.0)
+    assert [q.queue for q in api.app.store.queue_settings()] == []

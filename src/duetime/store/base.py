@@ -384,8 +384,9 @@ class Store(Protocol):
 
         A queue switched to outbox is no longer claimed by workers' claim() from the next
         claim on; one switched back to direct is, while its already dispatched attempts run
-        from the broker. Flow settings (docs/flow-control.md) reach other processes' claims
-        within CONTROLS_SECONDS.
+        from the broker. A pause (or resume) holds every claim and dispatch that starts after
+        it commits (each checks the queue's row as it starts jobs); the other flow settings
+        (docs/flow-control.md) reach other processes' claims within CONTROLS_SECONDS.
         """
         ...
 

@@ -1,0 +1,124 @@
+"""A pause made by another process holds at once, on every claim path and every dialect
+(docs/flow-control.md, Pause and resume; issue 20, section 2).
+
+The worker's store here has claimed before the pause, so its copy of the control rows
+(CONTROLS_SECONDS) still says the queue runs: what it then starts must be decided by the
+queue's row as it is when the claim starts jobs, not by that copy. Each path is set up the way
+a worker meets it: the plain claim (every queue, one or several named queues), the controlled
+claim (a cap elsewhere, a weight, a priority share), the limited claim (a limit per dependency
+exists) and both together, and the relay's dispatch of an outbox-mode queue (plain and
+controlled). The scenario is the issue's: a job of the queue is running at the pause, jobs are
+enqueued in bulk right after it, and the running attempt finishes before the next claim.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import pytest
+
+from duetime.core.clock import ManualClock
+from duetime.core.limits import LimitSettings
+from duetime.core.models import Outcome
+from duetime.core.outbox import Dispatch
+from duetime.core.requests import TaskDefaults, build_new_jobs
+from duetime.core.states import Event
+from duetime.store.base import Store
+from jobhelpers import enqueue, new
+
+BULK = 5
+
+
+@dataclass(frozen=True)
+class Path:
+    name: str
+    queues: list[str] | None = None  # the worker's queues (None: all)
+    cap_elsewhere: bool = False  # a queue cap: the controlled claim
+    weight: bool = False  # a queue weight: the controlled claim
+    share: float = 0.0  # a priority share: the controlled detour, then the plain claim
+    limit: bool = False  # a limit per dependency: the limited claim
+    keyed: bool = False  # the jobs carry the limit's key
+
+
+PATHS = [
+    Path("plain"),
+    Path("plain, the queue named", queues=["held"]),
+    Path("plain, queues named", queues=["held", "other"]),
+    Path("controlled (cap)", cap_elsewhere=True),
+    Path("controlled (weight)", weight=True),
+    Path("controlled, queues named", queues=["held", "other"], cap_elsewhere=True),
+    Path("priority share", share=0.5),
+    Path("limited", limit=True),
+    Path("limited, jobs keyed", limit=True, keyed=True),
+    Path("limited and controlled", limit=True, keyed=True, cap_elsewhere=True),
+]
+
+
+def bulk(store: Store, clock: ManualClock, queue: str, count: int, **kw: object) -> list[int]:
+    """`count` jobs in one enqueue_many-like batch (the bulk insert of enqueue --from-file)."""
+    template = new(clock, queue=queue, **kw)  # type: ignore[arg-type]
+    jobs = build_new_jobs(template, [{"i": i} for i in range(count)])
+    return [e.job.id for e in store.enqueue(jobs, clock.now())]
+
+
+@pytest.mark.parametrize("path", PATHS, ids=[p.name for p in PATHS])
+def test_a_pause_made_elsewhere_holds_every_claim_path_at_once(
+    make_store: Callable[[], Store], clock: ManualClock, path: Path
+) -> None:
+    operator, worker = make_store(), make_store()
+    if path.cap_elsewhere:
+        operator.set_queue("capped", clock.now(), concurrency=5)
+    if path.weight:
+        operator.set_queue("other", clock.now(), weight=2)
+    if path.limit:
+        operator.set_limit(LimitSettings("api", concurrency=100), clock.now())
+    if path.share:
+        worker.set_priority_share(path.share)  # type: ignore[attr-defined]
+    kw: dict[str, object] = {"defaults": TaskDefaults(limits=("api",))} if path.keyed else {}
+    running = enqueue(operator, clock, queue="held", **kw)
+    # the worker claims the job that runs through the pause: its copy of the control rows is
+    # fresh and says `held` runs
+    [claim] = worker.claim(worker_id="w", queues=path.queues, limit=1, now=clock.now())
+    assert claim.job.id == running.id
+    operator.set_queue("held", clock.now(), paused=True)
+    held = bulk(operator, clock, "held", BULK, **kw)
+    held += bulk(operator, clock, "held", BULK, priority=5, **kw)  # ahead in claim order
+    other = enqueue(operator, clock, queue="other")
+    low = enqueue(operator, clock, queue="other", priority=-5)  # a lower class (share)
+    wanted = {other.id, low.id} if path.queues in (None, ["held", "other"]) else set()
+
+    started: set[int] = set()
+    for _ in range(3):  # claims right after the pause, as the enqueue's wake-ups bring them
+        claims = worker.claim(worker_id="w", queues=path.queues, limit=20, now=clock.now())
+        started |= {c.job.id for c in claims}
+    assert not started & set(held), f"{path.name}: started jobs of a paused queue"
+    # the attempt running at the pause finishes; the claim after it holds too
+    assert worker.finish(claim.lease, Outcome(Event.SUCCEED), clock.now())
+    claims = worker.claim(worker_id="w", queues=path.queues, limit=20, now=clock.now())
+    started |= {c.job.id for c in claims}
+    assert not started & set(held), f"{path.name}: started jobs of a paused queue"
+    assert started == wanted, "the other queue's jobs were held back"
+    # a resume made elsewhere lets them start (at once too)
+    operator.set_queue("held", clock.now(), paused=False)
+    claims = worker.claim(worker_id="w", queues=path.queues, limit=20, now=clock.now())
+    assert {c.job.id for c in claims} == set(held)
+
+
+@pytest.mark.parametrize("controlled", [False, True], ids=["plain", "controlled"])
+def test_a_pause_made_elsewhere_holds_the_relays_dispatch_at_once(
+    make_store: Callable[[], Store], clock: ManualClock, controlled: bool
+) -> None:
+    """The relay's dispatch of an outbox-mode queue: its single statement (which reads the
+    pause itself) and the controlled dispatch (a tenant cap: the controlled choice)."""
+    operator, relay = make_store(), make_store()
+    operator.set_queue("held", clock.now(), dispatch=Dispatch.OUTBOX)
+    if controlled:
+        operator.set_tenant("default", clock.now(), concurrency=50)
+    enqueue(operator, clock, queue="held")
+    assert len(relay.dispatch_outbox(clock.now(), 1, 30.0)) == 1  # its copy: fresh, running
+    operator.set_queue("held", clock.now(), paused=True)
+    bulk(operator, clock, "held", BULK)
+    assert relay.dispatch_outbox(clock.now(), 20, 30.0) == []
+    operator.set_queue("held", clock.now(), paused=False)
+    assert len(relay.dispatch_outbox(clock.now(), 20, 30.0)) == BULK

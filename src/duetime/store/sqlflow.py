@@ -293,6 +293,8 @@ class QueuesTenantsFlow(QueuesOutbox, Limits):
             chosen += picked
             if len(chosen) >= limit or len(rows) < scan:
                 break
+        if budget is not None and not dispatching:
+            self._next_start = budget.next_start(now)
         if not chosen:
             return [], 0
         started = c.rows(

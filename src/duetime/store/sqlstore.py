@@ -343,6 +343,7 @@ class SQLStore(SchedulesNodesTokens, QueuesTenantsFlow):
     ) -> list[Claim]:
         if limit <= 0:
             return []
+        self._next_start = None  # the limited paths say when a limit allows a start again
         controls = self.flow_controls()  # pause, caps, weights (docs/flow-control.md)
         per_class = self.priorities.reserve(limit)  # lower priorities' share, now and then
         rotate = self.tenant_rotation.wanted()  # after a saturated claim: tenants take turns

@@ -8,24 +8,30 @@ a worker meets it: the plain claim (every queue, one or several named queues), t
 claim (a cap elsewhere, a weight, a priority share), the limited claim (a limit per dependency
 exists) and both together, and the relay's dispatch of an outbox-mode queue (plain and
 controlled). The scenario is the issue's: a job of the queue is running at the pause, jobs are
-enqueued in bulk right after it, and the running attempt finishes before the next claim.
+enqueued in bulk right after it, and the running attempt finishes before the next claim. Last,
+an in-process worker claiming ahead of its slots and on the timer's due instants.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import asyncio
+import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from datetime import datetime
 
 import pytest
 
+import duetime
 from duetime.core.clock import ManualClock
 from duetime.core.limits import LimitSettings
-from duetime.core.models import Outcome
+from duetime.core.models import JobFilter, Outcome
 from duetime.core.outbox import Dispatch
 from duetime.core.requests import TaskDefaults, build_new_jobs
 from duetime.core.states import Event
+from duetime.runtime.worker import Worker
 from duetime.store.base import Store
-from jobhelpers import enqueue, new
+from jobhelpers import enqueue, new, run_until
 
 BULK = 5
 
@@ -122,3 +128,55 @@ def test_a_pause_made_elsewhere_holds_the_relays_dispatch_at_once(
     assert relay.dispatch_outbox(clock.now(), 20, 30.0) == []
     operator.set_queue("held", clock.now(), paused=False)
     assert len(relay.dispatch_outbox(clock.now(), 20, 30.0)) == BULK
+
+
+@pytest.fixture
+def app(store_url: str, make_store: Callable[[], Store]) -> Iterator[duetime.App]:
+    application = duetime.App(database_url=store_url)
+    yield application
+    application.close()
+
+
+def test_a_worker_claiming_ahead_and_on_due_instants_starts_nothing_after_a_pause(
+    app: duetime.App, make_store: Callable[[], Store]
+) -> None:
+    """An in-process worker claiming ahead of its slots (prefetch) through a backlog of short
+    jobs of `qy`, with more of them due 0.3 s later (claimed on their due instant, the timer's
+    near future): a pause from another store while it runs. No claim that began after the
+    pause returned starts a job of `qy` (an attempt's started_at is its claim's `now`, read
+    before the claim); jobs claimed before it still run; the other queue's due jobs start."""
+    operator = make_store()
+    done: list[int] = []
+    paused_at: list[datetime] = []
+
+    @app.task(name="quick")
+    async def quick(i: int) -> None:
+        await asyncio.sleep(0.002)
+        done.append(i)
+        if i == 20 and not paused_at:
+            operator.set_queue("qy", app.clock.now(), paused=True)
+            paused_at.append(app.clock.now())
+            app.enqueue_many("quick", [{"i": 1000 + n} for n in range(BULK)], queue="qy")
+            app.enqueue("quick", {"i": -1}, queue="other")
+
+    app.enqueue_many("quick", [{"i": i} for i in range(200)], queue="qy")
+    app.enqueue_many("quick", [{"i": 500 + i} for i in range(10)], queue="qy", delay=0.3)
+    worker = Worker(app, concurrency=4, poll_interval=0.05)
+    worker.slots.ahead = lambda: 8  # type: ignore[method-assign]
+    watched: list[float] = []  # until when (monotonic): 0.6 s past the pause
+
+    def over() -> bool:
+        if paused_at and not watched:
+            watched.append(time.monotonic() + 0.6)  # the delayed jobs fell due meanwhile
+        return bool(watched) and time.monotonic() > watched[0] and -1 in done
+
+    asyncio.run(run_until(worker, over, timeout=30))
+    late = [
+        (j.id, a.started_at)
+        for j in app.store.list_jobs(JobFilter(queue="qy", limit=1000, with_attempts=True))
+        for a in j.attempt_history
+        if a.started_at > paused_at[0]
+    ]
+    assert late == [], f"claims begun after the pause started jobs of qy: {late[:5]}"
+    assert -1 in done
+    assert all(i < 500 for i in done if i >= 0), "a job due after the pause started"

@@ -15,8 +15,10 @@ an in-process worker claiming ahead of its slots and on the timer's due instants
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
 from collections.abc import Callable, Iterator
+from contextlib import closing
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -32,6 +34,7 @@ from duetime.core.states import Event
 from duetime.runtime.worker import Worker
 from duetime.store.base import Store
 from jobhelpers import enqueue, new, run_until
+from kit import DialectKit
 
 BULK = 5
 
@@ -180,3 +183,53 @@ def test_a_worker_claiming_ahead_and_on_due_instants_starts_nothing_after_a_paus
     assert late == [], f"claims begun after the pause started jobs of qy: {late[:5]}"
     assert -1 in done
     assert all(i < 500 for i in done if i >= 0), "a job due after the pause started"
+
+
+# not the controlled claim: it locks the capped queues' rows (FOR UPDATE), which on MariaDB
+# waits for every queue row it scans, as it always did (claims take turns on those rows)
+LOCK_PATHS = [p for p in PATHS if p.name in ("plain", "limited, jobs keyed")]
+
+
+@pytest.mark.parametrize("kit", ["postgres", "mysql"], indirect=True)
+@pytest.mark.parametrize("path", LOCK_PATHS, ids=[p.name for p in LOCK_PATHS])
+def test_a_claim_reads_the_pause_without_waiting_for_the_queues_row(
+    kit: DialectKit,
+    store_url: str,
+    make_store: Callable[[], Store],
+    clock: ManualClock,
+    path: Path,
+) -> None:
+    """On the row-locking dialects the claim's look at the pause takes no lock: while another
+    transaction holds the paused queue's row (an operator's change not yet committed), a
+    claim neither waits for it nor starts the queue's jobs. (A DELETE joining the queues
+    share-locked their rows on MariaDB, so a claim waited for any change of a paused queue.)"""
+    operator, worker = make_store(), make_store()
+    if path.cap_elsewhere:
+        operator.set_queue("capped", clock.now(), concurrency=5)
+    if path.limit:
+        operator.set_limit(LimitSettings("api", concurrency=100), clock.now())
+    kw: dict[str, object] = {"defaults": TaskDefaults(limits=("api",))} if path.keyed else {}
+    assert worker.claim(worker_id="w", queues=None, limit=1, now=clock.now()) == []  # fresh copy
+    operator.set_queue("held", clock.now(), paused=True)
+    bulk(operator, clock, "held", BULK, **kw)
+    other = enqueue(operator, clock, queue="other", **kw)
+    found: list[set[int]] = []
+    with closing(kit.connect(store_url)) as holder:
+        kit.execute_on(holder, "BEGIN")  # the kit's connections autocommit
+        kit.execute_on(holder, "SELECT * FROM duetime_queues WHERE queue = ? FOR UPDATE", ["held"])
+        thread = threading.Thread(
+            target=lambda: found.append(
+                {
+                    c.job.id
+                    for c in worker.claim(worker_id="w", queues=None, limit=20, now=clock.now())
+                }
+            ),
+            daemon=True,
+        )
+        thread.start()
+        thread.join(timeout=5)
+        waited = thread.is_alive()
+        kit.execute_on(holder, "ROLLBACK")
+    thread.join(timeout=30)
+    assert not waited, f"{path.name}: the claim waited for the paused queue's row lock"
+    assert found == [{other.id}]

@@ -166,11 +166,12 @@ UNION ALL
  ORDER BY neg_priority, due_at, id
  LIMIT %(limit)s
  FOR UPDATE SKIP LOCKED);
--- a paused queue's jobs: left out as its row says now
+-- a paused queue's jobs: left out as its row says now, read without a lock (SELECT ... INTO is
+-- a consistent read; a DML statement reading the queues would share-lock their rows)
+SELECT JSON_ARRAYAGG(queue) INTO @duetime_paused FROM duetime_queues WHERE paused;
 DELETE c FROM duetime_claim c
 JOIN duetime_jobs j ON j.id = c.id
-JOIN duetime_queues q ON q.queue = j.queue
-WHERE q.paused;
+WHERE JSON_CONTAINS(COALESCE(@duetime_paused, '[]'), JSON_QUOTE(j.queue));
 UPDATE duetime_jobs
 SET generation = generation + 1, attempts = attempts + 1, updated_at = %(now)s,
     status = JSON_UNQUOTE(JSON_EXTRACT(%(moves)s, CONCAT('$.', status)))
@@ -674,11 +675,12 @@ WHERE id IN %(ids)s AND status = 'scheduled' AND due_at <= %(now)s
   AND (deadline_at IS NULL OR deadline_at > %(now)s)
 ORDER BY id
 FOR UPDATE SKIP LOCKED;
--- a paused queue's jobs: left out as its row says now
+-- a paused queue's jobs: left out as its row says now, read without a lock (SELECT ... INTO is
+-- a consistent read; a DML statement reading the queues would share-lock their rows)
+SELECT JSON_ARRAYAGG(queue) INTO @duetime_paused FROM duetime_queues WHERE paused;
 DELETE c FROM duetime_claim c
 JOIN duetime_jobs j ON j.id = c.id
-JOIN duetime_queues q ON q.queue = j.queue
-WHERE q.paused;
+WHERE JSON_CONTAINS(COALESCE(@duetime_paused, '[]'), JSON_QUOTE(j.queue));
 UPDATE duetime_jobs
 SET generation = generation + 1, attempts = attempts + 1, updated_at = %(now)s,
     status = JSON_UNQUOTE(JSON_EXTRACT(%(moves)s, CONCAT('$.', status)))

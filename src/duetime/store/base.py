@@ -468,10 +468,11 @@ class Store(Protocol):
         """The keys with a limit, as read at most a second ago (what claim() looks at)."""
         ...
 
-    def limits_next_start(self) -> datetime | None:
-        """After a claim: when a limit that allowed it no more starts allows one again (its
-        bucket's next token, the end of its pause or of its breaker's cool-down), where that
-        instant is known; None otherwise. The worker claims again then (docs/flow-control.md)."""
+    def limits_next_start(self, *, dispatch: bool = False) -> datetime | None:
+        """After a claim (dispatch=True: after the relay's dispatch_outbox): when a limit that
+        allowed it no more starts allows one again (its bucket's next token, the end of its
+        pause or of its breaker's cool-down), where that instant is known; None otherwise. The
+        worker claims (the relay dispatches) again then (docs/flow-control.md)."""
         ...
 
     def set_limit(self, settings: LimitSettings, now: datetime) -> None:

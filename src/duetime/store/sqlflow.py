@@ -293,8 +293,12 @@ class QueuesTenantsFlow(QueuesOutbox, Limits):
             chosen += picked
             if len(chosen) >= limit or len(rows) < scan:
                 break
-        if budget is not None and not dispatching:
-            self._next_start = budget.next_start(now)
+        if budget is not None:
+            at = budget.next_start(now)
+            if dispatching:
+                self._dispatch_next_start = at
+            else:
+                self._next_start = at
         if not chosen:
             return [], 0
         started = c.rows(
@@ -326,6 +330,7 @@ class QueuesTenantsFlow(QueuesOutbox, Limits):
         with due work (the relay's TenantRotation), through the controlled choice too."""
         if limit <= 0:
             return []
+        self._dispatch_next_start = None  # the controlled dispatch says when a limit allows
         controls = self.flow_controls()
         outbox = self.outbox_queues()
         if not outbox:

@@ -58,16 +58,19 @@ class Limits:
     driver: Driver
     _t: ToTime
     _limit_names: tuple[float, list[str]] | None = None  # (read at, monotonic; names)
-    # when a limit that held back this store's last claim allows a start again (claim() sets it)
+    # when a limit that held back this store's last claim (and last dispatch) allows a start
+    # again: claim() and dispatch_outbox() set them
     _next_start: datetime | None = None
+    _dispatch_next_start: datetime | None = None
 
-    def limits_next_start(self) -> datetime | None:
+    def limits_next_start(self, *, dispatch: bool = False) -> datetime | None:
         """When a limit per dependency that allowed no more starts at this store's last claim
-        allows one again (its bucket's next token, the end of its pause or of its breaker's
-        cool-down), as far as known then; None when no limit held that claim back, or only an
-        attempt's end can free one. A worker claims again at that instant rather than at its
-        next poll, so a rate paces at its rate."""
-        return self._next_start
+        (dispatch: the relay's last dispatch) allows one again (its bucket's next token, the
+        end of its pause or of its breaker's cool-down), as far as known then; None when no
+        limit held it back, or only an attempt's end can free one. A worker claims (the relay
+        dispatches) again at that instant rather than at its next poll, so a rate paces at
+        its rate."""
+        return self._dispatch_next_start if dispatch else self._next_start
 
     def limit_names(self) -> list[str]:
         """The keys with a limit row, read at most LIMIT_NAMES_SECONDS ago."""

@@ -1002,7 +1002,8 @@ class App:
 
     def pause_queue(self, name: str) -> QueueSettings:
         """Start no more jobs of this queue (enqueues are still accepted, running attempts
-        finish); every worker sees it within CONTROLS_SECONDS (docs/flow-control.md)."""
+        finish); every worker's claims hold it from the moment this returns: each claim checks
+        the queue's row as it starts jobs (docs/flow-control.md)."""
         return operators.set_queue_flow(self, name, paused=True)
 
     def resume_queue(self, name: str) -> QueueSettings:

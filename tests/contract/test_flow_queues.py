@@ -248,7 +248,8 @@ def test_another_process_sees_a_pause_within_the_controls_ttl(
     make_store: Callable[[], Store], clock: ManualClock, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A store keeps its copy of the control rows CONTROLS_SECONDS: a pause made elsewhere
-    stops its claims once that copy is older (docs/flow-control.md)."""
+    stops its claims once that copy is older (docs/flow-control.md). It does before that
+    too: the claims check the queue's row itself (test_pause_paths.py)."""
     from duetime.core.flow import CONTROLS_SECONDS
     from duetime.store import sqlflow
 

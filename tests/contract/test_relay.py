@@ -9,11 +9,15 @@ from collections.abc import Iterator
 import pytest
 
 from duetime.core.clock import ManualClock
+from duetime.core.limits import LimitSettings, parse_rate
 from duetime.core.outbox import Dispatch, OutboxEvent
+from duetime.core.requests import TaskDefaults
 from duetime.runtime.relay import Dispatcher, Relay
 from duetime.runtime.service import BlockingCalls
 from duetime.store.base import Store
-from jobhelpers import enqueue
+from jobhelpers import enqueue, new
+
+KEYED = TaskDefaults(limits=("api",))
 
 
 class FakeBroker:
@@ -140,3 +144,22 @@ def test_the_dispatcher_comes_back_when_the_next_job_falls_due(
     clock.advance(0.25)
     asyncio.run(dispatcher.run_once())
     assert dispatcher.dispatched == 1
+
+
+def test_the_dispatcher_comes_back_when_a_limit_allows_the_next_start(
+    store: Store, clock: ManualClock, calls: BlockingCalls
+) -> None:
+    """A dispatch held back by a limit's bucket comes back when its next token does, not at
+    the next interval: a rate bounds dispatches at its rate (issue 20: a claim held back by
+    a rate waited for the poll interval)."""
+    store.set_queue("q", clock.now(), dispatch=Dispatch.OUTBOX)
+    store.set_limit(LimitSettings("api", rate=parse_rate("5/s"), burst=1), clock.now())
+    for i in range(3):
+        store.enqueue([new(clock, args={"i": i}, queue="q", defaults=KEYED)], clock.now())
+    dispatcher = Dispatcher(store, clock, calls, interval=1.0)
+    asyncio.run(dispatcher.run_once())
+    assert dispatcher.dispatched == 1  # the one token
+    assert 0.2 <= dispatcher.next_delay() <= 0.202
+    clock.advance(dispatcher.next_delay())
+    asyncio.run(dispatcher.run_once())
+    assert dispatcher.dispatched == 2

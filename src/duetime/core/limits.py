@@ -254,6 +254,38 @@ def allowance(
     return allowed
 
 
+# next_start looks this much past a token's exact instant: the stored instants are whole
+# microseconds, so the exact one could fall a hair short of a whole token
+_NEXT_MARGIN = timedelta(milliseconds=1)
+
+
+def next_start(
+    settings: LimitSettings, state: LimitState, running: int, now: datetime
+) -> datetime | None:
+    """When a key that allows no start at `now` allows one again, if that instant is known:
+    the end of its pause, of its breaker's cool-down, and its bucket's next whole token,
+    whichever comes last. None when it allows a start now, or when only an attempt's end can
+    free one (its concurrency is full, or its half-open breaker's probe runs)."""
+    allowed = allowance(settings, state, running, now)
+    breaker = breaker_allowance(settings, state, running, now)
+    if (allowed is None or allowed > 0) and (breaker is None or breaker > 0):
+        return None
+    if settings.concurrency is not None and running >= settings.concurrency:
+        return None
+    at = now
+    if state.paused_until is not None and state.paused_until > at:
+        at = state.paused_until
+    if breaker == 0:
+        if state.breaker != OPEN or state.breaker_until is None or state.breaker_until <= now:
+            return None  # half-open: its probe must end first
+        at = max(at, state.breaker_until)
+    tokens = refilled(settings, state, at)
+    if tokens is not None and settings.rate is not None and tokens + _EPSILON < 1:
+        wait = (1 - tokens) / settings.rate.per_second
+        at += timedelta(seconds=wait) + _NEXT_MARGIN
+    return at if at > now else None
+
+
 def take(settings: LimitSettings, state: LimitState, count: int, now: datetime) -> LimitState:
     """The state after `count` starts at `now` (each takes a token when the key has a rate)."""
     tokens = refilled(settings, state, now)

@@ -88,15 +88,19 @@ class Dispatcher(IntervalService):
         self._delay = await self.calls(self._until_next_due)
 
     def _until_next_due(self) -> float:
-        """Seconds to the next instant a job of an outbox-mode queue falls due, if it comes
+        """Seconds to the next instant a job of an outbox-mode queue falls due, or a limit
+        per dependency that held back the last dispatch allows a start again, if it comes
         before the interval ends: the next pass then starts on time, not up to an interval
-        late."""
+        late (and a rate bounds dispatches at its rate)."""
         queues = self.store.outbox_queues()
         if not queues:
             return self.interval
         now = self.clock.now()
         until = now + timedelta(seconds=self.interval)
         found = self.store.next_due(now, until, queues, 1)
+        allowed = self.store.limits_next_start(dispatch=True)
+        if allowed is not None and allowed < until:
+            found = sorted([*found, allowed])
         if not found:
             return self.interval
         return max(0.0, (found[0] - now).total_seconds())

@@ -351,6 +351,9 @@ class Slots(Service):
         self.unsure = False
         self._giving_back: set[asyncio.Task[None]] = set()
         self.due: DueTimes | None = None  # the timer's near future (runtime/timer.py)
+        # when a limit per dependency that held back the last claim allows a start again
+        # (Store.limits_next_start): the loop claims then, not at its next poll
+        self.limit_at: datetime | None = None
         self.idle = Pulse()  # the claim loop waits: no free slot, or nothing more was due
         self.finished = Pulse()  # an attempt ended (recorded, refused as stale, or given up)
         self.draining = Pulse()  # shutdown began with attempts in flight
@@ -384,6 +387,7 @@ class Slots(Service):
         )
         self.controlled = bool(store.limit_names())
         self.restricted = self.controlled or store.flow_controls().restricts_claim
+        self.limit_at = store.limits_next_start()
         return claims
 
     def _paced(self, began: float, ended: float) -> None:
@@ -510,10 +514,13 @@ class Slots(Service):
 
     async def _pause_for_work(self) -> None:
         """Wait for the poll interval, a wake, or the next instant the timer knows jobs fall
-        due; on that instant return at once, not before it (the claim then decides, in the
-        store, what is due)."""
+        due or a limit that held back the last claim allows a start again (limit_at); on that
+        instant return at once, not before it (the claim then decides, in the store, what is
+        due and allowed)."""
         clock = self.runner.clock
         at = self.due.next() if self.due is not None else None
+        if self.limit_at is not None and (at is None or self.limit_at < at):
+            at = self.limit_at
         wait = self.poll_interval if at is None else (at - clock.now()).total_seconds()
         if at is None or wait >= self.poll_interval:
             await self.pause(self.poll_interval)
@@ -525,8 +532,11 @@ class Slots(Service):
         limit = time.monotonic() + 2 * self.spin
         while clock.now() < at and time.monotonic() < limit and not self.stopping:
             await asyncio.sleep(0)
-        assert self.due is not None
-        self.due.pop_due(clock.now())
+        now = clock.now()
+        if self.due is not None:
+            self.due.pop_due(now)
+        if self.limit_at is not None and self.limit_at <= now:
+            self.limit_at = None  # reached: the next claim says anew
 
     def _take(self, claim: Claim) -> RunningAttempt:
         """A claimed attempt, held by this worker (its lease renewed) until recorded (its

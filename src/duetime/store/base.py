@@ -388,8 +388,9 @@ class Store(Protocol):
 
         A queue switched to outbox is no longer claimed by workers' claim() from the next
         claim on; one switched back to direct is, while its already dispatched attempts run
-        from the broker. Flow settings (docs/flow-control.md) reach other processes' claims
-        within CONTROLS_SECONDS.
+        from the broker. A pause (or resume) holds every claim and dispatch that starts after
+        it commits (each checks the queue's row as it starts jobs); the other flow settings
+        (docs/flow-control.md) reach other processes' claims within CONTROLS_SECONDS.
         """
         ...
 
@@ -469,6 +470,13 @@ class Store(Protocol):
 
     def limit_names(self) -> list[str]:
         """The keys with a limit, as read at most a second ago (what claim() looks at)."""
+        ...
+
+    def limits_next_start(self, *, dispatch: bool = False) -> datetime | None:
+        """After a claim (dispatch=True: after the relay's dispatch_outbox): when a limit that
+        allowed it no more starts allows one again (its bucket's next token, the end of its
+        pause or of its breaker's cool-down), where that instant is known; None otherwise. The
+        worker claims (the relay dispatches) again then (docs/flow-control.md)."""
         ...
 
     def set_limit(self, settings: LimitSettings, now: datetime) -> None:

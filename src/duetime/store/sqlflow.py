@@ -2,7 +2,10 @@
 settings, the controlled claim and admission control (docs/flow-control.md).
 
 A claim when no control row restricts claims runs the plain claim statement: the store keeps
-a copy of the control rows read at most CONTROLS_SECONDS ago. Otherwise, in one transaction:
+a copy of the control rows read at most CONTROLS_SECONDS ago. A pause does not wait for that
+copy: every statement that starts attempts (claim, claim_chosen, dispatch_outbox) leaves out
+the jobs of queues whose row says paused as it runs, and the controlled and limited picks
+read the paused queues in their own transaction. Otherwise, in one transaction:
 the rows of every capped queue and tenant are locked (queues, then tenants, each in code-point
 order: concurrent controlled claims take turns), the running attempts counted, the candidates
 read (claim order, without the paused, outbox and full queues and the full tenants) and
@@ -206,7 +209,8 @@ class QueuesTenantsFlow(QueuesOutbox, Limits):
             tenant_room = room(tenant_caps, by_tenant)
         # limits per dependency too, when any exists (their rows locked after these)
         budget = self._limit_budget(c, now) if self._limits_exist(c) else None
-        skip_queues = set(leave_out) | controls.paused
+        # the pauses as the rows say now, not the copy: a pause made elsewhere holds at once
+        skip_queues = set(leave_out) | self._paused_now(c)
         chosen: list[int] = []
         held: list[int] = []  # read, but held back by a limit: not read again
         # the lower priority classes' reserved slots (PriorityShare): their oldest due jobs
@@ -291,6 +295,12 @@ class QueuesTenantsFlow(QueuesOutbox, Limits):
             chosen += picked
             if len(chosen) >= limit or len(rows) < scan:
                 break
+        if budget is not None:
+            at = budget.next_start(now)
+            if dispatching:
+                self._dispatch_next_start = at
+            else:
+                self._next_start = at
         if not chosen:
             return [], 0
         started = c.rows(
@@ -305,6 +315,10 @@ class QueuesTenantsFlow(QueuesOutbox, Limits):
             self._spend(c, budget, started, now)
         return started, len(chosen)
 
+    def _paused_now(self, c: Connection) -> set[str]:
+        """The paused queues as their rows are now, read in the caller's transaction."""
+        return {r["queue"] for r in c.rows("queue_settings") if r["paused"]}
+
     # -- the relay's dispatch -------------------------------------------------------------------
 
     @conflicts_retried
@@ -318,6 +332,7 @@ class QueuesTenantsFlow(QueuesOutbox, Limits):
         with due work (the relay's TenantRotation), through the controlled choice too."""
         if limit <= 0:
             return []
+        self._dispatch_next_start = None  # the controlled dispatch says when a limit allows
         controls = self.flow_controls()
         outbox = self.outbox_queues()
         if not outbox:

@@ -35,6 +35,7 @@ from duetime.core.limits import (
     breaker_allowance,
     check_limit_keys,
     check_settings,
+    next_start,
     quoted,
     refilled,
     retry_allowance,
@@ -57,6 +58,19 @@ class Limits:
     driver: Driver
     _t: ToTime
     _limit_names: tuple[float, list[str]] | None = None  # (read at, monotonic; names)
+    # when a limit that held back this store's last claim (and last dispatch) allows a start
+    # again: claim() and dispatch_outbox() set them
+    _next_start: datetime | None = None
+    _dispatch_next_start: datetime | None = None
+
+    def limits_next_start(self, *, dispatch: bool = False) -> datetime | None:
+        """When a limit per dependency that allowed no more starts at this store's last claim
+        (dispatch: the relay's last dispatch) allows one again (its bucket's next token, the
+        end of its pause or of its breaker's cool-down), as far as known then; None when no
+        limit held it back, or only an attempt's end can free one. A worker claims (the relay
+        dispatches) again at that instant rather than at its next poll, so a rate paces at
+        its rate."""
+        return self._dispatch_next_start if dispatch else self._next_start
 
     def limit_names(self) -> list[str]:
         """The keys with a limit row, read at most LIMIT_NAMES_SECONDS ago."""
@@ -236,7 +250,7 @@ class Limits:
         """Lock every limit row (in name order) and work out what each key allows now."""
         limits = {s.key: (s, st) for s, st in map(self._limit, c.rows("lock_limits"))}
         running = _per_key(c.rows("limit_running", now=now, holder=DISPATCH_HOLDER), "running")
-        budget = LimitBudget(limits)
+        budget = LimitBudget(limits, running=running)
         for key, (settings, state) in limits.items():
             bounds = [
                 allowance(settings, state, running[key], now),
@@ -297,6 +311,7 @@ class Limits:
                     trimmed = True
             if not trimmed or len(rows) < want or len(chosen) >= limit:
                 break
+        self._next_start = budget.next_start(now)
         if not chosen:
             return []
         claimed = c.rows(
@@ -321,6 +336,22 @@ class LimitBudget:
     retry_left: dict[str, int] = field(default_factory=dict)  # retries of each budgeted key
     taken: Counter[str] = field(default_factory=Counter)
     retried: Counter[str] = field(default_factory=Counter)
+    running: Counter[str] = field(default_factory=Counter)  # each key's attempts at the claim
+
+    def next_start(self, now: datetime) -> datetime | None:
+        """The earliest instant at which a key that allows no more starts after this claim
+        (what it took counted) allows one again, where known (core/limits.next_start)."""
+        found = []
+        for key, n in self.allowed.items():
+            if n - self.taken[key] > 0:
+                continue
+            settings, state = self.limits[key]
+            if self.taken[key]:
+                state = take(settings, state, self.taken[key], now)
+            at = next_start(settings, state, self.running[key] + self.taken[key], now)
+            if at is not None:
+                found.append(at)
+        return min(found, default=None)
 
     def keys(self, limits_text: object) -> list[str]:
         """The keys of a job's limits text that have a limit row."""
@@ -351,7 +382,7 @@ class LimitBudget:
     def fitting(self, jobs: Sequence[tuple[int, object, int]]) -> set[int]:
         """The ids of `jobs` (id, limits text, attempts; in claim order) that could all start
         together with what was taken so far: each is counted against its keys in turn."""
-        trial = LimitBudget(self.limits, self.allowed, self.retry_left)
+        trial = LimitBudget(self.limits, self.allowed, self.retry_left, running=self.running)
         trial.taken, trial.retried = Counter(self.taken), Counter(self.retried)
         ids = set()
         for job_id, limits_text, attempts in jobs:

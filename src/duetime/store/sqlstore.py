@@ -343,6 +343,7 @@ class SQLStore(SchedulesNodesTokens, QueuesTenantsFlow):
     ) -> list[Claim]:
         if limit <= 0:
             return []
+        self._next_start = None  # the limited paths say when a limit allows a start again
         controls = self.flow_controls()  # pause, caps, weights (docs/flow-control.md)
         per_class = self.priorities.reserve(limit)  # lower priorities' share, now and then
         rotate = self.tenant_rotation.wanted()  # after a saturated claim: tenants take turns
@@ -387,6 +388,9 @@ class SQLStore(SchedulesNodesTokens, QueuesTenantsFlow):
         outbox = self.outbox_queues()
         if self.limit_names():  # limits exist: the limited path (store/sqllimits.py)
             with self.driver.transaction() as c:
+                # the pick leaves out the paused queues as their rows say now (claim_chosen
+                # checks again as it starts the jobs), not as the copy of the control rows does
+                leave_out = sorted(set(outbox) | self._paused_now(c))
                 rows = self._claim_limited(
                     c,
                     now,
@@ -394,8 +398,8 @@ class SQLStore(SchedulesNodesTokens, QueuesTenantsFlow):
                     worker_id,
                     {
                         **pick_filters(queues, tasks),
-                        "all_direct": not outbox,
-                        "outbox_queues": outbox,
+                        "all_direct": not leave_out,
+                        "outbox_queues": leave_out,
                     },
                 )
         else:

@@ -143,7 +143,9 @@ WHERE schedule_id = %(schedule_id)s AND nominal_at = %(nominal_at)s;
 -- after `limit` due rows (the optimizer may otherwise range-read every due row and sort them,
 -- which a burst of due jobs makes slow). Only tasks of `tasks` are taken (any task when
 -- all_tasks): a worker claims only what it has handlers for. Jobs of outbox_queues are left
--- to the relay (dispatch_outbox); all_direct when there is none.
+-- to the relay (dispatch_outbox); all_direct when there is none. Jobs of a paused queue are
+-- taken out of the pick as the queue's row says now (not the store's copy of the control rows:
+-- a pause made elsewhere holds at once); their rows stay as they were, free at the commit.
 CREATE TEMPORARY TABLE IF NOT EXISTS duetime_claim (id BIGINT NOT NULL PRIMARY KEY);
 DELETE FROM duetime_claim;
 INSERT INTO duetime_claim (id)
@@ -164,6 +166,12 @@ UNION ALL
  ORDER BY neg_priority, due_at, id
  LIMIT %(limit)s
  FOR UPDATE SKIP LOCKED);
+-- a paused queue's jobs: left out as its row says now, read without a lock (SELECT ... INTO is
+-- a consistent read; a DML statement reading the queues would share-lock their rows)
+SELECT JSON_ARRAYAGG(queue) INTO @duetime_paused FROM duetime_queues WHERE paused;
+DELETE c FROM duetime_claim c
+JOIN duetime_jobs j ON j.id = c.id
+WHERE JSON_CONTAINS(COALESCE(@duetime_paused, '[]'), JSON_QUOTE(j.queue));
 UPDATE duetime_jobs
 SET generation = generation + 1, attempts = attempts + 1, updated_at = %(now)s,
     status = JSON_UNQUOTE(JSON_EXTRACT(%(moves)s, CONCAT('$.', status)))
@@ -656,9 +664,9 @@ ORDER BY tenant
 LIMIT 1;
 
 -- name: claim_chosen
--- As claim, for the jobs of `ids` still scheduled, due and not past their deadline, skipping
--- rows another transaction locked; the attempts' lease is lease_seconds when given (the
--- relay's dispatch), else each job's own.
+-- As claim, for the jobs of `ids` still scheduled, due, not past their deadline and of a queue
+-- not paused now, skipping rows another transaction locked; the attempts' lease is
+-- lease_seconds when given (the relay's dispatch), else each job's own.
 CREATE TEMPORARY TABLE IF NOT EXISTS duetime_claim (id BIGINT NOT NULL PRIMARY KEY);
 DELETE FROM duetime_claim;
 INSERT INTO duetime_claim (id)
@@ -667,6 +675,12 @@ WHERE id IN %(ids)s AND status = 'scheduled' AND due_at <= %(now)s
   AND (deadline_at IS NULL OR deadline_at > %(now)s)
 ORDER BY id
 FOR UPDATE SKIP LOCKED;
+-- a paused queue's jobs: left out as its row says now, read without a lock (SELECT ... INTO is
+-- a consistent read; a DML statement reading the queues would share-lock their rows)
+SELECT JSON_ARRAYAGG(queue) INTO @duetime_paused FROM duetime_queues WHERE paused;
+DELETE c FROM duetime_claim c
+JOIN duetime_jobs j ON j.id = c.id
+WHERE JSON_CONTAINS(COALESCE(@duetime_paused, '[]'), JSON_QUOTE(j.queue));
 UPDATE duetime_jobs
 SET generation = generation + 1, attempts = attempts + 1, updated_at = %(now)s,
     status = JSON_UNQUOTE(JSON_EXTRACT(%(moves)s, CONCAT('$.', status)))

@@ -130,7 +130,11 @@ WHERE schedule_id = %(schedule_id)s AND nominal_at = %(nominal_at)s::timestamptz
 -- is written out (not taken from the moves) so the partial indexes serve the pick. Only tasks
 -- of `tasks` are taken (any task when all_tasks): a worker claims only what it can run. Jobs
 -- of outbox_queues are left to the relay (dispatch_outbox): a list the planner sees (an empty
--- one is no filter at all), where a subquery's unknown result would skew its estimates.
+-- one is no filter at all), where a subquery's unknown result would skew its estimates. A
+-- job of a paused queue is not started: the pick leaves out nothing for it (a claim runs this
+-- statement when the store's copy of the control rows has no pause), but the move checks the
+-- queue's row as it is now, so a pause made elsewhere holds at once; rows picked that way are
+-- left as they were (free again at the commit).
 -- Sorting is off for this transaction first: the pick then walks the claim-order index and
 -- stops after `limit` rows, whatever the statistics say. Right after a bulk load (the 9:00
 -- burst), before autovacuum has analyzed the table, the planner would otherwise believe few
@@ -154,6 +158,7 @@ WITH picked AS (
         attempts = j.attempts + 1, updated_at = %(now)s
     FROM picked
     WHERE j.id = picked.id AND (%(moves)s::jsonb ->> j.status) IS NOT NULL
+      AND NOT EXISTS (SELECT 1 FROM duetime_queues q WHERE q.queue = j.queue AND q.paused)
     RETURNING j.*
 ), started AS (
     INSERT INTO duetime_attempts (job_id, generation, worker_id, status, lease_expires_at,
@@ -247,6 +252,7 @@ WITH picked AS (
         attempts = j.attempts + 1, updated_at = %(now)s
     FROM picked
     WHERE j.id = picked.id AND (%(moves)s::jsonb ->> j.status) IS NOT NULL
+      AND NOT EXISTS (SELECT 1 FROM duetime_queues q WHERE q.queue = j.queue AND q.paused)
     RETURNING j.*
 ), started AS (
     INSERT INTO duetime_attempts (job_id, generation, worker_id, status, lease_expires_at,
@@ -716,9 +722,9 @@ ORDER BY tenant
 LIMIT 1;
 
 -- name: claim_chosen
--- As claim, for the jobs of `ids` still scheduled, due and not past their deadline, skipping
--- rows another transaction locked; the attempts' lease is lease_seconds when given (the
--- relay's dispatch), else each job's own.
+-- As claim, for the jobs of `ids` still scheduled, due, not past their deadline and of a queue
+-- not paused now, skipping rows another transaction locked; the attempts' lease is
+-- lease_seconds when given (the relay's dispatch), else each job's own.
 WITH picked AS (
     SELECT id FROM duetime_jobs
     WHERE id = ANY (%(ids)s::bigint[]) AND status = 'scheduled' AND due_at <= %(now)s
@@ -731,6 +737,7 @@ WITH picked AS (
         attempts = j.attempts + 1, updated_at = %(now)s
     FROM picked
     WHERE j.id = picked.id AND (%(moves)s::jsonb ->> j.status) IS NOT NULL
+      AND NOT EXISTS (SELECT 1 FROM duetime_queues q WHERE q.queue = j.queue AND q.paused)
     RETURNING j.*
 ), started AS (
     INSERT INTO duetime_attempts (job_id, generation, worker_id, status, lease_expires_at,

@@ -123,7 +123,9 @@ SELECT id FROM duetime_jobs WHERE schedule_id = :schedule_id AND nominal_at = :n
 -- so a scan stops after `limit` due rows instead of sorting every scheduled job (without
 -- statistics SQLite would take the status index and sort). Only tasks of `tasks` are taken
 -- (any task when all_tasks): a worker claims only what it has handlers for. Jobs of
--- outbox_queues are left to the relay (dispatch_outbox); all_direct when there is none.
+-- outbox_queues are left to the relay (dispatch_outbox); all_direct when there is none. Jobs of
+-- a paused queue are left out as its row says now (not as the store's copy of the control
+-- rows says: a pause made elsewhere holds at once).
 CREATE TEMP TABLE IF NOT EXISTS duetime_claim (id INTEGER PRIMARY KEY);
 DELETE FROM temp.duetime_claim;
 INSERT INTO temp.duetime_claim (id)
@@ -133,6 +135,7 @@ SELECT id FROM (
       AND (deadline_at IS NULL OR deadline_at > :now)
       AND (:all_tasks OR task IN (SELECT value FROM json_each(:tasks)))
       AND (:all_direct OR queue NOT IN (SELECT value FROM json_each(:outbox_queues)))
+      AND queue NOT IN (SELECT queue FROM duetime_queues WHERE paused)
     ORDER BY priority DESC, due_at, id
     LIMIT :limit)
 UNION ALL
@@ -143,6 +146,7 @@ SELECT id FROM (
       AND (deadline_at IS NULL OR deadline_at > :now)
       AND (:all_tasks OR task IN (SELECT value FROM json_each(:tasks)))
       AND (:all_direct OR queue NOT IN (SELECT value FROM json_each(:outbox_queues)))
+      AND queue NOT IN (SELECT queue FROM duetime_queues WHERE paused)
     ORDER BY priority DESC, due_at, id
     LIMIT :limit)
 UNION ALL
@@ -153,6 +157,7 @@ SELECT id FROM (
       AND due_at <= :now AND (deadline_at IS NULL OR deadline_at > :now)
       AND (:all_tasks OR task IN (SELECT value FROM json_each(:tasks)))
       AND (:all_direct OR queue NOT IN (SELECT value FROM json_each(:outbox_queues)))
+      AND queue NOT IN (SELECT queue FROM duetime_queues WHERE paused)
     ORDER BY priority DESC, due_at, id
     LIMIT :limit);
 UPDATE duetime_jobs
@@ -651,15 +656,16 @@ ORDER BY tenant
 LIMIT 1;
 
 -- name: claim_chosen
--- As claim, for the jobs of `ids` still scheduled, due and not past their deadline (under the
--- write lock); the attempts' lease is lease_seconds when given (the relay's dispatch), else
+-- As claim, for the jobs of `ids` still scheduled, due, not past their deadline and of a queue
+-- not paused now (under the write lock); the attempts' lease is lease_seconds when given (the relay's dispatch), else
 -- each job's own.
 CREATE TEMP TABLE IF NOT EXISTS duetime_claim (id INTEGER PRIMARY KEY);
 DELETE FROM temp.duetime_claim;
 INSERT INTO temp.duetime_claim (id)
 SELECT id FROM duetime_jobs
 WHERE id IN (SELECT value FROM json_each(:ids)) AND status = 'scheduled' AND due_at <= :now
-  AND (deadline_at IS NULL OR deadline_at > :now);
+  AND (deadline_at IS NULL OR deadline_at > :now)
+  AND queue NOT IN (SELECT queue FROM duetime_queues WHERE paused);
 UPDATE duetime_jobs
 SET status = json_extract(:moves, '$.' || status), generation = generation + 1,
     attempts = attempts + 1, updated_at = :now

@@ -180,7 +180,7 @@ def test_a_withdraw_that_waits_on_a_workers_accept_leaves_the_attempt_to_the_wor
         try:
             sql_store.transition(job.id, Event.RESCHEDULE, clock.now(), due_at=clock.now())
             outcome.append(None)
-        except BaseException as exc:  # noqa: BLE001 - reported to the test's thread
+        except BaseException as exc:
             outcome.append(exc)
 
     with closing(kit.connect(url)) as worker:  # accept_dispatch, between its lock and commit

@@ -207,3 +207,21 @@ def test_a_cancel_requested_dispatch_ends_cancelled_when_withdrawn(
     job = store.get_job(event.job_id)
     assert job is not None and job.status is JobStatus.CANCELLED and job.attempt_history == ()
     assert store.accept_dispatch(message(event), "w", clock.now()) is None
+
+
+def test_the_outbox_figures_count_the_dispatched_attempts_no_worker_accepted(
+    store: Store, clock: ManualClock
+) -> None:
+    events = dispatched(store, clock, count=3)
+    clock.advance(5)
+    enqueue(store, clock, queue="q")
+    later = store.dispatch_outbox(clock.now(), 10, lease_seconds=300)
+    assert store.accept_dispatch(message(events[0]), "w", clock.now()) is not None
+    clock.advance(4)
+    figures = store.outbox_figures(clock.now())
+    assert figures.dispatched == 3  # two of the first three, and the later one
+    assert figures.oldest_dispatched_age_seconds == 9
+    [q] = figures.to_json()["queues"]  # type: ignore[misc]
+    assert (q["dispatched"], q["oldest_dispatched_age_seconds"]) == (3, 9)
+    store.transition(later[0].job_id, Event.CANCEL, clock.now())
+    assert store.outbox_figures(clock.now()).dispatched == 2

@@ -121,6 +121,11 @@ def cmd_status(args: argparse.Namespace) -> int:
     out(f"backlog          {figures.backlog} unpublished event(s)")
     out(f"oldest           {'-' if age is None else f'{age:.1f}s'}")
     out(f"publish rate     {figures.publish_rate:.2f}/s over {figures.window_seconds:g}s")
+    waited = figures.oldest_dispatched_age_seconds
+    out(
+        f"dispatched       {figures.dispatched} waiting for a worker"
+        + ("" if waited is None else f", the oldest for {waited:.1f}s")
+    )
     queues = figures.to_json()["queues"]
     assert isinstance(queues, list)
     if queues:
@@ -134,9 +139,16 @@ def cmd_status(args: argparse.Namespace) -> int:
                     if q["oldest_unpublished_age_seconds"] is None
                     else f"{q['oldest_unpublished_age_seconds']:.1f}s",
                     q["published"],
+                    q["dispatched"],
                 )
                 for q in queues
             ],
-            ["queue", "backlog", "oldest", f"published ({figures.window_seconds:g}s)"],
+            [
+                "queue",
+                "backlog",
+                "oldest",
+                f"published ({figures.window_seconds:g}s)",
+                "dispatched",
+            ],
         )
     return 0

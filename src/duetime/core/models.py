@@ -103,6 +103,12 @@ class Job:
     # outbox, docs/outbox.md): since when. The job is `running` but waits in the broker.
     dispatched_at: datetime | None = None
 
+    def dispatched_seconds(self, now: datetime) -> float | None:
+        """How long the job has waited in the broker for a worker (dispatched_at), or None."""
+        if self.dispatched_at is None:
+            return None
+        return max(0.0, (now - self.dispatched_at).total_seconds())
+
     @property
     def terminal(self) -> bool:
         from duetime.core.states import TERMINAL

@@ -179,7 +179,11 @@ class BrokerFeed(Service):
             )
             return False
         if claim is None:
-            self._drop("stale", "the job moved on or another worker took it", dispatched)
+            self._drop(
+                "stale",
+                "the job moved on (its attempt may have been withdrawn) or another worker took it",
+                dispatched,
+            )
             await _settle(message.ack())
             return True
         # the attempt is this worker's now, whether or not the broker hears the ack (if not,

@@ -241,24 +241,30 @@ class QueuesOutbox:
     def outbox_figures(self, now: datetime, window_seconds: float = 60.0) -> OutboxFigures:
         since = now - timedelta(seconds=window_seconds)
         with self.driver.transaction(write=False) as c:
-            rows = c.rows("outbox_figures", since=since)
-        return OutboxFigures(
-            now=now,
-            window_seconds=window_seconds,
-            queues=[
+            rows = {r["queue"]: r for r in c.rows("outbox_figures", since=since)}
+            held = {r["queue"]: r for r in c.rows("dispatched_figures", holder=DISPATCH_HOLDER)}
+        queues = []
+        for name in sorted(rows.keys() | held.keys()):
+            r, h = rows.get(name), held.get(name)
+            queues.append(
                 QueueBacklog(
-                    queue=r["queue"],
-                    backlog=int(r["backlog"] or 0),
+                    queue=name,
+                    backlog=int(r["backlog"] or 0) if r else 0,
                     oldest_created_at=(
                         self._t(r["oldest_created_at"])
-                        if r["oldest_created_at"] is not None
+                        if r and r["oldest_created_at"] is not None
                         else None
                     ),
-                    published=int(r["published"] or 0),
+                    published=int(r["published"] or 0) if r else 0,
+                    dispatched=int(h["dispatched"] or 0) if h else 0,
+                    oldest_dispatched_at=(
+                        self._t(h["oldest_dispatched_at"])
+                        if h and h["oldest_dispatched_at"] is not None
+                        else None
+                    ),
                 )
-                for r in rows
-            ],
-        )
+            )
+        return OutboxFigures(now=now, window_seconds=window_seconds, queues=queues)
 
     @conflicts_retried
     def prune_outbox(self, before: datetime, limit: int) -> int:

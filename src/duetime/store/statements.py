@@ -195,6 +195,9 @@ STATEMENTS: dict[str, str] = {
     "attempt_<name>",
     "outbox_figures": "returns per queue: backlog (unpublished events), oldest_created_at (of "
     "the unpublished), published (events published at or after `since`)",
+    "dispatched_figures": "returns queue, dispatched, oldest_dispatched_at: per queue, how many "
+    "jobs' attempts of their generation are running and held by `holder` (dispatched, accepted "
+    "by no worker yet) and the earliest started_at of them",
     "prune_outbox": "changes: deletes up to `limit` outbox events published before `before`, "
     "oldest first",
     # -- figures

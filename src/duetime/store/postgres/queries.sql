@@ -934,6 +934,14 @@ WHERE published_at IS NULL OR published_at >= %(since)s
 GROUP BY queue
 ORDER BY queue COLLATE "C";
 
+-- name: dispatched_figures
+-- Through the running attempts' index: those held by the outbox, by their job's queue.
+SELECT j.queue, COUNT(*) AS dispatched, MIN(a.started_at) AS oldest_dispatched_at
+FROM duetime_attempts a JOIN duetime_jobs j ON j.id = a.job_id AND j.generation = a.generation
+WHERE a.status = 'running' AND a.worker_id = %(holder)s::text
+GROUP BY j.queue
+ORDER BY j.queue;
+
 -- name: prune_outbox
 DELETE FROM duetime_outbox
 WHERE id = ANY (ARRAY(

@@ -181,3 +181,37 @@ def test_published_jobs_no_worker_took_are_rescheduled_and_run_direct_after_a_sw
     ]
     assert sorted(map(int, executions)) == ids  # each once
     assert app.get_job(ids[0]).attempts == 1
+
+
+def test_a_relay_registers_in_duetime_nodes_and_serves_no_task(
+    db_url: str, app: App, amqp_url: str, procs: Processes, tmp_path: Path
+) -> None:
+    log = tmp_path / "relay.log"
+    with open(log, "wb") as out:
+        relay = subprocess.Popen(
+            [str(DUETIME), "relay", "--database-url", db_url, "--broker-url", amqp_url],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            env=procs.env(),
+        )
+
+    def relays(*flags: str) -> list[dict[str, object]]:
+        done = run_cli(["nodes", "--json", "--database-url", db_url, *flags])
+        assert done.returncode == 0, describe(done)
+        return [n for n in json.loads(done.stdout) if n["pid"] == relay.pid]
+
+    try:
+        [node] = wait_until(relays, 30, lambda: log.read_text()[-2000:])
+        assert node["state"] == "live" and node["duties"] == ["dispatcher", "relay"]
+        assert node["tasks"] == [] and str(node["id"]).startswith("relay:")
+        table = run_cli(["nodes", "--database-url", db_url]).stdout
+        assert "dispatcher,relay" in table
+        # it serves no task: a job nobody's worker serves still says so
+        job = app.enqueue("drain.record", {})
+        assert app.unserved(app.get_job(job.id)) is not None
+    finally:
+        relay.terminate()
+        relay.wait(30)
+    assert relay.returncode == 0, log.read_text()[-2000:]
+    [stopped] = relays("--all")
+    assert stopped["state"] == "stopped"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
 import json
 import os
 from typing import Any
@@ -72,8 +73,8 @@ def add_parsers(sub: Any, parents: list[argparse.ArgumentParser]) -> None:
 def cmd_relay(args: argparse.Namespace) -> int:
     from duetime.runtime import metrics as relay_metrics
     from duetime.runtime.amqp import require
-    from duetime.runtime.node import Node, run_until_signalled
-    from duetime.runtime.relay import relay_services
+    from duetime.runtime.node import Node, NodeHeartbeat, run_until_signalled
+    from duetime.runtime.relay import relay_node, relay_services
     from duetime.runtime.service import BlockingCalls
     from duetime.runtime.worker import default_worker_id
 
@@ -87,16 +88,22 @@ def cmd_relay(args: argparse.Namespace) -> int:
     if args.metrics_port is not None:
         exporter = relay_metrics.serve(figures, args.metrics_port, args.metrics_host)
     calls = BlockingCalls(4)
-    services = relay_services(
+    relay_id = f"relay:{default_worker_id()}"
+    # registered as a node (duetime nodes), heartbeated, marked stopped when it stops
+    registry = NodeHeartbeat(
+        app.store, app.clock, calls, functools.partial(relay_node, relay_id, app.clock)
+    )
+    relaying = relay_services(
         app.store,
         app.clock,
         calls,
         args.broker_url,
-        relay_id=f"relay:{default_worker_id()}",
+        relay_id=relay_id,
         rate=args.rate,
         dispatch_lease=args.dispatch_lease,
         metrics=figures,
     )
+    services = [registry, *relaying]
 
     async def main(stop: asyncio.Event) -> None:
         await Node(services).run(stop)

@@ -255,6 +255,7 @@ class Worker:
         duties = ("worker", "reaper", *(["planner"] if self.planner else []))
         duties = (*duties, *(["pruner"] if self.pruner else []))
         duties = (*duties, *(["broker"] if self.feed else []))
+        duties = (*duties, *(["relay"] if any(s.name == "relay" for s in self.extra) else []))
         return models.Node(
             id=self.worker_id,
             hostname=socket.gethostname(),

@@ -1,5 +1,6 @@
-"""The outbox from the command line: `duetime queues set|list`, `duetime relay` alone moving
-due jobs to RabbitMQ, `duetime worker --broker-url` running them, `duetime outbox status`."""
+"""The outbox from the command line, on every dialect: `duetime queues set|list`, `duetime
+relay` alone moving due jobs to RabbitMQ, `duetime worker --broker-url` running them,
+`duetime outbox status`."""
 
 from __future__ import annotations
 
@@ -12,10 +13,18 @@ from pathlib import Path
 import pytest
 
 from amqpbroker import broker_url
+from conftest import STORE_KINDS
 from duetime import App
 from duetime.core.states import JobStatus
 from duetime.runtime.amqp import Broker
 from integration.procs import DUETIME, Processes, describe, run_cli, wait_until
+from kit import DialectKit, kit_named
+
+
+@pytest.fixture(params=STORE_KINDS)
+def kit(request: pytest.FixtureRequest) -> DialectKit:
+    """Every registered dialect (the integration suite's default is sqlite and postgres)."""
+    return kit_named(request.param)
 
 
 @pytest.fixture

@@ -154,7 +154,7 @@ class BrokerFeed(Service):
         try:
             answered = await self._accept(message, dispatched)
         finally:
-            self.slots.reserved -= 1
+            self.slots.unreserve()
         if not answered:  # the database is unreachable: the message waits its turn
             await asyncio.sleep(1.0)
             await _settle(message.requeue())

@@ -93,6 +93,15 @@ class QueuesOutbox:
 
     @conflicts_retried
     def withdraw_stranded(self, now: datetime) -> int:
+        # read first (every reaper pass runs this): a write transaction only when a queue
+        # not in outbox mode has an attempt held by the outbox, which a race leaves rarely
+        with self.driver.transaction(write=False) as c:
+            held = {r["queue"] for r in c.rows("dispatched_figures", holder=DISPATCH_HOLDER)}
+            if not held:
+                return 0
+            modes = {r["queue"]: r["dispatch"] for r in c.rows("queue_settings")}
+        if all(modes.get(q) == Dispatch.OUTBOX for q in held):
+            return 0
         with self.driver.transaction() as c:
             return len(self._withdraw_stranded(c, now))
 

@@ -700,11 +700,13 @@ class App:
         )
 
     def cancel(self, job_id: int) -> Job:
-        """Cancel a scheduled job (cancelled) or ask a running one to stop (cancel_requested)."""
+        """Cancel a scheduled job (cancelled) or ask a running one to stop (cancel_requested);
+        a job only dispatched to the broker (no worker accepted it) is cancelled at once."""
         return self._move(job_id, Event.CANCEL)
 
     def reschedule(self, job_id: int, at: datetime | str) -> Job:
-        """Move a scheduled job's due time; bumps its version."""
+        """Move a scheduled job's due time, or a dispatched one's that no worker accepted yet
+        (its attempt is withdrawn, docs/outbox.md); bumps its version."""
         return self._move(job_id, Event.RESCHEDULE, parse_instant(at, "due time"))
 
     def replay(self, job_id: int, *, ignore_backlog: bool = False) -> Job:

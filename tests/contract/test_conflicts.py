@@ -24,7 +24,9 @@ import pytest
 
 import duetime
 from duetime.core.clock import ManualClock
-from duetime.core.errors import StoreConflict
+from duetime.core.errors import IllegalTransition, StoreConflict
+from duetime.core.outbox import Dispatch
+from duetime.core.states import Event, JobStatus
 from duetime.store import open_store
 from duetime.store.sqlshared import conflicts_retried
 from duetime.store.sqlstore import SQLStore
@@ -160,3 +162,41 @@ def test_a_claim_that_lost_chosen_rows_to_another_keeps_the_lower_class_share(
         )
         == low[6:]
     )
+
+
+def test_a_withdraw_that_waits_on_a_workers_accept_leaves_the_attempt_to_the_worker(
+    kit: DialectKit, sql_store: SQLStore, clock: ManualClock
+) -> None:
+    # docs/outbox.md, "Withdrawn dispatches": an operator's reschedule of a dispatched job
+    # races a worker's accept_dispatch on the job's row lock; the worker took the attempt
+    # first (its transaction commits while the reschedule waits): the reschedule is refused
+    sql_store.set_queue("q", clock.now(), dispatch=Dispatch.OUTBOX)
+    job = enqueue(sql_store, clock, queue="q")
+    [event] = sql_store.dispatch_outbox(clock.now(), 10, lease_seconds=300)
+    url = sql_store.driver.url  # type: ignore[attr-defined]
+    outcome: list[BaseException | None] = []
+
+    def reschedule() -> None:
+        try:
+            sql_store.transition(job.id, Event.RESCHEDULE, clock.now(), due_at=clock.now())
+            outcome.append(None)
+        except BaseException as exc:
+            outcome.append(exc)
+
+    with closing(kit.connect(url)) as worker:  # accept_dispatch, between its lock and commit
+        kit.execute_on(worker, "BEGIN")  # the kit's connections autocommit
+        kit.execute_on(worker, "SELECT id FROM duetime_jobs WHERE id = ? FOR UPDATE", [job.id])
+        kit.execute_on(
+            worker, "UPDATE duetime_attempts SET worker_id = 'w' WHERE id = ?", [event.attempt_id]
+        )
+        racing = threading.Thread(target=reschedule)
+        racing.start()
+        racing.join(timeout=1.0)
+        assert racing.is_alive()  # it waits for the job's row
+        kit.execute_on(worker, "COMMIT")
+        racing.join(timeout=10)
+    [error] = outcome
+    assert isinstance(error, IllegalTransition)
+    found = sql_store.get_job(job.id)
+    assert found is not None and found.status is JobStatus.RUNNING and found.dispatched_at is None
+    assert found.attempts == 1 and found.attempt_history[-1].worker_id == "w"

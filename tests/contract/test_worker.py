@@ -578,3 +578,25 @@ def test_recovery_leaves_attempts_alone_while_a_broker_message_is_being_accepted
     assert slots.unsure and not slots._giving_back
     assert app.store.held_leases(worker.worker_id) == [claims[0].lease]
     assert app.store.held_leases("another-worker") == []
+
+
+def test_jobs_claimed_ahead_start_once_a_broker_message_gives_its_slot_back(
+    app: duetime.App,
+) -> None:
+    """A claim may take jobs ahead of the free slots; one a broker message held (reserved)
+    while its attempt was being accepted, then gave back without running one (a stale message:
+    many at once after a withdraw, docs/outbox.md), frees no handler. The claimed jobs must
+    still start: they stayed running under renewed leases, never executed, before."""
+    runs: list[int] = []
+
+    @app.task(name="ahead")
+    def ahead(n: int) -> None:
+        runs.append(n)
+
+    worker = Worker(app, concurrency=1, poll_interval=0.05)
+    job = ahead.enqueue({"n": 1})
+    [claim] = app.store.claim(worker_id=worker.worker_id, queues=None, limit=1, now=app.clock.now())
+    slots = worker.slots
+    slots.ready.append(slots._take(claim))  # claimed ahead while a message held the slot
+    asyncio.run(run_until(worker, lambda: runs == [1], timeout=5))
+    assert status_of(app, job.id) is JobStatus.SUCCEEDED

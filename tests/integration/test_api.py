@@ -314,6 +314,26 @@ def test_cancel_reschedule_replay_resolve_and_409s(api: Api) -> None:
     assert api.call("POST", f"/v1/jobs/{parked.id}/resolve", json={}).status_code == 422
 
 
+def test_a_dispatched_job_shows_since_when_and_is_rescheduled_or_cancelled(api: Api) -> None:
+    # docs/outbox.md, "Withdrawn dispatches": running, its attempt waiting in the broker
+    api.app.set_queue("broker", dispatch="outbox")
+    view = api.app.scoped("acme")
+    first, second = (view.enqueue("t.sent", {}, queue="broker") for _ in range(2))
+    api.app.store.dispatch_outbox(api.app.clock.now(), 10, 300)
+    shown = api.call("GET", f"/v1/jobs/{first.id}").json()
+    assert shown["status"] == "running" and shown["dispatched_at"] is not None
+    listed = api.call("GET", "/v1/jobs", params={"queue": "broker"}).json()["items"]
+    assert all(j["dispatched_at"] is not None for j in listed)
+    at = datetime.now(UTC).replace(microsecond=0) + timedelta(days=1)
+    r = api.call("POST", f"/v1/jobs/{first.id}/reschedule", json={"due_at": iso(at)})
+    assert r.status_code == 200, r.text
+    moved = r.json()
+    assert moved["status"] == "scheduled" and moved["dispatched_at"] is None
+    assert moved["attempts"] == 0 and datetime.fromisoformat(moved["due_at"]) == at
+    r = api.call("POST", f"/v1/jobs/{second.id}/cancel")
+    assert r.status_code == 200 and r.json()["status"] == "cancelled"
+
+
 # -- schedules -------------------------------------------------------------------------------
 
 

@@ -16,6 +16,7 @@ from fastapi.testclient import TestClient
 from duetime import App, operators
 from duetime.core.clock import ManualClock
 from duetime.core.models import Job, Node, Outcome
+from duetime.core.outbox import Dispatched
 from duetime.core.retry import ErrorCategory
 from duetime.core.states import Event, JobStatus
 from duetime.core.tokens import Role, hash_secret
@@ -848,3 +849,31 @@ def test_only_admins_steer_queues(env: Env) -> None:
     assert page.status_code == 200 and ">Pause<" not in page.text
     r = c.post("/queues/emails/pause", data={"csrf_token": csrf_in(c.get("/jobs").text)})
     assert r.status_code == 403 and not env.app.queue("emails").paused
+
+
+def test_a_dispatched_job_shows_it_waits_in_the_broker_and_can_be_rescheduled(env: Env) -> None:
+    # docs/outbox.md, "Withdrawn dispatches": running, yet not executing
+    env.app.set_queue("broker", dispatch="outbox")
+    job = env.scheduled(queue="broker", delay=0)
+    [event] = env.app.store.dispatch_outbox(env.clock.now(), 10, 300)
+    env.clock.advance(12)
+    c = env.logged_in(role="write")
+    listed = c.get("/jobs").text
+    assert "dispatched, in the broker 12.0 s" in listed
+    page = c.get(f"/jobs/{job.id}").text
+    assert "data-dispatched" in page and "12.0 s ago" in page and "not executing" in page
+    assert f'action="/jobs/{job.id}/reschedule"' in page
+    assert "Cancel job" in page and "Ask it to stop" not in page
+    r = c.post(
+        f"/jobs/{job.id}/reschedule",
+        data={"csrf_token": csrf_in(page), "due_at": "2026-03-01T08:30:00Z"},
+    )
+    assert "rescheduled" in flash(r.text)
+    moved = env.stored(job.id)
+    assert moved.status is JobStatus.SCHEDULED and moved.attempt_history == ()
+    assert moved.due_at == datetime(2026, 3, 1, 8, 30, tzinfo=UTC)
+    assert "data-dispatched" not in c.get(f"/jobs/{job.id}").text
+    assert (
+        env.app.store.accept_dispatch(Dispatched.from_body(event.body()), "w", env.clock.now())
+        is None
+    )

@@ -245,6 +245,9 @@ def test_server_metrics_show_the_outbox(
     assert value(samples, "duetime_outbox_backlog", queue="broker") == 2
     assert value(samples, "duetime_outbox_oldest_unpublished_age_seconds") == 30
     assert value(samples, "duetime_outbox_publish_rate_per_second") == pytest.approx(1 / 60)
+    # all three wait for a worker: running jobs that are not executing (docs/outbox.md)
+    assert value(samples, "duetime_outbox_dispatched", queue="broker") == 3
+    assert value(samples, "duetime_outbox_oldest_dispatched_age_seconds") == 30
 
 
 def test_server_metrics_show_queue_and_tenant_flow(

@@ -1,5 +1,6 @@
-"""Outbox dispatch end to end on the real RabbitMQ (tests/amqpbroker.py), on SQLite and
-PostgreSQL: the relay dispatches and publishes, broker-fed workers run each job once."""
+"""Outbox dispatch end to end on the real RabbitMQ (tests/amqpbroker.py), on every dialect
+(SQLite, PostgreSQL, MariaDB/MySQL): the relay dispatches and publishes, broker-fed workers run
+each job once."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ import pytest
 
 import duetime
 from amqpbroker import broker_url
+from conftest import STORE_KINDS
 from duetime.core.outbox import DISPATCH_HOLDER, Dispatch, OutboxEvent
 from duetime.core.retry import RetryPolicy
 from duetime.core.states import JobStatus
@@ -26,6 +28,13 @@ from duetime.runtime.relay import relay_services
 from duetime.runtime.service import BlockingCalls, Service
 from duetime.runtime.worker import Worker
 from integration.tcpproxy import Proxy
+from kit import DialectKit, kit_named
+
+
+@pytest.fixture(params=STORE_KINDS)
+def kit(request: pytest.FixtureRequest) -> DialectKit:
+    """Every registered dialect (the integration suite's default is sqlite and postgres)."""
+    return kit_named(request.param)
 
 
 @pytest.fixture(scope="module")

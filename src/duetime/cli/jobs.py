@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from datetime import datetime
 from typing import Any
 
 from duetime.cli.support import (
@@ -78,6 +79,7 @@ def cmd_jobs_list(args: argparse.Namespace) -> int:
         limit=args.limit + 1,  # one more than shown: whether a next page exists
     )
     jobs, next_cursor = page_of(found, args.limit)
+    now = app.clock.now()
     if args.json:
         out(
             json.dumps({"items": [j.to_json() for j in jobs], "next_cursor": next_cursor}, indent=2)
@@ -88,7 +90,7 @@ def cmd_jobs_list(args: argparse.Namespace) -> int:
             (
                 j.id,
                 j.task,
-                j.status,
+                _list_status(j, now),
                 j.queue,
                 j.priority,
                 f"{j.attempts}/{j.max_attempts}",
@@ -106,7 +108,7 @@ def cmd_jobs_list(args: argparse.Namespace) -> int:
 def cmd_jobs_show(args: argparse.Namespace) -> int:
     app = make_app(args)
     job = app.get_job(args.id)
-    print_job(job, args.json, unserved=app.unserved(job))
+    print_job(job, args.json, unserved=app.unserved(job), now=app.clock.now())
     return 0
 
 
@@ -143,14 +145,16 @@ def _moved(job: Job, as_json: bool) -> None:
         out(f"job {job.id} is {job.status} (due {job.due_at.isoformat()}, version {job.version})")
 
 
-def print_job(job: Job, as_json: bool, *, unserved: str | None = None) -> None:
+def print_job(
+    job: Job, as_json: bool, *, unserved: str | None = None, now: datetime | None = None
+) -> None:
     if as_json:
         out(json.dumps({**job.to_json(), "unserved": unserved}, indent=2))
         return
     fields = [
         ("id", job.id),
         ("task", job.task),
-        ("status", _status(job, unserved)),
+        ("status", _status(job, unserved, now)),
         ("queue", job.queue),
         ("priority", job.priority),
         ("args", json.dumps(job.args)),
@@ -188,8 +192,15 @@ def print_job(job: Job, as_json: bool, *, unserved: str | None = None) -> None:
         )
 
 
-def _status(job: Job, unserved: str | None) -> str:
-    """The status, with why a job waits (no worker serves it) or why it expired."""
+def _status(job: Job, unserved: str | None, now: datetime | None = None) -> str:
+    """The status, with why a job waits (no worker serves it) or why it expired, or that it
+    waits in the broker (dispatched, no worker accepted it yet)."""
+    if job.dispatched_at is not None:
+        age = f" for {_age(job.dispatched_seconds(now))}" if now is not None else ""
+        return (
+            f"{job.status}: dispatched, waiting in the broker{age} (since "
+            f"{job.dispatched_at.isoformat()}); no worker accepted it yet"
+        )
     if unserved is not None:
         return f"{job.status}: {unserved}"
     if job.status is JobStatus.EXPIRED and job.deadline_at is not None:
@@ -197,10 +208,27 @@ def _status(job: Job, unserved: str | None) -> str:
     return str(job.status)
 
 
+def _list_status(job: Job, now: datetime) -> str:
+    """The list's status column: a dispatched job's sub-state and age beside its status."""
+    if job.dispatched_at is None:
+        return str(job.status)
+    return f"{job.status} (dispatched {_age(job.dispatched_seconds(now))})"
+
+
 def _occurrence(job: Job) -> str:
     if not (job.schedule_name and job.nominal_at):
         return "-"
     return f"{job.schedule_name} (tick {job.nominal_at.isoformat()}, {job.origin})"
+
+
+def _age(seconds: float | None) -> str:
+    """A short age: 12s, 3m05s, 2h01m."""
+    whole = int(seconds or 0)
+    if whole < 60:
+        return f"{whole}s"
+    if whole < 3600:
+        return f"{whole // 60}m{whole % 60:02d}s"
+    return f"{whole // 3600}h{whole % 3600 // 60:02d}m"
 
 
 def _short(value: Any) -> str:

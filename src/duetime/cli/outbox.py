@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
 import json
 import os
 from typing import Any
@@ -85,8 +86,8 @@ def add_parsers(sub: Any, parents: list[argparse.ArgumentParser]) -> None:
 def cmd_relay(args: argparse.Namespace) -> int:
     from duetime.runtime import metrics as relay_metrics
     from duetime.runtime.amqp import require
-    from duetime.runtime.node import Node, run_until_signalled
-    from duetime.runtime.relay import relay_services
+    from duetime.runtime.node import Node, NodeHeartbeat, run_until_signalled
+    from duetime.runtime.relay import relay_node, relay_services
     from duetime.runtime.service import BlockingCalls
     from duetime.runtime.worker import default_worker_id
 
@@ -100,16 +101,22 @@ def cmd_relay(args: argparse.Namespace) -> int:
     if args.metrics_port is not None:
         exporter = relay_metrics.serve(figures, args.metrics_port, args.metrics_host)
     calls = BlockingCalls(4)
-    services = relay_services(
+    relay_id = f"relay:{default_worker_id()}"
+    # registered as a node (duetime nodes), heartbeated, marked stopped when it stops
+    registry = NodeHeartbeat(
+        app.store, app.clock, calls, functools.partial(relay_node, relay_id, app.clock)
+    )
+    relaying = relay_services(
         app.store,
         app.clock,
         calls,
         args.broker_url,
-        relay_id=f"relay:{default_worker_id()}",
+        relay_id=relay_id,
         rate=args.rate,
         dispatch_lease=args.dispatch_lease,
         metrics=figures,
     )
+    services = [registry, *relaying]
 
     async def main(stop: asyncio.Event) -> None:
         await Node(services).run(stop)
@@ -134,6 +141,11 @@ def cmd_status(args: argparse.Namespace) -> int:
     out(f"backlog          {figures.backlog} unpublished event(s)")
     out(f"oldest           {'-' if age is None else f'{age:.1f}s'}")
     out(f"publish rate     {figures.publish_rate:.2f}/s over {figures.window_seconds:g}s")
+    waited = figures.oldest_dispatched_age_seconds
+    out(
+        f"dispatched       {figures.dispatched} waiting for a worker"
+        + ("" if waited is None else f", the oldest for {waited:.1f}s")
+    )
     queues = figures.to_json()["queues"]
     assert isinstance(queues, list)
     if queues:
@@ -147,9 +159,16 @@ def cmd_status(args: argparse.Namespace) -> int:
                     if q["oldest_unpublished_age_seconds"] is None
                     else f"{q['oldest_unpublished_age_seconds']:.1f}s",
                     q["published"],
+                    q["dispatched"],
                 )
                 for q in queues
             ],
-            ["queue", "backlog", "oldest", f"published ({figures.window_seconds:g}s)"],
+            [
+                "queue",
+                "backlog",
+                "oldest",
+                f"published ({figures.window_seconds:g}s)",
+                "dispatched",
+            ],
         )
     return 0

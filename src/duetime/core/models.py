@@ -99,6 +99,15 @@ class Job:
     origin: str | None = None  # tick, trigger or backfill
     attempt_history: tuple[Attempt, ...] = field(default=(), compare=False)
     limits: tuple[str, ...] = ()  # the limit keys of its task (core/limits.py), sorted
+    # while its attempt is dispatched to the broker and no worker accepted it yet (held by the
+    # outbox, docs/outbox.md): since when. The job is `running` but waits in the broker.
+    dispatched_at: datetime | None = None
+
+    def dispatched_seconds(self, now: datetime) -> float | None:
+        """How long the job has waited in the broker for a worker (dispatched_at), or None."""
+        if self.dispatched_at is None:
+            return None
+        return max(0.0, (now - self.dispatched_at).total_seconds())
 
     @property
     def terminal(self) -> bool:
@@ -135,6 +144,7 @@ class Job:
             "covers": [c.isoformat() for c in self.covers],
             "origin": self.origin,
             "limits": list(self.limits),
+            "dispatched_at": _iso(self.dispatched_at),
             "attempt_history": [attempt_to_json(a) for a in self.attempt_history],
         }
 

@@ -131,6 +131,10 @@ class QueueBacklog:
     backlog: int  # events not yet published
     oldest_created_at: datetime | None  # the oldest of them
     published: int  # events published within the window
+    # attempts dispatched that no worker accepted yet (held by DISPATCH_HOLDER: in the outbox
+    # or in the broker), and when the oldest of them was dispatched
+    dispatched: int = 0
+    oldest_dispatched_at: datetime | None = None
 
 
 # the bounds of the publish rate's window (`duetime outbox status --window`)
@@ -163,6 +167,18 @@ class OutboxFigures:
         return max(0.0, (self.now - min(oldest)).total_seconds())
 
     @property
+    def dispatched(self) -> int:
+        """Attempts dispatched that no worker accepted yet (running jobs not executing)."""
+        return sum(q.dispatched for q in self.queues)
+
+    @property
+    def oldest_dispatched_age_seconds(self) -> float | None:
+        oldest = [q.oldest_dispatched_at for q in self.queues if q.oldest_dispatched_at]
+        if not oldest:
+            return None
+        return max(0.0, (self.now - min(oldest)).total_seconds())
+
+    @property
     def publish_rate(self) -> float:
         """Events published per second over the window."""
         return sum(q.published for q in self.queues) / self.window_seconds
@@ -173,6 +189,8 @@ class OutboxFigures:
             "oldest_unpublished_age_seconds": self.oldest_unpublished_age_seconds,
             "publish_rate_per_second": round(self.publish_rate, 3),
             "window_seconds": self.window_seconds,
+            "dispatched": self.dispatched,
+            "oldest_dispatched_age_seconds": self.oldest_dispatched_age_seconds,
             "queues": [
                 {
                     "queue": q.queue,
@@ -183,6 +201,12 @@ class OutboxFigures:
                         else None
                     ),
                     "published": q.published,
+                    "dispatched": q.dispatched,
+                    "oldest_dispatched_age_seconds": (
+                        max(0.0, (self.now - q.oldest_dispatched_at).total_seconds())
+                        if q.oldest_dispatched_at is not None
+                        else None
+                    ),
                 }
                 for q in self.queues
             ],

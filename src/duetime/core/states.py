@@ -49,6 +49,9 @@ class Event(StrEnum):
     PARK = "park"  # reconcile answered unknown: wait for an operator
     RESOLVE_DONE = "resolve_done"  # an operator confirmed the effect happened
     RESOLVE_RETRY = "resolve_retry"  # an operator says: run it again
+    # an attempt dispatched to the broker that no worker accepted yet is taken back (an
+    # operator's move, or its queue switched to direct): it never started and does not count
+    WITHDRAW = "withdraw"
 
 
 S = JobStatus
@@ -74,6 +77,9 @@ TRANSITIONS: dict[Event, dict[JobStatus, JobStatus]] = {
     Event.PARK: {S.RUNNING: S.PARKED, S.CANCEL_REQUESTED: S.CANCELLED},
     Event.RESOLVE_DONE: {S.PARKED: S.SUCCEEDED},
     Event.RESOLVE_RETRY: {S.PARKED: S.SCHEDULED},
+    # only while the job's attempt is held by the outbox (core/outbox.py, DISPATCH_HOLDER);
+    # a cancel request then ends the job at once, as for a job that never started
+    Event.WITHDRAW: {S.RUNNING: S.SCHEDULED, S.CANCEL_REQUESTED: S.CANCELLED},
 }
 
 TERMINAL: frozenset[JobStatus] = frozenset({S.SUCCEEDED, S.DEAD, S.CANCELLED, S.EXPIRED})
@@ -89,6 +95,18 @@ ATTEMPT_END: dict[Event, AttemptStatus] = {
     Event.STOP: AttemptStatus.CANCELLED,
     Event.PARK: AttemptStatus.PARKED,
 }
+
+
+def withdrawn_for(event: Event) -> dict[JobStatus, JobStatus]:
+    """The moves that withdraw a dispatched attempt first, so that an operator's `event`
+    applies to its job as to a job still waiting (docs/outbox.md): rescheduling it, or
+    cancelling it at once. Only from running: a standing cancel request is not turned into
+    another move. Empty when `event` does not start from what the withdraw leads to."""
+    return {
+        source: target
+        for source, target in TRANSITIONS[Event.WITHDRAW].items()
+        if source is S.RUNNING and target in TRANSITIONS[event]
+    }
 
 
 def next_status(event: Event, current: JobStatus) -> JobStatus | None:

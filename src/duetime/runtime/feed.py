@@ -154,7 +154,7 @@ class BrokerFeed(Service):
         try:
             answered = await self._accept(message, dispatched)
         finally:
-            self.slots.reserved -= 1
+            self.slots.unreserve()
         if not answered:  # the database is unreachable: the message waits its turn
             await asyncio.sleep(1.0)
             await _settle(message.requeue())
@@ -179,7 +179,11 @@ class BrokerFeed(Service):
             )
             return False
         if claim is None:
-            self._drop("stale", "the job moved on or another worker took it", dispatched)
+            self._drop(
+                "stale",
+                "the job moved on (its attempt may have been withdrawn) or another worker took it",
+                dispatched,
+            )
             await _settle(message.ack())
             return True
         # the attempt is this worker's now, whether or not the broker hears the ack (if not,

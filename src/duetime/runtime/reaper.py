@@ -25,6 +25,7 @@ log = logging.getLogger("duetime.reaper")
 class ReapResult:
     reaped: int = 0  # lost attempts recorded (their jobs retried, dead or cancelled)
     expired: int = 0  # scheduled jobs past their deadline
+    withdrawn: int = 0  # dispatched attempts of queues switched to direct, taken back
 
 
 class Reaper:
@@ -42,6 +43,8 @@ class Reaper:
     def run_once(self) -> ReapResult:
         result = ReapResult()
         now = self.clock.now()
+        # a dispatch that raced a queue's switch to direct: its jobs go back to be claimed
+        result.withdrawn = self.store.withdraw_stranded(now)
         for expired in self.store.expired_leases(now, self.batch):
             failure = Failure(
                 ErrorCategory.LEASE_EXPIRED,

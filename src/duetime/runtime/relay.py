@@ -16,11 +16,14 @@ Two services, both safe to run on any number of nodes at once:
 from __future__ import annotations
 
 import logging
+import os
+import socket
 import time
 from collections.abc import Callable
 from datetime import timedelta
 from typing import Protocol
 
+from duetime.core import models
 from duetime.core.clock import Clock
 from duetime.core.outbox import OutboxEvent
 from duetime.logs import error_field, log_event
@@ -278,3 +281,24 @@ def relay_services(
         store, clock, calls, dispatch_lease=dispatch_lease, on_dispatched=dispatched
     )
     return [dispatcher, relay]
+
+
+def relay_node(relay_id: str, clock: Clock) -> models.Node:
+    """A relay process as a node of the cluster (`duetime nodes`): it serves no task and holds
+    no attempt (its dispatched attempts are held by the outbox), so it never counts as a worker
+    of a task (core.models.unserved)."""
+    from duetime.version import __version__
+
+    now = clock.now()
+    return models.Node(
+        id=relay_id,
+        hostname=socket.gethostname(),
+        pid=os.getpid(),
+        queues=None,
+        concurrency=0,
+        duties=("dispatcher", "relay"),
+        version=__version__,
+        started_at=now,
+        last_seen_at=now,
+        tasks=(),
+    )

@@ -255,6 +255,7 @@ class Worker:
         duties = ("worker", "reaper", *(["planner"] if self.planner else []))
         duties = (*duties, *(["pruner"] if self.pruner else []))
         duties = (*duties, *(["broker"] if self.feed else []))
+        duties = (*duties, *(["relay"] if any(s.name == "relay" for s in self.extra) else []))
         return models.Node(
             id=self.worker_id,
             hostname=socket.gethostname(),
@@ -399,6 +400,12 @@ class Slots(Service):
             self._pace += 0.3 * (pace - self._pace)
         self._last_claim, self._started_then = began, self.started
 
+    def unreserve(self) -> None:
+        """Give back a slot a broker message held while its attempt was being accepted
+        (runtime/feed.py); jobs claimed ahead may start in it."""
+        self.reserved -= 1
+        self._start_ready()
+
     def start_claim(self, claim: Claim) -> None:
         """Run an attempt taken elsewhere (a broker message's, runtime/feed.py) in a slot."""
         self._start(claim)
@@ -430,6 +437,11 @@ class Slots(Service):
         runner = self.runner
         backoff = 0.0  # grows while the database is unreachable
         while not self.stopping:
+            # jobs claimed ahead start in any slot free now: a slot a broker message held
+            # (reserved) and gave back without running an attempt frees no handler, so
+            # nothing else would start them (runtime/feed.py; many stale messages at once
+            # after a withdraw, docs/outbox.md)
+            self._start_ready()
             room = self.room()
             if room > 0:
                 began = time.monotonic()

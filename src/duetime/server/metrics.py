@@ -189,12 +189,24 @@ def outbox_families(figures: OutboxFigures | None) -> Iterator[Metric]:
         "duetime_outbox_publish_rate_per_second",
         "Outbox events published per second over the last minute, every relay's.",
     )
+    dispatched = GaugeMetricFamily(
+        "duetime_outbox_dispatched",
+        "Jobs running but not executing: their attempt is dispatched (in the outbox or the "
+        "broker) and no worker accepted it yet, by queue.",
+        labels=["queue"],
+    )
+    oldest_dispatched = GaugeMetricFamily(
+        "duetime_outbox_oldest_dispatched_age_seconds",
+        "How long the oldest dispatched attempt no worker accepted has waited; 0: none.",
+    )
     if figures is not None:
         for q in figures.queues:
             backlog.add_metric([q.queue], q.backlog)
+            dispatched.add_metric([q.queue], q.dispatched)
         oldest.add_metric([], figures.oldest_unpublished_age_seconds or 0.0)
         rate.add_metric([], figures.publish_rate)
-    yield from (backlog, oldest, rate)
+        oldest_dispatched.add_metric([], figures.oldest_dispatched_age_seconds or 0.0)
+    yield from (backlog, oldest, rate, dispatched, oldest_dispatched)
 
 
 def families(stats: Stats | None) -> Iterator[Metric]:

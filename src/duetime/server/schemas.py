@@ -159,6 +159,11 @@ class JobOut(BaseModel):
     covers: list[AwareDatetime]
     origin: str | None
     attempt_history: list[AttemptOut] = Field(description="oldest first; empty in lists")
+    dispatched_at: AwareDatetime | None = Field(
+        default=None,
+        description="set while the job is running but its attempt only waits in the broker "
+        "(outbox mode: dispatched, no worker accepted it yet): since when; null otherwise",
+    )
 
 
 class JobDetail(JobOut):

@@ -454,6 +454,14 @@ class Store(Protocol):
         (acknowledge and drop it)."""
         ...
 
+    def withdraw_stranded(self, now: datetime) -> int:
+        """Withdraw the attempts held by the outbox (dispatched, accepted by no worker) of the
+        queues not in outbox mode: their jobs go back to `scheduled` (a cancel-requested one
+        to `cancelled`), the attempts do not count and their messages become stale. How many
+        jobs moved. set_queue(dispatch=direct) does it in its own transaction; this catches a
+        dispatch that raced that switch (docs/outbox.md)."""
+        ...
+
     def outbox_figures(self, now: datetime, window_seconds: float = 60.0) -> OutboxFigures:
         """The outbox's backlog, oldest unpublished event and publications in the window."""
         ...

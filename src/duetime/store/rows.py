@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import functools
 import json
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
 from duetime.core.errors import IllegalTransition, InvalidRequest
 from duetime.core.models import Attempt, Claim, Job, built
+from duetime.core.outbox import DISPATCH_HOLDER
 from duetime.core.retry import ErrorCategory
 from duetime.core.states import AttemptStatus, Event, JobStatus, allowed_from
 from duetime.core.stats import AttemptSample
@@ -52,7 +53,11 @@ def moves_json(event: Event) -> str:
     return json.dumps({str(k): str(v) for k, v in TRANSITIONS[event].items()}, sort_keys=True)
 
 
-def job_from_row(row: Row, t: ToTime, attempts: tuple[Attempt, ...] = ()) -> Job:
+def job_from_row(
+    row: Row, t: ToTime, attempts: tuple[Attempt, ...] = (), *, current: Sequence[Attempt] = ()
+) -> Job:
+    """A job from its row, with `attempts` as its history; `current`: attempts read only to
+    tell whether it waits in the broker (dispatched_at), when its history is not wanted."""
     args = row["args"]
     limits = row["limits"]
     covers = row["covers"]
@@ -87,7 +92,21 @@ def job_from_row(row: Row, t: ToTime, attempts: tuple[Attempt, ...] = ()) -> Job
         origin=row["origin"],
         attempt_history=attempts,
         limits=tuple(json_list(limits)) if limits is not None else (),
+        dispatched_at=dispatched_since(row["generation"], attempts or current),
     )
+
+
+def dispatched_since(generation: int, attempts: Sequence[Attempt]) -> datetime | None:
+    """When the job's current attempt (of `generation`) was dispatched, while it is still held
+    by the outbox (no worker accepted it); None otherwise."""
+    for a in attempts:
+        if (
+            a.generation == generation
+            and a.status is AttemptStatus.RUNNING
+            and a.worker_id == DISPATCH_HOLDER
+        ):
+            return a.started_at
+    return None
 
 
 def attempt_from_row(row: Row, t: ToTime, prefix: str = "") -> Attempt:

@@ -7,6 +7,7 @@ and only if its attempt does. See docs/outbox.md.
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
@@ -33,7 +34,9 @@ from duetime.core.retry import ErrorCategory
 from duetime.core.states import AttemptStatus, Event
 from duetime.store.driver import Connection, Driver, Row
 from duetime.store.rows import ToTime, attempt_from_row, job_from_row, moves_json
-from duetime.store.sqlshared import conflicts_retried
+from duetime.store.sqlshared import conflicts_retried, earliest_of, withdraw_dispatched
+
+log = logging.getLogger("duetime.store")
 
 # how long a store trusts its copy of the outbox-mode queues' names: a switch of a queue's
 # dispatch mode reaches other processes' claims within this (a job claimed meanwhile simply
@@ -88,10 +91,44 @@ class QueuesOutbox:
                 now=now,
                 **limit_params(concurrency, max_backlog),
             )
+            if dispatch is Dispatch.DIRECT:  # its dispatched attempts no worker took: back
+                self._withdraw_stranded(c, now)
             rows = c.rows("queue_settings")
         self._outbox_queues = None  # this process's claims see the change at once
         self._controls = None
         return next(self._settings(r) for r in rows if r["queue"] == queue)
+
+    @conflicts_retried
+    def withdraw_stranded(self, now: datetime) -> int:
+        # read first (every reaper pass runs this): a write transaction only when a queue
+        # not in outbox mode has an attempt held by the outbox, which a race leaves rarely
+        with self.driver.transaction(write=False) as c:
+            held = {r["queue"] for r in c.rows("dispatched_figures", holder=DISPATCH_HOLDER)}
+            if not held:
+                return 0
+            modes = {r["queue"]: r["dispatch"] for r in c.rows("queue_settings")}
+        if all(modes.get(q) == Dispatch.OUTBOX for q in held):
+            return 0
+        with self.driver.transaction() as c:
+            return len(self._withdraw_stranded(c, now))
+
+    def _withdraw_stranded(self, c: Connection, now: datetime) -> list[Row]:
+        """Withdraw the attempts held by the outbox of every queue not in outbox mode (the
+        relay would never publish them again, nor would a direct claim take them), so their
+        jobs are claimed at once; their messages, if any, are then stale. Their attempts
+        do not count. Notifies the workers of the jobs due now."""
+        rows = withdraw_dispatched(c, now, direct=True)
+        due = [(r["queue"], self._t(r["due_at"])) for r in rows if r["status"] == "scheduled"]
+        if due:
+            self.driver.notify(c, earliest_of(due))
+        if rows:
+            log.info(
+                "withdrew %d dispatched attempts no worker took from queues not in outbox mode "
+                "(jobs %s); direct workers claim them",
+                len(rows),
+                ", ".join(str(r["id"]) for r in rows[:20]) + (" ..." if len(rows) > 20 else ""),
+            )
+        return rows
 
     def _settings(self, r: Row) -> QueueSettings:
         return QueueSettings(
@@ -220,24 +257,30 @@ class QueuesOutbox:
     def outbox_figures(self, now: datetime, window_seconds: float = 60.0) -> OutboxFigures:
         since = now - timedelta(seconds=window_seconds)
         with self.driver.transaction(write=False) as c:
-            rows = c.rows("outbox_figures", since=since)
-        return OutboxFigures(
-            now=now,
-            window_seconds=window_seconds,
-            queues=[
+            rows = {r["queue"]: r for r in c.rows("outbox_figures", since=since)}
+            held = {r["queue"]: r for r in c.rows("dispatched_figures", holder=DISPATCH_HOLDER)}
+        queues = []
+        for name in sorted(rows.keys() | held.keys()):
+            r, h = rows.get(name), held.get(name)
+            queues.append(
                 QueueBacklog(
-                    queue=r["queue"],
-                    backlog=int(r["backlog"] or 0),
+                    queue=name,
+                    backlog=int(r["backlog"] or 0) if r else 0,
                     oldest_created_at=(
                         self._t(r["oldest_created_at"])
-                        if r["oldest_created_at"] is not None
+                        if r and r["oldest_created_at"] is not None
                         else None
                     ),
-                    published=int(r["published"] or 0),
+                    published=int(r["published"] or 0) if r else 0,
+                    dispatched=int(h["dispatched"] or 0) if h else 0,
+                    oldest_dispatched_at=(
+                        self._t(h["oldest_dispatched_at"])
+                        if h and h["oldest_dispatched_at"] is not None
+                        else None
+                    ),
                 )
-                for r in rows
-            ],
-        )
+            )
+        return OutboxFigures(now=now, window_seconds=window_seconds, queues=queues)
 
     @conflicts_retried
     def prune_outbox(self, before: datetime, limit: int) -> int:

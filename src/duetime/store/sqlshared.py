@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import json
 import random
 import time
 from collections.abc import Callable, Iterable, Sequence
@@ -12,8 +13,9 @@ from typing import Any, Concatenate, ParamSpec, TypeVar
 from duetime.core.errors import StoreConflict, StoreError
 from duetime.core.limits import limits_text
 from duetime.core.models import Attempt, Job, NewJob
-from duetime.core.states import Event
-from duetime.store.driver import Connection
+from duetime.core.outbox import DISPATCH_HOLDER
+from duetime.core.states import TRANSITIONS, Event, JobStatus, withdrawn_for
+from duetime.store.driver import Connection, Row
 from duetime.store.rows import (
     ToTime,
     attempt_from_row,
@@ -85,7 +87,13 @@ def move(
     replay: bool = False,
 ) -> bool:
     """An operator's (or a planner's) move of one job by core.states.TRANSITIONS[event],
-    conditional on its current status; True when it applied."""
+    conditional on its current status; True when it applied. A job whose attempt is only
+    dispatched to the broker (no worker accepted it) is moved as a job still waiting: the
+    attempt is withdrawn first (core.states.withdrawn_for), in this transaction, which the
+    caller rolls back when the move then does not apply."""
+    withdraw = withdrawn_for(event)
+    if withdraw:
+        withdraw_dispatched(c, now, withdraw, ids=[job_id])
     moved = c.run(
         "transition",
         moves=moves_json(event),
@@ -96,6 +104,30 @@ def move(
         tenant=tenant,
     )
     return moved > 0
+
+
+def withdraw_dispatched(
+    c: Connection,
+    now: datetime,
+    moves: dict[JobStatus, JobStatus] | None = None,
+    *,
+    ids: Sequence[int] = (),
+    direct: bool = False,
+) -> list[Row]:
+    """Withdraw the attempts held by the outbox (dispatched, not accepted by any worker) of
+    the jobs of `ids` and, when `direct`, of every queue not in outbox mode; the jobs move by
+    `moves` (default: core.states.TRANSITIONS[WITHDRAW]). One statement, fenced against a
+    worker's accept_dispatch by the jobs' row locks. Returns the moved jobs' id, queue,
+    status, due_at."""
+    table = TRANSITIONS[Event.WITHDRAW] if moves is None else moves
+    return c.rows(
+        "withdraw_dispatched",
+        ids=list(ids),
+        direct=direct,
+        moves=json.dumps({str(k): str(v) for k, v in table.items()}, sort_keys=True),
+        holder=DISPATCH_HOLDER,
+        now=now,
+    )
 
 
 def job_params(job_id: int, job: NewJob, now: datetime) -> dict[str, Any]:

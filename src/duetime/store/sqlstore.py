@@ -41,7 +41,7 @@ from duetime.core.models import (
 )
 from duetime.core.outbox import DISPATCH_HOLDER
 from duetime.core.retry import ErrorCategory
-from duetime.core.states import ATTEMPT_END, AttemptStatus, Event, JobStatus, next_status
+from duetime.core.states import ATTEMPT_END, HELD, AttemptStatus, Event, JobStatus, next_status
 from duetime.store.base import Listener
 from duetime.store.driver import Connection, Driver, Row, Rows, refuse_newer
 from duetime.store.rows import (
@@ -324,10 +324,18 @@ class SQLStore(SchedulesNodesTokens, QueuesTenantsFlow):
                 limit=f.limit,
             )
             history: dict[int, tuple[Attempt, ...]] = {}
+            current: dict[int, tuple[Attempt, ...]] = {}
             if f.with_attempts and rows:
                 found = c.rows("select_attempts_of_jobs", ids=[r["id"] for r in rows])
                 history = attempts_by_job(found, self._t)
-        return [job_from_row(r, self._t, history.get(r["id"], ())) for r in rows]
+            held = [r["id"] for r in rows if r["status"] in HELD]
+            if held and not f.with_attempts:  # to tell which of them wait in the broker
+                found = c.rows("select_attempts_of_jobs", ids=held)
+                current = attempts_by_job(found, self._t)
+        return [
+            job_from_row(r, self._t, history.get(r["id"], ()), current=current.get(r["id"], ()))
+            for r in rows
+        ]
 
     # -- the worker's path ------------------------------------------------------------------
 
@@ -627,12 +635,13 @@ class SQLStore(SchedulesNodesTokens, QueuesTenantsFlow):
                 self._admit_replay(c, controls, job_id, tenant)
             moved = move(c, job_id, event, now, tenant=tenant, due_at=due_at, replay=replay)
             job = load_job(c, self._t, job_id, tenant, True)
-            if moved and job is not None and job.status is JobStatus.SCHEDULED:
+            # raised inside: a dispatched attempt withdrawn for this move is rolled back too
+            if job is None:
+                raise JobNotFound(job_id)
+            if not moved:
+                raise refusal(job, event, due_at)
+            if job.status is JobStatus.SCHEDULED:
                 self.driver.notify(c, {job.queue: job.due_at})
-        if job is None:
-            raise JobNotFound(job_id)
-        if not moved:
-            raise refusal(job, event, due_at)
         return job
 
 

@@ -185,10 +185,19 @@ STATEMENTS: dict[str, str] = {
     "with `version` or cancel_requested, and its deadline (if any) is after now: "
     "worker_id = worker_id, started_at = now, lease until "
     "now + the job's lease_seconds (the job's row locked first)",
+    "withdraw_dispatched": "changes, then returns id, queue, status, due_at of each job moved: "
+    "for each job of `ids` (and, when `direct`, each job of a queue not in outbox mode) whose "
+    "attempt of its generation is running and held by `holder`, and whose status is a key of "
+    "`moves`: deletes that attempt and its unpublished outbox events, and moves the job by "
+    "`moves` with attempts - 1 and version + 1 (the jobs' rows locked first, in id order; an "
+    "attempt no longer held by `holder` under that lock is left as it is)",
     "select_claim": "returns the job of attempt `attempt_id` with the attempt's columns as "
     "attempt_<name>",
     "outbox_figures": "returns per queue: backlog (unpublished events), oldest_created_at (of "
     "the unpublished), published (events published at or after `since`)",
+    "dispatched_figures": "returns queue, dispatched, oldest_dispatched_at: per queue, how many "
+    "jobs' attempts of their generation are running and held by `holder` (dispatched, accepted "
+    "by no worker yet) and the earliest started_at of them",
     "prune_outbox": "changes: deletes up to `limit` outbox events published before `before`, "
     "oldest first",
     # -- figures

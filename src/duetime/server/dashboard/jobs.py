@@ -81,11 +81,18 @@ def _job_filter(who: Principal, form: dict[str, str | None], errors: list[str]) 
     )
 
 
-def job_row(job: Job) -> dict[str, object]:
-    """What a list shows of a job: whether it waits to retry, and its newest error."""
+def job_row(job: Job, now: datetime) -> dict[str, object]:
+    """What a list shows of a job: whether it waits to retry or in the broker (dispatched,
+    and for how long), and its newest error."""
     retrying = job.status is JobStatus.SCHEDULED and job.attempts > 0
     error = last_error(job) if job.status is not JobStatus.SUCCEEDED else None
-    return {"job": job, "retrying": retrying, "next_attempt": job.attempts + 1, "error": error}
+    return {
+        "job": job,
+        "retrying": retrying,
+        "next_attempt": job.attempts + 1,
+        "error": error,
+        "dispatched_for": job.dispatched_seconds(now),
+    }
 
 
 @router.get("/jobs")
@@ -152,7 +159,7 @@ def jobs_page(
         who,
         "jobs.html",
         {
-            "rows": [job_row(job) for job in jobs],
+            "rows": [job_row(job, duetime_app(request).clock.now()) for job in jobs],
             "form": form,
             "searched": any(v is not None for k, v in kept.items() if k != "status"),
             "errors": errors,
@@ -253,8 +260,12 @@ def _cancel_each(app: App, jobs: list[Job]) -> str:
 
 
 def _actions(job: Job) -> dict[str, bool]:
-    """Which buttons the job page offers for the job's current status."""
+    """Which buttons the job page offers for the job's current status. A job only dispatched
+    to the broker (no worker accepted it) is moved as a scheduled one: its attempt is
+    withdrawn first (docs/outbox.md, "Withdrawn dispatches")."""
     status = job.status
+    if job.dispatched_at is not None and status is JobStatus.RUNNING:
+        status = JobStatus.SCHEDULED
     return {
         "cancel": status in TRANSITIONS[Event.CANCEL] and status is not JobStatus.CANCEL_REQUESTED,
         "reschedule": status in TRANSITIONS[Event.RESCHEDULE],

@@ -826,6 +826,39 @@ WHERE a.id = %(attempt_id)s AND a.job_id = %(job_id)s AND a.generation = %(gener
   AND ((j.status = 'running' AND j.version = %(version)s) OR j.status = 'cancel_requested')
   AND (j.deadline_at IS NULL OR j.deadline_at > %(now)s);
 
+-- name: withdraw_dispatched
+-- The attempts to withdraw are found (a read without locks), their jobs' rows locked in id
+-- order and each found again under the lock (a worker's accept_dispatch that came first keeps
+-- its attempt); their unpublished events and the attempts go, and the jobs move back.
+CREATE TEMPORARY TABLE IF NOT EXISTS duetime_withdraw (
+    job_id BIGINT NOT NULL PRIMARY KEY, attempt_id BIGINT NOT NULL);
+DELETE FROM duetime_withdraw;
+INSERT INTO duetime_withdraw (job_id, attempt_id)
+SELECT j.id, a.id
+FROM duetime_attempts a JOIN duetime_jobs j ON j.id = a.job_id AND j.generation = a.generation
+WHERE a.status = 'running' AND a.worker_id = %(holder)s
+  AND (j.id IN %(ids)s
+       OR (%(direct)s AND j.queue NOT IN (
+             SELECT q.queue FROM duetime_queues q WHERE q.dispatch = 'outbox')));
+SELECT j.id FROM duetime_jobs j JOIN duetime_withdraw w ON w.job_id = j.id
+ORDER BY j.id
+FOR UPDATE;
+DELETE FROM duetime_withdraw
+WHERE NOT EXISTS (
+    SELECT 1 FROM duetime_attempts a JOIN duetime_jobs j ON j.id = a.job_id
+    WHERE a.id = duetime_withdraw.attempt_id AND j.id = duetime_withdraw.job_id
+      AND j.generation = a.generation AND a.status = 'running' AND a.worker_id = %(holder)s
+      AND JSON_EXTRACT(%(moves)s, CONCAT('$.', j.status)) IS NOT NULL);
+DELETE o FROM duetime_outbox o JOIN duetime_withdraw w ON o.attempt_id = w.attempt_id
+WHERE o.published_at IS NULL;
+DELETE a FROM duetime_attempts a JOIN duetime_withdraw w ON a.id = w.attempt_id;
+UPDATE duetime_jobs j JOIN duetime_withdraw w ON w.job_id = j.id
+SET j.attempts = j.attempts - 1, j.version = j.version + 1, j.updated_at = %(now)s,
+    j.status = JSON_UNQUOTE(JSON_EXTRACT(%(moves)s, CONCAT('$.', j.status)));
+SELECT j.id, j.queue, j.status, j.due_at FROM duetime_jobs j
+JOIN duetime_withdraw w ON w.job_id = j.id
+ORDER BY j.id;
+
 -- name: select_claim
 SELECT j.*,
        a.id AS attempt_id, a.job_id AS attempt_job_id, a.generation AS attempt_generation,
@@ -847,6 +880,14 @@ FROM duetime_outbox
 WHERE published_at IS NULL OR published_at >= %(since)s
 GROUP BY queue
 ORDER BY queue;
+
+-- name: dispatched_figures
+-- Through the running attempts' index: those held by the outbox, by their job's queue.
+SELECT j.queue, COUNT(*) AS dispatched, MIN(a.started_at) AS oldest_dispatched_at
+FROM duetime_attempts a JOIN duetime_jobs j ON j.id = a.job_id AND j.generation = a.generation
+WHERE a.status = 'running' AND a.worker_id = %(holder)s
+GROUP BY j.queue
+ORDER BY j.queue;
 
 -- name: prune_outbox
 DELETE FROM duetime_outbox

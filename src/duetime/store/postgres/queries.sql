@@ -886,6 +886,39 @@ FROM j
 WHERE a.id = %(attempt_id)s AND a.job_id = j.id AND a.generation = %(generation)s
   AND a.status = 'running' AND a.worker_id = %(holder)s;
 
+-- name: withdraw_dispatched
+-- The attempts to withdraw are found, their jobs' rows locked in id order (rechecked under
+-- the lock: generation and status); each attempt goes only if still held by `holder` (a
+-- worker's accept_dispatch that came first keeps it), with its unpublished events, and its
+-- job moves back.
+WITH found AS (
+    SELECT a.id, a.job_id, a.generation
+    FROM duetime_attempts a JOIN duetime_jobs j ON j.id = a.job_id AND j.generation = a.generation
+    WHERE a.status = 'running' AND a.worker_id = %(holder)s::text
+      AND (j.id = ANY (%(ids)s::bigint[])
+           OR (%(direct)s::boolean AND j.queue NOT IN (
+                 SELECT q.queue FROM duetime_queues q WHERE q.dispatch = 'outbox')))
+), locked AS (
+    SELECT j.id, f.id AS attempt_id
+    FROM duetime_jobs j JOIN found f ON f.job_id = j.id
+    WHERE j.generation = f.generation AND (%(moves)s::jsonb ->> j.status) IS NOT NULL
+    ORDER BY j.id
+    FOR UPDATE OF j
+), gone AS (
+    DELETE FROM duetime_attempts a USING locked l
+    WHERE a.id = l.attempt_id AND a.status = 'running' AND a.worker_id = %(holder)s::text
+    RETURNING a.id, a.job_id
+), events AS (
+    DELETE FROM duetime_outbox o USING gone g
+    WHERE o.attempt_id = g.id AND o.published_at IS NULL
+)
+UPDATE duetime_jobs AS j
+SET status = (%(moves)s::jsonb ->> j.status), attempts = j.attempts - 1,
+    version = j.version + 1, updated_at = %(now)s
+FROM gone
+WHERE j.id = gone.job_id
+RETURNING j.id, j.queue, j.status, j.due_at;
+
 -- name: select_claim
 SELECT j.*,
        a.id AS attempt_id, a.job_id AS attempt_job_id, a.generation AS attempt_generation,
@@ -907,6 +940,14 @@ FROM duetime_outbox
 WHERE published_at IS NULL OR published_at >= %(since)s
 GROUP BY queue
 ORDER BY queue COLLATE "C";
+
+-- name: dispatched_figures
+-- Through the running attempts' index: those held by the outbox, by their job's queue.
+SELECT j.queue, COUNT(*) AS dispatched, MIN(a.started_at) AS oldest_dispatched_at
+FROM duetime_attempts a JOIN duetime_jobs j ON j.id = a.job_id AND j.generation = a.generation
+WHERE a.status = 'running' AND a.worker_id = %(holder)s::text
+GROUP BY j.queue
+ORDER BY j.queue;
 
 -- name: prune_outbox
 DELETE FROM duetime_outbox

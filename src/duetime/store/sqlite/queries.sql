@@ -807,6 +807,32 @@ WHERE id = :attempt_id AND job_id = :job_id AND generation = :generation
                      OR j.status = 'cancel_requested')
                 AND (j.deadline_at IS NULL OR j.deadline_at > :now));
 
+-- name: withdraw_dispatched
+-- Under the write lock: the attempts to withdraw (held by `holder`, of their job's generation,
+-- the job's status a key of `moves`) go to a temporary table; their unpublished events and the
+-- attempts go, and the jobs move back; the moved jobs come back.
+CREATE TEMP TABLE IF NOT EXISTS duetime_withdraw (
+    job_id INTEGER PRIMARY KEY, attempt_id INTEGER NOT NULL);
+DELETE FROM temp.duetime_withdraw;
+INSERT INTO temp.duetime_withdraw (job_id, attempt_id)
+SELECT j.id, a.id
+FROM duetime_attempts a JOIN duetime_jobs j ON j.id = a.job_id AND j.generation = a.generation
+WHERE a.status = 'running' AND a.worker_id = :holder
+  AND json_type(:moves, '$.' || j.status) IS NOT NULL
+  AND (j.id IN (SELECT value FROM json_each(:ids))
+       OR (:direct AND j.queue NOT IN (
+             SELECT q.queue FROM duetime_queues q WHERE q.dispatch = 'outbox')));
+DELETE FROM duetime_outbox
+WHERE attempt_id IN (SELECT attempt_id FROM temp.duetime_withdraw) AND published_at IS NULL;
+DELETE FROM duetime_attempts WHERE id IN (SELECT attempt_id FROM temp.duetime_withdraw);
+UPDATE duetime_jobs
+SET status = json_extract(:moves, '$.' || status), attempts = attempts - 1,
+    version = version + 1, updated_at = :now
+WHERE id IN (SELECT job_id FROM temp.duetime_withdraw);
+SELECT id, queue, status, due_at FROM duetime_jobs
+WHERE id IN (SELECT job_id FROM temp.duetime_withdraw)
+ORDER BY id;
+
 -- name: select_claim
 SELECT j.*,
        a.id AS attempt_id, a.job_id AS attempt_job_id, a.generation AS attempt_generation,
@@ -828,6 +854,14 @@ FROM duetime_outbox
 WHERE published_at IS NULL OR published_at >= :since
 GROUP BY queue
 ORDER BY queue;
+
+-- name: dispatched_figures
+-- Through the running attempts' index: those held by the outbox, by their job's queue.
+SELECT j.queue, COUNT(*) AS dispatched, MIN(a.started_at) AS oldest_dispatched_at
+FROM duetime_attempts a JOIN duetime_jobs j ON j.id = a.job_id AND j.generation = a.generation
+WHERE a.status = 'running' AND a.worker_id = :holder
+GROUP BY j.queue
+ORDER BY j.queue;
 
 -- name: prune_outbox
 DELETE FROM duetime_outbox

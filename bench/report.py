@@ -276,7 +276,11 @@ def drain_comparison(
             params = configs.get(system, {}).get(setting.key)
             if params is None:
                 continue
-            head = setting.label.rsplit(",", 1)[0]
+            if setting.kind == "sweep":  # one line for every C: the values that are C
+                head = "C"
+                params = {k: "C" if v == setting.concurrency else v for k, v in params.items()}
+            else:
+                head = setting.label.rsplit(",", 1)[0]
             kinds.setdefault(head, _params_text(params))
         if kinds:
             config_lines.append(f"- {system}: " + "; ".join(f"{k}: {v}" for k, v in kinds.items()))

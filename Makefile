@@ -102,6 +102,10 @@ BENCH_RUNS ?= 3
 BENCH_STORES ?= postgres,sqlite,mysql
 BENCH_PEERS ?= pgqueuer,procrastinate
 BENCH_WORKLOADS ?= all
+# the drain comparison: concurrency C values (auto: 10,50,100; 10,100 at BENCH_SIZE=tiny) and
+# worker processes of each configuration (docs/performance.md)
+BENCH_CONCURRENCY ?= auto
+BENCH_PROCS ?= 1,2
 BENCH_ARGS ?=
 
 $(BENCH_STAMP): bench/requirements.txt
@@ -112,7 +116,8 @@ $(BENCH_STAMP): bench/requirements.txt
 
 bench: $(STAMP) $(BENCH_STAMP)
 	$(BIN)/python -m bench.run --size $(BENCH_SIZE) --runs $(BENCH_RUNS) \
-		--stores $(BENCH_STORES) --peers $(BENCH_PEERS) --workloads $(BENCH_WORKLOADS) $(BENCH_ARGS)
+		--stores $(BENCH_STORES) --peers $(BENCH_PEERS) --workloads $(BENCH_WORKLOADS) \
+		--concurrency $(BENCH_CONCURRENCY) --procs $(BENCH_PROCS) $(BENCH_ARGS)
 
 clean:
 	rm -rf $(VENV) $(BENCH_VENV) build dist site .pytest_cache .mypy_cache .ruff_cache .hypothesis \

@@ -2,9 +2,12 @@
 
     .bench-venv/bin/python -m bench.charts bench/results/<timestamp>.json
 
-Writes <timestamp>-drain1.png, -drain2.png, -burst.png (completions per second over time,
-first run of each system) and -ontime.png (the distribution of start minus due) next to the
-JSON, and prints their paths.
+Writes next to the JSON, and prints their paths: <timestamp>-drain-p1.png, -drain-p2.png
+(the drain comparison: completions per second over time of each system's first run at its
+best configuration with that many worker processes), -drain-sweep.png (jobs/s against C, one
+line per system and number of processes), -drain1.png, -drain2.png (when those workloads were
+named), -burst.png (completions per second over time, first run of each system) and
+-ontime.png (the distribution of start minus due).
 """
 
 from __future__ import annotations
@@ -56,6 +59,71 @@ def throughput(doc: dict[str, Any], workload: str, path: Path) -> bool:
     return True
 
 
+def drain_best(doc: dict[str, Any], scope: str, path: Path) -> bool:
+    """Completions over time of each system's first run at its best configuration of `scope`
+    (p1, p2: that many worker processes)."""
+    best = doc.get("drain_comparison", {}).get("best", {})
+    runs = []
+    for system, scopes in best.items():
+        key = scopes.get(scope, {}).get("setting")
+        for r in doc["results"]:
+            if (
+                r["system"] == system
+                and r["workload"] == f"drain:{key}"
+                and not r["note"]
+                and r["series"].get("throughput")
+            ):
+                runs.append((f"{system} ({key})", r))
+                break
+    if not runs:
+        return False
+    fig, ax = plt.subplots(figsize=(9, 4.5))
+    for label, r in runs:
+        xs = [p[0] for p in r["series"]["throughput"]]
+        ys = [p[1] for p in r["series"]["throughput"]]
+        ax.step(xs, ys, where="post", label=label, marker="." if len(xs) < 20 else None)
+    ax.set_xlabel("seconds since first job start")
+    ax.set_ylabel("jobs done per second (0.5 s bins)")
+    n = scope[1:]
+    ax.set_title(f"Drain, {n} worker process(es), each system at its best configuration")
+    ax.grid(alpha=0.3)
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return True
+
+
+def drain_sweep(doc: dict[str, Any], path: Path) -> bool:
+    """jobs/s (median) against C, one line per system and number of worker processes."""
+    per = doc.get("drain_comparison", {}).get("per_setting", {})
+    lines: dict[str, list[tuple[int, float]]] = {}
+    for key, systems in per.items():
+        head, _, procs = key.rpartition("-p")
+        if not (head.startswith("c") and head[1:].isdigit()):
+            continue
+        for system, data in systems.items():
+            label = f"{system}, {procs} proc"
+            lines.setdefault(label, []).append((int(head[1:]), data["jobs_s"]))
+    if not lines:
+        return False
+    fig, ax = plt.subplots(figsize=(9, 4.5))
+    for label, points in sorted(lines.items()):
+        points.sort()
+        style = "--" if label.endswith(", 2 proc") else "-"
+        ax.plot([p[0] for p in points], [p[1] for p in points], style, marker="o", label=label)
+    ax.set_xscale("log")
+    ax.set_xlabel("C: jobs at once per worker process (and batch per fetch where there is one)")
+    ax.set_ylabel("drain, jobs/s (median of the runs)")
+    ax.set_title("Drain comparison: throughput against concurrency")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize="small")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return True
+
+
 def ontime(doc: dict[str, Any], path: Path) -> bool:
     runs = [r for r in _first_runs(doc, "ontime") if r["samples"].get("lag_ms")]
     if not runs:
@@ -82,6 +150,13 @@ def main(argv: list[str]) -> int:
     doc = json.loads(json_path.read_text())
     stem = json_path.with_suffix("")
     written: list[Path] = []
+    for scope in ("p1", "p2"):
+        path = Path(f"{stem}-drain-{scope}.png")
+        if drain_best(doc, scope, path):
+            written.append(path)
+    path = Path(f"{stem}-drain-sweep.png")
+    if drain_sweep(doc, path):
+        written.append(path)
     for workload in ("drain1", "drain2", "burst"):
         path = Path(f"{stem}-{workload}.png")
         if throughput(doc, workload, path):

@@ -1,9 +1,11 @@
 """pgqueuer's benchmark worker (bench-venv only): a factory and a small runner.
 
-    python -m pgqueuer_app BATCH_SIZE MAX_CONCURRENT_TASKS
+    python -m pgqueuer_app [BATCH_SIZE [MAX_CONCURRENT_TASKS]]
 
-with `bench/` on PYTHONPATH and the database in BENCH_DB_URL. The runner does what
-`pgq run pgqueuer_app:factory --batch-size ... --max-concurrent-tasks ...` does, through
+with `bench/` on PYTHONPATH and the database in BENCH_DB_URL. An argument left out (or
+`default`) is not passed, so pgqueuer uses its own default (`batch_size=10`, no
+`max_concurrent_tasks` cap, in pgqueuer 1.6.0's `run` and `QueueManager.run`). The runner
+does what `pgq run pgqueuer_app:factory --batch-size ... --max-concurrent-tasks ...` does, through
 pgqueuer's documented `pgqueuer.run(factory, ...)`, on uvloop when installed as the CLI
 does: with pgqueuer 1.6.0 and the typer release pip installs beside it, `pgq run` itself
 exits at start (AttributeError: 'str' object has no attribute 'name', in its log setup).
@@ -46,8 +48,11 @@ async def factory() -> AsyncIterator[PgQueuer]:
 
 def main(argv: list[str]) -> None:
     logging.basicConfig(level=logging.WARNING)
-    batch_size, max_tasks = int(argv[0]), int(argv[1])
-    worker = pgqueuer.run(factory, batch_size=batch_size, max_concurrent_tasks=max_tasks)
+    options: dict[str, int] = {}
+    for name, value in zip(("batch_size", "max_concurrent_tasks"), argv, strict=False):
+        if value != "default":
+            options[name] = int(value)
+    worker = pgqueuer.run(factory, **options)  # type: ignore[arg-type]
     try:
         import uvloop
     except ImportError:

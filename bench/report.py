@@ -7,7 +7,8 @@ import statistics
 from dataclasses import dataclass, field
 from typing import Any
 
-from bench.workloads import Result
+from bench.systems.base import Setting
+from bench.workloads import Result, drain_unit
 
 # (workload, figure key, row label, format)
 ROWS: list[tuple[str, str, str, str]] = [
@@ -57,6 +58,7 @@ ROWS: list[tuple[str, str, str, str]] = [
 
 PEERS = ("pgqueuer", "procrastinate")
 BASE = "duetime-postgres"
+SAME_AS = "same configuration as "  # a skipped reason: this unit's figure is that unit's
 
 
 def medians(results: list[Result]) -> dict[str, dict[str, dict[str, Any]]]:
@@ -128,6 +130,8 @@ def table(
             a, b = values.get(BASE), values.get(peer)
             cells.append(f"{a / b:.2f}x" if a is not None and b else "-")
         lines.append("| " + " | ".join(cells) + " |")
+    if len(lines) == 2:
+        return ""  # no workload of this table was run (the drain comparison has its own)
     out = "\n".join(lines) + "\n"
     out += (
         "\nMedians of the runs. Ratios divide the duetime-postgres figure by the peer's: above "
@@ -138,6 +142,172 @@ def table(
     if notes.texts:
         out += "\n" + "\n".join(f"{i + 1}. {t}" for i, t in enumerate(notes.texts)) + "\n"
     return out
+
+
+@dataclass
+class Comparison:
+    text: str  # markdown
+    data: dict[str, Any]  # for the JSON
+
+
+def _params_text(params: dict[str, Any]) -> str:
+    return ", ".join(f"{k}={v}" for k, v in params.items())
+
+
+def drain_comparison(
+    results: list[Result],
+    systems: list[str],
+    settings: list[Setting],
+    runs: int,
+    skipped: dict[tuple[str, str], str],
+    configs: dict[str, dict[str, dict[str, Any]]],
+) -> Comparison:
+    """The drain comparison: jobs/s (median of the runs) of each system in each configuration
+    with the duetime-postgres / peer ratio at equal configuration; each system's best (over
+    every configuration measured, and per number of worker processes) with its configuration
+    and the ratio of the bests; and how each system was configured."""
+    med = medians(results)
+    notes = Notes()
+    peers = [p for p in PEERS if p in systems and BASE in systems]
+
+    def cell(setting: Setting, system: str) -> tuple[str, dict[str, Any] | None]:
+        """(table cell, {median, values, rss, runs} or None) of one system in one setting."""
+        unit = drain_unit(setting)
+        reason = skipped.get((unit, system))
+        if reason is not None and reason.startswith(SAME_AS):
+            twin = Setting.parse(reason[len(SAME_AS) :].split(":", 1)[1])
+            text, entry = cell(twin, system)
+            return (text + f" (= {twin.label.split(',')[0]})", entry) if entry else (text, None)
+        if reason is not None:
+            return ("n/a" if reason.startswith("n/a") else f"not run {notes.mark(reason)}"), None
+        mine = [r for r in results if r.workload == unit and r.system == system]
+        marks = ""
+        for r in mine:
+            if r.note or r.warning:
+                marks += notes.mark(
+                    f"{system}, {setting.label}, run {r.rep + 1}: {r.note or r.warning}"
+                )
+        figs = med.get(unit, {}).get(system, {})
+        entry = figs.get("drain_jobs_s")
+        if entry is None:
+            if not marks:
+                marks = notes.mark(f"{system}, {setting.label}: no figure was reported")
+            return f"failed {marks}", None
+        text = f"{entry['median']:,.0f}"
+        if len(entry["values"]) < runs:
+            text += f" ({len(entry['values'])}/{runs} runs)"
+        rss = figs.get("drain_rss_mib")
+        data = {
+            "setting": setting.key,
+            "jobs_s": entry["median"],
+            "values": entry["values"],
+            "rss_mib": rss["median"] if rss else None,
+        }
+        return text + (f" {marks}" if marks else ""), data
+
+    per_setting: dict[str, dict[str, Any]] = {}
+    ratios: dict[str, dict[str, float]] = {}
+    header = ["Configuration", *systems, *[f"duetime / {p}" for p in peers]]
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    for setting in settings:
+        row = [setting.label]
+        got: dict[str, dict[str, Any]] = {}
+        for system in systems:
+            text, data = cell(setting, system)
+            row.append(text)
+            if data is not None:
+                got[system] = data
+        per_setting[setting.key] = got
+        for peer in peers:
+            a, b = got.get(BASE), got.get(peer)
+            if a is not None and b is not None and b["jobs_s"]:
+                ratios.setdefault(setting.key, {})[peer] = a["jobs_s"] / b["jobs_s"]
+                row.append(f"{a['jobs_s'] / b['jobs_s']:.2f}x")
+            else:
+                row.append("-")
+        lines.append("| " + " | ".join(row) + " |")
+
+    # each system's best: over every configuration, and per number of worker processes
+    procs = sorted({s.procs for s in settings})
+    scopes: list[tuple[str, str, list[Setting]]] = [
+        (
+            f"p{n}",
+            f"Best, {n} worker process{'es' if n > 1 else ''}",
+            [s for s in settings if s.procs == n],
+        )
+        for n in procs
+    ]
+    if len(procs) > 1:
+        scopes.append(("any", "Best of all", list(settings)))
+    best: dict[str, dict[str, Any]] = {}
+    best_ratios: dict[str, dict[str, float]] = {}
+    header = ["Best drain (jobs/s)", *systems, *[f"duetime / {p}" for p in peers]]
+    best_lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    rss_rows: list[list[str]] = []
+    for scope, label, members in scopes:
+        row, rss_row = [label], [f"Peak RSS per worker at that best, {label[6:]} (MiB)"]
+        for system in systems:
+            found = [per_setting[s.key][system] for s in members if system in per_setting[s.key]]
+            if not found:
+                row.append("-")
+                rss_row.append("-")
+                continue
+            top = max(found, key=lambda d: d["jobs_s"])
+            best.setdefault(system, {})[scope] = top
+            row.append(f"{top['jobs_s']:,.0f} ({Setting.parse(top['setting']).label})")
+            rss_row.append("-" if top["rss_mib"] is None else f"{top['rss_mib']:,.1f}")
+        for peer in peers:
+            a, b = best.get(BASE, {}).get(scope), best.get(peer, {}).get(scope)
+            if a is not None and b is not None and b["jobs_s"]:
+                best_ratios.setdefault(peer, {})[scope] = a["jobs_s"] / b["jobs_s"]
+                row.append(f"{a['jobs_s'] / b['jobs_s']:.2f}x")
+            else:
+                row.append("-")
+            rss_row.append("")
+        best_lines.append("| " + " | ".join(row) + " |")
+        if scope != "any":
+            rss_rows.append(rss_row)
+    best_lines += ["| " + " | ".join(r) + " |" for r in rss_rows]
+
+    config_lines = []
+    for system in systems:
+        kinds: dict[str, str] = {}
+        for setting in settings:
+            params = configs.get(system, {}).get(setting.key)
+            if params is None:
+                continue
+            if setting.kind == "sweep":  # one line for every C: the values that are C
+                head = "C"
+                params = {k: "C" if v == setting.concurrency else v for k, v in params.items()}
+            else:
+                head = setting.label.rsplit(",", 1)[0]
+            kinds.setdefault(head, _params_text(params))
+        if kinds:
+            config_lines.append(f"- {system}: " + "; ".join(f"{k}: {v}" for k, v in kinds.items()))
+
+    text = (
+        "### Drain: each system at its defaults and swept over concurrency\n\n"
+        + "\n".join(best_lines)
+        + "\n\n"
+        + "\n".join(lines)
+        + "\n\nMedians of the runs (jobs/s from the first job start to the last job done). "
+        "Ratios divide duetime-postgres's figure by the peer's at the same configuration (the "
+        "defaults row: each at its own defaults); in the best table, the bests. C: jobs at once "
+        "per worker process, and the batch per fetch where the system has one. (= ...): the "
+        "system's configuration is the same as that row's, measured once. Configurations "
+        "(docs/performance.md):\n" + "\n".join(config_lines) + "\n"
+    )
+    if notes.texts:
+        text += "\n" + "\n".join(f"{i + 1}. {t}" for i, t in enumerate(notes.texts)) + "\n"
+    data = {
+        "settings": [s.key for s in settings],
+        "per_setting": per_setting,
+        "ratios": ratios,
+        "best": best,
+        "best_ratios": best_ratios,
+        "configs": configs,
+    }
+    return Comparison(text, data)
 
 
 def machine_lines(refs: dict[str, Any]) -> str:

@@ -7,16 +7,22 @@ What it does
     alternate systems (duetime-postgres, pgqueuer, procrastinate, duetime-sqlite,
     duetime-mysql), and each workload is repeated R times; the table shows medians.
 
-Workloads (handlers are no-ops that note their start; 10 jobs at once per worker process)
+Workloads (handlers are no-ops that note their start)
     bulk    N jobs through each system's batch enqueue API, `--batch` jobs a call: jobs/s
     single  N/10 jobs, one enqueue call each, from one client: jobs/s
-    drain1  N jobs enqueued, then 1 worker process: jobs/s from the first job start to the
-            last job done, peak RSS, and completions per 0.5 s over time
-    drain2  the same with 2 worker processes
-    drain4, drain8  the same with 4 or 8 worker processes (the capacity note; run only when
-            named in --workloads, never by "all")
+    drain   the drain comparison: N jobs enqueued, then the workers: jobs/s from the first
+            job start to the last job done, peak RSS, and completions per 0.5 s over time,
+            for every system in each configuration: its own defaults, and concurrency C
+            (--concurrency; with a batch of C per fetch where the system has a batch
+            setting), each with 1 and 2 worker processes (--procs); --throttled adds
+            pgqueuer's configuration of the previous tables. Each system's best, and the
+            ratios at equal configuration (docs/performance.md)
+    drain1, drain2, drain4, drain8  N jobs, then 1, 2, 4 or 8 worker processes at 10 jobs
+            at once each (pgqueuer at its defaults); run only when named in --workloads,
+            never by "all"
     ontime  jobs due at random instants over a window (2,000 over 10 s at full size), 2
-            workers running: start minus due p50/p99/max, and starts before due (must be 0)
+            workers running (10 jobs at once each; pgqueuer at its defaults): start minus
+            due p50/p99/max, and starts before due (must be 0)
     burst   M = 5N jobs all due at one instant T, 2 workers running: first start - T and
             all done - T
     backlog duetime on PostgreSQL at full size (N >= 20,000): drain N and time claim(10),
@@ -40,14 +46,16 @@ How
 
 Usage
     make bench BENCH_SIZE=tiny                      # a few hundred jobs, 1 run: CI
+    make bench                                      # full: 20,000 jobs, 3 runs, C = 10,50,100
     make bench BENCH_SIZE=20000 BENCH_RUNS=3 BENCH_STORES=postgres,sqlite,mysql \
         BENCH_PEERS=pgqueuer,procrastinate BENCH_WORKLOADS=all
     .venv/bin/python -m bench.run --help
 
 Output
-    The markdown table on stdout; bench/results/<timestamp>.json (every raw figure and the
-    medians) and bench/results/<timestamp>-*.png charts (drawn by bench/charts.py in
-    .bench-venv). See docs/performance.md.
+    The markdown report on stdout and in bench/results/<timestamp>.md;
+    bench/results/<timestamp>.json (every raw figure, the medians, the drain comparison with
+    each configuration's parameters) and bench/results/<timestamp>-*.png charts (drawn by
+    bench/charts.py in .bench-venv). See docs/performance.md.
 """
 
 from __future__ import annotations
@@ -70,13 +78,70 @@ from bench import dbs, machine, report
 from bench.load import CpuWatch
 from bench.procs import ROOT
 from bench.systems import duetime_sys, pgqueuer_sys, procrastinate_sys
-from bench.systems.base import System
-from bench.workloads import ONLY_WHEN_NAMED, WORKLOADS, Ctx, Result, Size, applies, run_one
+from bench.systems.base import Setting, System
+from bench.workloads import (
+    DRAIN,
+    ONLY_WHEN_NAMED,
+    WORKLOADS,
+    Ctx,
+    Result,
+    Size,
+    applies,
+    drain_unit,
+    run_one,
+)
 
 log = logging.getLogger("bench")
 
 STORES = ("postgres", "sqlite", "mysql")
 PEERS = ("pgqueuer", "procrastinate")
+SWEEP_FULL = "10,50,100"  # --concurrency auto: the drain comparison's C values
+SWEEP_TINY = "10,100"  # ... at BENCH_SIZE=tiny (CI), to stay short
+
+
+def _ints(text: str, what: str) -> list[int]:
+    if text.strip() == "none":
+        return []
+    try:
+        values = sorted({int(x) for x in text.split(",") if x.strip()})
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"{what} takes whole numbers separated by commas, e.g. 10,50,100; got {text!r}"
+        ) from None
+    if any(v < 1 for v in values):
+        raise argparse.ArgumentTypeError(f"{what} values must be at least 1; got {text!r}")
+    return values
+
+
+def drain_settings(
+    concurrency: list[int], procs: list[int], defaults: bool, throttled: bool
+) -> list[Setting]:
+    """The drain comparison's configurations, in the order they run (and are shown)."""
+    settings: list[Setting] = []
+    for n in procs:
+        if defaults:
+            settings.append(Setting("defaults", n))
+        settings += [Setting("sweep", n, c) for c in concurrency]
+        if throttled:
+            settings.append(Setting("throttled", n))
+    return settings
+
+
+def same_as(system: System, setting: Setting, settings: list[Setting]) -> Setting | None:
+    """An earlier setting in `settings` whose configuration of `system` is the same as this
+    one's (the same parameters and the same number of processes), if any: run once only."""
+    if system.tune is None:
+        return None
+    mine = system.tune(setting)
+    if mine is None:
+        return None
+    for other in settings:
+        if other == setting or other.procs != setting.procs:
+            continue
+        theirs = system.tune(other)
+        if theirs is not None and theirs.params == mine.params:
+            return other
+    return None
 
 
 def _list(text: str, allowed: tuple[str, ...], unless_named: tuple[str, ...] = ()) -> list[str]:
@@ -99,6 +164,24 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--peers", default="pgqueuer,procrastinate", help="peers, or none")
     p.add_argument("--workloads", default="all", help=f"all or some of {','.join(WORKLOADS)}")
     p.add_argument("--batch", type=int, default=1000, help="jobs per batch-enqueue call")
+    p.add_argument(
+        "--concurrency",
+        default="auto",
+        help=f"drain comparison: the C values (auto: {SWEEP_FULL}, {SWEEP_TINY} at tiny; none)",
+    )
+    p.add_argument(
+        "--procs", default="1,2", help="drain comparison: worker processes of each configuration"
+    )
+    p.add_argument(
+        "--no-defaults",
+        action="store_true",
+        help="drain comparison: leave out each system's defaults configuration",
+    )
+    p.add_argument(
+        "--throttled",
+        action="store_true",
+        help="drain comparison: add pgqueuer's previous configuration (batch 5, at most 10)",
+    )
     p.add_argument("--pg-url", default=dbs.DEFAULT_PG_URL, help="PostgreSQL admin URL")
     p.add_argument("--mysql-url", default=dbs.DEFAULT_MYSQL_URL, help="MariaDB admin URL")
     p.add_argument("--out", type=Path, default=ROOT / "bench" / "results", help="results folder")
@@ -111,7 +194,27 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     args.size = Size.parse(args.size)
     if args.size.label == "tiny":
         args.runs = 1
+    if args.concurrency == "auto":
+        args.concurrency = SWEEP_TINY if args.size.label == "tiny" else SWEEP_FULL
+    try:
+        args.concurrency = _ints(args.concurrency, "--concurrency")
+        args.procs = _ints(args.procs, "--procs")
+    except argparse.ArgumentTypeError as exc:
+        p.error(str(exc))
+    args.settings = drain_settings(
+        args.concurrency, args.procs, not args.no_defaults, args.throttled
+    )
+    if DRAIN in args.workloads and not args.settings:
+        p.error("the drain workload needs a configuration: give --concurrency or --procs values")
     return args
+
+
+def units(workloads: list[str], settings: list[Setting]) -> list[str]:
+    """The workloads as run: `drain` becomes one drain:<setting> unit per configuration."""
+    out: list[str] = []
+    for w in workloads:
+        out += [drain_unit(s) for s in settings] if w == DRAIN else [w]
+    return out
 
 
 def make_systems(stores: list[str], peers: list[str]) -> list[System]:
@@ -168,13 +271,19 @@ def main(argv: list[str] | None = None) -> int:
     servers.sqlite_dir.mkdir(parents=True)
     down = dbs.check(servers, {s.store for s in systems})
     skipped: dict[tuple[str, str], str] = {}
-    for w in args.workloads:
+    run_units = units(args.workloads, args.settings)
+    for w in run_units:
         for s in systems:
             reason = applies(w, s, args.size)
             if s.store in down:
                 reason = f"{s.store} unreachable: {down[s.store]}"
             if reason is not None:
                 skipped[(w, s.name)] = reason
+    for setting in args.settings:
+        for s in systems:
+            twin = same_as(s, setting, args.settings[: args.settings.index(setting)])
+            if twin is not None and (drain_unit(setting), s.name) not in skipped:
+                skipped[(drain_unit(setting), s.name)] = f"{report.SAME_AS}{drain_unit(twin)}"
 
     doc: dict[str, Any] = {
         "started": started.isoformat(),
@@ -186,6 +295,15 @@ def main(argv: list[str] | None = None) -> int:
             "systems": [s.name for s in systems],
             "workloads": args.workloads,
             "concurrency_per_worker": 10,
+            "drain_settings": [s.key for s in args.settings],
+        },
+        "drain_configs": {
+            s.name: {
+                st.key: tuned.params
+                for st in args.settings
+                if s.tune is not None and (tuned := s.tune(st)) is not None
+            }
+            for s in systems
         },
         "versions": versions(),
         "machine": {},
@@ -211,7 +329,7 @@ def main(argv: list[str] | None = None) -> int:
     bulk_rates: dict[str, float] = {}
     single_rates: dict[str, float] = {}
     try:
-        for workload in args.workloads:
+        for workload in run_units:
             for rep in range(args.runs):
                 for system in systems:
                     if (workload, system.name) in skipped:
@@ -247,7 +365,14 @@ def main(argv: list[str] | None = None) -> int:
 
     doc["medians"] = report.medians(results)
     doc["elapsed_s"] = round(time.monotonic() - t_start, 1)
-    text = report.table(results, [s.name for s in systems], args.workloads, args.runs, skipped)
+    names = [s.name for s in systems]
+    text = report.table(results, names, args.workloads, args.runs, skipped)
+    if DRAIN in args.workloads:
+        comparison = report.drain_comparison(
+            results, names, args.settings, args.runs, skipped, doc["drain_configs"]
+        )
+        doc["drain_comparison"] = comparison.data
+        text = comparison.text + "\n" + text
     text += "\n" + report.machine_lines(doc["machine"]) if doc["machine"] else "\n"
     text += (
         f"- other work on the machine (not this benchmark's) just before the run: "
@@ -280,10 +405,13 @@ def main(argv: list[str] | None = None) -> int:
         log.info("records and worker logs kept in %s", work_dir)
     else:
         shutil.rmtree(work_dir, ignore_errors=True)
-    sys.stdout.write(
-        f"\n## duetime benchmark, {started:%Y-%m-%d %H:%M} UTC, size {args.size.label}, "
-        f"{args.runs} run(s)\n\n" + text + f"\nraw figures: {json_path}\n"
+    heading = (
+        f"## duetime benchmark, {started:%Y-%m-%d %H:%M} UTC, size {args.size.label}, "
+        f"{args.runs} run(s)\n\n"
     )
+    md_path = json_path.with_suffix(".md")
+    md_path.write_text(heading + text + f"\nraw figures: {json_path.name}\n")
+    sys.stdout.write("\n" + heading + text + f"\nraw figures: {json_path}\nreport: {md_path}\n")
     for chart in charts:
         sys.stdout.write(f"chart: {chart}\n")
     sys.stdout.write(f"elapsed: {doc['elapsed_s']:.0f} s\n")

@@ -26,7 +26,7 @@ from bench.common import read_records
 from bench.dbs import Database, Servers
 from bench.load import CpuWatch
 from bench.procs import ROOT, Failed, Workers, run_step, wait_done
-from bench.systems.base import System
+from bench.systems.base import Setting, System
 
 log = logging.getLogger("bench")
 
@@ -252,6 +252,44 @@ def _w_drain(workers: int) -> Callable[[Ctx, System, Result], None]:
     return run
 
 
+DRAIN = "drain"  # the drain comparison: one unit of work per Setting, named drain:<key>
+
+
+def drain_unit(setting: Setting) -> str:
+    return f"{DRAIN}:{setting.key}"
+
+
+def unit_setting(workload: str) -> Setting | None:
+    """The Setting of a drain-comparison unit (None for any other workload)."""
+    if not workload.startswith(DRAIN + ":"):
+        return None
+    return Setting.parse(workload[len(DRAIN) + 1 :])
+
+
+def w_drain_setting(ctx: Ctx, system: System, result: Result, setting: Setting) -> None:
+    """The drain of the comparison: N jobs, then `setting.procs` workers configured as the
+    Setting says for this system (docs/performance.md, "The drain comparison")."""
+    tuned = system.tune(setting) if system.tune is not None else None
+    if tuned is None:
+        raise Failed(f"{system.name} has no {setting.label} configuration")
+    tuned_system = replace(system, worker_argv=tuned.argv)
+    result.info["setting"] = setting.key
+    result.info["params"] = tuned.params
+    result.info["argv"] = tuned.argv("<url>")
+    db = _fresh(ctx, system, "drain", "_" + setting.key.replace("-", "_"))
+    try:
+        name = f"drain-{setting.key}-{system.name}-{ctx.rep}"
+        d = drain(ctx, tuned_system, db, ctx.size.n, setting.procs, name)
+    finally:
+        _done(ctx, db)
+    result.figures["drain_jobs_s"] = d.jobs_per_s
+    if d.rss_mib:
+        result.figures["drain_rss_mib"] = max(d.rss_mib)
+    result.info["rss_mib_per_worker"] = d.rss_mib
+    result.info["drain_seconds"] = d.last_done - d.first_start
+    result.series["throughput"] = d.series
+
+
 def w_ontime(ctx: Ctx, system: System, result: Result) -> None:
     """Jobs due at random instants over a window, enqueued before they are due, two workers
     already running: how late does each start, measured against the due instant the system
@@ -475,6 +513,7 @@ def w_outbox(ctx: Ctx, system: System, result: Result) -> None:
 WORKLOADS: dict[str, Callable[[Ctx, System, Result], None]] = {
     "bulk": w_bulk,
     "single": w_single,
+    "drain": lambda ctx, system, result: None,  # expanded into drain:<setting> units (run.py)
     "drain1": _w_drain(1),
     "drain2": _w_drain(2),
     "drain4": _w_drain(4),  # capacity: only when named (not in "all")
@@ -485,11 +524,18 @@ WORKLOADS: dict[str, Callable[[Ctx, System, Result], None]] = {
     "outbox": w_outbox,
     "flow": w_flow,
 }
-ONLY_WHEN_NAMED = ("drain4", "drain8")  # left out of BENCH_WORKLOADS=all
+# left out of BENCH_WORKLOADS=all: the drain comparison covers 1 and 2 workers; drainN runs
+# every system at 10 jobs at once per worker (pgqueuer at its defaults) with N workers
+ONLY_WHEN_NAMED = ("drain1", "drain2", "drain4", "drain8")
 
 
 def applies(workload: str, system: System, size: Size) -> str | None:
     """Why a workload is not run for a system (None: it is)."""
+    setting = unit_setting(workload)
+    if setting is not None:
+        if system.tune is None or system.tune(setting) is None:
+            return f"n/a: {system.name} has no such configuration"
+        return None
     if workload == "outbox":
         if system.kind != "duetime" or system.store == "mysql":
             return "n/a: duetime on PostgreSQL and SQLite only"
@@ -513,7 +559,11 @@ def run_one(ctx: Ctx, workload: str, system: System) -> Result:
     t0 = time.monotonic()
     watch = CpuWatch(f"bench_{ctx.run_id}")
     try:
-        WORKLOADS[workload](ctx, system, result)
+        setting = unit_setting(workload)
+        if setting is not None:
+            w_drain_setting(ctx, system, result, setting)
+        else:
+            WORKLOADS[workload](ctx, system, result)
     except Failed as exc:
         result.note = str(exc)
     except Exception as exc:

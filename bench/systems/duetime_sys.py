@@ -13,10 +13,14 @@ from pathlib import Path
 from typing import Any
 
 from bench.common import chunks, payloads, step_main
-from bench.systems.base import System
+from bench.systems.base import Setting, System, Tuned
 
 TASK = "bench.noop"  # registered by bench/bench_app.py
 CONCURRENCY = 10
+# `duetime worker --help`: "--concurrency: jobs run at once (default 10)". The worker has no
+# claim-batch option: each claim asks for the free slots plus a prefetch of up to 10 x
+# concurrency (Worker(prefetch=None)), so the claim batch follows the concurrency.
+DEFAULT_CONCURRENCY = 10
 
 
 def outbox_argvs(root: Path, broker_url: str) -> tuple[Any, Any]:
@@ -59,20 +63,31 @@ def make_system(store: str, root: Path) -> System:
     python = root / ".venv" / "bin" / "python"
     duetime_cli = root / ".venv" / "bin" / "duetime"
 
-    def worker_argv(url: str) -> list[str]:
-        return [
-            str(duetime_cli),
-            "worker",
-            "--app",
-            "bench_app:app",
-            "--database-url",
-            url,
-            "--concurrency",
-            str(CONCURRENCY),
-            "--log-level",
-            "WARNING",
-        ]
+    def argv(concurrency: int | None) -> Any:
+        def worker_argv(url: str) -> list[str]:
+            flags = [] if concurrency is None else ["--concurrency", str(concurrency)]
+            return [
+                str(duetime_cli),
+                "worker",
+                "--app",
+                "bench_app:app",
+                "--database-url",
+                url,
+                *flags,
+                "--log-level",
+                "WARNING",
+            ]
 
+        return worker_argv
+
+    def tune(setting: Setting) -> Tuned | None:
+        if setting.kind == "defaults":
+            return Tuned(argv(None), {"concurrency": DEFAULT_CONCURRENCY})
+        if setting.kind == "sweep" and setting.concurrency is not None:
+            return Tuned(argv(setting.concurrency), {"concurrency": setting.concurrency})
+        return None  # the throttled row is pgqueuer's
+
+    worker_argv = argv(CONCURRENCY)
     return System(
         name=f"duetime-{store}",
         kind="duetime",
@@ -81,6 +96,7 @@ def make_system(store: str, root: Path) -> System:
         module="bench.systems.duetime_sys",
         worker_argv=worker_argv,
         done_query="SELECT count(*) FROM duetime_jobs WHERE status = 'succeeded'",
+        tune=tune,
     )
 
 

@@ -18,21 +18,46 @@ from pathlib import Path
 from typing import Any
 
 from bench.common import chunks, payloads, step_main
-from bench.systems.base import System
+from bench.systems.base import Setting, System, Tuned
 
 ENTRYPOINT = "bench_noop"  # as in bench/pgqueuer_app.py
-CONCURRENCY = 10
-# pgqueuer refuses max_concurrent_tasks below twice the batch size: 5 per dequeue, 10 at once
-BATCH_SIZE = 5
+# pgqueuer 1.6.0's defaults, in pgqueuer.run() and QueueManager.run(): batch_size=10 (jobs per
+# dequeue), max_concurrent_tasks=None (no cap on the jobs a worker holds at once)
+DEFAULT_BATCH_SIZE = 10
+DEFAULT_MAX_CONCURRENT_TASKS = None
+# the previous tables' configuration (the "throttled" row): pgqueuer refuses
+# max_concurrent_tasks below twice the batch size, so 5 per dequeue for 10 at once
+THROTTLED_BATCH_SIZE = 5
+THROTTLED_MAX_CONCURRENT_TASKS = 10
 
 
 def make_system(root: Path) -> System:
     bin_dir = root / ".bench-venv" / "bin"
 
-    def worker_argv(url: str) -> list[str]:
-        # bench/pgqueuer_app.py runs pgqueuer.run(), as `pgq run` would (which crashes at
-        # start in pgqueuer 1.6.0; see that module)
-        return [str(bin_dir / "python"), "-m", "pgqueuer_app", str(BATCH_SIZE), str(CONCURRENCY)]
+    def argv(*options: str) -> Any:
+        def worker_argv(url: str) -> list[str]:
+            # bench/pgqueuer_app.py runs pgqueuer.run(), as `pgq run` would (which crashes at
+            # start in pgqueuer 1.6.0; see that module); an option left out keeps its default
+            return [str(bin_dir / "python"), "-m", "pgqueuer_app", *options]
+
+        return worker_argv
+
+    def tune(setting: Setting) -> Tuned | None:
+        if setting.kind == "defaults":
+            params = {
+                "batch_size": DEFAULT_BATCH_SIZE,
+                "max_concurrent_tasks": DEFAULT_MAX_CONCURRENT_TASKS,
+            }
+            return Tuned(argv(), params)
+        if setting.kind == "sweep" and setting.concurrency is not None:
+            # C jobs per dequeue, no cap (its default): a cap of C would force batch <= C / 2
+            c = setting.concurrency
+            params = {"batch_size": c, "max_concurrent_tasks": DEFAULT_MAX_CONCURRENT_TASKS}
+            return Tuned(argv(str(c)), params)
+        if setting.kind == "throttled":
+            b, m = THROTTLED_BATCH_SIZE, THROTTLED_MAX_CONCURRENT_TASKS
+            return Tuned(argv(str(b), str(m)), {"batch_size": b, "max_concurrent_tasks": m})
+        return None
 
     return System(
         name="pgqueuer",
@@ -40,10 +65,12 @@ def make_system(root: Path) -> System:
         store="postgres",
         python=bin_dir / "python",
         module="bench.systems.pgqueuer_sys",
-        worker_argv=worker_argv,
+        # ontime, burst (and the named drainN workloads): its defaults
+        worker_argv=argv(),
         # a finished job is deleted from the queue table in the same statement that logs it
         done_query="SELECT count(*) FROM pgqueuer",
         counts_remaining=True,
+        tune=tune,
     )
 
 

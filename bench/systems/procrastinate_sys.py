@@ -17,9 +17,13 @@ from pathlib import Path
 from typing import Any
 
 from bench.common import chunks, payloads, step_main
-from bench.systems.base import System
+from bench.systems.base import Setting, System, Tuned
 
 CONCURRENCY = 10
+# procrastinate 3.10's defaults (procrastinate/worker.py): WORKER_CONCURRENCY = 1,
+# FETCH_JOB_POLLING_INTERVAL = 5.0 s; `procrastinate worker` passes nothing it was not given
+DEFAULT_CONCURRENCY = 1
+DEFAULT_POLL_INTERVAL = 5.0
 # procrastinate's worker polls for jobs every 5 s by default and is woken by NOTIFY only when
 # a job is deferred; a job scheduled for later is found by polling. 0.5 s is duetime's
 # default poll interval, so both look for newly due jobs equally often.
@@ -29,15 +33,35 @@ POLL_INTERVAL = 0.5
 def make_system(root: Path) -> System:
     bin_dir = root / ".bench-venv" / "bin"
 
-    def worker_argv(url: str) -> list[str]:
-        return [
-            str(bin_dir / "procrastinate"),
-            "--app=procrastinate_app.app",
-            "worker",
-            f"--concurrency={CONCURRENCY}",
-            f"--fetch-job-polling-interval={POLL_INTERVAL}",
-        ]
+    def argv(*options: str) -> Any:
+        def worker_argv(url: str) -> list[str]:
+            return [
+                str(bin_dir / "procrastinate"),
+                "--app=procrastinate_app.app",
+                "worker",
+                *options,
+            ]
 
+        return worker_argv
+
+    def tune(setting: Setting) -> Tuned | None:
+        # the drain's jobs are all due when the workers start: the polling interval, left at
+        # its default here, only matters once the queue is empty
+        if setting.kind == "defaults":
+            params = {
+                "concurrency": DEFAULT_CONCURRENCY,
+                "fetch_job_polling_interval": DEFAULT_POLL_INTERVAL,
+            }
+            return Tuned(argv(), params)
+        if setting.kind == "sweep" and setting.concurrency is not None:
+            c = setting.concurrency
+            params = {"concurrency": c, "fetch_job_polling_interval": DEFAULT_POLL_INTERVAL}
+            return Tuned(argv(f"--concurrency={c}"), params)
+        return None  # the throttled row is pgqueuer's
+
+    worker_argv = argv(
+        f"--concurrency={CONCURRENCY}", f"--fetch-job-polling-interval={POLL_INTERVAL}"
+    )
     return System(
         name="procrastinate",
         kind="procrastinate",
@@ -49,6 +73,7 @@ def make_system(root: Path) -> System:
         # counting the succeeded ones reads every finished row
         done_query="SELECT count(*) FROM procrastinate_jobs WHERE status IN ('todo', 'doing')",
         counts_remaining=True,
+        tune=tune,
     )
 
 

@@ -1,7 +1,7 @@
 """The App facade: register tasks, enqueue jobs, inspect and steer them (sync and async).
 
 Longer than most modules on purpose: it is the whole public Python surface in one place, each
-method a thin call into operators/ or the store, and every one with its async twin beside it.
+method a thin call into duetime.admin or the store, and every one with its async twin beside it.
 """
 
 from __future__ import annotations
@@ -16,7 +16,8 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any, Generic, ParamSpec, TypeVar, cast, overload
 
-from duetime import operators
+from duetime.admin import figures, flow, replay, tokens
+from duetime.admin.replay import ReplayReport
 from duetime.core.clock import Clock, SystemClock
 from duetime.core.durations import parse_duration
 from duetime.core.errors import (
@@ -970,7 +971,7 @@ class App:
 
     def stats(self) -> Stats:
         """Jobs by status and queue, oldest overdue age, lag and throughput (5 and 60 min)."""
-        return operators.stats(self, self.tenant)
+        return figures.stats(self, self.tenant)
 
     # -- queues and the outbox (docs/outbox.md) -------------------------------------------------
 
@@ -997,7 +998,7 @@ class App:
         if mode is None or not (
             isinstance(concurrency, Keep) and isinstance(max_backlog, Keep) and weight is None
         ):
-            return operators.set_queue_flow(
+            return flow.set_queue_flow(
                 self, queue, concurrency=concurrency, max_backlog=max_backlog, weight=weight
             )
         return self.queue(queue)
@@ -1006,15 +1007,15 @@ class App:
         """Start no more jobs of this queue (enqueues are still accepted, running attempts
         finish); every worker's claims hold it from the moment this returns: each claim checks
         the queue's row as it starts jobs (docs/flow-control.md)."""
-        return operators.set_queue_flow(self, name, paused=True)
+        return flow.set_queue_flow(self, name, paused=True)
 
     def resume_queue(self, name: str) -> QueueSettings:
         """Start the queue's jobs again after pause_queue."""
-        return operators.set_queue_flow(self, name, paused=False)
+        return flow.set_queue_flow(self, name, paused=False)
 
     def queue_flows(self) -> list[QueueFlow]:
         """Every queue with settings or waiting/running jobs: settings, backlog, running."""
-        return operators.queue_flows(self, None)
+        return flow.queue_flows(self, None)
 
     def tenants(self) -> list[TenantSettings]:
         """Every tenant with settings, by name (a tenant not listed has the defaults)."""
@@ -1027,7 +1028,7 @@ class App:
 
     def tenant_flows(self) -> list[TenantFlow]:
         """Every tenant with settings or waiting/running jobs: settings, backlog, running."""
-        return operators.tenant_flows(self, None)
+        return flow.tenant_flows(self, None)
 
     def set_tenant(
         self,
@@ -1040,7 +1041,7 @@ class App:
         """Change a tenant's limits, cluster-wide: concurrency (its attempts running at once,
         over every queue), max_backlog (its waiting jobs), weight (its share of a claim
         against other tenants). Settings not given are kept; None removes a limit."""
-        return operators.set_tenant_flow(
+        return flow.set_tenant_flow(
             self, name, concurrency=concurrency, max_backlog=max_backlog, weight=weight
         )
 
@@ -1119,16 +1120,16 @@ class App:
         per_second: float | None = None,
         progress: Callable[[int, int], None] | None = None,
         ignore_backlog: bool = False,
-    ) -> operators.ReplayReport:
+    ) -> ReplayReport:
         """Replay dead jobs: the given ids, or every dead job of a task/queue, paced. At a
         full backlog the replay stops (report.stopped says why), or raises BacklogFull when
         it replayed none; ignore_backlog replays past the max backlogs."""
         chosen = (
             list(ids)
             if ids is not None
-            else operators.dead_job_ids(self, self.tenant, task=task, queue=queue)
+            else replay.dead_job_ids(self, self.tenant, task=task, queue=queue)
         )
-        return operators.replay_many(
+        return replay.replay_many(
             self,
             chosen,
             tenant=self.tenant,
@@ -1147,7 +1148,7 @@ class App:
         """A new API token for this app's tenant and its secret (shown once, stored hashed).
         With `expires_in` (seconds, a timedelta or '30d') it is refused from then on."""
         expiry = parse_duration(expires_in, "expires_in") if expires_in is not None else None
-        return operators.create_token(self, self.tenant, role, name, expires_in=expiry)
+        return tokens.create_token(self, self.tenant, role, name, expires_in=expiry)
 
     def list_tokens(self) -> list[ApiToken]:
         """This tenant's tokens, revoked ones included."""
@@ -1155,7 +1156,7 @@ class App:
 
     def revoke_token(self, token_id: int) -> ApiToken:
         """Revoke an API token of the tenant by id: it is refused from then on."""
-        return operators.revoke_token(self, token_id)
+        return tokens.revoke_token(self, token_id)
 
     aenqueue = _async_twin(enqueue)
     aenqueue_many = _async_twin(enqueue_many)

@@ -8,7 +8,7 @@ from urllib.parse import urlencode
 from fastapi import APIRouter, Form, Request
 from fastapi.responses import Response
 
-from duetime import operators
+from duetime.admin.replay import dead_job_ids, replay_many
 from duetime.core.errors import DuetimeError, InvalidRequest
 from duetime.core.models import Attempt, Job, JobFilter, page_of
 from duetime.core.states import JobStatus
@@ -104,7 +104,7 @@ def bulk_replay(
     try:
         rate = _rate(per_second)
         if scope == "matching":
-            chosen = operators.dead_job_ids(
+            chosen = dead_job_ids(
                 app,
                 opt(tenant) if who.sees_all else who.tenant,
                 task=opt(task),
@@ -122,7 +122,7 @@ def bulk_replay(
                 f"at {rate:g} a second, {len(chosen)} jobs would take over "
                 f"{MAX_REPLAY_SECONDS} s; raise the pace or use `duetime dlq replay`"
             )
-        report = operators.replay_many(
+        report = replay_many(
             app,
             chosen,
             tenant=who.tenant_filter,

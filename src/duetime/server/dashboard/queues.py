@@ -11,7 +11,7 @@ from typing import Annotated
 from fastapi import APIRouter, Form, Request
 from fastapi.responses import Response
 
-from duetime import operators
+from duetime.admin.flow import queue_flows, set_queue_flow, set_tenant_flow, tenant_flows
 from duetime.core.errors import DuetimeError
 from duetime.core.flow import KEEP, Keep, parse_limit, parse_weight
 from duetime.core.tokens import Role
@@ -37,8 +37,8 @@ def queues_page(request: Request) -> Response:
         who,
         "queues.html",
         {
-            "queues": operators.queue_flows(app, who.tenant_filter, found),
-            "tenants": operators.tenant_flows(app, who.tenant_filter, found),
+            "queues": queue_flows(app, who.tenant_filter, found),
+            "tenants": tenant_flows(app, who.tenant_filter, found),
             "can_steer": who.role.allows(Role.ADMIN),
         },
         nav="queues",
@@ -53,7 +53,7 @@ def pause_queue(
         request,
         csrf_token,
         f"Queue {name!r} paused: it starts no jobs until resumed.",
-        lambda: operators.set_queue_flow(duetime_app(request), name, paused=True),
+        lambda: set_queue_flow(duetime_app(request), name, paused=True),
     )
 
 
@@ -65,7 +65,7 @@ def resume_queue(
         request,
         csrf_token,
         f"Queue {name!r} resumed.",
-        lambda: operators.set_queue_flow(duetime_app(request), name, paused=False),
+        lambda: set_queue_flow(duetime_app(request), name, paused=False),
     )
 
 
@@ -81,7 +81,7 @@ def set_queue_limits(
     """An empty field keeps its value; `none` removes a limit."""
 
     def act() -> object:
-        return operators.set_queue_flow(
+        return set_queue_flow(
             duetime_app(request),
             name,
             concurrency=_limit(concurrency, "concurrency"),
@@ -102,7 +102,7 @@ def set_tenant_limits(
     weight: Annotated[str | None, Form()] = None,
 ) -> Response:
     def act() -> object:
-        return operators.set_tenant_flow(
+        return set_tenant_flow(
             duetime_app(request),
             name,
             concurrency=_limit(concurrency, "concurrency"),

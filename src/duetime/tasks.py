@@ -1,6 +1,7 @@
-"""Tasks: a registered handler (Task), its typed defer (Deferral), and the check of a job's
-arguments against the handler's signature (misfit). The runtime reads the registry (a dict of
-name -> Task, App.tasks) to run jobs; it never needs the App itself.
+"""The task registry: a registered handler (Task), its typed defer (Deferral), the check of a
+job's arguments against the handler's signature (misfit), and the registry's two verbs,
+register_task (App.task) and known_task. The registry itself is a dict of name -> Task
+(App.tasks); the runtime reads it to run jobs and never needs the App itself.
 """
 
 from __future__ import annotations
@@ -8,15 +9,24 @@ from __future__ import annotations
 import asyncio
 import functools
 import inspect
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Generic, ParamSpec, Protocol, TypeVar
 
-from duetime.core.errors import ArgsMismatch
+from duetime.core.clock import Clock
+from duetime.core.durations import parse_duration
+from duetime.core.errors import ArgsMismatch, ConfigurationError, UnknownTask
+from duetime.core.limits import check_limit_keys
 from duetime.core.models import Attempt, Job
-from duetime.core.requests import TaskDefaults
-from duetime.twins import async_twin as _async_twin
+from duetime.core.requests import (
+    DEFAULT_MAX_ATTEMPTS,
+    TaskDefaults,
+    build_new_job,
+    check_lateness,
+)
+from duetime.core.retry import RetryPolicy
+from duetime.twins import async_twin
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -181,8 +191,8 @@ class Task(Generic[P, R]):
                 stored[param] = value
         return stored
 
-    aenqueue = _async_twin(enqueue)
-    aenqueue_many = _async_twin(enqueue_many)
+    aenqueue = async_twin(enqueue)
+    aenqueue_many = async_twin(enqueue_many)
 
     async def adefer(self, *args: P.args, **kwargs: P.kwargs) -> Job:
         """The async twin of defer."""
@@ -213,3 +223,63 @@ class Deferral(Generic[P]):
 
 
 AnyTask = Task[..., Any]
+
+
+def register_task(
+    owner: TaskOwner,
+    registry: dict[str, AnyTask],
+    func: Callable[..., Any],
+    *,
+    clock: Clock,
+    tenant: str,
+    name: str | None = None,
+    queue: str = "default",
+    priority: int = 0,
+    max_attempts: int = DEFAULT_MAX_ATTEMPTS,
+    lease: float | timedelta | str = 30.0,
+    timeout: float | timedelta | str | None = None,
+    retry: RetryPolicy | None = None,
+    reconcile: Callable[[Job, Attempt], Any] | None = None,
+    limits: Sequence[str] | None = None,
+    max_lateness: float | timedelta | str | None = None,
+    on_late: str = "expire",
+) -> AnyTask:
+    """Register `func` in `registry` as a task of `owner` (App.task: the options are its own),
+    its defaults checked once with the rules of an enqueue."""
+    if isinstance(func, Task):
+        raise ConfigurationError(
+            f"{func.name!r} is registered already; put @app.schedule above @app.task"
+        )
+    task_name = name or f"{func.__module__}.{func.__qualname__}"
+    if task_name in registry:
+        raise ConfigurationError(f"task {task_name!r} is registered twice; give one a name=")
+    lease_s = parse_duration(lease, "lease").total_seconds()
+    if lease_s < 1:
+        raise ConfigurationError(f"task {task_name!r}: lease must be at least 1 second")
+    timeout_s = parse_duration(timeout, "timeout").total_seconds() if timeout else None
+    lateness_s = check_lateness(max_lateness, on_late, f"task {task_name!r}")
+    defaults = TaskDefaults(
+        queue=queue,
+        priority=priority,
+        max_attempts=max_attempts,
+        retry=retry or RetryPolicy(),
+        lease_seconds=lease_s,
+        timeout_seconds=timeout_s,
+        limits=check_limit_keys(limits),
+        max_lateness_seconds=lateness_s,
+        on_late=on_late,
+    )
+    # validate the defaults once, at registration, with the same rules as enqueue
+    build_new_job(task_name, {}, now=clock.now(), tenant=tenant, defaults=defaults)
+    task: AnyTask = Task(owner, task_name, func, defaults, reconcile)
+    registry[task_name] = task
+    return task
+
+
+def known_task(registry: Mapping[str, AnyTask], task_name: str) -> AnyTask | None:
+    """The registered task; None when the app registers no task (it cannot tell);
+    UnknownTask when it registers others."""
+    task = registry.get(task_name)
+    if task is None and registry:
+        raise UnknownTask(task_name, list(registry))
+    return task

@@ -9,7 +9,7 @@ from fastapi import APIRouter, Form, Request
 from fastapi.responses import Response
 
 from duetime.admin.replay import dead_job_ids, replay_many
-from duetime.core.errors import DuetimeError, InvalidRequest
+from duetime.core.errors import DuetimeError, InvalidRequest, StoreUnavailable
 from duetime.core.models import Attempt, Job, JobFilter, page_of
 from duetime.core.states import JobStatus
 from duetime.core.tokens import Role
@@ -18,7 +18,6 @@ from duetime.server.dashboard.render import PAGE_SIZE, render
 from duetime.server.dashboard.session import go_back, to_login, user
 from duetime.server.schemas import MAX_REPLAY_SECONDS, parse_id
 from duetime.server.state import duetime_app
-from duetime.store import is_unavailable
 
 BULK_LIMIT = 1000  # dead jobs one "replay all matching" submits; run it again for more
 
@@ -130,7 +129,7 @@ def bulk_replay(
             ignore_backlog=ignore_backlog is not None,  # a checkbox: sent only when ticked
         )
     except DuetimeError as exc:
-        if is_unavailable(exc):
+        if isinstance(exc, StoreUnavailable):
             raise
         return go_back(request, back, back, "error", str(exc))
     return render(

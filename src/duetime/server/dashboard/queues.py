@@ -12,7 +12,7 @@ from fastapi import APIRouter, Form, Request
 from fastapi.responses import Response
 
 from duetime.admin.flow import queue_flows, set_queue_flow, set_tenant_flow, tenant_flows
-from duetime.core.errors import DuetimeError
+from duetime.core.errors import DuetimeError, StoreUnavailable
 from duetime.core.flow import KEEP, Keep, parse_limit, parse_weight
 from duetime.core.tokens import Role
 from duetime.server.dashboard.forms import guard, opt
@@ -20,7 +20,6 @@ from duetime.server.dashboard.render import render
 from duetime.server.dashboard.session import go_back, to_login, user
 from duetime.server.paths import named
 from duetime.server.state import duetime_app
-from duetime.store import is_unavailable
 
 router = APIRouter(include_in_schema=False)
 
@@ -133,7 +132,7 @@ def _act(
     try:
         act()
     except DuetimeError as exc:
-        if is_unavailable(exc):
+        if isinstance(exc, StoreUnavailable):
             raise
         return go_back(request, None, "/queues", "error", str(exc))
     return go_back(request, None, "/queues", "ok", message)

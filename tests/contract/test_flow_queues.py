@@ -11,7 +11,7 @@ from datetime import timedelta
 
 import pytest
 
-from duetime import operators
+from duetime.admin.flow import queue_flows, tenant_flows
 from duetime.core.clock import ManualClock
 from duetime.core.errors import BacklogFull, InvalidRequest
 from duetime.core.flow import FlowCounts
@@ -218,15 +218,15 @@ def test_flow_counts_give_the_due_jobs_not_started_and_their_wait(
         ("default", "default"): (1, 0, 0, 0.0),
     }
     app = _Backend(store, clock)
-    queues = {f.settings.queue: figures(f.counts) for f in operators.queue_flows(app, None)}
+    queues = {f.settings.queue: figures(f.counts) for f in queue_flows(app, None)}
     assert queues == {
         "a": (3, 0, 2, 30.0),
         "b": (1, 1, 1, 15.0),
         "default": (1, 0, 0, 0.0),
     }
-    tenants = {f.settings.tenant: figures(f.counts) for f in operators.tenant_flows(app, None)}
+    tenants = {f.settings.tenant: figures(f.counts) for f in tenant_flows(app, None)}
     assert tenants == {"x": (2, 1, 1, 30.0), "y": (2, 0, 2, 20.0), "default": (1, 0, 0, 0.0)}
-    [y_only] = [f for f in operators.queue_flows(app, "y") if f.settings.queue == "a"]
+    [y_only] = [f for f in queue_flows(app, "y") if f.settings.queue == "a"]
     assert figures(y_only.counts) == (1, 0, 1, 20.0)  # a tenant's own jobs only
     as_json = y_only.to_json()
     assert (as_json["backlog"], as_json["waiting"], as_json["waiting_seconds"]) == (1, 1, 20.0)

@@ -9,7 +9,8 @@ from typing import Any
 
 from fastapi.testclient import TestClient
 
-from duetime import App, operators
+from duetime import App
+from duetime.admin.tokens import create_token
 from duetime.server import ServerSettings, create_app
 from duetime.store import open_store
 
@@ -23,7 +24,7 @@ class Api:
     def token(self, tenant: str = "acme", role: str = "write") -> str:
         key = (tenant, role)
         if key not in self.secrets:
-            self.secrets[key] = operators.create_token(self.app, tenant, role)[1]
+            self.secrets[key] = create_token(self.app, tenant, role)[1]
         return self.secrets[key]
 
     def headers(self, tenant: str = "acme", role: str = "write", **extra: str) -> dict[str, str]:

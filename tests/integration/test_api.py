@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from duetime import operators
+from duetime.admin.tokens import create_token
 from duetime.core.clock import ManualClock
 from duetime.core.models import Node, Outcome
 from duetime.core.reconcile import Reconcile  # noqa: F401  (the parked path is in the store)
@@ -206,7 +206,7 @@ def test_auth_is_required_and_roles_are_enforced(api: Api) -> None:
 
 
 def test_an_expired_token_is_refused_with_401_saying_so(api: Api) -> None:
-    token, secret = operators.create_token(api.app, "acme", "read", expires_in=timedelta(days=1))
+    token, secret = create_token(api.app, "acme", "read", expires_in=timedelta(days=1))
     assert token.expires_at is not None
     headers = {"Authorization": f"Bearer {secret}"}
     assert api.client.get("/v1/jobs", headers=headers).status_code == 200

@@ -9,7 +9,8 @@ from urllib.parse import quote
 
 import pytest
 
-from duetime import operators
+from duetime.admin.flow import set_queue_flow, set_tenant_flow
+from duetime.admin.tokens import create_token
 from duetime.core.errors import InvalidRequest
 from integration.apiclient import Api, running_api
 
@@ -90,7 +91,7 @@ def test_a_schedule_with_a_slash_in_its_name_is_read_previewed_and_paused(api: A
 def test_a_token_for_a_dot_tenant_is_refused(api: Api) -> None:
     for name in (".", ".."):
         with pytest.raises(InvalidRequest, match="cannot be written in a URL"):
-            operators.create_token(api.app, name, "read")
+            create_token(api.app, name, "read")
     r = api.call("POST", "/v1/jobs", json={"task": "t", "queue": ".."})
     assert r.status_code == 422 and "cannot be written in a URL" in r.text, r.text
 
@@ -99,7 +100,7 @@ def test_a_dot_queue_or_tenant_cannot_be_set_either(api: Api) -> None:
     """`duetime queues set ..` and `tenants set .` would make rows no URL reaches."""
     for name in (".", ".."):
         with pytest.raises(InvalidRequest, match="cannot be written in a URL"):
-            operators.set_queue_flow(api.app, name, paused=True)
+            set_queue_flow(api.app, name, paused=True)
         with pytest.raises(InvalidRequest, match="cannot be written in a URL"):
-            operators.set_tenant_flow(api.app, name, weight=2.0)
+            set_tenant_flow(api.app, name, weight=2.0)
     assert [q.queue for q in api.app.store.queue_settings()] == []

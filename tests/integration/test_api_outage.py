@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 from fastapi.testclient import TestClient
 
-from duetime import App, operators
+from duetime import App
+from duetime.admin.tokens import create_token
 from duetime.chaos.pgcluster import Cluster
 from duetime.server import ServerSettings, create_app
 from duetime.store import open_store
@@ -39,7 +40,7 @@ def test_writes_get_503_during_an_outage_and_succeed_after(
     store.migrate()
     store.close()
     app = App(cluster.url, pool_timeout=3)
-    secret = operators.create_token(app, "acme", "write")[1]
+    secret = create_token(app, "acme", "write")[1]
     auth = {"Authorization": f"Bearer {secret}"}
     # raise_server_exceptions: an error that escaped the app's handlers (which uvicorn would log
     # as "Exception in ASGI application" with its traceback) fails the test

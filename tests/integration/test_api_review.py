@@ -93,12 +93,12 @@ def test_a_timezone_error_names_the_timezone_field(api: Api) -> None:
 
 
 def test_token_tenants_follow_the_job_tenant_limit(api: Api) -> None:
-    from duetime import operators
+    from duetime.admin.tokens import create_token
 
     with pytest.raises(InvalidRequest, match="tenant"):
-        operators.create_token(api.app, "x" * 150, "write")
+        create_token(api.app, "x" * 150, "write")
     with pytest.raises(InvalidRequest, match="tenant"):
-        operators.create_token(api.app, "   ", "write")
+        create_token(api.app, "   ", "write")
 
 
 def test_no_auth_refuses_cross_site_writes_and_foreign_hosts(tmp_path: object) -> None:

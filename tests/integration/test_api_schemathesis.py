@@ -19,7 +19,8 @@ from schemathesis.specs.openapi.checks import (
     status_code_conformance,
 )
 
-from duetime import App, operators
+from duetime import App
+from duetime.admin.tokens import create_token
 from duetime.server import ServerSettings, create_app
 from duetime.store import open_store
 
@@ -41,7 +42,7 @@ def api_schema(store_url: str) -> Iterator[Any]:
     store.migrate()
     store.close()
     app = App(store_url)
-    secret = operators.create_token(app, "acme", "admin")[1]
+    secret = create_token(app, "acme", "admin")[1]
     # some data for ids and names to hit
     view = app.scoped("acme")
     for i in range(3):

@@ -20,12 +20,12 @@ from typing import Any
 import pytest
 
 from duetime import App, ErrorCategory
+from duetime.admin.tokens import authenticate
 from duetime.cli.backfill import backfill_chunks
 from duetime.cli.support import Progress
 from duetime.core.clock import ManualClock
 from duetime.core.models import Outcome
 from duetime.core.states import Event
-from duetime.operators import authenticate
 from integration.procs import DUETIME, base_env, query, scalar
 
 BAR_DONE = "[####################]"

@@ -13,7 +13,8 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-from duetime import App, operators
+from duetime import App
+from duetime.admin.tokens import create_token, revoke_token
 from duetime.core.clock import ManualClock
 from duetime.core.models import Job, Node, Outcome
 from duetime.core.outbox import Dispatched
@@ -37,7 +38,7 @@ class Env:
         return TestClient(create_app(self.app, ServerSettings(**settings)), base_url=base)
 
     def token(self, tenant: str = "default", role: str = "admin") -> str:
-        _, secret = operators.create_token(self.app, tenant, role)
+        _, secret = create_token(self.app, tenant, role)
         return secret
 
     def logged_in(
@@ -197,11 +198,11 @@ def test_login_refuses_an_outside_redirect_and_a_form_without_its_nonce(env: Env
 
 
 def test_a_revoked_token_stops_working_on_the_next_request(env: Env) -> None:
-    token, secret = operators.create_token(env.app, "default", "admin")
+    token, secret = create_token(env.app, "default", "admin")
     c = env.client()
     login(c, secret)
     assert c.get("/jobs").status_code == 200
-    operators.revoke_token(env.app, token.id)
+    revoke_token(env.app, token.id)
     r = c.get("/jobs", follow_redirects=False)
     assert r.status_code == 303 and r.headers["location"].startswith("/login")
     page = c.get("/jobs")
@@ -250,7 +251,7 @@ def test_a_session_ends_after_twelve_hours_or_when_its_token_expires(env: Env) -
     r = c.get("/jobs", follow_redirects=False)
     assert r.status_code == 303 and r.headers["location"].startswith("/login")
     short = env.client()
-    _, secret = operators.create_token(env.app, "default", "read", expires_in=timedelta(hours=1))
+    _, secret = create_token(env.app, "default", "read", expires_in=timedelta(hours=1))
     login(short, secret)
     env.clock.advance(3599)
     assert short.get("/jobs", follow_redirects=False).status_code == 200

@@ -22,7 +22,8 @@ from typing import Any
 import pytest
 import uvicorn
 
-from duetime import App, operators
+from duetime import App
+from duetime.admin.tokens import create_token
 from duetime.core.clock import ManualClock
 from duetime.core.models import Job, JobFilter, Node, Outcome
 from duetime.core.retry import ErrorCategory
@@ -202,7 +203,7 @@ def test_dashboard_in_a_real_browser(served: tuple[str, App, Seeded]) -> None:
     from playwright.sync_api import expect, sync_playwright
 
     base, app, seeded = served
-    _, secret = operators.create_token(app, "default", "admin", name="browser test")
+    _, secret = create_token(app, "default", "admin", name="browser test")
     shots = artifacts()
     problems: list[str] = []
 

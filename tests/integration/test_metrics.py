@@ -14,7 +14,9 @@ import pytest
 from fastapi.testclient import TestClient
 from prometheus_client.parser import text_string_to_metric_families
 
-from duetime import App, operators
+from duetime import App
+from duetime.admin import figures as admin_figures
+from duetime.admin.tokens import create_token
 from duetime.core.clock import ManualClock
 from duetime.core.errors import StoreUnavailable
 from duetime.core.limits import LimitSettings, parse_rate
@@ -146,7 +148,7 @@ def test_server_metrics_match_the_store(
     job, lease = claim_one(store, clock)  # one of them starts, 90 s late
     assert job.queue == "mail" and lease is not None
     clock.advance(2)
-    _, admin = operators.create_token(server_app, "t1", "admin")
+    _, admin = create_token(server_app, "t1", "admin")
 
     response = client.get("/metrics", headers=bearer(admin))
     assert response.status_code == 200, response.text
@@ -163,7 +165,7 @@ def test_server_metrics_match_the_store(
     assert value(samples, "duetime_parked_jobs") == 1
     assert value(samples, "duetime_oldest_overdue_seconds") == pytest.approx(92.0)
 
-    figures = operators.stats(server_app, None)
+    figures = admin_figures.stats(server_app, None)
     for w in figures.windows:
         window = f"{w.minutes}m"
         assert value(samples, "duetime_recent_attempts", window=window, outcome="started") == 5
@@ -184,7 +186,7 @@ def test_server_metrics_match_the_store(
 
 
 def test_server_metrics_with_no_attempts_yet(client: TestClient, server_app: App) -> None:
-    _, admin = operators.create_token(server_app, "t1", "admin")
+    _, admin = create_token(server_app, "t1", "admin")
     samples = parse(client.get("/metrics", headers=bearer(admin)).text)
     assert value(samples, "duetime_dead_letters") == 0
     assert value(samples, "duetime_oldest_overdue_seconds") == 0
@@ -193,7 +195,7 @@ def test_server_metrics_with_no_attempts_yet(client: TestClient, server_app: App
 
 
 def test_server_metrics_need_an_admin_token(client: TestClient, server_app: App) -> None:
-    _, reader = operators.create_token(server_app, "t1", "read")
+    _, reader = create_token(server_app, "t1", "read")
     assert client.get("/metrics").status_code == 401
     assert client.get("/metrics", headers=bearer("dt_nonsense")).status_code == 401
     refused = client.get("/metrics", headers=bearer(reader))
@@ -217,7 +219,7 @@ def test_server_metrics_are_open_with_auth_off(server_app: App) -> None:
 def test_a_store_outage_makes_metrics_answer_503(
     server_app: App, monkeypatch: pytest.MonkeyPatch, error: Exception
 ) -> None:
-    _, admin = operators.create_token(server_app, "t1", "admin")
+    _, admin = create_token(server_app, "t1", "admin")
 
     def down(*_: object) -> None:
         raise error
@@ -240,7 +242,7 @@ def test_server_metrics_show_the_outbox(
     events = store.dispatch_outbox(clock.now(), 10, 300)
     store.mark_published([events[0].id], clock.now(), 300)
     clock.advance(30)
-    _, admin = operators.create_token(server_app, "t1", "admin")
+    _, admin = create_token(server_app, "t1", "admin")
     samples = parse(client.get("/metrics", headers=bearer(admin)).text)
     assert value(samples, "duetime_outbox_backlog", queue="broker") == 2
     assert value(samples, "duetime_outbox_oldest_unpublished_age_seconds") == 30
@@ -264,7 +266,7 @@ def test_server_metrics_show_queue_and_tenant_flow(
     enqueue(store, clock, queue="mail", tenant="globex", delay=60)  # not due: not waiting
     claim_one(store, clock)
     clock.advance(10)
-    _, admin = operators.create_token(server_app, "t1", "admin")
+    _, admin = create_token(server_app, "t1", "admin")
     samples = parse(client.get("/metrics", headers=bearer(admin)).text)
     assert value(samples, "duetime_queue_backlog", queue="mail") == 3
     assert value(samples, "duetime_queue_running", queue="mail") == 1
@@ -298,7 +300,7 @@ def test_server_metrics_show_the_limits(
         enqueue(store, clock, defaults=TaskDefaults(limits=("api",)))
     assert len(store.claim(worker_id="w", queues=None, limit=5, now=clock.now())) == 1
     clock.advance(4)
-    _, admin = operators.create_token(server_app, "t1", "admin")
+    _, admin = create_token(server_app, "t1", "admin")
     samples = parse(client.get("/metrics", headers=bearer(admin)).text)
     assert value(samples, "duetime_limit_running", key="api") == 1
     assert value(samples, "duetime_limit_waiting", key="api") == 2

@@ -13,7 +13,8 @@ from types import ModuleType
 import pytest
 from fastapi.testclient import TestClient
 
-from duetime import App, JobStatus, operators
+from duetime import App, JobStatus
+from duetime.admin.tokens import create_token
 from duetime.runtime.worker import Worker
 from jobhelpers import run_until
 
@@ -78,7 +79,7 @@ def test_fastapi_serves_duetimes_api_and_dashboard_beside_its_routes(
     fastapi_recipe: ModuleType,
 ) -> None:
     jobs: App = fastapi_recipe.jobs
-    _, secret = operators.create_token(jobs, "default", "read")
+    _, secret = create_token(jobs, "default", "read")
     with TestClient(fastapi_recipe.api) as client:
         job_id = client.post("/orders/7/confirm", json={"email": "bob@example.com"}).json()[
             "job_id"

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import httpx
 
-from duetime import App, operators
+from duetime import App
+from duetime.admin.tokens import create_token
 from duetime.chaos.pgcluster import free_port
 from integration.procs import DUETIME, Processes, base_env, describe, run_cli
 
@@ -42,7 +43,7 @@ def test_serve_answers_with_tokens_and_a_worker_runs_the_job(
     db_url: str, procs: Processes, tmp_path: Path
 ) -> None:
     app = App(db_url)
-    secret = operators.create_token(app, "default", "write")[1]
+    secret = create_token(app, "default", "write")[1]
     server, base = start_server(db_url, tmp_path)
     try:
         auth = {"Authorization": f"Bearer {secret}"}

@@ -10,7 +10,8 @@ from typing import Any
 
 import pytest
 
-from duetime import App, operators
+from duetime import App
+from duetime.admin.tokens import create_token
 from duetime.cli import main
 from duetime.core.durations import parse_duration
 from duetime.core.errors import InvalidRequest
@@ -73,7 +74,7 @@ def test_a_token_expiry_beyond_100_years_is_refused(tmp_path: Path) -> None:
     app.migrate()
     try:
         with pytest.raises(InvalidRequest, match="too long"):
-            operators.create_token(app, "acme", "read", expires_in=timedelta.max)
+            create_token(app, "acme", "read", expires_in=timedelta.max)
     finally:
         app.close()
 

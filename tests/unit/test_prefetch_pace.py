@@ -12,6 +12,7 @@ def slots(concurrency: int = 10, prefetch: int = 100) -> Slots:
     runner = cast(Any, SimpleNamespace(threads=SimpleNamespace(orphans=0)))  # all it reads
     return Slots(
         runner,
+        registry={},
         worker_id="w",
         queues=None,
         concurrency=concurrency,

@@ -7,7 +7,7 @@ import json
 import sys
 from typing import Any
 
-from duetime import operators
+from duetime.admin.replay import dead_job_ids
 from duetime.cli.support import (
     IGNORE_BACKLOG,
     Progress,
@@ -116,7 +116,7 @@ def cmd_dlq_replay(args: argparse.Namespace) -> int:
     if args.ids:
         ids = list(dict.fromkeys(args.ids))  # each once, in the order given
     else:
-        ids = operators.dead_job_ids(app, app.tenant, task=args.task, queue=args.queue)
+        ids = dead_job_ids(app, app.tenant, task=args.task, queue=args.queue)
         if ids and not args.yes:
             _confirm(f"{len(ids)} dead job{'s' if len(ids) != 1 else ''}")
     with Progress(len(ids), "jobs", enabled=bool(ids) and not args.json) as bar:

@@ -7,7 +7,7 @@ import argparse
 import json
 from typing import Any
 
-from duetime import operators
+from duetime.admin import figures as admin_figures
 from duetime.cli.support import LIMIT_HEADERS, age, limit_row, make_app, out, table, waited
 from duetime.core.outbox import QueueSettings
 from duetime.core.states import JobStatus
@@ -25,7 +25,7 @@ def add_parsers(sub: Any, parents: list[argparse.ArgumentParser]) -> None:
 
 def cmd_stats(args: argparse.Namespace) -> int:
     app = make_app(args)
-    figures = operators.stats(app, None) if args.all else app.stats()
+    figures = admin_figures.stats(app, None) if args.all else app.stats()
     limits = app.limits()  # cluster-wide, like the limits themselves
     now = app.clock.now()
     if args.json:

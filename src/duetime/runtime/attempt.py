@@ -24,7 +24,6 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 
-from duetime.client import AnyTask, App
 from duetime.core.errors import ArgsMismatch, StaleAttempt
 from duetime.core.models import Claim, Job, Lease, Outcome
 from duetime.core.reconcile import Reconcile, lost_attempt_to_reconcile, outcome_for
@@ -34,8 +33,10 @@ from duetime.logs import log_event
 from duetime.runtime.completer import Completer
 from duetime.runtime.context import AttemptContext, JobCancelled, set_current
 from duetime.runtime.handlers import HandlerThreads, guarded
+from duetime.runtime.host import Host
 from duetime.runtime.metrics import WorkerMetrics
 from duetime.runtime.service import BlockingCalls
+from duetime.tasks import AnyTask
 
 log = logging.getLogger("duetime.worker")  # attempt events are worker events (docs/workers.md)
 
@@ -84,7 +85,7 @@ class AttemptRunner:
 
     def __init__(
         self,
-        app: App,
+        app: Host,
         calls: BlockingCalls,
         threads: HandlerThreads,
         *,

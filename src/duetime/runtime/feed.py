@@ -134,7 +134,7 @@ class BrokerFeed(Service):
             self._drop("malformed", str(exc), None)
             await _settle(message.ack())
             return
-        if dispatched.task not in self.slots.runner.app.tasks:
+        if dispatched.task not in self.slots.registry:
             log_event(
                 log,
                 "broker.unknown_task",

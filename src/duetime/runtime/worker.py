@@ -24,10 +24,9 @@ import socket
 import time
 import uuid
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
 
-from duetime.client import App
 from duetime.core import models
 from duetime.core.clock import Clock
 from duetime.core.models import Claim, Lease
@@ -36,6 +35,7 @@ from duetime.runtime.attempt import AttemptRunner, RunningAttempt, WorkerStats
 from duetime.runtime.completer import Completer
 from duetime.runtime.feed import BrokerFeed
 from duetime.runtime.handlers import HandlerThreads
+from duetime.runtime.host import Host
 from duetime.runtime.leases import LeaseHeartbeats
 from duetime.runtime.metrics import WorkerMetrics
 from duetime.runtime.node import Node, NodeHeartbeat, run_until_signalled
@@ -46,6 +46,7 @@ from duetime.runtime.service import BlockingCalls, Pulse, Service
 from duetime.runtime.timer import DueTimes, Timer
 from duetime.runtime.wakeups import Wakeups
 from duetime.store.base import Store
+from duetime.tasks import AnyTask
 from duetime.version import __version__
 
 log = logging.getLogger("duetime.worker")
@@ -67,7 +68,7 @@ class Worker:
 
     def __init__(
         self,
-        app: App,
+        app: Host,
         *,
         queues: Sequence[str] | None = None,
         concurrency: int = 10,
@@ -118,6 +119,7 @@ class Worker:
         # the node's services (see services()); the planner wakes the slots, leases renew theirs
         self.slots = Slots(
             runner,
+            registry=app.tasks,
             worker_id=self.worker_id,
             queues=self.queues,
             concurrency=concurrency,
@@ -313,6 +315,7 @@ class Slots(Service):
         self,
         runner: AttemptRunner,
         *,
+        registry: Mapping[str, AnyTask],
         worker_id: str,
         queues: list[str] | None,
         concurrency: int,
@@ -322,6 +325,7 @@ class Slots(Service):
     ) -> None:
         super().__init__()
         self.runner = runner
+        self.registry = registry  # the app's tasks: what its slots run (runtime/host.py)
         self.worker_id = worker_id
         self.queues = queues
         self.concurrency = concurrency
@@ -411,16 +415,16 @@ class Slots(Service):
         self._start(claim)
 
     async def start(self) -> None:
-        self.tasks = sorted(self.runner.app.tasks)  # the claim's task filter, read once
+        self.tasks = sorted(self.registry)  # the claim's task filter, read once
         log_event(
             log,
             "worker.started",
             worker=self.worker_id,
             queues=self.queues or "*",
             concurrency=self.concurrency,
-            tasks=len(self.runner.app.tasks),
+            tasks=len(self.registry),
         )
-        if not self.runner.app.tasks:
+        if not self.registry:
             log_event(
                 log,
                 "worker.no_tasks",

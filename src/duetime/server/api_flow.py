@@ -11,7 +11,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, Path, Request
 from pydantic import AfterValidator
 
-from duetime import operators
+from duetime.admin.flow import queue_flows, set_queue_flow, set_tenant_flow, tenant_flows
 from duetime.core.flow import KEEP, FlowCounts, Keep, QueueFlow
 from duetime.server.auth import Principal, admin, reader
 from duetime.server.paths import named
@@ -28,7 +28,7 @@ Name = Annotated[str, Path(min_length=1, max_length=100), AfterValidator(clean_t
 def list_queues(request: Request, who: Annotated[Principal, Depends(reader)]) -> list[Any]:
     """Every queue with settings or waiting/running jobs: settings, backlog, running, and the
     due jobs not started (waiting, waiting_seconds)."""
-    flows = operators.queue_flows(duetime_app(request), who.tenant_filter)
+    flows = queue_flows(duetime_app(request), who.tenant_filter)
     return [f.to_json() for f in flows]
 
 
@@ -45,7 +45,7 @@ def set_queue(
     """Change a queue's settings: only the fields sent change; null removes a limit."""
     request.state.fields = ("concurrency", "max_backlog", "weight", "paused")
     sent = body.model_fields_set
-    operators.set_queue_flow(
+    set_queue_flow(
         duetime_app(request),
         name,
         paused=body.paused,
@@ -61,7 +61,7 @@ def set_queue(
 )
 def pause_queue(name: Name, request: Request, who: Annotated[Principal, Depends(admin)]) -> Any:
     """Start no more jobs of the queue; it still accepts jobs, running ones finish."""
-    operators.set_queue_flow(duetime_app(request), name, paused=True)
+    set_queue_flow(duetime_app(request), name, paused=True)
     return _queue(request, name, who)
 
 
@@ -70,14 +70,14 @@ def pause_queue(name: Name, request: Request, who: Annotated[Principal, Depends(
 )
 def resume_queue(name: Name, request: Request, who: Annotated[Principal, Depends(admin)]) -> Any:
     """Start the queue's jobs again."""
-    operators.set_queue_flow(duetime_app(request), name, paused=False)
+    set_queue_flow(duetime_app(request), name, paused=False)
     return _queue(request, name, who)
 
 
 @router.get("/tenants", response_model=list[TenantOut], responses=AUTH, tags=["tenants"])
 def list_tenants(request: Request, who: Annotated[Principal, Depends(reader)]) -> list[Any]:
     """Every tenant with settings or waiting/running jobs (a tenant's token: its own)."""
-    flows = operators.tenant_flows(duetime_app(request), who.tenant_filter)
+    flows = tenant_flows(duetime_app(request), who.tenant_filter)
     return [f.to_json() for f in flows]
 
 
@@ -89,14 +89,14 @@ def set_tenant(
     request.state.fields = ("concurrency", "max_backlog", "weight")
     sent = body.model_fields_set
     app = duetime_app(request)
-    operators.set_tenant_flow(
+    set_tenant_flow(
         app,
         name,
         concurrency=_given(sent, "concurrency", body.concurrency),
         max_backlog=_given(sent, "max_backlog", body.max_backlog),
         weight=body.weight,
     )
-    [flow] = operators.tenant_flows(app, name)
+    [flow] = tenant_flows(app, name)
     return flow.to_json()
 
 
@@ -105,7 +105,7 @@ def _given(sent: set[str], field: str, value: int | None) -> int | Keep | None:
 
 
 def _queue(request: Request, name: str, who: Principal) -> Any:
-    flows = operators.queue_flows(duetime_app(request), who.tenant_filter)
+    flows = queue_flows(duetime_app(request), who.tenant_filter)
     found = [f for f in flows if f.settings.queue == name]
     if found:
         return found[0].to_json()

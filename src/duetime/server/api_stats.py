@@ -7,7 +7,8 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, Query, Request
 from pydantic import AfterValidator
 
-from duetime import operators
+from duetime.admin import figures as admin_figures
+from duetime.admin.replay import dead_job_ids, replay_many
 from duetime.core.errors import InvalidRequest
 from duetime.server.auth import Principal, admin, reader, scope_tenant
 from duetime.server.schemas import (
@@ -39,7 +40,7 @@ def stats(
     for admin tokens asking for every tenant, each limit key's figures too."""
     app = duetime_app(request)
     scope = scope_tenant(who, tenant)
-    body = operators.stats(app, scope).to_json()
+    body = admin_figures.stats(app, scope).to_json()
     if scope is None and who.sees_all:
         now = app.clock.now()
         body["limits"] = [s.to_json(now) for s in app.limits()]
@@ -65,7 +66,7 @@ def replay_dead_letters(
     tenant = who.tenant_filter
     if body.filter is not None:
         tenant = scope_tenant(who, body.filter.tenant)
-        ids = operators.dead_job_ids(app, tenant, task=body.filter.task, queue=body.filter.queue)
+        ids = dead_job_ids(app, tenant, task=body.filter.task, queue=body.filter.queue)
     else:
         ids = list(dict.fromkeys(body.ids or []))
     if body.per_second and (len(ids) - 1) / body.per_second > MAX_REPLAY_SECONDS:
@@ -73,7 +74,7 @@ def replay_dead_letters(
             f"per_second {body.per_second} would take over {MAX_REPLAY_SECONDS} s for "
             f"{len(ids)} jobs; raise per_second or use `duetime dlq replay`"
         )
-    report = operators.replay_many(
+    report = replay_many(
         app, ids, tenant=tenant, per_second=body.per_second, ignore_backlog=body.ignore_backlog
     )
     return report.to_json()

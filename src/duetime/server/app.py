@@ -22,6 +22,7 @@ from duetime.core.errors import (
     ScheduleExists,
     ScheduleNotFound,
     SchemaError,
+    StoreUnavailable,
 )
 from duetime.server import (
     api_flow,
@@ -35,7 +36,6 @@ from duetime.server import (
     swagger,
 )
 from duetime.server.state import ServerSettings, ServerState
-from duetime.store import is_unavailable
 from duetime.version import __version__
 
 log = logging.getLogger("duetime.server")
@@ -137,7 +137,7 @@ def create_app(app: App, settings: ServerSettings | None = None) -> FastAPI:
 
     @api.exception_handler(Exception)
     async def unexpected(request: Request, exc: Exception) -> JSONResponse:
-        if is_unavailable(exc):
+        if isinstance(exc, StoreUnavailable):
             log.warning("store unavailable for %s %s: %s", request.method, request.url.path, exc)
             return _error(
                 503,
@@ -150,7 +150,7 @@ def create_app(app: App, settings: ServerSettings | None = None) -> FastAPI:
 
     @api.exception_handler(DuetimeError)
     async def known(request: Request, exc: DuetimeError) -> JSONResponse:
-        if is_unavailable(exc):
+        if isinstance(exc, StoreUnavailable):
             return await unexpected(request, exc)
         if isinstance(exc, PayloadTooLarge):
             return _error(413, str(exc))

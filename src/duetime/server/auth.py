@@ -14,7 +14,8 @@ from urllib.parse import urlsplit
 
 from fastapi import HTTPException, Request
 
-from duetime import operators
+from duetime.admin.sessions import check_session
+from duetime.admin.tokens import Verdict, check_token
 from duetime.client import App
 from duetime.core.tokens import Role
 from duetime.server.state import duetime_app, server_state
@@ -96,7 +97,7 @@ def _bearer(request: Request) -> str | None:
     return value.strip()
 
 
-def _principal(verdict: operators.Verdict, secret: str) -> Principal | None:
+def _principal(verdict: Verdict, secret: str) -> Principal | None:
     token = verdict.token
     return Principal(token.tenant, token.role, token.id, secret) if token is not None else None
 
@@ -110,12 +111,12 @@ def identify(request: Request, *, cookie: bool) -> tuple[Principal | None, str]:
         return Principal(state.settings.tenant, Role.ADMIN), ""
     secret = _bearer(request)
     if secret is not None:
-        verdict = operators.check_token(state.app, secret)
+        verdict = check_token(state.app, secret)
         return _principal(verdict, secret), verdict.reason if verdict.refused != "unknown" else ""
     session_id = request.cookies.get(SESSION_COOKIE) if cookie else None
     if session_id is None:
         return None, ""
-    verdict = operators.check_session(state.app, session_id)
+    verdict = check_session(state.app, session_id)
     return _principal(verdict, session_id), ""  # the login page says why a session ended
 
 

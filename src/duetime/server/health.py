@@ -6,9 +6,8 @@ from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel
 
-from duetime.core.errors import DuetimeError
+from duetime.core.errors import DuetimeError, StoreUnavailable
 from duetime.server.state import duetime_app
-from duetime.store import is_unavailable
 from duetime.version import __version__
 
 router = APIRouter(tags=["health"])
@@ -37,7 +36,7 @@ def readyz(request: Request) -> Health | JSONResponse:
     try:
         app.store.check_schema()
     except Exception as exc:
-        if not (is_unavailable(exc) or isinstance(exc, DuetimeError)):
+        if not isinstance(exc, (StoreUnavailable, DuetimeError)):
             raise
         body = Health(status="unavailable", version=__version__, detail=str(exc).splitlines()[0])
         return JSONResponse(body.model_dump(), 503, headers={"Retry-After": "5"})

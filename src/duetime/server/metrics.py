@@ -1,6 +1,6 @@
 """/metrics: cluster-wide figures in the Prometheus text format, read from the store per scrape.
 
-Every scrape reads the store once (duetime.operators.stats: counts by status and queue, the
+Every scrape reads the store once (duetime.admin.figures.stats: counts by status and queue, the
 oldest overdue job, and the attempts of the last hour) through a custom collector in a
 registry of this app's own, next to the server process's standard collectors. What a single
 worker did (its lag histogram, attempts by outcome...) is on that worker's --metrics-port.
@@ -30,7 +30,7 @@ from prometheus_client import (
 from prometheus_client.metrics_core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from duetime import operators
+from duetime.admin import figures as admin_figures
 from duetime.client import App
 from duetime.core.limits import LimitStatus
 from duetime.core.outbox import OutboxFigures
@@ -59,7 +59,7 @@ class StoreCollector(Collector):
         yield from limit_families(None, self.app.clock.now())
 
     def collect(self) -> Iterator[Metric]:
-        stats = operators.stats(self.app, None)
+        stats = admin_figures.stats(self.app, None)
         yield from families(stats)
         yield from flow_families(stats)
         yield from outbox_families(self.app.outbox_status())

@@ -8,8 +8,8 @@ from urllib.parse import urlencode
 from fastapi import APIRouter, Form, Request
 from fastapi.responses import Response
 
-from duetime import operators
-from duetime.core.errors import DuetimeError, InvalidRequest
+from duetime.admin.replay import dead_job_ids, replay_many
+from duetime.core.errors import DuetimeError, InvalidRequest, StoreUnavailable
 from duetime.core.models import Attempt, Job, JobFilter, page_of
 from duetime.core.states import JobStatus
 from duetime.core.tokens import Role
@@ -18,7 +18,6 @@ from duetime.server.dashboard.render import PAGE_SIZE, render
 from duetime.server.dashboard.session import go_back, to_login, user
 from duetime.server.schemas import MAX_REPLAY_SECONDS, parse_id
 from duetime.server.state import duetime_app
-from duetime.store import is_unavailable
 
 BULK_LIMIT = 1000  # dead jobs one "replay all matching" submits; run it again for more
 
@@ -104,7 +103,7 @@ def bulk_replay(
     try:
         rate = _rate(per_second)
         if scope == "matching":
-            chosen = operators.dead_job_ids(
+            chosen = dead_job_ids(
                 app,
                 opt(tenant) if who.sees_all else who.tenant,
                 task=opt(task),
@@ -122,7 +121,7 @@ def bulk_replay(
                 f"at {rate:g} a second, {len(chosen)} jobs would take over "
                 f"{MAX_REPLAY_SECONDS} s; raise the pace or use `duetime dlq replay`"
             )
-        report = operators.replay_many(
+        report = replay_many(
             app,
             chosen,
             tenant=who.tenant_filter,
@@ -130,7 +129,7 @@ def bulk_replay(
             ignore_backlog=ignore_backlog is not None,  # a checkbox: sent only when ticked
         )
     except DuetimeError as exc:
-        if is_unavailable(exc):
+        if isinstance(exc, StoreUnavailable):
             raise
         return go_back(request, back, back, "error", str(exc))
     return render(

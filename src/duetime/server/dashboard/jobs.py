@@ -13,7 +13,7 @@ from fastapi import APIRouter, Form, Request
 from fastapi.responses import RedirectResponse, Response
 
 from duetime.client import App
-from duetime.core.errors import DuetimeError, InvalidRequest
+from duetime.core.errors import DuetimeError, InvalidRequest, StoreUnavailable
 from duetime.core.models import Job, JobFilter, page_of
 from duetime.core.states import TRANSITIONS, Event, JobStatus
 from duetime.core.tokens import Role
@@ -24,7 +24,6 @@ from duetime.server.dashboard.render import PAGE_SIZE, error_page, render
 from duetime.server.dashboard.session import go_back, to_login, user
 from duetime.server.schemas import parse_id
 from duetime.server.state import duetime_app
-from duetime.store import is_unavailable
 
 router = APIRouter(include_in_schema=False)
 
@@ -230,7 +229,7 @@ def bulk_cancel(
             chosen = [job for job in found if job is not None]
         message = _cancel_each(duetime_app(request), chosen)
     except DuetimeError as exc:
-        if is_unavailable(exc):
+        if isinstance(exc, StoreUnavailable):
             raise
         return go_back(request, back, "/jobs", "error", str(exc))
     return go_back(request, back, "/jobs", "ok", message)
@@ -242,7 +241,7 @@ def _cancel_each(app: App, jobs: list[Job]) -> str:
         try:
             moved = app.scoped(job.tenant).cancel(job.id)
         except DuetimeError as exc:
-            if is_unavailable(exc):
+            if isinstance(exc, StoreUnavailable):
                 raise
             skipped.append(f"#{job.id} ({job.status})")
             continue
@@ -328,7 +327,7 @@ def _job_action(
         # an admin acts in the job's own tenant; anyone else only ever finds their own jobs
         _, message = act(duetime_app(request).scoped(job.tenant), job.id)
     except DuetimeError as exc:
-        if is_unavailable(exc):
+        if isinstance(exc, StoreUnavailable):
             raise
         return go_back(request, back, default, "error", str(exc))
     return go_back(request, back, default, "ok", message)

@@ -8,13 +8,12 @@ from typing import Annotated
 from fastapi import APIRouter, Form, Request
 from fastapi.responses import Response
 
-from duetime.core.errors import DuetimeError
+from duetime.core.errors import DuetimeError, StoreUnavailable
 from duetime.core.tokens import Role
 from duetime.server.dashboard.forms import guard, opt
 from duetime.server.dashboard.render import error_page, render
 from duetime.server.dashboard.session import go_back, to_login, user
 from duetime.server.state import duetime_app
-from duetime.store import is_unavailable
 
 router = APIRouter(include_in_schema=False)
 
@@ -64,7 +63,7 @@ def set_limit(
             breaker_cooldown=opt(breaker_cooldown),
         )
     except DuetimeError as exc:
-        if is_unavailable(exc):
+        if isinstance(exc, StoreUnavailable):
             raise
         return go_back(request, None, "/limits", "error", str(exc))
     return go_back(request, None, "/limits", "ok", f"Limit {name!r} saved.")
@@ -84,7 +83,7 @@ def delete_limit(
     try:
         duetime_app(request).delete_limit(name)
     except DuetimeError as exc:
-        if is_unavailable(exc):
+        if isinstance(exc, StoreUnavailable):
             raise
         return go_back(request, None, "/limits", "error", str(exc))
     return go_back(request, None, "/limits", "ok", f"Limit {name!r} deleted.")

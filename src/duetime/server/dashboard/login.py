@@ -10,7 +10,8 @@ from typing import Annotated
 from fastapi import APIRouter, Form, Request
 from fastapi.responses import RedirectResponse, Response
 
-from duetime import operators
+from duetime.admin.sessions import end_session, start_session
+from duetime.admin.tokens import check_token
 from duetime.server.auth import SESSION_COOKIE
 from duetime.server.dashboard.render import error_page, render
 from duetime.server.dashboard.session import (
@@ -65,13 +66,13 @@ def login(
         return _login_form(
             request, target, "The login form expired or came from another site; try again.", 403
         )
-    verdict = operators.check_token(state.app, token.strip()) if token.strip() else None
+    verdict = check_token(state.app, token.strip()) if token.strip() else None
     if verdict is None or verdict.token is None:
         message = "Unknown or revoked token."
         if verdict is not None and verdict.refused == "expired":
             message = f"This {verdict.reason}."
         return _login_form(request, target, message, 401)
-    session_id = operators.start_session(state.app, verdict.token)
+    session_id = start_session(state.app, verdict.token)
     response = RedirectResponse(target, 303)
     response.set_cookie(SESSION_COOKIE, session_id, **cookie_args(request))
     response.delete_cookie(LOGIN_COOKIE, **cookie_args(request))
@@ -86,7 +87,7 @@ def logout(request: Request, csrf_token: Annotated[str | None, Form()] = None) -
             return error_page(request, who, 403, "This logout form's CSRF token is wrong.")
     session_id = request.cookies.get(SESSION_COOKIE)
     if session_id and server_state(request).settings.auth:
-        operators.end_session(server_state(request).app, session_id)
+        end_session(server_state(request).app, session_id)
     response = RedirectResponse("/login", 303)
     clear_session(request, response)
     set_flash(request, response, "ok", "Logged out.")

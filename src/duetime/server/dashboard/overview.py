@@ -6,7 +6,7 @@ from __future__ import annotations
 from fastapi import APIRouter, Request
 from fastapi.responses import Response
 
-from duetime import operators
+from duetime.admin import figures as admin_figures
 from duetime.server.dashboard.render import render
 from duetime.server.dashboard.session import to_login, user
 from duetime.server.state import server_state
@@ -20,7 +20,7 @@ def overview(request: Request) -> Response:
     if who is None:
         return to_login(request)
     state = server_state(request)
-    stats = operators.stats(state.app, who.tenant_filter)
+    stats = admin_figures.stats(state.app, who.tenant_filter)
     by_status = stats.by_status()
     windows = {w.minutes: w for w in stats.windows}
     queues = sorted(stats.by_queue().items())

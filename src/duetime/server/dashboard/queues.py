@@ -11,8 +11,8 @@ from typing import Annotated
 from fastapi import APIRouter, Form, Request
 from fastapi.responses import Response
 
-from duetime import operators
-from duetime.core.errors import DuetimeError
+from duetime.admin.flow import queue_flows, set_queue_flow, set_tenant_flow, tenant_flows
+from duetime.core.errors import DuetimeError, StoreUnavailable
 from duetime.core.flow import KEEP, Keep, parse_limit, parse_weight
 from duetime.core.tokens import Role
 from duetime.server.dashboard.forms import guard, opt
@@ -20,7 +20,6 @@ from duetime.server.dashboard.render import render
 from duetime.server.dashboard.session import go_back, to_login, user
 from duetime.server.paths import named
 from duetime.server.state import duetime_app
-from duetime.store import is_unavailable
 
 router = APIRouter(include_in_schema=False)
 
@@ -37,8 +36,8 @@ def queues_page(request: Request) -> Response:
         who,
         "queues.html",
         {
-            "queues": operators.queue_flows(app, who.tenant_filter, found),
-            "tenants": operators.tenant_flows(app, who.tenant_filter, found),
+            "queues": queue_flows(app, who.tenant_filter, found),
+            "tenants": tenant_flows(app, who.tenant_filter, found),
             "can_steer": who.role.allows(Role.ADMIN),
         },
         nav="queues",
@@ -53,7 +52,7 @@ def pause_queue(
         request,
         csrf_token,
         f"Queue {name!r} paused: it starts no jobs until resumed.",
-        lambda: operators.set_queue_flow(duetime_app(request), name, paused=True),
+        lambda: set_queue_flow(duetime_app(request), name, paused=True),
     )
 
 
@@ -65,7 +64,7 @@ def resume_queue(
         request,
         csrf_token,
         f"Queue {name!r} resumed.",
-        lambda: operators.set_queue_flow(duetime_app(request), name, paused=False),
+        lambda: set_queue_flow(duetime_app(request), name, paused=False),
     )
 
 
@@ -81,7 +80,7 @@ def set_queue_limits(
     """An empty field keeps its value; `none` removes a limit."""
 
     def act() -> object:
-        return operators.set_queue_flow(
+        return set_queue_flow(
             duetime_app(request),
             name,
             concurrency=_limit(concurrency, "concurrency"),
@@ -102,7 +101,7 @@ def set_tenant_limits(
     weight: Annotated[str | None, Form()] = None,
 ) -> Response:
     def act() -> object:
-        return operators.set_tenant_flow(
+        return set_tenant_flow(
             duetime_app(request),
             name,
             concurrency=_limit(concurrency, "concurrency"),
@@ -133,7 +132,7 @@ def _act(
     try:
         act()
     except DuetimeError as exc:
-        if is_unavailable(exc):
+        if isinstance(exc, StoreUnavailable):
             raise
         return go_back(request, None, "/queues", "error", str(exc))
     return go_back(request, None, "/queues", "ok", message)

@@ -12,7 +12,7 @@ from fastapi.responses import Response
 from duetime.client import App
 from duetime.core.cron import cronsim_text
 from duetime.core.cron_words import describe_cron
-from duetime.core.errors import DuetimeError, InvalidRequest
+from duetime.core.errors import DuetimeError, InvalidRequest, StoreUnavailable
 from duetime.core.requests import load_args
 from duetime.core.schedule_spec import Misfire, Overlap
 from duetime.core.schedules import Schedule
@@ -24,7 +24,6 @@ from duetime.server.dashboard.render import error_page, render
 from duetime.server.dashboard.session import go_back, to_login, user
 from duetime.server.schemas import parse_id
 from duetime.server.state import duetime_app
-from duetime.store import is_unavailable
 
 router = APIRouter(include_in_schema=False)
 
@@ -125,7 +124,7 @@ def _schedule_action(
     try:
         message = act(app, s)
     except DuetimeError as exc:
-        if is_unavailable(exc):
+        if isinstance(exc, StoreUnavailable):
             raise
         return go_back(request, back, default, "error", str(exc))
     return go_back(request, back, default, "ok", message)

@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo browser broker api-reference docs test test-unit test-contract test-integration lint typecheck clean chaos chaos-outbox chaos-long bench
+.PHONY: demo browser broker api-reference docs test test-long test-unit test-contract test-integration lint typecheck clean chaos chaos-outbox chaos-long bench
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -15,16 +15,26 @@ $(STAMP): pyproject.toml
 demo: $(STAMP)
 	$(BIN)/python examples/demo.py
 
-# tests/unit and tests/contract on TEST_PROCESSES processes (pytest-xdist; each process makes
-# its own databases), then tests/integration on as many: the tests that share the RabbitMQ
-# broker never overlap (a lock file held by each; tests/integration/conftest.py).
-# PYTEST_ADDOPTS applies to both runs; a run whose tests it deselects all (exit 5) is no failure
-# (without PYTEST_ADDOPTS, finding no test at all is one).
+# `make test`, the loop: lint, mypy, then every test not marked `long` (pytest.ini_options
+# markers in pyproject.toml): tests/unit and tests/contract on TEST_PROCESSES processes
+# (pytest-xdist; each process makes its own databases), then tests/integration on
+# INTEGRATION_PROCESSES (its tests mostly wait on worker processes and databases, not on the
+# CPU): the tests that share the RabbitMQ broker never overlap (a lock file held by each;
+# tests/integration/conftest.py). `make test-long` runs the tests marked `long` (chaos, soak,
+# fuzz, long multi-process runs); CI runs it after `make test` (.ci/run).
+# PYTEST_ADDOPTS applies to every run (select with -k there: each run sets its own -m); a run
+# whose tests it deselects all (exit 5) is no failure (without PYTEST_ADDOPTS, finding no test
+# at all is one).
 TEST_PROCESSES ?= 2
+INTEGRATION_PROCESSES ?= 3
 NONE_SELECTED_OK = || { rc=$$?; [ $$rc -eq 5 ] && [ -n "$$PYTEST_ADDOPTS" ]; }
 test: $(STAMP) browser broker lint typecheck
-	$(BIN)/pytest tests/unit tests/contract -n $(TEST_PROCESSES) $(NONE_SELECTED_OK)
-	$(BIN)/pytest tests/integration -n $(TEST_PROCESSES) --dist loadgroup $(NONE_SELECTED_OK)
+	$(BIN)/pytest tests/unit tests/contract -n $(TEST_PROCESSES) -m "not long" $(NONE_SELECTED_OK)
+	$(BIN)/pytest tests/integration -n $(INTEGRATION_PROCESSES) --dist loadgroup -m "not long" \
+		$(NONE_SELECTED_OK)
+
+test-long: $(STAMP) browser broker
+	$(BIN)/pytest tests -n $(TEST_PROCESSES) --dist loadgroup -m long $(NONE_SELECTED_OK)
 
 # the dashboard's browser test drives Debian's Chromium (Playwright cannot download one here)
 browser:

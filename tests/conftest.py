@@ -19,6 +19,18 @@ def clock() -> ManualClock:
     return ManualClock()
 
 
+@pytest.fixture(autouse=True)
+def _wakeups_notice_a_stop_soon(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A worker in the test process notices its stop within 50 ms instead of WAIT (0.5 s):
+    its wake-ups thread blocks on the feed (LISTEN/NOTIFY, SQLite's data_version) at most
+    that long before it looks again, and every test that stops a worker waited for it (about
+    half a second per test, a minute of the unit and contract run). What a wake-up brings is
+    unchanged; worker processes the tests start keep the real WAIT."""
+    from duetime.runtime import wakeups
+
+    monkeypatch.setattr(wakeups, "WAIT", 0.05)
+
+
 @pytest.fixture(scope="session", autouse=True)
 def _kits_finish() -> Iterator[None]:
     """Each kit drops the databases this run created, when the run ends."""

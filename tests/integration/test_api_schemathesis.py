@@ -55,6 +55,7 @@ def api_schema(store_url: str) -> Iterator[Any]:
     app.close()
 
 
+@pytest.mark.long
 def test_api_never_fails_and_matches_its_schema(api_schema: Any) -> None:
     operations = [result.ok() for result in api_schema.get_all_operations()]
     assert len(operations) >= 20
@@ -83,6 +84,7 @@ def test_api_never_fails_and_matches_its_schema(api_schema: Any) -> None:
 CONTROLS = ("/v1/queues", "/v1/tenants", "/v1/limits")
 
 
+@pytest.mark.long
 def test_flow_and_limit_routes_never_fail_on_any_body(api_schema: Any) -> None:
     """Every setting of a queue, a tenant or a limit key, with values valid and not (booleans,
     strings, huge and tiny numbers): a 2xx or a 4xx, never a 5xx (issue 20, section 3)."""

@@ -21,6 +21,7 @@ from duetime.core.states import Event
 from duetime.store import open_store
 
 
+@pytest.mark.long
 @pytest.mark.timeout(240)
 def test_short_chaos_run_passes_the_history_checker(tmp_path: Path) -> None:
     report_path = tmp_path / "report.json"
@@ -68,6 +69,7 @@ def test_short_chaos_run_passes_the_history_checker(tmp_path: Path) -> None:
     assert check["violation_totals"] == {}
 
 
+@pytest.mark.long
 @pytest.mark.timeout(240)
 def test_short_outbox_chaos_run_passes_the_history_checker(tmp_path: Path) -> None:
     """The outbox variant (docs/outbox.md): every job through RabbitMQ, relays SIGKILLed,

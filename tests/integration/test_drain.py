@@ -39,6 +39,7 @@ def read_executions(out_dir: Path) -> list[tuple[int, int, int]]:
     return rows
 
 
+@pytest.mark.long
 @pytest.mark.timeout(900)
 def test_four_workers_drain_5000_jobs_exactly_once(
     db_url: str, procs: Processes, app: App, capsys: pytest.CaptureFixture[str]

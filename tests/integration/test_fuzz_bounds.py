@@ -161,6 +161,7 @@ def _fuzz_form(c: TestClient, path: str, fields: list[str], token: str) -> None:
     check()
 
 
+@pytest.mark.long
 def test_the_flow_and_limit_forms_never_fail(env: Env) -> None:
     c = env.logged_in(role="admin")
     token = csrf(c, "/queues")
@@ -169,6 +170,7 @@ def test_the_flow_and_limit_forms_never_fail(env: Env) -> None:
     _fuzz_form(c, "/limits/set", ["key", *LIMIT_FIELDS], token)
 
 
+@pytest.mark.long
 def test_the_schedule_job_and_dead_letter_forms_never_fail(env: Env) -> None:
     s = env.app.add_schedule("nightly", task="reports.build", every="1h", timezone="UTC")
     job = env.scheduled()

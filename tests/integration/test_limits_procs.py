@@ -172,6 +172,7 @@ def test_a_dependency_pause_holds_every_process(
     assert held, "nothing waited for the pause: the test did not exercise it"
 
 
+@pytest.mark.long
 def test_a_breaker_holds_every_process_then_one_probe_closes_it(
     limits_app: App, procs: Processes, db_url: str
 ) -> None:
@@ -257,6 +258,7 @@ PACED_JOBS = 40
 PACED_RATE = 5.0  # per second, burst 1: the 40th start comes 39 / 5 = 7.8 s after the first
 
 
+@pytest.mark.long
 def test_a_rate_paces_at_its_rate_with_the_default_poll_interval(
     limits_app: App, procs: Processes, db_url: str
 ) -> None:

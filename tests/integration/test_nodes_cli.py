@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import json
-import time
 
-from integration.procs import Processes, describe, run_cli
+from integration.procs import Processes, describe, run_cli, wait_until
 
 
 def nodes(db_url: str, *flags: str) -> list[dict[str, object]]:
@@ -18,18 +17,19 @@ def nodes(db_url: str, *flags: str) -> list[dict[str, object]]:
 def test_nodes_lists_live_dead_and_stopped_workers(db_url: str, procs: Processes) -> None:
     killed = procs.worker(db_url, "--queues", "mail")
     stopped = procs.worker(db_url)
-    deadline = time.monotonic() + 30
-    while len(nodes(db_url)) < 2:
-        assert time.monotonic() < deadline, "workers never registered"
-        time.sleep(0.2)
+    wait_until(lambda: len(nodes(db_url)) >= 2, 30, "workers never registered")
     live = {n["pid"]: n for n in nodes(db_url)}
     assert live[killed.pid]["state"] == "live" and live[killed.pid]["queues"] == ["mail"]
     assert "noop" in live[killed.pid]["tasks"]  # the tasks of the worker's app (itapp)
     killed.kill_if_running()
     assert stopped.terminate_and_wait() == 0
-    time.sleep(1.5)
-    after = {n["pid"]: n for n in nodes(db_url, "--all", "--dead-after", "1s")}
-    assert after[killed.pid]["state"] == "dead"
+
+    def once_dead() -> dict[object, dict[str, object]] | None:
+        """Every node, once the killed worker's last heartbeat is over 1 s old."""
+        listed = {n["pid"]: n for n in nodes(db_url, "--all", "--dead-after", "1s")}
+        return listed if listed[killed.pid]["state"] == "dead" else None
+
+    after = wait_until(once_dead, 30, "the SIGKILLed worker never showed as dead")
     assert after[stopped.pid]["state"] == "stopped"
     assert stopped.pid not in {n["pid"] for n in nodes(db_url, "--dead-after", "1s")}
     table = run_cli(["nodes", "--all", "--dead-after", "1s", "--database-url", db_url])

@@ -9,6 +9,8 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
+import pytest
+
 import duetime
 from duetime.core.clock import ManualClock
 from duetime.core.models import JobFilter
@@ -18,6 +20,7 @@ START = datetime(2026, 3, 7, 0, 0, 30, tzinfo=UTC)
 TICKS = 1000
 
 
+@pytest.mark.long
 def test_three_replicas_create_each_tick_once(
     store_url: str, make_store: Callable[[], Store], tmp_path: Path
 ) -> None:

@@ -28,8 +28,8 @@ from duetime.core.errors import IllegalTransition, StoreConflict
 from duetime.core.outbox import Dispatch
 from duetime.core.states import Event, JobStatus
 from duetime.store import open_store
-from duetime.store.sqlshared import conflicts_retried
-from duetime.store.sqlstore import SQLStore
+from duetime.store.sql.front import SQLStore
+from duetime.store.sql.shared import conflicts_retried
 from jobhelpers import enqueue
 from kit import DialectKit, kit_named
 

@@ -251,7 +251,7 @@ def test_another_process_sees_a_pause_within_the_controls_ttl(
     stops its claims once that copy is older (docs/flow-control.md). It does before that
     too: the claims check the queue's row itself (test_pause_paths.py)."""
     from duetime.core.flow import CONTROLS_SECONDS
-    from duetime.store import sqlflow
+    from duetime.store.sql import flow as sqlflow
 
     operator, worker = make_store(), make_store()
     for _ in range(3):

@@ -22,7 +22,7 @@ from duetime.runtime.attempt import refusal_reason
 from duetime.runtime.reaper import Reaper
 from duetime.runtime.worker import Worker
 from duetime.store.base import Store
-from duetime.store.sqlshared import new_job_record
+from duetime.store.sql.shared import new_job_record
 from jobhelpers import new, run_until, until
 from kit import DialectKit
 

@@ -197,7 +197,7 @@ async def wait_for(condition: Callable[[], bool], timeout: float = 30) -> None:
 
 
 def _read_events(app: duetime.App) -> list[OutboxEvent]:
-    from duetime.store.sqloutbox import QueuesOutbox
+    from duetime.store.sql.outbox import QueuesOutbox
 
     store = app.store
     with store.driver.transaction(write=False) as c:  # type: ignore[attr-defined]

@@ -1,4 +1,4 @@
-"""The SQL store's queue settings and transactional outbox (mixed into store/sqlstore.py).
+"""The SQL store's queue settings and transactional outbox (mixed into store/sql/front.py).
 
 The relay's dispatch is a claim: the jobs move and their attempts start (held by
 DISPATCH_HOLDER) in the transaction that writes their outbox events, so an event exists if
@@ -34,7 +34,7 @@ from duetime.core.retry import ErrorCategory
 from duetime.core.states import AttemptStatus, Event
 from duetime.store.driver import Connection, Driver, Row
 from duetime.store.rows import ToTime, attempt_from_row, job_from_row, moves_json
-from duetime.store.sqlshared import conflicts_retried, earliest_of, withdraw_dispatched
+from duetime.store.sql.shared import conflicts_retried, earliest_of, withdraw_dispatched
 
 log = logging.getLogger("duetime.store")
 
@@ -48,7 +48,7 @@ class QueuesOutbox:
     driver: Driver
     _t: ToTime
     _outbox_queues: tuple[float, list[str]] | None = None  # (read at, monotonic; names)
-    # the flow controls' copy (store/sqlflow.py): (read at, monotonic; controls)
+    # the flow controls' copy (store/sql/flow.py): (read at, monotonic; controls)
     _controls: tuple[float, FlowControls] | None = None
 
     def outbox_queues(self) -> list[str]:

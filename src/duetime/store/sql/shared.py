@@ -1,4 +1,4 @@
-"""Statement sequences both parts of the SQL store use (store/sqlstore.py, sqlextra.py)."""
+"""Statement sequences both parts of the SQL store use (store/sql/front.py, schedules.py)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The SQL store's limits per dependency (mixed into store/sqlstore.py); the rules are in
+"""The SQL store's limits per dependency (mixed into store/sql/front.py); the rules are in
 core/limits.py, the user's view in docs/flow-control.md.
 
 A claim takes the limited path only while some limit exists (the names are cached for
@@ -45,7 +45,7 @@ from duetime.core.outbox import DISPATCH_HOLDER
 from duetime.core.states import Event
 from duetime.store.driver import Connection, Driver, Row
 from duetime.store.rows import ToTime, json_list, moves_json
-from duetime.store.sqlshared import conflicts_retried
+from duetime.store.sql.shared import conflicts_retried
 
 # how long a store trusts its copy of the limits' names: a first limit (or the last one's
 # deletion) reaches other processes' claims within this. A change of an existing limit's

@@ -1,4 +1,4 @@
-"""The SQL store's schedules, nodes, API tokens and figures (mixed into store/sqlstore.py)."""
+"""The SQL store's schedules, nodes, API tokens and figures (mixed into store/sql/front.py)."""
 
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ from duetime.store.rows import (
     sample_from_row,
     token_from_row,
 )
-from duetime.store.sqlshared import (
+from duetime.store.sql.shared import (
     conflicts_retried,
     earliest_of,
     job_params,

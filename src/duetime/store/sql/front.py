@@ -3,9 +3,9 @@
 Every rule lives here: which statements run in which transaction, in which order rows are
 locked, how a fenced write is recognised, how an idempotency key is honoured. A Driver
 (store/driver.py) supplies only what differs between databases. The schedules, nodes, tokens
-and figures parts of the contract are in store/sqlextra.py, the queue settings and the
-outbox in store/sqloutbox.py, flow control (pause, caps, weights, max backlog) in
-store/sqlflow.py, all mixed into SQLStore. Past 400 lines because the claim, heartbeat and
+and figures parts of the contract are in store/sql/schedules.py, the queue settings and the
+outbox in store/sql/outbox.py, flow control (pause, caps, weights, max backlog) in
+store/sql/flow.py, all mixed into SQLStore. Past 400 lines because the claim, heartbeat and
 completion rules must be read together to be trusted.
 """
 
@@ -51,9 +51,9 @@ from duetime.store.rows import (
     moves_json,
     refusal,
 )
-from duetime.store.sqlextra import SchedulesNodesTokens
-from duetime.store.sqlflow import QueuesTenantsFlow
-from duetime.store.sqlshared import (
+from duetime.store.sql.flow import QueuesTenantsFlow
+from duetime.store.sql.schedules import SchedulesNodesTokens
+from duetime.store.sql.shared import (
     claim_statement,
     conflicts_retried,
     earliest,
@@ -394,7 +394,7 @@ class SQLStore(SchedulesNodesTokens, QueuesTenantsFlow):
         """The claim without flow control: the limited path while limits exist, else the claim
         statement alone."""
         outbox = self.outbox_queues()
-        if self.limit_names():  # limits exist: the limited path (store/sqllimits.py)
+        if self.limit_names():  # limits exist: the limited path (store/sql/limits.py)
             with self.driver.transaction() as c:
                 # the pick leaves out the paused queues as their rows say now (claim_chosen
                 # checks again as it starts the jobs), not as the copy of the control rows does

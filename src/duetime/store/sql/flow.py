@@ -1,4 +1,4 @@
-"""The SQL store's flow control of queues and tenants (mixed into store/sqlstore.py): their
+"""The SQL store's flow control of queues and tenants (mixed into store/sql/front.py): their
 settings, the controlled claim and admission control (docs/flow-control.md).
 
 A claim when no control row restricts claims runs the plain claim statement: the store keeps
@@ -10,7 +10,7 @@ the rows of every capped queue and tenant are locked (queues, then tenants, each
 order: concurrent controlled claims take turns), the running attempts counted, the candidates
 read (claim order, without the paused, outbox and full queues and the full tenants) and
 chosen by core/flow.choose, and the chosen started (claim_chosen). When limits per dependency
-exist too (store/sqllimits.py), their rows are locked next, the candidates leave out the jobs
+exist too (store/sql/limits.py), their rows are locked next, the candidates leave out the jobs
 of blocked keys, only those every key of which still allows a start go to choose, and the
 claim spends the keys' tokens and counts their starts. The relay's dispatch of outbox-mode
 queues (dispatch_outbox) makes the same choice over those queues when a control concerns them,
@@ -57,9 +57,9 @@ from duetime.store.rows import (
     claims_from_rows,
     moves_json,
 )
-from duetime.store.sqllimits import Limits
-from duetime.store.sqloutbox import QueuesOutbox, limit_params
-from duetime.store.sqlshared import conflicts_retried, pick_filters
+from duetime.store.sql.limits import Limits
+from duetime.store.sql.outbox import QueuesOutbox, limit_params
+from duetime.store.sql.shared import conflicts_retried, pick_filters
 
 
 class QueuesTenantsFlow(QueuesOutbox, Limits):

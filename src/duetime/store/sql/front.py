@@ -1,32 +1,33 @@
-"""The store contract (store/base.py), implemented once for every SQL dialect.
+"""SQLStore: the Store contract (store/base.py), implemented once for every SQL dialect, as a
+thin front over the parts of the SQL store, each a use case:
 
-Every rule lives here: which statements run in which transaction, in which order rows are
-locked, how a fenced write is recognised, how an idempotency key is honoured. A Driver
-(store/driver.py) supplies only what differs between databases. The schedules, nodes, tokens
-and figures parts of the contract are in store/sql/schedules.py, the queue settings and the
-outbox in store/sql/outbox.py, flow control (pause, caps, weights, max backlog) in
-store/sql/flow.py, all mixed into SQLStore. Past 400 lines because the claim, heartbeat and
-completion rules must be read together to be trusted.
+  jobs.py       Jobs: enqueue, reads of jobs, next due instants, operators' moves
+  claim.py      Claimer: the worker's claim (plain, limited and controlled picks)
+  finish.py     Finisher: heartbeats, finishes and completions, the reaper's reads, pruning
+  outbox.py     Outbox: the relay's dispatch, outbox events, broker-fed workers' acceptance
+  flow.py       Flow: queue and tenant settings, the controls' copy, admission control
+  limits.py     Limits: limits per dependency, what a claim and a finish do to them
+  schedules.py  Schedules: schedules, their planning, their occurrences' runs
+  registry.py   Registry: nodes, API tokens and sessions, figures
+
+Every rule lives in the parts: which statements run in which transaction, in which order rows
+are locked, how a fenced write is recognised, how an idempotency key is honoured. A Driver
+(store/driver.py) supplies only what differs between databases. The front owns the parts and
+gives each the others it needs in its constructor; it adds no rule of its own but the schema's.
+Past 400 lines because it delegates every method of the Store contract, one by one.
 """
 
 from __future__ import annotations
 
-import json
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
 from datetime import UTC, datetime
 from typing import Any
 
-from duetime.core.errors import (
-    IdempotencyConflict,
-    JobNotFound,
-    SchemaError,
-    StaleAttempt,
-    StoreError,
-)
-from duetime.core.flow import PriorityShare, TenantRotation
+from duetime.core.errors import SchemaError
+from duetime.core.flow import KEEP, FlowControls, FlowCounts, Keep, TenantSettings
+from duetime.core.limits import LimitSettings, LimitStatus
 from duetime.core.models import (
-    Attempt,
     Claim,
     Enqueued,
     ExpiredLease,
@@ -35,47 +36,35 @@ from duetime.core.models import (
     Lease,
     LeaseState,
     NewJob,
-    NewJobs,
+    Node,
     Outcome,
-    variant,
+    Tick,
 )
-from duetime.core.outbox import DISPATCH_HOLDER
-from duetime.core.retry import ErrorCategory
-from duetime.core.states import ATTEMPT_END, HELD, AttemptStatus, Event, JobStatus, next_status
-from duetime.store.base import Listener
-from duetime.store.driver import Connection, Driver, Row, Rows, refuse_newer
-from duetime.store.rows import (
-    attempts_by_job,
-    claims_from_rows,
-    job_from_row,
-    moves_json,
-    refusal,
+from duetime.core.outbox import (
+    Dispatch,
+    Dispatched,
+    OutboxEvent,
+    OutboxFigures,
+    QueueSettings,
 )
-from duetime.store.sql.flow import QueuesTenantsFlow
-from duetime.store.sql.schedules import SchedulesNodesTokens
-from duetime.store.sql.shared import (
-    claim_statement,
-    conflicts_retried,
-    earliest,
-    earliest_of,
-    job_params,
-    key_order,
-    like_pattern,
-    load_job,
-    move,
-    new_job_record,
-    pick_filters,
-    reserve_ids,
-)
-
-BATCH_SLICE = 250  # jobs per insert of a bulk enqueue
+from duetime.core.schedule_spec import ScheduleSpec
+from duetime.core.schedules import Plan, Schedule
+from duetime.core.states import Event
+from duetime.core.stats import AttemptSample, JobCount
+from duetime.core.tokens import ApiToken, Role
+from duetime.store.base import Decide, Listener
+from duetime.store.driver import Connection, Driver, refuse_newer
+from duetime.store.sql.claim import Claimer
+from duetime.store.sql.finish import Finisher
+from duetime.store.sql.flow import Flow
+from duetime.store.sql.jobs import BATCH_SLICE, Jobs
+from duetime.store.sql.limits import Limits
+from duetime.store.sql.outbox import Outbox
+from duetime.store.sql.registry import Registry
+from duetime.store.sql.schedules import Schedules
 
 
-class _Fenced(Exception):
-    """Raised inside a completion transaction to roll it back."""
-
-
-class SQLStore(SchedulesNodesTokens, QueuesTenantsFlow):
+class SQLStore:
     """A Store on any SQL database a Driver speaks for. Safe for many threads; safe for many
     processes and machines as far as the database is (SQLite: one machine)."""
 
@@ -83,16 +72,14 @@ class SQLStore(SchedulesNodesTokens, QueuesTenantsFlow):
         self.driver = driver
         self.dialect = driver.dialect
         self.lock_wait = driver.lock_wait
-        self._t = driver.to_time
-        self.priorities = PriorityShare()  # each lower priority class's share of the claims
-        self.tenant_rotation = TenantRotation()  # saturated claims rotate over tenants
-        self.dispatch_rotation = TenantRotation()  # and the relay's saturated dispatches
-        self.queue_credit: dict[str, float] = {}  # weighted queues' turns, claim to claim
-
-    def set_priority_share(self, share: float) -> None:
-        """The minimum share of this process's claimed slots each lower priority class keeps
-        under saturation (docs/flow-control.md, Priorities); 0 claims in strict order."""
-        self.priorities = PriorityShare(share)
+        self.flow = Flow(driver)
+        self.limiter = Limits(driver)
+        self.jobs = Jobs(driver, self.flow)
+        self.claimer = Claimer(driver, self.flow, self.limiter)
+        self.finisher = Finisher(driver, self.limiter)
+        self.outbox = Outbox(driver, self.flow, self.limiter, self.claimer, self.finisher)
+        self.schedules = Schedules(driver)
+        self.registry = Registry(driver)
 
     def close(self) -> None:
         self.driver.close()
@@ -146,200 +133,22 @@ class SQLStore(SchedulesNodesTokens, QueuesTenantsFlow):
         row = c.one("schema_version")
         return int(row["version"]) if row is not None and row["version"] is not None else 0
 
-    # -- enqueue and reads ------------------------------------------------------------------
+    # -- the rest of the contract, each method its part's ------------------------------------
 
-    @conflicts_retried
     def enqueue(
         self, jobs: Sequence[NewJob], now: datetime, *, connection: Any = None
     ) -> list[Enqueued]:
-        if not jobs:
-            return []
-        controls = self.flow_controls()  # a max_backlog (docs/flow-control.md)
-        if connection is not None:
-            with self.driver.joined(connection) as c:
-                self._admit(c, jobs, controls)
-                return self._enqueue(c, jobs, now)
-        if len(jobs) == 1 and not controls.bounds(jobs[0].queue, jobs[0].tenant):
-            # one statement that commits on its own (PostgreSQL: one round trip, its wake-up
-            # included); a key or occurrence met on the way, or a backlog bound to check
-            # first, goes the long way below
-            with self.driver.single() as c:
-                created = self._enqueue_one(c, jobs[0], now)
-            if created is not None:
-                return [created]
-        with self.driver.transaction() as c:
-            self._admit(c, jobs, controls)
-            return self._enqueue(c, jobs, now)
-
-    def _enqueue_one(self, c: Connection, job: NewJob, now: datetime) -> Enqueued | None:
-        """One job in one statement, its id from the database (and its wake-up, where the
-        statement sends it); None when its idempotency key or occurrence exists already."""
-        row = c.one(
-            "enqueue_one",
-            **job_params(0, job, now),
-            wake=self.driver.wake_payload(job.queue, job.due_at),
-        )
-        return None if row is None else Enqueued(new_job_record(row["id"], job, now), True)
-
-    def _enqueue(self, c: Connection, jobs: Sequence[NewJob], now: datetime) -> list[Enqueued]:
-        if len(jobs) == 1:
-            one = self._enqueue_one(c, jobs[0], now)
-            if one is not None:
-                return [one]
-        if isinstance(jobs, NewJobs) and _fresh(jobs.template):
-            return self._enqueue_batch(c, jobs, now)
-        if len(jobs) > 1 and all(_fresh(j) for j in jobs):
-            return self._enqueue_fresh(c, jobs, now)
-        # An insert waits for another transaction's uncommitted row with the same key, so two
-        # batches taking the same keys in different orders could deadlock. Rows therefore go
-        # in in the order of their keys (the sort is stable: of two equal keys the first in the
-        # request goes first), while their ids, reserved up front, follow the request's order.
-        ids = reserve_ids(c, len(jobs))
-        order = sorted(range(len(jobs)), key=lambda i: key_order(jobs[i]))
-        c.run_many("insert_job", [job_params(ids[i], jobs[i], now) for i in order])
-        created = {row["id"]: row for row in c.rows("jobs_by_ids", ids=ids)}
-        taken = [job for job_id, job in zip(ids, jobs, strict=True) if job_id not in created]
-        originals = self._jobs_by_key(c, taken)
-        results: list[Enqueued] = []
-        for job_id, job in zip(ids, jobs, strict=True):
-            row = created.get(job_id)
-            tries = 0
-            if row is None and job.idempotency_key is None and job.schedule_id is not None:
-                # an occurrence whose tick became a job already: that job is the original
-                found = c.one(
-                    "occurrence_id", schedule_id=job.schedule_id, nominal_at=job.nominal_at
-                )
-                original_job = load_job(c, self._t, found["id"], None, False) if found else None
-                if original_job is not None:
-                    results.append(Enqueued(original_job, False))
-                    continue
-            while row is None:  # the key is taken: return the original, or refuse
-                tries += 1
-                if tries > 5:
-                    raise StoreError(
-                        f"idempotency key {job.idempotency_key!r} is taken but its job cannot "
-                        "be read (a transaction isolation above READ COMMITTED?); try again"
-                    )
-                original = originals.get((job.tenant, job.idempotency_key))
-                if original is not None:
-                    if original["request_hash"] != job.request_hash:
-                        raise IdempotencyConflict(
-                            f"idempotency key {job.idempotency_key!r} was already used for "
-                            f"job {original['id']} with a different request; use a new key"
-                        )
-                    results.append(Enqueued(job_from_row(original, self._t), False))
-                    break
-                # the holder of the key was deleted meanwhile: the key is free again
-                c.run("insert_job", **job_params(job_id, job, now))
-                row = c.one("select_job", id=job_id, tenant=None)
-                if row is None:
-                    originals.update(self._jobs_by_key(c, [job]))
-            else:
-                results.append(Enqueued(job_from_row(row, self._t), True))
-        self.driver.notify(c, earliest(r.job for r in results if r.created))
-        return results
-
-    def _enqueue_fresh(
-        self, c: Connection, jobs: Sequence[NewJob], now: datetime
-    ) -> list[Enqueued]:
-        """A batch that cannot meet a unique key (no idempotency keys, no occurrences): one
-        bulk insert (PostgreSQL: COPY), and the records built from what was inserted."""
-        ids = reserve_ids(c, len(jobs))
-        pairs = list(zip(ids, jobs, strict=True))
-        c.run_many("insert_new_jobs", [job_params(i, job, now) for i, job in pairs])
-        self.driver.notify(c, earliest(jobs))
-        return [Enqueued(new_job_record(i, job, now), True) for i, job in pairs]
-
-    def _enqueue_batch(self, c: Connection, jobs: NewJobs, now: datetime) -> list[Enqueued]:
-        """enqueue_many's jobs (no keys, no occurrences): an insert per slice of jobs, with
-        what they share sent once and a JSON array of what differs. Where the driver pipelines
-        (PostgreSQL), the database inserts one slice while the next is made and checked, and
-        the records (built from the template) are made while it inserts the last."""
-        jobs[:BATCH_SLICE]  # the first slice is checked before anything is sent
-        ids = reserve_ids(c, len(jobs))
-        shared = job_params(0, jobs.template, now)
-        shared_due = jobs.template.due_at
-        json_time = self.driver.json_time
-        with self.driver.pipeline(c):
-            for start in range(0, len(jobs), BATCH_SLICE):
-                stop = min(start + BATCH_SLICE, len(jobs))
-                rows = [
-                    [
-                        job_id,
-                        job.args_json,
-                        None if job.due_at is shared_due else json_time(job.due_at),
-                        job.business_key,
-                    ]
-                    for job_id, job in zip(ids[start:stop], jobs[start:stop], strict=True)
-                ]
-                c.send("insert_job_batch", **shared, rows=json.dumps(rows))
-            self.driver.notify(c, earliest(jobs))
-            record = new_job_record(0, jobs.template, now)
-            return [
-                Enqueued(
-                    variant(
-                        record,
-                        id=job_id,
-                        args=job.args,
-                        due_at=job.due_at,
-                        business_key=job.business_key,
-                    ),
-                    True,
-                )
-                for job_id, job in zip(ids, jobs, strict=True)
-            ]
-
-    def _jobs_by_key(
-        self, c: Connection, jobs: Sequence[NewJob]
-    ) -> dict[tuple[str, str | None], Row]:
-        keyed = [j for j in jobs if j.idempotency_key is not None]
-        if not keyed:
-            return {}
-        rows = c.rows(
-            "jobs_by_keys",
-            tenants=sorted({j.tenant for j in keyed}),
-            keys=sorted({str(j.idempotency_key) for j in keyed}),
-        )
-        return {(r["tenant"], r["idempotency_key"]): r for r in rows}
+        return self.jobs.enqueue(jobs, now, connection=connection)
 
     def get_job(self, job_id: int, *, tenant: str | None = None) -> Job | None:
-        with self.driver.transaction(snapshot=True) as c:
-            return load_job(c, self._t, job_id, tenant, True)
+        return self.jobs.get_job(job_id, tenant=tenant)
 
     def list_jobs(self, f: JobFilter) -> list[Job]:
-        with self.driver.transaction(snapshot=True) as c:
-            rows = c.rows(
-                "list_jobs",
-                tenant=f.tenant,
-                status=str(f.status) if f.status else None,
-                task=f.task,
-                queue=f.queue,
-                schedule_id=f.schedule_id,
-                before_id=f.before_id,
-                due_after=f.due_after,
-                due_before=f.due_before,
-                business_key=f.business_key,
-                idempotency_key=f.idempotency_key,
-                args_like=like_pattern(f.args_text) if f.args_text is not None else None,
-                limit=f.limit,
-            )
-            history: dict[int, tuple[Attempt, ...]] = {}
-            current: dict[int, tuple[Attempt, ...]] = {}
-            if f.with_attempts and rows:
-                found = c.rows("select_attempts_of_jobs", ids=[r["id"] for r in rows])
-                history = attempts_by_job(found, self._t)
-            held = [r["id"] for r in rows if r["status"] in HELD]
-            if held and not f.with_attempts:  # to tell which of them wait in the broker
-                found = c.rows("select_attempts_of_jobs", ids=held)
-                current = attempts_by_job(found, self._t)
-        return [
-            job_from_row(r, self._t, history.get(r["id"], ()), current=current.get(r["id"], ()))
-            for r in rows
-        ]
+        return self.jobs.list_jobs(f)
 
-    # -- the worker's path ------------------------------------------------------------------
+    def set_priority_share(self, share: float) -> None:
+        return self.claimer.set_priority_share(share)
 
-    @conflicts_retried
     def claim(
         self,
         *,
@@ -349,115 +158,18 @@ class SQLStore(SchedulesNodesTokens, QueuesTenantsFlow):
         now: datetime,
         tasks: Sequence[str] | None = None,
     ) -> list[Claim]:
-        if limit <= 0:
-            return []
-        self._next_start = None  # the limited paths say when a limit allows a start again
-        controls = self.flow_controls()  # pause, caps, weights (docs/flow-control.md)
-        per_class = self.priorities.reserve(limit)  # lower priorities' share, now and then
-        rotate = self.tenant_rotation.wanted()  # after a saturated claim: tenants take turns
-        if controls.restricts_claim or per_class or self.priorities.owed or rotate:
-            claims, found = self._claim_controlled(
-                controls,
-                worker_id=worker_id,
-                queues=queues,
-                limit=limit,
-                now=now,
-                tasks=tasks,
-                per_class=per_class,
-                rotate=rotate,
-            )
-            if not claims and not controls.restricts_claim:
-                # a detour for fairness only that started nothing: its candidates are read
-                # without locks, so concurrent claims may have started them all; the plain
-                # claim (which skips locked rows) looks again, so a claim under contention is
-                # not empty while jobs are due (a partial detour stays as it is: its slots kept
-                # the classes' shares)
-                claims = self._claim_plain(worker_id, queues, limit, now, tasks)
-                found = len(claims)
-        else:
-            claims = self._claim_plain(worker_id, queues, limit, now, tasks)
-            found = len(claims)  # it skips locked rows: short only when nothing more is due
-        # what the claim found due, not what it started, tells whether it took every due job:
-        # a controlled claim starts fewer than it chose when concurrent claims took some first
-        self.priorities.claimed(limit, found)
-        self.tenant_rotation.claimed(limit, found)
-        return claims
+        return self.claimer.claim(
+            worker_id=worker_id, queues=queues, limit=limit, now=now, tasks=tasks
+        )
 
-    def _claim_plain(
-        self,
-        worker_id: str,
-        queues: Sequence[str] | None,
-        limit: int,
-        now: datetime,
-        tasks: Sequence[str] | None,
-    ) -> list[Claim]:
-        """The claim without flow control: the limited path while limits exist, else the claim
-        statement alone."""
-        outbox = self.outbox_queues()
-        if self.limit_names():  # limits exist: the limited path (store/sql/limits.py)
-            with self.driver.transaction() as c:
-                # the pick leaves out the paused queues as their rows say now (claim_chosen
-                # checks again as it starts the jobs), not as the copy of the control rows does
-                leave_out = sorted(set(outbox) | self._paused_now(c))
-                rows = self._claim_limited(
-                    c,
-                    now,
-                    limit,
-                    worker_id,
-                    {
-                        **pick_filters(queues, tasks),
-                        "all_direct": not leave_out,
-                        "outbox_queues": leave_out,
-                    },
-                )
-        else:
-            # a transaction of its own, in as few round trips as the dialect can
-            # (Driver.rows_alone)
-            rows = self.driver.rows_alone(
-                claim_statement(queues),
-                now=now,
-                limit=limit,
-                **pick_filters(queues, tasks),
-                moves=moves_json(Event.CLAIM),
-                worker_id=worker_id,
-                all_direct=not outbox,
-                outbox_queues=outbox,
-            )
-        return claims_from_rows(rows, self._t)
-
-    @conflicts_retried
     def heartbeat(self, leases: Sequence[Lease], now: datetime) -> list[LeaseState]:
-        if not leases:
-            return []
-        attempt_ids = [lease.attempt_id for lease in leases]
-        with self.driver.transaction() as c:
-            c.run("renew_leases", attempt_ids=attempt_ids, now=now)
-            rows = {r["attempt_id"]: r for r in c.rows("lease_states", attempt_ids=attempt_ids)}
-        states = []
-        for lease in leases:
-            row = rows.get(lease.attempt_id)
-            if row is None or (row["job_id"], row["generation"]) != (
-                lease.job_id,
-                lease.generation,
-            ):
-                states.append(LeaseState(lease, held=False))
-            else:
-                states.append(
-                    LeaseState(
-                        lease,
-                        held=True,
-                        cancel_requested=row["job_status"] == JobStatus.CANCEL_REQUESTED,
-                        lease_expires_at=self._t(row["lease_expires_at"]),
-                    )
-                )
-        return states
+        return self.finisher.heartbeat(leases, now)
 
     def finish(
         self, lease: Lease, outcome: Outcome, now: datetime, *, only_if_expired: bool = False
     ) -> bool:
-        return self.finish_many([(lease, outcome)], now, only_if_expired=only_if_expired)[0]
+        return self.finisher.finish(lease, outcome, now, only_if_expired=only_if_expired)
 
-    @conflicts_retried
     def finish_many(
         self,
         items: Sequence[tuple[Lease, Outcome]],
@@ -465,156 +177,33 @@ class SQLStore(SchedulesNodesTokens, QueuesTenantsFlow):
         *,
         only_if_expired: bool = False,
     ) -> list[bool]:
-        if not items:
-            return []
-        with self.driver.transaction() as c:
-            applied, at = self._finish_on(c, items, now, only_if_expired)
-            refused = [item for item, ok in zip(items, applied, strict=True) if not ok]
-            if refused and not only_if_expired:
-                c.run("late_reports", batch=Rows(_late_report(*item) for item in refused), now=at)
-        return applied
+        return self.finisher.finish_many(items, now, only_if_expired=only_if_expired)
 
-    def _finish_on(
-        self,
-        c: Connection,
-        items: Sequence[tuple[Lease, Outcome]],
-        when: datetime | Callable[[], datetime],
-        only_if_expired: bool = False,
-    ) -> tuple[list[bool], datetime]:
-        """The fenced finish of a batch, in the caller's transaction; which items applied, and
-        the instant recorded (`when`, or what `when()` says once the rows are locked).
-
-        The jobs' rows are locked first, in id order (every writer locks a job before its
-        attempt, and batches in id order cannot deadlock each other). What applies is read
-        under those locks, and the update re-checks it in its own WHERE: the generation (the
-        fencing token), the status the move starts from, and for a reap the expired lease.
-        """
-        job_ids = sorted({lease.job_id for lease, _ in items})
-        locked = c.rows("lock_jobs", ids=job_ids)
-        now = when() if callable(when) else when  # after the wait for the locks
-        jobs = {r["id"]: r for r in locked}
-        leases = {}
-        if only_if_expired:
-            found = c.rows("attempt_leases", ids=[lease.attempt_id for lease, _ in items])
-            leases = {r["id"]: r for r in found}
-        applied: list[bool] = []
-        moves = Rows()
-        for lease, outcome in items:
-            job = jobs.pop(lease.job_id, None)  # one outcome per job and batch at most
-            target = None
-            if job is not None and job["generation"] == lease.generation:
-                target = next_status(outcome.event, JobStatus(job["status"]))
-            if target is not None and only_if_expired:
-                attempt = leases.get(lease.attempt_id)
-                if not (
-                    attempt is not None
-                    and attempt["status"] == AttemptStatus.RUNNING
-                    and self._t(attempt["lease_expires_at"]) <= now
-                ):
-                    target = None
-            applied.append(target is not None)
-            if job is None or target is None:
-                continue
-            moves.append(
-                {
-                    "job_id": lease.job_id,
-                    "generation": lease.generation,
-                    "from_status": str(job["status"]),
-                    "to_status": str(target),
-                    "due_at": _delay_from(outcome, now),
-                    "attempt_id": lease.attempt_id,
-                    "only_if_expired": only_if_expired,
-                    "status": str(outcome.attempt_status or ATTEMPT_END[outcome.event]),
-                    "error_category": str(outcome.error_category)
-                    if outcome.error_category
-                    else None,
-                    "error_message": storable(outcome.error_message),
-                    "error_traceback": storable(outcome.error_traceback),
-                }
-            )
-        if moves:
-            ended = c.run("finish_jobs", batch=moves, now=now)
-            if ended != len(moves):  # the row locks make this impossible: refuse to guess
-                raise StoreError(f"finished {ended} of the {len(moves)} jobs locked; nothing kept")
-            self._count_outcomes(c, _outcomes(items, applied), now)
-            again = {
-                m["job_id"]: m["due_at"] for m in moves if m["to_status"] == JobStatus.SCHEDULED
-            }
-            if again:  # retries: due again later (the queue is the job's)
-                queues = {r["id"]: r["queue"] for r in locked if r["id"] in again}
-                self.driver.notify(
-                    c, earliest_of((queues[i], at or now) for i, at in again.items())
-                )
-        return applied, now
-
-    @contextmanager
     def completion(
         self, lease: Lease, outcome: Outcome, now: Callable[[], datetime]
-    ) -> Iterator[Any]:
-        """Keep the block short: the job's row (SQLite: the whole file) stays locked."""
-        try:
-            with self.driver.transaction() as c:
-                yield c.native  # the handler's own writes, in this transaction
-                if not self._finish_on(c, [(lease, outcome)], now)[0][0]:
-                    raise _Fenced  # rolls the handler's writes back too
-        except _Fenced:
-            pass
-        else:
-            return
-        self.finish(lease, outcome, now())  # records the late report
-        raise StaleAttempt(lease.job_id, lease.generation)
+    ) -> AbstractContextManager[Any]:
+        return self.finisher.completion(lease, outcome, now)
 
     def next_due(
         self, now: datetime, until: datetime, queues: Sequence[str] | None, limit: int
     ) -> list[datetime]:
-        with self.driver.transaction(write=False) as c:
-            rows = c.rows(
-                "next_due",
-                now=now,
-                until=until,
-                all_queues=queues is None,
-                queues=list(queues) if queues is not None else [],
-                limit=limit,
-            )
-        # the same instant comes back once per job due then: each converted once
-        return sorted({self._t(at) for at in {r["due_at"] for r in rows}})
+        return self.jobs.next_due(now, until, queues, limit)
 
     def listen(self) -> Listener | None:
-        return self.driver.listener()
+        return self.jobs.listen()
 
-    @conflicts_retried
     def prune(self, before: datetime, limit: int) -> int:
-        with self.driver.transaction() as c:
-            return c.run("prune", before=before, limit=limit)
+        return self.finisher.prune(before, limit)
 
     def expired_leases(self, now: datetime, limit: int) -> list[ExpiredLease]:
-        with self.driver.transaction(write=False) as c:
-            rows = c.rows("expired_leases", now=now, limit=limit, holder=DISPATCH_HOLDER)
-        return [
-            ExpiredLease(
-                lease=Lease(r["job_id"], r["attempt_id"], r["generation"]),
-                job_status=JobStatus(r["status"]),
-                attempts=r["attempts"],
-                max_attempts=r["max_attempts"],
-                retry_base=float(r["retry_base"]),
-                retry_cap=float(r["retry_cap"]),
-            )
-            for r in rows
-        ]
+        return self.finisher.expired_leases(now, limit)
 
     def held_leases(self, worker_id: str) -> list[Lease]:
-        with self.driver.transaction(write=False) as c:
-            rows = c.rows("held_leases", worker_id=worker_id)
-        return [Lease(r["job_id"], r["attempt_id"], r["generation"]) for r in rows]
+        return self.finisher.held_leases(worker_id)
 
-    @conflicts_retried
     def expire_overdue(self, now: datetime, limit: int) -> int:
-        with self.driver.transaction() as c:
-            return c.run("expire_overdue", moves=moves_json(Event.EXPIRE), now=now, limit=limit)
+        return self.finisher.expire_overdue(now, limit)
 
-    # -- operators' moves -------------------------------------------------------------------
-
-    @conflicts_retried
     def transition(
         self,
         job_id: int,
@@ -625,69 +214,208 @@ class SQLStore(SchedulesNodesTokens, QueuesTenantsFlow):
         due_at: datetime | None = None,
         ignore_backlog: bool = False,
     ) -> Job:
-        replay = event in (Event.REPLAY, Event.RESOLVE_RETRY)  # a fresh start, due now
-        if replay and due_at is None:
-            due_at = now
-        bounded = event is Event.REPLAY and not ignore_backlog
-        controls = self.flow_controls() if bounded else None  # a max_backlog admits a replay
-        with self.driver.transaction() as c:
-            if controls is not None:
-                self._admit_replay(c, controls, job_id, tenant)
-            moved = move(c, job_id, event, now, tenant=tenant, due_at=due_at, replay=replay)
-            job = load_job(c, self._t, job_id, tenant, True)
-            # raised inside: a dispatched attempt withdrawn for this move is rolled back too
-            if job is None:
-                raise JobNotFound(job_id)
-            if not moved:
-                raise refusal(job, event, due_at)
-            if job.status is JobStatus.SCHEDULED:
-                self.driver.notify(c, {job.queue: job.due_at})
-        return job
+        return self.jobs.transition(
+            job_id, event, now, tenant=tenant, due_at=due_at, ignore_backlog=ignore_backlog
+        )
+
+    def create_schedule(
+        self,
+        tenant: str,
+        spec: ScheduleSpec,
+        *,
+        anchor_at: datetime,
+        next_fire_at: datetime | None,
+        now: datetime,
+    ) -> tuple[Schedule, bool]:
+        return self.schedules.create_schedule(
+            tenant, spec, anchor_at=anchor_at, next_fire_at=next_fire_at, now=now
+        )
+
+    def get_schedule(self, tenant: str, name: str) -> Schedule | None:
+        return self.schedules.get_schedule(tenant, name)
+
+    def list_schedules(self, tenant: str | None) -> list[Schedule]:
+        return self.schedules.list_schedules(tenant)
+
+    def apply_schedule(self, tenant: str, name: str, now: datetime, decide: Decide) -> Plan:
+        return self.schedules.apply_schedule(tenant, name, now, decide)
+
+    def plan_due_schedules(self, now: datetime, limit: int, decide: Decide) -> int:
+        return self.schedules.plan_due_schedules(now, limit, decide)
+
+    def release_waiting(self, now: datetime, limit: int) -> int:
+        return self.schedules.release_waiting(now, limit)
+
+    def delete_schedule(self, tenant: str, name: str, now: datetime) -> None:
+        return self.schedules.delete_schedule(tenant, name, now)
+
+    def schedule_ticks(self, schedule_id: int, limit: int, before_id: int | None) -> list[Tick]:
+        return self.schedules.schedule_ticks(schedule_id, limit, before_id)
+
+    def latest_run(self, schedule_id: int) -> Job | None:
+        return self.schedules.latest_run(schedule_id)
+
+    def register_node(self, node: Node, now: datetime) -> None:
+        return self.registry.register_node(node, now)
+
+    def touch_node(self, node_id: str, now: datetime) -> None:
+        return self.registry.touch_node(node_id, now)
+
+    def stop_node(self, node_id: str, now: datetime) -> None:
+        return self.registry.stop_node(node_id, now)
+
+    def list_nodes(self, limit: int = 200) -> list[Node]:
+        return self.registry.list_nodes(limit)
+
+    def create_token(
+        self,
+        *,
+        tenant: str,
+        role: Role,
+        name: str,
+        prefix: str,
+        secret_hash: str,
+        now: datetime,
+        expires_at: datetime | None = None,
+    ) -> ApiToken:
+        return self.registry.create_token(
+            tenant=tenant,
+            role=role,
+            name=name,
+            prefix=prefix,
+            secret_hash=secret_hash,
+            now=now,
+            expires_at=expires_at,
+        )
+
+    def list_tokens(self, tenant: str | None) -> list[ApiToken]:
+        return self.registry.list_tokens(tenant)
+
+    def revoke_token(self, token_id: int, now: datetime) -> ApiToken | None:
+        return self.registry.revoke_token(token_id, now)
+
+    def find_token(self, secret_hash: str, now: datetime) -> ApiToken | None:
+        return self.registry.find_token(secret_hash, now)
+
+    def create_session(
+        self, *, secret_hash: str, token_id: int, now: datetime, expires_at: datetime
+    ) -> None:
+        return self.registry.create_session(
+            secret_hash=secret_hash, token_id=token_id, now=now, expires_at=expires_at
+        )
+
+    def find_session(self, secret_hash: str, now: datetime) -> ApiToken | None:
+        return self.registry.find_session(secret_hash, now)
+
+    def end_session(self, secret_hash: str) -> None:
+        return self.registry.end_session(secret_hash)
+
+    def queue_settings(self) -> list[QueueSettings]:
+        return self.flow.queue_settings()
+
+    def outbox_queues(self) -> list[str]:
+        return self.flow.outbox_queues()
+
+    def set_queue(
+        self,
+        queue: str,
+        now: datetime,
+        *,
+        dispatch: Dispatch | None = None,
+        paused: bool | None = None,
+        concurrency: int | Keep | None = KEEP,
+        max_backlog: int | Keep | None = KEEP,
+        weight: float | None = None,
+    ) -> QueueSettings:
+        return self.flow.set_queue(
+            queue,
+            now,
+            dispatch=dispatch,
+            paused=paused,
+            concurrency=concurrency,
+            max_backlog=max_backlog,
+            weight=weight,
+        )
+
+    def tenant_settings(self) -> list[TenantSettings]:
+        return self.flow.tenant_settings()
+
+    def set_tenant(
+        self,
+        tenant: str,
+        now: datetime,
+        *,
+        concurrency: int | Keep | None = KEEP,
+        max_backlog: int | Keep | None = KEEP,
+        weight: float | None = None,
+    ) -> TenantSettings:
+        return self.flow.set_tenant(
+            tenant, now, concurrency=concurrency, max_backlog=max_backlog, weight=weight
+        )
+
+    def flow_controls(self) -> FlowControls:
+        return self.flow.flow_controls()
+
+    def flow_counts(self, now: datetime) -> list[tuple[str, str, FlowCounts]]:
+        return self.flow.flow_counts(now)
+
+    def dispatch_outbox(self, now: datetime, limit: int, lease_seconds: float) -> list[OutboxEvent]:
+        return self.outbox.dispatch_outbox(now, limit, lease_seconds)
+
+    def take_events(
+        self, relay_id: str, now: datetime, until: datetime, limit: int
+    ) -> list[OutboxEvent]:
+        return self.outbox.take_events(relay_id, now, until, limit)
+
+    def mark_published(self, event_ids: Sequence[int], now: datetime, lease_seconds: float) -> int:
+        return self.outbox.mark_published(event_ids, now, lease_seconds)
+
+    def accept_dispatch(self, message: Dispatched, worker_id: str, now: datetime) -> Claim | None:
+        return self.outbox.accept_dispatch(message, worker_id, now)
+
+    def withdraw_stranded(self, now: datetime) -> int:
+        return self.flow.withdraw_stranded(now)
+
+    def outbox_figures(self, now: datetime, window_seconds: float = 60.0) -> OutboxFigures:
+        return self.outbox.outbox_figures(now, window_seconds)
+
+    def prune_outbox(self, before: datetime, limit: int) -> int:
+        return self.outbox.prune_outbox(before, limit)
+
+    def limits(self, now: datetime) -> list[LimitStatus]:
+        return self.limiter.limits(now)
+
+    def limit_names(self) -> list[str]:
+        return self.limiter.limit_names()
+
+    def set_limit(self, settings: LimitSettings, now: datetime) -> None:
+        return self.limiter.set_limit(settings, now)
+
+    def delete_limit(self, key: str) -> bool:
+        return self.limiter.delete_limit(key)
+
+    def pause_limits(self, keys: Sequence[str], until: datetime, now: datetime) -> None:
+        return self.limiter.pause_limits(keys, until, now)
+
+    def job_counts(self, tenant: str | None) -> list[JobCount]:
+        return self.registry.job_counts(tenant)
+
+    def oldest_overdue(self, tenant: str | None, now: datetime) -> datetime | None:
+        return self.registry.oldest_overdue(tenant, now)
+
+    def attempt_samples(
+        self, tenant: str | None, since: datetime, limit: int
+    ) -> list[AttemptSample]:
+        return self.registry.attempt_samples(tenant, since, limit)
+
+    def limits_next_start(self, *, dispatch: bool = False) -> datetime | None:
+        """When a limit per dependency that allowed no more starts at this store's last claim
+        (dispatch: the relay's last dispatch) allows one again (its bucket's next token, the
+        end of its pause or of its breaker's cool-down), as far as known then; None when no
+        limit held it back, or only an attempt's end can free one. A worker claims (the relay
+        dispatches) again at that instant rather than at its next poll, so a rate paces at
+        its rate."""
+        return self.outbox.next_start if dispatch else self.claimer.next_start
 
 
-def _fresh(job: NewJob) -> bool:
-    """True when the job cannot meet a unique key: no idempotency key, no occurrence."""
-    return job.idempotency_key is None and job.schedule_id is None
-
-
-def _delay_from(outcome: Outcome, now: datetime) -> datetime | None:
-    """A retry's due time, its delay counted from `now`, the instant recorded (the delay is
-    due_at - decided_at; an outcome without decided_at is due when it says)."""
-    due, decided = outcome.due_at, outcome.decided_at
-    if due is None or decided is None or now <= decided:
-        return due
-    return due + (now - decided)
-
-
-def _outcomes(items: Sequence[tuple[Lease, Outcome]], applied: Sequence[bool]) -> dict[int, bool]:
-    """The attempts that ended and count for limits (docs/flow-control.md): job id -> failed.
-    A shutdown's interruption, a cancellation or a reconciliation says nothing about the
-    dependency and is left out."""
-    found = {}
-    for (lease, outcome), ok in zip(items, applied, strict=False):
-        if not ok or outcome.error_category in _NOT_COUNTED:
-            continue
-        if outcome.event is Event.SUCCEED:
-            found[lease.job_id] = False
-        elif outcome.event in (Event.RETRY, Event.GIVE_UP):
-            found[lease.job_id] = True
-    return found
-
-
-_NOT_COUNTED = (ErrorCategory.INTERRUPTED, ErrorCategory.CANCELLED, ErrorCategory.RECONCILED)
-
-
-def _late_report(lease: Lease, outcome: Outcome) -> dict[str, object]:
-    return {
-        "attempt_id": lease.attempt_id,
-        "generation": lease.generation,
-        "outcome": str(outcome.attempt_status or ATTEMPT_END[outcome.event]),
-    }
-
-
-def storable(text: str | None) -> str | None:
-    """Error text as every dialect can store it: no NUL, no unpaired surrogate (a handler's
-    exception message may hold either; its outcome must still be recorded)."""
-    if text is None:
-        return None
-    return text.replace("\x00", "\ufffd").encode("utf-8", "replace").decode("utf-8")
+__all__ = ["BATCH_SLICE", "SQLStore"]

@@ -15,11 +15,9 @@ overrides the bound (ignore_backlog). The claims themselves are store/sql/claim.
 from __future__ import annotations
 
 import logging
-import time
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime
-from time import monotonic
 
 from duetime.core.errors import BacklogFull
 from duetime.core.flow import (
@@ -37,7 +35,8 @@ from duetime.core.flow import (
 from duetime.core.models import NewJob
 from duetime.core.outbox import DISPATCH_HOLDER, Dispatch, QueueSettings
 from duetime.core.states import Event, JobStatus, next_status
-from duetime.store.driver import Connection, Row
+from duetime.store.driver import Connection, Driver, Row
+from duetime.store.sql.cache import TtlCache
 from duetime.store.sql.shared import Part, conflicts_retried, earliest_of, withdraw_dispatched
 
 log = logging.getLogger("duetime.store")
@@ -49,21 +48,22 @@ QUEUE_MODES_SECONDS = 1.0
 
 
 class Flow(Part):
-    _outbox_queues: tuple[float, list[str]] | None = None  # (read at, monotonic; names)
-    _controls: tuple[float, FlowControls] | None = None  # (read at, monotonic; controls)
+    def __init__(self, driver: Driver, monotonic: Callable[[], float]) -> None:
+        super().__init__(driver)
+        self._outbox_queues: TtlCache[list[str]] = TtlCache(QUEUE_MODES_SECONDS, monotonic)
+        self._controls: TtlCache[FlowControls] = TtlCache(CONTROLS_SECONDS, monotonic)
 
     # -- queue settings ---------------------------------------------------------------------
 
     def outbox_queues(self) -> list[str]:
         """The names of the queues in outbox mode (what claim() leaves to the relay), read
         at most QUEUE_MODES_SECONDS ago: the claim's hot path does not read them each time."""
-        cached = self._outbox_queues
-        at = time.monotonic()
-        if cached is not None and at - cached[0] < QUEUE_MODES_SECONDS:
-            return cached[1]
+        cached = self._outbox_queues.fresh()
+        if cached is not None:
+            return cached
+        at = self._outbox_queues.now()
         names = [q.queue for q in self.queue_settings() if q.dispatch is Dispatch.OUTBOX]
-        self._outbox_queues = (at, names)
-        return names
+        return self._outbox_queues.put(names, at)
 
     def queue_settings(self) -> list[QueueSettings]:
         with self.driver.transaction(write=False) as c:
@@ -95,8 +95,8 @@ class Flow(Part):
             if dispatch is Dispatch.DIRECT:  # its dispatched attempts no worker took: back
                 self._withdraw_stranded(c, now)
             rows = c.rows("queue_settings")
-        self._outbox_queues = None  # this process's claims see the change at once
-        self._controls = None
+        self._outbox_queues.clear()  # this process's claims see the change at once
+        self._controls.clear()
         return next(self._settings(r) for r in rows if r["queue"] == queue)
 
     @conflicts_retried
@@ -168,7 +168,7 @@ class Flow(Part):
                 **limit_params(concurrency, max_backlog),
             )
             rows = c.rows("tenant_settings")
-        self._controls = None  # this process's claims and enqueues see the change at once
+        self._controls.clear()  # this process's claims and enqueues see the change at once
         return next(self._tenant(r) for r in rows if r["tenant"] == tenant)
 
     def _tenant(self, r: Row) -> TenantSettings:
@@ -182,16 +182,15 @@ class Flow(Part):
 
     def flow_controls(self) -> FlowControls:
         """Every control row, read at most CONTROLS_SECONDS ago."""
-        cached = self._controls
-        at = monotonic()
-        if cached is not None and at - cached[0] < CONTROLS_SECONDS:
-            return cached[1]
+        cached = self._controls.fresh()
+        if cached is not None:
+            return cached
+        at = self._controls.now()
         queues = self.queue_settings()
         controls = FlowControls.of(queues, self.tenant_settings())
-        self._controls = (at, controls)
         # the same read refreshes the outbox-mode queues' names (one read a second, not two)
-        self._outbox_queues = (at, [q.queue for q in queues if q.dispatch is Dispatch.OUTBOX])
-        return controls
+        self._outbox_queues.put([q.queue for q in queues if q.dispatch is Dispatch.OUTBOX], at)
+        return self._controls.put(controls, at)
 
     def flow_counts(self, now: datetime) -> list[tuple[str, str, FlowCounts]]:
         """(queue, tenant, counts) of every queue and tenant with jobs waiting or running;

@@ -19,6 +19,7 @@ Past 400 lines because it delegates every method of the Store contract, one by o
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from datetime import UTC, datetime
@@ -68,12 +69,13 @@ class SQLStore:
     """A Store on any SQL database a Driver speaks for. Safe for many threads; safe for many
     processes and machines as far as the database is (SQLite: one machine)."""
 
-    def __init__(self, driver: Driver) -> None:
+    def __init__(self, driver: Driver, *, monotonic: Callable[[], float] = time.monotonic) -> None:
+        """`monotonic`: the clock of the parts' caches of rows (store/sql/cache.py)."""
         self.driver = driver
         self.dialect = driver.dialect
         self.lock_wait = driver.lock_wait
-        self.flow = Flow(driver)
-        self.limiter = Limits(driver)
+        self.flow = Flow(driver, monotonic)
+        self.limiter = Limits(driver, monotonic)
         self.jobs = Jobs(driver, self.flow)
         self.claimer = Claimer(driver, self.flow, self.limiter)
         self.finisher = Finisher(driver, self.limiter)

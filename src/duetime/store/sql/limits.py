@@ -16,9 +16,8 @@ moves their breakers.
 from __future__ import annotations
 
 import json
-import time
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -41,8 +40,9 @@ from duetime.core.limits import (
     take,
 )
 from duetime.core.outbox import DISPATCH_HOLDER
-from duetime.store.driver import Connection, Row
+from duetime.store.driver import Connection, Driver, Row
 from duetime.store.rows import json_list
+from duetime.store.sql.cache import TtlCache
 from duetime.store.sql.shared import Part, conflicts_retried
 
 # how long a store trusts its copy of the limits' names: a first limit (or the last one's
@@ -56,7 +56,9 @@ class Limits(Part):
     what a claim or a finish does to their rows (budget, spend, count_outcomes), each in the
     caller's transaction."""
 
-    _limit_names: tuple[float, list[str]] | None = None  # (read at, monotonic; names)
+    def __init__(self, driver: Driver, monotonic: Callable[[], float]) -> None:
+        super().__init__(driver)
+        self._limit_names: TtlCache[list[str]] = TtlCache(LIMIT_NAMES_SECONDS, monotonic)
 
     def limit_names(self) -> list[str]:
         """The keys with a limit row, read at most LIMIT_NAMES_SECONDS ago."""
@@ -73,16 +75,11 @@ class Limits(Part):
         return bool(names if names is not None else self._read_names(c))
 
     def _fresh_names(self) -> list[str] | None:
-        cached = self._limit_names
-        if cached is not None and time.monotonic() - cached[0] < LIMIT_NAMES_SECONDS:
-            return cached[1]
-        return None
+        return self._limit_names.fresh()
 
     def _read_names(self, c: Connection) -> list[str]:
-        at = time.monotonic()
-        names = [r["name"] for r in c.rows("limit_names")]
-        self._limit_names = (at, names)
-        return names
+        at = self._limit_names.now()
+        return self._limit_names.put([r["name"] for r in c.rows("limit_names")], at)
 
     # -- settings ---------------------------------------------------------------------------
 
@@ -130,13 +127,13 @@ class Limits(Part):
                 breaker_cooldown=settings.breaker_cooldown,
                 now=now,
             )
-        self._limit_names = None  # this process's claims see it at once
+        self._limit_names.clear()  # this process's claims see it at once
 
     @conflicts_retried
     def delete_limit(self, key: str) -> bool:
         with self.driver.transaction() as c:
             deleted = c.run("delete_limit", name=key) > 0
-        self._limit_names = None
+        self._limit_names.clear()
         return deleted
 
     @conflicts_retried
@@ -148,7 +145,7 @@ class Limits(Part):
         with self.driver.transaction() as c:
             for name in names:  # in name order, as the claims lock them
                 c.run("pause_limit", name=name, until=until, now=now)
-        self._limit_names = None
+        self._limit_names.clear()
 
     def _limit(self, r: Row) -> tuple[LimitSettings, LimitState]:
         rate = None

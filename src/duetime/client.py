@@ -355,9 +355,7 @@ class App:
 
     @priority_share.setter
     def priority_share(self, share: float) -> None:
-        self._priority_share = check_share(share)
-        if self._store is not None:
-            self._store.set_priority_share(self._priority_share)
+        self._priority_share = check_share(share)  # the workers' next claims use it
 
     @property
     def store(self) -> Store:
@@ -372,7 +370,6 @@ class App:
                 except BaseException:
                     store.close()
                     raise
-                store.set_priority_share(self._priority_share)
                 self._store = store
             return self._store
 

@@ -39,6 +39,7 @@ from duetime.core.flow import (
 )
 from duetime.core.models import Claim
 from duetime.core.states import Event
+from duetime.store.base import Claimed, ClaimPlan
 from duetime.store.driver import Connection, Driver, Row
 from duetime.store.rows import claims_from_rows, moves_json
 from duetime.store.sql.flow import Flow
@@ -61,47 +62,37 @@ class Started:
 
 class Claimer(Part):
     """The worker's claim: plain, limited or controlled picks; start_controlled serves the
-    relay's dispatch too."""
+    relay's dispatch too. Keeps no policy: the plan of each claim is the caller's."""
 
     def __init__(self, driver: Driver, flow: Flow, limits: Limits) -> None:
         super().__init__(driver)
         self.flow = flow
         self.limits = limits
-        self.priorities = PriorityShare()  # each lower priority class's share of the claims
-        self.tenant_rotation = TenantRotation()  # saturated claims rotate over tenants
-        self.queue_credit: dict[str, float] = {}  # weighted queues' turns, claim to claim
-        # when a limit that held back the last claim allows a start again
-        self.next_start: datetime | None = None
-
-    def set_priority_share(self, share: float) -> None:
-        self.priorities = PriorityShare(share)
 
     @conflicts_retried
     def claim(
         self,
+        plan: ClaimPlan,
         *,
         worker_id: str,
         queues: Sequence[str] | None,
         limit: int,
         now: datetime,
         tasks: Sequence[str] | None = None,
-    ) -> list[Claim]:
+    ) -> Claimed:
         if limit <= 0:
-            return []
-        self.next_start = None  # the limited paths say when a limit allows a start again
+            return Claimed([], 0)
         controls = self.flow.flow_controls()  # pause, caps, weights (docs/flow-control.md)
-        per_class = self.priorities.reserve(limit)  # lower priorities' share, now and then
-        rotate = self.tenant_rotation.wanted()  # after a saturated claim: tenants take turns
-        if controls.restricts_claim or per_class or self.priorities.owed or rotate:
-            claims, found = self._claim_controlled(
+        owed = plan.priorities is not None and bool(plan.priorities.owed)
+        if controls.restricts_claim or plan.per_class or owed or plan.rotation is not None:
+            claims, found, next_start = self._claim_controlled(
                 controls,
+                plan,
                 worker_id=worker_id,
                 queues=queues,
                 limit=limit,
                 now=now,
                 tasks=tasks,
-                per_class=per_class,
-                rotate=rotate,
             )
             if not claims and not controls.restricts_claim:
                 # a detour for fairness only that started nothing: its candidates are read
@@ -109,16 +100,18 @@ class Claimer(Part):
                 # claim (which skips locked rows) looks again, so a claim under contention is
                 # not empty while jobs are due (a partial detour stays as it is: its slots kept
                 # the classes' shares)
-                claims = self._claim_plain(worker_id, queues, limit, now, tasks)
+                claims, limited_at, limited = self._claim_plain(
+                    worker_id, queues, limit, now, tasks
+                )
                 found = len(claims)
+                if limited:
+                    next_start = limited_at
         else:
-            claims = self._claim_plain(worker_id, queues, limit, now, tasks)
+            claims, next_start, _ = self._claim_plain(worker_id, queues, limit, now, tasks)
             found = len(claims)  # it skips locked rows: short only when nothing more is due
         # what the claim found due, not what it started, tells whether it took every due job:
         # a controlled claim starts fewer than it chose when concurrent claims took some first
-        self.priorities.claimed(limit, found)
-        self.tenant_rotation.claimed(limit, found)
-        return claims
+        return Claimed(claims, found, next_start)
 
     def _claim_plain(
         self,
@@ -127,16 +120,17 @@ class Claimer(Part):
         limit: int,
         now: datetime,
         tasks: Sequence[str] | None,
-    ) -> list[Claim]:
+    ) -> tuple[list[Claim], datetime | None, bool]:
         """The claim without flow control: the limited path while limits exist, else the claim
-        statement alone."""
+        statement alone. Its claims, when a limit allows a start again, and whether the
+        limited path ran."""
         outbox = self.flow.outbox_queues()
         if self.limits.limit_names():  # limits exist: the limited path (store/sql/limits.py)
             with self.driver.transaction() as c:
                 # the pick leaves out the paused queues as their rows say now (claim_chosen
                 # checks again as it starts the jobs), not as the copy of the control rows does
                 leave_out = sorted(set(outbox) | self.flow.paused_now(c))
-                rows = self._limited(
+                rows, at = self._limited(
                     c,
                     now,
                     limit,
@@ -147,58 +141,57 @@ class Claimer(Part):
                         "outbox_queues": leave_out,
                     },
                 )
-        else:
-            # a transaction of its own, in as few round trips as the dialect can
-            # (Driver.rows_alone)
-            rows = self.driver.rows_alone(
-                claim_statement(queues),
-                now=now,
-                limit=limit,
-                **pick_filters(queues, tasks),
-                moves=moves_json(Event.CLAIM),
-                worker_id=worker_id,
-                all_direct=not outbox,
-                outbox_queues=outbox,
-            )
-        return claims_from_rows(rows, self._t)
+            return claims_from_rows(rows, self._t), at, True
+        # a transaction of its own, in as few round trips as the dialect can
+        # (Driver.rows_alone)
+        rows = self.driver.rows_alone(
+            claim_statement(queues),
+            now=now,
+            limit=limit,
+            **pick_filters(queues, tasks),
+            moves=moves_json(Event.CLAIM),
+            worker_id=worker_id,
+            all_direct=not outbox,
+            outbox_queues=outbox,
+        )
+        return claims_from_rows(rows, self._t), None, False
 
     def _claim_controlled(
         self,
         controls: FlowControls,
+        plan: ClaimPlan,
         *,
         worker_id: str,
         queues: Sequence[str] | None,
         limit: int,
         now: datetime,
         tasks: Sequence[str] | None,
-        per_class: int = 0,
-        rotate: bool = False,
-    ) -> tuple[list[Claim], int]:
-        """The controlled claim's claims, and how many due jobs it chose: more than it started
-        when concurrent claims took some of them first."""
+    ) -> tuple[list[Claim], int, datetime | None]:
+        """The controlled claim's claims, how many due jobs it chose (more than it started
+        when concurrent claims took some of them first), and when a limit allows a start."""
         outbox = self.flow.outbox_queues()  # left to the relay
         with self.driver.transaction() as c:
             started = self.start_controlled(
                 c,
                 controls,
-                self.tenant_rotation,
+                plan.rotation,
                 leave_out=outbox,
                 worker_id=worker_id,
                 queues=queues,
                 limit=limit,
                 now=now,
                 tasks=tasks,
-                per_class=per_class,
-                rotate=rotate,
+                per_class=plan.per_class,
+                priorities=plan.priorities,
+                credit=plan.credit,
             )
-        self.next_start = started.next_start
-        return claims_from_rows(started.rows, self._t), started.chosen
+        return claims_from_rows(started.rows, self._t), started.chosen, started.next_start
 
     def start_controlled(
         self,
         c: Connection,
         controls: FlowControls,
-        turns: TenantRotation,
+        turns: TenantRotation | None,
         *,
         leave_out: Sequence[str],
         worker_id: str,
@@ -207,7 +200,8 @@ class Claimer(Part):
         now: datetime,
         tasks: Sequence[str] | None,
         per_class: int = 0,
-        rotate: bool = False,
+        priorities: PriorityShare | None = None,
+        credit: dict[str, float] | None = None,
         dispatch_lease: float | None = None,
     ) -> Started:
         """Choose and start up to `limit` jobs within every control, none of the queues of
@@ -245,6 +239,7 @@ class Claimer(Part):
         lower = (
             self._lower_classes(
                 c,
+                priorities,
                 per_class,
                 limit,
                 now,
@@ -253,11 +248,15 @@ class Claimer(Part):
                 skip_queues | set(full(queue_room)),
                 full(tenant_room),
             )
-            if not dispatching and (per_class or self.priorities.owed)
+            if not dispatching and priorities is not None and (per_class or priorities.owed)
             else []
         )
         # tenant fairness (TenantRotation): the tenants with due work, when more than one
-        rotation = turns.due(lambda after: self._next_due_tenant(c, after, now)) if rotate else []
+        rotation = (
+            turns.due(lambda after: self._next_due_tenant(c, after, now))
+            if turns is not None
+            else []
+        )
         for _ in range(MAX_ROUNDS):
             skip_queues |= set(full(queue_room))
             skip_tenants = full(tenant_room)
@@ -277,7 +276,7 @@ class Claimer(Part):
                 **(budget.filters() if budget is not None else NO_LIMITS),
             )
             found = [_candidate(r) for r in rows]
-            if rotation and not chosen:
+            if turns is not None and rotation and not chosen:
                 found = (
                     self._rotated(
                         c,
@@ -312,7 +311,7 @@ class Claimer(Part):
                 tenant_room,
                 controls.queue_weights,
                 {} if rotation else controls.tenant_weights,
-                None if dispatching else self.queue_credit,
+                None if dispatching else credit,
             )
             if budget is not None:
                 by_id = {f.id: f for f in found}
@@ -380,6 +379,7 @@ class Claimer(Part):
     def _lower_classes(
         self,
         c: Connection,
+        priorities: PriorityShare,
         per_class: int,
         limit: int,
         now: datetime,
@@ -408,7 +408,7 @@ class Claimer(Part):
             read_rows.update((int(r["id"]), r) for r in rows)
             return [Ranked(int(r["id"]), int(r["priority"]), r["queue"], r["tenant"]) for r in rows]
 
-        walked = self.priorities.walk(read, per_class, limit)
+        walked = priorities.walk(read, per_class, limit)
         return [_candidate(read_rows[r.id]) for r in walked]  # with their limit keys
 
     def _weighted_behind(
@@ -470,9 +470,10 @@ class Claimer(Part):
 
     def _limited(
         self, c: Connection, now: datetime, limit: int, worker_id: str, pick: dict[str, object]
-    ) -> list[Row]:
+    ) -> tuple[list[Row], datetime | None]:
         """Claim up to `limit` jobs within every limit, in the caller's transaction; `pick`
-        holds the claim's filters (queues, tasks, outbox queues)."""
+        holds the claim's filters (queues, tasks, outbox queues). The started rows, and when a
+        limit allows a start again."""
         budget = self.limits.budget(c, now)
         chosen: list[int] = []
         seen: list[int] = []
@@ -496,9 +497,9 @@ class Claimer(Part):
                     trimmed = True
             if not trimmed or len(rows) < want or len(chosen) >= limit:
                 break
-        self.next_start = budget.next_start(now)
+        at = budget.next_start(now)
         if not chosen:
-            return []
+            return [], at
         claimed = c.rows(
             "claim_chosen",  # as a controlled claim starts its chosen jobs
             ids=chosen,
@@ -508,7 +509,7 @@ class Claimer(Part):
             now=now,
         )
         self.limits.spend(c, budget, claimed, now)
-        return claimed
+        return claimed, at
 
 
 # the limits filters of claim_candidates when no limit exists: nothing blocked

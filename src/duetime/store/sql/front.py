@@ -26,7 +26,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from duetime.core.errors import SchemaError
-from duetime.core.flow import KEEP, FlowControls, FlowCounts, Keep, TenantSettings
+from duetime.core.flow import KEEP, FlowControls, FlowCounts, Keep, TenantRotation, TenantSettings
 from duetime.core.limits import LimitSettings, LimitStatus
 from duetime.core.models import (
     Claim,
@@ -53,7 +53,7 @@ from duetime.core.schedules import Plan, Schedule
 from duetime.core.states import Event
 from duetime.core.stats import AttemptSample, JobCount
 from duetime.core.tokens import ApiToken, Role
-from duetime.store.base import Decide, Listener
+from duetime.store.base import Claimed, ClaimPlan, Decide, DispatchedEvents, Listener
 from duetime.store.driver import Connection, Driver, refuse_newer
 from duetime.store.sql.claim import Claimer
 from duetime.store.sql.finish import Finisher
@@ -63,6 +63,8 @@ from duetime.store.sql.limits import Limits
 from duetime.store.sql.outbox import Outbox
 from duetime.store.sql.registry import Registry
 from duetime.store.sql.schedules import Schedules
+
+NO_PLAN = ClaimPlan()  # claim(): strict claim order, no policy
 
 
 class SQLStore:
@@ -148,9 +150,6 @@ class SQLStore:
     def list_jobs(self, f: JobFilter) -> list[Job]:
         return self.jobs.list_jobs(f)
 
-    def set_priority_share(self, share: float) -> None:
-        return self.claimer.set_priority_share(share)
-
     def claim(
         self,
         *,
@@ -161,7 +160,21 @@ class SQLStore:
         tasks: Sequence[str] | None = None,
     ) -> list[Claim]:
         return self.claimer.claim(
-            worker_id=worker_id, queues=queues, limit=limit, now=now, tasks=tasks
+            NO_PLAN, worker_id=worker_id, queues=queues, limit=limit, now=now, tasks=tasks
+        ).claims
+
+    def claim_planned(
+        self,
+        plan: ClaimPlan,
+        *,
+        worker_id: str,
+        queues: Sequence[str] | None,
+        limit: int,
+        now: datetime,
+        tasks: Sequence[str] | None = None,
+    ) -> Claimed:
+        return self.claimer.claim(
+            plan, worker_id=worker_id, queues=queues, limit=limit, now=now, tasks=tasks
         )
 
     def heartbeat(self, leases: Sequence[Lease], now: datetime) -> list[LeaseState]:
@@ -362,7 +375,17 @@ class SQLStore:
         return self.flow.flow_counts(now)
 
     def dispatch_outbox(self, now: datetime, limit: int, lease_seconds: float) -> list[OutboxEvent]:
-        return self.outbox.dispatch_outbox(now, limit, lease_seconds)
+        return self.outbox.dispatch(now, limit, lease_seconds).events
+
+    def dispatch_planned(
+        self,
+        now: datetime,
+        limit: int,
+        lease_seconds: float,
+        *,
+        rotation: TenantRotation | None = None,
+    ) -> DispatchedEvents:
+        return self.outbox.dispatch(now, limit, lease_seconds, rotation)
 
     def take_events(
         self, relay_id: str, now: datetime, until: datetime, limit: int
@@ -409,15 +432,6 @@ class SQLStore:
         self, tenant: str | None, since: datetime, limit: int
     ) -> list[AttemptSample]:
         return self.registry.attempt_samples(tenant, since, limit)
-
-    def limits_next_start(self, *, dispatch: bool = False) -> datetime | None:
-        """When a limit per dependency that allowed no more starts at this store's last claim
-        (dispatch: the relay's last dispatch) allows one again (its bucket's next token, the
-        end of its pause or of its breaker's cool-down), as far as known then; None when no
-        limit held it back, or only an attempt's end can free one. A worker claims (the relay
-        dispatches) again at that instant rather than at its next poll, so a rate paces at
-        its rate."""
-        return self.outbox.next_start if dispatch else self.claimer.next_start
 
 
 __all__ = ["BATCH_SLICE", "SQLStore"]

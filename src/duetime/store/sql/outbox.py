@@ -25,6 +25,7 @@ from duetime.core.outbox import (
 )
 from duetime.core.retry import ErrorCategory
 from duetime.core.states import AttemptStatus, Event
+from duetime.store.base import DispatchedEvents
 from duetime.store.driver import Connection, Driver, Row
 from duetime.store.rows import attempt_from_row, job_from_row, moves_json
 from duetime.store.sql.claim import Claimer
@@ -43,33 +44,32 @@ class Outbox(Part):
         self.limits = limits
         self.claimer = claimer
         self.finisher = finisher
-        self.dispatch_rotation = TenantRotation()  # the relay's saturated dispatches
-        # when a limit that held back the last dispatch allows a start again
-        self.next_start: datetime | None = None
 
     @conflicts_retried
-    def dispatch_outbox(self, now: datetime, limit: int, lease_seconds: float) -> list[OutboxEvent]:
+    def dispatch(
+        self,
+        now: datetime,
+        limit: int,
+        lease_seconds: float,
+        rotation: TenantRotation | None = None,
+    ) -> DispatchedEvents:
         """The relay's claim (docs/outbox.md). Without a control that concerns it (a cap or
         weight of an outbox-mode queue, a tenant's cap or weight, any limit per dependency),
         the dispatch statement alone (it honours pauses). Otherwise the controlled claim's
-        choice of jobs of the outbox-mode queues (Claimer.start_controlled, limits included), their
-        attempts held by DISPATCH_HOLDER with lease_seconds, and one event per started attempt,
-        in one transaction. After a saturated dispatch the next one rotates over the tenants
-        with due work (the relay's TenantRotation), through the controlled choice too."""
+        choice of jobs of the outbox-mode queues (Claimer.start_controlled, limits included),
+        their attempts held by DISPATCH_HOLDER with lease_seconds, and one event per started
+        attempt, in one transaction. With `rotation` (the relay's TenantRotation, after a
+        saturated dispatch) it rotates over the tenants with due work, through the controlled
+        choice too."""
         if limit <= 0:
-            return []
-        self.next_start = None  # the controlled dispatch says when a limit allows
+            return DispatchedEvents([])
         controls = self.flow.flow_controls()
         outbox = self.flow.outbox_queues()
         if not outbox:
-            return self._dispatch_plain(now, limit, lease_seconds)
-        rotate = self.dispatch_rotation.wanted()
-        if rotate or controls.restricts_dispatch(outbox) or self.limits.limit_names():
-            events = self._dispatch_controlled(controls, outbox, now, limit, lease_seconds, rotate)
-        else:
-            events = self._dispatch_plain(now, limit, lease_seconds)
-        self.dispatch_rotation.claimed(limit, len(events))
-        return events
+            return DispatchedEvents(self._dispatch_plain(now, limit, lease_seconds))
+        if rotation is not None or controls.restricts_dispatch(outbox) or self.limits.limit_names():
+            return self._dispatch_controlled(controls, outbox, now, limit, lease_seconds, rotation)
+        return DispatchedEvents(self._dispatch_plain(now, limit, lease_seconds))
 
     def _dispatch_controlled(
         self,
@@ -78,25 +78,23 @@ class Outbox(Part):
         now: datetime,
         limit: int,
         lease_seconds: float,
-        rotate: bool,
-    ) -> list[OutboxEvent]:
+        rotation: TenantRotation | None,
+    ) -> DispatchedEvents:
         with self.driver.transaction() as c:
             started = self.claimer.start_controlled(
                 c,
                 controls,
-                self.dispatch_rotation,
+                rotation,
                 leave_out=[],
                 worker_id=DISPATCH_HOLDER,
                 queues=outbox,
                 limit=limit,
                 now=now,
                 tasks=None,
-                rotate=rotate,
                 dispatch_lease=lease_seconds,
             )
-            self.next_start = started.next_start
             if not started.rows:
-                return []
+                return DispatchedEvents([], started.next_start)
             rows = c.rows(
                 "insert_outbox_events",
                 attempt_ids=sorted(int(r["attempt_id"]) for r in started.rows),
@@ -109,7 +107,8 @@ class Outbox(Part):
                     f"wrote {len(rows)} outbox events for {len(started.rows)} dispatched attempts; "
                     "nothing kept"
                 )
-        return sorted((self._event(r) for r in rows), key=lambda e: e.id)
+        events = sorted((self._event(r) for r in rows), key=lambda e: e.id)
+        return DispatchedEvents(events, started.next_start)
 
     # -- the relay ----------------------------------------------------------------------------
 

@@ -1,9 +1,10 @@
 """The relay: dispatches due jobs of outbox-mode queues and publishes their events.
 
 Two services, both safe to run on any number of nodes at once:
-- Dispatcher: every `interval`, Store.dispatch_outbox takes the due jobs of outbox-mode
-  queues, starts their attempts (held for the broker) and writes one outbox event each, in
-  one transaction. It needs no broker: while RabbitMQ is down the outbox grows.
+- Dispatcher: every `interval`, Store.dispatch_planned (as its DispatchFairness plans it)
+  takes the due jobs of outbox-mode queues, starts their attempts (held for the broker) and
+  writes one outbox event each, in one transaction. It needs no broker: while RabbitMQ is
+  down the outbox grows.
 - Relay: leases a batch of unpublished events (Store.take_events, so two relays never take
   the same one), publishes them with confirms (runtime/amqp.py) and marks those the broker
   confirmed as published. It publishes at most `rate` events per second; a broker that does

@@ -27,9 +27,10 @@ from duetime.core.clock import ManualClock
 from duetime.core.errors import IllegalTransition, StoreConflict
 from duetime.core.outbox import Dispatch
 from duetime.core.states import Event, JobStatus
+from duetime.runtime.fairness import ClaimFairness
 from duetime.store import open_store
-from duetime.store.sqlshared import conflicts_retried
-from duetime.store.sqlstore import SQLStore
+from duetime.store.sql.front import SQLStore
+from duetime.store.sql.shared import conflicts_retried
 from jobhelpers import enqueue
 from kit import DialectKit, kit_named
 
@@ -138,7 +139,7 @@ def test_a_claim_that_lost_chosen_rows_to_another_keeps_the_lower_class_share(
 ) -> None:
     low = [enqueue(sql_store, clock, priority=0).id for _ in range(10)]
     high = [enqueue(sql_store, clock, priority=10).id for _ in range(80)]
-    sql_store.set_priority_share(0.1)  # claims of 10 slots: one low slot in each
+    fair = ClaimFairness(0.1)  # a worker's claim policy: claims of 10 slots, one low slot each
     url = sql_store.driver.url  # type: ignore[attr-defined]
     with closing(kit.connect(url)) as other:  # a concurrent claim, between read and commit
         marks = ", ".join("?" for _ in high[:4])
@@ -148,7 +149,9 @@ def test_a_claim_that_lost_chosen_rows_to_another_keeps_the_lower_class_share(
         )
         lows = []
         for _ in range(6):
-            got = sql_store.claim(worker_id="w", queues=None, limit=10, now=clock.now())
+            got = fair.claim(
+                sql_store, worker_id="w", queues=None, limit=10, now=clock.now()
+            ).claims
             lows.append(sum(1 for c in got if c.job.priority == 0))
         kit.execute_on(other, "ROLLBACK")
     # every claim keeps the low class's slot; dropping the credit after a claim that came
@@ -157,7 +160,9 @@ def test_a_claim_that_lost_chosen_rows_to_another_keeps_the_lower_class_share(
     assert (
         sorted(
             c.job.id
-            for c in sql_store.claim(worker_id="w", queues=None, limit=100, now=clock.now())
+            for c in fair.claim(
+                sql_store, worker_id="w", queues=None, limit=100, now=clock.now()
+            ).claims
             if c.job.priority == 0
         )
         == low[6:]

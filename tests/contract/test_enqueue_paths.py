@@ -1,7 +1,7 @@
 """The fast enqueue paths keep every behaviour of the slow ones, on every dialect.
 
 One job without a caller's transaction is one statement committing on its own; enqueue_many
-sends one insert per slice of jobs (store.sqlstore.BATCH_SLICE), pipelined on PostgreSQL, and
+sends one insert per slice of jobs (store.sql.front.BATCH_SLICE), pipelined on PostgreSQL, and
 checks each slice's args as it goes. Whatever is returned is what the store holds, a bad job
 anywhere in a batch leaves nothing behind, and a batch wakes listeners once.
 """
@@ -17,7 +17,7 @@ import duetime
 from duetime.core.clock import ManualClock
 from duetime.core.errors import ArgsMismatch, InvalidRequest
 from duetime.store.base import Store
-from duetime.store.sqlstore import BATCH_SLICE
+from duetime.store.sql.front import BATCH_SLICE
 from kit import DialectKit
 
 MANY = 2 * BATCH_SLICE + 17  # three inserts, the last one short

@@ -17,6 +17,7 @@ from duetime.core.errors import BacklogFull, InvalidRequest
 from duetime.core.flow import FlowCounts
 from duetime.core.models import Outcome
 from duetime.core.states import AttemptStatus, Event, JobStatus
+from duetime.runtime.fairness import ClaimFairness
 from duetime.store.base import Store
 from jobhelpers import enqueue, job_in, new
 
@@ -135,10 +136,13 @@ def test_weights_split_a_claim_between_tenants(store: Store, clock: ManualClock)
     for _ in range(10):
         enqueue(store, clock, tenant="flood")
     small = [enqueue(store, clock, tenant="small").id for _ in range(3)]
-    # tenants at the default weight take turns too (docs/flow-control.md, "Tenant fairness")
-    assert set(claim_all(store, clock, limit=2)) & set(small) == {small[0]}
+    # tenants at the default weight take turns too (docs/flow-control.md, "Tenant fairness"):
+    # the turns of a worker's claims, kept by its claim policy (runtime/fairness.py)
+    fair = ClaimFairness()
+    first = fair.claim(store, worker_id="w", queues=None, limit=2, now=clock.now()).claims
+    assert {c.job.id for c in first} & set(small) == {small[0]}
     store.set_tenant("flood", clock.now(), weight=2)
-    claims = store.claim(worker_id="w", queues=None, limit=6, now=clock.now())
+    claims = fair.claim(store, worker_id="w", queues=None, limit=6, now=clock.now()).claims
     assert Counter(c.job.tenant for c in claims) == {"flood": 4, "small": 2}
 
 
@@ -245,25 +249,27 @@ def _all() -> object:
 
 
 def test_another_process_sees_a_pause_within_the_controls_ttl(
-    make_store: Callable[[], Store], clock: ManualClock, monkeypatch: pytest.MonkeyPatch
+    make_store: Callable[[], Store], clock: ManualClock
 ) -> None:
     """A store keeps its copy of the control rows CONTROLS_SECONDS: a pause made elsewhere
     stops its claims once that copy is older (docs/flow-control.md). It does before that
     too: the claims check the queue's row itself (test_pause_paths.py)."""
     from duetime.core.flow import CONTROLS_SECONDS
-    from duetime.store import sqlflow
+    from duetime.store.sql import SQLStore
 
-    operator, worker = make_store(), make_store()
+    operator, other = make_store(), make_store()
+    assert isinstance(other, SQLStore)
+    ticks = [time.monotonic()]  # the worker's caches' clock, moved by hand
+    worker = SQLStore(other.driver, monotonic=lambda: ticks[0])
     for _ in range(3):
         enqueue(operator, clock, queue="q")
     assert len(worker.claim(worker_id="w", queues=None, limit=1, now=clock.now())) == 1
     operator.set_queue("q", clock.now(), paused=True)
     assert operator.claim(worker_id="o", queues=None, limit=5, now=clock.now()) == []  # at once
-    started = time.monotonic()
-    monkeypatch.setattr(sqlflow, "monotonic", lambda: started + CONTROLS_SECONDS + 0.01)
+    ticks[0] += CONTROLS_SECONDS + 0.01
     assert worker.claim(worker_id="w", queues=None, limit=5, now=clock.now()) == []
     operator.set_queue("q", clock.now(), paused=False)
-    monkeypatch.setattr(sqlflow, "monotonic", lambda: started + 2 * CONTROLS_SECONDS + 0.1)
+    ticks[0] += CONTROLS_SECONDS + 0.01
     assert len(worker.claim(worker_id="w", queues=None, limit=5, now=clock.now())) == 2
 
 

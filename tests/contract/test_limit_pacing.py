@@ -2,7 +2,7 @@
 (docs/flow-control.md, issue 20 section 2: 40 jobs under 5/s burst 1 took 20 s, not 8).
 
 A claim held back by a limit tells when the limit allows a start again
-(Store.limits_next_start: the bucket's next token, the end of a dependency pause or of a
+(Claimed.next_start: the bucket's next token, the end of a dependency pause or of a
 breaker's cool-down), and the worker's claim loop claims again at that instant."""
 
 from __future__ import annotations
@@ -20,14 +20,16 @@ from duetime.core.clock import ManualClock
 from duetime.core.limits import LimitSettings, parse_rate
 from duetime.core.requests import TaskDefaults
 from duetime.runtime.worker import Worker
-from duetime.store.base import Store
+from duetime.store.base import Claimed, ClaimPlan, Store
 from jobhelpers import new, run_until
 
 KEYED = TaskDefaults(limits=("api",))
 
 
-def claim(store: Store, clock: ManualClock, limit: int = 8) -> int:
-    return len(store.claim(worker_id="w", queues=None, limit=limit, now=clock.now()))
+def claim(store: Store, clock: ManualClock, limit: int = 8) -> Claimed:
+    return store.claim_planned(
+        ClaimPlan(), worker_id="w", queues=None, limit=limit, now=clock.now()
+    )
 
 
 def test_a_claim_held_back_by_a_bucket_says_when_its_next_token_comes(
@@ -35,18 +37,20 @@ def test_a_claim_held_back_by_a_bucket_says_when_its_next_token_comes(
 ) -> None:
     store.set_limit(LimitSettings("api", rate=parse_rate("5/s"), burst=1), clock.now())
     store.enqueue([new(clock, args={"i": i}, defaults=KEYED) for i in range(5)], clock.now())
-    assert claim(store, clock) == 1  # the one token
-    at = store.limits_next_start()
+    got = claim(store, clock)
+    assert len(got.claims) == 1  # the one token
+    at = got.next_start
     assert at is not None
     assert clock.now() + timedelta(seconds=0.2) <= at <= clock.now() + timedelta(seconds=0.202)
     clock.advance(0.1)
-    assert claim(store, clock) == 0  # still held back: and the same instant
-    assert store.limits_next_start() == at
+    got = claim(store, clock)
+    assert got.claims == [] and got.next_start == at  # still held back: and the same instant
     clock.advance((at - clock.now()).total_seconds())
-    assert claim(store, clock) == 1  # at that instant, one more
+    assert len(claim(store, clock).claims) == 1  # at that instant, one more
     # a claim that nothing held back says nothing
     store.delete_limit("api")
-    assert claim(store, clock) == 3 and store.limits_next_start() is None
+    got = claim(store, clock)
+    assert len(got.claims) == 3 and got.next_start is None
 
 
 def test_a_dependency_pause_says_when_it_ends(store: Store, clock: ManualClock) -> None:
@@ -54,8 +58,8 @@ def test_a_dependency_pause_says_when_it_ends(store: Store, clock: ManualClock) 
     store.enqueue([new(clock, defaults=KEYED)], clock.now())
     until = clock.now() + timedelta(seconds=3)
     store.pause_limits(["api"], until, clock.now())
-    assert claim(store, clock) == 0
-    assert store.limits_next_start() == until
+    got = claim(store, clock)
+    assert got.claims == [] and got.next_start == until
 
 
 @pytest.fixture

@@ -34,7 +34,7 @@ API = TaskDefaults(limits=("api",))
 def claim_path(request: pytest.FixtureRequest, make_store: Callable[[], Store]) -> str:
     """Every test runs twice: with limits alone (the claim's limited path), and with a queue
     control as well (a paused queue no test uses), where the controlled claim of
-    store/sqlflow.py must keep every limit too."""
+    store/sql/flow.py must keep every limit too."""
     if request.param == "controlled":
         make_store().set_queue("elsewhere", ManualClock().now(), paused=True)
     return str(request.param)

@@ -226,9 +226,8 @@ class StoreModel(RuleBasedStateMachine):
     def __init__(self) -> None:
         super().__init__()
         self.wipe()
-        # the model claims in strict priority order; the lower classes' share of saturated
-        # claims is checked in test_flow_priorities.py
-        self.store.set_priority_share(0)
+        # the model claims in strict priority order (store.claim: no claim policy); the lower
+        # classes' share of saturated claims is checked in test_flow_priorities.py
         self.clock = ManualClock(START)
         self.model: dict[int, MJob] = {}
         self.frozen: dict[int, Job] = {}  # terminal jobs as first seen terminal

@@ -27,10 +27,11 @@ import pytest
 import duetime
 from duetime.core.clock import ManualClock
 from duetime.core.limits import LimitSettings
-from duetime.core.models import JobFilter, Outcome
+from duetime.core.models import Claim, JobFilter, Outcome
 from duetime.core.outbox import Dispatch
 from duetime.core.requests import TaskDefaults, build_new_jobs
 from duetime.core.states import Event
+from duetime.runtime.fairness import ClaimFairness
 from duetime.runtime.worker import Worker
 from duetime.store.base import Store
 from jobhelpers import enqueue, new, run_until
@@ -82,13 +83,19 @@ def test_a_pause_made_elsewhere_holds_every_claim_path_at_once(
         operator.set_queue("other", clock.now(), weight=2)
     if path.limit:
         operator.set_limit(LimitSettings("api", concurrency=100), clock.now())
-    if path.share:
-        worker.set_priority_share(path.share)  # type: ignore[attr-defined]
+    # the worker's claims as its slots make them: through its claim policy (runtime/fairness.py)
+    fairness = ClaimFairness(path.share) if path.share else ClaimFairness()
+
+    def take(limit: int) -> list[Claim]:
+        return fairness.claim(
+            worker, worker_id="w", queues=path.queues, limit=limit, now=clock.now()
+        ).claims
+
     kw: dict[str, object] = {"defaults": TaskDefaults(limits=("api",))} if path.keyed else {}
     running = enqueue(operator, clock, queue="held", **kw)
     # the worker claims the job that runs through the pause: its copy of the control rows is
     # fresh and says `held` runs
-    [claim] = worker.claim(worker_id="w", queues=path.queues, limit=1, now=clock.now())
+    [claim] = take(1)
     assert claim.job.id == running.id
     operator.set_queue("held", clock.now(), paused=True)
     held = bulk(operator, clock, "held", BULK, **kw)
@@ -99,18 +106,18 @@ def test_a_pause_made_elsewhere_holds_every_claim_path_at_once(
 
     started: set[int] = set()
     for _ in range(3):  # claims right after the pause, as the enqueue's wake-ups bring them
-        claims = worker.claim(worker_id="w", queues=path.queues, limit=20, now=clock.now())
+        claims = take(20)
         started |= {c.job.id for c in claims}
     assert not started & set(held), f"{path.name}: started jobs of a paused queue"
     # the attempt running at the pause finishes; the claim after it holds too
     assert worker.finish(claim.lease, Outcome(Event.SUCCEED), clock.now())
-    claims = worker.claim(worker_id="w", queues=path.queues, limit=20, now=clock.now())
+    claims = take(20)
     started |= {c.job.id for c in claims}
     assert not started & set(held), f"{path.name}: started jobs of a paused queue"
     assert started == wanted, "the other queue's jobs were held back"
     # a resume made elsewhere lets them start (at once too)
     operator.set_queue("held", clock.now(), paused=False)
-    claims = worker.claim(worker_id="w", queues=path.queues, limit=20, now=clock.now())
+    claims = take(20)
     assert {c.job.id for c in claims} == set(held)
 
 

@@ -541,8 +541,8 @@ def test_list_jobs_loads_attempt_histories_in_one_listing(store: Store, clock: M
 def test_a_busy_sqlite_file_is_reported_unavailable(tmp_path: Path) -> None:
     """SQLite only: another process holding the write lock past the busy timeout is
     StoreUnavailable (retrying later can help), not a driver error."""
+    from duetime.store.sql.front import SQLStore
     from duetime.store.sqlite.driver import SQLiteDriver
-    from duetime.store.sqlstore import SQLStore
 
     path = tmp_path / "busy.db"
     store = SQLStore(SQLiteDriver(path, busy_timeout=0.1))

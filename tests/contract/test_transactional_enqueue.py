@@ -159,7 +159,7 @@ def test_an_unsupported_connection_object_is_refused(
 def test_a_batch_of_several_inserts_joins_the_application_transaction(
     app: duetime.App, kit: DialectKit, orders: str, commit: bool
 ) -> None:
-    from duetime.store.sqlstore import BATCH_SLICE
+    from duetime.store.sql.front import BATCH_SLICE
 
     count = 2 * BATCH_SLICE + 3
     with closing(native(kit, orders)) as conn:
@@ -179,7 +179,7 @@ def test_a_batch_of_several_inserts_joins_the_application_transaction(
 def test_a_bad_job_late_in_a_batch_leaves_the_application_transaction_usable(
     app: duetime.App, kit: DialectKit, orders: str
 ) -> None:
-    from duetime.store.sqlstore import BATCH_SLICE
+    from duetime.store.sql.front import BATCH_SLICE
 
     args: list[dict[str, object]] = [{"order": i} for i in range(2 * BATCH_SLICE + 3)]
     args[-1] = {"order": float("inf")}

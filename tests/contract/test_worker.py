@@ -22,7 +22,7 @@ from duetime.runtime.attempt import refusal_reason
 from duetime.runtime.reaper import Reaper
 from duetime.runtime.worker import Worker
 from duetime.store.base import Store
-from duetime.store.sqlshared import new_job_record
+from duetime.store.sql.shared import new_job_record
 from jobhelpers import new, run_until, until
 from kit import DialectKit
 
@@ -357,18 +357,18 @@ def test_a_claim_in_flight_at_shutdown_is_run_not_dropped(app: duetime.App) -> N
 
     job = late.enqueue()
     worker = Worker(app, poll_interval=0.02, grace=10)
-    real_claim = worker.store.claim
+    real_claim = worker.store.claim_planned
 
     async def scenario() -> None:
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
 
-        def slow_claim(**kwargs: Any) -> Any:
+        def slow_claim(plan: Any, **kwargs: Any) -> Any:
             loop.call_soon_threadsafe(stop.set)  # the stop arrives while this claim is in the store
             time.sleep(0.5)  # a slow database
-            return real_claim(**kwargs)
+            return real_claim(plan, **kwargs)
 
-        worker.store.claim = slow_claim  # type: ignore[method-assign]
+        worker.store.claim_planned = slow_claim  # type: ignore[method-assign]
         await asyncio.wait_for(worker.run(stop), 30)
 
     asyncio.run(scenario())
@@ -461,15 +461,15 @@ def test_a_trickle_of_jobs_costs_a_claim_each_not_two(app: duetime.App) -> None:
         done.append(i)
 
     worker = Worker(app, concurrency=10, poll_interval=3600)  # only wake-ups start work
-    real_claim = worker.store.claim
+    real_claim = worker.store.claim_planned
     sizes: list[int] = []
 
-    def counted(**kwargs: Any) -> Any:
-        claims = real_claim(**kwargs)
-        sizes.append(len(claims))
-        return claims
+    def counted(plan: Any, **kwargs: Any) -> Any:
+        claimed = real_claim(plan, **kwargs)
+        sizes.append(len(claimed.claims))
+        return claimed
 
-    worker.store.claim = counted  # type: ignore[method-assign]
+    worker.store.claim_planned = counted  # type: ignore[method-assign]
 
     async def scenario() -> None:
         stop = asyncio.Event()
@@ -531,17 +531,17 @@ def test_a_claim_whose_answer_was_lost_is_given_back_at_once(app: duetime.App) -
         runs.append(n)
 
     store = app.store
-    real_claim = store.claim
+    real_claim = store.claim_planned
     unanswered: list[int] = []
 
-    def claim(**kw: Any) -> Any:
-        claims = real_claim(**kw)
-        if claims and not unanswered:
-            unanswered.extend(c.job.id for c in claims)
+    def claim(plan: Any, **kw: Any) -> Any:
+        claimed = real_claim(plan, **kw)
+        if claimed.claims and not unanswered:
+            unanswered.extend(c.job.id for c in claimed.claims)
             raise ConnectionError("server closed the connection unexpectedly")
-        return claims
+        return claimed
 
-    store.claim = claim  # type: ignore[method-assign]
+    store.claim_planned = claim  # type: ignore[method-assign]
     jobs = [once.enqueue({"n": n}) for n in range(3)]
     worker = Worker(app, concurrency=4, poll_interval=0.05)
     asyncio.run(run_until(worker, lambda: sorted(runs) == [0, 1, 2], timeout=20))

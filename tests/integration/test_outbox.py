@@ -197,7 +197,7 @@ async def wait_for(condition: Callable[[], bool], timeout: float = 30) -> None:
 
 
 def _read_events(app: duetime.App) -> list[OutboxEvent]:
-    from duetime.store.sqloutbox import QueuesOutbox
+    from duetime.store.sql.front import SQLStore
 
     store = app.store
     with store.driver.transaction(write=False) as c:  # type: ignore[attr-defined]
@@ -205,7 +205,8 @@ def _read_events(app: duetime.App) -> list[OutboxEvent]:
         cur.execute("SELECT * FROM duetime_outbox ORDER BY id")
         names = [d[0] for d in cur.description]
         rows = [dict(zip(names, r, strict=True)) for r in cur.fetchall()]
-    return [QueuesOutbox._event(store, r) for r in rows]  # type: ignore[arg-type]
+    assert isinstance(store, SQLStore)
+    return [store.outbox._event(r) for r in rows]  # type: ignore[arg-type]
 
 
 def test_a_message_redelivered_after_its_job_succeeded_is_dropped(

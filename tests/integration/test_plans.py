@@ -20,7 +20,7 @@ from duetime.core.states import Event
 from duetime.store import open_store
 from duetime.store.base import Store
 from duetime.store.rows import moves_json
-from duetime.store.sqlshared import claim_statement
+from duetime.store.sql.shared import claim_statement
 from kit import DialectKit, kit_named
 
 BACKLOG = 100_000  # future jobs, and as many finished ones
@@ -350,7 +350,7 @@ def candidate_params(all_queues: bool) -> dict[str, Any]:
         "skip_tenants": ["full"],
         "no_skip_ids": False,
         "skip_ids": [1, 2],
-        "blocked": '["\\"api\\""]',  # a limit key that allows no start (store/sqllimits.py)
+        "blocked": '["\\"api\\""]',  # a limit key that allows no start (store/sql/limits.py)
         "retry_blocked": "[]",
     }
 

@@ -101,9 +101,7 @@ class App(Jobs, Schedules, Queues, Tenants, Limits, Outbox, Tokens, Figures):
 
     @priority_share.setter
     def priority_share(self, share: float) -> None:
-        self._priority_share = check_share(share)
-        if self._store is not None:
-            self._store.set_priority_share(self._priority_share)
+        self._priority_share = check_share(share)  # the workers' next claims use it
 
     @property
     def store(self) -> Store:
@@ -118,7 +116,6 @@ class App(Jobs, Schedules, Queues, Tenants, Limits, Outbox, Tokens, Figures):
                 except BaseException:
                     store.close()
                     raise
-                store.set_priority_share(self._priority_share)
                 self._store = store
             return self._store
 

@@ -23,7 +23,7 @@ from duetime.core.outbox import QueueSettings
 
 # how long a store trusts its copy of the control rows: a new cap or weight reaches the claims
 # of other processes within this; a process that changes them sees it at once. A pause holds at
-# once everywhere: the claims check the queue's row as they start jobs (store/sqlflow.py)
+# once everywhere: the claims check the queue's row as they start jobs (store/sql/flow.py)
 CONTROLS_SECONDS = 1.0
 # the Retry-After (seconds) an enqueue refused for backlog suggests
 BACKLOG_RETRY_AFTER = 5

@@ -13,7 +13,7 @@ calls (`@app.task(limits=[...])`); every job of it carries them. Per key an oper
 
 A job carrying several keys starts only when every one of them allows it. The store keeps the
 bucket's state (tokens, refilled_at) on the limit's row and applies these rules in the claim's
-transaction (store/sqllimits.py); docs/flow-control.md describes them for users.
+transaction (store/sql/limits.py); docs/flow-control.md describes them for users.
 """
 
 from __future__ import annotations

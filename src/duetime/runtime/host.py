@@ -1,8 +1,9 @@
 """Host: what the runtime takes of the app whose jobs it runs (duetime.App is one).
 
 The store, the clock, the task registry (name -> Task: the handlers, their defaults and
-reconcile) and sync_schedules (the schedules the app declares in code, written when a worker
-starts planning). The runtime needs nothing else of the App and never imports duetime.client.
+reconcile), the priority share each claim keeps for the lower classes (read at every claim:
+it may change while a worker runs) and sync_schedules (the schedules the app declares in
+code, written when a worker starts planning). The runtime needs nothing else of the App and never imports duetime.client.
 """
 
 from __future__ import annotations
@@ -16,7 +17,8 @@ from duetime.tasks import AnyTask
 
 
 class Host(Protocol):
-    """The app a worker runs: its store, clock, registered tasks and declared schedules."""
+    """The app a worker runs: its store, clock, registered tasks, priority share and declared
+    schedules."""
 
     @property
     def store(self) -> Store: ...
@@ -26,5 +28,8 @@ class Host(Protocol):
 
     @property
     def tasks(self) -> Mapping[str, AnyTask]: ...
+
+    @property
+    def priority_share(self) -> float: ...
 
     def sync_schedules(self) -> dict[str, str]: ...

@@ -1,9 +1,10 @@
 """The relay: dispatches due jobs of outbox-mode queues and publishes their events.
 
 Two services, both safe to run on any number of nodes at once:
-- Dispatcher: every `interval`, Store.dispatch_outbox takes the due jobs of outbox-mode
-  queues, starts their attempts (held for the broker) and writes one outbox event each, in
-  one transaction. It needs no broker: while RabbitMQ is down the outbox grows.
+- Dispatcher: every `interval`, Store.dispatch_planned (as its DispatchFairness plans it)
+  takes the due jobs of outbox-mode queues, starts their attempts (held for the broker) and
+  writes one outbox event each, in one transaction. It needs no broker: while RabbitMQ is
+  down the outbox grows.
 - Relay: leases a batch of unpublished events (Store.take_events, so two relays never take
   the same one), publishes them with confirms (runtime/amqp.py) and marks those the broker
   confirmed as published. It publishes at most `rate` events per second; a broker that does
@@ -20,13 +21,14 @@ import os
 import socket
 import time
 from collections.abc import Callable
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Protocol
 
 from duetime.core import models
 from duetime.core.clock import Clock
 from duetime.core.outbox import OutboxEvent
 from duetime.logs import error_field, log_event
+from duetime.runtime.fairness import DispatchFairness
 from duetime.runtime.metrics import WorkerMetrics
 from duetime.runtime.service import BlockingCalls, IntervalService, Pulse, Service
 from duetime.store.base import Store
@@ -75,14 +77,19 @@ class Dispatcher(IntervalService):
         self.on_dispatched = on_dispatched
         self.dispatched = 0
         self._delay = interval
+        self.fairness = DispatchFairness()  # the dispatches' tenant rotation
+        # when a limit per dependency that held back the last dispatch allows a start again
+        self.limit_at: datetime | None = None
 
     async def run_once(self) -> None:
         while not self.stopping:
-            events = await self.calls(
-                lambda: self.store.dispatch_outbox(
-                    self.clock.now(), self.batch, self.dispatch_lease
+            dispatched = await self.calls(
+                lambda: self.fairness.dispatch(
+                    self.store, self.clock.now(), self.batch, self.dispatch_lease
                 )
             )
+            self.limit_at = dispatched.next_start
+            events = dispatched.events
             self.dispatched += len(events)
             if events and self.on_dispatched is not None:
                 self.on_dispatched(events)
@@ -101,7 +108,7 @@ class Dispatcher(IntervalService):
         now = self.clock.now()
         until = now + timedelta(seconds=self.interval)
         found = self.store.next_due(now, until, queues, 1)
-        allowed = self.store.limits_next_start(dispatch=True)
+        allowed = self.limit_at
         if allowed is not None and allowed < until:
             found = sorted([*found, allowed])
         if not found:

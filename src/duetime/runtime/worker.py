@@ -33,6 +33,7 @@ from duetime.core.models import Claim, Lease
 from duetime.logs import log_event
 from duetime.runtime.attempt import AttemptRunner, RunningAttempt, WorkerStats
 from duetime.runtime.completer import Completer
+from duetime.runtime.fairness import ClaimFairness
 from duetime.runtime.feed import BrokerFeed
 from duetime.runtime.handlers import HandlerThreads
 from duetime.runtime.host import Host
@@ -357,8 +358,10 @@ class Slots(Service):
         self._giving_back: set[asyncio.Task[None]] = set()
         self.due: DueTimes | None = None  # the timer's near future (runtime/timer.py)
         # when a limit per dependency that held back the last claim allows a start again
-        # (Store.limits_next_start): the loop claims then, not at its next poll
+        # (Claimed.next_start): the loop claims then, not at its next poll
         self.limit_at: datetime | None = None
+        # the claims' policy: priority share, tenant rotation, queue credit (runtime/fairness.py)
+        self.fairness = ClaimFairness()  # its share: the App's, read at each claim
         self.idle = Pulse()  # the claim loop waits: no free slot, or nothing more was due
         self.finished = Pulse()  # an attempt ended (recorded, refused as stale, or given up)
         self.draining = Pulse()  # shutdown began with attempts in flight
@@ -383,7 +386,9 @@ class Slots(Service):
         (docs/flow-control.md) nothing is held ahead: held jobs started together could outrun
         a rate limit, and a breaker's probe must start when it is let through."""
         store = self.runner.store
-        claims = store.claim(
+        self.fairness.set_share(self.runner.app.priority_share)  # it may change while we run
+        claimed = self.fairness.claim(
+            store,
             worker_id=self.worker_id,
             queues=self.queues,
             limit=limit,
@@ -392,8 +397,8 @@ class Slots(Service):
         )
         self.controlled = bool(store.limit_names())
         self.restricted = self.controlled or store.flow_controls().restricts_claim
-        self.limit_at = store.limits_next_start()
-        return claims
+        self.limit_at = claimed.next_start
+        return claimed.claims
 
     def _paced(self, began: float, ended: float) -> None:
         """Note a claim's duration and the pace at which slots started jobs since the last."""

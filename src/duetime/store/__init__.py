@@ -1,4 +1,4 @@
-"""Stores: one contract (base.Store), implemented once (sqlstore.SQLStore) over a driver per
+"""Stores: one contract (base.Store), implemented once (sql.SQLStore) over a driver per
 database dialect. A dialect is registered here by the URL schemes it answers to."""
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ def resolve_url(url: str | None) -> str:
 def open_store(url: str | None = None, *, pool_timeout: float | None = None) -> Store:
     """Open the store a URL names: sqlite:///relative.db, sqlite:////abs.db,
     postgresql://user@host/db, mysql://user:password@host:3306/db (or mariadb://)."""
-    from duetime.store.sqlstore import SQLStore
+    from duetime.store.sql.front import SQLStore
 
     url = resolve_url(url)
     driver = _dialect(url).open_driver(url, pool_timeout=pool_timeout)

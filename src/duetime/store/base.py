@@ -7,6 +7,11 @@ Rules that hold for every method:
   status (from duetime.core.states.TRANSITIONS) and, for writes made by a worker, the attempt's
   generation. A write whose condition fails changes nothing.
 - Each method is one transaction: it commits before it returns, or changes nothing.
+- A store keeps no claim policy: the fairness memory of a claimer (priority share, tenant
+  rotation, weighted queues' credit) is the runtime's (runtime/fairness.py), which passes it
+  into each claim as a ClaimPlan and gets back what the claim found and started (Claimed).
+  The store keeps only copies of rows it read (flow controls, queue modes, limit names), for
+  at most a second or two.
 
 Past 400 lines because the whole contract, with each method's rules, is kept in one place.
 """
@@ -15,10 +20,19 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol
 
-from duetime.core.flow import KEEP, FlowControls, FlowCounts, Keep, TenantSettings
+from duetime.core.flow import (
+    KEEP,
+    FlowControls,
+    FlowCounts,
+    Keep,
+    PriorityShare,
+    TenantRotation,
+    TenantSettings,
+)
 from duetime.core.limits import LimitSettings, LimitStatus
 from duetime.core.models import (
     Claim,
@@ -42,6 +56,44 @@ from duetime.core.stats import AttemptSample, JobCount
 from duetime.core.tokens import ApiToken, Role
 
 Decide = Callable[[Schedule, list[Occurrence]], Plan]
+
+
+@dataclass(frozen=True)
+class ClaimPlan:
+    """What a claimer's policy (runtime/fairness.py) asks of one claim (docs/flow-control.md):
+    `per_class` slots for each priority class below the highest due one, walked by
+    `priorities` (which also holds the slots earlier walks owe; None: no lower class is
+    looked for); `rotation` when this claim rotates over the tenants with due work (None: it
+    does not); `credit`, the weighted queues' turns carried from claim to claim (None: none
+    carried). The claim reads and updates these objects as it picks; the store keeps none of
+    them. The empty plan claims in strict claim order."""
+
+    per_class: int = 0
+    priorities: PriorityShare | None = None
+    rotation: TenantRotation | None = None
+    credit: dict[str, float] | None = None
+
+
+@dataclass(frozen=True)
+class Claimed:
+    """What a claim did: the attempts it started; how many due jobs it chose (`found`: more
+    than it started when concurrent claims took some first, which tells the policy whether
+    the claim took every due job); and when a limit per dependency that allowed it no more
+    starts allows one again (its bucket's next token, the end of its pause or of its
+    breaker's cool-down), where known; None otherwise."""
+
+    claims: list[Claim]
+    found: int
+    next_start: datetime | None = None
+
+
+@dataclass(frozen=True)
+class DispatchedEvents:
+    """What the relay's dispatch did: the outbox events of the attempts it started, and when
+    a limit per dependency that held it back allows a start again (as Claimed.next_start)."""
+
+    events: list[OutboxEvent]
+    next_start: datetime | None = None
 
 
 class Listener(Protocol):
@@ -102,11 +154,6 @@ class Store(Protocol):
         history (read in the same snapshot), else without."""
         ...
 
-    def set_priority_share(self, share: float) -> None:
-        """The minimum share of this process's claimed slots each lower priority class keeps
-        under saturation (default PRIORITY_SHARE, 0.1); 0 claims in strict priority order."""
-        ...
-
     def claim(
         self,
         *,
@@ -124,15 +171,31 @@ class Store(Protocol):
         Eligible: status scheduled, due_at <= now, deadline_at absent or > now, queue in
         `queues` (any queue when None), task in `tasks` (any task when None: a worker passes
         the tasks it has handlers for, so a job no worker knows waits unclaimed). Order:
-        priority descending, then due_at, then id, except that under saturation each lower
-        priority class keeps its minimum share of the slots (set_priority_share, docs/
-        flow-control.md "Priorities"). Each claimed job becomes running with
+        priority descending, then due_at, then id (claim_planned: a claimer's policy may take
+        lower priority classes and other tenants first). Each claimed job becomes running with
         generation + 1 and attempts + 1, and gets a new attempt row with that generation and
         lease_expires_at = now + the job's lease_seconds.
         Concurrent callers never receive the same job. Jobs carrying a limit key take only
         what every limit of theirs allows now (docs/flow-control.md); the others are skipped,
         their attempts untouched, and the claim fills up with other due work.
         """
+        ...
+
+    def claim_planned(
+        self,
+        plan: ClaimPlan,
+        *,
+        worker_id: str,
+        queues: Sequence[str] | None,
+        limit: int,
+        now: datetime,
+        tasks: Sequence[str] | None = None,
+    ) -> Claimed:
+        """claim() as a claimer's policy plans it (ClaimPlan): under saturation each lower
+        priority class keeps its minimum share of the slots, the tenants with due work take
+        turns, weighted queues' turns carry over (docs/flow-control.md "Priorities",
+        "Tenants"). Returns what it started, what it found, and when a limit allows a start
+        again (Claimed); the caller's policy learns from `found` (runtime/fairness.py)."""
         ...
 
     def heartbeat(self, leases: Sequence[Lease], now: datetime) -> list[LeaseState]:
@@ -434,6 +497,19 @@ class Store(Protocol):
         """
         ...
 
+    def dispatch_planned(
+        self,
+        now: datetime,
+        limit: int,
+        lease_seconds: float,
+        *,
+        rotation: TenantRotation | None = None,
+    ) -> DispatchedEvents:
+        """dispatch_outbox() as the relay's policy plans it: with `rotation`, this dispatch
+        rotates over the tenants with due work (after a saturated one, runtime/fairness.py);
+        also says when a limit that held it back allows a start again."""
+        ...
+
     def take_events(
         self, relay_id: str, now: datetime, until: datetime, limit: int
     ) -> list[OutboxEvent]:
@@ -478,13 +554,6 @@ class Store(Protocol):
 
     def limit_names(self) -> list[str]:
         """The keys with a limit, as read at most a second ago (what claim() looks at)."""
-        ...
-
-    def limits_next_start(self, *, dispatch: bool = False) -> datetime | None:
-        """After a claim (dispatch=True: after the relay's dispatch_outbox): when a limit that
-        allowed it no more starts allows one again (its bucket's next token, the end of its
-        pause or of its breaker's cool-down), where that instant is known; None otherwise. The
-        worker claims (the relay dispatches) again then (docs/flow-control.md)."""
         ...
 
     def set_limit(self, settings: LimitSettings, now: datetime) -> None:

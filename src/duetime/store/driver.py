@@ -1,7 +1,7 @@
 """What a database dialect gives the one SQL store: transactions, its way of passing
 parameters and storing instants, its SQL files, and its errors translated into duetime's.
 
-The store (store/sqlstore.py) holds every rule of the contract and talks to the database only
+The store (store/sql/front.py) holds every rule of the contract and talks to the database only
 through a Driver: it opens a transaction, runs the dialect's named statements in it and reads
 rows back as mappings. A named statement has one contract in every dialect (its parameters,
 what it changes, which columns it returns); only its SQL differs. A name may hold several

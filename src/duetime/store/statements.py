@@ -51,7 +51,7 @@ STATEMENTS: dict[str, str] = {
     "until now + lease_seconds, the job's due_at); returns each job with its attempt's columns "
     "as attempt_<name>, in the same order",
     "claim_queues": "as claim, for a worker of 1 to 4 distinct named queues (all_queues false; "
-    "sqlshared.claim_statement): reads the due jobs of those queues only, through each queue's "
+    "sql/shared.claim_statement): reads the due jobs of those queues only, through each queue's "
     "claim-order index (claim itself may walk every due job, filtered: the fastest plan for all "
     "queues)",
     "renew_leases": "changes: the running attempts in attempt_ids get a lease until now + "
@@ -205,7 +205,7 @@ STATEMENTS: dict[str, str] = {
     "oldest_overdue": "returns due_at: the earliest due scheduled job",
     "attempt_samples": "returns task, queue, status, error_category, due_at, started_at, "
     "finished_at of the newest attempts started since `since`, up to limit",
-    # -- limits per dependency (store/sqllimits.py)
+    # -- limits per dependency (store/sql/limits.py)
     "limit_names": "returns name of every limit, by name",
     "limit_rows": "returns every column of every limit, by name",
     "lock_limits": "returns every column of every limit, by name, their rows locked for the "

@@ -895,7 +895,7 @@ WHERE published_at IS NOT NULL AND published_at < %(before)s
 ORDER BY published_at
 LIMIT %(limit)s;
 
--- Limits per dependency (store/sqllimits.py).
+-- Limits per dependency (store/sql/limits.py).
 
 -- name: limit_names
 SELECT name FROM duetime_limits ORDER BY name;

@@ -182,7 +182,7 @@ FROM claimed AS j JOIN started AS a ON a.job_id = j.id
 ORDER BY j.priority DESC, j.due_at, j.id;
 
 -- name: claim_queues
--- The claim of a worker of 1 to 4 named queues (store/sqlshared.py claim_statement), as claim
+-- The claim of a worker of 1 to 4 named queues (store/sql/shared.py claim_statement), as claim
 -- otherwise. Each named queue walks its own claim-order index (duetime_jobs_due: the queue's
 -- name is a constant of the plan, so the planner sees how few of the due jobs are that
 -- queue's), and the best `limit` of their rows are taken: a worker of quiet queues does not
@@ -957,7 +957,7 @@ WHERE id = ANY (ARRAY(
     ORDER BY published_at
     LIMIT %(limit)s));
 
--- Limits per dependency (store/sqllimits.py).
+-- Limits per dependency (store/sql/limits.py).
 
 -- name: limit_names
 SELECT name FROM duetime_limits ORDER BY name;

@@ -871,7 +871,7 @@ WHERE id IN (
     ORDER BY published_at
     LIMIT :limit);
 
--- Limits per dependency (store/sqllimits.py). The write lock already serialises the claims.
+-- Limits per dependency (store/sql/limits.py). The write lock already serialises the claims.
 
 -- name: limit_names
 SELECT name FROM duetime_limits ORDER BY name;

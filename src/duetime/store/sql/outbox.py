@@ -1,151 +1,120 @@
-"""The SQL store's queue settings and transactional outbox (mixed into store/sqlstore.py).
+"""The SQL store's outbox part: the relay's dispatch, the outbox events, broker-fed workers'
+acceptance of a dispatched attempt, and the outbox's figures.
 
 The relay's dispatch is a claim: the jobs move and their attempts start (held by
 DISPATCH_HOLDER) in the transaction that writes their outbox events, so an event exists if
-and only if its attempt does. See docs/outbox.md.
+and only if its attempt does. See docs/outbox.md. The queues' dispatch modes are the flow
+part's (store/sql/flow.py); a controlled dispatch is the claim part's choice
+(store/sql/claim.py start_controlled).
 """
 
 from __future__ import annotations
 
-import logging
-import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from datetime import datetime, timedelta
 
-from duetime.core.flow import (
-    KEEP,
-    FlowControls,
-    Keep,
-    check_limit,
-    check_paused,
-    check_weight,
-)
+from duetime.core.errors import StoreError
+from duetime.core.flow import FlowControls, TenantRotation
 from duetime.core.models import Claim, Lease, Outcome
 from duetime.core.outbox import (
     DISPATCH_HOLDER,
-    Dispatch,
     Dispatched,
     OutboxEvent,
     OutboxFigures,
     QueueBacklog,
-    QueueSettings,
 )
 from duetime.core.retry import ErrorCategory
 from duetime.core.states import AttemptStatus, Event
+from duetime.store.base import DispatchedEvents
 from duetime.store.driver import Connection, Driver, Row
-from duetime.store.rows import ToTime, attempt_from_row, job_from_row, moves_json
-from duetime.store.sqlshared import conflicts_retried, earliest_of, withdraw_dispatched
-
-log = logging.getLogger("duetime.store")
-
-# how long a store trusts its copy of the outbox-mode queues' names: a switch of a queue's
-# dispatch mode reaches other processes' claims within this (a job claimed meanwhile simply
-# runs the other way: a claim and a dispatch both take only scheduled jobs, under row locks)
-QUEUE_MODES_SECONDS = 1.0
+from duetime.store.rows import attempt_from_row, job_from_row, moves_json
+from duetime.store.sql.claim import Claimer
+from duetime.store.sql.finish import Finisher
+from duetime.store.sql.flow import Flow
+from duetime.store.sql.limits import Limits
+from duetime.store.sql.shared import Part, conflicts_retried
 
 
-class QueuesOutbox:
-    driver: Driver
-    _t: ToTime
-    _outbox_queues: tuple[float, list[str]] | None = None  # (read at, monotonic; names)
-    # the flow controls' copy (store/sqlflow.py): (read at, monotonic; controls)
-    _controls: tuple[float, FlowControls] | None = None
-
-    def outbox_queues(self) -> list[str]:
-        """The names of the queues in outbox mode (what claim() leaves to the relay), read
-        at most QUEUE_MODES_SECONDS ago: the claim's hot path does not read them each time."""
-        cached = self._outbox_queues
-        at = time.monotonic()
-        if cached is not None and at - cached[0] < QUEUE_MODES_SECONDS:
-            return cached[1]
-        names = [q.queue for q in self.queue_settings() if q.dispatch is Dispatch.OUTBOX]
-        self._outbox_queues = (at, names)
-        return names
-
-    # -- queue settings ---------------------------------------------------------------------
-
-    def queue_settings(self) -> list[QueueSettings]:
-        with self.driver.transaction(write=False) as c:
-            rows = c.rows("queue_settings")
-        return [self._settings(r) for r in rows]
+class Outbox(Part):
+    def __init__(
+        self, driver: Driver, flow: Flow, limits: Limits, claimer: Claimer, finisher: Finisher
+    ) -> None:
+        super().__init__(driver)
+        self.flow = flow
+        self.limits = limits
+        self.claimer = claimer
+        self.finisher = finisher
 
     @conflicts_retried
-    def set_queue(
+    def dispatch(
         self,
-        queue: str,
         now: datetime,
-        *,
-        dispatch: Dispatch | None = None,
-        paused: bool | None = None,
-        concurrency: int | Keep | None = KEEP,
-        max_backlog: int | Keep | None = KEEP,
-        weight: float | None = None,
-    ) -> QueueSettings:
+        limit: int,
+        lease_seconds: float,
+        rotation: TenantRotation | None = None,
+    ) -> DispatchedEvents:
+        """The relay's claim (docs/outbox.md). Without a control that concerns it (a cap or
+        weight of an outbox-mode queue, a tenant's cap or weight, any limit per dependency),
+        the dispatch statement alone (it honours pauses). Otherwise the controlled claim's
+        choice of jobs of the outbox-mode queues (Claimer.start_controlled, limits included),
+        their attempts held by DISPATCH_HOLDER with lease_seconds, and one event per started
+        attempt, in one transaction. With `rotation` (the relay's TenantRotation, after a
+        saturated dispatch) it rotates over the tenants with due work, through the controlled
+        choice too."""
+        if limit <= 0:
+            return DispatchedEvents([])
+        controls = self.flow.flow_controls()
+        outbox = self.flow.outbox_queues()
+        if not outbox:
+            return DispatchedEvents(self._dispatch_plain(now, limit, lease_seconds))
+        if rotation is not None or controls.restricts_dispatch(outbox) or self.limits.limit_names():
+            return self._dispatch_controlled(controls, outbox, now, limit, lease_seconds, rotation)
+        return DispatchedEvents(self._dispatch_plain(now, limit, lease_seconds))
+
+    def _dispatch_controlled(
+        self,
+        controls: FlowControls,
+        outbox: list[str],
+        now: datetime,
+        limit: int,
+        lease_seconds: float,
+        rotation: TenantRotation | None,
+    ) -> DispatchedEvents:
         with self.driver.transaction() as c:
-            c.run(
-                "upsert_queue",
-                queue=queue,
-                dispatch=str(dispatch) if dispatch is not None else None,
-                paused=check_paused(paused),
-                weight=check_weight(weight),
+            started = self.claimer.start_controlled(
+                c,
+                controls,
+                rotation,
+                leave_out=[],
+                worker_id=DISPATCH_HOLDER,
+                queues=outbox,
+                limit=limit,
                 now=now,
-                **limit_params(concurrency, max_backlog),
+                tasks=None,
+                dispatch_lease=lease_seconds,
             )
-            if dispatch is Dispatch.DIRECT:  # its dispatched attempts no worker took: back
-                self._withdraw_stranded(c, now)
-            rows = c.rows("queue_settings")
-        self._outbox_queues = None  # this process's claims see the change at once
-        self._controls = None
-        return next(self._settings(r) for r in rows if r["queue"] == queue)
-
-    @conflicts_retried
-    def withdraw_stranded(self, now: datetime) -> int:
-        # read first (every reaper pass runs this): a write transaction only when a queue
-        # not in outbox mode has an attempt held by the outbox, which a race leaves rarely
-        with self.driver.transaction(write=False) as c:
-            held = {r["queue"] for r in c.rows("dispatched_figures", holder=DISPATCH_HOLDER)}
-            if not held:
-                return 0
-            modes = {r["queue"]: r["dispatch"] for r in c.rows("queue_settings")}
-        if all(modes.get(q) == Dispatch.OUTBOX for q in held):
-            return 0
-        with self.driver.transaction() as c:
-            return len(self._withdraw_stranded(c, now))
-
-    def _withdraw_stranded(self, c: Connection, now: datetime) -> list[Row]:
-        """Withdraw the attempts held by the outbox of every queue not in outbox mode (the
-        relay would never publish them again, nor would a direct claim take them), so their
-        jobs are claimed at once; their messages, if any, are then stale. Their attempts
-        do not count. Notifies the workers of the jobs due now."""
-        rows = withdraw_dispatched(c, now, direct=True)
-        due = [(r["queue"], self._t(r["due_at"])) for r in rows if r["status"] == "scheduled"]
-        if due:
-            self.driver.notify(c, earliest_of(due))
-        if rows:
-            log.info(
-                "withdrew %d dispatched attempts no worker took from queues not in outbox mode "
-                "(jobs %s); direct workers claim them",
-                len(rows),
-                ", ".join(str(r["id"]) for r in rows[:20]) + (" ..." if len(rows) > 20 else ""),
+            if not started.rows:
+                return DispatchedEvents([], started.next_start)
+            rows = c.rows(
+                "insert_outbox_events",
+                attempt_ids=sorted(int(r["attempt_id"]) for r in started.rows),
+                now=now,
+                holder=DISPATCH_HOLDER,
             )
-        return rows
-
-    def _settings(self, r: Row) -> QueueSettings:
-        return QueueSettings(
-            r["queue"],
-            Dispatch(r["dispatch"]),
-            self._t(r["updated_at"]),
-            paused=bool(r["paused"]),
-            concurrency=r["concurrency"],
-            max_backlog=r["max_backlog"],
-            weight=float(r["weight"]),
-        )
+            # the row locks make this impossible: refuse to guess
+            if len(rows) != len(started.rows):
+                raise StoreError(
+                    f"wrote {len(rows)} outbox events for {len(started.rows)} dispatched attempts; "
+                    "nothing kept"
+                )
+        events = sorted((self._event(r) for r in rows), key=lambda e: e.id)
+        return DispatchedEvents(events, started.next_start)
 
     # -- the relay ----------------------------------------------------------------------------
 
     def _dispatch_plain(self, now: datetime, limit: int, lease_seconds: float) -> list[OutboxEvent]:
         """The relay's dispatch when no control but pauses concerns it: one statement
-        (dispatch_outbox); the controlled one is QueuesTenantsFlow.dispatch_outbox's."""
+        (dispatch_outbox)."""
         with self.driver.transaction() as c:
             rows = c.rows(
                 "dispatch_outbox",
@@ -241,16 +210,7 @@ class QueuesOutbox:
             error_message="the job's deadline passed while its message waited in the broker",
             attempt_status=AttemptStatus.LOST,
         )
-        self._finish_on(c, [(lease, outcome)], now)
-
-    def _finish_on(
-        self,
-        c: Connection,
-        items: Sequence[tuple[Lease, Outcome]],
-        when: datetime | Callable[[], datetime],
-        only_if_expired: bool = False,
-    ) -> tuple[list[bool], datetime]:
-        raise NotImplementedError  # SQLStore's
+        self.finisher.finish_on(c, [(lease, outcome)], now)
 
     # -- figures ------------------------------------------------------------------------------
 
@@ -286,20 +246,3 @@ class QueuesOutbox:
     def prune_outbox(self, before: datetime, limit: int) -> int:
         with self.driver.transaction() as c:
             return c.run("prune_outbox", before=before, limit=limit)
-
-
-def limit_params(
-    concurrency: int | Keep | None, max_backlog: int | Keep | None
-) -> dict[str, object]:
-    """The parameters of upsert_queue/upsert_tenant for two limits (KEEP: left as it is),
-    each within its bounds (core/flow.py): no value out of range reaches a column."""
-    if not isinstance(concurrency, Keep):
-        check_limit(concurrency, "concurrency")
-    if not isinstance(max_backlog, Keep):
-        check_limit(max_backlog, "max_backlog")
-    return {
-        "set_concurrency": not isinstance(concurrency, Keep),
-        "concurrency": None if isinstance(concurrency, Keep) else concurrency,
-        "set_max_backlog": not isinstance(max_backlog, Keep),
-        "max_backlog": None if isinstance(max_backlog, Keep) else max_backlog,
-    }

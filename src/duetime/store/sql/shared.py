@@ -1,4 +1,5 @@
-"""Statement sequences both parts of the SQL store use (store/sqlstore.py, sqlextra.py)."""
+"""What the parts of the SQL store share: their base (Part), the conflict retry, and statement
+sequences more than one part runs (reserve_ids, load_job, move, job_params...)."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from duetime.core.limits import limits_text
 from duetime.core.models import Attempt, Job, NewJob
 from duetime.core.outbox import DISPATCH_HOLDER
 from duetime.core.states import TRANSITIONS, Event, JobStatus, withdrawn_for
-from duetime.store.driver import Connection, Row
+from duetime.store.driver import Connection, Driver, Row
 from duetime.store.rows import (
     ToTime,
     attempt_from_row,
@@ -52,6 +53,16 @@ def conflicts_retried(method: Callable[Concatenate[S, P], R]) -> Callable[Concat
 
     functools.update_wrapper(rerun, method)
     return rerun
+
+
+class Part:
+    """A part of the SQL store (store/sql/front.py owns them): the driver it runs statements
+    on, and the driver's reading of a time column. A part that needs another is given it in
+    its constructor; no part reaches a sibling through itself."""
+
+    def __init__(self, driver: Driver) -> None:
+        self.driver = driver
+        self._t: ToTime = driver.to_time
 
 
 def reserve_ids(c: Connection, count: int) -> list[int]:

@@ -1,25 +1,23 @@
-"""The SQL store's limits per dependency (mixed into store/sqlstore.py); the rules are in
-core/limits.py, the user's view in docs/flow-control.md.
-
-A claim takes the limited path only while some limit exists (the names are cached for
-LIMIT_NAMES_SECONDS): with none, the claim statement runs as it always did. The limited path,
-in one transaction: lock every limit row (in name order; SQLite's write lock already
-serialises), count each key's running attempts (unexpired leases, and attempts held for
-the broker whose outbox event is unpublished: no lease runs for them), work out what each key
-allows now (pause, concurrency, bucket, breaker) and how many retries its budget allows; pick
-due jobs in claim order leaving out those carrying a key that allows nothing (and the retries
-carrying a key whose budget is spent), keep those every key of which still allows one more
-(the pick runs again, up to PICK_ROUNDS times, when a key ran out on the way), claim them,
-take the tokens and count the starts and retries in each key's window. A finish counts its
-outcome on the keys of its job (_count_outcomes), which moves their breakers.
+"""The SQL store's limits part: limits per dependency; the rules are in core/limits.py, the user's
+view in docs/flow-control.md. A claim takes the limited path only while some limit exists (the
+names are cached for LIMIT_NAMES_SECONDS): with none, the claim statement runs as it always
+did. The limited path, in one transaction (the claim part's, store/sql/claim.py): lock every
+limit row (in name order; SQLite's write lock already serialises), count each key's running
+attempts (unexpired leases, and attempts held for the broker whose outbox event is unpublished:
+no lease runs for them), work out what each key allows now (pause, concurrency, bucket,
+breaker) and how many retries its budget allows; pick due jobs in claim order leaving out those
+carrying a key that allows nothing (and the retries carrying a key whose budget is spent), keep
+those every key of which still allows one more (the pick runs again, up to PICK_ROUNDS times,
+when a key ran out on the way), claim them, take the tokens and count the starts and retries in
+each key's window. A finish counts its outcome on the keys of its job (count_outcomes), which
+moves their breakers.
 """
 
 from __future__ import annotations
 
 import json
-import time
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -42,35 +40,25 @@ from duetime.core.limits import (
     take,
 )
 from duetime.core.outbox import DISPATCH_HOLDER
-from duetime.core.states import Event
 from duetime.store.driver import Connection, Driver, Row
-from duetime.store.rows import ToTime, json_list, moves_json
-from duetime.store.sqlshared import conflicts_retried
+from duetime.store.rows import json_list
+from duetime.store.sql.cache import TtlCache
+from duetime.store.sql.shared import Part, conflicts_retried
 
 # how long a store trusts its copy of the limits' names: a first limit (or the last one's
 # deletion) reaches other processes' claims within this. A change of an existing limit's
 # settings applies at once (the limited path reads the rows in every claim).
 LIMIT_NAMES_SECONDS = 1.0
-PICK_ROUNDS = 4
 
 
-class Limits:
-    driver: Driver
-    _t: ToTime
-    _limit_names: tuple[float, list[str]] | None = None  # (read at, monotonic; names)
-    # when a limit that held back this store's last claim (and last dispatch) allows a start
-    # again: claim() and dispatch_outbox() set them
-    _next_start: datetime | None = None
-    _dispatch_next_start: datetime | None = None
+class Limits(Part):
+    """Limits per dependency: their settings, the copy of their names the claims read, and
+    what a claim or a finish does to their rows (budget, spend, count_outcomes), each in the
+    caller's transaction."""
 
-    def limits_next_start(self, *, dispatch: bool = False) -> datetime | None:
-        """When a limit per dependency that allowed no more starts at this store's last claim
-        (dispatch: the relay's last dispatch) allows one again (its bucket's next token, the
-        end of its pause or of its breaker's cool-down), as far as known then; None when no
-        limit held it back, or only an attempt's end can free one. A worker claims (the relay
-        dispatches) again at that instant rather than at its next poll, so a rate paces at
-        its rate."""
-        return self._dispatch_next_start if dispatch else self._next_start
+    def __init__(self, driver: Driver, monotonic: Callable[[], float]) -> None:
+        super().__init__(driver)
+        self._limit_names: TtlCache[list[str]] = TtlCache(LIMIT_NAMES_SECONDS, monotonic)
 
     def limit_names(self) -> list[str]:
         """The keys with a limit row, read at most LIMIT_NAMES_SECONDS ago."""
@@ -80,23 +68,18 @@ class Limits:
                 names = self._read_names(c)
         return names
 
-    def _limits_exist(self, c: Connection) -> bool:
+    def exists(self, c: Connection) -> bool:
         """Whether any limit exists, as limit_names() says, read in the caller's transaction
         when the cached names are stale (a store's connection holds one transaction)."""
         names = self._fresh_names()
         return bool(names if names is not None else self._read_names(c))
 
     def _fresh_names(self) -> list[str] | None:
-        cached = self._limit_names
-        if cached is not None and time.monotonic() - cached[0] < LIMIT_NAMES_SECONDS:
-            return cached[1]
-        return None
+        return self._limit_names.fresh()
 
     def _read_names(self, c: Connection) -> list[str]:
-        at = time.monotonic()
-        names = [r["name"] for r in c.rows("limit_names")]
-        self._limit_names = (at, names)
-        return names
+        at = self._limit_names.now()
+        return self._limit_names.put([r["name"] for r in c.rows("limit_names")], at)
 
     # -- settings ---------------------------------------------------------------------------
 
@@ -144,13 +127,13 @@ class Limits:
                 breaker_cooldown=settings.breaker_cooldown,
                 now=now,
             )
-        self._limit_names = None  # this process's claims see it at once
+        self._limit_names.clear()  # this process's claims see it at once
 
     @conflicts_retried
     def delete_limit(self, key: str) -> bool:
         with self.driver.transaction() as c:
             deleted = c.run("delete_limit", name=key) > 0
-        self._limit_names = None
+        self._limit_names.clear()
         return deleted
 
     @conflicts_retried
@@ -162,7 +145,7 @@ class Limits:
         with self.driver.transaction() as c:
             for name in names:  # in name order, as the claims lock them
                 c.run("pause_limit", name=name, until=until, now=now)
-        self._limit_names = None
+        self._limit_names.clear()
 
     def _limit(self, r: Row) -> tuple[LimitSettings, LimitState]:
         rate = None
@@ -223,11 +206,11 @@ class Limits:
             ],
         )
 
-    def _count_outcomes(self, c: Connection, ended: dict[int, bool], now: datetime) -> None:
+    def count_outcomes(self, c: Connection, ended: dict[int, bool], now: datetime) -> None:
         """Count ended attempts (job id: failed) on the limits their jobs carry, and move
         those keys' breakers; in the finishing transaction, after the jobs' rows (every
         writer locks a job before a limit, except claims, which skip locked jobs)."""
-        if not ended or not self._limits_exist(c):
+        if not ended or not self.exists(c):
             return
         rows = c.rows("job_limits", ids=sorted(ended))
         if not rows:
@@ -246,7 +229,7 @@ class Limits:
 
     # -- the claim's limited path -------------------------------------------------------------
 
-    def _limit_budget(self, c: Connection, now: datetime) -> LimitBudget:
+    def budget(self, c: Connection, now: datetime) -> LimitBudget:
         """Lock every limit row (in name order) and work out what each key allows now."""
         limits = {s.key: (s, st) for s, st in map(self._limit, c.rows("lock_limits"))}
         running = _per_key(c.rows("limit_running", now=now, holder=DISPATCH_HOLDER), "running")
@@ -264,7 +247,7 @@ class Limits:
                 budget.retry_left[key] = retries
         return budget
 
-    def _spend(
+    def spend(
         self, c: Connection, budget: LimitBudget, claimed: Sequence[Row], now: datetime
     ) -> None:
         """After a claim: take the tokens of the jobs it started and count their starts and
@@ -282,48 +265,6 @@ class Limits:
             state = take(settings, state, started[key], now)
             states[key] = after_claim(state, started[key], restarted[key], now)
         self._save(c, states)
-
-    def _claim_limited(
-        self, c: Connection, now: datetime, limit: int, worker_id: str, pick: dict[str, object]
-    ) -> list[Row]:
-        """Claim up to `limit` jobs within every limit, in the caller's transaction; `pick`
-        holds the claim's filters (queues, tasks, outbox queues)."""
-        budget = self._limit_budget(c, now)
-        chosen: list[int] = []
-        seen: list[int] = []
-        for _ in range(PICK_ROUNDS):
-            want = limit - len(chosen)
-            rows = c.rows(
-                "claim_pick_limited",
-                now=now,
-                limit=want,
-                skip=json.dumps(seen),
-                **budget.filters(),
-                **pick,
-            )
-            trimmed = False
-            for r in rows:
-                seen.append(r["id"])
-                if budget.fits(r["limits"], r["attempts"]):
-                    chosen.append(r["id"])
-                    budget.take(r["limits"], r["attempts"])
-                else:
-                    trimmed = True
-            if not trimmed or len(rows) < want or len(chosen) >= limit:
-                break
-        self._next_start = budget.next_start(now)
-        if not chosen:
-            return []
-        claimed = c.rows(
-            "claim_chosen",  # as a controlled claim starts its chosen jobs
-            ids=chosen,
-            moves=moves_json(Event.CLAIM),
-            worker_id=worker_id,
-            lease_seconds=None,  # each job's own
-            now=now,
-        )
-        self._spend(c, budget, claimed, now)
-        return claimed
 
 
 @dataclass

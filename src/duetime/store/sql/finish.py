@@ -1,0 +1,247 @@
+"""The SQL store's finish part: leases renewed, attempts finished (alone, in batches, or in
+the handler's own transaction), the reaper's reads and expiries, and the pruning of ended jobs.
+
+A finish is fenced: the jobs' rows are locked first, in id order, and the generation (the
+fencing token) and the status the move starts from are re-checked under the locks; a refused
+report is recorded as a late report. An ended attempt counts on its job's limits per dependency
+(the limits part's count_outcomes, in the same transaction).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from datetime import datetime
+from typing import Any
+
+from duetime.core.errors import StaleAttempt, StoreError
+from duetime.core.models import ExpiredLease, Lease, LeaseState, Outcome
+from duetime.core.outbox import DISPATCH_HOLDER
+from duetime.core.retry import ErrorCategory
+from duetime.core.states import ATTEMPT_END, AttemptStatus, Event, JobStatus, next_status
+from duetime.store.driver import Connection, Driver, Rows
+from duetime.store.rows import moves_json
+from duetime.store.sql.limits import Limits
+from duetime.store.sql.shared import Part, conflicts_retried, earliest_of
+
+
+class _Fenced(Exception):
+    """Raised inside a completion transaction to roll it back."""
+
+
+class Finisher(Part):
+    def __init__(self, driver: Driver, limits: Limits) -> None:
+        super().__init__(driver)
+        self.limits = limits
+
+    @conflicts_retried
+    def heartbeat(self, leases: Sequence[Lease], now: datetime) -> list[LeaseState]:
+        if not leases:
+            return []
+        attempt_ids = [lease.attempt_id for lease in leases]
+        with self.driver.transaction() as c:
+            c.run("renew_leases", attempt_ids=attempt_ids, now=now)
+            rows = {r["attempt_id"]: r for r in c.rows("lease_states", attempt_ids=attempt_ids)}
+        states = []
+        for lease in leases:
+            row = rows.get(lease.attempt_id)
+            if row is None or (row["job_id"], row["generation"]) != (
+                lease.job_id,
+                lease.generation,
+            ):
+                states.append(LeaseState(lease, held=False))
+            else:
+                states.append(
+                    LeaseState(
+                        lease,
+                        held=True,
+                        cancel_requested=row["job_status"] == JobStatus.CANCEL_REQUESTED,
+                        lease_expires_at=self._t(row["lease_expires_at"]),
+                    )
+                )
+        return states
+
+    def finish(
+        self, lease: Lease, outcome: Outcome, now: datetime, *, only_if_expired: bool = False
+    ) -> bool:
+        return self.finish_many([(lease, outcome)], now, only_if_expired=only_if_expired)[0]
+
+    @conflicts_retried
+    def finish_many(
+        self,
+        items: Sequence[tuple[Lease, Outcome]],
+        now: datetime | Callable[[], datetime],
+        *,
+        only_if_expired: bool = False,
+    ) -> list[bool]:
+        if not items:
+            return []
+        with self.driver.transaction() as c:
+            applied, at = self.finish_on(c, items, now, only_if_expired)
+            refused = [item for item, ok in zip(items, applied, strict=True) if not ok]
+            if refused and not only_if_expired:
+                c.run("late_reports", batch=Rows(_late_report(*item) for item in refused), now=at)
+        return applied
+
+    def finish_on(
+        self,
+        c: Connection,
+        items: Sequence[tuple[Lease, Outcome]],
+        when: datetime | Callable[[], datetime],
+        only_if_expired: bool = False,
+    ) -> tuple[list[bool], datetime]:
+        """The fenced finish of a batch, in the caller's transaction; which items applied, and
+        the instant recorded (`when`, or what `when()` says once the rows are locked).
+
+        The jobs' rows are locked first, in id order (every writer locks a job before its
+        attempt, and batches in id order cannot deadlock each other). What applies is read
+        under those locks, and the update re-checks it in its own WHERE: the generation (the
+        fencing token), the status the move starts from, and for a reap the expired lease.
+        """
+        job_ids = sorted({lease.job_id for lease, _ in items})
+        locked = c.rows("lock_jobs", ids=job_ids)
+        now = when() if callable(when) else when  # after the wait for the locks
+        jobs = {r["id"]: r for r in locked}
+        leases = {}
+        if only_if_expired:
+            found = c.rows("attempt_leases", ids=[lease.attempt_id for lease, _ in items])
+            leases = {r["id"]: r for r in found}
+        applied: list[bool] = []
+        moves = Rows()
+        for lease, outcome in items:
+            job = jobs.pop(lease.job_id, None)  # one outcome per job and batch at most
+            target = None
+            if job is not None and job["generation"] == lease.generation:
+                target = next_status(outcome.event, JobStatus(job["status"]))
+            if target is not None and only_if_expired:
+                attempt = leases.get(lease.attempt_id)
+                if not (
+                    attempt is not None
+                    and attempt["status"] == AttemptStatus.RUNNING
+                    and self._t(attempt["lease_expires_at"]) <= now
+                ):
+                    target = None
+            applied.append(target is not None)
+            if job is None or target is None:
+                continue
+            moves.append(
+                {
+                    "job_id": lease.job_id,
+                    "generation": lease.generation,
+                    "from_status": str(job["status"]),
+                    "to_status": str(target),
+                    "due_at": _delay_from(outcome, now),
+                    "attempt_id": lease.attempt_id,
+                    "only_if_expired": only_if_expired,
+                    "status": str(outcome.attempt_status or ATTEMPT_END[outcome.event]),
+                    "error_category": str(outcome.error_category)
+                    if outcome.error_category
+                    else None,
+                    "error_message": storable(outcome.error_message),
+                    "error_traceback": storable(outcome.error_traceback),
+                }
+            )
+        if moves:
+            ended = c.run("finish_jobs", batch=moves, now=now)
+            if ended != len(moves):  # the row locks make this impossible: refuse to guess
+                raise StoreError(f"finished {ended} of the {len(moves)} jobs locked; nothing kept")
+            self.limits.count_outcomes(c, _outcomes(items, applied), now)
+            again = {
+                m["job_id"]: m["due_at"] for m in moves if m["to_status"] == JobStatus.SCHEDULED
+            }
+            if again:  # retries: due again later (the queue is the job's)
+                queues = {r["id"]: r["queue"] for r in locked if r["id"] in again}
+                self.driver.notify(
+                    c, earliest_of((queues[i], at or now) for i, at in again.items())
+                )
+        return applied, now
+
+    @contextmanager
+    def completion(
+        self, lease: Lease, outcome: Outcome, now: Callable[[], datetime]
+    ) -> Iterator[Any]:
+        """Keep the block short: the job's row (SQLite: the whole file) stays locked."""
+        try:
+            with self.driver.transaction() as c:
+                yield c.native  # the handler's own writes, in this transaction
+                if not self.finish_on(c, [(lease, outcome)], now)[0][0]:
+                    raise _Fenced  # rolls the handler's writes back too
+        except _Fenced:
+            pass
+        else:
+            return
+        self.finish(lease, outcome, now())  # records the late report
+        raise StaleAttempt(lease.job_id, lease.generation)
+
+    @conflicts_retried
+    def prune(self, before: datetime, limit: int) -> int:
+        with self.driver.transaction() as c:
+            return c.run("prune", before=before, limit=limit)
+
+    def expired_leases(self, now: datetime, limit: int) -> list[ExpiredLease]:
+        with self.driver.transaction(write=False) as c:
+            rows = c.rows("expired_leases", now=now, limit=limit, holder=DISPATCH_HOLDER)
+        return [
+            ExpiredLease(
+                lease=Lease(r["job_id"], r["attempt_id"], r["generation"]),
+                job_status=JobStatus(r["status"]),
+                attempts=r["attempts"],
+                max_attempts=r["max_attempts"],
+                retry_base=float(r["retry_base"]),
+                retry_cap=float(r["retry_cap"]),
+            )
+            for r in rows
+        ]
+
+    def held_leases(self, worker_id: str) -> list[Lease]:
+        with self.driver.transaction(write=False) as c:
+            rows = c.rows("held_leases", worker_id=worker_id)
+        return [Lease(r["job_id"], r["attempt_id"], r["generation"]) for r in rows]
+
+    @conflicts_retried
+    def expire_overdue(self, now: datetime, limit: int) -> int:
+        with self.driver.transaction() as c:
+            return c.run("expire_overdue", moves=moves_json(Event.EXPIRE), now=now, limit=limit)
+
+
+def _delay_from(outcome: Outcome, now: datetime) -> datetime | None:
+    """A retry's due time, its delay counted from `now`, the instant recorded (the delay is
+    due_at - decided_at; an outcome without decided_at is due when it says)."""
+    due, decided = outcome.due_at, outcome.decided_at
+    if due is None or decided is None or now <= decided:
+        return due
+    return due + (now - decided)
+
+
+def _outcomes(items: Sequence[tuple[Lease, Outcome]], applied: Sequence[bool]) -> dict[int, bool]:
+    """The attempts that ended and count for limits (docs/flow-control.md): job id -> failed.
+    A shutdown's interruption, a cancellation or a reconciliation says nothing about the
+    dependency and is left out."""
+    found = {}
+    for (lease, outcome), ok in zip(items, applied, strict=False):
+        if not ok or outcome.error_category in _NOT_COUNTED:
+            continue
+        if outcome.event is Event.SUCCEED:
+            found[lease.job_id] = False
+        elif outcome.event in (Event.RETRY, Event.GIVE_UP):
+            found[lease.job_id] = True
+    return found
+
+
+_NOT_COUNTED = (ErrorCategory.INTERRUPTED, ErrorCategory.CANCELLED, ErrorCategory.RECONCILED)
+
+
+def _late_report(lease: Lease, outcome: Outcome) -> dict[str, object]:
+    return {
+        "attempt_id": lease.attempt_id,
+        "generation": lease.generation,
+        "outcome": str(outcome.attempt_status or ATTEMPT_END[outcome.event]),
+    }
+
+
+def storable(text: str | None) -> str | None:
+    """Error text as every dialect can store it: no NUL, no unpaired surrogate (a handler's
+    exception message may hold either; its outcome must still be recorded)."""
+    if text is None:
+        return None
+    return text.replace("\x00", "\ufffd").encode("utf-8", "replace").decode("utf-8")

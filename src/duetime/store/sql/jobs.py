@@ -1,0 +1,283 @@
+"""The SQL store's jobs part: enqueue (one job, a batch, in the caller's transaction), the
+reads of jobs, the next due instants, and the operators' moves of a job (transition).
+
+An enqueue or a replay into a queue or tenant with a max_backlog is admitted by the flow part
+(store/sql/flow.py admit, admit_replay) in the same transaction.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+from duetime.core.errors import IdempotencyConflict, JobNotFound, StoreError
+from duetime.core.models import Attempt, Enqueued, Job, JobFilter, NewJob, NewJobs, variant
+from duetime.core.states import HELD, Event, JobStatus
+from duetime.store.base import Listener
+from duetime.store.driver import Connection, Driver, Row
+from duetime.store.rows import attempts_by_job, job_from_row, refusal
+from duetime.store.sql.flow import Flow
+from duetime.store.sql.shared import (
+    Part,
+    conflicts_retried,
+    earliest,
+    job_params,
+    key_order,
+    like_pattern,
+    load_job,
+    move,
+    new_job_record,
+    reserve_ids,
+)
+
+BATCH_SLICE = 250  # jobs per insert of a bulk enqueue
+
+
+class Jobs(Part):
+    def __init__(self, driver: Driver, flow: Flow) -> None:
+        super().__init__(driver)
+        self.flow = flow
+
+    @conflicts_retried
+    def enqueue(
+        self, jobs: Sequence[NewJob], now: datetime, *, connection: Any = None
+    ) -> list[Enqueued]:
+        if not jobs:
+            return []
+        controls = self.flow.flow_controls()  # a max_backlog (docs/flow-control.md)
+        if connection is not None:
+            with self.driver.joined(connection) as c:
+                self.flow.admit(c, jobs, controls)
+                return self._enqueue(c, jobs, now)
+        if len(jobs) == 1 and not controls.bounds(jobs[0].queue, jobs[0].tenant):
+            # one statement that commits on its own (PostgreSQL: one round trip, its wake-up
+            # included); a key or occurrence met on the way, or a backlog bound to check
+            # first, goes the long way below
+            with self.driver.single() as c:
+                created = self._enqueue_one(c, jobs[0], now)
+            if created is not None:
+                return [created]
+        with self.driver.transaction() as c:
+            self.flow.admit(c, jobs, controls)
+            return self._enqueue(c, jobs, now)
+
+    def _enqueue_one(self, c: Connection, job: NewJob, now: datetime) -> Enqueued | None:
+        """One job in one statement, its id from the database (and its wake-up, where the
+        statement sends it); None when its idempotency key or occurrence exists already."""
+        row = c.one(
+            "enqueue_one",
+            **job_params(0, job, now),
+            wake=self.driver.wake_payload(job.queue, job.due_at),
+        )
+        return None if row is None else Enqueued(new_job_record(row["id"], job, now), True)
+
+    def _enqueue(self, c: Connection, jobs: Sequence[NewJob], now: datetime) -> list[Enqueued]:
+        if len(jobs) == 1:
+            one = self._enqueue_one(c, jobs[0], now)
+            if one is not None:
+                return [one]
+        if isinstance(jobs, NewJobs) and _fresh(jobs.template):
+            return self._enqueue_batch(c, jobs, now)
+        if len(jobs) > 1 and all(_fresh(j) for j in jobs):
+            return self._enqueue_fresh(c, jobs, now)
+        # An insert waits for another transaction's uncommitted row with the same key, so two
+        # batches taking the same keys in different orders could deadlock. Rows therefore go
+        # in in the order of their keys (the sort is stable: of two equal keys the first in the
+        # request goes first), while their ids, reserved up front, follow the request's order.
+        ids = reserve_ids(c, len(jobs))
+        order = sorted(range(len(jobs)), key=lambda i: key_order(jobs[i]))
+        c.run_many("insert_job", [job_params(ids[i], jobs[i], now) for i in order])
+        created = {row["id"]: row for row in c.rows("jobs_by_ids", ids=ids)}
+        taken = [job for job_id, job in zip(ids, jobs, strict=True) if job_id not in created]
+        originals = self._jobs_by_key(c, taken)
+        results: list[Enqueued] = []
+        for job_id, job in zip(ids, jobs, strict=True):
+            row = created.get(job_id)
+            tries = 0
+            if row is None and job.idempotency_key is None and job.schedule_id is not None:
+                # an occurrence whose tick became a job already: that job is the original
+                found = c.one(
+                    "occurrence_id", schedule_id=job.schedule_id, nominal_at=job.nominal_at
+                )
+                original_job = load_job(c, self._t, found["id"], None, False) if found else None
+                if original_job is not None:
+                    results.append(Enqueued(original_job, False))
+                    continue
+            while row is None:  # the key is taken: return the original, or refuse
+                tries += 1
+                if tries > 5:
+                    raise StoreError(
+                        f"idempotency key {job.idempotency_key!r} is taken but its job cannot "
+                        "be read (a transaction isolation above READ COMMITTED?); try again"
+                    )
+                original = originals.get((job.tenant, job.idempotency_key))
+                if original is not None:
+                    if original["request_hash"] != job.request_hash:
+                        raise IdempotencyConflict(
+                            f"idempotency key {job.idempotency_key!r} was already used for "
+                            f"job {original['id']} with a different request; use a new key"
+                        )
+                    results.append(Enqueued(job_from_row(original, self._t), False))
+                    break
+                # the holder of the key was deleted meanwhile: the key is free again
+                c.run("insert_job", **job_params(job_id, job, now))
+                row = c.one("select_job", id=job_id, tenant=None)
+                if row is None:
+                    originals.update(self._jobs_by_key(c, [job]))
+            else:
+                results.append(Enqueued(job_from_row(row, self._t), True))
+        self.driver.notify(c, earliest(r.job for r in results if r.created))
+        return results
+
+    def _enqueue_fresh(
+        self, c: Connection, jobs: Sequence[NewJob], now: datetime
+    ) -> list[Enqueued]:
+        """A batch that cannot meet a unique key (no idempotency keys, no occurrences): one
+        bulk insert (PostgreSQL: COPY), and the records built from what was inserted."""
+        ids = reserve_ids(c, len(jobs))
+        pairs = list(zip(ids, jobs, strict=True))
+        c.run_many("insert_new_jobs", [job_params(i, job, now) for i, job in pairs])
+        self.driver.notify(c, earliest(jobs))
+        return [Enqueued(new_job_record(i, job, now), True) for i, job in pairs]
+
+    def _enqueue_batch(self, c: Connection, jobs: NewJobs, now: datetime) -> list[Enqueued]:
+        """enqueue_many's jobs (no keys, no occurrences): an insert per slice of jobs, with
+        what they share sent once and a JSON array of what differs. Where the driver pipelines
+        (PostgreSQL), the database inserts one slice while the next is made and checked, and
+        the records (built from the template) are made while it inserts the last."""
+        jobs[:BATCH_SLICE]  # the first slice is checked before anything is sent
+        ids = reserve_ids(c, len(jobs))
+        shared = job_params(0, jobs.template, now)
+        shared_due = jobs.template.due_at
+        json_time = self.driver.json_time
+        with self.driver.pipeline(c):
+            for start in range(0, len(jobs), BATCH_SLICE):
+                stop = min(start + BATCH_SLICE, len(jobs))
+                rows = [
+                    [
+                        job_id,
+                        job.args_json,
+                        None if job.due_at is shared_due else json_time(job.due_at),
+                        job.business_key,
+                    ]
+                    for job_id, job in zip(ids[start:stop], jobs[start:stop], strict=True)
+                ]
+                c.send("insert_job_batch", **shared, rows=json.dumps(rows))
+            self.driver.notify(c, earliest(jobs))
+            record = new_job_record(0, jobs.template, now)
+            return [
+                Enqueued(
+                    variant(
+                        record,
+                        id=job_id,
+                        args=job.args,
+                        due_at=job.due_at,
+                        business_key=job.business_key,
+                    ),
+                    True,
+                )
+                for job_id, job in zip(ids, jobs, strict=True)
+            ]
+
+    def _jobs_by_key(
+        self, c: Connection, jobs: Sequence[NewJob]
+    ) -> dict[tuple[str, str | None], Row]:
+        keyed = [j for j in jobs if j.idempotency_key is not None]
+        if not keyed:
+            return {}
+        rows = c.rows(
+            "jobs_by_keys",
+            tenants=sorted({j.tenant for j in keyed}),
+            keys=sorted({str(j.idempotency_key) for j in keyed}),
+        )
+        return {(r["tenant"], r["idempotency_key"]): r for r in rows}
+
+    def get_job(self, job_id: int, *, tenant: str | None = None) -> Job | None:
+        with self.driver.transaction(snapshot=True) as c:
+            return load_job(c, self._t, job_id, tenant, True)
+
+    def list_jobs(self, f: JobFilter) -> list[Job]:
+        with self.driver.transaction(snapshot=True) as c:
+            rows = c.rows(
+                "list_jobs",
+                tenant=f.tenant,
+                status=str(f.status) if f.status else None,
+                task=f.task,
+                queue=f.queue,
+                schedule_id=f.schedule_id,
+                before_id=f.before_id,
+                due_after=f.due_after,
+                due_before=f.due_before,
+                business_key=f.business_key,
+                idempotency_key=f.idempotency_key,
+                args_like=like_pattern(f.args_text) if f.args_text is not None else None,
+                limit=f.limit,
+            )
+            history: dict[int, tuple[Attempt, ...]] = {}
+            current: dict[int, tuple[Attempt, ...]] = {}
+            if f.with_attempts and rows:
+                found = c.rows("select_attempts_of_jobs", ids=[r["id"] for r in rows])
+                history = attempts_by_job(found, self._t)
+            held = [r["id"] for r in rows if r["status"] in HELD]
+            if held and not f.with_attempts:  # to tell which of them wait in the broker
+                found = c.rows("select_attempts_of_jobs", ids=held)
+                current = attempts_by_job(found, self._t)
+        return [
+            job_from_row(r, self._t, history.get(r["id"], ()), current=current.get(r["id"], ()))
+            for r in rows
+        ]
+
+    def next_due(
+        self, now: datetime, until: datetime, queues: Sequence[str] | None, limit: int
+    ) -> list[datetime]:
+        with self.driver.transaction(write=False) as c:
+            rows = c.rows(
+                "next_due",
+                now=now,
+                until=until,
+                all_queues=queues is None,
+                queues=list(queues) if queues is not None else [],
+                limit=limit,
+            )
+        # the same instant comes back once per job due then: each converted once
+        return sorted({self._t(at) for at in {r["due_at"] for r in rows}})
+
+    def listen(self) -> Listener | None:
+        return self.driver.listener()
+
+    @conflicts_retried
+    def transition(
+        self,
+        job_id: int,
+        event: Event,
+        now: datetime,
+        *,
+        tenant: str | None = None,
+        due_at: datetime | None = None,
+        ignore_backlog: bool = False,
+    ) -> Job:
+        replay = event in (Event.REPLAY, Event.RESOLVE_RETRY)  # a fresh start, due now
+        if replay and due_at is None:
+            due_at = now
+        bounded = event is Event.REPLAY and not ignore_backlog
+        controls = self.flow.flow_controls() if bounded else None  # a max_backlog admits a replay
+        with self.driver.transaction() as c:
+            if controls is not None:
+                self.flow.admit_replay(c, controls, job_id, tenant)
+            moved = move(c, job_id, event, now, tenant=tenant, due_at=due_at, replay=replay)
+            job = load_job(c, self._t, job_id, tenant, True)
+            # raised inside: a dispatched attempt withdrawn for this move is rolled back too
+            if job is None:
+                raise JobNotFound(job_id)
+            if not moved:
+                raise refusal(job, event, due_at)
+            if job.status is JobStatus.SCHEDULED:
+                self.driver.notify(c, {job.queue: job.due_at})
+        return job
+
+
+def _fresh(job: NewJob) -> bool:
+    """True when the job cannot meet a unique key: no idempotency key, no occurrence."""
+    return job.idempotency_key is None and job.schedule_id is None

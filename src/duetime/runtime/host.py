@@ -3,7 +3,8 @@
 The store, the clock, the task registry (name -> Task: the handlers, their defaults and
 reconcile), the priority share each claim keeps for the lower classes (read at every claim:
 it may change while a worker runs) and sync_schedules (the schedules the app declares in
-code, written when a worker starts planning). The runtime needs nothing else of the App and never imports duetime.client.
+code, written when a worker starts planning). The runtime needs nothing else of the App and
+never imports duetime.client.
 """
 
 from __future__ import annotations

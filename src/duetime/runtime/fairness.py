@@ -1,7 +1,7 @@
 """The claim policy of one claimer (docs/flow-control.md, "Priorities" and "Tenants"): the
 fairness memory that carries from one claim to the next, kept here in the runtime, not in the
-store. A worker's slots (runtime/worker.py) claim through a ClaimFairness, the relay's
-dispatcher (runtime/relay.py) dispatches through a DispatchFairness; each makes the plan of
+store. A worker's slots (runtime/slots.py) claim through a ClaimFairness, the relay's
+dispatcher (runtime/outbox/relay.py) dispatches through a DispatchFairness; each makes the plan of
 its next claim (store/base.py ClaimPlan), passes it into the store's claim, and learns from
 what the claim found (Claimed.found) whether it took every due job.
 

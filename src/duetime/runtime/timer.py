@@ -3,7 +3,7 @@
 DueTimes is the pure part: the instants at which jobs fall due in the next few seconds. The
 Timer service keeps it filled from the store (Store.next_due, every `refill` seconds and when a
 wake-up says something changed) and adds the instants wake-ups announce. The slots
-(runtime/worker.py) sleep until the next instant, then claim: the store decides what is due,
+(runtime/slots.py) sleep until the next instant, then claim: the store decides what is due,
 so nothing starts before its due time, a cancel or a reschedule that lands first wins, and a
 node that dies loses nothing (its timer was only a copy of what the store holds).
 """

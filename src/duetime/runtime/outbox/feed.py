@@ -31,8 +31,8 @@ from duetime.runtime.service import BlockingCalls, Pulse, Service
 from duetime.store.base import Store
 
 if TYPE_CHECKING:
-    from duetime.runtime.amqp import Broker, Message
-    from duetime.runtime.worker import Slots
+    from duetime.runtime.outbox.broker import Broker, Message
+    from duetime.runtime.slots import Slots
 
 log = logging.getLogger("duetime.worker")
 

@@ -15,7 +15,7 @@ from duetime import logs
 from duetime.cli.support import _positive_int, add_log_flags, make_app, port, seconds
 from duetime.client import App
 from duetime.core.errors import InvalidRequest, StoreUnavailable
-from duetime.core.flow import check_share
+from duetime.core.flow.share import check_share
 
 log = logging.getLogger("duetime.cli")
 

@@ -158,6 +158,11 @@ class Slots(Service):
             self._pace += 0.3 * (pace - self._pace)
         self._last_claim, self._started_then = began, self.started
 
+    def reserve(self) -> None:
+        """Hold a free slot for a broker message while its attempt is being accepted
+        (runtime/outbox/feed.py): no claim fills it, and recover() waits."""
+        self.reserved += 1
+
     def unreserve(self) -> None:
         """Give back a slot a broker message held while its attempt was being accepted
         (runtime/outbox/feed.py); jobs claimed ahead may start in it."""

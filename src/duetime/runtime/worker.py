@@ -168,6 +168,7 @@ class Worker:
                 self.store,
                 self.clock,
                 self._calls,
+                metrics=self.metrics,
                 queues=self.queues,
                 prefetch=concurrency,
             )

@@ -72,6 +72,7 @@ class Slots(Service):
         poll_interval: float,
         grace: float,
         prefetch: int = 0,
+        due: DueTimes | None = None,
     ) -> None:
         super().__init__()
         self.runner = runner
@@ -105,7 +106,7 @@ class Slots(Service):
         # committed attempts for this worker that it does not know of (see recover)
         self.unsure = False
         self._giving_back: set[asyncio.Task[None]] = set()
-        self.due: DueTimes | None = None  # the timer's near future (runtime/timer.py)
+        self.due = due  # the timer's near future (runtime/timer.py), when a timer keeps one
         # when a limit per dependency that held back the last claim allows a start again
         # (Claimed.next_start): the loop claims then, not at its next poll
         self.limit_at: datetime | None = None

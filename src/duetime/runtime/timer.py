@@ -75,6 +75,7 @@ class Timer(IntervalService):
         *,
         queues: Sequence[str] | None,
         wake: Callable[[], None],
+        due: DueTimes | None = None,
         refill: float = 1.0,
     ) -> None:
         super().__init__(refill)
@@ -83,7 +84,7 @@ class Timer(IntervalService):
         self.calls = calls
         self.queues = list(queues) if queues else None
         self.slots_wake = wake
-        self.due = DueTimes()
+        self.due = due if due is not None else DueTimes()  # shared with the slots that read it
         self._last_refill = 0.0  # time.monotonic() of the last refill
         self._deferred = False  # a refill is scheduled
 

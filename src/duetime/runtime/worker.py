@@ -39,7 +39,7 @@ from duetime.runtime.pruner import Pruner
 from duetime.runtime.reaper import Reaper, ReaperService, ReapResult
 from duetime.runtime.service import BlockingCalls, Service
 from duetime.runtime.slots import Slots
-from duetime.runtime.timer import Timer
+from duetime.runtime.timer import DueTimes, Timer
 from duetime.runtime.wakeups import Wakeups
 from duetime.store.base import Store
 from duetime.version import __version__
@@ -97,6 +97,9 @@ class Worker:
         self.rng = rng or random.Random()
         self.stats = WorkerStats()
         self.metrics = metrics or WorkerMetrics()  # Prometheus figures of this process
+        # the node's services (see services()), each built with what it needs, in that order:
+        # the planner wakes the slots, the leases renew theirs, the timer keeps the near future
+        # of due instants the slots read (told of new work by the wake-ups)
         self.reaper = Reaper(self.store, self.clock, rng=self.rng)
         self.planner = Planner(self.store, self.clock) if planner else None
         self._calls = BlockingCalls(4)
@@ -111,7 +114,7 @@ class Worker:
             metrics=self.metrics,
             completer=self.completer,
         )
-        # the node's services (see services()); the planner wakes the slots, leases renew theirs
+        due = DueTimes()  # kept by the timer, read by the slots
         self.slots = Slots(
             runner,
             registry=app.tasks,
@@ -121,12 +124,11 @@ class Worker:
             prefetch=10 * concurrency if prefetch is None else prefetch,
             poll_interval=poll_interval,
             grace=grace,
+            due=due,
         )
-        # the near future of due instants, kept by the timer and told of new work by wake-ups
         self.timer = Timer(
-            self.store, self.clock, self._calls, queues=self.queues, wake=self.slots.wake
+            self.store, self.clock, self._calls, queues=self.queues, wake=self.slots.wake, due=due
         )
-        self.slots.due = self.timer.due
         self.wakeups = Wakeups(self.store, self.timer.heard)
         self.retention = retention
         self.pruner = (
@@ -156,22 +158,25 @@ class Worker:
             stats=self.stats,
             metrics=self.metrics,
         )
-        self.metrics.watch_busy(lambda: self.slots.busy)
+        self.metrics.watch_busy(lambda: self.slots.busy)  # the metrics may be the caller's
         # outbox-mode queues come from the broker (runtime/outbox/feed.py), the others by claims
-        self.feed: BrokerFeed | None = None
-        if broker_url is not None:
-            from duetime.runtime.outbox.broker import Broker
+        self.feed = self._broker_feed(broker_url) if broker_url is not None else None
 
-            self.feed = BrokerFeed(
-                Broker(broker_url),
-                self.slots,
-                self.store,
-                self.clock,
-                self._calls,
-                metrics=self.metrics,
-                queues=self.queues,
-                prefetch=concurrency,
-            )
+    def _broker_feed(self, broker_url: str) -> BrokerFeed:
+        """The feed of this worker's slots from the broker queues of its outbox-mode queues
+        (aio-pika is imported only then)."""
+        from duetime.runtime.outbox.broker import Broker
+
+        return BrokerFeed(
+            Broker(broker_url),
+            self.slots,
+            self.store,
+            self.clock,
+            self._calls,
+            metrics=self.metrics,
+            queues=self.queues,
+            prefetch=self.concurrency,
+        )
 
     # -- public -----------------------------------------------------------------------------
 

@@ -169,7 +169,7 @@ def outbox_setup(p: dict[str, Any]) -> dict[str, Any]:
     """The outbox workload: the bench task's queue in outbox mode, its broker queue empty."""
     import asyncio
 
-    from duetime.runtime.amqp import Broker
+    from duetime.runtime.outbox.broker import Broker
 
     app = _app(p["url"])
     queue = app.tasks[TASK].defaults.queue

@@ -14,7 +14,7 @@ import pytest
 from duetime.admin.flow import queue_flows, tenant_flows
 from duetime.core.clock import ManualClock
 from duetime.core.errors import BacklogFull, InvalidRequest
-from duetime.core.flow import FlowCounts
+from duetime.core.flow.records import FlowCounts
 from duetime.core.models import Outcome
 from duetime.core.states import AttemptStatus, Event, JobStatus
 from duetime.runtime.fairness import ClaimFairness
@@ -254,7 +254,7 @@ def test_another_process_sees_a_pause_within_the_controls_ttl(
     """A store keeps its copy of the control rows CONTROLS_SECONDS: a pause made elsewhere
     stops its claims once that copy is older (docs/flow-control.md). It does before that
     too: the claims check the queue's row itself (test_pause_paths.py)."""
-    from duetime.core.flow import CONTROLS_SECONDS
+    from duetime.core.flow.records import CONTROLS_SECONDS
     from duetime.store.sql import SQLStore
 
     operator, other = make_store(), make_store()

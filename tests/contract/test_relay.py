@@ -12,7 +12,7 @@ from duetime.core.clock import ManualClock
 from duetime.core.limits import LimitSettings, parse_rate
 from duetime.core.outbox import Dispatch, OutboxEvent
 from duetime.core.requests import TaskDefaults
-from duetime.runtime.relay import Dispatcher, Relay
+from duetime.runtime.outbox.relay import Dispatcher, Relay
 from duetime.runtime.service import BlockingCalls
 from duetime.store.base import Store
 from jobhelpers import enqueue, new

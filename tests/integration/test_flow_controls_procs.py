@@ -170,7 +170,7 @@ PER_QUEUE = 400  # each queue's jobs: neither drains within the window
 WINDOW = 160  # the first attempts started
 # heavy's share of the window within this of WEIGHT / (WEIGHT + 1): measured 0.71 to 0.74 on
 # every dialect; without the weight 0 (light's jobs are due first), and with each claim's
-# round robin starting afresh (before the credit was carried, core/flow.choose) 0.84 to 0.93,
+# round robin starting afresh (before the credit was carried, core/flow/choice.choose) 0.84 to 0.93,
 # as the workers' claims of one slot all went to heavy
 SHARE_TOLERANCE = 0.08
 

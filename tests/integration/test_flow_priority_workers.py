@@ -12,7 +12,7 @@ import pytest
 
 from conftest import STORE_KINDS
 from duetime import App
-from duetime.core.flow import PRIORITY_SHARE
+from duetime.core.flow.share import PRIORITY_SHARE
 from integration.procs import Processes, query, scalar, wait_until
 from kit import DialectKit, kit_named
 

@@ -23,8 +23,8 @@ from conftest import STORE_KINDS
 from duetime.core.outbox import DISPATCH_HOLDER, Dispatch, OutboxEvent
 from duetime.core.retry import RetryPolicy
 from duetime.core.states import JobStatus
-from duetime.runtime.amqp import Broker
-from duetime.runtime.relay import relay_services
+from duetime.runtime.outbox.broker import Broker
+from duetime.runtime.outbox.relay import relay_services
 from duetime.runtime.service import BlockingCalls, Service
 from duetime.runtime.worker import Worker
 from integration.tcpproxy import Proxy
@@ -535,7 +535,7 @@ def test_a_broker_queue_with_other_settings_is_refused_in_one_line_that_says_wha
 
     from duetime.core.outbox import broker_queue
     from duetime.logs import error_field
-    from duetime.runtime.amqp import BrokerQueueMismatch
+    from duetime.runtime.outbox.broker import BrokerQueueMismatch
 
     async def scenario() -> BrokerQueueMismatch:
         other = await aio_pika.connect(amqp_url)

@@ -16,7 +16,7 @@ from amqpbroker import broker_url
 from conftest import STORE_KINDS
 from duetime import App
 from duetime.core.states import JobStatus
-from duetime.runtime.amqp import Broker
+from duetime.runtime.outbox.broker import Broker
 from integration.procs import DUETIME, Processes, describe, run_cli, wait_until
 from kit import DialectKit, kit_named
 

@@ -15,7 +15,7 @@ from amqpbroker import broker_url
 from conftest import STORE_KINDS
 from duetime import App
 from duetime.core.outbox import DISPATCH_HOLDER
-from duetime.runtime.amqp import Broker
+from duetime.runtime.outbox.broker import Broker
 from integration.apps.limitsapp import make_app
 from integration.procs import Processes
 from integration.test_limits_procs import finished, handler_spans, max_overlap, seconds

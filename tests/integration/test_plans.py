@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from conftest import STORE_KINDS
-from duetime.core.flow import PRIORITY_TOP
+from duetime.core.flow.share import PRIORITY_TOP
 from duetime.core.states import Event
 from duetime.store import open_store
 from duetime.store.base import Store

@@ -1,4 +1,4 @@
-"""The pure maths of flow control (duetime/core/flow.py): which candidates a controlled claim
+"""The pure maths of flow control (duetime/core/flow/): which candidates a controlled claim
 starts under caps, and how weights split its slots."""
 
 from __future__ import annotations
@@ -10,18 +10,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from duetime.core.errors import InvalidRequest
-from duetime.core.flow import (
-    Candidate,
-    FlowControls,
-    RoundRobin,
-    TenantSettings,
-    check_limit,
-    check_weight,
-    choose,
-    full,
-    parse_limit,
-    room,
-)
+from duetime.core.flow.choice import Candidate, RoundRobin, choose, full, room
+from duetime.core.flow.parsers import check_limit, check_weight, parse_limit
+from duetime.core.flow.records import FlowControls, TenantSettings
 from duetime.core.outbox import QueueSettings
 
 

@@ -1,5 +1,5 @@
-"""The maths of priorities without starvation (core/flow.PriorityShare) and tenant fairness
-(core/flow.TenantRotation), over in-memory claims that read as the store does: each lower
+"""The maths of priorities without starvation (core/flow/share.PriorityShare) and tenant fairness
+(core/flow/rotation.TenantRotation), over in-memory claims that read as the store does: each lower
 class and each tenant keeps its share of saturated claims, no slot is left unused, each class
 and tenant goes in its own order."""
 
@@ -12,16 +12,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from duetime.core.errors import InvalidRequest
-from duetime.core.flow import (
-    PRIORITY_IDLE,
-    TENANT_IDLE,
-    TENANT_PROBES,
-    Candidate,
-    PriorityShare,
-    Ranked,
-    TenantRotation,
-    check_share,
-)
+from duetime.core.flow.choice import Candidate
+from duetime.core.flow.rotation import TENANT_IDLE, TENANT_PROBES, TenantRotation
+from duetime.core.flow.share import PRIORITY_IDLE, PriorityShare, Ranked, check_share
 
 
 class Due:

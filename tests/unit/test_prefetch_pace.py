@@ -5,7 +5,7 @@ from __future__ import annotations
 from types import SimpleNamespace
 from typing import Any, cast
 
-from duetime.runtime.worker import Slots
+from duetime.runtime.slots import Slots
 
 
 def slots(concurrency: int = 10, prefetch: int = 100) -> Slots:

@@ -6,16 +6,8 @@ import logging
 from typing import Any
 
 from duetime.admin.backend import Backend
-from duetime.core.flow import (
-    KEEP,
-    FlowCounts,
-    Keep,
-    QueueFlow,
-    TenantFlow,
-    TenantSettings,
-    check_limit,
-    check_weight,
-)
+from duetime.core.flow.parsers import KEEP, Keep, check_limit, check_weight
+from duetime.core.flow.records import FlowCounts, QueueFlow, TenantFlow, TenantSettings
 from duetime.core.outbox import QueueSettings
 from duetime.core.requests import TENANT_LIMIT, check_url_name
 from duetime.logs import log_event

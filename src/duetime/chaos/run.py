@@ -562,7 +562,7 @@ def _empty_broker_queue(broker_url: str, queue: str) -> None:
     of a previous run killed a moment before), which take its messages and never run them."""
     import asyncio
 
-    from duetime.runtime.amqp import Broker
+    from duetime.runtime.outbox.broker import Broker
 
     async def purge() -> None:
         async with Broker(broker_url) as broker:

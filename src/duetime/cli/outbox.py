@@ -85,9 +85,9 @@ def add_parsers(sub: Any, parents: list[argparse.ArgumentParser]) -> None:
 
 def cmd_relay(args: argparse.Namespace) -> int:
     from duetime.runtime import metrics as relay_metrics
-    from duetime.runtime.amqp import require
     from duetime.runtime.node import Node, NodeHeartbeat, run_until_signalled
-    from duetime.runtime.relay import relay_node, relay_services
+    from duetime.runtime.outbox.broker import require
+    from duetime.runtime.outbox.relay import relay_node, relay_services
     from duetime.runtime.service import BlockingCalls
     from duetime.runtime.worker import default_worker_id
 

@@ -17,7 +17,8 @@ from duetime.cli.support import (
     waited,
     when,
 )
-from duetime.core.flow import KEEP, QueueFlow, parse_weight
+from duetime.core.flow.parsers import KEEP, parse_weight
+from duetime.core.flow.records import QueueFlow
 from duetime.core.outbox import Dispatch, QueueSettings
 
 

@@ -18,7 +18,8 @@ from typing import Any, NoReturn, TextIO, TypeVar
 from duetime.client import App
 from duetime.core.durations import parse_duration
 from duetime.core.errors import ConfigurationError, InvalidRequest
-from duetime.core.flow import FlowCounts, parse_limit
+from duetime.core.flow.parsers import parse_limit
+from duetime.core.flow.records import FlowCounts
 from duetime.core.limits import LimitStatus
 from duetime.core.requests import check_nesting, parse_id, parse_instant
 from duetime.store import missing_database, url_scheme

@@ -17,7 +17,8 @@ from duetime.cli.support import (
     waited,
     when,
 )
-from duetime.core.flow import KEEP, TenantFlow, parse_weight
+from duetime.core.flow.parsers import KEEP, parse_weight
+from duetime.core.flow.records import TenantFlow
 
 
 def add_parsers(sub: Any, parents: list[argparse.ArgumentParser]) -> None:

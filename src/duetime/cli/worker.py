@@ -15,7 +15,7 @@ from duetime import logs
 from duetime.cli.support import _positive_int, add_log_flags, make_app, port, seconds
 from duetime.client import App
 from duetime.core.errors import InvalidRequest, StoreUnavailable
-from duetime.core.flow import check_share
+from duetime.core.flow.share import check_share
 
 log = logging.getLogger("duetime.cli")
 
@@ -112,7 +112,7 @@ def cmd_worker(args: argparse.Namespace) -> int:
     if args.relay and not args.broker_url:
         args.usage_error("--relay needs the broker: --broker-url URL or DUETIME_BROKER_URL")
     if args.broker_url:
-        from duetime.runtime.amqp import require
+        from duetime.runtime.outbox.broker import require
 
         require()
     logs.configure(args.log_level, args.log_format)
@@ -128,7 +128,7 @@ def cmd_worker(args: argparse.Namespace) -> int:
     services = []
     calls = None
     if args.relay:
-        from duetime.runtime.relay import relay_services
+        from duetime.runtime.outbox.relay import relay_services
         from duetime.runtime.service import BlockingCalls
 
         calls = BlockingCalls(2, name="duetime-relay")

@@ -31,7 +31,7 @@ from duetime.client.tenants import Tenants
 from duetime.client.tokens import Tokens
 from duetime.core.clock import Clock, SystemClock
 from duetime.core.errors import ConfigurationError
-from duetime.core.flow import PRIORITY_SHARE, check_share
+from duetime.core.flow.share import PRIORITY_SHARE, check_share
 from duetime.core.models import Attempt, Job
 from duetime.core.requests import DEFAULT_MAX_ATTEMPTS, DEFAULT_MAX_PAYLOAD_BYTES
 from duetime.core.retry import RetryPolicy

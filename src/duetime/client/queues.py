@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from duetime.admin import flow
 from duetime.client.part import AppPart
-from duetime.core.flow import KEEP, Keep, QueueFlow
+from duetime.core.flow.parsers import KEEP, Keep
+from duetime.core.flow.records import QueueFlow
 from duetime.core.outbox import Dispatch, QueueSettings, dispatch_mode
 from duetime.core.requests import check_name
 from duetime.twins import async_twin

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from duetime.admin import flow
 from duetime.client.part import AppPart
-from duetime.core.flow import KEEP, Keep, TenantFlow, TenantSettings
+from duetime.core.flow.parsers import KEEP, Keep
+from duetime.core.flow.records import TenantFlow, TenantSettings
 from duetime.twins import async_twin
 
 

@@ -42,7 +42,7 @@ class QueueSettings:
     queue: str
     dispatch: Dispatch = Dispatch.DIRECT
     updated_at: datetime | None = None
-    # flow control (core/flow.py, docs/flow-control.md): None is "no limit"
+    # flow control (core/flow/, docs/flow-control.md): None is "no limit"
     paused: bool = False
     concurrency: int | None = None
     max_backlog: int | None = None

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from duetime.core.flow import QueueFlow, TenantFlow
+from duetime.core.flow.records import QueueFlow, TenantFlow
 from duetime.core.states import AttemptStatus
 
 WINDOWS = (5, 60)  # minutes

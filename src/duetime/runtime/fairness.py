@@ -1,14 +1,14 @@
 """The claim policy of one claimer (docs/flow-control.md, "Priorities" and "Tenants"): the
 fairness memory that carries from one claim to the next, kept here in the runtime, not in the
-store. A worker's slots (runtime/worker.py) claim through a ClaimFairness, the relay's
-dispatcher (runtime/relay.py) dispatches through a DispatchFairness; each makes the plan of
+store. A worker's slots (runtime/slots.py) claim through a ClaimFairness, the relay's
+dispatcher (runtime/outbox/relay.py) dispatches through a DispatchFairness; each makes the plan of
 its next claim (store/base.py ClaimPlan), passes it into the store's claim, and learns from
 what the claim found (Claimed.found) whether it took every due job.
 
 - PriorityShare: under saturation each lower priority class keeps its minimum share of the
   claimer's slots (the share: App.priority_share, `duetime worker --priority-share`).
 - TenantRotation: after a saturated claim the next one rotates over the tenants with due work.
-- The weighted queues' credit: their turns carried from claim to claim (core/flow.choose).
+- The weighted queues' credit: their turns carried from claim to claim (core/flow/choice.choose).
 """
 
 from __future__ import annotations
@@ -16,7 +16,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import datetime
 
-from duetime.core.flow import PRIORITY_SHARE, PriorityShare, TenantRotation
+from duetime.core.flow.rotation import TenantRotation
+from duetime.core.flow.share import PRIORITY_SHARE, PriorityShare
 from duetime.store.base import Claimed, ClaimPlan, DispatchedEvents, Store
 
 

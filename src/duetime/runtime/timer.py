@@ -3,7 +3,7 @@
 DueTimes is the pure part: the instants at which jobs fall due in the next few seconds. The
 Timer service keeps it filled from the store (Store.next_due, every `refill` seconds and when a
 wake-up says something changed) and adds the instants wake-ups announce. The slots
-(runtime/worker.py) sleep until the next instant, then claim: the store decides what is due,
+(runtime/slots.py) sleep until the next instant, then claim: the store decides what is due,
 so nothing starts before its due time, a cancel or a reschedule that lands first wins, and a
 node that dies loses nothing (its timer was only a copy of what the store holds).
 """
@@ -75,6 +75,7 @@ class Timer(IntervalService):
         *,
         queues: Sequence[str] | None,
         wake: Callable[[], None],
+        due: DueTimes | None = None,
         refill: float = 1.0,
     ) -> None:
         super().__init__(refill)
@@ -83,7 +84,7 @@ class Timer(IntervalService):
         self.calls = calls
         self.queues = list(queues) if queues else None
         self.slots_wake = wake
-        self.due = DueTimes()
+        self.due = due if due is not None else DueTimes()  # shared with the slots that read it
         self._last_refill = 0.0  # time.monotonic() of the last refill
         self._deferred = False  # a refill is scheduled
 

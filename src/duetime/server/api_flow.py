@@ -12,7 +12,8 @@ from fastapi import APIRouter, Depends, Path, Request
 from pydantic import AfterValidator
 
 from duetime.admin.flow import queue_flows, set_queue_flow, set_tenant_flow, tenant_flows
-from duetime.core.flow import KEEP, FlowCounts, Keep, QueueFlow
+from duetime.core.flow.parsers import KEEP, Keep
+from duetime.core.flow.records import FlowCounts, QueueFlow
 from duetime.server.auth import Principal, admin, reader
 from duetime.server.paths import named
 from duetime.server.schemas import AUTH, LimitsIn, QueueIn, QueueOut, TenantOut, clean_text

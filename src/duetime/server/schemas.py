@@ -18,7 +18,7 @@ from pydantic import (
     model_validator,
 )
 
-from duetime.core.flow import MAX_LIMIT, MAX_WEIGHT, MIN_WEIGHT
+from duetime.core.flow.parsers import MAX_LIMIT, MAX_WEIGHT, MIN_WEIGHT
 from duetime.core.recurrence import MAX_ZONE_NAME
 from duetime.core.schedule_spec import (
     MAX_EVERY_SECONDS,

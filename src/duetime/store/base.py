@@ -24,15 +24,10 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol
 
-from duetime.core.flow import (
-    KEEP,
-    FlowControls,
-    FlowCounts,
-    Keep,
-    PriorityShare,
-    TenantRotation,
-    TenantSettings,
-)
+from duetime.core.flow.parsers import KEEP, Keep
+from duetime.core.flow.records import FlowControls, FlowCounts, TenantSettings
+from duetime.core.flow.rotation import TenantRotation
+from duetime.core.flow.share import PriorityShare
 from duetime.core.limits import LimitSettings, LimitStatus
 from duetime.core.models import (
     Claim,

@@ -18,7 +18,7 @@ from datetime import timedelta
 
 from duetime import App
 from duetime.core.outbox import Dispatched
-from duetime.runtime.amqp import Broker, Message
+from duetime.runtime.outbox.broker import Broker, Message
 
 
 def die() -> None:

@@ -13,7 +13,7 @@ from fastapi.responses import Response
 
 from duetime.admin.flow import queue_flows, set_queue_flow, set_tenant_flow, tenant_flows
 from duetime.core.errors import DuetimeError, StoreUnavailable
-from duetime.core.flow import KEEP, Keep, parse_limit, parse_weight
+from duetime.core.flow.parsers import KEEP, Keep, parse_limit, parse_weight
 from duetime.core.tokens import Role
 from duetime.server.dashboard.forms import guard, opt
 from duetime.server.dashboard.render import render

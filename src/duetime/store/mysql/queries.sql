@@ -610,7 +610,7 @@ UNION ALL
  LIMIT %(limit)s);
 
 -- name: lower_candidates
--- A priority reservation's read (core/flow.PriorityShare): claim_candidates of the jobs of
+-- A priority reservation's read (core/flow/share.PriorityShare): claim_candidates of the jobs of
 -- priority below `below`, with their priority; neg_priority > -below is a range of the index.
 -- Locked, skipping rows other claims hold: two workers' reservations do not pick the same jobs.
 (SELECT id, priority, queue, tenant, limits, attempts FROM duetime_jobs FORCE INDEX (duetime_jobs_due_any)

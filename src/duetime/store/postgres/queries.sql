@@ -674,7 +674,7 @@ ORDER BY priority DESC, due_at, id
 LIMIT %(limit)s;
 
 -- name: lower_candidates
--- A priority reservation's read (core/flow.PriorityShare): claim_candidates of the jobs of
+-- A priority reservation's read (core/flow/share.PriorityShare): claim_candidates of the jobs of
 -- priority below `below`, with their priority; sorting off, so it walks the claim-order index.
 -- Locked, skipping rows other claims hold: two workers' reservations do not pick the same jobs.
 SET LOCAL enable_sort = off;

@@ -8,9 +8,9 @@ controlled pick, in one transaction: the rows of every capped queue and tenant a
 (queues, then tenants, each in code-point order: concurrent controlled claims take turns), the
 running attempts counted, the limit rows locked next when limits exist, the candidates read
 (claim order, without the paused, outbox and full queues and the full tenants, nor the jobs of
-blocked keys) and chosen by core/flow.choose, and the chosen started (claim_chosen). The relay's
-dispatch (store/sql/outbox.py) makes the same controlled choice over the outbox-mode queues
-through start_controlled. The settings and their cached copy are the flow part's
+blocked keys) and chosen by core/flow/choice.choose, and the chosen started (claim_chosen).
+The relay's dispatch (store/sql/outbox.py) makes the same controlled choice over the
+outbox-mode queues through start_controlled. The settings and their cached copy are the flow part's
 (store/sql/flow.py). Past 400 lines because the three picks and the fairness reads they share
 (tenant rotation, lower priority classes, weighted queues behind the window) must be read
 together to be trusted.
@@ -24,19 +24,18 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from duetime.core.flow import (
+from duetime.core.flow.choice import (
     MAX_PROBES,
     MAX_ROUNDS,
     WEIGHTED_SCAN,
     Candidate,
-    FlowControls,
-    PriorityShare,
-    Ranked,
-    TenantRotation,
     choose,
     full,
     room,
 )
+from duetime.core.flow.records import FlowControls
+from duetime.core.flow.rotation import TenantRotation
+from duetime.core.flow.share import PriorityShare, Ranked
 from duetime.core.models import Claim
 from duetime.core.states import Event
 from duetime.store.base import Claimed, ClaimPlan

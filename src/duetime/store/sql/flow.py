@@ -20,17 +20,13 @@ from collections.abc import Callable, Sequence
 from datetime import datetime
 
 from duetime.core.errors import BacklogFull
-from duetime.core.flow import (
+from duetime.core.flow.parsers import KEEP, Keep, check_limit, check_paused, check_weight
+from duetime.core.flow.records import (
     BACKLOG_RETRY_AFTER,
     CONTROLS_SECONDS,
-    KEEP,
     FlowControls,
     FlowCounts,
-    Keep,
     TenantSettings,
-    check_limit,
-    check_paused,
-    check_weight,
 )
 from duetime.core.models import NewJob
 from duetime.core.outbox import DISPATCH_HOLDER, Dispatch, QueueSettings
@@ -272,7 +268,7 @@ def limit_params(
     concurrency: int | Keep | None, max_backlog: int | Keep | None
 ) -> dict[str, object]:
     """The parameters of upsert_queue/upsert_tenant for two limits (KEEP: left as it is),
-    each within its bounds (core/flow.py): no value out of range reaches a column."""
+    each within its bounds (core/flow/parsers.py): no value out of range reaches a column."""
     if not isinstance(concurrency, Keep):
         check_limit(concurrency, "concurrency")
     if not isinstance(max_backlog, Keep):

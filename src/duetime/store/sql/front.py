@@ -28,7 +28,9 @@ from datetime import UTC, datetime
 from typing import Any
 
 from duetime.core.errors import SchemaError
-from duetime.core.flow import KEEP, FlowControls, FlowCounts, Keep, TenantRotation, TenantSettings
+from duetime.core.flow.parsers import KEEP, Keep
+from duetime.core.flow.records import FlowControls, FlowCounts, TenantSettings
+from duetime.core.flow.rotation import TenantRotation
 from duetime.core.limits import LimitSettings, LimitStatus
 from duetime.core.models import (
     Claim,

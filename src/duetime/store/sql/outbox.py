@@ -14,7 +14,8 @@ from collections.abc import Sequence
 from datetime import datetime, timedelta
 
 from duetime.core.errors import StoreError
-from duetime.core.flow import FlowControls, TenantRotation
+from duetime.core.flow.records import FlowControls
+from duetime.core.flow.rotation import TenantRotation
 from duetime.core.models import Claim, Lease, Outcome
 from duetime.core.outbox import (
     DISPATCH_HOLDER,

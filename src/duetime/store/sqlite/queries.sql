@@ -586,7 +586,7 @@ SELECT id, queue, tenant, limits, attempts FROM (
     LIMIT :limit);
 
 -- name: lower_candidates
--- A priority reservation's read (core/flow.PriorityShare): claim_candidates of the jobs of
+-- A priority reservation's read (core/flow/share.PriorityShare): claim_candidates of the jobs of
 -- priority below `below`, with their priority; the same claim-order indexes, which give
 -- `priority < below` as a range.
 SELECT id, priority, queue, tenant, limits, attempts FROM (

@@ -6,7 +6,7 @@ Two services, both safe to run on any number of nodes at once:
   writes one outbox event each, in one transaction. It needs no broker: while RabbitMQ is
   down the outbox grows.
 - Relay: leases a batch of unpublished events (Store.take_events, so two relays never take
-  the same one), publishes them with confirms (runtime/amqp.py) and marks those the broker
+  the same one), publishes them with confirms (runtime/outbox/broker.py) and marks those the broker
   confirmed as published. It publishes at most `rate` events per second; a broker that does
   not answer is retried with backoff while the dispatcher goes on. A relay killed between
   publish and mark leaves its events to be taken again once its lease ends: they are
@@ -44,7 +44,7 @@ PUBLISHED_KEPT = timedelta(minutes=10)  # published events are deleted after thi
 
 
 class Publisher(Protocol):
-    """What the relay publishes through (runtime.amqp.Broker; a fake in tests)."""
+    """What the relay publishes through (runtime.outbox.broker.Broker; a fake in tests)."""
 
     async def publish(self, events: list[OutboxEvent], timeout: float) -> list[int]: ...
 
@@ -265,7 +265,7 @@ def relay_services(
     metrics: WorkerMetrics | None = None,
 ) -> list[Service]:
     """The dispatcher and the relay over RabbitMQ at `broker_url`, for a node's services."""
-    from duetime.runtime.amqp import Broker
+    from duetime.runtime.outbox.broker import Broker
 
     relay = Relay(
         store,

@@ -11,6 +11,9 @@ duplicate (published twice, redelivered after another worker took it) is acknowl
 dropped. A worker killed before it acknowledged leaves the message to be redelivered: if it
 had taken the attempt, the copy is dropped and the reaper retries the attempt once its lease
 ends. A message for a task this worker has no handler for goes back to the queue.
+
+The feed types the slots it fills against SlotPool, the few things it asks of them: it imports
+neither the worker nor runtime/slots.py (Slots implements SlotPool).
 """
 
 from __future__ import annotations
@@ -18,23 +21,58 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Awaitable
-from typing import TYPE_CHECKING
+from collections.abc import Awaitable, Mapping
+from typing import TYPE_CHECKING, Protocol
 
 from duetime.core.clock import Clock
 from duetime.core.errors import InvalidRequest
-from duetime.core.models import Outcome
+from duetime.core.models import Claim, Outcome
 from duetime.core.outbox import Dispatch, Dispatched
 from duetime.core.states import Event, JobStatus
 from duetime.logs import error_field, log_event
+from duetime.runtime.metrics import WorkerMetrics
 from duetime.runtime.service import BlockingCalls, Pulse, Service
 from duetime.store.base import Store
 
 if TYPE_CHECKING:
-    from duetime.runtime.amqp import Broker, Message
-    from duetime.runtime.worker import Slots
+    from duetime.runtime.outbox.broker import Broker, Message
 
 log = logging.getLogger("duetime.worker")
+
+
+class SlotPool(Protocol):
+    """The slots a feed fills (runtime/slots.py's Slots): a slot is reserved while a message's
+    attempt is being accepted, then the attempt starts in it, or the slot is given back."""
+
+    worker_id: str
+    # an acceptance failed without an answer: it may have committed an attempt for this worker
+    unsure: bool
+
+    @property
+    def registry(self) -> Mapping[str, object]:
+        """The tasks the slots have handlers for, by name."""
+        ...
+
+    @property
+    def finished(self) -> Pulse:
+        """Fired when an attempt ends (a slot is free again)."""
+        ...
+
+    def free(self) -> int:
+        """Slots free for a handler now."""
+        ...
+
+    def reserve(self) -> None:
+        """Hold a free slot for a message being accepted."""
+        ...
+
+    def unreserve(self) -> None:
+        """Give back a slot reserve() held."""
+        ...
+
+    def start_claim(self, claim: Claim) -> None:
+        """Run an accepted attempt in a slot."""
+        ...
 
 
 class BrokerFeed(Service):
@@ -45,11 +83,12 @@ class BrokerFeed(Service):
     def __init__(
         self,
         broker: Broker,
-        slots: Slots,
+        slots: SlotPool,
         store: Store,
         clock: Clock,
         calls: BlockingCalls,
         *,
+        metrics: WorkerMetrics,
         queues: list[str] | None,
         prefetch: int,
         refresh_interval: float = 2.0,
@@ -60,6 +99,7 @@ class BrokerFeed(Service):
         self.store = store
         self.clock = clock
         self.calls = calls
+        self.metrics = metrics
         self.queues = queues
         self.prefetch = prefetch
         self.refresh_interval = refresh_interval
@@ -150,7 +190,7 @@ class BrokerFeed(Service):
         await self.pause_for_slot()
         # the slot stays reserved until the attempt starts in it: till then the slots do not
         # know of the attempt, and must not take it for one a lost claim left (Slots.recover)
-        self.slots.reserved += 1
+        self.slots.reserve()
         try:
             answered = await self._accept(message, dispatched)
         finally:
@@ -211,7 +251,7 @@ class BrokerFeed(Service):
 
     def _drop(self, reason: str, why: str, dispatched: Dispatched | None) -> None:
         self.dropped += 1
-        self.slots.runner.metrics.message_dropped(reason)
+        self.metrics.message_dropped(reason)
         log_event(
             log,
             "broker.message_dropped",

@@ -1,4 +1,6 @@
 """Limits per dependency: the pure rules (no I/O; time is passed in).
+Past 400 lines because a key's settings, their checks and the bucket, budget and breaker
+arithmetic over them are one concept, read together.
 
 A limit key names a dependency several tasks call ("payments-api"). A task declares the keys it
 calls (`@app.task(limits=[...])`); every job of it carries them. Per key an operator sets:

@@ -1,4 +1,5 @@
 """The JSON shapes of the REST API (v1): what requests carry and what responses return.
+Past 400 lines because every route's request and response model stands here, with its bounds.
 
 Field names follow the Python API's JSON (Job.to_json, Schedule.to_json) so that the CLI's
 --json output, the API and the docs agree.

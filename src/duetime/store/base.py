@@ -1,4 +1,5 @@
 """The store contract every dialect implements, and that the shared contract suite checks.
+Past 400 lines because each method's docstring is its specification (which rows, what changes).
 
 Rules that hold for every method:
 - `now` is always a parameter: a store never reads a clock (the one exception: migrate()

@@ -1,5 +1,5 @@
 """/jobs: the job list (and the parked jobs), one job's page, and its actions (cancel, replay,
-reschedule, resolve)."""
+reschedule, resolve). Past 400 lines by a few: one page's routes and their forms."""
 
 from __future__ import annotations
 

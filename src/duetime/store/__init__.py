@@ -7,7 +7,7 @@ import importlib
 import os
 from typing import Any
 
-from duetime.core.errors import ConfigurationError, StoreUnavailable
+from duetime.core.errors import ConfigurationError
 from duetime.store.base import Store
 
 DEFAULT_URL = "sqlite:///duetime.db"
@@ -71,17 +71,10 @@ def _dialect(url: str) -> Any:
         ) from None
 
 
-def is_unavailable(exc: BaseException) -> bool:
-    """Whether an error means the database could not be reached or could not commit now
-    (a restart, a dropped connection, a busy SQLite file): retrying later can succeed."""
-    return isinstance(exc, StoreUnavailable)
-
-
 __all__ = [
     "DEFAULT_URL",
     "DIALECTS",
     "Store",
-    "is_unavailable",
     "missing_database",
     "open_store",
     "resolve_url",

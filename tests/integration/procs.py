@@ -115,17 +115,21 @@ class WorkerProcess:
         ]
 
     def problems(self) -> list[str]:
-        """Log lines at level error/critical, and lines that are not JSON (e.g. tracebacks)."""
+        """Log lines at level error/critical, and lines that are not JSON (e.g. tracebacks),
+        but for a broker-side race the worker recovered from (broker_race_recovered)."""
         bad = []
+        records: list[Any] = []
         for line in self.lines():
             try:
                 record = json.loads(line)
             except ValueError:
                 bad.append(line)
+                records.append(None)
                 continue
+            records.append(record)
             if not isinstance(record, dict) or record.get("level") in ("error", "critical"):
                 bad.append(line)
-        return bad
+        return [line for line in bad if not broker_race_recovered(line, records)]
 
     def tail(self, n: int = 30) -> str:
         lines = self.lines()[-n:]
@@ -310,3 +314,18 @@ def migrate(database_url: str) -> None:
         store.migrate()
     finally:
         store.close()
+
+
+def broker_race_recovered(line: str, records: list[Any]) -> bool:
+    """RabbitMQ 3.10 may answer a consume on a quorum queue that another connection declared a
+    moment before with INTERNAL_ERROR (its log: badmatch {error,noproc}) and close the
+    connection; aiormq logs that at error level. The worker logs broker.unavailable, connects
+    again and consumes: a fault of the broker that duetime recovers from, not a problem of
+    duetime's. Only that line, only when the recovery followed it in the same log."""
+    if "aiormq.connection" not in line or "INTERNAL_ERROR" not in line:
+        return False
+    events = [r.get("event") for r in records if isinstance(r, dict)]
+    after_unavailable = (
+        events[events.index("broker.unavailable") :] if "broker.unavailable" in events else []
+    )
+    return "broker.consuming" in after_unavailable

@@ -1,4 +1,5 @@
-"""The SQL store's claim part: one claimer, three picks (docs/flow-control.md).
+"""The SQL store's claim part: one claimer, three picks (docs/flow-control.md). Past 400 lines
+because the three picks and the fairness reads they share must be read together to be trusted.
 
 A claim when no control row restricts claims and no limit exists is the claim statement alone
 (plain). With limits per dependency only, the limited pick: in one transaction the limit rows
@@ -11,9 +12,8 @@ running attempts counted, the limit rows locked next when limits exist, the cand
 blocked keys) and chosen by core/flow/choice.choose, and the chosen started (claim_chosen).
 The relay's dispatch (store/sql/outbox.py) makes the same controlled choice over the
 outbox-mode queues through start_controlled. The settings and their cached copy are the flow part's
-(store/sql/flow.py). Past 400 lines because the three picks and the fairness reads they share
-(tenant rotation, lower priority classes, weighted queues behind the window) must be read
-together to be trusted.
+(store/sql/flow.py). The fairness reads: tenant rotation, lower priority classes, weighted
+queues behind the window.
 """
 
 from __future__ import annotations

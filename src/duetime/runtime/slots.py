@@ -13,9 +13,10 @@ import functools
 import logging
 import time
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import datetime
 
+from duetime.core.flow.share import PRIORITY_SHARE
 from duetime.core.models import Claim, Lease
 from duetime.logs import log_event
 from duetime.runtime.attempt import AttemptRunner, RunningAttempt
@@ -73,10 +74,12 @@ class Slots(Service):
         grace: float,
         prefetch: int = 0,
         due: DueTimes | None = None,
+        share: Callable[[], float] = lambda: PRIORITY_SHARE,
     ) -> None:
         super().__init__()
         self.runner = runner
         self.registry = registry  # the app's tasks: what its slots run (runtime/host.py)
+        self.share = share  # the host's priority share, read at each claim (runtime/host.py)
         self.worker_id = worker_id
         self.queues = queues
         self.concurrency = concurrency
@@ -136,7 +139,7 @@ class Slots(Service):
         (docs/flow-control.md) nothing is held ahead: held jobs started together could outrun
         a rate limit, and a breaker's probe must start when it is let through."""
         store = self.runner.store
-        self.fairness.set_share(self.runner.app.priority_share)  # it may change while we run
+        self.fairness.set_share(self.share())  # it may change while we run
         claimed = self.fairness.claim(
             store,
             worker_id=self.worker_id,

@@ -125,6 +125,7 @@ class Worker:
             poll_interval=poll_interval,
             grace=grace,
             due=due,
+            share=lambda: app.priority_share,
         )
         self.timer = Timer(
             self.store, self.clock, self._calls, queues=self.queues, wake=self.slots.wake, due=due

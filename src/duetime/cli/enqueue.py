@@ -93,7 +93,7 @@ def cmd_enqueue(args: argparse.Namespace) -> int:
         return enqueue_file(args)
     if not args.task:
         args.usage_error("the following arguments are required: task (or --from-file FILE)")
-    app = make_app(args, create=True, opened=True)
+    app = make_app(args, create=True)
     with flag_values(args):
         try:
             job = app.enqueue(
@@ -134,7 +134,7 @@ def enqueue_file(args: argparse.Namespace) -> int:
             "--key applies to one job; it cannot be used with --from-file "
             '(give each line its own "key" instead)'
         )
-    app = make_app(args, create=True, opened=True)
+    app = make_app(args, create=True)
     source = "stdin" if args.from_file == "-" else args.from_file
     lines = read_lines(args.from_file)
     now = app.clock.now()

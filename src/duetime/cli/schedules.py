@@ -214,7 +214,7 @@ def schedule_row(s: Schedule, last: Any) -> tuple[Any, ...]:
 
 
 def cmd_add(args: argparse.Namespace) -> int:
-    app = make_app(args, create=True, opened=True)
+    app = make_app(args, create=True)
     options = definition_options(args)
     with flag_values(args):
         schedule = app.add_schedule(args.name, task=args.task, **options)

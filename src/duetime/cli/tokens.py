@@ -55,7 +55,7 @@ def expiry(text: str) -> float:
 
 
 def cmd_tokens_create(args: argparse.Namespace) -> int:
-    app = make_app(args, create=True, opened=True)
+    app = make_app(args, create=True)
     token, secret = app.create_token(args.role, name=args.name, expires_in=args.expires_in)
     if args.json:
         out(json.dumps({**token.to_json(), "secret": secret}, indent=2))

@@ -96,3 +96,22 @@ def test_an_app_on_an_injected_clock_is_never_corrected(store_url: str) -> None:
         assert app.clock is manual and app.clock.now() == ManualClock().now()
     finally:
         app.close()
+
+
+def test_the_first_enqueue_of_an_app_computes_its_delay_on_the_databases_clock(
+    store_url: str,
+) -> None:
+    """The very call that opens the store (and reads the database's clock) computes a
+    relative due time on the database's clock, not on this machine's 30 s fast one."""
+    app = App(database_url=store_url)
+    try:
+        assert isinstance(app.clock, CorrectedClock)
+        app.clock.base = ManualClock(datetime.now(UTC) + timedelta(seconds=30))
+        job = app.enqueue("t", delay=5)
+        reference = app.store.database_now()
+        expected = 35.0 if app.store.clock_is_local else 5.0  # SQLite: the machine's clock
+        assert (job.due_at - reference).total_seconds() == pytest.approx(expected, abs=0.5)
+        [many] = app.enqueue_many("t", [{}], delay=5)
+        assert (many.due_at - reference).total_seconds() == pytest.approx(expected, abs=0.5)
+    finally:
+        app.close()

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from html import unescape
 from typing import Any
@@ -877,4 +877,20 @@ def test_a_dispatched_job_shows_it_waits_in_the_broker_and_can_be_rescheduled(en
     assert (
         env.app.store.accept_dispatch(Dispatched.from_body(event.body()), "w", env.clock.now())
         is None
+    )
+
+
+def test_the_nodes_page_shows_each_nodes_clock_offset_and_marks_one_past_a_second(
+    env: Env,
+) -> None:
+    store = env.app.store
+    store.register_node(replace(_node("fast:1:aa", env), clock_offset=30.004), env.clock.now())
+    store.register_node(replace(_node("true:2:bb", env), clock_offset=-0.0021), env.clock.now())
+    store.register_node(_node("manual:3:cc", env), env.clock.now())  # not measured
+    page = env.logged_in(role="read").get("/nodes").text
+    rows = dict(re.findall(r'<tr data-node="([^"]+)">(.*?)</tr>', page, re.S))
+    assert 'class="badge s-clock-off"' in rows["fast:1:aa"] and "+30.0 s" in rows["fast:1:aa"]
+    assert "s-clock-off" not in rows["true:2:bb"] and "-0.002 s" in rows["true:2:bb"]
+    assert (
+        'data-clock-offset=""' in rows["manual:3:cc"] and "s-clock-off" not in rows["manual:3:cc"]
     )

@@ -80,6 +80,8 @@ def test_a_worker_serves_its_own_metrics(db_url: str, app: App, procs: Processes
     assert value(samples, "duetime_stale_completions_rejected_total") == 0
     assert value(samples, "duetime_lease_expiries_total") == 0
     assert value(samples, "duetime_worker_busy") == 0
+    # measured at the node's start (SQLite: the machine's own clock, 0); the database runs here
+    assert abs(value(samples, "duetime_clock_offset_seconds")) < 0.05
     assert value(samples, "process_cpu_seconds_total") > 0  # the process's own figures
 
     assert worker.terminate_and_wait() == 0

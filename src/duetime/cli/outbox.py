@@ -11,6 +11,7 @@ from typing import Any
 
 from duetime import logs
 from duetime.cli.support import (
+    add_clock_warning_flag,
     add_log_flags,
     checked,
     make_app,
@@ -62,6 +63,7 @@ def add_parsers(sub: Any, parents: list[argparse.ArgumentParser]) -> None:
     p.add_argument(
         "--metrics-host", default="127.0.0.1", metavar="HOST", help="address to serve metrics on"
     )
+    add_clock_warning_flag(p)
     add_log_flags(p)
     p.set_defaults(func=cmd_relay)
 
@@ -104,7 +106,12 @@ def cmd_relay(args: argparse.Namespace) -> int:
     relay_id = f"relay:{default_worker_id()}"
     # registered as a node (duetime nodes), heartbeated, marked stopped when it stops
     registry = NodeHeartbeat(
-        app.store, app.clock, calls, functools.partial(relay_node, relay_id, app.clock)
+        app.store,
+        app.clock,
+        calls,
+        functools.partial(relay_node, relay_id, app.clock),
+        clock_warning=args.clock_warning,
+        metrics=figures,
     )
     relaying = relay_services(
         app.store,

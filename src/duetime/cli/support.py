@@ -16,6 +16,7 @@ from types import TracebackType
 from typing import Any, NoReturn, TextIO, TypeVar
 
 from duetime.client import App
+from duetime.core.clock import CLOCK_OFFSET_WARNING
 from duetime.core.durations import parse_duration
 from duetime.core.errors import ConfigurationError, InvalidRequest
 from duetime.core.flow.parsers import parse_limit
@@ -51,12 +52,16 @@ def load_app(spec: str) -> App:
     return target
 
 
-def make_app(args: argparse.Namespace, *, create: bool = False) -> App:
+def make_app(args: argparse.Namespace, *, create: bool = False, opened: bool | None = None) -> App:
     """The App a command acts on: --app's, or a plain one of --tenant, on --database-url.
 
     Only the commands that store something new (`create=True`: migrate, enqueue, schedules
     add, tokens create, worker, serve) may create the database; the others refuse a database
-    that does not exist rather than create an empty one (a mistyped SQLite path)."""
+    that does not exist rather than create an empty one (a mistyped SQLite path).
+
+    `opened` (default: the commands that do not create) opens the database at once, which
+    reads its clock: every instant the command then computes or judges (a delay, an age, a
+    node's liveness) is the database's time, not this machine's (docs/guarantees.md)."""
     app = load_app(args.app) if getattr(args, "app", None) else App(tenant=args.tenant)
     if args.database_url:
         app.database_url = args.database_url
@@ -68,6 +73,8 @@ def make_app(args: argparse.Namespace, *, create: bool = False) -> App:
                 "(--database-url or DUETIME_DATABASE_URL), or create the database with "
                 "`duetime migrate`"
             )
+    if opened if opened is not None else not create:
+        app.store  # noqa: B018 - opens the database and reads its clock
     return app
 
 
@@ -329,6 +336,27 @@ def add_log_flags(parser: argparse.ArgumentParser) -> None:
         choices=["text", "json"],
         help="log lines as text or as one JSON object each (text)",
     )
+
+
+def add_clock_warning_flag(parser: argparse.ArgumentParser) -> None:
+    """--clock-warning of the commands that run a node (worker, relay)."""
+    parser.add_argument(
+        "--clock-warning",
+        type=_positive_seconds,
+        default=CLOCK_OFFSET_WARNING,
+        metavar="DURATION",
+        help="warn (log, metric, duetime nodes) when this machine's clock is off the "
+        "database's by more than this (default 1s; times are corrected either way)",
+    )
+
+
+def _positive_seconds(text: str) -> float:
+    value = seconds(text)
+    if value <= 0:
+        raise argparse.ArgumentTypeError(
+            f"must be a positive duration like 1s or 500ms, not {text!r}"
+        )
+    return value
 
 
 # -- limits per dependency (`duetime limits list`, `duetime stats`) ---------------------------

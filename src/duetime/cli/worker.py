@@ -12,7 +12,14 @@ from datetime import timedelta
 from typing import Any
 
 from duetime import logs
-from duetime.cli.support import _positive_int, add_log_flags, make_app, port, seconds
+from duetime.cli.support import (
+    _positive_int,
+    add_clock_warning_flag,
+    add_log_flags,
+    make_app,
+    port,
+    seconds,
+)
 from duetime.client import App
 from duetime.core.errors import InvalidRequest, StoreUnavailable
 from duetime.core.flow.share import check_share
@@ -83,6 +90,7 @@ def add_parsers(sub: Any, parents: list[argparse.ArgumentParser]) -> None:
         action="store_true",
         help="also run the relay here (as `duetime relay` does; needs --broker-url)",
     )
+    add_clock_warning_flag(p)
     add_log_flags(p)
     p.set_defaults(func=cmd_worker)
 
@@ -153,6 +161,7 @@ def cmd_worker(args: argparse.Namespace) -> int:
         metrics=figures,
         broker_url=args.broker_url or None,
         services=services,
+        clock_warning=args.clock_warning,
     )
 
     worker.serve()  # until SIGTERM or SIGINT; a second signal exits at once with status 1

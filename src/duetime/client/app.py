@@ -12,7 +12,7 @@ import functools
 import logging
 import threading
 from collections.abc import Callable, Sequence
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any, ParamSpec, TypeVar, cast, overload
 
 from duetime.client.figures import Figures
@@ -29,14 +29,14 @@ from duetime.client.schedules import (
 )
 from duetime.client.tenants import Tenants
 from duetime.client.tokens import Tokens
-from duetime.core.clock import Clock, SystemClock
-from duetime.core.errors import ConfigurationError
+from duetime.core.clock import Clock, CorrectedClock, SystemClock
+from duetime.core.errors import ConfigurationError, DuetimeError
 from duetime.core.flow.share import PRIORITY_SHARE, check_share
 from duetime.core.models import Attempt, Job
 from duetime.core.requests import DEFAULT_MAX_ATTEMPTS, DEFAULT_MAX_PAYLOAD_BYTES
 from duetime.core.retry import RetryPolicy
 from duetime.core.schedule_spec import ScheduleSpec
-from duetime.logs import log_event
+from duetime.logs import error_field, log_event
 from duetime.store import Store, open_store, resolve_url
 from duetime.tasks import AnyTask, Task, register_task
 from duetime.twins import async_twin
@@ -56,6 +56,13 @@ class App(Jobs, Schedules, Queues, Tenants, Limits, Outbox, Tokens, Figures):
     The database is opened on first use. An SQLite database is migrated automatically; a
     PostgreSQL or MariaDB/MySQL database must be migrated with `duetime migrate` (it is
     checked on open).
+
+    Without a `clock`, the App runs on this machine's clock corrected by the database's
+    (core.clock.CorrectedClock): it reads the database's time when it opens the database and
+    again when its reading is a minute old (a worker's node, every heartbeat), so every instant
+    it and its workers use (due, started, leases, ticks, last seen) is the database's time, not
+    this machine's (docs/guarantees.md, "Clocks"). Until the database is opened it tells this
+    machine's time. An injected clock (a ManualClock in tests) is used as it is.
     """
 
     def __init__(
@@ -74,7 +81,10 @@ class App(Jobs, Schedules, Queues, Tenants, Limits, Outbox, Tokens, Figures):
         self._priority_share = check_share(priority_share)
         self.pool_timeout = pool_timeout  # PostgreSQL: seconds a call waits for a connection
         self.tenant = tenant
-        self.clock: Clock = clock or SystemClock()
+        # without a clock given: this machine's, corrected by the database's (read on open)
+        self._corrected = clock is None
+        self.clock: Clock = clock or CorrectedClock(SystemClock())
+        self._retry_reading: datetime | None = None  # after a failed reading: not before then
         self.max_payload_bytes = max_payload_bytes
         self.tasks: dict[str, AnyTask] = {}
         self._store: Store | None = None
@@ -105,7 +115,9 @@ class App(Jobs, Schedules, Queues, Tenants, Limits, Outbox, Tokens, Figures):
 
     @property
     def store(self) -> Store:
-        """The store (the database), opened on first use; SQLite is migrated then."""
+        """The store (the database), opened on first use; SQLite is migrated then. Opening
+        it reads the database's clock (see the class); so does a use once that reading is a
+        minute old."""
         with self._lock:
             if self._store is None:
                 store = open_store(self.database_url, pool_timeout=self.pool_timeout)
@@ -113,11 +125,36 @@ class App(Jobs, Schedules, Queues, Tenants, Limits, Outbox, Tokens, Figures):
                     if store.dialect == "sqlite":
                         store.migrate()
                     store.check_schema()
+                    self._read_clock(store)
                 except BaseException:
                     store.close()
                     raise
                 self._store = store
-            return self._store
+            store = self._store
+        if self._corrected and isinstance(self.clock, CorrectedClock) and self.clock.stale():
+            self._read_clock_again(store, self.clock)
+        return store
+
+    def _read_clock(self, store: Store) -> None:
+        """Measure this machine's clock against the database's (nothing to measure on SQLite,
+        which reads this machine's clock)."""
+        if self._corrected and isinstance(self.clock, CorrectedClock):
+            self.clock.measure(lambda: None if store.clock_is_local else store.database_now())
+
+    def _read_clock_again(self, store: Store, clock: CorrectedClock) -> None:
+        """A new reading once the last is a minute old; while the database cannot answer the
+        last reading stays in use, and the next try waits 5 s."""
+        now = clock.base.now()
+        retry = self._retry_reading
+        if retry is not None and now < retry:
+            return
+        self._retry_reading = now + timedelta(seconds=5)  # threads arriving meanwhile skip it
+        try:
+            self._read_clock(store)
+        except DuetimeError as exc:
+            log_event(log, "clock.reading_failed", logging.DEBUG, error=error_field(exc))
+            return
+        self._retry_reading = None
 
     def migrate(self) -> list[int]:
         """Apply pending migrations; returns the versions applied."""
@@ -277,6 +314,7 @@ class App(Jobs, Schedules, Queues, Tenants, Limits, Outbox, Tokens, Figures):
             max_payload_bytes=self.max_payload_bytes,
         )
         view.tasks = self.tasks
+        view._corrected = self._corrected  # the same clock, read again by either
         view._store = self.store
         view._lock = self._lock
         return view

@@ -12,6 +12,7 @@ from typing import Any
 from duetime.admin.replay import ReplayReport, dead_job_ids, replay_many
 from duetime.client.lookup import job_of, schedule_of
 from duetime.client.part import AppPart
+from duetime.core.clock import Clock, CorrectedClock
 from duetime.core.errors import InvalidRequest
 from duetime.core.models import Enqueued, Job, JobFilter, NewJob, unserved
 from duetime.core.requests import TaskDefaults, build_new_job, build_new_jobs, parse_instant
@@ -102,8 +103,12 @@ class Jobs(AppPart):
     ) -> Enqueued:
         """enqueue, also telling whether the job was created (False: an idempotency key
         returned the original job). Options are those of enqueue."""
-        new = self._new_job(task_name, args, options)
-        result = self.store.enqueue([new], self.clock.now(), connection=connection)[0]
+        unread = clock_unread(self.clock)
+        new = self._new_job(task_name, args, options)  # every field checked before any I/O
+        store = self.store
+        if unread and not clock_unread(self.clock):  # opening the store read its clock:
+            new = self._new_job(task_name, args, options)  # the due time on the database's
+        result = store.enqueue([new], self.clock.now(), connection=connection)[0]
         log_event(
             log,
             "job.enqueued" if result.created else "job.enqueue_deduplicated",
@@ -143,7 +148,11 @@ class Jobs(AppPart):
             deadline=None if at_each is not None else deadline,
         )
         # every option checked once; each job's args below
+        unread = clock_unread(self.clock)
         template = self._new_job(task_name, {}, options, check_args=False)
+        store = self.store
+        if unread and not clock_unread(self.clock):  # as in submit
+            template = self._new_job(task_name, {}, options, check_args=False)
         task = self.tasks.get(task_name)
         if at_each is not None:  # each job's deadline from its own due instant
             given = parse_instant(deadline, "deadline") if deadline is not None else None
@@ -163,7 +172,7 @@ class Jobs(AppPart):
             check=check if task is not None else None,
             defaults=task.defaults if task is not None else None,
         )
-        jobs = [r.job for r in self.store.enqueue(batch, self.clock.now(), connection=connection)]
+        jobs = [r.job for r in store.enqueue(batch, self.clock.now(), connection=connection)]
         log_event(log, "jobs.enqueued", task=task_name, count=len(jobs))
         return jobs
 
@@ -294,3 +303,9 @@ class Jobs(AppPart):
         )
 
     areplay_dead = async_twin(replay_dead)
+
+
+def clock_unread(clock: Clock) -> bool:
+    """Whether `clock` is to be corrected by the database's but has not read it yet (the App's
+    own clock before its store is opened): instants computed now would be this machine's."""
+    return isinstance(clock, CorrectedClock) and clock.offset is None

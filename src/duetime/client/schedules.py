@@ -70,9 +70,10 @@ def spec_for(app: AppLike, name: str, task: str, options: dict[str, Any]) -> Sch
 
 def create_schedule(app: AppLike, spec: ScheduleSpec) -> tuple[Schedule, bool]:
     """Create the schedule unless its name is taken: (the schedule, whether it was created)."""
+    store = app.store  # first: opening it reads the database's clock, which `now` is then on
     now = app.clock.now()
     anchor = spec.start_at or now
-    schedule, created = app.store.create_schedule(
+    schedule, created = store.create_schedule(
         app.tenant,
         spec,
         anchor_at=anchor,

@@ -359,6 +359,9 @@ class Node:
     stopped_at: datetime | None = None
     holding: tuple[int, ...] = ()  # jobs it runs attempts of right now
     tasks: tuple[str, ...] | None = None  # the tasks it serves (None: it did not say)
+    # how far its clock was ahead of the database's when it last measured (seconds; negative:
+    # behind); None when not measured (an injected clock, or an older version)
+    clock_offset: float | None = None
 
     def state(self, now: datetime, dead_after: float) -> str:
         """stopped (shut down cleanly), dead (silent for dead_after seconds) or live."""
@@ -385,7 +388,13 @@ class Node:
             "stopped_at": _iso(self.stopped_at),
             "holding": list(self.holding),
             "tasks": list(self.tasks) if self.tasks is not None else None,
+            "clock_offset_seconds": self.clock_offset,
         }
+
+    def clock_skewed(self, threshold: float) -> bool:
+        """Whether its clock was off the database's by more than `threshold` seconds (its
+        times are corrected for it; the warning says the machine's clock needs fixing)."""
+        return self.clock_offset is not None and abs(self.clock_offset) > threshold
 
 
 NODE_DEAD_AFTER = 30.0  # seconds of silence after which a node counts as dead (duetime nodes)

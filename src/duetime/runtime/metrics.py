@@ -160,6 +160,14 @@ class WorkerMetrics:
             "Attempts running in this worker now.",
             registry=r,
         )
+        self.clock_offset = Gauge(
+            "duetime_clock_offset_seconds",
+            "How far this process's clock is ahead of the database's, in seconds (negative: "
+            "behind), as last measured; the process corrects its times by it. NaN until "
+            "measured (SQLite, the same machine: 0).",
+            registry=r,
+        )
+        self.clock_offset.set(float("nan"))
         self._children: dict[tuple[int, tuple[str, ...]], Any] = {}  # label sets seen
         if process:
             ProcessCollector(registry=r)
@@ -218,6 +226,10 @@ class WorkerMetrics:
     def message_dropped(self, reason: str) -> None:
         """A broker message acknowledged and not run (reason: stale, malformed)."""
         self._child(self.dropped, reason).inc()
+
+    def clock_offset_measured(self, offset: float) -> None:
+        """This process's clock was measured `offset` seconds ahead of the database's."""
+        self.clock_offset.set(offset)
 
     def lease_lost(self) -> None:
         """A heartbeat said this worker no longer holds an attempt's lease."""

@@ -7,7 +7,9 @@ drain first, while lease heartbeats, the reaper and the registry row still run.
 
 run_until_signalled(main, grace=...) runs `main(stop)` under SIGTERM and SIGINT: the first
 signal sets `stop` (graceful shutdown), the second exits the process at once with status 1.
-NodeHeartbeat is the node's row in the registry `duetime nodes` lists.
+NodeHeartbeat is the node's row in the registry `duetime nodes` lists; with each beat it reads
+the database's clock again (when the node runs on a CorrectedClock), writes the offset in its
+row and warns, through ClockWatch, when it passes a threshold.
 """
 
 from __future__ import annotations
@@ -18,9 +20,12 @@ import logging
 import os
 import signal
 from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import replace
 
 from duetime.core import models
-from duetime.core.clock import Clock
+from duetime.core.clock import CLOCK_OFFSET_WARNING, Clock, CorrectedClock
+from duetime.logs import log_event
+from duetime.runtime.metrics import WorkerMetrics
 from duetime.runtime.service import BlockingCalls, IntervalService, Service
 from duetime.store.base import Store
 
@@ -98,9 +103,64 @@ def run_until_signalled(
     asyncio.run(guarded())
 
 
+class ClockWatch:
+    """Tells when this node's clock is off the database's by more than `threshold` seconds:
+    one warning as it passes the threshold (node.clock_offset), one notice when it is back
+    within (node.clock_offset_ok), and the offset of every reading in the metrics. The node's
+    times are corrected either way; the warning is for the machine's clock to be fixed."""
+
+    def __init__(
+        self,
+        node_id: str,
+        threshold: float = CLOCK_OFFSET_WARNING,
+        metrics: WorkerMetrics | None = None,
+    ) -> None:
+        if threshold <= 0:
+            raise ValueError("the clock offset warning threshold must be above 0 seconds")
+        self.node_id = node_id
+        self.threshold = threshold
+        self.metrics = metrics
+        self.warned = False
+
+    def saw(self, offset: float | None) -> None:
+        """A reading of the node's clock: `offset` seconds ahead of the database's (None: this
+        node runs on an injected clock, nothing was measured)."""
+        if offset is None:
+            return
+        if self.metrics is not None:
+            self.metrics.clock_offset_measured(offset)
+        if abs(offset) > self.threshold and not self.warned:
+            self.warned = True
+            log_event(
+                log,
+                "node.clock_offset",
+                logging.WARNING,
+                node=self.node_id,
+                offset_s=round(offset, 3),
+                threshold_s=self.threshold,
+                hint="this machine's clock is "
+                + ("ahead of" if offset > 0 else "behind")
+                + " the database's; duetime corrects its times by the offset, but fix the "
+                "clock (NTP: chrony or systemd-timesyncd)",
+            )
+        elif abs(offset) <= self.threshold and self.warned:
+            self.warned = False
+            log_event(
+                log,
+                "node.clock_offset_ok",
+                node=self.node_id,
+                offset_s=round(offset, 3),
+                threshold_s=self.threshold,
+            )
+
+
 class NodeHeartbeat(IntervalService):
     """This node's row in the registry: registered at start, renewed every few seconds, marked
-    stopped when the node stops. A node only ever writes its own row."""
+    stopped when the node stops. A node only ever writes its own row.
+
+    On a CorrectedClock (an App's own clock), each beat first reads the database's clock again
+    (so a clock that drifts, or a new primary after a failover, is followed within a beat) and
+    writes the offset with last_seen_at; `clock_warning` seconds of offset are warned about."""
 
     name = "node"
     wait_first = True
@@ -112,6 +172,9 @@ class NodeHeartbeat(IntervalService):
         calls: BlockingCalls,
         describe: Callable[[], models.Node],
         interval: float = NODE_HEARTBEAT_SECONDS,
+        *,
+        clock_warning: float = CLOCK_OFFSET_WARNING,
+        metrics: WorkerMetrics | None = None,
     ) -> None:
         super().__init__(interval)
         self.store = store
@@ -119,14 +182,33 @@ class NodeHeartbeat(IntervalService):
         self.calls = calls
         self.describe = describe
         self.node_id = ""
+        self.watch = ClockWatch("", clock_warning, metrics)
 
     async def start(self) -> None:
-        node = self.describe()
-        self.node_id = node.id
+        offset = await self.calls(self.read_clock)
+        node = replace(self.describe(), clock_offset=offset)
+        self.node_id = self.watch.node_id = node.id
+        self.watch.saw(offset)
         await self.calls(functools.partial(self.store.register_node, node, self.clock.now()))
 
     async def run_once(self) -> None:
-        await self.calls(functools.partial(self.store.touch_node, self.node_id, self.clock.now()))
+        offset = await self.calls(self._beat)
+        self.watch.saw(offset)
+
+    def _beat(self) -> float | None:
+        offset = self.read_clock()
+        self.store.touch_node(self.node_id, self.clock.now(), offset)
+        return offset
+
+    def read_clock(self) -> float | None:
+        """Read the database's clock, when this node's clock is corrected by it; returns how
+        far this node's clock is ahead of it (None: an injected clock, nothing to read)."""
+        clock = self.clock
+        if not isinstance(clock, CorrectedClock):
+            return None
+        store = self.store
+        clock.measure(lambda: None if store.clock_is_local else store.database_now())
+        return clock.offset
 
     def failed(self, exc: Exception) -> None:
         log.warning("node heartbeat failed; trying again", exc_info=exc)

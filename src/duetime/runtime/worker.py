@@ -24,7 +24,7 @@ from collections.abc import Sequence
 from datetime import timedelta
 
 from duetime.core import models
-from duetime.core.clock import Clock
+from duetime.core.clock import CLOCK_OFFSET_WARNING, Clock
 from duetime.logs import log_event
 from duetime.runtime.attempt import AttemptRunner, WorkerStats
 from duetime.runtime.completer import Completer
@@ -58,7 +58,9 @@ class Worker:
     Extra `services` (a relay, an exporter...) run on the same node: started after the
     pruner, stopped once the slots have drained. `prefetch` jobs at most are claimed ahead of
     the free slots while more work is due, as many as the slots run during two claims' round
-    trips (default cap: 10 x `concurrency`; 0: none).
+    trips (default cap: 10 x `concurrency`; 0: none). A node whose clock is off the
+    database's by more than `clock_warning` seconds is warned about (its times are corrected
+    either way when the app runs on its own clock, see duetime.App).
     """
 
     def __init__(
@@ -79,6 +81,7 @@ class Worker:
         services: Sequence[Service] = (),
         retention: timedelta | None = DEFAULT_RETENTION,
         broker_url: str | None = None,
+        clock_warning: float = CLOCK_OFFSET_WARNING,
     ) -> None:
         if concurrency < 1:
             raise ValueError("concurrency must be at least 1")
@@ -137,7 +140,15 @@ class Worker:
             if retention is not None
             else None
         )
-        self.registry = NodeHeartbeat(self.store, self.clock, self._calls, self.node)
+        # the node's row; each beat also reads the database's clock (docs/workers.md, "Clocks")
+        self.registry = NodeHeartbeat(
+            self.store,
+            self.clock,
+            self._calls,
+            self.node,
+            clock_warning=clock_warning,
+            metrics=self.metrics,
+        )
         self.planning = (
             PlannerService(
                 self.planner,

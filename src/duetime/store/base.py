@@ -108,6 +108,9 @@ class Store(Protocol):
     # timeout, 60 s); None when the dialect sets no such bound. A lease shorter than this can
     # lapse while a live worker's heartbeat or outcome waits for the lock.
     lock_wait: float | None
+    # True when the database reads the clock of this very process (SQLite: a file opened on
+    # this machine), so there is no offset between them to measure (see database_now)
+    clock_is_local: bool
 
     def migrate(self) -> list[int]:
         """Apply every migration not yet applied; return the versions applied now."""
@@ -364,8 +367,9 @@ class Store(Protocol):
         """Insert or revive the node's row (last_seen_at = now, not stopped)."""
         ...
 
-    def touch_node(self, node_id: str, now: datetime) -> None:
-        """The node's heartbeat: last_seen_at = now."""
+    def touch_node(self, node_id: str, now: datetime, clock_offset: float | None = None) -> None:
+        """The node's heartbeat: last_seen_at = now, clock_offset_seconds = clock_offset (how
+        far its clock is ahead of the database's, as last measured; None: not measured)."""
         ...
 
     def stop_node(self, node_id: str, now: datetime) -> None:
@@ -374,6 +378,14 @@ class Store(Protocol):
 
     def list_nodes(self, limit: int = 200) -> list[Node]:
         """Nodes, newest first, each with the jobs it holds running attempts of."""
+        ...
+
+    def database_now(self) -> datetime:
+        """The database's own current time (aware, UTC), read by the database in a statement
+        of its own and nothing else: PostgreSQL's clock_timestamp(), MariaDB/MySQL's
+        UTC_TIMESTAMP(6), SQLite's 'now' (the clock of this machine, see clock_is_local). A
+        node measures its clock's offset from it (core.clock.CorrectedClock); the store never
+        uses it itself."""
         ...
 
     # -- API tokens -------------------------------------------------------------------------

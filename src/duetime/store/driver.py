@@ -145,6 +145,8 @@ class Driver(ABC):
     # how long a write may wait for the database's lock before it fails (SQLite: the busy
     # timeout); None when the dialect sets no such bound
     lock_wait: float | None = None
+    # the database reads the clock of the process that opened it (SQLite): nothing to measure
+    clock_is_local: ClassVar[bool] = False
 
     _converters: dict[type, Callable[[Any], Any]] | None = None
 

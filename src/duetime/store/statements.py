@@ -103,9 +103,11 @@ STATEMENTS: dict[str, str] = {
     "latest_run": "returns id: the schedule's newest occurrence that started",
     # -- nodes
     "upsert_node": "registers or revives a node, with the tasks it serves",
-    "touch_node": "sets a node's last_seen_at",
+    "touch_node": "sets a node's last_seen_at and clock_offset_seconds",
     "stop_node": "marks a node stopped",
     "list_nodes": "returns nodes, newest first, each with holding: the jobs it runs now",
+    "database_now": "returns now: the database's current time, read when the statement runs "
+    "(not when its transaction began), as the dialect returns instants",
     # -- API tokens
     "insert_token": "inserts a token",
     "select_token": "returns token `id`",

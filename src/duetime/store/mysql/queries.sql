@@ -426,14 +426,15 @@ LIMIT 1;
 
 -- name: upsert_node
 INSERT INTO duetime_nodes (id, hostname, pid, queues, concurrency, duties, version, started_at,
-    last_seen_at, tasks)
+    last_seen_at, tasks, clock_offset_seconds)
 VALUES (%(id)s, %(hostname)s, %(pid)s, %(queues)s, %(concurrency)s, %(duties)s,
-    %(version)s, %(now)s, %(now)s, %(tasks)s)
+    %(version)s, %(now)s, %(now)s, %(tasks)s, %(clock_offset)s)
 ON DUPLICATE KEY UPDATE last_seen_at = VALUES(last_seen_at), stopped_at = NULL,
-    tasks = VALUES(tasks);
+    tasks = VALUES(tasks), clock_offset_seconds = VALUES(clock_offset_seconds);
 
 -- name: touch_node
-UPDATE duetime_nodes SET last_seen_at = %(now)s WHERE id = %(id)s;
+UPDATE duetime_nodes SET last_seen_at = %(now)s, clock_offset_seconds = %(clock_offset)s
+WHERE id = %(id)s;
 
 -- name: stop_node
 UPDATE duetime_nodes SET last_seen_at = %(now)s, stopped_at = %(now)s WHERE id = %(id)s;
@@ -445,6 +446,11 @@ SELECT n.*,
 FROM duetime_nodes n
 ORDER BY n.started_at DESC
 LIMIT %(limit)s;
+
+-- name: database_now
+-- UTC_TIMESTAMP(6): UTC whatever the session's time_zone, to the microsecond, as the statement
+-- starts (a lone SELECT: when it runs)
+SELECT UTC_TIMESTAMP(6) AS now;
 
 -- name: insert_token
 INSERT INTO duetime_tokens (tenant, role, name, prefix, secret_hash, created_at, expires_at)

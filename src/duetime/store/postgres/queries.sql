@@ -497,14 +497,15 @@ LIMIT 1;
 
 -- name: upsert_node
 INSERT INTO duetime_nodes (id, hostname, pid, queues, concurrency, duties, version, started_at,
-    last_seen_at, tasks)
+    last_seen_at, tasks, clock_offset_seconds)
 VALUES (%(id)s, %(hostname)s, %(pid)s, %(queues)s::jsonb, %(concurrency)s, %(duties)s::jsonb,
-    %(version)s, %(now)s, %(now)s, %(tasks)s::jsonb)
+    %(version)s, %(now)s, %(now)s, %(tasks)s::jsonb, %(clock_offset)s)
 ON CONFLICT (id) DO UPDATE SET last_seen_at = excluded.last_seen_at, stopped_at = NULL,
-    tasks = excluded.tasks;
+    tasks = excluded.tasks, clock_offset_seconds = excluded.clock_offset_seconds;
 
 -- name: touch_node
-UPDATE duetime_nodes SET last_seen_at = %(now)s WHERE id = %(id)s;
+UPDATE duetime_nodes SET last_seen_at = %(now)s, clock_offset_seconds = %(clock_offset)s
+WHERE id = %(id)s;
 
 -- name: stop_node
 UPDATE duetime_nodes SET last_seen_at = %(now)s, stopped_at = %(now)s WHERE id = %(id)s;
@@ -516,6 +517,10 @@ SELECT n.*,
 FROM duetime_nodes n
 ORDER BY n.started_at DESC
 LIMIT %(limit)s;
+
+-- name: database_now
+-- clock_timestamp(): the time as the statement runs (now() is the transaction's start)
+SELECT clock_timestamp() AS now;
 
 -- name: insert_token
 INSERT INTO duetime_tokens (tenant, role, name, prefix, secret_hash, created_at, expires_at)

@@ -80,6 +80,7 @@ class SQLStore:
         self.driver = driver
         self.dialect = driver.dialect
         self.lock_wait = driver.lock_wait
+        self.clock_is_local = driver.clock_is_local
         self.flow = Flow(driver, monotonic)
         self.limiter = Limits(driver, monotonic)
         self.jobs = Jobs(driver, self.flow)
@@ -277,14 +278,17 @@ class SQLStore:
     def register_node(self, node: Node, now: datetime) -> None:
         return self.registry.register_node(node, now)
 
-    def touch_node(self, node_id: str, now: datetime) -> None:
-        return self.registry.touch_node(node_id, now)
+    def touch_node(self, node_id: str, now: datetime, clock_offset: float | None = None) -> None:
+        return self.registry.touch_node(node_id, now, clock_offset)
 
     def stop_node(self, node_id: str, now: datetime) -> None:
         return self.registry.stop_node(node_id, now)
 
     def list_nodes(self, limit: int = 200) -> list[Node]:
         return self.registry.list_nodes(limit)
+
+    def database_now(self) -> datetime:
+        return self.registry.database_now()
 
     def create_token(
         self,

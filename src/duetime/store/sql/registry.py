@@ -37,12 +37,13 @@ class Registry(Part):
                 version=node.version,
                 now=now,
                 tasks=json.dumps(list(node.tasks)) if node.tasks is not None else None,
+                clock_offset=node.clock_offset,
             )
 
     @conflicts_retried
-    def touch_node(self, node_id: str, now: datetime) -> None:
+    def touch_node(self, node_id: str, now: datetime, clock_offset: float | None = None) -> None:
         with self.driver.transaction() as c:
-            c.run("touch_node", id=node_id, now=now)
+            c.run("touch_node", id=node_id, now=now, clock_offset=clock_offset)
 
     @conflicts_retried
     def stop_node(self, node_id: str, now: datetime) -> None:
@@ -67,9 +68,24 @@ class Registry(Part):
                 stopped_at=t(r["stopped_at"]) if r["stopped_at"] is not None else None,
                 holding=tuple(sorted(int(i) for i in json_list(r["holding"]))),
                 tasks=tuple(json_list(r["tasks"])) if r["tasks"] is not None else None,
+                clock_offset=(
+                    float(r["clock_offset_seconds"])
+                    if r["clock_offset_seconds"] is not None
+                    else None
+                ),
             )
             for r in rows
         ]
+
+    def database_now(self) -> datetime:
+        """One statement alone (autocommit where the dialect has it: the fewer round trips,
+        the tighter a node's reading of the database's clock); SQLite reads it in a read-only
+        transaction, so it takes no write lock."""
+        local = self.driver.clock_is_local
+        with self.driver.transaction(write=False) if local else self.driver.single() as c:
+            row = c.one("database_now")
+        assert row is not None  # the statement returns one row
+        return self._t(row["now"])
 
     # -- API tokens -------------------------------------------------------------------------
 

@@ -34,6 +34,7 @@ def to_micros(value: datetime) -> int:
 class SQLiteDriver(Driver):
     dialect = "sqlite"
     package = "duetime.store.sqlite"
+    clock_is_local = True  # SQLite's 'now' is this machine's clock, read by this process
 
     def __init__(self, path: str | Path, *, busy_timeout: float = 20.0) -> None:
         super().__init__()

@@ -393,13 +393,14 @@ LIMIT 1;
 
 -- name: upsert_node
 INSERT INTO duetime_nodes (id, hostname, pid, queues, concurrency, duties, version, started_at,
-    last_seen_at, tasks)
-VALUES (:id, :hostname, :pid, :queues, :concurrency, :duties, :version, :now, :now, :tasks)
+    last_seen_at, tasks, clock_offset_seconds)
+VALUES (:id, :hostname, :pid, :queues, :concurrency, :duties, :version, :now, :now, :tasks,
+    :clock_offset)
 ON CONFLICT (id) DO UPDATE SET last_seen_at = excluded.last_seen_at, stopped_at = NULL,
-    tasks = excluded.tasks;
+    tasks = excluded.tasks, clock_offset_seconds = excluded.clock_offset_seconds;
 
 -- name: touch_node
-UPDATE duetime_nodes SET last_seen_at = :now WHERE id = :id;
+UPDATE duetime_nodes SET last_seen_at = :now, clock_offset_seconds = :clock_offset WHERE id = :id;
 
 -- name: stop_node
 UPDATE duetime_nodes SET last_seen_at = :now, stopped_at = :now WHERE id = :id;
@@ -411,6 +412,10 @@ SELECT n.*,
 FROM duetime_nodes n
 ORDER BY n.started_at DESC
 LIMIT :limit;
+
+-- name: database_now
+-- this machine's clock as SQLite reads it (to the millisecond), in microseconds since the epoch
+SELECT CAST(ROUND((julianday('now') - 2440587.5) * 86400000000.0) AS INTEGER) AS now;
 
 -- name: insert_token
 INSERT INTO duetime_tokens (tenant, role, name, prefix, secret_hash, created_at, expires_at)

@@ -1,0 +1,311 @@
+"""A worker cut off from the database by a silent partition, on real network namespaces.
+
+Worker A runs inside a network namespace (tests/integration/netns.py) joined to this host by
+a veth pair; a private PostgreSQL listens on the host's end (and on 127.0.0.1); worker B runs
+on the host. While A's handler is in progress the link is cut (iptables DROP inside the
+namespace: packets vanish, nothing is refused) until A's lease lapses and B takes the job over
+with a new attempt; then the link is healed. Either
+
+- between statements: A's handler is outside any transaction when the link goes; or
+- in the middle of a transaction: A's handler has opened its completion transaction and
+  written its local effect, its row lock held, when the link goes. The server ends A's
+  session after idle_in_transaction_session_timeout (given in the URL here, which also shows
+  a URL's value winning over duetime's default), its lock is released and B's attempt, which
+  writes the same row, goes through.
+
+Asserted: the takeover comes within the lease plus the timeouts; A's late completion is
+refused, its local effect rolled back, and it logs why; one effect is committed in all; A serves
+the next job after the heal, without a restart. The figures go to the test's output.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote, urlencode
+
+import psycopg
+import pytest
+
+from duetime import App, JobStatus
+from duetime.chaos.pgcluster import Cluster, free_port
+from integration.apps.partitionapp import LEASE_S, make_app
+from integration.netns import NetNamespace, leftovers, missing_tools
+from integration.procs import Processes, WorkerProcess, migrate, wait_until
+
+APP = "partitionapp:app"
+IDLE_IN_TXN_S = 3.0  # the URL's idle_in_transaction_session_timeout (duetime's default: 60s)
+TCP_USER_TIMEOUT_MS = 4000
+REAP_INTERVAL = "0.5s"
+# libpq's client-side TCP settings and the session's server-side ones, short for the test
+TIMEOUTS = urlencode(
+    {
+        "options": (
+            f"-c idle_in_transaction_session_timeout={IDLE_IN_TXN_S:g}s "
+            "-c tcp_keepalives_idle=2 -c tcp_keepalives_interval=1 -c tcp_keepalives_count=2 "
+            f"-c tcp_user_timeout={TCP_USER_TIMEOUT_MS}"
+        ),
+        "keepalives_idle": "2",
+        "keepalives_interval": "1",
+        "keepalives_count": "2",
+        "tcp_user_timeout": str(TCP_USER_TIMEOUT_MS),
+    },
+    quote_via=quote,  # libpq reads %20 as a space, not +
+)
+# from the cut to attempt 2's start on B: A's lease (its last renewal came before the cut) or
+# the release of A's lock, then a reaper pass, the retry backoff (0.5 s at most) and B's start
+TAKEOVER_BOUND_S = max(LEASE_S, IDLE_IN_TXN_S) + 0.5 + 0.5 + 4.0
+
+
+class _VethCluster(Cluster):
+    """A private PostgreSQL listening on 127.0.0.1 and the veth's host address, trusting the
+    namespace's /30."""
+
+    def __init__(self, root: Path, ns: NetNamespace) -> None:
+        super().__init__(root)
+        self.ns = ns
+
+    def start(self) -> None:
+        done = self._run(
+            str(self.bin / "initdb"),
+            *("-D", str(self.data), "-A", "trust", "-U", "postgres", "-E", "UTF8"),
+            *("--locale=C", "--no-sync"),
+        )
+        if done.returncode != 0:
+            raise RuntimeError(f"initdb failed: {(done.stderr or done.stdout).strip()[-2000:]}")
+        with open(self.data / "pg_hba.conf", "a") as hba:
+            hba.write(f"host all all {self.ns.network} trust\n")
+        for _ in range(5):
+            self.port = free_port()
+            self.options = (
+                f"-p {self.port} -k {self.root} "
+                f"-c listen_addresses=127.0.0.1,{self.ns.host_ip} -c fsync=off "
+                "-c max_connections=100"
+            )
+            done = self._pg_ctl("-l", str(self.log), "-o", self.options, "-w", "-t", "60", "start")
+            if done.returncode == 0:
+                return
+            self._pg_ctl("-m", "immediate", "-w", "stop")
+        raise RuntimeError(f"could not start PostgreSQL: {self.tail()}")
+
+
+@dataclass
+class Site:
+    ns: NetNamespace
+    cluster: _VethCluster
+
+    def url(self, dbname: str, *, inside: bool) -> str:
+        host = self.ns.host_ip if inside else "127.0.0.1"
+        return f"postgresql://postgres@{host}:{self.cluster.port}/{dbname}?{TIMEOUTS}"
+
+
+@pytest.fixture(scope="module")
+def site() -> Iterator[Site]:
+    why = missing_tools()
+    if why:
+        pytest.fail(why)
+    ns = NetNamespace()
+    root = Path(tempfile.mkdtemp(prefix="duetime-partition-"))
+    try:
+        ns.open()
+        cluster = _VethCluster(root, ns)
+        try:
+            cluster.start()
+            yield Site(ns, cluster)
+        finally:
+            cluster.stop()
+    finally:
+        ns.close()
+        shutil.rmtree(root, ignore_errors=True)
+    assert ns.name not in leftovers(), f"namespace {ns.name} was left behind"
+
+
+@dataclass
+class Scene:
+    site: Site
+    dbname: str
+    app: App
+    procs: Processes
+
+    @property
+    def host_url(self) -> str:
+        return self.site.url(self.dbname, inside=False)
+
+    @property
+    def ns_url(self) -> str:
+        return self.site.url(self.dbname, inside=True)
+
+    def marker(self, kind: str, job_id: int, attempt: int) -> dict[str, Any] | None:
+        path = self.procs.out_dir / f"{kind}-{job_id}-{attempt}"
+        return json.loads(path.read_text()) if path.exists() else None
+
+    def go(self, job_id: int) -> None:
+        (self.procs.out_dir / f"go-{job_id}").touch()
+
+    def effect(self, job_id: int) -> tuple[int, int, int] | None:
+        with psycopg.connect(self.host_url, autocommit=True) as conn:
+            row = conn.execute(
+                "SELECT n, attempt, pid FROM partition_effects WHERE job_id = %s", (job_id,)
+            ).fetchone()
+        return None if row is None else (row[0], row[1], row[2])
+
+    def sessions_of_the_namespace(self) -> list[str]:
+        """The states of the server's sessions whose client is inside the namespace."""
+        with psycopg.connect(self.host_url, autocommit=True) as conn:
+            rows = conn.execute(
+                "SELECT coalesce(state, '') FROM pg_stat_activity WHERE client_addr = %s",
+                (self.site.ns.ns_ip,),
+            ).fetchall()
+        return [r[0] for r in rows]
+
+
+@pytest.fixture
+def scene(site: Site, tmp_path: Path) -> Iterator[Scene]:
+    dbname = f"duetime_partition_{int(time.time() * 1000) % 10**9}"
+    admin = f"postgresql://postgres@127.0.0.1:{site.cluster.port}/postgres"
+    with psycopg.connect(admin, autocommit=True) as conn:
+        conn.execute(f"CREATE DATABASE {dbname}")
+    host_url = site.url(dbname, inside=False)
+    migrate(host_url)
+    with psycopg.connect(host_url, autocommit=True) as conn:
+        conn.execute(
+            "CREATE TABLE partition_effects (job_id bigint PRIMARY KEY, n int NOT NULL, "
+            "attempt int NOT NULL, pid int NOT NULL)"
+        )
+    procs = Processes(tmp_path)
+    app = make_app(host_url)
+    try:
+        yield Scene(site, dbname, app, procs)
+    finally:
+        if site.ns.cut_now:
+            site.ns.heal()
+        procs.finish()
+        app.close()
+
+
+def _worker(scene: Scene, name: str, *, inside: bool) -> WorkerProcess:
+    return scene.procs.worker(
+        scene.ns_url if inside else scene.host_url,
+        "--reap-interval",
+        REAP_INTERVAL,
+        "--concurrency",
+        "2",
+        name=name,
+        app=APP,
+        prefix=scene.site.ns.prefix() if inside else (),
+    )
+
+
+def _partition_drill(
+    scene: Scene, hold: str, capsys: pytest.CaptureFixture[str]
+) -> dict[str, float]:
+    """The drill of both cases; returns its figures (seconds)."""
+    ns = scene.site.ns
+    a = _worker(scene, "A-partitioned", inside=True)
+    job = scene.app.enqueue("partition.effect", {"hold": hold})
+    at_hold = "intxn" if hold == "inside" else "started"
+    wait_until(
+        lambda: a.alive() and scene.marker(at_hold, job.id, 1),
+        30,
+        lambda: f"A never reached its hold ({at_hold})\n{a.tail()}",
+    )
+    if hold == "inside":  # A's session holds the effect's row lock, idle in its transaction
+        assert any(s.startswith("idle in transaction") for s in scene.sessions_of_the_namespace())
+
+    cut_at = time.time()
+    ns.cut()
+    b = _worker(scene, "B-host", inside=False)
+    figures: dict[str, float] = {}
+    if hold == "inside":
+        wait_until(
+            lambda: (
+                not any(
+                    s.startswith("idle in transaction") for s in scene.sessions_of_the_namespace()
+                )
+            ),
+            IDLE_IN_TXN_S + 10,
+            "the server kept A's session idle in its transaction",
+            interval=0.1,
+        )
+        figures["lock_released_s"] = time.time() - cut_at
+    done = wait_until(
+        lambda: (
+            b.alive()
+            and (j := scene.app.get_job(job.id)) is not None
+            and j.status is JobStatus.SUCCEEDED
+            and j
+        ),
+        TAKEOVER_BOUND_S + 20,
+        lambda: f"B did not take the job over: {scene.app.get_job(job.id)}\n{b.tail()}",
+        interval=0.1,
+    )
+    started_2 = scene.marker("started", job.id, 2)
+    committed_2 = scene.marker("committed", job.id, 2)
+    assert started_2 and committed_2 and started_2["pid"] == b.pid, (started_2, b.pid)
+    figures["takeover_s"] = started_2["at"] - cut_at
+    assert done.attempts == 2
+    assert scene.marker("refused", job.id, 1) is None  # A has not come back yet
+
+    # heal; A's handler goes on: its completion is refused and its effect rolled back
+    ns.heal()
+    healed_at = time.time()
+    scene.go(job.id)
+    refused = wait_until(
+        lambda: a.alive() and scene.marker("refused", job.id, 1),
+        30,
+        lambda: f"A's late completion was not refused\n{a.tail()}",
+    )
+    rejected = a.wait_event("outcome.rejected_stale", 30, job_id=job.id)
+    figures["refused_after_heal_s"] = refused["at"] - healed_at
+    assert scene.marker("committed", job.id, 1) is None, "A's completion must not commit"
+    assert len(a.events("outcome.rejected_stale", job_id=job.id)) == 1, a.tail()
+    assert a.events("job.succeeded", job_id=job.id) == [], a.tail()
+    assert scene.effect(job.id) == (1, 2, b.pid), "one effect, attempt 2's, committed"
+    final = scene.app.get_job(job.id)
+    assert final is not None and final.status is JobStatus.SUCCEEDED and final.attempts == 2
+    first, second = final.attempt_history
+    assert first.late_outcome is not None, first  # A's report is kept on its lost attempt
+    assert second.status.value == "succeeded"
+
+    # A serves again without a restart: with B gone, the next job is A's
+    assert b.terminate_and_wait() == 0, b.tail()
+    after = scene.app.enqueue("partition.effect", {})
+    served = wait_until(
+        lambda: a.alive() and scene.marker("committed", after.id, 1),
+        30,
+        lambda: f"A did not serve again after the heal\n{a.tail()}",
+    )
+    assert served["pid"] == a.pid
+    figures["serving_again_s"] = served["at"] - healed_at
+    assert scene.effect(after.id) == (1, 1, a.pid)
+    assert a.terminate_and_wait() == 0, a.tail()
+    with capsys.disabled():
+        sys.stdout.write(
+            f"\n[partition {hold}] "
+            + ", ".join(f"{k}={v:.2f}" for k, v in figures.items())
+            + f"; A's error: {refused['error'][:100]}; rejected: {rejected.get('reason', '')}\n"
+        )
+    return figures
+
+
+def test_a_cut_inside_the_completion_transaction_releases_its_locks_in_bounded_time(
+    scene: Scene, capsys: pytest.CaptureFixture[str]
+) -> None:
+    figures = _partition_drill(scene, "inside", capsys)
+    # the server ended A's session: its idle time counts from A's last statement, before the cut
+    assert figures["lock_released_s"] < IDLE_IN_TXN_S + 3, figures
+    assert figures["takeover_s"] < TAKEOVER_BOUND_S, figures
+
+
+def test_a_cut_between_statements_fences_the_late_completion(
+    scene: Scene, capsys: pytest.CaptureFixture[str]
+) -> None:
+    figures = _partition_drill(scene, "before", capsys)
+    assert figures["takeover_s"] < TAKEOVER_BOUND_S, figures

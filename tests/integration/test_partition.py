@@ -24,6 +24,7 @@ import json
 import shutil
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -309,3 +310,118 @@ def test_a_cut_between_statements_fences_the_late_completion(
 ) -> None:
     figures = _partition_drill(scene, "before", capsys)
     assert figures["takeover_s"] < TAKEOVER_BOUND_S, figures
+
+
+@pytest.mark.long
+def test_a_busy_worker_cut_off_with_the_default_timeouts(
+    site: Site, scene: Scene, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """duetime's own defaults (no timeout in the URL): A claims, heartbeats and completes a
+    stream of jobs when the link goes, one of them held inside its completion transaction, so
+    the cut also lands on statements in flight (a claim's pipeline, a heartbeat, a commit).
+    The server ends A's lost sessions by its keepalives and tcp_user_timeout (30 s) or, at
+    the latest, idle_in_transaction_session_timeout (60 s); every job ends with exactly one
+    effect; A serves again after the heal."""
+    plain = f"postgresql://postgres@{{}}:{site.cluster.port}/{scene.dbname}"
+    a = scene.procs.worker(
+        plain.format(site.ns.host_ip),
+        *("--reap-interval", REAP_INTERVAL, "--concurrency", "4"),
+        name="A-partitioned",
+        app=APP,
+        prefix=site.ns.prefix(),
+    )
+    stop = threading.Event()
+    enqueued: list[int] = []
+
+    def stream() -> None:
+        while not stop.is_set():
+            enqueued.append(scene.app.enqueue("partition.effect", {}).id)
+            time.sleep(0.05)
+
+    feeder = threading.Thread(target=stream, daemon=True)
+    feeder.start()
+    try:
+        held = scene.app.enqueue("partition.effect", {"hold": "inside"})
+        wait_until(
+            lambda: a.alive() and scene.marker("intxn", held.id, 1),
+            30,
+            lambda: f"A never held its transaction\n{a.tail()}",
+        )
+        time.sleep(1.0)  # A busy with the stream
+        cut_at = time.time()
+        site.ns.cut()
+        b = scene.procs.worker(
+            plain.format("127.0.0.1"),
+            *("--reap-interval", REAP_INTERVAL, "--concurrency", "4"),
+            name="B-host",
+            app=APP,
+        )
+        wait_until(
+            lambda: (
+                not any(
+                    s.startswith("idle in transaction") for s in scene.sessions_of_the_namespace()
+                )
+            ),
+            75,
+            "the server kept A's session idle in its transaction past 60 s",
+            interval=0.2,
+        )
+        released_s = time.time() - cut_at
+        wait_until(
+            lambda: b.alive() and scene.marker("committed", held.id, 2),
+            30,
+            lambda: f"B did not take the held job over\n{b.tail()}",
+        )
+        started_2 = scene.marker("started", held.id, 2)
+        committed_2 = scene.marker("committed", held.id, 2)
+        assert started_2 is not None and committed_2 is not None
+        takeover_s = started_2["at"] - cut_at
+        committed_s = committed_2["at"] - cut_at  # its write waited for A's lock
+        gone = wait_until(
+            lambda: (time.time() - cut_at) if not scene.sessions_of_the_namespace() else None,
+            75,
+            "the server kept sessions of the lost worker",
+            interval=0.2,
+        )
+    finally:
+        stop.set()
+        feeder.join(10)
+    site.ns.heal()
+    healed_at = time.time()
+    scene.go(held.id)
+    wait_until(
+        lambda: a.alive() and scene.marker("refused", held.id, 1),
+        60,
+        lambda: f"A's late completion was not refused\n{a.tail()}",
+    )
+    jobs = [held.id, *enqueued]
+    wait_until(
+        lambda: all(
+            (j := scene.app.get_job(i)) is not None and j.status is JobStatus.SUCCEEDED
+            for i in jobs
+        ),
+        120,
+        "not every job succeeded",
+        interval=0.5,
+    )
+    with psycopg.connect(scene.host_url, autocommit=True) as conn:
+        effects = dict(conn.execute("SELECT job_id, n FROM partition_effects").fetchall())
+    assert {i: effects.get(i) for i in jobs} == dict.fromkeys(jobs, 1), "one effect per job"
+    assert b.terminate_and_wait() == 0, b.tail()
+    after = scene.app.enqueue("partition.effect", {})
+    served = wait_until(
+        lambda: a.alive() and scene.marker("committed", after.id, 1),
+        90,
+        lambda: f"A did not serve again after the heal\n{a.tail()}",
+    )
+    assert served["pid"] == a.pid
+    assert a.terminate_and_wait() == 0, a.tail()
+    stale = len(a.events("outcome.rejected_stale"))
+    with capsys.disabled():
+        sys.stdout.write(
+            f"\n[partition busy, defaults] {len(jobs)} jobs, lock_released_s={released_s:.1f}, "
+            f"sessions_gone_s={gone:.1f}, takeover_s={takeover_s:.1f}, "
+            f"taken_over_committed_s={committed_s:.1f}, "
+            f"serving_again_s={served['at'] - healed_at:.1f}, A's refused outcomes={stale}\n"
+        )
+    assert released_s < 60 + 5 and committed_s < LEASE_S + 60 + 6

@@ -140,6 +140,11 @@ class Scene:
         return self.site.url(self.dbname, inside=False)
 
     @property
+    def blocker_url(self) -> str:
+        """For the test's own lock holder: the server default timeouts (no 3 s idle limit)."""
+        return f"postgresql://postgres@127.0.0.1:{self.site.cluster.port}/{self.dbname}"
+
+    @property
     def ns_url(self) -> str:
         return self.site.url(self.dbname, inside=True)
 
@@ -156,6 +161,24 @@ class Scene:
                 "SELECT n, attempt, pid FROM partition_effects WHERE job_id = %s", (job_id,)
             ).fetchone()
         return None if row is None else (row[0], row[1], row[2])
+
+    def waits_of_the_namespace(self) -> list[str]:
+        """What the server's sessions of the namespace's clients wait on (Lock, Client...)."""
+        with psycopg.connect(self.host_url, autocommit=True) as conn:
+            rows = conn.execute(
+                "SELECT coalesce(wait_event_type, '') FROM pg_stat_activity WHERE client_addr = %s",
+                (self.site.ns.ns_ip,),
+            ).fetchall()
+        return [r[0] for r in rows]
+
+    def activity(self) -> list[tuple[Any, ...]]:
+        """The namespace's sessions: state, wait event type, query (for failure messages)."""
+        with psycopg.connect(self.host_url, autocommit=True) as conn:
+            return conn.execute(
+                "SELECT state, wait_event_type, left(query, 300) FROM pg_stat_activity "
+                "WHERE client_addr = %s",
+                (self.site.ns.ns_ip,),
+            ).fetchall()
 
     def sessions_of_the_namespace(self) -> list[str]:
         """The states of the server's sessions whose client is inside the namespace."""
@@ -205,9 +228,12 @@ def _worker(scene: Scene, name: str, *, inside: bool) -> WorkerProcess:
 
 
 def _partition_drill(
-    scene: Scene, hold: str, capsys: pytest.CaptureFixture[str]
+    scene: Scene, hold: str, capsys: pytest.CaptureFixture[str], *, in_heartbeat: bool = False
 ) -> dict[str, float]:
-    """The drill of both cases; returns its figures (seconds)."""
+    """The drill of every case; returns its figures (seconds). With in_heartbeat, the cut
+    comes while A's lease renewal is inside its transaction: the test holds the job's row
+    so the renewal's UPDATE waits, cuts the link, and lets it go; the renewal then holds its
+    locks, its answer lost, while the server waits for A's next statement."""
     ns = scene.site.ns
     a = _worker(scene, "A-partitioned", inside=True)
     job = scene.app.enqueue("partition.effect", {"hold": hold})
@@ -219,12 +245,33 @@ def _partition_drill(
     )
     if hold == "inside":  # A's session holds the effect's row lock, idle in its transaction
         assert any(s.startswith("idle in transaction") for s in scene.sessions_of_the_namespace())
+    blocker = None
+    if in_heartbeat:
+        blocker = psycopg.connect(scene.blocker_url)
+        blocker.execute("SELECT 1 FROM duetime_jobs WHERE id = %s FOR UPDATE", (job.id,))
+        wait_until(
+            lambda: "Lock" in scene.waits_of_the_namespace(),
+            10,
+            "A's lease renewal never waited on the job's row",
+            interval=0.02,
+        )
 
     cut_at = time.time()
     ns.cut()
-    b = _worker(scene, "B-host", inside=False)
     figures: dict[str, float] = {}
-    if hold == "inside":
+    if blocker is not None:  # the renewal goes on at the server; its answer is lost
+        blocker.commit()
+        blocker.close()
+        wait_until(
+            lambda: any(
+                s.startswith("idle in transaction") for s in scene.sessions_of_the_namespace()
+            ),
+            5,
+            "A's renewal did not stay open at the server",
+            interval=0.02,
+        )
+    b = _worker(scene, "B-host", inside=False)
+    if hold == "inside" or blocker is not None:
         wait_until(
             lambda: (
                 not any(
@@ -289,7 +336,7 @@ def _partition_drill(
     assert a.terminate_and_wait() == 0, a.tail()
     with capsys.disabled():
         sys.stdout.write(
-            f"\n[partition {hold}] "
+            f"\n[partition {'in a lease renewal' if in_heartbeat else hold}] "
             + ", ".join(f"{k}={v:.2f}" for k, v in figures.items())
             + f"; A's error: {refused['error'][:100]}; rejected: {rejected.get('reason', '')}\n"
         )
@@ -310,6 +357,96 @@ def test_a_cut_between_statements_fences_the_late_completion(
 ) -> None:
     figures = _partition_drill(scene, "before", capsys)
     assert figures["takeover_s"] < TAKEOVER_BOUND_S, figures
+
+
+def test_a_cut_inside_a_lease_renewal_releases_its_locks_in_bounded_time(
+    scene: Scene, capsys: pytest.CaptureFixture[str]
+) -> None:
+    figures = _partition_drill(scene, "before", capsys, in_heartbeat=True)
+    assert figures["lock_released_s"] < IDLE_IN_TXN_S + 3, figures
+    assert figures["takeover_s"] < TAKEOVER_BOUND_S + IDLE_IN_TXN_S, figures
+
+
+def test_a_cut_inside_a_claim_holds_up_nothing(
+    scene: Scene, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A claim held at the server (a table lock of the test's makes its write wait) when the
+    link goes: when the lock is let go, the claim either commits there (the plain claim is one
+    pipeline, its COMMIT already sent: only the answer is lost, and the lease lapses) or sits
+    idle in its transaction waiting for A's next statement, and the server ends it (the
+    controlled claim: pick, then start) and rolls it back. Either way no session of A's holds
+    locks past the timeouts, A never runs the job, and B runs it once."""
+    ns = scene.site.ns
+    blocker = psycopg.connect(scene.blocker_url)
+    blocker.execute("LOCK TABLE duetime_attempts IN SHARE MODE")  # claims wait to write
+    job = scene.app.enqueue("partition.effect", {})
+    a = _worker(scene, "A-partitioned", inside=True)
+    wait_until(
+        lambda: a.alive() and "Lock" in scene.waits_of_the_namespace(),
+        30,
+        lambda: f"A's claim never waited on the lock\n{a.tail()}",
+        interval=0.02,
+    )
+    waiting = scene.activity()
+    cut_at = time.time()
+    ns.cut()
+    blocker.commit()
+    blocker.close()
+    wait_until(
+        lambda: (
+            not any(
+                s.startswith(("idle in transaction", "active"))
+                for s in scene.sessions_of_the_namespace()
+            )
+        ),
+        IDLE_IN_TXN_S + 3,
+        lambda: f"A's claim kept its transaction: {waiting} then {scene.activity()}",
+        interval=0.05,
+    )
+    settled_s = time.time() - cut_at
+    after_cut = scene.app.get_job(job.id)
+    assert after_cut is not None
+    committed_at_server = after_cut.status is JobStatus.RUNNING
+    b = _worker(scene, "B-host", inside=False)
+    done = wait_until(
+        lambda: (
+            b.alive()
+            and (j := scene.app.get_job(job.id)) is not None
+            and j.status is JobStatus.SUCCEEDED
+            and j
+        ),
+        TAKEOVER_BOUND_S + 20,
+        lambda: f"B did not run the job: {scene.app.get_job(job.id)}\n{b.tail()}",
+        interval=0.1,
+    )
+    started = scene.marker("started", job.id, done.attempts)
+    assert started is not None and started["pid"] == b.pid, started
+    takeover_s = started["at"] - cut_at
+    ns.heal()
+    healed_at = time.time()
+    assert b.terminate_and_wait() == 0, b.tail()
+    after = scene.app.enqueue("partition.effect", {})
+    served = wait_until(
+        lambda: a.alive() and scene.marker("committed", after.id, 1),
+        30,
+        lambda: f"A did not serve again after the heal\n{a.tail()}",
+    )
+    assert served["pid"] == a.pid
+    assert scene.effect(job.id) == (1, done.attempts, b.pid), "one effect, B's"
+    if committed_at_server:  # A's attempt 1 was reaped
+        assert done.attempts == 2
+        assert done.attempt_history[0].status.value == "lost", done.attempt_history[0]
+    else:  # rolled back: B's is the first attempt
+        assert done.attempts == 1
+    assert a.terminate_and_wait() == 0, a.tail()
+    with capsys.disabled():
+        sys.stdout.write(
+            f"\n[partition in a claim] claim "
+            f"{'committed at the server' if committed_at_server else 'rolled back'}, "
+            f"settled_s={settled_s:.2f}, takeover_s={takeover_s:.2f}, "
+            f"serving_again_s={served['at'] - healed_at:.2f}\n"
+        )
+    assert takeover_s < TAKEOVER_BOUND_S
 
 
 @pytest.mark.long

@@ -93,10 +93,21 @@ class NetNamespace:
         """The command prefix that runs a program inside the namespace."""
         return ["ip", "netns", "exec", self.name]
 
-    def cut(self) -> None:
-        """Drop every packet in and out of the namespace's link, silently."""
-        self.inside("iptables", "-w", "-A", "INPUT", "-i", self.ns_if, "-j", "DROP")
-        self.inside("iptables", "-w", "-A", "OUTPUT", "-o", self.ns_if, "-j", "DROP")
+    def cut(self, ports: Sequence[int] = ()) -> None:
+        """Drop every packet in and out of the namespace's link, silently; with `ports`, only
+        the TCP packets to and from those ports of the host's end."""
+        if not ports:
+            self.inside("iptables", "-w", "-A", "INPUT", "-i", self.ns_if, "-j", "DROP")
+            self.inside("iptables", "-w", "-A", "OUTPUT", "-o", self.ns_if, "-j", "DROP")
+        for port in ports:
+            self.inside(
+                *("iptables", "-w", "-A", "INPUT", "-i", self.ns_if, "-p", "tcp"),
+                *("--sport", str(port), "-j", "DROP"),
+            )
+            self.inside(
+                *("iptables", "-w", "-A", "OUTPUT", "-o", self.ns_if, "-p", "tcp"),
+                *("--dport", str(port), "-j", "DROP"),
+            )
         self.cut_now = True
 
     def heal(self) -> None:

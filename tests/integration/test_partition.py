@@ -20,26 +20,32 @@ the next job after the heal, without a restart. The figures go to the test's out
 
 from __future__ import annotations
 
+import asyncio
 import json
 import shutil
+import subprocess
 import sys
 import tempfile
 import threading
 import time
+import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote, urlencode
+from urllib.parse import quote, urlencode, urlsplit
 
 import psycopg
 import pytest
 
+from amqpbroker import broker_url
 from duetime import App, JobStatus
 from duetime.chaos.pgcluster import Cluster, free_port
 from integration.apps.partitionapp import LEASE_S, make_app
 from integration.netns import NetNamespace, leftovers, missing_tools
-from integration.procs import Processes, WorkerProcess, migrate, wait_until
+from integration.procs import DUETIME, Processes, WorkerProcess, migrate, wait_until
+from integration.tcpproxy import Proxy
+from integration.test_outbox import delete_broker_queue
 
 APP = "partitionapp:app"
 IDLE_IN_TXN_S = 3.0  # the URL's idle_in_transaction_session_timeout (duetime's default: 60s)
@@ -562,3 +568,138 @@ def test_a_busy_worker_cut_off_with_the_default_timeouts(
             f"serving_again_s={served['at'] - healed_at:.1f}, A's refused outcomes={stale}\n"
         )
     assert released_s < 60 + 5 and committed_s < LEASE_S + 60 + 6
+
+
+class _ProxyThread:
+    """tcpproxy.Proxy on its own event loop in a thread, listening on `host`."""
+
+    def __init__(self, host: str, target: tuple[str, int]) -> None:
+        self.loop = asyncio.new_event_loop()
+        self.proxy = Proxy(*target, host=host)
+        self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
+        self.thread.start()
+        asyncio.run_coroutine_threadsafe(self.proxy.start(), self.loop).result(10)
+
+    def close(self) -> None:
+        asyncio.run_coroutine_threadsafe(self.proxy.stop(), self.loop).result(10)
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(10)
+        self.loop.close()
+
+
+def _relay(scene: Scene, broker: str) -> WorkerProcess:
+    """`duetime relay` inside the namespace, logging JSON lines to its own file."""
+    procs = scene.procs
+    log_path = procs.logs_dir / "relay.log"
+    command = [
+        *scene.site.ns.prefix(),
+        str(DUETIME),
+        "relay",
+        *("--database-url", scene.ns_url, "--broker-url", broker, "--log-format", "json"),
+    ]
+    with open(log_path, "wb") as log:
+        popen = subprocess.Popen(
+            command,
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            env=procs.env(),
+            cwd=procs.root,
+        )
+    proc = WorkerProcess(popen, log_path, "relay")
+    procs.started.append(proc)
+    return proc
+
+
+@pytest.mark.long
+@pytest.mark.parametrize("cut", ["broker", "database", "both"])
+def test_a_relay_cut_off_loses_nothing_and_resumes(
+    scene: Scene, cut: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The relay (outbox mode) runs inside the namespace: RabbitMQ is reached through a TCP
+    proxy on the veth's host end. A stream of jobs goes through it to a broker-fed worker on
+    the host while its link to the broker, to the database or to both is cut for 8 s (longer
+    than the test's 4 s tcp_user_timeout), then healed. Every job succeeds with one effect;
+    duplicates are only what at-least-once allows (a republished message whose attempt
+    was already accepted is dropped by the worker); the relay resumes without a restart."""
+    amqp = broker_url()
+    parts = urlsplit(amqp)
+    proxy = _ProxyThread(scene.site.ns.host_ip, (parts.hostname or "127.0.0.1", parts.port or 5672))
+    through_proxy = parts._replace(
+        netloc=f"{parts.netloc.rpartition('@')[0]}@{scene.site.ns.host_ip}:{proxy.proxy.port}"
+    ).geturl()
+    queue = f"part{uuid.uuid4().hex[:10]}"
+    scene.app.set_queue(queue, dispatch="outbox")
+    stop = threading.Event()
+    enqueued: list[int] = []
+    try:
+        relay = _relay(scene, through_proxy)
+        worker = scene.procs.worker(
+            scene.host_url, "--broker-url", amqp, "--queues", queue, name="B-host", app=APP
+        )
+
+        def stream() -> None:
+            while not stop.is_set():
+                enqueued.append(scene.app.enqueue("partition.effect", {}, queue=queue).id)
+                time.sleep(0.05)
+
+        feeder = threading.Thread(target=stream, daemon=True)
+        feeder.start()
+
+        def succeeded() -> int:
+            with psycopg.connect(scene.host_url, autocommit=True) as conn:
+                row = conn.execute(
+                    "SELECT count(*) FROM duetime_jobs WHERE status = 'succeeded'"
+                ).fetchone()
+            return int(row[0]) if row else 0
+
+        wait_until(
+            lambda: relay.alive() and worker.alive() and succeeded() >= 20,
+            60,
+            lambda: f"the outbox did not get going\n{relay.tail()}\n{worker.tail()}",
+        )
+        ports = {
+            "broker": [proxy.proxy.port],
+            "database": [scene.site.cluster.port],
+            "both": [],
+        }[cut]
+        scene.site.ns.cut(ports)
+        time.sleep(8.0)
+        during = succeeded()
+        scene.site.ns.heal()
+        healed_at = time.time()
+        time.sleep(2.0)
+        stop.set()
+        feeder.join(10)
+        jobs = list(enqueued)
+        drained = wait_until(
+            lambda: relay.alive() and succeeded() >= len(jobs) and time.time(),
+            120,
+            lambda: f"{succeeded()} of {len(jobs)} jobs succeeded\n{relay.tail()}",
+            interval=0.2,
+        )
+        with psycopg.connect(scene.host_url, autocommit=True) as conn:
+            effects = dict(conn.execute("SELECT job_id, n FROM partition_effects").fetchall())
+            attempts = dict(
+                conn.execute("SELECT id, attempts FROM duetime_jobs WHERE id = ANY(%s)", (jobs,))
+            )
+            published = int(
+                conn.execute("SELECT count(*) FROM duetime_outbox").fetchone()[0]  # type: ignore[index]
+            )
+        assert {i: effects.get(i) for i in jobs} == dict.fromkeys(jobs, 1), "one effect per job"
+        again = sum(1 for n in attempts.values() if n > 1)
+        dropped = len(worker.events("broker.message_dropped"))  # redelivered, already run
+        publish_failed = len(relay.events("relay.publish_failed"))
+        assert relay.terminate_and_wait() == 0, relay.tail()
+        assert worker.terminate_and_wait() == 0, worker.tail()
+        with capsys.disabled():
+            sys.stdout.write(
+                f"\n[partition relay, cut from {cut}] {len(jobs)} jobs, {during} succeeded "
+                f"by the end of the cut, drained {drained - healed_at:.1f}s after the heal, "
+                f"jobs with a second attempt: {again}, outbox events: {published}, "
+                f"messages dropped as already run: {dropped}, failed publishes: {publish_failed}\n"
+            )
+    finally:
+        stop.set()
+        proxy.close()
+        asyncio.run(delete_broker_queue(amqp, queue))

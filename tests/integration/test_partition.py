@@ -13,6 +13,10 @@ with a new attempt; then the link is healed. Either
   a URL's value winning over duetime's default), its lock is released and B's attempt, which
   writes the same row, goes through.
 
+`make test` runs the cuts inside the completion transaction and inside a lease renewal (about
+10 s each, plus 3-5 s for the namespace and the server); the cut between statements, inside a
+claim, a busy worker on duetime's default timeouts, and the relay are under the `long` marker.
+
 Asserted: the takeover comes within the lease plus the timeouts; A's late completion is
 refused, its local effect rolled back, and it logs why; one effect is committed in all; A serves
 the next job after the heal, without a restart. The figures go to the test's output.
@@ -243,16 +247,27 @@ def _partition_drill(
     ns = scene.site.ns
     a = _worker(scene, "A-partitioned", inside=True)
     job = scene.app.enqueue("partition.effect", {"hold": hold})
-    at_hold = "intxn" if hold == "inside" else "started"
     wait_until(
-        lambda: a.alive() and scene.marker(at_hold, job.id, 1),
+        lambda: a.alive() and scene.marker("started", job.id, 1),
         30,
-        lambda: f"A never reached its hold ({at_hold})\n{a.tail()}",
+        lambda: f"A never started the job\n{a.tail()}",
     )
-    if hold == "inside":  # A's session holds the effect's row lock, idle in its transaction
+    # B starts now, warm by the cut: it cannot take the job while A's lease stands
+    b = _worker(scene, "B-host", inside=False)
+    wait_until(lambda: b.alive() and b.events("worker.started"), 30, b.tail)
+    at_hold = "intxn" if hold == "inside" else "started"
+    if hold == "inside":  # A opens its transaction and writes its effect; the cut follows
+        (scene.procs.out_dir / f"enter-{job.id}").touch()
+        wait_until(
+            lambda: a.alive() and scene.marker(at_hold, job.id, 1),
+            10,
+            lambda: f"A never reached its hold ({at_hold})\n{a.tail()}",
+            interval=0.01,
+        )
+        # A's session holds the effect's row lock, idle in its transaction
         assert any(s.startswith("idle in transaction") for s in scene.sessions_of_the_namespace())
     blocker = None
-    if in_heartbeat:
+    if in_heartbeat:  # held for a renewal's wait at most (1 s): A's lease stays valid
         blocker = psycopg.connect(scene.blocker_url)
         blocker.execute("SELECT 1 FROM duetime_jobs WHERE id = %s FOR UPDATE", (job.id,))
         wait_until(
@@ -276,7 +291,6 @@ def _partition_drill(
             "A's renewal did not stay open at the server",
             interval=0.02,
         )
-    b = _worker(scene, "B-host", inside=False)
     if hold == "inside" or blocker is not None:
         wait_until(
             lambda: (
@@ -289,6 +303,9 @@ def _partition_drill(
             interval=0.1,
         )
         figures["lock_released_s"] = time.time() - cut_at
+        last = scene.marker(at_hold, job.id, 1) if hold == "inside" else None
+        if last is not None:  # the idle time counts from A's last statement
+            figures["lock_released_after_last_statement_s"] = time.time() - last["at"]
     done = wait_until(
         lambda: (
             b.alive()
@@ -354,10 +371,11 @@ def test_a_cut_inside_the_completion_transaction_releases_its_locks_in_bounded_t
 ) -> None:
     figures = _partition_drill(scene, "inside", capsys)
     # the server ended A's session: its idle time counts from A's last statement, before the cut
-    assert figures["lock_released_s"] < IDLE_IN_TXN_S + 3, figures
+    assert figures["lock_released_after_last_statement_s"] < IDLE_IN_TXN_S + 3, figures
     assert figures["takeover_s"] < TAKEOVER_BOUND_S, figures
 
 
+@pytest.mark.long
 def test_a_cut_between_statements_fences_the_late_completion(
     scene: Scene, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -373,6 +391,7 @@ def test_a_cut_inside_a_lease_renewal_releases_its_locks_in_bounded_time(
     assert figures["takeover_s"] < TAKEOVER_BOUND_S + IDLE_IN_TXN_S, figures
 
 
+@pytest.mark.long
 def test_a_cut_inside_a_claim_holds_up_nothing(
     scene: Scene, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -414,6 +433,8 @@ def test_a_cut_inside_a_claim_holds_up_nothing(
     assert after_cut is not None
     committed_at_server = after_cut.status is JobStatus.RUNNING
     b = _worker(scene, "B-host", inside=False)
+    wait_until(lambda: b.alive() and b.events("worker.started"), 30, b.tail)
+    b_up = time.time()  # B could only start after the cut here: its start-up is not counted
     done = wait_until(
         lambda: (
             b.alive()
@@ -428,6 +449,7 @@ def test_a_cut_inside_a_claim_holds_up_nothing(
     started = scene.marker("started", job.id, done.attempts)
     assert started is not None and started["pid"] == b.pid, started
     takeover_s = started["at"] - cut_at
+    takeover_once_up_s = started["at"] - max(cut_at, b_up)
     ns.heal()
     healed_at = time.time()
     assert b.terminate_and_wait() == 0, b.tail()
@@ -449,10 +471,11 @@ def test_a_cut_inside_a_claim_holds_up_nothing(
         sys.stdout.write(
             f"\n[partition in a claim] claim "
             f"{'committed at the server' if committed_at_server else 'rolled back'}, "
-            f"settled_s={settled_s:.2f}, takeover_s={takeover_s:.2f}, "
+            f"settled_s={settled_s:.2f}, takeover_s={takeover_s:.2f} "
+            f"({takeover_once_up_s:.2f} once B was up), "
             f"serving_again_s={served['at'] - healed_at:.2f}\n"
         )
-    assert takeover_s < TAKEOVER_BOUND_S
+    assert takeover_once_up_s < TAKEOVER_BOUND_S
 
 
 @pytest.mark.long

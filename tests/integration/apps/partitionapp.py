@@ -7,8 +7,8 @@ in its completion transaction, with points the test times a network cut against.
   cut comes between statements);
 - opens `duetime.current().transaction()`, adds 1 to `partition_effects.n` of its job (an upsert:
   the row stays locked until the transaction ends) and writes `intxn-<job_id>-<attempt>`;
-- hold="inside": then waits for `go-<job_id>` inside the transaction (the cut comes in the
-  middle of it, its row lock held);
+- hold="inside": waits for `enter-<job_id>` before it opens the transaction, then for
+  `go-<job_id>` inside it (the cut comes in the middle of it, its row lock held);
 - writes `committed-<job_id>-<attempt>` when the block committed, or
   `refused-<job_id>-<attempt>` ({"error"}) when it raised, and raises again.
 Only attempt 1 holds; a later attempt runs straight through.
@@ -46,8 +46,8 @@ def _marker(kind: str, **body: object) -> None:
     tmp.rename(final)
 
 
-def _wait_for_go(job_id: int) -> None:
-    go = _out() / f"go-{job_id}"
+def _wait_for_go(job_id: int, kind: str = "go") -> None:
+    go = _out() / f"{kind}-{job_id}"
     deadline = time.monotonic() + HOLD_LIMIT_S
     while not go.exists():
         if time.monotonic() > deadline:
@@ -71,6 +71,8 @@ def make_app(database_url: str | None = None) -> App:
         _marker("started")
         if holds == "before":
             _wait_for_go(ctx.job_id)
+        if holds == "inside":  # the test opens the way when it is ready to cut
+            _wait_for_go(ctx.job_id, "enter")
         try:
             with ctx.transaction() as conn:
                 conn.execute(  # the row stays locked until the transaction ends

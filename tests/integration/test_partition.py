@@ -508,6 +508,7 @@ def test_a_busy_worker_cut_off_with_the_default_timeouts(
     feeder.start()
     try:
         held = scene.app.enqueue("partition.effect", {"hold": "inside"})
+        (scene.procs.out_dir / f"enter-{held.id}").touch()  # straight into its transaction
         wait_until(
             lambda: a.alive() and scene.marker("intxn", held.id, 1),
             30,

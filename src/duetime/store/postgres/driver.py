@@ -327,9 +327,16 @@ def _configure(conn: psycopg.Connection[Any]) -> None:
     zone duetime hands them out in (no conversion per value; no statement depends on the
     session's time zone). And the session's timeouts (SESSION_DEFAULTS), each only where the
     server is at its built-in default: a value set in the URL (options=-c ...), PGOPTIONS,
-    ALTER ROLE/DATABASE ... SET or the server's configuration wins. One round trip."""
+    ALTER ROLE/DATABASE ... SET or the server's configuration wins. One round trip, and one
+    more for client_connection_check_interval, which a server on a system without the kernel
+    events it needs (Windows) refuses: there it stays off."""
     conn.execute(_CONFIGURE)
     conn.commit()
+    try:
+        conn.execute(_CHECK_INTERVAL)
+        conn.commit()
+    except psycopg.errors.InvalidParameterValue:
+        conn.rollback()
 
 
 # Settings of each session, so that a connection lost in the middle of a transaction (a
@@ -349,9 +356,10 @@ SESSION_DEFAULTS: dict[str, str] = {
     "tcp_keepalives_interval": "5",
     "tcp_keepalives_count": "3",
     "tcp_user_timeout": "30000",
-    # PostgreSQL 14+: a running statement whose client is gone is cancelled (checked each 5 s)
-    "client_connection_check_interval": "5000",
 }
+# PostgreSQL 14+ (set apart, see _configure): a running statement whose client is gone is
+# cancelled, checked every 5 s
+CHECK_INTERVAL_MS = 5000
 
 # libpq's parameters for the client's side of the TCP connection (the URL's own win)
 CLIENT_DEFAULTS: dict[str, str] = {
@@ -386,6 +394,10 @@ def _session_defaults_sql() -> sql.Composed:
 
 
 _CONFIGURE = _session_defaults_sql()
+_CHECK_INTERVAL = sql.SQL(
+    "SELECT set_config(name, {}, false) FROM pg_settings "
+    "WHERE name = 'client_connection_check_interval' AND source = 'default'"
+).format(sql.Literal(str(CHECK_INTERVAL_MS)))
 
 
 CHANNEL = "duetime_due"  # NOTIFY payload: "<queue>\t<due instant, microseconds since epoch>"

@@ -15,7 +15,8 @@ with a new attempt; then the link is healed. Either
 
 `make test` runs the cuts inside the completion transaction and inside a lease renewal (about
 10 s each, plus 3-5 s for the namespace and the server); the cut between statements, inside a
-claim, a busy worker on duetime's default timeouts, and the relay are under the `long` marker.
+claim, a busy worker on duetime's default timeouts, MariaDB's completion transaction and the
+relay are under the `long` marker.
 
 Asserted: the takeover comes within the lease plus the timeouts; A's late completion is
 refused, its local effect rolled back, and it logs why; one effect is committed in all; A serves
@@ -50,6 +51,7 @@ from integration.netns import NetNamespace, leftovers, missing_tools
 from integration.procs import DUETIME, Processes, WorkerProcess, migrate, wait_until
 from integration.tcpproxy import Proxy
 from integration.test_outbox import delete_broker_queue
+from kit import kit_named
 
 APP = "partitionapp:app"
 IDLE_IN_TXN_S = 3.0  # the URL's idle_in_transaction_session_timeout (duetime's default: 60s)
@@ -727,3 +729,112 @@ def test_a_relay_cut_off_loses_nothing_and_resumes(
         stop.set()
         proxy.close()
         asyncio.run(delete_broker_queue(amqp, queue))
+
+
+@pytest.mark.long
+def test_mariadb_a_cut_inside_the_completion_transaction(
+    site: Site, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The same cut on MariaDB: worker A (in the namespace) reaches the server through a TCP
+    proxy on the veth's host end, and is cut off right after its write in the completion
+    transaction. MariaDB's idle_transaction_timeout (3 s here, from the URL) ends A's
+    session and releases its row lock; B on the host takes the job over; A's late outcome is
+    refused and its write rolled back; A serves again after the heal."""
+    kit = kit_named("mysql")
+    url = kit.fresh_url(tmp_path)
+    migrate(url)
+    kit.execute(
+        url,
+        "CREATE TABLE IF NOT EXISTS partition_effects (job_id BIGINT PRIMARY KEY, "
+        "n INT NOT NULL, attempt INT NOT NULL, pid INT NOT NULL)",
+    )
+    kit.execute(url, "DELETE FROM partition_effects")
+    parts = urlsplit(url)
+    proxy = _ProxyThread(site.ns.host_ip, (parts.hostname or "127.0.0.1", parts.port or 3306))
+    query = (
+        f"idle_transaction_timeout={IDLE_IN_TXN_S:g}&keepalives_idle=2&keepalives_interval=1"
+        f"&keepalives_count=2&tcp_user_timeout={TCP_USER_TIMEOUT_MS}"
+    )
+    userinfo = parts.netloc.rpartition("@")[0]
+    ns_url = parts._replace(
+        netloc=f"{userinfo}@{site.ns.host_ip}:{proxy.proxy.port}", query=query
+    ).geturl()
+    host_url = parts._replace(query=query).geturl()
+    procs = Processes(tmp_path)
+    app = make_app(url)
+
+    def marker(kind: str, job_id: int, attempt: int) -> dict[str, Any] | None:
+        path = procs.out_dir / f"{kind}-{job_id}-{attempt}"
+        return json.loads(path.read_text()) if path.exists() else None
+
+    def effect(job_id: int) -> tuple[Any, ...] | None:
+        rows = kit.execute(
+            url, "SELECT n, attempt, pid FROM partition_effects WHERE job_id = ?", [job_id]
+        )
+        return rows[0] if rows else None
+
+    def worker(name: str, database_url: str, inside: bool) -> WorkerProcess:
+        return procs.worker(
+            database_url,
+            *("--reap-interval", REAP_INTERVAL, "--concurrency", "2"),
+            name=name,
+            app=APP,
+            prefix=site.ns.prefix() if inside else (),
+        )
+
+    try:
+        a = worker("A-partitioned", ns_url, inside=True)
+        job = app.enqueue("partition.effect", {"hold": "inside"})
+        wait_until(lambda: a.alive() and marker("started", job.id, 1), 30, a.tail)
+        b = worker("B-host", host_url, inside=False)
+        wait_until(lambda: b.alive() and b.events("worker.started"), 30, b.tail)
+        (procs.out_dir / f"enter-{job.id}").touch()
+        wait_until(lambda: a.alive() and marker("intxn", job.id, 1), 10, a.tail, interval=0.01)
+        cut_at = time.time()
+        site.ns.cut()
+        wait_until(
+            lambda: b.alive() and marker("committed", job.id, 2),
+            TAKEOVER_BOUND_S + 20,
+            lambda: f"B did not take the job over\n{b.tail()}",
+        )
+        started_2 = marker("started", job.id, 2)
+        committed_2 = marker("committed", job.id, 2)
+        assert started_2 is not None and committed_2 is not None
+        assert started_2["pid"] == b.pid
+        site.ns.heal()
+        healed_at = time.time()
+        (procs.out_dir / f"go-{job.id}").touch()
+        refused = wait_until(
+            lambda: a.alive() and marker("refused", job.id, 1),
+            60,
+            lambda: f"A's late completion was not refused\n{a.tail()}",
+        )
+        a.wait_event("outcome.rejected_stale", 30, job_id=job.id)
+        assert marker("committed", job.id, 1) is None
+        assert len(a.events("outcome.rejected_stale", job_id=job.id)) == 1, a.tail()
+        assert effect(job.id) == (1, 2, b.pid), "one effect, attempt 2's, committed"
+        assert b.terminate_and_wait() == 0, b.tail()
+        after = app.enqueue("partition.effect", {})
+        served = wait_until(
+            lambda: a.alive() and marker("committed", after.id, 1),
+            60,
+            lambda: f"A did not serve again after the heal\n{a.tail()}",
+        )
+        assert served["pid"] == a.pid
+        assert a.terminate_and_wait() == 0, a.tail()
+        takeover_s = started_2["at"] - cut_at
+        committed_s = committed_2["at"] - cut_at  # B's write waited for A's row lock
+        with capsys.disabled():
+            sys.stdout.write(
+                f"\n[partition mariadb inside] takeover_s={takeover_s:.2f}, "
+                f"taken_over_committed_s={committed_s:.2f}, "
+                f"serving_again_s={served['at'] - healed_at:.2f}; "
+                f"A's error: {refused['error'][:120]}\n"
+            )
+        assert committed_s < TAKEOVER_BOUND_S + IDLE_IN_TXN_S, committed_s
+    finally:
+        if site.ns.cut_now:
+            site.ns.heal()
+        procs.finish()
+        app.close()
+        proxy.close()

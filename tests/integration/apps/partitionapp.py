@@ -20,6 +20,7 @@ import json
 import os
 import time
 from pathlib import Path
+from typing import Any
 
 import duetime
 from duetime import App, RetryPolicy
@@ -55,6 +56,26 @@ def _wait_for_go(job_id: int, kind: str = "go") -> None:
         time.sleep(0.05)
 
 
+def _upsert(conn: Any, job_id: int, attempt: int) -> None:
+    """The effect; its row stays locked until the transaction ends."""
+    params = {"job": job_id, "attempt": attempt, "pid": os.getpid()}
+    if type(conn).__module__.startswith("pymysql"):  # MariaDB/MySQL
+        with conn.cursor() as cur:
+            cur.execute(
+                "INSERT INTO partition_effects (job_id, n, attempt, pid) "
+                "VALUES (%(job)s, 1, %(attempt)s, %(pid)s) ON DUPLICATE KEY UPDATE "
+                "n = n + 1, attempt = %(attempt)s, pid = %(pid)s",
+                params,
+            )
+        return
+    conn.execute(
+        "INSERT INTO partition_effects (job_id, n, attempt, pid) "
+        "VALUES (%(job)s, 1, %(attempt)s, %(pid)s) ON CONFLICT (job_id) DO UPDATE "
+        "SET n = partition_effects.n + 1, attempt = %(attempt)s, pid = %(pid)s",
+        params,
+    )
+
+
 def make_app(database_url: str | None = None) -> App:
     app = App(database_url)
 
@@ -75,12 +96,7 @@ def make_app(database_url: str | None = None) -> App:
             _wait_for_go(ctx.job_id, "enter")
         try:
             with ctx.transaction() as conn:
-                conn.execute(  # the row stays locked until the transaction ends
-                    "INSERT INTO partition_effects (job_id, n, attempt, pid) "
-                    "VALUES (%(job)s, 1, %(attempt)s, %(pid)s) ON CONFLICT (job_id) DO UPDATE "
-                    "SET n = partition_effects.n + 1, attempt = %(attempt)s, pid = %(pid)s",
-                    {"job": ctx.job_id, "attempt": ctx.attempt, "pid": os.getpid()},
-                )
+                _upsert(conn, ctx.job_id, ctx.attempt)
                 _marker("intxn")
                 if holds == "inside":
                     _wait_for_go(ctx.job_id)

@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo browser broker api-reference docs test test-long test-unit test-contract test-integration lint typecheck clean chaos chaos-outbox chaos-long bench
+.PHONY: demo browser broker netns api-reference docs test test-long test-unit test-contract test-integration lint typecheck clean chaos chaos-outbox chaos-long bench
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -28,12 +28,12 @@ demo: $(STAMP)
 TEST_PROCESSES ?= 2
 INTEGRATION_PROCESSES ?= 3
 NONE_SELECTED_OK = || { rc=$$?; [ $$rc -eq 5 ] && [ -n "$$PYTEST_ADDOPTS" ]; }
-test: $(STAMP) browser broker lint typecheck
+test: $(STAMP) browser broker netns lint typecheck
 	$(BIN)/pytest tests/unit tests/contract -n $(TEST_PROCESSES) -m "not long" $(NONE_SELECTED_OK)
 	$(BIN)/pytest tests/integration -n $(INTEGRATION_PROCESSES) --dist loadgroup -m "not long" \
 		$(NONE_SELECTED_OK)
 
-test-long: $(STAMP) browser broker
+test-long: $(STAMP) browser broker netns
 	$(BIN)/pytest tests -n $(TEST_PROCESSES) --dist loadgroup -m long $(NONE_SELECTED_OK)
 
 # the dashboard's browser test drives Debian's Chromium (Playwright cannot download one here)
@@ -54,13 +54,22 @@ broker:
 		apt-get install -y rabbitmq-server || { apt-get update && apt-get install -y rabbitmq-server; }; \
 	else echo "no rabbitmq-server and no apt-get: install RabbitMQ or set DUETIME_TEST_AMQP_URL" >&2; exit 1; fi
 
+# the partition tests (tests/integration/test_partition.py) cut a worker off in a network
+# namespace of their own: `ip` (iproute2) and `iptables`, installed with apt-get if missing
+netns:
+	@if command -v ip >/dev/null 2>&1 && command -v iptables >/dev/null 2>&1; then :; \
+	elif command -v apt-get >/dev/null 2>&1; then \
+		echo "installing iproute2 and iptables for the partition tests"; \
+		apt-get install -y iproute2 iptables || { apt-get update && apt-get install -y iproute2 iptables; }; \
+	else echo "no ip or iptables and no apt-get: install iproute2 and iptables" >&2; exit 1; fi
+
 test-unit: $(STAMP)
 	$(BIN)/pytest tests/unit
 
 test-contract: $(STAMP)
 	$(BIN)/pytest tests/contract
 
-test-integration: $(STAMP) browser broker
+test-integration: $(STAMP) browser broker netns
 	$(BIN)/pytest tests/integration
 
 # fault-injection run on a private PostgreSQL, judged by the history checker (docs/chaos.md)

@@ -55,7 +55,10 @@ def app(db_url: str) -> Iterator[App]:
 # nothing under pytest 9.2 (it renames the items' node ids through an attribute that pytest
 # 9.2 no longer reads), so the lock is what keeps them apart.
 BROKER_MODULES = {"test_outbox.py", "test_outbox_cli.py", "test_outbox_flow_procs.py"}
-BROKER_TESTS = {"test_short_outbox_chaos_run_passes_the_history_checker"}
+BROKER_TESTS = {
+    "test_short_outbox_chaos_run_passes_the_history_checker",
+    "test_a_relay_cut_off_loses_nothing_and_resumes",
+}
 BROKER_LOCK = Path(tempfile.gettempdir()) / "duetime-tests-rabbitmq.lock"
 
 

@@ -227,14 +227,16 @@ class Processes:
         app: str = APP_SPEC,
         poll_interval: str = "0.1s",
         env: dict[str, str] | None = None,
+        prefix: Sequence[str] = (),
     ) -> WorkerProcess:
         """Start `duetime worker --app itapp:app --database-url URL --log-format json ...`.
 
-        With database_url=None the flag is left out (the URL then comes from `env`).
+        With database_url=None the flag is left out (the URL then comes from `env`). `prefix`
+        runs it through another program that then execs it (e.g. `ip netns exec NS`).
         """
         name = name or f"worker{len(self.started) + 1}"
         log_path = self.logs_dir / f"{name}.log"
-        command = [str(DUETIME), "worker", "--app", app, "--log-format", "json"]
+        command = [*prefix, str(DUETIME), "worker", "--app", app, "--log-format", "json"]
         command += ["--poll-interval", poll_interval]
         if database_url is not None:
             command += ["--database-url", database_url]

@@ -8,13 +8,14 @@ by hand (docs/stores.md says how).
 
 from __future__ import annotations
 
+import socket
 import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import Any
-from urllib.parse import unquote, urlsplit
+from urllib.parse import parse_qsl, unquote, urlsplit
 
 import pymysql
 import pymysql.cursors
@@ -33,9 +34,11 @@ _UNAVAILABLE = {
     1040,  # too many connections
     1053,  # server shutdown in progress
     1205,  # lock wait timeout
+    1927,  # connection was killed (MariaDB: by idle_transaction_timeout or an operator)
     2003,  # cannot connect
     2006,  # server has gone away
     2013,  # lost connection during query
+    4031,  # disconnected by the server for inactivity (idle_transaction_timeout, wait_timeout)
 }
 _SESSION = (
     "SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED",
@@ -44,6 +47,44 @@ _SESSION = (
     "ERROR_FOR_DIVISION_BY_ZERO,NO_ENGINE_SUBSTITUTION'",
 )
 _CHECK_AFTER_IDLE = 5.0  # seconds: an idle pooled connection is pinged before reuse
+
+# The client's side of each TCP connection (PyMySQL turns SO_KEEPALIVE on, at the system's
+# 2-hour idle): probes after 10 s of silence, every 5 s, 3 of them, and unacknowledged data for
+# 30 s ends it, so a worker cut off from the server (packets dropped) hears of it in seconds.
+# URL parameters of the same names (libpq's) override them: ?keepalives_idle=30.
+CLIENT_DEFAULTS: dict[str, int] = {
+    "keepalives_idle": 10,
+    "keepalives_interval": 5,
+    "keepalives_count": 3,
+    "tcp_user_timeout": 30000,  # milliseconds
+}
+_SOCKET_OPTIONS = {
+    "keepalives_idle": "TCP_KEEPIDLE",
+    "keepalives_interval": "TCP_KEEPINTVL",
+    "keepalives_count": "TCP_KEEPCNT",
+    "tcp_user_timeout": "TCP_USER_TIMEOUT",
+}
+# Session variables duetime sets, MariaDB only (MySQL has no idle-in-transaction limit): a
+# session idle inside a transaction for 60 s (a connection lost mid-transaction) is ended and
+# its row locks released. No max_statement_time: migrations and a handler's completion
+# transaction may rightly run long. The server's own net_read_timeout/net_write_timeout (30 s,
+# 60 s) bound a read or write to a lost client, innodb_lock_wait_timeout (50 s) a lock wait.
+MARIADB_SESSION_DEFAULTS: dict[str, int] = {"idle_transaction_timeout": 60}
+# the session variables a URL may set (?name=integer), after duetime's: the URL's win
+SESSION_VARIABLES = frozenset(
+    {
+        "idle_transaction_timeout",
+        "idle_readonly_transaction_timeout",
+        "idle_write_transaction_timeout",
+        "innodb_lock_wait_timeout",
+        "lock_wait_timeout",
+        "max_statement_time",
+        "max_execution_time",
+        "net_read_timeout",
+        "net_write_timeout",
+        "wait_timeout",
+    }
+)
 
 
 class MySQLDriver(Driver):
@@ -54,6 +95,8 @@ class MySQLDriver(Driver):
         super().__init__()
         self.url = url
         self._params = _connect_params(url)
+        self._socket, self._variables = _url_settings(url)
+        self._mariadb: bool | None = None  # known at the first connection
         self.max_size = max_size
         self.pool_timeout = pool_timeout
         self._idle: list[tuple[pymysql.Connection[Any], float]] = []
@@ -72,9 +115,16 @@ class MySQLDriver(Driver):
 
     def _new(self) -> pymysql.Connection[Any]:
         conn = pymysql.connect(**self._params)
+        _tune_socket(conn, self._socket)
+        if self._mariadb is None:
+            self._mariadb = "mariadb" in str(getattr(conn, "server_version", "")).lower()
+        variables = dict(MARIADB_SESSION_DEFAULTS) if self._mariadb else {}
+        variables.update(self._variables)
         with conn.cursor() as cur:
             for statement in _SESSION:
                 cur.execute(statement)
+            if variables:  # names from SESSION_VARIABLES, integer values: nothing to quote
+                cur.execute("SET " + ", ".join(f"SESSION {k} = {v}" for k, v in variables.items()))
         return conn
 
     def _acquire(self) -> pymysql.Connection[Any]:
@@ -263,6 +313,42 @@ def _connect_params(url: str) -> dict[str, Any]:
         "autocommit": False,
         "connect_timeout": 10,
     }
+
+
+def _url_settings(url: str) -> tuple[dict[str, int], dict[str, int]]:
+    """The URL's query: TCP settings (CLIENT_DEFAULTS' names) merged over duetime's, and the
+    session variables it sets (SESSION_VARIABLES). Anything else is refused, in one line."""
+    tcp = dict(CLIENT_DEFAULTS)
+    variables: dict[str, int] = {}
+    for name, value in parse_qsl(urlsplit(url).query, keep_blank_values=True):
+        if name not in CLIENT_DEFAULTS and name not in SESSION_VARIABLES:
+            accepted = ", ".join(sorted([*CLIENT_DEFAULTS, *SESSION_VARIABLES]))
+            raise ConfigurationError(
+                f"the MySQL URL has an unknown parameter {name!r}; accepted: {accepted}"
+            )
+        try:
+            number = int(value)
+        except ValueError:
+            raise ConfigurationError(
+                f"the MySQL URL parameter {name} must be a whole number, not {value!r}"
+            ) from None
+        if number < 0:
+            raise ConfigurationError(f"the MySQL URL parameter {name} must not be negative")
+        (tcp if name in CLIENT_DEFAULTS else variables)[name] = number
+    return tcp, variables
+
+
+def _tune_socket(conn: pymysql.Connection[Any], settings: dict[str, int]) -> None:
+    """TCP keepalives and the user timeout on the connection's socket (Linux names; where the
+    system lacks one, it is left as is). PyMySQL offers no option for them."""
+    sock = getattr(conn, "_sock", None)
+    if not isinstance(sock, socket.socket) or sock.family not in (socket.AF_INET, socket.AF_INET6):
+        return
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
+    for name, value in settings.items():
+        option = getattr(socket, _SOCKET_OPTIONS[name], None)
+        if option is not None and (value > 0 or name == "tcp_user_timeout"):
+            sock.setsockopt(socket.IPPROTO_TCP, option, value)
 
 
 def _reason(exc: BaseException) -> str:

@@ -17,7 +17,8 @@ from typing import Any
 
 import psycopg
 import psycopg_pool
-from psycopg.conninfo import conninfo_to_dict
+from psycopg import sql
+from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from psycopg.rows import dict_row
 from psycopg.types.json import set_json_dumps
 
@@ -42,20 +43,23 @@ class PostgresDriver(Driver):
     ) -> None:
         super().__init__()
         self.url = url
+        # the URL with duetime's TCP keepalives and user timeout where it names none (libpq's
+        # parameters: the URL's own values win); the session's timeouts are set in _configure
+        self.conninfo = with_connection_defaults(url)
         self._copy_types: dict[str, tuple[list[str], list[str]]] = {}
         # prepared server-side (the pool's connections prepare nothing else, see _configure):
         # a plain insert, whose plan cannot depend on its parameters; one-at-a-time enqueue
         # then skips its parse and plan on every call
         self._prepared = frozenset(self.statements("enqueue_one"))
         try:  # fail fast and clearly when the server is not there
-            psycopg.connect(url, connect_timeout=10).close()
+            psycopg.connect(self.conninfo, connect_timeout=10).close()
         except psycopg.Error as exc:
             raise StoreUnavailable(
                 f"cannot connect to PostgreSQL at {self.where()}: {_reason(exc)}"
             ) from None
         self._pool: psycopg_pool.ConnectionPool[psycopg.Connection[Any]] = (
             psycopg_pool.ConnectionPool(
-                url,
+                self.conninfo,
                 min_size=min_size,
                 max_size=max_size,
                 open=True,
@@ -251,6 +255,14 @@ class PostgresDriver(Driver):
             return StoreConflict(f"PostgreSQL at {self.where()} broke a conflict: {_reason(exc)}")
         if isinstance(exc, psycopg.OperationalError):
             return StoreUnavailable(f"PostgreSQL at {self.where()} failed: {_reason(exc)}")
+        if isinstance(exc, psycopg.errors.IdleInTransactionSessionTimeout):
+            # the server ended a session that sat in a transaction longer than allowed (a
+            # partition, or a completion block that waited too long): its work rolled back
+            return StoreUnavailable(
+                f"PostgreSQL at {self.where()} ended the connection: it sat idle in a "
+                "transaction past idle_in_transaction_session_timeout; the transaction rolled "
+                "back (raise the timeout in the URL's options if a handler needs longer)"
+            )
         if isinstance(exc, psycopg.DataError):  # a value PostgreSQL cannot store
             return InvalidRequest(
                 f"PostgreSQL cannot store this value ({_reason(exc)}); text in args, names and "
@@ -272,7 +284,7 @@ class PostgresDriver(Driver):
 
     def listener(self) -> Listener:
         with self.translated():
-            return _Listener(self.url, self)
+            return _Listener(self.conninfo, self)
 
     def close(self) -> None:
         self._pool.close()
@@ -313,10 +325,79 @@ def _configure(conn: psycopg.Connection[Any]) -> None:
     hundreds of milliseconds, and these statements run in one or two (claim and next_due turn
     sorting off, which makes their estimated cost look huge). Instants come back in UTC, the
     zone duetime hands them out in (no conversion per value; no statement depends on the
-    session's time zone)."""
-    conn.execute("SET TimeZone = 'UTC'")
-    conn.execute("SET jit = off")
+    session's time zone). And the session's timeouts (SESSION_DEFAULTS), each only where the
+    server is at its built-in default: a value set in the URL (options=-c ...), PGOPTIONS,
+    ALTER ROLE/DATABASE ... SET or the server's configuration wins. One round trip, and one
+    more for client_connection_check_interval, which a server on a system without the kernel
+    events it needs (Windows) refuses: there it stays off."""
+    conn.execute(_CONFIGURE)
     conn.commit()
+    try:
+        conn.execute(_CHECK_INTERVAL)
+        conn.commit()
+    except psycopg.errors.InvalidParameterValue:
+        conn.rollback()
+
+
+# Settings of each session, so that a connection lost in the middle of a transaction (a
+# partition: packets dropped, nothing refused) gives its row locks back in bounded time and
+# the server stops waiting on a dead peer (docs/workers.md, "Partitions"). No statement_timeout
+# and no lock_timeout: migrations, a concurrent migrator waiting on the migration lock and the
+# statements a handler runs in its completion transaction may rightly take long; set them in
+# the URL's options when wanted.
+SESSION_DEFAULTS: dict[str, str] = {
+    # a session idle inside a transaction this long is ended and its transaction rolled back
+    # (duetime's own transactions are never idle longer than a round trip; a handler's
+    # completion block between two of its statements must not be either)
+    "idle_in_transaction_session_timeout": "60s",
+    # the server's side of the TCP connection: probes after 10 s of silence, every 5 s, 3 of
+    # them; unacknowledged data for 30 s ends it
+    "tcp_keepalives_idle": "10",
+    "tcp_keepalives_interval": "5",
+    "tcp_keepalives_count": "3",
+    "tcp_user_timeout": "30000",
+}
+# PostgreSQL 14+ (set apart, see _configure): a running statement whose client is gone is
+# cancelled, checked every 5 s
+CHECK_INTERVAL_MS = 5000
+
+# libpq's parameters for the client's side of the TCP connection (the URL's own win)
+CLIENT_DEFAULTS: dict[str, str] = {
+    "keepalives": "1",
+    "keepalives_idle": "10",
+    "keepalives_interval": "5",
+    "keepalives_count": "3",
+    "tcp_user_timeout": "30000",  # milliseconds of unacknowledged data before giving up
+}
+
+
+def with_connection_defaults(url: str) -> str:
+    """`url` with CLIENT_DEFAULTS for the libpq parameters it does not name itself."""
+    try:
+        given = conninfo_to_dict(url)
+    except psycopg.ProgrammingError:
+        return url  # psycopg.connect says what is wrong with it
+    missing = {k: v for k, v in CLIENT_DEFAULTS.items() if k not in given}
+    return make_conninfo(url, **missing) if missing else url
+
+
+def _session_defaults_sql() -> sql.Composed:
+    values = sql.SQL(", ").join(
+        sql.SQL("({}, {})").format(sql.Literal(name), sql.Literal(value))
+        for name, value in SESSION_DEFAULTS.items()
+    )
+    return sql.SQL(
+        "SET TimeZone = 'UTC'; SET jit = off; "
+        "SELECT set_config(s.name, d.setting, false) FROM (VALUES {}) AS d(name, setting) "
+        "JOIN pg_settings AS s ON s.name = d.name WHERE s.source = 'default'"
+    ).format(values)
+
+
+_CONFIGURE = _session_defaults_sql()
+_CHECK_INTERVAL = sql.SQL(
+    "SELECT set_config(name, {}, false) FROM pg_settings "
+    "WHERE name = 'client_connection_check_interval' AND source = 'default'"
+).format(sql.Literal(str(CHECK_INTERVAL_MS)))
 
 
 CHANNEL = "duetime_due"  # NOTIFY payload: "<queue>\t<due instant, microseconds since epoch>"
@@ -335,6 +416,7 @@ class _Listener:
     def __init__(self, url: str, driver: PostgresDriver) -> None:
         self.driver = driver
         self.conn = psycopg.connect(url, autocommit=True, connect_timeout=10)
+        _configure(self.conn)  # its keepalives tell a silently lost server within seconds
         self.conn.execute(f"LISTEN {CHANNEL}")
 
     def wait(self, timeout: float) -> list[Wakeup]:

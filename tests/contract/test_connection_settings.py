@@ -1,0 +1,186 @@
+"""Connection hygiene: TCP keepalives and server-side timeouts on every connection duetime
+opens, so a connection lost in the middle of a transaction (a partition) gives its row locks
+back in bounded time; the URL's own values win over duetime's (docs/stores.md)."""
+
+from __future__ import annotations
+
+import socket
+import time
+from collections.abc import Iterator
+from typing import Any
+from urllib.parse import quote
+
+import pytest
+
+from duetime.core.errors import ConfigurationError, StoreUnavailable
+from kit import kit_named
+
+
+def _with_query(url: str, query: str) -> str:
+    return f"{url}{'&' if '?' in url else '?'}{query}"
+
+
+def _tcp_option(fd: int, option: int) -> int:
+    sock = socket.socket(fileno=socket.dup(fd))
+    try:
+        return sock.getsockopt(socket.IPPROTO_TCP, option)
+    finally:
+        sock.close()
+
+
+# -- PostgreSQL ---------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def pg_driver_factory(pg_database_url: str) -> Iterator[Any]:
+    from duetime.store.postgres.driver import PostgresDriver
+
+    opened: list[PostgresDriver] = []
+
+    def make(query: str = "") -> PostgresDriver:
+        driver = PostgresDriver(_with_query(pg_database_url, query) if query else pg_database_url)
+        opened.append(driver)
+        return driver
+
+    yield make
+    for driver in opened:
+        driver.close()
+
+
+def _show(native: Any, name: str) -> str:
+    return str(native.execute(f"SHOW {name}").fetchone()[0])
+
+
+def test_postgres_sessions_carry_the_timeouts_and_keepalives(pg_driver_factory: Any) -> None:
+    driver = pg_driver_factory()
+    with driver.transaction() as c:
+        assert _show(c.native, "idle_in_transaction_session_timeout") == "1min"
+        assert _show(c.native, "tcp_keepalives_idle") == "10"
+        assert _show(c.native, "tcp_keepalives_interval") == "5"
+        assert _show(c.native, "tcp_keepalives_count") == "3"
+        assert _show(c.native, "tcp_user_timeout") == "30000"  # ms
+        if c.native.info.server_version >= 140000:
+            assert _show(c.native, "client_connection_check_interval") == "5s"
+        assert _show(c.native, "statement_timeout") == "0"  # migrations may run long
+        assert _show(c.native, "TimeZone") == "UTC"
+        fd = c.native.pgconn.socket
+        assert _tcp_option(fd, socket.TCP_KEEPIDLE) == 10
+        assert _tcp_option(fd, socket.TCP_KEEPINTVL) == 5
+        assert _tcp_option(fd, socket.TCP_KEEPCNT) == 3
+        assert _tcp_option(fd, socket.TCP_USER_TIMEOUT) == 30000
+    listener = driver.listener()
+    try:  # the LISTEN connection too: it sits idle for long
+        conn = listener.conn  # type: ignore[attr-defined]
+        assert _show(conn, "idle_in_transaction_session_timeout") == "1min"
+        assert _tcp_option(conn.pgconn.socket, socket.TCP_KEEPIDLE) == 10
+    finally:
+        listener.close()
+
+
+def test_postgres_values_in_the_url_win(pg_driver_factory: Any) -> None:
+    options = quote("-c idle_in_transaction_session_timeout=7s -c tcp_keepalives_idle=33")
+    driver = pg_driver_factory(f"options={options}&keepalives_idle=42&tcp_user_timeout=9000")
+    with driver.transaction() as c:
+        assert _show(c.native, "idle_in_transaction_session_timeout") == "7s"
+        assert _show(c.native, "tcp_keepalives_idle") == "33"
+        assert _show(c.native, "tcp_keepalives_interval") == "5"  # duetime's, not named
+        fd = c.native.pgconn.socket
+        assert _tcp_option(fd, socket.TCP_KEEPIDLE) == 42
+        assert _tcp_option(fd, socket.TCP_USER_TIMEOUT) == 9000
+        assert _tcp_option(fd, socket.TCP_KEEPINTVL) == 5
+
+
+def test_postgres_a_session_idle_in_a_transaction_is_ended_and_replaced(
+    pg_driver_factory: Any,
+) -> None:
+    """The server ends a session left idle inside a transaction (as a partitioned worker's
+    is); the caller gets StoreUnavailable in one line, and the pool hands out a fresh one."""
+    options = quote("-c idle_in_transaction_session_timeout=300ms")
+    driver = pg_driver_factory(f"options={options}")
+    with pytest.raises(StoreUnavailable, match=r"idle_in_transaction_session_timeout"):
+        with driver.transaction() as c:
+            c.native.execute("SELECT 1")
+            time.sleep(1.0)
+            with driver.translated():  # as duetime's statements are
+                c.native.execute("SELECT 2")
+    with driver.transaction() as c:
+        assert c.native.execute("SELECT 3").fetchone()[0] == 3
+
+
+# -- MariaDB / MySQL ----------------------------------------------------------------------------
+
+
+@pytest.fixture
+def mysql_url() -> str:
+    return kit_named("mysql").run_url()
+
+
+def _variable(native: Any, name: str) -> Any:
+    with native.cursor() as cur:
+        cur.execute(f"SELECT @@session.{name}")
+        return cur.fetchone()[0]
+
+
+def test_mysql_sessions_carry_the_timeouts_and_keepalives(mysql_url: str) -> None:
+    from duetime.store.mysql.driver import MySQLDriver
+
+    driver = MySQLDriver(mysql_url)
+    try:
+        with driver.transaction() as c:
+            native = c.native
+            if "mariadb" in native.get_server_info().lower():
+                assert int(_variable(native, "idle_transaction_timeout")) == 60
+            fd = native._sock.fileno()
+            assert _tcp_option(fd, socket.TCP_KEEPIDLE) == 10
+            assert _tcp_option(fd, socket.TCP_KEEPINTVL) == 5
+            assert _tcp_option(fd, socket.TCP_KEEPCNT) == 3
+            assert _tcp_option(fd, socket.TCP_USER_TIMEOUT) == 30000
+    finally:
+        driver.close()
+
+
+def test_mysql_values_in_the_url_win(mysql_url: str) -> None:
+    from duetime.store.mysql.driver import MySQLDriver
+
+    driver = MySQLDriver(
+        _with_query(mysql_url, "keepalives_idle=42&innodb_lock_wait_timeout=7&wait_timeout=900")
+    )
+    try:
+        with driver.transaction() as c:
+            assert int(_variable(c.native, "innodb_lock_wait_timeout")) == 7
+            assert int(_variable(c.native, "wait_timeout")) == 900
+            assert _tcp_option(c.native._sock.fileno(), socket.TCP_KEEPIDLE) == 42
+    finally:
+        driver.close()
+
+
+def test_mysql_url_parameters_are_checked(mysql_url: str) -> None:
+    from duetime.store.mysql.driver import MySQLDriver
+
+    with pytest.raises(ConfigurationError, match="unknown parameter 'sslmode'"):
+        MySQLDriver(_with_query(mysql_url, "sslmode=require"))
+    with pytest.raises(ConfigurationError, match="whole number"):
+        MySQLDriver(_with_query(mysql_url, "wait_timeout=1;DROP"))
+
+
+def test_mariadb_a_session_idle_in_a_transaction_is_ended_and_replaced(mysql_url: str) -> None:
+    from duetime.store.mysql.driver import MySQLDriver
+
+    driver = MySQLDriver(_with_query(mysql_url, "idle_transaction_timeout=1"))
+    try:
+        with driver.transaction() as c:
+            if "mariadb" not in c.native.get_server_info().lower():
+                pytest.fail("this test needs MariaDB (idle_transaction_timeout)")
+        with pytest.raises(StoreUnavailable):
+            with driver.transaction() as c:
+                with c.native.cursor() as cur:
+                    cur.execute("START TRANSACTION")
+                time.sleep(2.5)
+                with driver.translated(), c.native.cursor() as cur:
+                    cur.execute("SELECT 2")
+        with driver.transaction() as c:
+            with c.native.cursor() as cur:
+                cur.execute("SELECT 3")
+                assert cur.fetchone()[0] == 3
+    finally:
+        driver.close()

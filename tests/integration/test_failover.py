@@ -262,7 +262,8 @@ def drill(
         k: i
         for k, i in query(
             new,
-            "SELECT idempotency_key, id FROM duetime_jobs WHERE starts_with(idempotency_key, 'load-')",
+            "SELECT idempotency_key, id FROM duetime_jobs "
+            "WHERE starts_with(idempotency_key, 'load-')",
         )
     }
     lost = sorted(set(load.acked) - set(present), key=lambda k: int(k.split("-")[1]))

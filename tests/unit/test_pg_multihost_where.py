@@ -15,7 +15,7 @@ from duetime.store import open_store
             "postgresql://postgres@127.0.0.1:1,127.0.0.1:2/db?target_session_attrs=read-write",
             "127.0.0.1:1,127.0.0.1:2/db",
         ),
-        ("host=127.0.0.1,127.0.0.1 port=1 dbname=db", "127.0.0.1:1,127.0.0.1:1/db"),
+        ("postgresql:///db?host=127.0.0.1,127.0.0.1&port=1", "127.0.0.1:1,127.0.0.1:1/db"),
     ],
 )
 def test_an_unreachable_multi_host_url_is_named_host_by_host(url: str, where: str) -> None:

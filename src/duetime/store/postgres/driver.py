@@ -80,7 +80,9 @@ class PostgresDriver(Driver):
         ports = str(parts.get("port") or "5432").split(",")
         if len(ports) == 1:  # libpq: one port applies to every host
             ports = ports * len(hosts)
-        pairs = ",".join(f"{h or 'localhost'}:{p or 5432}" for h, p in zip(hosts, ports))
+        pairs = ",".join(
+            f"{h or 'localhost'}:{p or 5432}" for h, p in zip(hosts, ports, strict=False)
+        )
         return f"{pairs}/{parts.get('dbname') or ''}"
 
     @contextmanager

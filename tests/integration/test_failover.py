@@ -403,11 +403,6 @@ def hold_marker(out_dir: Path, job_id: int, worker: WorkerProcess) -> dict[str, 
     return found
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="issue 23 item 2: the fencing token (generation, attempt id) is handed out again "
-    "after a lossy promotion; fixed on branch fence-token",
-)
 def test_a_stale_worker_from_the_lost_history_is_fenced(
     async_pair: ReplicatedPair, procs: Processes
 ) -> None:
@@ -537,6 +532,9 @@ def test_a_stale_worker_from_the_lost_history_is_fenced(
         f"J's attempt finished at {j_finished}, before B's handler ended at {b_end}: "
         f"A's stale outcome was accepted\n{a.tail()}"
     )
+    # A said why: its heartbeat found the lease gone, or its outcome was refused as stale
+    said = a.events("lease.lost", job_id=j.id) + a.events("outcome.rejected_stale", job_id=j.id)
+    assert said, f"A logged no refusal for job {j.id}\n{a.tail()}"
     # no batch wedged: "nothing kept" never logged (let alone repeated)
     for w in (a, b, c):
         kept = [line for line in w.lines() if "nothing kept" in line]

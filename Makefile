@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo browser broker api-reference docs test test-long test-unit test-contract test-integration lint typecheck clean chaos chaos-outbox chaos-long bench
+.PHONY: demo browser broker api-reference docs test test-long test-unit test-contract test-integration lint typecheck clean chaos chaos-outbox chaos-failover chaos-long bench
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -76,6 +76,15 @@ chaos: $(STAMP)
 chaos-outbox: $(STAMP)
 	$(BIN)/python -m duetime.chaos.run --outbox --jobs $(CHAOS_JOBS) --duration $(CHAOS_DURATION) \
 		--workers $(CHAOS_WORKERS) $(if $(CHAOS_REPORT),--report $(CHAOS_REPORT))
+
+# the failover variant (docs/production.md): a primary and a streaming standby on a multi-host
+# URL; the primary is killed and the standby promoted (twice), instead of restarts.
+# CHAOS_REPLICATION=async shows what asynchronous replication may lose.
+CHAOS_REPLICATION ?= sync
+chaos-failover: $(STAMP)
+	$(BIN)/python -m duetime.chaos.run --failover $(CHAOS_REPLICATION) --jobs $(CHAOS_JOBS) \
+		--duration $(CHAOS_DURATION) --workers $(CHAOS_WORKERS) \
+		$(if $(CHAOS_REPORT),--report $(CHAOS_REPORT))
 
 chaos-long: $(STAMP)
 	$(BIN)/python -m duetime.chaos.run --jobs 100000 --duration 600 --workers 4 \

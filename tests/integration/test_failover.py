@@ -61,6 +61,16 @@ SERVE_RECOVERY_BOUND = 10.0  # the API's first 201 after the promotion (s)
 log = logging.getLogger("tests.failover")  # the figures: pytest -o log_cli=true
 
 
+@pytest.fixture(autouse=True)
+def _quiet_pool() -> Iterator[None]:
+    """The test's own Apps' pools warn at every failed reconnection during the outage."""
+    pool_log = logging.getLogger("psycopg.pool")
+    level = pool_log.level
+    pool_log.setLevel(logging.ERROR)
+    yield
+    pool_log.setLevel(level)
+
+
 @pytest.fixture
 def sync_pair() -> Iterator[ReplicatedPair]:
     pair = ReplicatedPair(synchronous=True).start()
@@ -255,7 +265,7 @@ def drill(
         load.finish()
         server.send_signal(signal.SIGTERM)
         server.wait(30)
-    new = pair.standby_url()
+    new = pair.primary_url()  # the promoted standby
     assert not load.other, load.other[:5]
     # lost: acknowledged keys the new primary does not have
     present = {
@@ -448,7 +458,7 @@ def test_a_stale_worker_from_the_lost_history_is_fenced(
     a.stop()  # SIGSTOP
     pair.kill_primary()
     pair.promote()
-    new = pair.standby_url()
+    new = pair.primary_url()  # the promoted standby
     assert scalar(new, "SELECT status FROM duetime_jobs WHERE id = ?", (j.id,)) == "scheduled" or (
         scalar(new, "SELECT count(*) FROM duetime_attempts WHERE job_id = ?", (j.id,)) == 0
     ), "A's claim reached the standby: the drill did not lose it"

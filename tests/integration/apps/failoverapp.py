@@ -2,7 +2,8 @@
 processes with `--app failoverapp:app`.
 
 Every execution appends one JSON line to `<DUETIME_IT_OUT>/exec-<pid>.txt`:
-{"job", "token", "attempt", "task", "pid", "start", "end"} (epoch seconds), flushed at once,
+{"job", "token", "attempt", "task", "key", "pid", "start", "end"} (epoch seconds; "key" is
+the idempotency key the job was enqueued with, from its business key), flushed at once,
 so a test counts effects (executions) per job, whatever the store says afterwards.
 `fo.hold` also writes `hold-<job_id>-<pid>` when it starts, so a test knows which process
 runs it.
@@ -42,6 +43,7 @@ def _record(task: str, start: float) -> None:
             "token": str(ctx.fencing_token),
             "attempt": ctx.attempt,
             "task": task,
+            "key": ctx.business_key.split(":", 1)[-1],  # the idempotency key, when it had one
             "pid": os.getpid(),
             "start": start,
             "end": time.time(),

@@ -331,7 +331,8 @@ def drill(
         if n > 1 and key in present:
             attempts = query(
                 new,
-                "SELECT generation, status FROM duetime_attempts WHERE job_id = ? "
+                "SELECT generation, status, worker_id, error_category, "
+                "left(coalesce(error_message, ''), 120) FROM duetime_attempts WHERE job_id = ? "
                 "ORDER BY generation",
                 (present[key],),
             )
@@ -341,8 +342,9 @@ def drill(
                 if e["key"] == key and held_at <= float(e["start"]) <= killed_at  # type: ignore[arg-type]
             ]
             if len(attempts) > 1:
-                cause = "retried after a lost attempt: " + ", ".join(
-                    f"{g}:{s}" for g, s in attempts
+                cause = "retried after a lost attempt: " + "; ".join(
+                    f"gen {g} {st} by {w} {cat or ''} {msg}".strip()
+                    for g, st, w, cat, msg in attempts
                 )
             elif lag and in_lost_history:
                 cause = "its first claim was lost with the old primary (asynchronous)"

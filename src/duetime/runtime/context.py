@@ -55,6 +55,13 @@ class AttemptContext:
         return self.claim.job.attempts
 
     @property
+    def generation(self) -> int:
+        """The attempt's generation: how many times the job was claimed (the low 32 bits of
+        fencing_token). Not unique across a lossy database promotion: fence with
+        fencing_token."""
+        return self.claim.attempt.generation
+
+    @property
     def fencing_token(self) -> int:
         """Strictly increasing per job, across a database promotion too: pass it to systems
         that fence. The database's epoch (PostgreSQL: its timeline; 0 on SQLite and

@@ -50,6 +50,7 @@ from integration.procs import (
     scalar,
     wait_until,
 )
+from pgautofailover import AutoFailoverPair, available
 from pgreplica import ReplicatedPair
 
 APP = "failoverapp:app"
@@ -181,6 +182,7 @@ def start_server(url: str, tmp_path: Path) -> tuple[subprocess.Popen[bytes], str
 
 @dataclass
 class Figures:
+    no_primary_s: float
     acked: int
     lost: int
     lag_s: float
@@ -197,7 +199,7 @@ class Figures:
 
 
 def drill(
-    pair: ReplicatedPair,
+    pair: ReplicatedPair | AutoFailoverPair,
     procs: Processes,
     tmp_path: Path,
     *,
@@ -392,6 +394,7 @@ def drill(
     assert not twice, twice
     figures = Figures(
         acked=len(load.acked),
+        no_primary_s=round(promoted - (pair.killed_at or promoted), 2),
         lost=len(lost),
         lag_s=lag,
         refused=len(load.refused),
@@ -614,3 +617,22 @@ def test_a_stale_worker_from_the_lost_history_is_fenced(
     )
     assert a.alive()
     del start_a
+
+
+@pytest.mark.long
+def test_automatic_failover_with_pg_auto_failover(procs: Processes, tmp_path: Path) -> None:
+    """pg_auto_failover (a monitor and two nodes, each under its pg_autoctl keeper): the
+    primary's keeper and server stop at once (a lost machine), and the monitor promotes the
+    secondary by itself: with its default settings the node is promoted about 20 s later and
+    takes writes after the old primary's demote timeout (30 s more). The drill's figures hold:
+    nothing acknowledged lost (it replicates synchronously), refusals bounded, the workers
+    resume within RESUME_BOUND s of the promotion, without a restart."""
+    why = available()
+    if why is not None:
+        pytest.fail(f"the automatic-failover drill needs pg_auto_failover: {why}")
+    pair = AutoFailoverPair().start()
+    try:
+        figures = drill(pair, procs, tmp_path, before=10, outage=0, after=10)
+    finally:
+        pair.close()
+    assert figures.no_primary_s < 120

@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo browser broker api-reference docs test test-long test-unit test-contract test-integration lint typecheck clean chaos chaos-outbox chaos-failover chaos-long bench
+.PHONY: demo browser broker autofailover api-reference docs test test-long test-unit test-contract test-integration lint typecheck clean chaos chaos-outbox chaos-failover chaos-long bench
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -33,7 +33,7 @@ test: $(STAMP) browser broker lint typecheck
 	$(BIN)/pytest tests/integration -n $(INTEGRATION_PROCESSES) --dist loadgroup -m "not long" \
 		$(NONE_SELECTED_OK)
 
-test-long: $(STAMP) browser broker
+test-long: $(STAMP) browser broker autofailover
 	$(BIN)/pytest tests -n $(TEST_PROCESSES) --dist loadgroup -m long $(NONE_SELECTED_OK)
 
 # the dashboard's browser test drives Debian's Chromium (Playwright cannot download one here)
@@ -53,6 +53,17 @@ broker:
 		echo "installing rabbitmq-server for the outbox tests"; \
 		apt-get install -y rabbitmq-server || { apt-get update && apt-get install -y rabbitmq-server; }; \
 	else echo "no rabbitmq-server and no apt-get: install RabbitMQ or set DUETIME_TEST_AMQP_URL" >&2; exit 1; fi
+
+# the automatic-failover drill (tests/integration/test_failover.py, long) runs pg_auto_failover;
+# Debian's is installed if missing (its server-side package must match the PostgreSQL major)
+autofailover:
+	@if command -v pg_autoctl >/dev/null 2>&1; then :; \
+	elif command -v apt-get >/dev/null 2>&1; then \
+		major=$$(ls /usr/lib/postgresql 2>/dev/null | sort -n | tail -1); \
+		echo "installing postgresql-$$major-auto-failover for the automatic-failover drill"; \
+		apt-get install -y postgresql-$$major-auto-failover || { apt-get update && \
+			apt-get install -y postgresql-$$major-auto-failover; }; \
+	else echo "no pg_autoctl and no apt-get: install pg_auto_failover" >&2; exit 1; fi
 
 test-unit: $(STAMP)
 	$(BIN)/pytest tests/unit

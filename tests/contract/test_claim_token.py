@@ -293,3 +293,67 @@ def test_jobs_in_every_state_survive_migration_14(
     assert store.finish_many([(c.lease, Outcome(Event.SUCCEED)) for c in claims], clock.now()) == [
         True
     ] * len(claims)
+
+
+def test_a_claim_of_a_history_the_database_lost_is_fenced_out(
+    store: Store, clock: ManualClock, kit: DialectKit, store_url: str
+) -> None:
+    """As after a lossy promotion: the claim the first worker holds is lost with the old
+    primary's last commits (its attempt gone, the job scheduled at generation 0 again), so the
+    next claim hands generation 1 out again. The first worker's heartbeat, outcome and
+    completion are refused and change nothing; the second worker's apply."""
+    enqueue(store, clock)
+    job, lost = claim_one(store, clock, "old-primary-worker")
+    kit.execute(store_url, "DELETE FROM duetime_attempts WHERE job_id = ?", (job.id,))
+    kit.execute(
+        store_url,
+        "UPDATE duetime_jobs SET status = 'scheduled', generation = 0, attempts = 0, "
+        "claim_token = NULL WHERE id = ?",
+        (job.id,),
+    )
+    _, held = claim_one(store, clock, "new-primary-worker")
+    assert (held.generation, held.job_id) == (lost.generation, lost.job_id) == (1, job.id)
+    before = attempt_rows(kit, store_url)
+    assert not store.heartbeat([lost], clock.now())[0].held
+    with pytest.raises(StaleAttempt):
+        with store.completion(lost, Outcome(Event.SUCCEED), clock.now):
+            pass
+    assert store.finish_many([(lost, Outcome(Event.SUCCEED))], clock.now()) == [False]
+    assert attempt_rows(kit, store_url) == before
+    assert store.finish(held, Outcome(Event.SUCCEED), clock.now())
+    done = store.get_job(job.id)
+    assert done is not None and done.status is JobStatus.SUCCEEDED
+    assert [a.worker_id for a in done.attempt_history] == ["new-primary-worker"]
+
+
+def test_a_batch_the_store_did_not_end_as_checked_is_kept_one_outcome_at_a_time(
+    store: Store, clock: ManualClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Should the finish statement ever end fewer attempts than the checks under the row locks
+    said (it cannot, as far as anyone knows), the batch is rolled back and each outcome is
+    tried alone: the ones that hold are kept, and the batch is never wedged."""
+    from duetime.store.driver import Connection
+
+    for _ in range(3):
+        enqueue(store, clock)
+    claims = store.claim(worker_id="w", queues=None, limit=3, now=clock.now())
+    bad = claims[1].job.id
+    real_run = Connection.run
+
+    def short_count(self: Connection, name: str, /, **params: Any) -> int:
+        ended = real_run(self, name, **params)
+        if name == "finish_jobs" and any(m["job_id"] == bad for m in params["batch"]):
+            return ended - 1  # as if the attempt of job `bad` had not ended
+        return ended
+
+    monkeypatch.setattr(Connection, "run", short_count)
+    items = [(c.lease, Outcome(Event.SUCCEED)) for c in claims]
+    assert store.finish_many(items, clock.now()) == [True, False, True]
+    monkeypatch.undo()
+    got = [store.get_job(c.job.id) for c in claims]
+    assert [j.status for j in got if j is not None] == [
+        JobStatus.SUCCEEDED,
+        JobStatus.RUNNING,
+        JobStatus.SUCCEEDED,
+    ]
+    assert store.finish(claims[1].lease, Outcome(Event.SUCCEED), clock.now())

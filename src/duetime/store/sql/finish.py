@@ -109,8 +109,7 @@ class Finisher(Part):
         try:
             return self._finish_batch(items, now, only_if_expired)
         except _Unmatched:
-            if len(items) == 1:
-                raise
+            pass
         # a batch in which the store did not end what the checks under the locks said it
         # would: each outcome alone, so that the one that cannot be kept does not hold up the
         # others (a refused outcome never wedges a batch)

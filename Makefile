@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo browser broker netns api-reference docs test test-long test-unit test-contract test-integration lint typecheck clean chaos chaos-outbox chaos-long bench
+.PHONY: demo browser broker netns autofailover api-reference docs test test-long test-unit test-contract test-integration lint typecheck clean chaos chaos-outbox chaos-failover chaos-long bench
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -33,7 +33,7 @@ test: $(STAMP) browser broker netns lint typecheck
 	$(BIN)/pytest tests/integration -n $(INTEGRATION_PROCESSES) --dist loadgroup -m "not long" \
 		$(NONE_SELECTED_OK)
 
-test-long: $(STAMP) browser broker netns
+test-long: $(STAMP) browser broker netns autofailover
 	$(BIN)/pytest tests -n $(TEST_PROCESSES) --dist loadgroup -m long $(NONE_SELECTED_OK)
 
 # the dashboard's browser test drives Debian's Chromium (Playwright cannot download one here)
@@ -63,6 +63,17 @@ netns:
 		apt-get install -y iproute2 iptables || { apt-get update && apt-get install -y iproute2 iptables; }; \
 	else echo "no ip or iptables and no apt-get: install iproute2 and iptables" >&2; exit 1; fi
 
+# the automatic-failover drill (tests/integration/test_failover.py, long) runs pg_auto_failover;
+# Debian's is installed if missing (its server-side package must match the PostgreSQL major)
+autofailover:
+	@if command -v pg_autoctl >/dev/null 2>&1; then :; \
+	elif command -v apt-get >/dev/null 2>&1; then \
+		major=$$(ls /usr/lib/postgresql 2>/dev/null | sort -n | tail -1); \
+		echo "installing postgresql-$$major-auto-failover for the automatic-failover drill"; \
+		apt-get install -y postgresql-$$major-auto-failover || { apt-get update && \
+			apt-get install -y postgresql-$$major-auto-failover; }; \
+	else echo "no pg_autoctl and no apt-get: install pg_auto_failover" >&2; exit 1; fi
+
 test-unit: $(STAMP)
 	$(BIN)/pytest tests/unit
 
@@ -85,6 +96,15 @@ chaos: $(STAMP)
 chaos-outbox: $(STAMP)
 	$(BIN)/python -m duetime.chaos.run --outbox --jobs $(CHAOS_JOBS) --duration $(CHAOS_DURATION) \
 		--workers $(CHAOS_WORKERS) $(if $(CHAOS_REPORT),--report $(CHAOS_REPORT))
+
+# the failover variant (docs/production.md): a primary and a streaming standby on a multi-host
+# URL; the primary is killed and the standby promoted (twice), instead of restarts.
+# CHAOS_REPLICATION=async shows what asynchronous replication may lose.
+CHAOS_REPLICATION ?= sync
+chaos-failover: $(STAMP)
+	$(BIN)/python -m duetime.chaos.run --failover $(CHAOS_REPLICATION) --jobs $(CHAOS_JOBS) \
+		--duration $(CHAOS_DURATION) --workers $(CHAOS_WORKERS) \
+		$(if $(CHAOS_REPORT),--report $(CHAOS_REPORT))
 
 chaos-long: $(STAMP)
 	$(BIN)/python -m duetime.chaos.run --jobs 100000 --duration 600 --workers 4 \

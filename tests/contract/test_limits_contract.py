@@ -91,7 +91,7 @@ def done_lease(store: Store, job: Job) -> Lease:
     full = store.get_job(job.id)
     assert full is not None
     attempt = full.attempt_history[-1]
-    return Lease(job.id, attempt.id, attempt.generation)
+    return Lease(job.id, attempt.id, attempt.generation, attempt.claim_token)
 
 
 def test_expired_leases_give_their_slots_back(store: Store, clock: ManualClock) -> None:

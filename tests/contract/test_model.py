@@ -161,6 +161,7 @@ class MAttempt:
     error_category: ErrorCategory | None = None
     late_outcome: str | None = None
     late_reported_at: datetime | None = None
+    claim_token: int | None = None  # the store's random one, as its claim returned it
 
 
 @dataclass
@@ -348,6 +349,7 @@ class StoreModel(RuleBasedStateMachine):
             attempt = MAttempt(
                 id=c.attempt.id,
                 generation=m.generation,
+                claim_token=c.attempt.claim_token,
                 worker_id=worker,
                 lease_expires_at=lease_end(now, m.lease_seconds),
                 started_at=now,
@@ -355,7 +357,7 @@ class StoreModel(RuleBasedStateMachine):
             m.history.append(attempt)
             same_job(c.job, m)
             assert view(c.attempt, ATTEMPT_FIELDS) == view(attempt, ATTEMPT_FIELDS)
-            assert c.lease == Lease(m.id, attempt.id, m.generation)
+            assert c.lease == Lease(m.id, attempt.id, m.generation, attempt.claim_token)
         return multiple(*(c.lease for c in claims))
 
     @rule(chosen=st.lists(leases, min_size=1, max_size=3))
@@ -393,7 +395,10 @@ class StoreModel(RuleBasedStateMachine):
         held = data.draw(st.sampled_from(self._held()), label="job")
         attempt = self.model[held].running_attempt()
         assert attempt is not None
-        self._finish(Lease(held, attempt.id, attempt.generation), self._outcome(event, delay))
+        self._finish(
+            Lease(held, attempt.id, attempt.generation, attempt.claim_token),
+            self._outcome(event, delay),
+        )
 
     @rule(lease=leases, event=st.sampled_from([Event.RETRY, Event.GIVE_UP]), delay=seconds_0_60)
     def finish_if_expired(self, lease: Lease, event: Event, delay: int) -> None:
@@ -580,7 +585,9 @@ class StoreModel(RuleBasedStateMachine):
         for m in self.model.values():
             attempt = m.running_attempt()
             if attempt is not None and attempt.lease_expires_at <= now:
-                expected_reapable.add(Lease(m.id, attempt.id, attempt.generation))
+                expected_reapable.add(
+                    Lease(m.id, attempt.id, attempt.generation, attempt.claim_token)
+                )
         assert reapable == expected_reapable
         listed = self.store.list_jobs(JobFilter(limit=10_000))
         assert sorted(j.id for j in listed) == sorted(self.model)
@@ -609,7 +616,9 @@ def check_job_shape(job: Job, now: datetime, reapable: set[Lease]) -> None:
     if running:  # held by its newest attempt, under a lease still valid or up for reaping
         a = running[0]
         assert a.generation == job.generation
-        assert a.lease_expires_at > now or Lease(job.id, a.id, a.generation) in reapable
+        assert a.lease_expires_at > now or (
+            Lease(job.id, a.id, a.generation, a.claim_token) in reapable
+        )
     assert 0 <= job.attempts <= job.generation
     assert job.version >= 1
     assert job.created_at <= job.updated_at <= now

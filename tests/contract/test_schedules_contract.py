@@ -213,7 +213,9 @@ def test_buffered_occurrences_run_in_order_after_the_running_one(
     from duetime.core.models import Lease
 
     app.store.finish(
-        Lease(first.id, lease.id, lease.generation), Outcome(Event.SUCCEED), clock.now()
+        Lease(first.id, lease.id, lease.generation, lease.claim_token),
+        Outcome(Event.SUCCEED),
+        clock.now(),
     )
     plan(app)
     assert [str(j.status) for j in occurrences(app, "minutely")] == [

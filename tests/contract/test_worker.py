@@ -15,7 +15,7 @@ import pytest
 
 import duetime
 from duetime.core.clock import ManualClock, SystemClock
-from duetime.core.models import Lease
+from duetime.core.models import Attempt, Lease
 from duetime.core.retry import ErrorCategory
 from duetime.core.states import AttemptStatus, JobStatus
 from duetime.runtime.attempt import refusal_reason
@@ -40,6 +40,9 @@ def status_of(app: duetime.App, job_id: int) -> JobStatus:
 
 def test_handler_sees_its_attempt(app: duetime.App) -> None:
     seen: dict[str, Any] = {}
+    # the fencing token: the database's epoch (PostgreSQL: its timeline, 1 on a fresh cluster;
+    # 0 elsewhere) above the generation (docs/at-least-once.md)
+    epoch = 1 if app.store.dialect == "postgres" else 0
 
     @app.task(name="look")
     def look(n: int) -> None:
@@ -59,7 +62,7 @@ def test_handler_sees_its_attempt(app: duetime.App) -> None:
         "n": 5,
         "job_id": job.id,
         "attempt": 1,
-        "token": 1,
+        "token": (epoch << 32) | 1,
         "key": "default/look:order-5",
     }
     with pytest.raises(RuntimeError, match="only available inside"):
@@ -438,7 +441,7 @@ def test_a_refused_outcome_of_a_job_that_is_gone_says_so(
 
 
 def test_refusal_reasons_say_what_became_of_the_job(clock: ManualClock) -> None:
-    lease = Lease(job_id=7, attempt_id=70, generation=1)
+    lease = Lease(job_id=7, attempt_id=70, generation=1, claim_token=5)
     assert "no longer exists" in refusal_reason(None, lease)
     job = new_job_record(7, new(clock), clock.now())
     moved = replace(job, generation=2, status=JobStatus.RUNNING)
@@ -449,6 +452,13 @@ def test_refusal_reasons_say_what_became_of_the_job(clock: ManualClock) -> None:
     assert refusal_reason(reaped, lease) == (
         "this worker's lease was lost and the job moved on without it (it is dead)"
     )
+    # a lossy failover handed generation 1 out again, to another claim
+    theirs = Attempt(71, 7, 1, "w2", AttemptStatus.RUNNING, clock.now(), clock.now(), claim_token=6)
+    again = replace(job, generation=1, status=JobStatus.RUNNING, attempt_history=(theirs,))
+    assert "another claim holds the job now (generation 1 with another claim token" in (
+        refusal_reason(again, lease)
+    )
+    assert "no claim token" in refusal_reason(again, replace(lease, claim_token=None))
 
 
 def test_a_trickle_of_jobs_costs_a_claim_each_not_two(app: duetime.App) -> None:

@@ -70,6 +70,60 @@ def test_short_chaos_run_passes_the_history_checker(tmp_path: Path) -> None:
 
 
 @pytest.mark.long
+@pytest.mark.timeout(300)
+def test_short_failover_chaos_run_passes_the_history_checker(tmp_path: Path) -> None:
+    """The failover variant (make chaos-failover, docs/production.md): a primary and a
+    synchronous standby on a multi-host URL; the primary is killed, the standby promoted 4 s
+    later and the dead node rebuilt as the new standby (twice, unless a loaded machine makes
+    the first rebuild run past the second's slot), among the usual SIGKILLs and SIGSTOPs.
+    Nothing acknowledged is lost, no stale completion is accepted, no effect is doubled, and
+    jobs start again within 10 s of each promotion."""
+    report_path = tmp_path / "report.json"
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "duetime.chaos.run",
+            "--failover",
+            "sync",
+            "--jobs",
+            "800",
+            "--duration",
+            "30",
+            "--workers",
+            "3",
+            "--seed",
+            "7",
+            "--drain-timeout",
+            "90",
+            "--report",
+            str(report_path),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=280,
+        check=False,
+    )
+    output = f"stdout:\n{done.stdout[-6000:]}\nstderr:\n{done.stderr[-4000:]}"
+    assert report_path.exists(), f"the chaos run wrote no report (exit {done.returncode})\n{output}"
+    report = json.loads(report_path.read_text())
+    check = report["check"]
+    assert done.returncode == 0 and report["ok"], f"violations: {check['violations']}\n{output}"
+    failover = report["failover"]
+    # two are planned (30% and 65% of the run); on a loaded machine the first one's standby
+    # rebuild can run past the second's slot
+    assert failover["promotions"] >= 1, failover
+    assert failover["acknowledged"] == 800, failover
+    assert failover["lost_acknowledged"] == 0, failover
+    assert failover["not_terminal"] == 0, failover
+    assert failover["stale_completions_accepted"] == 0, failover
+    assert failover["double_effects"] == 0, failover
+    assert all(r is not None and r <= 10 for r in failover["resume_after_promotion_s"]), failover
+    assert failover["refused_max_s"] <= 8, failover  # the enqueuer's pool_timeout is 5 s
+    assert check["violation_totals"] == {}
+
+
+@pytest.mark.long
 @pytest.mark.timeout(240)
 def test_short_outbox_chaos_run_passes_the_history_checker(tmp_path: Path) -> None:
     """The outbox variant (docs/outbox.md): every job through RabbitMQ, relays SIGKILLed,

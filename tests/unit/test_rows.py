@@ -67,6 +67,7 @@ ATTEMPT_ROW = {
     "late_outcome": None,
     "late_reported_at": None,
     "due_at": T,
+    "claim_token": 5_000_000_000_000_000_001,
 }
 
 
@@ -90,13 +91,16 @@ def test_a_job_from_its_row_has_every_field_as_init_makes_it() -> None:
 
 def test_an_attempt_from_its_row_has_every_field_as_init_makes_it() -> None:
     row = {"attempt_" + k: v for k, v in ATTEMPT_ROW.items()}
-    assert set(ATTEMPT_ROW) == set(ATTEMPT_COLUMNS) == field_names(Attempt)
-    attempt = attempt_from_row(row, same_time, "attempt_")
+    # every column of the attempt's row, and the claim's epoch (not a column: claim_epoch)
+    assert set(ATTEMPT_ROW) == set(ATTEMPT_COLUMNS) == field_names(Attempt) - {"epoch"}
+    attempt = attempt_from_row(row, same_time, "attempt_", 3)
     assert set(vars(attempt)) == field_names(Attempt)
     assert attempt == Attempt(**vars(attempt))
     assert attempt.status is AttemptStatus.FAILED
     assert attempt.error_category is ErrorCategory.TIMEOUT
     assert attempt.lag_seconds == 0.0
+    assert (attempt.claim_token, attempt.epoch) == (5_000_000_000_000_000_001, 3)
+    assert attempt.fencing_token == (3 << 32) | 2
 
 
 def test_built_records_stay_frozen_and_hashable_as_init_made_ones() -> None:

@@ -127,7 +127,7 @@ def _begin(kind: str) -> duetime.AttemptContext:
         " pid, started_at, due_at, nominal_at) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
         (
             ctx.job_id,
-            ctx.fencing_token,
+            ctx.generation,
             ctx.attempt,
             ctx.business_key,
             ctx.task,
@@ -147,7 +147,7 @@ def _apply(ctx: duetime.AttemptContext) -> None:
         conn.execute(
             "INSERT INTO chaos_effects (job_id, generation, business_key, pid)"
             " VALUES (%s, %s, %s, %s)",
-            (ctx.job_id, ctx.fencing_token, ctx.business_key, os.getpid()),
+            (ctx.job_id, ctx.generation, ctx.business_key, os.getpid()),
         )
 
 
@@ -156,12 +156,12 @@ def _call_provider(ctx: duetime.AttemptContext) -> None:
     rows = _side_write(
         "INSERT INTO chaos_provider (business_key, job_id, generation) VALUES (%s, %s, %s)"
         " ON CONFLICT (business_key) DO NOTHING RETURNING business_key",
-        (ctx.business_key, ctx.job_id, ctx.fencing_token),
+        (ctx.business_key, ctx.job_id, ctx.generation),
     )
     _side_write(
         "INSERT INTO chaos_provider_calls (business_key, job_id, generation, deduplicated)"
         " VALUES (%s, %s, %s, %s)",
-        (ctx.business_key, ctx.job_id, ctx.fencing_token, not rows),
+        (ctx.business_key, ctx.job_id, ctx.generation, not rows),
     )
 
 

@@ -14,6 +14,10 @@
    at least twice;
    with --outbox (docs/outbox.md), every job goes through RabbitMQ: R `duetime relay`
    processes are SIGKILLed at random and replaced, and RabbitMQ is stopped and restarted;
+   with --failover sync|async (docs/production.md), PostgreSQL is a primary and a streaming
+   standby (duetime.chaos.pgpair) on a multi-host URL, and instead of restarts the primary is
+   killed (pg_ctl stop -m immediate), the standby promoted after --outage s, and the dead node
+   rebuilt as the new standby (so the next failover goes the other way);
 5. stop the faults, pause the schedule, wait (bounded) until every job is terminal, SIGTERM the
    workers, and run duetime.chaos.checker. Exit 1 on any violation.
 
@@ -47,6 +51,7 @@ from duetime.chaos import checker
 from duetime.chaos.app import app as chaos_app
 from duetime.chaos.app import create_tables
 from duetime.chaos.pgcluster import Cluster
+from duetime.chaos.pgpair import ReplicatedPair
 
 APP_SPEC = "duetime.chaos.app:app"
 T = TypeVar("T")
@@ -204,6 +209,10 @@ class Stats:
     pg_restarts: int = 0
     relay_kills: int = 0
     broker_restarts: int = 0
+    promotions: list[float] = field(default_factory=list)  # time.time() of each promotion
+    outages: list[tuple[float, float]] = field(default_factory=list)  # primary killed, promoted
+    refused: list[float] = field(default_factory=list)  # seconds each refused enqueue took
+    accepted: list[int] = field(default_factory=list)  # job ids enqueue returned, in memory
     faults: list[tuple[str, int | None, datetime, str]] = field(default_factory=list)
 
 
@@ -221,6 +230,16 @@ def _retrying(what: str, fn: Callable[[], T], stop_at: float) -> tuple[T, int]:
                 raise RuntimeError(f"{what} kept failing: {exc!r}") from exc
             time.sleep(delay)
             delay = min(delay * 2, 1.0)
+
+
+def _timed(stats: Stats, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+    """fn(...) (an enqueue, keyed: safe to repeat); a refusal's duration goes in stats."""
+    started = time.monotonic()
+    try:
+        return fn(*args, **kwargs)
+    except Exception:
+        stats.refused.append(time.monotonic() - started)
+        raise
 
 
 def enqueue_all(
@@ -241,11 +260,12 @@ def enqueue_all(
             task, args, options = _job_for(kind, n, rng, datetime.now(UTC))
             job, tries = _retrying(
                 f"enqueue {n}",
-                functools.partial(chaos_app.enqueue, task, args, **options),  # keyed: safe
+                functools.partial(_timed, stats, chaos_app.enqueue, task, args, **options),
                 stop_at,
             )
             stats.enqueue_retries += tries - 1
             stats.enqueued += 1
+            stats.accepted.append(job.id)
 
             def accept(job: Any = job, kind: str = kind, task: str = task) -> None:
                 nonlocal side
@@ -318,6 +338,7 @@ def run(
     keep: bool = False,
     broker_url: str | None = None,
     relays: int = 2,
+    failover: str | None = None,
 ) -> dict[str, Any]:
     """With broker_url: the outbox variant (docs/outbox.md). Every chaos job goes through
     RabbitMQ: `relays` relay processes dispatch and publish, the workers are broker-fed, and
@@ -328,15 +349,22 @@ def run(
     logs = root / "logs"
     logs.mkdir()
     os.chmod(root, 0o755)
+    pair = ReplicatedPair(synchronous=failover == "sync") if failover else None
     cluster = Cluster(root)
     stats = Stats()
     pool: Workers | None = None
     relay_pool: Workers | None = None
     t0 = time.monotonic()
     try:
-        say(f"starting PostgreSQL in {root}")
-        cluster.start()
-        url = cluster.url
+        if pair is not None:
+            say(f"starting a primary and a {failover}hronous standby in {pair.root}")
+            pair.start()
+            url = pair.url()
+            chaos_app.pool_timeout = 5.0  # an enqueue in the outage is refused within seconds
+        else:
+            say(f"starting PostgreSQL in {root}")
+            cluster.start()
+            url = cluster.url
         chaos_app.database_url = url
         chaos_app.migrate()
         create_tables(url)
@@ -370,7 +398,7 @@ def run(
             daemon=True,
         )
         enqueuer.start()
-        inject_faults(cluster, pool, rng, duration, stats, outage, relay_pool)
+        inject_faults(cluster, pool, rng, duration, stats, outage, relay_pool, pair)
         enqueuer.join(timeout=max(1.0, stop_at - time.monotonic()))
         if enqueuer.is_alive():
             raise RuntimeError("the enqueuer did not finish")
@@ -434,6 +462,13 @@ def run(
             "check": report.as_dict(),
             "run_dir": str(root) if keep else None,
         }
+        if pair is not None:
+            counts = {
+                **report.counts,
+                "accepted_missing": report.totals.get("accepted_job_missing", 0),
+            }
+            result["failover"] = failover_figures(url, failover or "", stats, counts)
+            say("failover: " + json.dumps(result["failover"]))
         say(report.text())
         return result
     finally:
@@ -443,6 +478,8 @@ def run(
             relay_pool.kill_all()
         chaos_app.close()
         cluster.stop()
+        if pair is not None:
+            pair.close()
         if not keep:
             shutil.rmtree(root, ignore_errors=True)
 
@@ -455,6 +492,7 @@ def inject_faults(
     stats: Stats,
     outage: float = 4.0,
     relay_pool: Workers | None = None,
+    pair: ReplicatedPair | None = None,
 ) -> None:
     """SIGKILL a worker every ~4 s (and start another), SIGSTOP one past its lease every ~12 s,
     restart PostgreSQL at 30% and 65% of the run (and every 60 s more on long runs); every
@@ -529,7 +567,23 @@ def inject_faults(
             stats.broker_restarts += 1
             note("broker_restart", None, f"down {outage:g}s")
             say("RabbitMQ is back")
-        if restarts and now >= restarts[0]:
+        if pair is not None and restarts and now >= restarts[0]:
+            restarts.pop(0)
+            say(f"killing the primary (pg_ctl stop -m immediate); promotion in {outage:g}s")
+            pair.kill_primary()
+            killed = time.time()
+            note("primary_killed", None)
+            time.sleep(outage)
+            pair.promote()
+            assert pair.promoted_at is not None
+            stats.promotions.append(pair.promoted_at)
+            stats.outages.append((killed, pair.promoted_at))
+            note("promotion", None, f"after {outage:g}s without a primary")
+            say("standby promoted; rebuilding the old primary as the new standby")
+            pair.rebuild_standby()
+            note("standby_rebuilt", None)
+            say("standby streaming again")
+        elif restarts and now >= restarts[0]:
             restarts.pop(0)
             # every other restart keeps the server down past the leases (an outage)
             down = outage if stats.pg_restarts % 2 == 1 else 0.0
@@ -543,6 +597,41 @@ def inject_faults(
         if proc.poll() is None:
             proc.send_signal(signal.SIGCONT)
         note("sigcont", proc.pid)
+
+
+def failover_figures(url: str, mode: str, stats: Stats, counts: dict[str, Any]) -> dict[str, Any]:
+    """The figures of a failover run: what the checker found that a promotion could cause, how
+    soon after each promotion a job started again, and the enqueues refused meanwhile."""
+    resume: list[float | None] = []
+    with psycopg.connect(url, autocommit=True, connect_timeout=10) as conn:
+        # the driver's own list, not chaos_accepted: a lossy promotion would take both
+        row = conn.execute(
+            "SELECT count(*) FROM unnest(%s::bigint[]) AS a(id) "
+            "WHERE NOT EXISTS (SELECT 1 FROM duetime_jobs j WHERE j.id = a.id)",
+            (stats.accepted,),
+        ).fetchone()
+        lost = int(row[0]) if row else 0
+        for promoted in stats.promotions:
+            row = conn.execute(
+                "SELECT extract(epoch FROM min(started_at)) FROM duetime_attempts "
+                "WHERE started_at > to_timestamp(%s)",
+                (promoted,),
+            ).fetchone()
+            first = row[0] if row else None
+            resume.append(None if first is None else round(float(first) - promoted, 2))
+    return {
+        "replication": mode,
+        "promotions": len(stats.promotions),
+        "outage_s": [round(b - a, 2) for a, b in stats.outages],
+        "acknowledged": len(stats.accepted),
+        "lost_acknowledged": lost,
+        "not_terminal": counts.get("lost_jobs", 0) - counts.get("accepted_missing", 0),
+        "stale_completions_accepted": counts.get("stale_completions_accepted", 0),
+        "double_effects": counts.get("double_effects", 0),
+        "resume_after_promotion_s": resume,
+        "enqueues_refused": len(stats.refused),
+        "refused_max_s": round(max(stats.refused, default=0.0), 2),
+    }
 
 
 def restart_broker(down: float) -> None:
@@ -615,6 +704,13 @@ def main(argv: list[str] | None = None) -> int:
         help="the RabbitMQ of the outbox variant (a local one: it is stopped and restarted)",
     )
     parser.add_argument("--relays", type=int, default=2, help="relay processes (outbox: 2)")
+    parser.add_argument(
+        "--failover",
+        choices=["sync", "async"],
+        default=None,
+        help="PostgreSQL as a primary and a streaming standby (synchronous or asynchronous "
+        "replication); the faults kill the primary and promote the standby",
+    )
     parser.add_argument("--report", help="write the run's report as JSON to this file")
     parser.add_argument("--keep", action="store_true", help="keep the cluster dir and logs")
     args = parser.parse_args(argv)
@@ -630,6 +726,7 @@ def main(argv: list[str] | None = None) -> int:
         keep=args.keep,
         broker_url=args.broker_url if args.outbox else None,
         relays=args.relays,
+        failover=args.failover,
     )
     summary = {k: v for k, v in result.items() if k != "check"}
     sys.stdout.write(json.dumps(summary, indent=2, default=str) + "\n")

@@ -57,6 +57,18 @@ class Attempt:
     late_outcome: str | None = None  # what a fenced-out worker tried to report, if it did
     late_reported_at: datetime | None = None
     due_at: datetime | None = None  # when the job was due as this attempt claimed it
+    # the claim's random token (docs/at-least-once.md): every fenced write matches it; None for
+    # an attempt started before migration 14 that was not running then
+    claim_token: int | None = None
+    # the database's history this attempt was claimed in (PostgreSQL: its timeline, which
+    # grows with each promotion; 0 on SQLite and MariaDB/MySQL, and on attempts not read by a
+    # claim): the high half of the downstream fencing token
+    epoch: int = 0
+
+    @property
+    def fencing_token(self) -> int:
+        """(epoch << 32) | generation: strictly increasing per job, across a promotion too."""
+        return fencing_token(self.epoch, self.generation)
 
     @property
     def lag_seconds(self) -> float | None:
@@ -258,6 +270,19 @@ class Lease:
     job_id: int
     attempt_id: int
     generation: int
+    # the claim's random token: every fenced write matches the job and the attempt by it (None:
+    # a lease of a worker that carries none, which every fenced write refuses)
+    claim_token: int | None = None
+
+
+def fencing_token(epoch: int, generation: int) -> int:
+    """The token a handler passes downstream (duetime.current().fencing_token): the database's
+    epoch (PostgreSQL's timeline) in the high 32 bits, the generation in the low 32. A claim on
+    a promoted primary has a higher epoch than any claim on the one it replaced, so its token
+    outranks every earlier one even when a lost history hands the same generation out again."""
+    if not 0 <= generation < 1 << 32 or epoch < 0:
+        raise ValueError(f"no fencing token for epoch {epoch}, generation {generation}")
+    return (epoch << 32) | generation
 
 
 @dataclass(frozen=True)
@@ -267,7 +292,8 @@ class Claim:
 
     @property
     def lease(self) -> Lease:
-        return Lease(self.job.id, self.attempt.id, self.attempt.generation)
+        a = self.attempt
+        return Lease(self.job.id, a.id, a.generation, a.claim_token)
 
 
 @dataclass(frozen=True)

@@ -73,6 +73,7 @@ class OutboxEvent:
     version: int
     created_at: datetime
     published_at: datetime | None = None
+    claim_token: int | None = None  # the attempt's claim token (None: written before it existed)
 
     def body(self) -> bytes:
         """The message body: what a worker needs to find the attempt in the store."""
@@ -85,6 +86,7 @@ class OutboxEvent:
                 "task": self.task,
                 "generation": self.generation,
                 "version": self.version,
+                "claim_token": self.claim_token,
             },
             separators=(",", ":"),
         ).encode()
@@ -101,6 +103,9 @@ class Dispatched:
     task: str
     generation: int
     version: int
+    # the attempt's claim token: the store accepts the attempt only by it (a message of an
+    # earlier version carries none, and is refused: its attempt is reaped once its lease ends)
+    claim_token: int | None = None
 
     @classmethod
     def from_body(cls, body: bytes) -> Dispatched:
@@ -115,6 +120,9 @@ class Dispatched:
                 task=str(data["task"]),
                 generation=int(data["generation"]),
                 version=int(data["version"]),
+                claim_token=(
+                    int(data["claim_token"]) if data.get("claim_token") is not None else None
+                ),
             )
         except (ValueError, KeyError, TypeError) as exc:
             raise InvalidRequest(f"not a duetime outbox message: {exc!r}"[:200]) from None

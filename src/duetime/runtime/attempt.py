@@ -484,6 +484,14 @@ def refusal_reason(job: Job | None, lease: Lease) -> str:
             f"another attempt holds the job now (generation {job.generation}; "
             "this worker's lease was lost)"
         )
+    current = [a for a in job.attempt_history if a.generation == job.generation]
+    if lease.claim_token is None:
+        return "this worker's lease carries no claim token (a worker of an earlier version)"
+    if current and current[-1].claim_token != lease.claim_token:
+        return (
+            f"another claim holds the job now (generation {job.generation} with another claim "
+            "token: this attempt belongs to a history the database lost in a failover)"
+        )
     return f"this worker's lease was lost and the job moved on without it (it is {job.status})"
 
 

@@ -55,9 +55,19 @@ class AttemptContext:
         return self.claim.job.attempts
 
     @property
-    def fencing_token(self) -> int:
-        """The attempt's generation: strictly increasing per job. Pass it to systems that fence."""
+    def generation(self) -> int:
+        """The attempt's generation: how many times the job was claimed (the low 32 bits of
+        fencing_token). Not unique across a lossy database promotion: fence with
+        fencing_token."""
         return self.claim.attempt.generation
+
+    @property
+    def fencing_token(self) -> int:
+        """Strictly increasing per job, across a database promotion too: pass it to systems
+        that fence. The database's epoch (PostgreSQL: its timeline; 0 on SQLite and
+        MariaDB/MySQL) in the high 32 bits, the attempt's generation in the low 32
+        (docs/at-least-once.md, "Fencing tokens")."""
+        return self.claim.attempt.fencing_token
 
     @property
     def business_key(self) -> str:

@@ -36,6 +36,7 @@ ATTEMPT_COLUMNS = (
     "late_outcome",
     "late_reported_at",
     "due_at",
+    "claim_token",
 )
 
 
@@ -109,9 +110,9 @@ def dispatched_since(generation: int, attempts: Sequence[Attempt]) -> datetime |
     return None
 
 
-def attempt_from_row(row: Row, t: ToTime, prefix: str = "") -> Attempt:
+def attempt_from_row(row: Row, t: ToTime, prefix: str = "", epoch: int = 0) -> Attempt:
     """An attempt from its columns, each named `prefix` + the column (claims_from_rows:
-    "attempt_")."""
+    "attempt_"); `epoch`: the database's history it was claimed in (a claim's claim_epoch)."""
     k = _named(prefix)
     category = row[k["error_category"]]
     return built(
@@ -130,6 +131,8 @@ def attempt_from_row(row: Row, t: ToTime, prefix: str = "") -> Attempt:
         late_outcome=row[k["late_outcome"]],
         late_reported_at=_opt(row[k["late_reported_at"]], t),
         due_at=_opt(row[k["due_at"]], t),
+        claim_token=row[k["claim_token"]],
+        epoch=epoch,
     )
 
 
@@ -145,11 +148,12 @@ def _named(prefix: str) -> dict[str, str]:
 
 
 def claims_from_rows(rows: Iterable[Row], t: ToTime) -> list[Claim]:
-    """The claims of started rows: each a job's columns and its attempt's as attempt_*."""
+    """The claims of started rows: each a job's columns, its attempt's as attempt_*, and the
+    database's epoch as claim_epoch."""
     return [
         Claim(
             job_from_row(row, t),
-            attempt_from_row(row, t, "attempt_"),
+            attempt_from_row(row, t, "attempt_", int(row["claim_epoch"])),
         )
         for row in rows
     ]

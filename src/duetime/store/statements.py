@@ -46,33 +46,38 @@ STATEMENTS: dict[str, str] = {
     "`queues` (of any queue when all_queues) and of `tasks` (of any task when all_tasks), by "
     "priority desc, due_at, id, skipping rows "
     "another transaction locked, and not of `outbox_queues` (none when all_direct); moves "
-    "each by `moves` with generation + 1 and attempts + 1, "
-    "and starts a running attempt of that generation for worker_id (started_at now, lease "
-    "until now + lease_seconds, the job's due_at); returns each job with its attempt's columns "
-    "as attempt_<name>, in the same order",
+    "each by `moves` with generation + 1, attempts + 1 and a fresh random positive claim_token, "
+    "and starts a running attempt of that generation and claim_token for worker_id (started_at "
+    "now, lease until now + lease_seconds, the job's due_at); returns each job with its "
+    "attempt's columns as attempt_<name> and the database's epoch as claim_epoch (PostgreSQL: "
+    "its timeline; else 0), in the same order",
     "claim_queues": "as claim, for a worker of 1 to 4 distinct named queues (all_queues false; "
     "sql/shared.claim_statement): reads the due jobs of those queues only, through each queue's "
     "claim-order index (claim itself may walk every due job, filtered: the fastest plan for all "
     "queues)",
-    "renew_leases": "changes: the running attempts in attempt_ids get a lease until now + "
-    "their job's lease_seconds (their jobs' rows locked first, in id order)",
-    "lease_states": "returns attempt_id, job_id, generation, lease_expires_at, job_status of "
-    "the running attempts in attempt_ids",
-    "lock_jobs": "returns id, generation, status, queue of the jobs in ids, their rows locked for "
-    "the transaction in id order",
-    "attempt_leases": "returns id, status, lease_expires_at of the attempts in ids",
-    "finish_jobs": "changes: each job of `batch` (job_id, generation, from_status, to_status, "
-    "due_at, attempt_id, only_if_expired) to to_status (and due_at when given) if it still has "
-    "that generation and from_status (and with only_if_expired, its attempt is running with a "
-    "lease that ended at now); then ends the running attempt of each job that moved (status, "
+    "renew_leases": "changes: the running attempts of `leases` (job_id, claim_token), each "
+    "while its job holds that claim token, get a lease until now + their job's lease_seconds "
+    "(their jobs' rows locked first, in id order)",
+    "lease_states": "returns attempt_id, job_id, generation, claim_token, lease_expires_at, "
+    "job_status of the running attempts of `leases` (job_id, claim_token) whose job holds that "
+    "claim token",
+    "lock_jobs": "returns id, generation, claim_token, status, queue of the jobs in ids, their "
+    "rows locked for the transaction in id order, with attempt_status and "
+    "attempt_lease_expires_at of the job's attempt of its generation and claim token (NULL: "
+    "none)",
+    "finish_jobs": "changes: each job of `batch` (job_id, generation, claim_token, from_status, "
+    "to_status, due_at, only_if_expired) to to_status (and due_at when given) if it still has "
+    "that generation, claim_token and from_status (and with only_if_expired, its attempt of "
+    "that claim_token is running with a lease that ended at now); then ends the running "
+    "attempt of that claim_token of each job that moved, never found by its id alone (status, "
     "error_category, error_message, error_traceback, finished_at now); counts the attempts "
     "ended",
-    "late_reports": "records each refused outcome of `batch` (attempt_id, generation, "
-    "outcome) on its attempt, at now",
-    "expired_leases": "returns attempt_id, job_id, generation, status, attempts, max_attempts, "
-    "retry_base, retry_cap of up to `limit` running attempts whose lease ended at now, "
-    "oldest first; not an attempt still held by `holder` whose outbox event is unpublished",
-    "held_leases": "returns attempt_id, job_id, generation of the running attempts of "
+    "late_reports": "records each refused outcome of `batch` (job_id, generation, claim_token, "
+    "outcome) on the job's attempt of that generation and claim_token (if any), at now",
+    "expired_leases": "returns attempt_id, job_id, generation, claim_token, status, attempts, "
+    "max_attempts, retry_base, retry_cap of up to `limit` running attempts whose lease ended "
+    "at now, oldest first; not an attempt still held by `holder` whose outbox event is unpublished",
+    "held_leases": "returns attempt_id, job_id, generation, claim_token of the running attempts of "
     "`worker_id`, in attempt id order",
     "expire_overdue": "changes: up to `limit` scheduled jobs whose deadline passed, by `moves`",
     "transition": "changes: one job by `moves` (an operator's move); see Store.transition",
@@ -152,7 +157,8 @@ STATEMENTS: dict[str, str] = {
     "next_due_tenant": "returns tenant: the first tenant after `after` in code-point order "
     "with a scheduled job due at now, or no row",
     "claim_chosen": "as claim, for the jobs in ids still scheduled, due at now and not past "
-    "their deadline, skipping rows another transaction locked; the attempts start for "
+    "their deadline, skipping rows another transaction locked (each with a fresh claim_token, "
+    "as claim); the attempts start for "
     "worker_id with a lease until now + lease_seconds when lease_seconds is not null, else "
     "now + each job's lease_seconds",
     "lock_queue_backlog": "returns max_backlog of queue `queue`, its row locked for the "
@@ -169,10 +175,12 @@ STATEMENTS: dict[str, str] = {
     "deadline, of unpaused queues whose dispatch is outbox, by priority desc, due_at, id, skipping "
     "locked rows; moves each by `moves` with generation + 1 and attempts + 1, starts a running "
     "attempt held by `holder` (lease until now + lease_seconds), and writes one outbox event "
-    "per job (job_id, attempt_id, queue, task, generation, version, created_at now), in that "
+    "per job (job_id, attempt_id, queue, task, generation, version, claim_token, created_at "
+    "now), in that "
     "order; returns the events",
     "insert_outbox_events": "writes one outbox event (job_id, attempt_id, queue, task, "
-    "generation, version, created_at now) per attempt in attempt_ids that is running, held by "
+    "generation, version, claim_token, created_at now) per attempt in attempt_ids that is "
+    "running, held by "
     "`holder` and of its job's generation, the job running, in claim order (priority desc, "
     "due_at, id); returns the events written",
     "take_events": "returns up to `limit` unpublished outbox events not leased to a relay (or "
@@ -182,8 +190,9 @@ STATEMENTS: dict[str, str] = {
     "mark_published": "changes: the outbox events in ids not yet published get published_at "
     "now, and the running attempts of those events still held by `holder` a lease until now + "
     "lease_seconds (their jobs' rows locked first)",
-    "accept_dispatch": "changes: attempt `attempt_id` of job `job_id`, if running with "
-    "`generation` and held by `holder`, and the job holds that generation and is running "
+    "accept_dispatch": "changes: the attempt of job `job_id` with `claim_token`, if running "
+    "with `generation` and held by `holder`, and the job holds that generation and claim_token "
+    "and is running "
     "with `version` or cancel_requested, and its deadline (if any) is after now: "
     "worker_id = worker_id, started_at = now, lease until "
     "now + the job's lease_seconds (the job's row locked first)",
@@ -193,8 +202,8 @@ STATEMENTS: dict[str, str] = {
     "`moves`: deletes that attempt and its unpublished outbox events, and moves the job by "
     "`moves` with attempts - 1 and version + 1 (the jobs' rows locked first, in id order; an "
     "attempt no longer held by `holder` under that lock is left as it is)",
-    "select_claim": "returns the job of attempt `attempt_id` with the attempt's columns as "
-    "attempt_<name>",
+    "select_claim": "returns job `job_id` with the columns of its attempt of `claim_token` as "
+    "attempt_<name>, and claim_epoch as claim",
     "outbox_figures": "returns per queue: backlog (unpublished events), oldest_created_at (of "
     "the unpublished), published (events published at or after `since`)",
     "dispatched_figures": "returns queue, dispatched, oldest_dispatched_at: per queue, how many "

@@ -39,7 +39,7 @@ def out_dir() -> Path:
 def write_marker(kind: str) -> None:
     """Write `<kind>-<job_id>-<attempt>` atomically (rename), so a reader never sees half."""
     ctx = duetime.current()
-    body = {"pid": os.getpid(), "generation": ctx.fencing_token, "attempt": ctx.attempt}
+    body = {"pid": os.getpid(), "generation": ctx.generation, "attempt": ctx.attempt}
     final = out_dir() / f"{kind}-{ctx.job_id}-{ctx.attempt}"
     tmp = final.with_name(f".{final.name}.{os.getpid()}.tmp")
     tmp.write_text(json.dumps(body))
@@ -50,7 +50,7 @@ def record_execution() -> None:
     """Append one line per execution to this process's file, flushed at once."""
     global _exec_file
     ctx = duetime.current()
-    line = f"{ctx.job_id} {ctx.fencing_token} {os.getpid()}\n"
+    line = f"{ctx.job_id} {ctx.generation} {os.getpid()}\n"
     with _exec_lock:
         if _exec_file is None:
             _exec_file = open(out_dir() / f"exec-{os.getpid()}.txt", "a")

@@ -174,12 +174,13 @@ JOIN duetime_jobs j ON j.id = c.id
 WHERE JSON_CONTAINS(COALESCE(@duetime_paused, '[]'), JSON_QUOTE(j.queue));
 UPDATE duetime_jobs
 SET generation = generation + 1, attempts = attempts + 1, updated_at = %(now)s,
+    claim_token = CAST(CONV(LEFT(MD5(CONCAT(UUID(), RAND())), 15), 16, 10) AS UNSIGNED) + 1,
     status = JSON_UNQUOTE(JSON_EXTRACT(%(moves)s, CONCAT('$.', status)))
 WHERE id IN (SELECT id FROM duetime_claim)
   AND JSON_EXTRACT(%(moves)s, CONCAT('$.', status)) IS NOT NULL;
-INSERT INTO duetime_attempts (job_id, generation, worker_id, status, lease_expires_at, started_at,
-    due_at)
-SELECT id, generation, %(worker_id)s, 'running', DATE_ADD(%(now)s, INTERVAL FLOOR(lease_seconds * 1000000) MICROSECOND), %(now)s, due_at
+INSERT INTO duetime_attempts (job_id, generation, claim_token, worker_id, status,
+    lease_expires_at, started_at, due_at)
+SELECT id, generation, claim_token, %(worker_id)s, 'running', DATE_ADD(%(now)s, INTERVAL FLOOR(lease_seconds * 1000000) MICROSECOND), %(now)s, due_at
 FROM duetime_jobs WHERE id IN (SELECT id FROM duetime_claim)
 ORDER BY id;
 SELECT j.*,
@@ -189,7 +190,8 @@ SELECT j.*,
        a.finished_at AS attempt_finished_at, a.error_category AS attempt_error_category,
        a.error_message AS attempt_error_message, a.error_traceback AS attempt_error_traceback,
        a.late_outcome AS attempt_late_outcome, a.late_reported_at AS attempt_late_reported_at,
-       a.due_at AS attempt_due_at
+       a.due_at AS attempt_due_at, a.claim_token AS attempt_claim_token,
+       0 AS claim_epoch
 FROM duetime_jobs j JOIN duetime_attempts a ON a.job_id = j.id AND a.generation = j.generation
 WHERE j.id IN (SELECT id FROM duetime_claim)
 ORDER BY j.priority DESC, j.due_at, j.id;
@@ -199,76 +201,101 @@ ORDER BY j.priority DESC, j.due_at, j.id;
 @claim
 
 -- name: renew_leases
--- The jobs' rows are share-locked first (in id order), as every writer locks the job before
--- its attempt: a renewal and a reap (which locks the job, then checks the lease) are serialized.
-SELECT id FROM duetime_jobs
-WHERE id IN (SELECT job_id FROM duetime_attempts WHERE id IN %(attempt_ids)s)
-ORDER BY id
+-- The leases of `leases` (job_id, claim_token): an attempt is renewed only while its job
+-- holds its claim token. The jobs' rows are share-locked first (in id order), as every writer
+-- locks the job before its attempt: a renewal and a reap (which locks the job, then checks the
+-- lease) are serialized.
+SELECT j.id FROM duetime_jobs j
+JOIN JSON_TABLE(%(leases)s, '$[*]' COLUMNS (
+        job_id BIGINT PATH '$.job_id', claim_token BIGINT PATH '$.claim_token')) AS v ON v.job_id = j.id AND v.claim_token = j.claim_token
+ORDER BY j.id
 LOCK IN SHARE MODE;
-UPDATE duetime_attempts AS a JOIN duetime_jobs AS j ON j.id = a.job_id
+UPDATE duetime_attempts AS a
+JOIN duetime_jobs AS j ON j.id = a.job_id AND j.claim_token = a.claim_token
+JOIN JSON_TABLE(%(leases)s, '$[*]' COLUMNS (
+        job_id BIGINT PATH '$.job_id', claim_token BIGINT PATH '$.claim_token')) AS v ON v.job_id = j.id AND v.claim_token = j.claim_token
 SET a.lease_expires_at = DATE_ADD(%(now)s, INTERVAL FLOOR(j.lease_seconds * 1000000) MICROSECOND)
-WHERE a.id IN %(attempt_ids)s AND a.status = 'running';
+WHERE a.status = 'running';
 
 -- name: lease_states
-SELECT a.id AS attempt_id, a.job_id, a.generation, a.lease_expires_at, j.status AS job_status
-FROM duetime_attempts a JOIN duetime_jobs j ON j.id = a.job_id
-WHERE a.id IN %(attempt_ids)s AND a.status = 'running';
+SELECT a.id AS attempt_id, a.job_id, a.generation, a.claim_token, a.lease_expires_at,
+       j.status AS job_status
+FROM JSON_TABLE(%(leases)s, '$[*]' COLUMNS (
+        job_id BIGINT PATH '$.job_id', claim_token BIGINT PATH '$.claim_token')) AS v
+JOIN duetime_attempts a ON a.job_id = v.job_id AND a.claim_token = v.claim_token
+JOIN duetime_jobs j ON j.id = a.job_id AND j.claim_token = a.claim_token
+WHERE a.status = 'running';
 
 -- name: lock_jobs
-SELECT id, generation, status, queue FROM duetime_jobs WHERE id IN %(ids)s
-ORDER BY id
+-- The jobs' rows locked in id order (their current attempts' rows after each), each with its
+-- current attempt (of its generation and claim token), if any.
+SELECT j.id, j.generation, j.claim_token, j.status, j.queue,
+       a.status AS attempt_status, a.lease_expires_at AS attempt_lease_expires_at
+FROM duetime_jobs j
+LEFT JOIN duetime_attempts a
+    ON a.job_id = j.id AND a.generation = j.generation AND a.claim_token = j.claim_token
+WHERE j.id IN %(ids)s
+ORDER BY j.id
 FOR UPDATE;
 
--- name: attempt_leases
-SELECT id, status, lease_expires_at FROM duetime_attempts WHERE id IN %(ids)s;
-
 -- name: finish_jobs
--- MySQL assigns left to right and later expressions see earlier results: status goes last
+-- The jobs move (fenced by generation, claim token, status and, for a reap, the expired
+-- lease), then the attempts of the jobs that moved end, each found by its job and claim token
+-- (never by its id alone). MySQL assigns left to right and later expressions see earlier
+-- results: status goes last.
 UPDATE duetime_jobs AS j
 JOIN JSON_TABLE(%(batch)s, '$[*]' COLUMNS (
         job_id BIGINT PATH '$.job_id',
         generation BIGINT PATH '$.generation',
+        claim_token BIGINT PATH '$.claim_token',
         from_status VARCHAR(20) PATH '$.from_status',
         to_status VARCHAR(20) PATH '$.to_status',
         due_at DATETIME(6) PATH '$.due_at',
-        attempt_id BIGINT PATH '$.attempt_id',
         only_if_expired BOOLEAN PATH '$.only_if_expired')) AS v ON j.id = v.job_id
 SET j.due_at = COALESCE(v.due_at, j.due_at), j.updated_at = %(now)s,
     j.status = v.to_status
-WHERE j.generation = v.generation AND j.status = v.from_status COLLATE utf8mb4_bin
+WHERE j.generation = v.generation AND j.claim_token = v.claim_token
+  AND j.status = v.from_status COLLATE utf8mb4_bin
   AND (NOT v.only_if_expired OR EXISTS (
         SELECT 1 FROM duetime_attempts AS a
-        WHERE a.id = v.attempt_id AND a.status = 'running' AND a.lease_expires_at <= %(now)s));
+        WHERE a.job_id = v.job_id AND a.generation = v.generation
+          AND a.claim_token = v.claim_token AND a.status = 'running'
+          AND a.lease_expires_at <= %(now)s));
 UPDATE duetime_attempts AS a
 JOIN JSON_TABLE(%(batch)s, '$[*]' COLUMNS (
-        attempt_id BIGINT PATH '$.attempt_id',
         generation BIGINT PATH '$.generation',
+        claim_token BIGINT PATH '$.claim_token',
         status VARCHAR(20) PATH '$.status',
         error_category VARCHAR(50) PATH '$.error_category',
         error_message LONGTEXT PATH '$.error_message',
         error_traceback LONGTEXT PATH '$.error_traceback',
         job_id BIGINT PATH '$.job_id',
-        to_status VARCHAR(20) PATH '$.to_status')) AS v ON a.id = v.attempt_id
+        to_status VARCHAR(20) PATH '$.to_status')) AS v
+    ON a.job_id = v.job_id AND a.generation = v.generation
 SET a.finished_at = %(now)s, a.error_category = v.error_category,
     a.error_message = v.error_message, a.error_traceback = v.error_traceback,
     a.status = v.status
-WHERE a.generation = v.generation AND a.status = 'running'
+WHERE a.claim_token = v.claim_token AND a.status = 'running'
   AND EXISTS (SELECT 1 FROM duetime_jobs AS j  -- only where the job moved
               WHERE j.id = v.job_id AND j.generation = v.generation
+                AND j.claim_token = v.claim_token
                 AND j.status = v.to_status COLLATE utf8mb4_bin);
 
 -- name: late_reports
+-- On the attempt of each job with that generation and claim token (none: nothing recorded).
 UPDATE duetime_attempts AS a
 JOIN JSON_TABLE(%(batch)s, '$[*]' COLUMNS (
-        attempt_id BIGINT PATH '$.attempt_id',
+        job_id BIGINT PATH '$.job_id',
         generation BIGINT PATH '$.generation',
-        outcome VARCHAR(20) PATH '$.outcome')) AS v ON a.id = v.attempt_id
+        claim_token BIGINT PATH '$.claim_token',
+        outcome VARCHAR(20) PATH '$.outcome')) AS v
+    ON a.job_id = v.job_id AND a.generation = v.generation
 SET a.late_outcome = v.outcome, a.late_reported_at = %(now)s
-WHERE a.generation = v.generation;
+WHERE a.claim_token = v.claim_token;
 
 -- name: expired_leases
-SELECT a.id AS attempt_id, a.job_id, a.generation, j.status, j.attempts, j.max_attempts,
-       j.retry_base, j.retry_cap
+SELECT a.id AS attempt_id, a.job_id, a.generation, a.claim_token, j.status, j.attempts,
+       j.max_attempts, j.retry_base, j.retry_cap
 FROM duetime_attempts a JOIN duetime_jobs j ON j.id = a.job_id
 WHERE a.status = 'running' AND a.lease_expires_at <= %(now)s
   -- an attempt dispatched to the broker whose event is not yet published: no lease runs yet
@@ -280,7 +307,7 @@ LIMIT %(limit)s;
 -- name: held_leases
 -- Through duetime_attempts_lease, whose first column is status (few rows: what the workers
 -- hold now).
-SELECT id AS attempt_id, job_id, generation FROM duetime_attempts
+SELECT id AS attempt_id, job_id, generation, claim_token FROM duetime_attempts
 WHERE status = 'running' AND worker_id = %(worker_id)s
 ORDER BY id;
 
@@ -689,12 +716,13 @@ JOIN duetime_jobs j ON j.id = c.id
 WHERE JSON_CONTAINS(COALESCE(@duetime_paused, '[]'), JSON_QUOTE(j.queue));
 UPDATE duetime_jobs
 SET generation = generation + 1, attempts = attempts + 1, updated_at = %(now)s,
+    claim_token = CAST(CONV(LEFT(MD5(CONCAT(UUID(), RAND())), 15), 16, 10) AS UNSIGNED) + 1,
     status = JSON_UNQUOTE(JSON_EXTRACT(%(moves)s, CONCAT('$.', status)))
 WHERE id IN (SELECT id FROM duetime_claim)
   AND JSON_EXTRACT(%(moves)s, CONCAT('$.', status)) IS NOT NULL;
-INSERT INTO duetime_attempts (job_id, generation, worker_id, status, lease_expires_at, started_at,
-    due_at)
-SELECT id, generation, %(worker_id)s, 'running',
+INSERT INTO duetime_attempts (job_id, generation, claim_token, worker_id, status,
+    lease_expires_at, started_at, due_at)
+SELECT id, generation, claim_token, %(worker_id)s, 'running',
        DATE_ADD(%(now)s, INTERVAL FLOOR(COALESCE(%(lease_seconds)s, lease_seconds) * 1000000)
                 MICROSECOND),
        %(now)s, due_at
@@ -707,7 +735,8 @@ SELECT j.*,
        a.finished_at AS attempt_finished_at, a.error_category AS attempt_error_category,
        a.error_message AS attempt_error_message, a.error_traceback AS attempt_error_traceback,
        a.late_outcome AS attempt_late_outcome, a.late_reported_at AS attempt_late_reported_at,
-       a.due_at AS attempt_due_at
+       a.due_at AS attempt_due_at, a.claim_token AS attempt_claim_token,
+       0 AS claim_epoch
 FROM duetime_jobs j JOIN duetime_attempts a ON a.job_id = j.id AND a.generation = j.generation
 WHERE j.id IN (SELECT id FROM duetime_claim)
 ORDER BY j.priority DESC, j.due_at, j.id;
@@ -756,16 +785,18 @@ INSERT INTO duetime_dispatch (id)
  FOR UPDATE SKIP LOCKED);
 UPDATE duetime_jobs
 SET generation = generation + 1, attempts = attempts + 1, updated_at = %(now)s,
+    claim_token = CAST(CONV(LEFT(MD5(CONCAT(UUID(), RAND())), 15), 16, 10) AS UNSIGNED) + 1,
     status = JSON_UNQUOTE(JSON_EXTRACT(%(moves)s, CONCAT('$.', status)))
 WHERE id IN (SELECT id FROM duetime_dispatch)
   AND JSON_EXTRACT(%(moves)s, CONCAT('$.', status)) IS NOT NULL;
-INSERT INTO duetime_attempts (job_id, generation, worker_id, status, lease_expires_at, started_at,
-    due_at)
-SELECT id, generation, %(holder)s, 'running', DATE_ADD(%(now)s, INTERVAL FLOOR(%(lease_seconds)s * 1000000) MICROSECOND), %(now)s, due_at
+INSERT INTO duetime_attempts (job_id, generation, claim_token, worker_id, status,
+    lease_expires_at, started_at, due_at)
+SELECT id, generation, claim_token, %(holder)s, 'running', DATE_ADD(%(now)s, INTERVAL FLOOR(%(lease_seconds)s * 1000000) MICROSECOND), %(now)s, due_at
 FROM duetime_jobs WHERE id IN (SELECT id FROM duetime_dispatch) AND status = 'running'
 ORDER BY id;
-INSERT INTO duetime_outbox (job_id, attempt_id, queue, task, generation, version, created_at)
-SELECT j.id, a.id, j.queue, j.task, j.generation, j.version, %(now)s
+INSERT INTO duetime_outbox (job_id, attempt_id, queue, task, generation, version, created_at,
+    claim_token)
+SELECT j.id, a.id, j.queue, j.task, j.generation, j.version, %(now)s, a.claim_token
 FROM duetime_jobs j JOIN duetime_attempts a ON a.job_id = j.id AND a.generation = j.generation
 WHERE j.id IN (SELECT id FROM duetime_dispatch) AND j.status = 'running'
 ORDER BY j.neg_priority, j.due_at, j.id;
@@ -778,9 +809,11 @@ ORDER BY o.id;
 -- The events of attempts a controlled dispatch started (claim_chosen held by `holder`): one
 -- per attempt of `attempt_ids` still running and held, written in claim order; the events
 -- come back.
-INSERT INTO duetime_outbox (job_id, attempt_id, queue, task, generation, version, created_at)
-SELECT j.id, a.id, j.queue, j.task, j.generation, j.version, %(now)s
-FROM duetime_attempts a JOIN duetime_jobs j ON j.id = a.job_id AND j.generation = a.generation
+INSERT INTO duetime_outbox (job_id, attempt_id, queue, task, generation, version, created_at,
+    claim_token)
+SELECT j.id, a.id, j.queue, j.task, j.generation, j.version, %(now)s, a.claim_token
+FROM duetime_attempts a JOIN duetime_jobs j
+    ON j.id = a.job_id AND j.generation = a.generation AND j.claim_token = a.claim_token
 WHERE a.id IN %(attempt_ids)s AND a.status = 'running'
   AND a.worker_id = %(holder)s AND j.status = 'running'
 ORDER BY j.neg_priority, j.due_at, j.id;
@@ -819,16 +852,19 @@ WHERE o.id IN %(ids)s AND o.published_at IS NULL AND a.status = 'running'
 UPDATE duetime_outbox SET published_at = %(now)s WHERE id IN %(ids)s AND published_at IS NULL;
 
 -- name: accept_dispatch
--- A worker takes a dispatched attempt: only while the job still holds that generation (and
--- that version, unless cancellation was requested since) and no worker took it before; the
--- job's deadline has not passed; the attempt's lease becomes the job's own, from now. The job's row is locked first.
+-- A worker takes a dispatched attempt, found by its job and claim token (never by its id
+-- alone): only while the job still holds that generation and claim token (and that version,
+-- unless cancellation was requested since) and no worker took it before; the job's deadline
+-- has not passed; the attempt's lease becomes the job's own, from now. The job's row is
+-- locked first.
 SELECT id FROM duetime_jobs WHERE id = %(job_id)s FOR UPDATE;
 UPDATE duetime_attempts a JOIN duetime_jobs j ON j.id = a.job_id
 SET a.worker_id = %(worker_id)s, a.started_at = %(now)s,
     a.lease_expires_at = DATE_ADD(%(now)s, INTERVAL FLOOR(j.lease_seconds * 1000000) MICROSECOND)
-WHERE a.id = %(attempt_id)s AND a.job_id = %(job_id)s AND a.generation = %(generation)s
+WHERE a.job_id = %(job_id)s AND a.generation = %(generation)s
+  AND a.claim_token = %(claim_token)s
   AND a.status = 'running' AND a.worker_id = %(holder)s
-  AND j.generation = %(generation)s
+  AND j.generation = %(generation)s AND j.claim_token = %(claim_token)s
   AND ((j.status = 'running' AND j.version = %(version)s) OR j.status = 'cancel_requested')
   AND (j.deadline_at IS NULL OR j.deadline_at > %(now)s);
 
@@ -841,7 +877,8 @@ CREATE TEMPORARY TABLE IF NOT EXISTS duetime_withdraw (
 DELETE FROM duetime_withdraw;
 INSERT INTO duetime_withdraw (job_id, attempt_id)
 SELECT j.id, a.id
-FROM duetime_attempts a JOIN duetime_jobs j ON j.id = a.job_id AND j.generation = a.generation
+FROM duetime_attempts a JOIN duetime_jobs j
+    ON j.id = a.job_id AND j.generation = a.generation AND j.claim_token = a.claim_token
 WHERE a.status = 'running' AND a.worker_id = %(holder)s
   AND (j.id IN %(ids)s
        OR (%(direct)s AND j.queue NOT IN (
@@ -853,7 +890,8 @@ DELETE FROM duetime_withdraw
 WHERE NOT EXISTS (
     SELECT 1 FROM duetime_attempts a JOIN duetime_jobs j ON j.id = a.job_id
     WHERE a.id = duetime_withdraw.attempt_id AND j.id = duetime_withdraw.job_id
-      AND j.generation = a.generation AND a.status = 'running' AND a.worker_id = %(holder)s
+      AND j.generation = a.generation AND j.claim_token = a.claim_token
+      AND a.status = 'running' AND a.worker_id = %(holder)s
       AND JSON_EXTRACT(%(moves)s, CONCAT('$.', j.status)) IS NOT NULL);
 DELETE o FROM duetime_outbox o JOIN duetime_withdraw w ON o.attempt_id = w.attempt_id
 WHERE o.published_at IS NULL;
@@ -873,9 +911,10 @@ SELECT j.*,
        a.finished_at AS attempt_finished_at, a.error_category AS attempt_error_category,
        a.error_message AS attempt_error_message, a.error_traceback AS attempt_error_traceback,
        a.late_outcome AS attempt_late_outcome, a.late_reported_at AS attempt_late_reported_at,
-       a.due_at AS attempt_due_at
+       a.due_at AS attempt_due_at, a.claim_token AS attempt_claim_token,
+       0 AS claim_epoch
 FROM duetime_jobs j JOIN duetime_attempts a ON a.job_id = j.id
-WHERE a.id = %(attempt_id)s;
+WHERE a.job_id = %(job_id)s AND a.claim_token = %(claim_token)s;
 
 -- name: outbox_figures
 SELECT queue,

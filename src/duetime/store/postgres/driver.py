@@ -80,9 +80,14 @@ class PostgresDriver(Driver):
             parts = conninfo_to_dict(self.url)
         except psycopg.ProgrammingError:
             return "the configured URL (it could not be parsed)"
-        host = parts.get("host") or "localhost"
-        port = parts.get("port") or 5432
-        return f"{host}:{port}/{parts.get('dbname') or ''}"
+        hosts = str(parts.get("host") or "localhost").split(",")
+        ports = str(parts.get("port") or "5432").split(",")
+        if len(ports) == 1:  # libpq: one port applies to every host
+            ports = ports * len(hosts)
+        pairs = ",".join(
+            f"{h or 'localhost'}:{p or 5432}" for h, p in zip(hosts, ports, strict=False)
+        )
+        return f"{pairs}/{parts.get('dbname') or ''}"
 
     @contextmanager
     def transaction(self, *, write: bool = True, snapshot: bool = False) -> Iterator[Connection]:

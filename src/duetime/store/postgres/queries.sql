@@ -155,15 +155,17 @@ WITH picked AS (
 ), claimed AS (
     UPDATE duetime_jobs AS j
     SET status = (%(moves)s::jsonb ->> j.status), generation = j.generation + 1,
+        claim_token = GREATEST(('x' || substr(translate(gen_random_uuid()::text, '-', ''), 1, 16))::bit(64)::bigint
+            & 9223372036854775807, 1),
         attempts = j.attempts + 1, updated_at = %(now)s
     FROM picked
     WHERE j.id = picked.id AND (%(moves)s::jsonb ->> j.status) IS NOT NULL
       AND NOT EXISTS (SELECT 1 FROM duetime_queues q WHERE q.queue = j.queue AND q.paused)
     RETURNING j.*
 ), started AS (
-    INSERT INTO duetime_attempts (job_id, generation, worker_id, status, lease_expires_at,
-        started_at, due_at)
-    SELECT id, generation, %(worker_id)s::text, 'running',
+    INSERT INTO duetime_attempts (job_id, generation, claim_token, worker_id, status,
+        lease_expires_at, started_at, due_at)
+    SELECT id, generation, claim_token, %(worker_id)s::text, 'running',
            %(now)s + trunc(lease_seconds * 1000000)::bigint * interval '1 microsecond', %(now)s,
            due_at
     FROM claimed
@@ -177,7 +179,10 @@ SELECT j.*,
        a.finished_at AS attempt_finished_at, a.error_category AS attempt_error_category,
        a.error_message AS attempt_error_message, a.error_traceback AS attempt_error_traceback,
        a.late_outcome AS attempt_late_outcome, a.late_reported_at AS attempt_late_reported_at,
-       a.due_at AS attempt_due_at
+       a.due_at AS attempt_due_at, a.claim_token AS attempt_claim_token,
+       -- the timeline: the first 8 hex digits of the current WAL file's name
+       (SELECT ('x' || substr(pg_walfile_name(pg_current_wal_lsn()), 1, 8))::bit(32)::bigint)
+           AS claim_epoch
 FROM claimed AS j JOIN started AS a ON a.job_id = j.id
 ORDER BY j.priority DESC, j.due_at, j.id;
 
@@ -249,15 +254,17 @@ WITH picked AS (
 ), claimed AS (
     UPDATE duetime_jobs AS j
     SET status = (%(moves)s::jsonb ->> j.status), generation = j.generation + 1,
+        claim_token = GREATEST(('x' || substr(translate(gen_random_uuid()::text, '-', ''), 1, 16))::bit(64)::bigint
+            & 9223372036854775807, 1),
         attempts = j.attempts + 1, updated_at = %(now)s
     FROM picked
     WHERE j.id = picked.id AND (%(moves)s::jsonb ->> j.status) IS NOT NULL
       AND NOT EXISTS (SELECT 1 FROM duetime_queues q WHERE q.queue = j.queue AND q.paused)
     RETURNING j.*
 ), started AS (
-    INSERT INTO duetime_attempts (job_id, generation, worker_id, status, lease_expires_at,
-        started_at, due_at)
-    SELECT id, generation, %(worker_id)s::text, 'running',
+    INSERT INTO duetime_attempts (job_id, generation, claim_token, worker_id, status,
+        lease_expires_at, started_at, due_at)
+    SELECT id, generation, claim_token, %(worker_id)s::text, 'running',
            %(now)s + trunc(lease_seconds * 1000000)::bigint * interval '1 microsecond', %(now)s,
            due_at
     FROM claimed
@@ -271,53 +278,70 @@ SELECT j.*,
        a.finished_at AS attempt_finished_at, a.error_category AS attempt_error_category,
        a.error_message AS attempt_error_message, a.error_traceback AS attempt_error_traceback,
        a.late_outcome AS attempt_late_outcome, a.late_reported_at AS attempt_late_reported_at,
-       a.due_at AS attempt_due_at
+       a.due_at AS attempt_due_at, a.claim_token AS attempt_claim_token,
+       -- the timeline: the first 8 hex digits of the current WAL file's name
+       (SELECT ('x' || substr(pg_walfile_name(pg_current_wal_lsn()), 1, 8))::bit(32)::bigint)
+           AS claim_epoch
 FROM claimed AS j JOIN started AS a ON a.job_id = j.id
 ORDER BY j.priority DESC, j.due_at, j.id;
 
 -- name: renew_leases
--- The jobs' rows are share-locked first (in id order), as every writer locks the job before
--- its attempt: a renewal and a reap (which locks the job, then checks the lease) are serialized.
-WITH j AS (
-    SELECT id, lease_seconds FROM duetime_jobs
-    WHERE id IN (SELECT job_id FROM duetime_attempts WHERE id = ANY (%(attempt_ids)s::bigint[]))
-    ORDER BY id
-    FOR SHARE
+-- The leases of `leases` (job_id, claim_token): an attempt is renewed only while its job
+-- holds its claim token. The jobs' rows are share-locked first (in id order), as every writer
+-- locks the job before its attempt: a renewal and a reap (which locks the job, then checks the
+-- lease) are serialized.
+WITH v AS (
+    SELECT * FROM jsonb_to_recordset(%(leases)s::jsonb) AS v(job_id bigint, claim_token bigint)
+), j AS (
+    SELECT j.id, j.claim_token, j.lease_seconds
+    FROM duetime_jobs j JOIN v ON v.job_id = j.id AND v.claim_token = j.claim_token
+    ORDER BY j.id
+    FOR SHARE OF j
 )
 UPDATE duetime_attempts AS a
 SET lease_expires_at = %(now)s + trunc(j.lease_seconds * 1000000)::bigint * interval '1 microsecond'
 FROM j
-WHERE a.job_id = j.id AND a.id = ANY (%(attempt_ids)s::bigint[]) AND a.status = 'running';
+WHERE a.job_id = j.id AND a.claim_token = j.claim_token AND a.status = 'running';
 
 -- name: lease_states
-SELECT a.id AS attempt_id, a.job_id, a.generation, a.lease_expires_at, j.status AS job_status
-FROM duetime_attempts a JOIN duetime_jobs j ON j.id = a.job_id
-WHERE a.id = ANY (%(attempt_ids)s::bigint[]) AND a.status = 'running';
+SELECT a.id AS attempt_id, a.job_id, a.generation, a.claim_token, a.lease_expires_at,
+       j.status AS job_status
+FROM jsonb_to_recordset(%(leases)s::jsonb) AS v(job_id bigint, claim_token bigint)
+JOIN duetime_attempts a ON a.job_id = v.job_id AND a.claim_token = v.claim_token
+JOIN duetime_jobs j ON j.id = a.job_id AND j.claim_token = a.claim_token
+WHERE a.status = 'running';
 
 -- name: lock_jobs
-SELECT id, generation, status, queue FROM duetime_jobs WHERE id = ANY (%(ids)s::bigint[])
-ORDER BY id
-FOR UPDATE;
-
--- name: attempt_leases
-SELECT id, status, lease_expires_at FROM duetime_attempts WHERE id = ANY (%(ids)s::bigint[]);
+-- The jobs' rows locked in id order, each with its current attempt (of its generation and
+-- claim token), if any.
+SELECT j.id, j.generation, j.claim_token, j.status, j.queue,
+       a.status AS attempt_status, a.lease_expires_at AS attempt_lease_expires_at
+FROM duetime_jobs j
+LEFT JOIN duetime_attempts a
+    ON a.job_id = j.id AND a.generation = j.generation AND a.claim_token = j.claim_token
+WHERE j.id = ANY (%(ids)s::bigint[])
+ORDER BY j.id
+FOR UPDATE OF j;
 
 -- name: finish_jobs
--- One statement: the jobs move (fenced by generation, status and, for a reap, the expired
--- lease), then the attempts of the jobs that moved end.
+-- One statement: the jobs move (fenced by generation, claim token, status and, for a reap, the
+-- expired lease), then the attempts of the jobs that moved end, each found by its job and
+-- claim token (never by its id alone).
 WITH v AS (
     SELECT * FROM jsonb_to_recordset(%(batch)s::jsonb) AS v(job_id bigint, generation bigint,
-        from_status text, to_status text, due_at timestamptz, attempt_id bigint,
+        claim_token bigint, from_status text, to_status text, due_at timestamptz,
         only_if_expired boolean, status text, error_category text, error_message text,
         error_traceback text)
 ), moved AS (
     UPDATE duetime_jobs AS j
     SET status = v.to_status, due_at = COALESCE(v.due_at, j.due_at), updated_at = %(now)s
     FROM v
-    WHERE j.id = v.job_id AND j.generation = v.generation AND j.status = v.from_status
+    WHERE j.id = v.job_id AND j.generation = v.generation AND j.claim_token = v.claim_token
+      AND j.status = v.from_status
       AND (NOT v.only_if_expired OR EXISTS (
             SELECT 1 FROM duetime_attempts AS a
-            WHERE a.id = v.attempt_id AND a.status = 'running'
+            WHERE a.job_id = v.job_id AND a.generation = v.generation
+              AND a.claim_token = v.claim_token AND a.status = 'running'
               AND a.lease_expires_at <= %(now)s))
     RETURNING j.id
 )
@@ -325,18 +349,20 @@ UPDATE duetime_attempts AS a
 SET status = v.status, finished_at = %(now)s, error_category = v.error_category,
     error_message = v.error_message, error_traceback = v.error_traceback
 FROM v JOIN moved ON moved.id = v.job_id
-WHERE a.id = v.attempt_id AND a.generation = v.generation AND a.status = 'running';
+WHERE a.job_id = v.job_id AND a.generation = v.generation AND a.claim_token = v.claim_token
+  AND a.status = 'running';
 
 -- name: late_reports
+-- On the attempt of each job with that generation and claim token (none: nothing recorded).
 UPDATE duetime_attempts AS a
 SET late_outcome = v.outcome, late_reported_at = %(now)s
-FROM jsonb_to_recordset(%(batch)s::jsonb) AS v(attempt_id bigint, generation bigint,
-    outcome text)
-WHERE a.id = v.attempt_id AND a.generation = v.generation;
+FROM jsonb_to_recordset(%(batch)s::jsonb) AS v(job_id bigint, generation bigint,
+    claim_token bigint, outcome text)
+WHERE a.job_id = v.job_id AND a.generation = v.generation AND a.claim_token = v.claim_token;
 
 -- name: expired_leases
-SELECT a.id AS attempt_id, a.job_id, a.generation, j.status, j.attempts, j.max_attempts,
-       j.retry_base, j.retry_cap
+SELECT a.id AS attempt_id, a.job_id, a.generation, a.claim_token, j.status, j.attempts,
+       j.max_attempts, j.retry_base, j.retry_cap
 FROM duetime_attempts a JOIN duetime_jobs j ON j.id = a.job_id
 WHERE a.status = 'running' AND a.lease_expires_at <= %(now)s
   -- an attempt dispatched to the broker whose event is not yet published: no lease runs yet
@@ -347,7 +373,7 @@ LIMIT %(limit)s;
 
 -- name: held_leases
 -- Through the running attempts' partial index (few rows: what the workers hold now).
-SELECT id AS attempt_id, job_id, generation FROM duetime_attempts
+SELECT id AS attempt_id, job_id, generation, claim_token FROM duetime_attempts
 WHERE status = 'running' AND worker_id = %(worker_id)s
 ORDER BY id;
 
@@ -739,15 +765,17 @@ WITH picked AS (
 ), claimed AS (
     UPDATE duetime_jobs AS j
     SET status = (%(moves)s::jsonb ->> j.status), generation = j.generation + 1,
+        claim_token = GREATEST(('x' || substr(translate(gen_random_uuid()::text, '-', ''), 1, 16))::bit(64)::bigint
+            & 9223372036854775807, 1),
         attempts = j.attempts + 1, updated_at = %(now)s
     FROM picked
     WHERE j.id = picked.id AND (%(moves)s::jsonb ->> j.status) IS NOT NULL
       AND NOT EXISTS (SELECT 1 FROM duetime_queues q WHERE q.queue = j.queue AND q.paused)
     RETURNING j.*
 ), started AS (
-    INSERT INTO duetime_attempts (job_id, generation, worker_id, status, lease_expires_at,
-        started_at, due_at)
-    SELECT id, generation, %(worker_id)s::text, 'running',
+    INSERT INTO duetime_attempts (job_id, generation, claim_token, worker_id, status,
+        lease_expires_at, started_at, due_at)
+    SELECT id, generation, claim_token, %(worker_id)s::text, 'running',
            %(now)s + trunc(COALESCE(%(lease_seconds)s::double precision, lease_seconds) * 1000000)::bigint
                * interval '1 microsecond',
            %(now)s,
@@ -763,7 +791,10 @@ SELECT j.*,
        a.finished_at AS attempt_finished_at, a.error_category AS attempt_error_category,
        a.error_message AS attempt_error_message, a.error_traceback AS attempt_error_traceback,
        a.late_outcome AS attempt_late_outcome, a.late_reported_at AS attempt_late_reported_at,
-       a.due_at AS attempt_due_at
+       a.due_at AS attempt_due_at, a.claim_token AS attempt_claim_token,
+       -- the timeline: the first 8 hex digits of the current WAL file's name
+       (SELECT ('x' || substr(pg_walfile_name(pg_current_wal_lsn()), 1, 8))::bit(32)::bigint)
+           AS claim_epoch
 FROM claimed AS j JOIN started AS a ON a.job_id = j.id
 ORDER BY j.priority DESC, j.due_at, j.id;
 
@@ -809,22 +840,26 @@ WITH picked AS (
 ), claimed AS (
     UPDATE duetime_jobs AS j
     SET status = (%(moves)s::jsonb ->> j.status), generation = j.generation + 1,
+        claim_token = GREATEST(('x' || substr(translate(gen_random_uuid()::text, '-', ''), 1, 16))::bit(64)::bigint
+            & 9223372036854775807, 1),
         attempts = j.attempts + 1, updated_at = %(now)s
     FROM picked
     WHERE j.id = picked.id AND (%(moves)s::jsonb ->> j.status) IS NOT NULL
-    RETURNING j.id, j.queue, j.task, j.generation, j.version, j.priority, j.due_at
+    RETURNING j.id, j.queue, j.task, j.generation, j.version, j.priority, j.due_at,
+        j.claim_token
 ), started AS (
-    INSERT INTO duetime_attempts (job_id, generation, worker_id, status, lease_expires_at,
-        started_at, due_at)
-    SELECT id, generation, %(holder)s::text, 'running',
+    INSERT INTO duetime_attempts (job_id, generation, claim_token, worker_id, status,
+        lease_expires_at, started_at, due_at)
+    SELECT id, generation, claim_token, %(holder)s::text, 'running',
            %(now)s + trunc(%(lease_seconds)s * 1000000)::bigint * interval '1 microsecond',
            %(now)s, due_at
     FROM claimed
     ORDER BY id
     RETURNING id, job_id
 )
-INSERT INTO duetime_outbox (job_id, attempt_id, queue, task, generation, version, created_at)
-SELECT c.id, s.id, c.queue, c.task, c.generation, c.version, %(now)s
+INSERT INTO duetime_outbox (job_id, attempt_id, queue, task, generation, version, created_at,
+    claim_token)
+SELECT c.id, s.id, c.queue, c.task, c.generation, c.version, %(now)s, c.claim_token
 FROM claimed AS c JOIN started AS s ON s.job_id = c.id
 ORDER BY c.priority DESC, c.due_at, c.id
 RETURNING *;
@@ -833,9 +868,11 @@ RETURNING *;
 -- The events of attempts a controlled dispatch started (claim_chosen held by `holder`): one
 -- per attempt of `attempt_ids` still running and held, written in claim order; the events
 -- come back.
-INSERT INTO duetime_outbox (job_id, attempt_id, queue, task, generation, version, created_at)
-SELECT j.id, a.id, j.queue, j.task, j.generation, j.version, %(now)s
-FROM duetime_attempts a JOIN duetime_jobs j ON j.id = a.job_id AND j.generation = a.generation
+INSERT INTO duetime_outbox (job_id, attempt_id, queue, task, generation, version, created_at,
+    claim_token)
+SELECT j.id, a.id, j.queue, j.task, j.generation, j.version, %(now)s, a.claim_token
+FROM duetime_attempts a JOIN duetime_jobs j
+    ON j.id = a.job_id AND j.generation = a.generation AND j.claim_token = a.claim_token
 WHERE a.id = ANY (%(attempt_ids)s::bigint[]) AND a.status = 'running'
   AND a.worker_id = %(holder)s::text AND j.status = 'running'
 ORDER BY j.priority DESC, j.due_at, j.id
@@ -873,12 +910,15 @@ FROM e JOIN j ON j.id = e.job_id
 WHERE a.id = e.attempt_id AND a.status = 'running' AND a.worker_id = %(holder)s;
 
 -- name: accept_dispatch
--- A worker takes a dispatched attempt: only while the job still holds that generation (and
--- that version, unless cancellation was requested since) and no worker took it before; the
--- job's deadline has not passed; the attempt's lease becomes the job's own, from now. The job's row is locked first.
+-- A worker takes a dispatched attempt, found by its job and claim token (never by its id
+-- alone): only while the job still holds that generation and claim token (and that version,
+-- unless cancellation was requested since) and no worker took it before; the job's deadline
+-- has not passed; the attempt's lease becomes the job's own, from now. The job's row is
+-- locked first.
 WITH j AS (
     SELECT id, lease_seconds FROM duetime_jobs
     WHERE id = %(job_id)s AND generation = %(generation)s
+      AND claim_token = %(claim_token)s::bigint
       AND ((status = 'running' AND version = %(version)s) OR status = 'cancel_requested')
       AND (deadline_at IS NULL OR deadline_at > %(now)s)
     FOR UPDATE
@@ -888,7 +928,8 @@ SET worker_id = %(worker_id)s::text, started_at = %(now)s,
     lease_expires_at = %(now)s + trunc(j.lease_seconds * 1000000)::bigint
         * interval '1 microsecond'
 FROM j
-WHERE a.id = %(attempt_id)s AND a.job_id = j.id AND a.generation = %(generation)s
+WHERE a.job_id = j.id AND a.generation = %(generation)s
+  AND a.claim_token = %(claim_token)s::bigint
   AND a.status = 'running' AND a.worker_id = %(holder)s;
 
 -- name: withdraw_dispatched
@@ -898,7 +939,8 @@ WHERE a.id = %(attempt_id)s AND a.job_id = j.id AND a.generation = %(generation)
 -- job moves back.
 WITH found AS (
     SELECT a.id, a.job_id, a.generation
-    FROM duetime_attempts a JOIN duetime_jobs j ON j.id = a.job_id AND j.generation = a.generation
+    FROM duetime_attempts a JOIN duetime_jobs j
+        ON j.id = a.job_id AND j.generation = a.generation AND j.claim_token = a.claim_token
     WHERE a.status = 'running' AND a.worker_id = %(holder)s::text
       AND (j.id = ANY (%(ids)s::bigint[])
            OR (%(direct)s::boolean AND j.queue NOT IN (
@@ -932,9 +974,12 @@ SELECT j.*,
        a.finished_at AS attempt_finished_at, a.error_category AS attempt_error_category,
        a.error_message AS attempt_error_message, a.error_traceback AS attempt_error_traceback,
        a.late_outcome AS attempt_late_outcome, a.late_reported_at AS attempt_late_reported_at,
-       a.due_at AS attempt_due_at
+       a.due_at AS attempt_due_at, a.claim_token AS attempt_claim_token,
+       -- the timeline: the first 8 hex digits of the current WAL file's name
+       (SELECT ('x' || substr(pg_walfile_name(pg_current_wal_lsn()), 1, 8))::bit(32)::bigint)
+           AS claim_epoch
 FROM duetime_jobs j JOIN duetime_attempts a ON a.job_id = j.id
-WHERE a.id = %(attempt_id)s;
+WHERE a.job_id = %(job_id)s AND a.claim_token = %(claim_token)s::bigint;
 
 -- name: outbox_figures
 SELECT queue,

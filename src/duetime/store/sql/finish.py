@@ -1,14 +1,16 @@
 """The SQL store's finish part: leases renewed, attempts finished (alone, in batches, or in
 the handler's own transaction), the reaper's reads and expiries, and the pruning of ended jobs.
 
-A finish is fenced: the jobs' rows are locked first, in id order, and the generation (the
-fencing token) and the status the move starts from are re-checked under the locks; a refused
-report is recorded as a late report. An ended attempt counts on its job's limits per dependency
+A finish is fenced: the jobs' rows are locked first, in id order, and the generation, the claim
+token (the fence: docs/at-least-once.md) and the status the move starts from are re-checked
+under the locks; a refused report is recorded as a late report, and never holds up the others
+of its batch. An ended attempt counts on its job's limits per dependency
 (the limits part's count_outcomes, in the same transaction).
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime
@@ -19,14 +21,33 @@ from duetime.core.models import ExpiredLease, Lease, LeaseState, Outcome
 from duetime.core.outbox import DISPATCH_HOLDER
 from duetime.core.retry import ErrorCategory
 from duetime.core.states import ATTEMPT_END, AttemptStatus, Event, JobStatus, next_status
-from duetime.store.driver import Connection, Driver, Rows
+from duetime.store.driver import Connection, Driver, Row, Rows
 from duetime.store.rows import moves_json
 from duetime.store.sql.limits import Limits
 from duetime.store.sql.shared import Part, conflicts_retried, earliest_of
 
+log = logging.getLogger("duetime.store")
+
 
 class _Fenced(Exception):
     """Raised inside a completion transaction to roll it back."""
+
+
+class _Unmatched(StoreError):
+    """The finish ended fewer attempts than the checks under the row locks said it would: the
+    transaction is rolled back (finish_many then tries each outcome alone)."""
+
+
+def _fence_holds(job: Row, lease: Lease) -> bool:
+    """The locked job (with its current attempt, lock_jobs) is still held by `lease`: the same
+    generation and claim token, and its attempt of that token is running. A lease without a
+    claim token (a worker of an earlier version) never holds."""
+    return (
+        lease.claim_token is not None
+        and job["generation"] == lease.generation
+        and job["claim_token"] == lease.claim_token
+        and job["attempt_status"] == AttemptStatus.RUNNING
+    )
 
 
 class Finisher(Part):
@@ -38,15 +59,24 @@ class Finisher(Part):
     def heartbeat(self, leases: Sequence[Lease], now: datetime) -> list[LeaseState]:
         if not leases:
             return []
-        attempt_ids = [lease.attempt_id for lease in leases]
-        with self.driver.transaction() as c:
-            c.run("renew_leases", attempt_ids=attempt_ids, now=now)
-            rows = {r["attempt_id"]: r for r in c.rows("lease_states", attempt_ids=attempt_ids)}
+        # each lease found by its job and claim token, never by its attempt id alone
+        held = Rows(
+            {"job_id": lease.job_id, "claim_token": lease.claim_token}
+            for lease in leases
+            if lease.claim_token is not None
+        )
+        rows = {}
+        if held:
+            with self.driver.transaction() as c:
+                c.run("renew_leases", leases=held, now=now)
+                rows = {
+                    (r["job_id"], r["claim_token"]): r for r in c.rows("lease_states", leases=held)
+                }
         states = []
         for lease in leases:
-            row = rows.get(lease.attempt_id)
-            if row is None or (row["job_id"], row["generation"]) != (
-                lease.job_id,
+            row = rows.get((lease.job_id, lease.claim_token))
+            if row is None or (row["attempt_id"], row["generation"]) != (
+                lease.attempt_id,
                 lease.generation,
             ):
                 states.append(LeaseState(lease, held=False))
@@ -76,6 +106,32 @@ class Finisher(Part):
     ) -> list[bool]:
         if not items:
             return []
+        try:
+            return self._finish_batch(items, now, only_if_expired)
+        except _Unmatched:
+            pass
+        # a batch in which the store did not end what the checks under the locks said it
+        # would: each outcome alone, so that the one that cannot be kept does not hold up the
+        # others (a refused outcome never wedges a batch)
+        applied = []
+        for item in items:
+            try:
+                applied += self._finish_batch([item], now, only_if_expired)
+            except _Unmatched as exc:
+                log.warning(
+                    "the outcome for job %s was not kept (%s); the batch's others were",
+                    item[0].job_id,
+                    exc,
+                )
+                applied.append(False)
+        return applied
+
+    def _finish_batch(
+        self,
+        items: Sequence[tuple[Lease, Outcome]],
+        now: datetime | Callable[[], datetime],
+        only_if_expired: bool,
+    ) -> list[bool]:
         with self.driver.transaction() as c:
             applied, at = self.finish_on(c, items, now, only_if_expired)
             refused = [item for item, ok in zip(items, applied, strict=True) if not ok]
@@ -94,33 +150,30 @@ class Finisher(Part):
         the instant recorded (`when`, or what `when()` says once the rows are locked).
 
         The jobs' rows are locked first, in id order (every writer locks a job before its
-        attempt, and batches in id order cannot deadlock each other). What applies is read
-        under those locks, and the update re-checks it in its own WHERE: the generation (the
-        fencing token), the status the move starts from, and for a reap the expired lease.
+        attempt, and batches in id order cannot deadlock each other), each read with its
+        current attempt. What applies is read under those locks, and the update re-checks it
+        in its own WHERE: the generation and the claim token (the fence: the job and its
+        attempt are found by the claim token, never by the attempt id alone), the status the
+        move starts from, the attempt still running, and for a reap the expired lease. An
+        outcome that does not hold is refused, the others apply.
         """
         job_ids = sorted({lease.job_id for lease, _ in items})
         locked = c.rows("lock_jobs", ids=job_ids)
         now = when() if callable(when) else when  # after the wait for the locks
         jobs = {r["id"]: r for r in locked}
-        leases = {}
-        if only_if_expired:
-            found = c.rows("attempt_leases", ids=[lease.attempt_id for lease, _ in items])
-            leases = {r["id"]: r for r in found}
         applied: list[bool] = []
         moves = Rows()
         for lease, outcome in items:
             job = jobs.pop(lease.job_id, None)  # one outcome per job and batch at most
             target = None
-            if job is not None and job["generation"] == lease.generation:
+            if job is not None and _fence_holds(job, lease):
                 target = next_status(outcome.event, JobStatus(job["status"]))
-            if target is not None and only_if_expired:
-                attempt = leases.get(lease.attempt_id)
-                if not (
-                    attempt is not None
-                    and attempt["status"] == AttemptStatus.RUNNING
-                    and self._t(attempt["lease_expires_at"]) <= now
-                ):
-                    target = None
+            if (
+                target is not None
+                and only_if_expired
+                and self._t(job["attempt_lease_expires_at"]) > now  # type: ignore[index]
+            ):
+                target = None
             applied.append(target is not None)
             if job is None or target is None:
                 continue
@@ -128,10 +181,10 @@ class Finisher(Part):
                 {
                     "job_id": lease.job_id,
                     "generation": lease.generation,
+                    "claim_token": lease.claim_token,
                     "from_status": str(job["status"]),
                     "to_status": str(target),
                     "due_at": _delay_from(outcome, now),
-                    "attempt_id": lease.attempt_id,
                     "only_if_expired": only_if_expired,
                     "status": str(outcome.attempt_status or ATTEMPT_END[outcome.event]),
                     "error_category": str(outcome.error_category)
@@ -144,7 +197,7 @@ class Finisher(Part):
         if moves:
             ended = c.run("finish_jobs", batch=moves, now=now)
             if ended != len(moves):  # the row locks make this impossible: refuse to guess
-                raise StoreError(f"finished {ended} of the {len(moves)} jobs locked; nothing kept")
+                raise _Unmatched(f"finished {ended} of the {len(moves)} jobs locked; nothing kept")
             self.limits.count_outcomes(c, _outcomes(items, applied), now)
             again = {
                 m["job_id"]: m["due_at"] for m in moves if m["to_status"] == JobStatus.SCHEDULED
@@ -183,7 +236,7 @@ class Finisher(Part):
             rows = c.rows("expired_leases", now=now, limit=limit, holder=DISPATCH_HOLDER)
         return [
             ExpiredLease(
-                lease=Lease(r["job_id"], r["attempt_id"], r["generation"]),
+                lease=Lease(r["job_id"], r["attempt_id"], r["generation"], r["claim_token"]),
                 job_status=JobStatus(r["status"]),
                 attempts=r["attempts"],
                 max_attempts=r["max_attempts"],
@@ -196,7 +249,9 @@ class Finisher(Part):
     def held_leases(self, worker_id: str) -> list[Lease]:
         with self.driver.transaction(write=False) as c:
             rows = c.rows("held_leases", worker_id=worker_id)
-        return [Lease(r["job_id"], r["attempt_id"], r["generation"]) for r in rows]
+        return [
+            Lease(r["job_id"], r["attempt_id"], r["generation"], r["claim_token"]) for r in rows
+        ]
 
     @conflicts_retried
     def expire_overdue(self, now: datetime, limit: int) -> int:
@@ -233,8 +288,9 @@ _NOT_COUNTED = (ErrorCategory.INTERRUPTED, ErrorCategory.CANCELLED, ErrorCategor
 
 def _late_report(lease: Lease, outcome: Outcome) -> dict[str, object]:
     return {
-        "attempt_id": lease.attempt_id,
+        "job_id": lease.job_id,
         "generation": lease.generation,
+        "claim_token": lease.claim_token,
         "outcome": str(outcome.attempt_status or ATTEMPT_END[outcome.event]),
     }
 

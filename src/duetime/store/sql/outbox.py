@@ -10,10 +10,10 @@ part's (store/sql/flow.py); a controlled dispatch is the claim part's choice
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from datetime import datetime, timedelta
 
-from duetime.core.errors import StoreError
 from duetime.core.flow.records import FlowControls
 from duetime.core.flow.rotation import TenantRotation
 from duetime.core.models import Claim, Lease, Outcome
@@ -34,6 +34,8 @@ from duetime.store.sql.finish import Finisher
 from duetime.store.sql.flow import Flow
 from duetime.store.sql.limits import Limits
 from duetime.store.sql.shared import Part, conflicts_retried
+
+log = logging.getLogger("duetime.store")
 
 
 class Outbox(Part):
@@ -102,11 +104,15 @@ class Outbox(Part):
                 now=now,
                 holder=DISPATCH_HOLDER,
             )
-            # the row locks make this impossible: refuse to guess
             if len(rows) != len(started.rows):
-                raise StoreError(
-                    f"wrote {len(rows)} outbox events for {len(started.rows)} dispatched attempts; "
-                    "nothing kept"
+                # the row locks make this impossible; should it happen, the events written are
+                # kept (a refusal never wedges the dispatch): an attempt without one is reaped
+                # as lost once its dispatch lease ends, and its job is retried
+                log.warning(
+                    "wrote %d outbox events for %d dispatched attempts; the events are kept, the "
+                    "attempts without one are reaped when their dispatch lease ends",
+                    len(rows),
+                    len(started.rows),
                 )
         events = sorted((self._event(r) for r in rows), key=lambda e: e.id)
         return DispatchedEvents(events, started.next_start)
@@ -161,6 +167,7 @@ class Outbox(Part):
             version=int(r["version"]),
             created_at=self._t(r["created_at"]),
             published_at=self._t(r["published_at"]) if r["published_at"] is not None else None,
+            claim_token=r["claim_token"],
         )
 
     # -- broker-fed workers -------------------------------------------------------------------
@@ -171,14 +178,15 @@ class Outbox(Part):
             taken = c.run(
                 "accept_dispatch",
                 job_id=message.job_id,
-                attempt_id=message.attempt_id,
                 generation=message.generation,
+                claim_token=message.claim_token,
                 version=message.version,
                 worker_id=worker_id,
                 holder=DISPATCH_HOLDER,
                 now=now,
             )
-            row = c.one("select_claim", attempt_id=message.attempt_id)
+            # found by its job and claim token, never by the attempt id alone (None: refused)
+            row = c.one("select_claim", job_id=message.job_id, claim_token=message.claim_token)
             if taken != 1:
                 if row is not None and self._too_late(row, message, now):
                     self._release_too_late(c, message, now)
@@ -195,6 +203,7 @@ class Outbox(Part):
             row["attempt_status"] == AttemptStatus.RUNNING
             and row["attempt_worker_id"] == DISPATCH_HOLDER
             and row["generation"] == message.generation
+            and row["claim_token"] == message.claim_token
             and row["deadline_at"] is not None
             and self._t(row["deadline_at"]) <= now
         )
@@ -203,7 +212,7 @@ class Outbox(Part):
         """A message that came after its job's deadline: the attempt never starts (it ends
         lost) and the job is scheduled again, due now, for the reaper to expire (a claim and
         a dispatch take no job past its deadline), as a job never claimed in time would be."""
-        lease = Lease(message.job_id, message.attempt_id, message.generation)
+        lease = Lease(message.job_id, message.attempt_id, message.generation, message.claim_token)
         outcome = Outcome(
             Event.RETRY,
             due_at=now,

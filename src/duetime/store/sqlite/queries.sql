@@ -162,12 +162,13 @@ SELECT id FROM (
     LIMIT :limit);
 UPDATE duetime_jobs
 SET status = json_extract(:moves, '$.' || status), generation = generation + 1,
+    claim_token = abs(random() % 9223372036854775807) + 1,
     attempts = attempts + 1, updated_at = :now
 WHERE id IN (SELECT id FROM temp.duetime_claim)
   AND json_type(:moves, '$.' || status) IS NOT NULL;
-INSERT INTO duetime_attempts (job_id, generation, worker_id, status, lease_expires_at, started_at,
-    due_at)
-SELECT id, generation, :worker_id, 'running', :now + CAST(lease_seconds * 1000000 AS INTEGER),
+INSERT INTO duetime_attempts (job_id, generation, claim_token, worker_id, status,
+    lease_expires_at, started_at, due_at)
+SELECT id, generation, claim_token, :worker_id, 'running', :now + CAST(lease_seconds * 1000000 AS INTEGER),
        :now, due_at
 FROM duetime_jobs WHERE id IN (SELECT id FROM temp.duetime_claim)
 ORDER BY id;
@@ -178,7 +179,8 @@ SELECT j.*,
        a.finished_at AS attempt_finished_at, a.error_category AS attempt_error_category,
        a.error_message AS attempt_error_message, a.error_traceback AS attempt_error_traceback,
        a.late_outcome AS attempt_late_outcome, a.late_reported_at AS attempt_late_reported_at,
-       a.due_at AS attempt_due_at
+       a.due_at AS attempt_due_at, a.claim_token AS attempt_claim_token,
+       0 AS claim_epoch
 FROM duetime_jobs j JOIN duetime_attempts a ON a.job_id = j.id AND a.generation = j.generation
 WHERE j.id IN (SELECT id FROM temp.duetime_claim)
 ORDER BY j.priority DESC, j.due_at, j.id;
@@ -188,48 +190,65 @@ ORDER BY j.priority DESC, j.due_at, j.id;
 @claim
 
 -- name: renew_leases
+-- The leases of `leases` (job_id, claim_token): an attempt is renewed only while its job
+-- holds its claim token (under the write lock).
 UPDATE duetime_attempts
 SET lease_expires_at = :now + CAST(
     (SELECT j.lease_seconds FROM duetime_jobs j WHERE j.id = duetime_attempts.job_id)
     * 1000000 AS INTEGER)
-WHERE id IN (SELECT value FROM json_each(:attempt_ids)) AND status = 'running';
+WHERE status = 'running'
+  AND EXISTS (SELECT 1 FROM json_each(:leases) AS v
+                   JOIN duetime_jobs j ON j.id = json_extract(v.value, '$.job_id')
+                    AND j.claim_token = json_extract(v.value, '$.claim_token')
+              WHERE j.id = duetime_attempts.job_id
+                AND duetime_attempts.claim_token = j.claim_token);
 
 -- name: lease_states
-SELECT a.id AS attempt_id, a.job_id, a.generation, a.lease_expires_at, j.status AS job_status
-FROM duetime_attempts a JOIN duetime_jobs j ON j.id = a.job_id
-WHERE a.id IN (SELECT value FROM json_each(:attempt_ids)) AND a.status = 'running';
+SELECT a.id AS attempt_id, a.job_id, a.generation, a.claim_token, a.lease_expires_at,
+       j.status AS job_status
+FROM json_each(:leases) AS v
+JOIN duetime_attempts a ON a.job_id = json_extract(v.value, '$.job_id')
+    AND a.claim_token = json_extract(v.value, '$.claim_token')
+JOIN duetime_jobs j ON j.id = a.job_id AND j.claim_token = a.claim_token
+WHERE a.status = 'running';
 
 -- name: lock_jobs
--- the write transaction already holds the file
-SELECT id, generation, status, queue FROM duetime_jobs
-WHERE id IN (SELECT value FROM json_each(:ids))
-ORDER BY id;
-
--- name: attempt_leases
-SELECT id, status, lease_expires_at FROM duetime_attempts
-WHERE id IN (SELECT value FROM json_each(:ids));
+-- the write transaction already holds the file; each job with its current attempt (of its
+-- generation and claim token), if any
+SELECT j.id, j.generation, j.claim_token, j.status, j.queue,
+       a.status AS attempt_status, a.lease_expires_at AS attempt_lease_expires_at
+FROM duetime_jobs j
+LEFT JOIN duetime_attempts a
+    ON a.job_id = j.id AND a.generation = j.generation AND a.claim_token = j.claim_token
+WHERE j.id IN (SELECT value FROM json_each(:ids))
+ORDER BY j.id;
 
 -- name: finish_jobs
+-- The jobs move (fenced by generation, claim token, status and, for a reap, the expired
+-- lease), then the attempts of the jobs that moved end, each found by its job and claim token
+-- (never by its id alone).
 UPDATE duetime_jobs
 SET status = v.to_status, due_at = COALESCE(v.due_at, duetime_jobs.due_at), updated_at = :now
 FROM (SELECT json_extract(value, '$.job_id') AS job_id,
              json_extract(value, '$.generation') AS generation,
+             json_extract(value, '$.claim_token') AS claim_token,
              json_extract(value, '$.from_status') AS from_status,
              json_extract(value, '$.to_status') AS to_status,
              json_extract(value, '$.due_at') AS due_at,
-             json_extract(value, '$.attempt_id') AS attempt_id,
              json_extract(value, '$.only_if_expired') AS only_if_expired
       FROM json_each(:batch)) AS v
 WHERE duetime_jobs.id = v.job_id AND duetime_jobs.generation = v.generation
-  AND duetime_jobs.status = v.from_status
+  AND duetime_jobs.claim_token = v.claim_token AND duetime_jobs.status = v.from_status
   AND (v.only_if_expired = 0 OR EXISTS (
         SELECT 1 FROM duetime_attempts AS a
-        WHERE a.id = v.attempt_id AND a.status = 'running' AND a.lease_expires_at <= :now));
+        WHERE a.job_id = v.job_id AND a.generation = v.generation
+          AND a.claim_token = v.claim_token AND a.status = 'running'
+          AND a.lease_expires_at <= :now));
 UPDATE duetime_attempts
 SET status = v.status, finished_at = :now, error_category = v.error_category,
     error_message = v.error_message, error_traceback = v.error_traceback
-FROM (SELECT json_extract(value, '$.attempt_id') AS attempt_id,
-             json_extract(value, '$.generation') AS generation,
+FROM (SELECT json_extract(value, '$.generation') AS generation,
+             json_extract(value, '$.claim_token') AS claim_token,
              json_extract(value, '$.status') AS status,
              json_extract(value, '$.error_category') AS error_category,
              json_extract(value, '$.error_message') AS error_message,
@@ -237,23 +256,27 @@ FROM (SELECT json_extract(value, '$.attempt_id') AS attempt_id,
              json_extract(value, '$.job_id') AS job_id,
              json_extract(value, '$.to_status') AS to_status
       FROM json_each(:batch)) AS v
-WHERE duetime_attempts.id = v.attempt_id AND duetime_attempts.generation = v.generation
-  AND duetime_attempts.status = 'running'
+WHERE duetime_attempts.job_id = v.job_id AND duetime_attempts.generation = v.generation
+  AND duetime_attempts.claim_token = v.claim_token AND duetime_attempts.status = 'running'
   AND EXISTS (SELECT 1 FROM duetime_jobs AS j  -- only where the job moved
-              WHERE j.id = v.job_id AND j.generation = v.generation AND j.status = v.to_status);
+              WHERE j.id = v.job_id AND j.generation = v.generation
+                AND j.claim_token = v.claim_token AND j.status = v.to_status);
 
 -- name: late_reports
+-- On the attempt of each job with that generation and claim token (none: nothing recorded).
 UPDATE duetime_attempts
 SET late_outcome = v.outcome, late_reported_at = :now
-FROM (SELECT json_extract(value, '$.attempt_id') AS attempt_id,
+FROM (SELECT json_extract(value, '$.job_id') AS job_id,
              json_extract(value, '$.generation') AS generation,
+             json_extract(value, '$.claim_token') AS claim_token,
              json_extract(value, '$.outcome') AS outcome
       FROM json_each(:batch)) AS v
-WHERE duetime_attempts.id = v.attempt_id AND duetime_attempts.generation = v.generation;
+WHERE duetime_attempts.job_id = v.job_id AND duetime_attempts.generation = v.generation
+  AND duetime_attempts.claim_token = v.claim_token;
 
 -- name: expired_leases
-SELECT a.id AS attempt_id, a.job_id, a.generation, j.status, j.attempts, j.max_attempts,
-       j.retry_base, j.retry_cap
+SELECT a.id AS attempt_id, a.job_id, a.generation, a.claim_token, j.status, j.attempts,
+       j.max_attempts, j.retry_base, j.retry_cap
 FROM duetime_attempts a JOIN duetime_jobs j ON j.id = a.job_id
 WHERE a.status = 'running' AND a.lease_expires_at <= :now
   -- an attempt dispatched to the broker whose event is not yet published: no lease runs yet
@@ -264,7 +287,7 @@ LIMIT :limit;
 
 -- name: held_leases
 -- Through the running attempts' partial index (few rows: what the workers hold now).
-SELECT id AS attempt_id, job_id, generation FROM duetime_attempts
+SELECT id AS attempt_id, job_id, generation, claim_token FROM duetime_attempts
 WHERE status = 'running' AND worker_id = :worker_id
 ORDER BY id;
 
@@ -673,12 +696,13 @@ WHERE id IN (SELECT value FROM json_each(:ids)) AND status = 'scheduled' AND due
   AND queue NOT IN (SELECT queue FROM duetime_queues WHERE paused);
 UPDATE duetime_jobs
 SET status = json_extract(:moves, '$.' || status), generation = generation + 1,
+    claim_token = abs(random() % 9223372036854775807) + 1,
     attempts = attempts + 1, updated_at = :now
 WHERE id IN (SELECT id FROM temp.duetime_claim)
   AND json_type(:moves, '$.' || status) IS NOT NULL;
-INSERT INTO duetime_attempts (job_id, generation, worker_id, status, lease_expires_at, started_at,
-    due_at)
-SELECT id, generation, :worker_id, 'running',
+INSERT INTO duetime_attempts (job_id, generation, claim_token, worker_id, status,
+    lease_expires_at, started_at, due_at)
+SELECT id, generation, claim_token, :worker_id, 'running',
        :now + CAST(COALESCE(:lease_seconds, lease_seconds) * 1000000 AS INTEGER),
        :now, due_at
 FROM duetime_jobs WHERE id IN (SELECT id FROM temp.duetime_claim)
@@ -690,7 +714,8 @@ SELECT j.*,
        a.finished_at AS attempt_finished_at, a.error_category AS attempt_error_category,
        a.error_message AS attempt_error_message, a.error_traceback AS attempt_error_traceback,
        a.late_outcome AS attempt_late_outcome, a.late_reported_at AS attempt_late_reported_at,
-       a.due_at AS attempt_due_at
+       a.due_at AS attempt_due_at, a.claim_token AS attempt_claim_token,
+       0 AS claim_epoch
 FROM duetime_jobs j JOIN duetime_attempts a ON a.job_id = j.id AND a.generation = j.generation
 WHERE j.id IN (SELECT id FROM temp.duetime_claim)
 ORDER BY j.priority DESC, j.due_at, j.id;
@@ -738,17 +763,19 @@ ORDER BY priority DESC, due_at, id
 LIMIT :limit;
 UPDATE duetime_jobs
 SET status = json_extract(:moves, '$.' || status), generation = generation + 1,
+    claim_token = abs(random() % 9223372036854775807) + 1,
     attempts = attempts + 1, updated_at = :now
 WHERE id IN (SELECT id FROM temp.duetime_dispatch)
   AND json_type(:moves, '$.' || status) IS NOT NULL;
-INSERT INTO duetime_attempts (job_id, generation, worker_id, status, lease_expires_at, started_at,
-    due_at)
-SELECT id, generation, :holder, 'running', :now + CAST(:lease_seconds * 1000000 AS INTEGER),
+INSERT INTO duetime_attempts (job_id, generation, claim_token, worker_id, status,
+    lease_expires_at, started_at, due_at)
+SELECT id, generation, claim_token, :holder, 'running', :now + CAST(:lease_seconds * 1000000 AS INTEGER),
        :now, due_at
 FROM duetime_jobs WHERE id IN (SELECT id FROM temp.duetime_dispatch) AND status = 'running'
 ORDER BY id;
-INSERT INTO duetime_outbox (job_id, attempt_id, queue, task, generation, version, created_at)
-SELECT j.id, a.id, j.queue, j.task, j.generation, j.version, :now
+INSERT INTO duetime_outbox (job_id, attempt_id, queue, task, generation, version, created_at,
+    claim_token)
+SELECT j.id, a.id, j.queue, j.task, j.generation, j.version, :now, a.claim_token
 FROM duetime_jobs j JOIN duetime_attempts a ON a.job_id = j.id AND a.generation = j.generation
 WHERE j.id IN (SELECT id FROM temp.duetime_dispatch) AND j.status = 'running'
 ORDER BY j.priority DESC, j.due_at, j.id;
@@ -761,9 +788,11 @@ ORDER BY o.id;
 -- The events of attempts a controlled dispatch started (claim_chosen held by `holder`): one
 -- per attempt of `attempt_ids` still running and held, written in claim order; the events
 -- come back (under the write lock).
-INSERT INTO duetime_outbox (job_id, attempt_id, queue, task, generation, version, created_at)
-SELECT j.id, a.id, j.queue, j.task, j.generation, j.version, :now
-FROM duetime_attempts a JOIN duetime_jobs j ON j.id = a.job_id AND j.generation = a.generation
+INSERT INTO duetime_outbox (job_id, attempt_id, queue, task, generation, version, created_at,
+    claim_token)
+SELECT j.id, a.id, j.queue, j.task, j.generation, j.version, :now, a.claim_token
+FROM duetime_attempts a JOIN duetime_jobs j
+    ON j.id = a.job_id AND j.generation = a.generation AND j.claim_token = a.claim_token
 WHERE a.id IN (SELECT value FROM json_each(:attempt_ids)) AND a.status = 'running'
   AND a.worker_id = :holder AND j.status = 'running'
 ORDER BY j.priority DESC, j.due_at, j.id;
@@ -797,17 +826,19 @@ UPDATE duetime_outbox SET published_at = :now
 WHERE id IN (SELECT value FROM json_each(:ids)) AND published_at IS NULL;
 
 -- name: accept_dispatch
--- A worker takes a dispatched attempt: only while the job still holds that generation (and
--- that version, unless cancellation was requested since) and no worker took it before; the
--- job's deadline has not passed; the attempt's lease becomes the job's own, from now (under the write lock).
+-- A worker takes a dispatched attempt, found by its job and claim token (never by its id
+-- alone): only while the job still holds that generation and claim token (and that version,
+-- unless cancellation was requested since) and no worker took it before; the job's deadline
+-- has not passed; the attempt's lease becomes the job's own, from now (under the write lock).
 UPDATE duetime_attempts
 SET worker_id = :worker_id, started_at = :now,
     lease_expires_at = :now + CAST(
         (SELECT lease_seconds FROM duetime_jobs WHERE id = :job_id) * 1000000 AS INTEGER)
-WHERE id = :attempt_id AND job_id = :job_id AND generation = :generation
+WHERE job_id = :job_id AND generation = :generation AND claim_token = :claim_token
   AND status = 'running' AND worker_id = :holder
   AND EXISTS (SELECT 1 FROM duetime_jobs j
               WHERE j.id = :job_id AND j.generation = :generation
+                AND j.claim_token = :claim_token
                 AND ((j.status = 'running' AND j.version = :version)
                      OR j.status = 'cancel_requested')
                 AND (j.deadline_at IS NULL OR j.deadline_at > :now));
@@ -821,7 +852,8 @@ CREATE TEMP TABLE IF NOT EXISTS duetime_withdraw (
 DELETE FROM temp.duetime_withdraw;
 INSERT INTO temp.duetime_withdraw (job_id, attempt_id)
 SELECT j.id, a.id
-FROM duetime_attempts a JOIN duetime_jobs j ON j.id = a.job_id AND j.generation = a.generation
+FROM duetime_attempts a JOIN duetime_jobs j
+    ON j.id = a.job_id AND j.generation = a.generation AND j.claim_token = a.claim_token
 WHERE a.status = 'running' AND a.worker_id = :holder
   AND json_type(:moves, '$.' || j.status) IS NOT NULL
   AND (j.id IN (SELECT value FROM json_each(:ids))
@@ -846,9 +878,10 @@ SELECT j.*,
        a.finished_at AS attempt_finished_at, a.error_category AS attempt_error_category,
        a.error_message AS attempt_error_message, a.error_traceback AS attempt_error_traceback,
        a.late_outcome AS attempt_late_outcome, a.late_reported_at AS attempt_late_reported_at,
-       a.due_at AS attempt_due_at
+       a.due_at AS attempt_due_at, a.claim_token AS attempt_claim_token,
+       0 AS claim_epoch
 FROM duetime_jobs j JOIN duetime_attempts a ON a.job_id = j.id
-WHERE a.id = :attempt_id;
+WHERE a.job_id = :job_id AND a.claim_token = :claim_token;
 
 -- name: outbox_figures
 SELECT queue,

@@ -7,10 +7,11 @@ data: its main fork with the free space and visibility maps), "<table>.toast" (T
 index; PostgreSQL only), "<table>.<index>" (each secondary index; on MariaDB/MySQL the
 primary key is the clustered data, on SQLite a rowid table's too).
 
-PostgreSQL: after a plain `VACUUM` (no FULL: what autovacuum leaves). MariaDB/MySQL:
-information_schema's data_length and index_length as the server keeps them (no ANALYZE, no
-OPTIMIZE), split per index by mysql.innodb_index_stats where it has the index. SQLite: the
-dbstat table's pages when the library has it, else the file's page_count * page_size.
+PostgreSQL: after a plain `VACUUM` (no FULL: what autovacuum leaves). MariaDB/MySQL: each
+table's tablespace file as it is (no ANALYZE, no OPTIMIZE), split per index by
+mysql.innodb_index_stats. SQLite: the
+dbstat table's pages when the library has it (and the file's free pages, "freelist"), else the
+file's page_count * page_size.
 """
 
 from __future__ import annotations
@@ -66,31 +67,40 @@ def postgres_updates(conn: Any) -> dict[str, int]:
 
 
 def mysql_sizes(conn: Any) -> dict[str, int]:
+    """Each table's tablespace file (innodb_file_per_table: its rows with the primary key, and
+    every secondary index), split per index by mysql.innodb_index_stats' page counts (an
+    estimate the server refreshes in the background; the table's key gets the rest, so the
+    total is the file's exact size)."""
     sizes: dict[str, int] = {}
     with conn.cursor() as cur:
         cur.execute("SELECT @@innodb_page_size")
         page = int(cur.fetchone()[0])
         for table in TABLES:
             cur.execute(
-                "SELECT data_length, index_length FROM information_schema.TABLES "
-                "WHERE table_schema = DATABASE() AND table_name = %s",
+                "SELECT FILE_SIZE FROM information_schema.INNODB_SYS_TABLESPACES "
+                "WHERE NAME = CONCAT(DATABASE(), '/', %s)",
                 (table,),
             )
             row = cur.fetchone()
+            if row is None:  # MySQL 8 names it INNODB_TABLESPACES: the server's figures
+                cur.execute(
+                    "SELECT data_length + index_length FROM information_schema.TABLES "
+                    "WHERE table_schema = DATABASE() AND table_name = %s",
+                    (table,),
+                )
+                row = cur.fetchone()
             if row is None:
                 continue
-            sizes[table] = int(row[0])
+            file_size = int(row[0])
             cur.execute(
                 "SELECT index_name, stat_value FROM mysql.innodb_index_stats "
                 "WHERE database_name = DATABASE() AND table_name = %s AND stat_name = 'size' "
                 "AND index_name <> 'PRIMARY' ORDER BY index_name",
                 (table,),
             )
-            split = {str(name): int(value) * page for name, value in cur.fetchall()}
-            if split:
-                sizes.update({f"{table}.{name}": size for name, size in split.items()})
-            else:
-                sizes[f"{table}.indexes"] = int(row[1])
+            split = {f"{table}.{name}": int(value) * page for name, value in cur.fetchall()}
+            sizes.update(split)
+            sizes[table] = file_size - sum(split.values())
     return sizes
 
 
@@ -113,6 +123,9 @@ def sqlite_sizes(conn: Any) -> dict[str, int]:
             continue
         key = table if name == table else f"{table}.{name}"
         sizes[key] = int(size)
+    # pages the drain freed (the file keeps them for reuse): counted, as PostgreSQL's free space
+    free = conn.execute("PRAGMA freelist_count").fetchone()[0]
+    sizes["freelist"] = int(free) * int(conn.execute("PRAGMA page_size").fetchone()[0])
     return sizes
 
 

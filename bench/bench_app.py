@@ -26,3 +26,11 @@ LIMIT_KEY = "bench-dep"
 @app.task(name=LIMITED_TASK, limits=[LIMIT_KEY])
 async def noop_limited(i: int) -> None:
     record_start(duetime.current().due_at.timestamp())
+
+
+PAYLOAD_TASK = "bench.noop_payload"  # the bytes workload: jobs with a 256-byte JSON payload
+
+
+@app.task(name=PAYLOAD_TASK)
+async def noop_payload(i: int, pad: str) -> None:
+    record_start(duetime.current().due_at.timestamp())

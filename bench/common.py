@@ -54,9 +54,16 @@ def read_records(directory: Path) -> list[tuple[float, float]]:
     return rows
 
 
-def payloads(count: int, offset: int = 0) -> list[dict[str, Any]]:
-    """The job arguments every system enqueues: one small integer each."""
-    return [{"i": offset + i} for i in range(count)]
+def payloads(count: int, offset: int = 0, size: int = 0) -> list[dict[str, Any]]:
+    """The job arguments every system enqueues: one small integer each; with `size`, padded
+    (a "pad" string) so that each argument object is `size` bytes of compact JSON."""
+    if not size:
+        return [{"i": offset + i} for i in range(count)]
+    out = []
+    for i in range(offset, offset + count):
+        bare = len(json.dumps({"i": i, "pad": ""}, separators=(",", ":")))
+        out.append({"i": i, "pad": "x" * max(0, size - bare)})
+    return out
 
 
 def chunks(count: int, size: int) -> list[tuple[int, int]]:

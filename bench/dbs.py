@@ -57,6 +57,28 @@ class Database:
             row = self._probe.execute(query).fetchone()
         return int(row[0]) if row else 0
 
+    def sizes(self) -> dict[str, int]:
+        """Bytes of duetime's jobs and attempts tables, TOAST and indexes (bench/sizes.py);
+        on PostgreSQL after a plain VACUUM of both."""
+        from bench import sizes
+
+        if self._probe is None:
+            self._probe = self._connect()
+        if self.store == "postgres":
+            sizes.postgres_vacuum(self._probe)
+            return sizes.postgres_sizes(self._probe)
+        if self.store == "mysql":
+            return sizes.mysql_sizes(self._probe)
+        return sizes.sqlite_sizes(self._probe)
+
+    def updates(self) -> dict[str, int]:
+        """PostgreSQL's insert, update, HOT update and dead-tuple counters of both tables."""
+        from bench import sizes
+
+        if self._probe is None:
+            self._probe = self._connect()
+        return sizes.postgres_updates(self._probe)
+
     def _connect(self) -> Any:
         if self.store == "postgres":
             return psycopg.connect(self.url, autocommit=True)

@@ -45,6 +45,24 @@ ROWS: list[tuple[str, str, str, str]] = [
     ("outbox", "outbox_ontime_p50_ms", "Outbox mode: start lag p50 (ms)", "{:,.1f}"),
     ("outbox", "outbox_ontime_p99_ms", "Outbox mode: start lag p99 (ms)", "{:,.1f}"),
     ("outbox", "outbox_ontime_early", "Outbox mode: started before due (jobs)", "{:,.0f}"),
+    (
+        "bytes",
+        "bytes_per_job",
+        "Bytes per finished job: jobs + attempts (256-byte payload)",
+        "{:,.0f}",
+    ),
+    (
+        "bytes",
+        "bytes_jobs_per_job",
+        "Bytes per finished job: jobs, its TOAST and indexes",
+        "{:,.0f}",
+    ),
+    (
+        "bytes",
+        "bytes_attempts_per_job",
+        "Bytes per finished job: attempts and its indexes",
+        "{:,.0f}",
+    ),
     ("flow", "flow_off_jobs_s", "Flow control off: drain, 2 workers (jobs/s)", "{:,.0f}"),
     ("flow", "flow_cap_jobs_s", "Flow: queue + tenant cap 1000 (jobs/s)", "{:,.0f}"),
     ("flow", "flow_cap_ratio", "Flow: cap / off", "{:.2f}x"),
@@ -336,3 +354,44 @@ def machine_lines(refs: dict[str, Any]) -> str:
 
 def _num(value: float | None) -> str:
     return "not measured" if value is None else f"{value:,.0f}"
+
+
+def bytes_table(results: list[Result], systems: list[str]) -> str:
+    """The bytes workload's breakdown: bytes per finished job of each table, its TOAST and
+    each index, per system (median over the runs)."""
+    per: dict[str, dict[str, list[float]]] = {}
+    for r in results:
+        if r.workload != "bytes" or not r.figures or "sizes" not in r.info:
+            continue
+        jobs = r.info["jobs"]
+        for relation, size in r.info["sizes"].items():
+            per.setdefault(relation, {}).setdefault(r.system, []).append(size / jobs)
+    shown = [s for s in systems if any(s in v for v in per.values())]
+    if not per or not shown:
+        return ""
+    lines = [
+        "Bytes per finished job, per relation (a 256-byte payload; PostgreSQL after a plain "
+        "VACUUM; docs/performance.md):",
+        "",
+        "| Relation | " + " | ".join(shown) + " |",
+        "|---|" + "---|" * len(shown),
+    ]
+    for relation in sorted(per):
+        cells = []
+        for s in shown:
+            values = per[relation].get(s)
+            cells.append(f"{statistics.median(values):,.0f}" if values else "")
+        lines.append(f"| {relation} | " + " | ".join(cells) + " |")
+    for r in results:
+        updates = r.info.get("updates") if r.workload == "bytes" else None
+        if updates:
+            lines.append("")
+            lines.append(
+                f"{r.system}, run {r.rep + 1}, the drain's row writes (pg_stat_user_tables): "
+                + "; ".join(
+                    f"{t}: {updates.get(t + '.ins', 0):,} inserts, {updates.get(t + '.upd', 0):,} "
+                    f"updates of which {updates.get(t + '.hot_upd', 0):,} HOT"
+                    for t in ("duetime_jobs", "duetime_attempts")
+                )
+            )
+    return "\n".join(lines) + "\n"

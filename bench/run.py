@@ -31,6 +31,10 @@ Workloads (handlers are no-ops that note their start)
             DUETIME_BENCH_AMQP_URL, default 127.0.0.1:5672): drain N through one relay and
             one broker-fed worker (jobs/s, beside drain1), and the ontime jobs with the
             relay and two workers (start lag, beside ontime); docs/outbox.md
+    bytes   duetime only: N jobs with a 256-byte JSON payload drained by 2 workers, then
+            (PostgreSQL) a plain VACUUM: bytes per finished job of the jobs and attempts
+            tables, their TOAST and indexes, per relation (bench/sizes.py); on PostgreSQL
+            also the share of the drain's updates that were HOT
     flow    duetime only: drain N with 2 workers with flow control off, with a queue and tenant
             cap of 1000 (never reached), with a tenant weight of 2, with jobs carrying a limit
             key that never binds, and with all of these: jobs/s and each over off
@@ -367,6 +371,8 @@ def main(argv: list[str] | None = None) -> int:
     doc["elapsed_s"] = round(time.monotonic() - t_start, 1)
     names = [s.name for s in systems]
     text = report.table(results, names, args.workloads, args.runs, skipped)
+    if "bytes" in args.workloads:
+        text += "\n" + report.bytes_table(results, names)
     if DRAIN in args.workloads:
         comparison = report.drain_comparison(
             results, names, args.settings, args.runs, skipped, doc["drain_configs"]

@@ -186,13 +186,17 @@ def drain(
     workers: int,
     name: str,
     task: str | None = None,
+    payload_bytes: int = 0,
 ) -> Drain:
     """Enqueue `jobs` with the batch API, then start `workers` processes and time the drain
     from the first job start (handlers' records) to the probe seeing the last one done.
-    `task`: a task of the system's bench app other than its default one (duetime only)."""
+    `task`: a task of the system's bench app other than its default one (duetime only);
+    `payload_bytes`: each job's arguments padded to that many bytes of JSON (duetime only)."""
     params: dict[str, Any] = {"url": db.url, "n": jobs, "batch": ctx.batch}
     if task is not None:
         params["task"] = task
+    if payload_bytes:
+        params["payload_bytes"] = payload_bytes
     run_step(system, "enqueue_bulk", params, STEP_TIMEOUT)
     baseline = system.done(db.count(system.done_query), jobs)
     record_dir, log_dir = _dirs(ctx, name)
@@ -396,6 +400,45 @@ def w_backlog(ctx: Ctx, system: System, result: Result) -> None:
         result.series[f"throughput_{variant}"] = d.series
 
 
+BYTES_PAYLOAD = 256  # bytes of JSON arguments per job in the bytes workload
+BYTES_WORKERS = 2
+
+
+def w_bytes(ctx: Ctx, system: System, result: Result) -> None:
+    """duetime's bytes on disk per finished job: N jobs with a 256-byte JSON payload drained
+    by 2 workers (defaults otherwise), then (PostgreSQL) a plain VACUUM of the jobs and
+    attempts tables; the bytes of those tables, their TOAST and each index, over N
+    (bench/sizes.py says how each dialect is measured). PostgreSQL also reports its update
+    counters of the drain: updates, and how many were HOT."""
+    from bench.bench_app import PAYLOAD_TASK
+
+    n = ctx.size.n
+    db = _fresh(ctx, system, "bytes")
+    try:
+        name = f"bytes-{system.name}-{ctx.rep}"
+        d = drain(ctx, system, db, n, BYTES_WORKERS, name, PAYLOAD_TASK, BYTES_PAYLOAD)
+        if system.store == "postgres":
+            time.sleep(1.0)  # the workers' last statistics reach pg_stat_user_tables
+            result.info["updates"] = db.updates()
+        sizes = db.sizes()
+    finally:
+        _done(ctx, db)
+    result.info["sizes"] = sizes
+    result.info["jobs"] = n
+    result.figures["bytes_per_job"] = sum(sizes.values()) / n
+    for table in ("duetime_jobs", "duetime_attempts"):
+        mine = {k: v for k, v in sizes.items() if k == table or k.startswith(table + ".")}
+        result.figures[f"bytes_{table[len('duetime_') :]}_per_job"] = sum(mine.values()) / n
+    result.figures["bytes_drain_jobs_s"] = d.jobs_per_s
+    updates = result.info.get("updates", {})
+    for table in ("duetime_jobs", "duetime_attempts"):
+        if updates.get(f"{table}.upd"):
+            short = table[len("duetime_") :]
+            result.figures[f"bytes_{short}_hot_share"] = (
+                updates[f"{table}.hot_upd"] / updates[f"{table}.upd"]
+            )
+
+
 FLOW_SETUPS = ("off", "cap", "weight", "limit", "all")
 
 
@@ -523,6 +566,7 @@ WORKLOADS: dict[str, Callable[[Ctx, System, Result], None]] = {
     "backlog": w_backlog,
     "outbox": w_outbox,
     "flow": w_flow,
+    "bytes": w_bytes,
 }
 # left out of BENCH_WORKLOADS=all: the drain comparison covers 1 and 2 workers; drainN runs
 # every system at 10 jobs at once per worker (pgqueuer at its defaults) with N workers
@@ -541,6 +585,8 @@ def applies(workload: str, system: System, size: Size) -> str | None:
             return "n/a: duetime on PostgreSQL and SQLite only"
         if not broker_answers(broker_url()):
             return f"skipped: no RabbitMQ answers at {broker_url()} (DUETIME_BENCH_AMQP_URL)"
+    if workload == "bytes" and system.kind != "duetime":
+        return "n/a: duetime only (its tables)"
     if workload == "flow" and system.kind != "duetime":
         return "n/a: duetime only (its flow controls)"
     if workload == "backlog":

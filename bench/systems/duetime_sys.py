@@ -123,9 +123,10 @@ def enqueue_bulk(p: dict[str, Any]) -> dict[str, Any]:
     task)."""
     app = _app(p["url"])
     task = p.get("task", TASK)
+    pad = int(p.get("payload_bytes", 0))
     t0 = time.perf_counter()
     for offset, size in chunks(p["n"], p["batch"]):
-        app.enqueue_many(task, payloads(size, offset))
+        app.enqueue_many(task, payloads(size, offset, pad))
     seconds = time.perf_counter() - t0
     app.close()
     return {"seconds": seconds, "jobs": p["n"]}

@@ -41,7 +41,8 @@ CREATE TABLE IF NOT EXISTS chaos_executions (
     pid integer NOT NULL,
     started_at timestamptz NOT NULL,
     due_at timestamptz NOT NULL,
-    nominal_at timestamptz
+    nominal_at timestamptz,
+    db_started_at timestamptz NOT NULL DEFAULT clock_timestamp()
 );
 CREATE TABLE IF NOT EXISTS chaos_effects (
     id bigserial PRIMARY KEY,
@@ -120,7 +121,8 @@ def _side_write(sql: str, params: tuple[Any, ...]) -> list[tuple[Any, ...]]:
 
 
 def _begin(kind: str) -> duetime.AttemptContext:
-    """Log this execution, before any effect."""
+    """Log this execution, before any effect. started_at is this worker's clock (perhaps skewed
+    on purpose); db_started_at, the database's, is what the checker judges early starts by."""
     ctx = duetime.current()
     _side_write(
         "INSERT INTO chaos_executions (job_id, generation, attempt, business_key, task, kind,"

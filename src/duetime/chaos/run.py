@@ -531,7 +531,7 @@ def run(
             )  # fmt: skip
             extras.append(ns_pool)
             cut = Partition(ns, ns_pool, url, partition_hold)
-            cut_start = time.monotonic() + rng.uniform(0.15, 0.75) * duration
+            cut_start = time.monotonic() + rng.uniform(0.1, 0.4) * duration
             cutter = threading.Thread(
                 target=cut.run,
                 args=(cut_start, lambda k, p, d: stats.faults.append((k, p, datetime.now(UTC), d))),
@@ -635,6 +635,7 @@ def run(
             if cut is not None:
                 result["failover"]["partition"] = cut.figures(url)
             say("failover: " + json.dumps(result["failover"]))
+            say(failover_text(result["failover"]))
         say(report.text())
         return result
     finally:
@@ -807,6 +808,31 @@ def failover_figures(url: str, mode: str, stats: Stats, counts: dict[str, Any]) 
         "enqueues_refused": len(stats.refused),
         "refused_max_s": round(max(stats.refused, default=0.0), 2),
     }
+
+
+def failover_text(f: dict[str, Any]) -> str:
+    """The failover figures as a few lines a person reads."""
+    lines = [
+        f"failover figures ({f['replication']}hronous replication):",
+        f"  promotions {f['promotions']} (outages {f['outage_s']} s); first start after each"
+        f" {f['resume_after_promotion_s']} s",
+        f"  acknowledged {f['acknowledged']}, lost acknowledged {f['lost_acknowledged']},"
+        f" not terminal {f['not_terminal']}",
+        f"  stale completions accepted {f['stale_completions_accepted']}, double effects"
+        f" {f['double_effects']}, early starts (database clock) {f['early_starts']}",
+        f"  enqueues refused {f['enqueues_refused']} (slowest {f['refused_max_s']} s);"
+        f" skewed workers' clocks {f['worker_clock_offsets_s']} s",
+    ]
+    cut = f.get("partition")
+    if cut is not None:
+        lines.append(
+            f"  partition: cut {cut['cut_at']} for {cut['cut_s']} s holding"
+            f" {cut['jobs_held_at_cut']} jobs; taken over {cut.get('taken_over_at')}"
+            f" (+{cut.get('taken_over_after_cut_s')} s); cut worker served again"
+            f" {cut.get('served_again_at')} (+{cut.get('served_again_after_heal_s')} s after"
+            f" the heal, same process: {cut.get('served_again_by_same_process')})"
+        )
+    return "\n".join(lines)
 
 
 def restart_broker(down: float) -> None:

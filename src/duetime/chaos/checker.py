@@ -324,6 +324,9 @@ def _check(conn: psycopg.Connection[Any]) -> Report:
         for pid, v in offsets.items()
         if abs(sorted(v)[len(v) // 2]) >= 1.0
     }
+    report.counts["executions_by_skewed_worker"] = {
+        pid: len(offsets[int(pid)]) for pid in report.counts["worker_clock_offsets_s"]
+    }
     late_starts = []
     for (job_id, generation), attempt in attempts.items():
         owner = jobs.get(job_id)

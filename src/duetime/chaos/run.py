@@ -27,6 +27,7 @@ Longer than most modules: it is one script, read top to bottom as the run it dri
 from __future__ import annotations
 
 import argparse
+import contextlib
 import functools
 import json
 import logging
@@ -378,6 +379,15 @@ class Partition:
         )
         result["served_again_by_same_process"] = bool(again) and again[0][0] == self.cut_pid
         result["ns_workers_started"] = self.pool.started
+        # what the cut worker's own log says: leases it lost, late outcomes refused as stale
+        events: dict[str, int] = {"lease.lost": 0, "outcome.rejected_stale": 0}
+        for path in self.pool.logs.glob(f"{self.pool.name}*.log"):
+            for line in path.read_text(errors="replace").splitlines():
+                with contextlib.suppress(ValueError, AttributeError):
+                    event = json.loads(line).get("event")
+                    if event in events:
+                        events[event] += 1
+        result["cut_worker_log"] = events
         return result
 
 
@@ -804,6 +814,7 @@ def failover_figures(url: str, mode: str, stats: Stats, counts: dict[str, Any]) 
         "double_effects": counts.get("double_effects", 0),
         "early_starts": counts.get("early_starts", 0),
         "worker_clock_offsets_s": counts.get("worker_clock_offsets_s", {}),
+        "skewed_worker_executions": counts.get("executions_by_skewed_worker", {}),
         "resume_after_promotion_s": resume,
         "enqueues_refused": len(stats.refused),
         "refused_max_s": round(max(stats.refused, default=0.0), 2),
@@ -821,7 +832,8 @@ def failover_text(f: dict[str, Any]) -> str:
         f"  stale completions accepted {f['stale_completions_accepted']}, double effects"
         f" {f['double_effects']}, early starts (database clock) {f['early_starts']}",
         f"  enqueues refused {f['enqueues_refused']} (slowest {f['refused_max_s']} s);"
-        f" skewed workers' clocks {f['worker_clock_offsets_s']} s",
+        f" skewed workers' clocks {f['worker_clock_offsets_s']} s, their executions"
+        f" {f['skewed_worker_executions']}",
     ]
     cut = f.get("partition")
     if cut is not None:
@@ -830,7 +842,8 @@ def failover_text(f: dict[str, Any]) -> str:
             f" {cut['jobs_held_at_cut']} jobs; taken over {cut.get('taken_over_at')}"
             f" (+{cut.get('taken_over_after_cut_s')} s); cut worker served again"
             f" {cut.get('served_again_at')} (+{cut.get('served_again_after_heal_s')} s after"
-            f" the heal, same process: {cut.get('served_again_by_same_process')})"
+            f" the heal, same process: {cut.get('served_again_by_same_process')}); its log:"
+            f" {cut.get('cut_worker_log')}"
         )
     return "\n".join(lines)
 

@@ -303,7 +303,7 @@ def enqueue_all(
 class Partition:
     """One worker in its own network namespace (duetime.chaos.netns), reaching the pair on the
     host end of its veth pair; at a random moment of the run, once that worker holds a running
-    attempt (or after 10 s of waiting for one), every packet on its link is dropped for `hold`
+    attempt (or after 20 s of waiting for one), every packet on its link is dropped for `hold`
     seconds (longer than a lease), then let through again."""
 
     ns: NetNamespace
@@ -319,15 +319,16 @@ class Partition:
         """The partition thread's body: wait until monotonic `at`, cut, hold, heal."""
         while time.monotonic() < at:
             time.sleep(0.1)
-        give_up = time.monotonic() + 10
+        give_up = time.monotonic() + 20
         while True:
             pids = {p.pid for p in self.pool.alive()}
             held = _held_by(self.url, pids)
             if held or time.monotonic() > give_up:
                 break
-            time.sleep(0.1)
+            time.sleep(0.05)
         self.ns.cut()
         self.cut_at = time.time()
+        held = sorted({*held, *_held_by(self.url, pids)})  # claimed in the meantime too
         self.cut_pid = next(iter(pids), None)
         self.held_jobs = held
         note("partition_cut", self.cut_pid, f"{self.hold:g}s, holding jobs {held}")
@@ -342,8 +343,9 @@ class Partition:
         say("partition: healed")
 
     def figures(self, url: str) -> dict[str, Any]:
-        """When the cut happened, when another worker took over a job the cut worker held,
-        when a worker in the namespace started an attempt again (seconds after cut or heal)."""
+        """When the cut happened, when another worker began executing a job the cut worker
+        held, when a worker in the namespace executed one again (seconds after cut or heal;
+        by the database's clock, the execution log's db_started_at)."""
         result: dict[str, Any] = {
             "cut_at": _iso(self.cut_at),
             "healed_at": _iso(self.healed_at),
@@ -356,21 +358,23 @@ class Partition:
         if self.cut_at is None or self.healed_at is None:
             return result
         pids = [p.pid for p in self.pool.procs]
+        # the execution log's database stamps (the attempts' started_at is the worker's
+        # estimate of the database's clock when it began the claim, which may then wait)
         with psycopg.connect(url, autocommit=True, connect_timeout=10) as conn:
             rows = conn.execute(
-                "SELECT worker_id, extract(epoch FROM started_at) FROM duetime_attempts"
-                " WHERE job_id = ANY(%s) AND started_at > to_timestamp(%s)"
-                " ORDER BY started_at",
+                "SELECT pid, extract(epoch FROM db_started_at) FROM chaos_executions"
+                " WHERE job_id = ANY(%s) AND db_started_at > to_timestamp(%s)"
+                " ORDER BY db_started_at",
                 (self.held_jobs, self.cut_at),
             ).fetchall()
-            taken = [float(t) for w, t in rows if checker.pid_of(str(w)) not in pids]
+            taken = [float(t) for pid, t in rows if pid not in pids]
             rows = conn.execute(
-                "SELECT worker_id, extract(epoch FROM started_at) FROM duetime_attempts"
-                " WHERE started_at > to_timestamp(%s) ORDER BY started_at",
-                (self.healed_at,),
+                "SELECT pid, extract(epoch FROM db_started_at) FROM chaos_executions"
+                " WHERE db_started_at > to_timestamp(%s) AND pid = ANY(%s)"
+                " ORDER BY db_started_at LIMIT 1",
+                (self.healed_at, pids),
             ).fetchall()
-            again = [(checker.pid_of(str(w)), float(t)) for w, t in rows]
-            again = [(pid, t) for pid, t in again if pid in pids]
+            again = [(int(pid), float(t)) for pid, t in rows]
         result["taken_over_at"] = _iso(taken[0]) if taken else None
         result["taken_over_after_cut_s"] = round(taken[0] - self.cut_at, 2) if taken else None
         result["served_again_at"] = _iso(again[0][1]) if again else None

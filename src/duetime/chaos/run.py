@@ -344,8 +344,8 @@ class Partition:
 
     def figures(self, url: str) -> dict[str, Any]:
         """When the cut happened, when another worker began executing a job the cut worker
-        held, when a worker in the namespace executed one again (seconds after cut or heal;
-        by the database's clock, the execution log's db_started_at)."""
+        held, when a worker in the namespace executed a job it claimed after the heal (seconds
+        after cut or heal; by the database's clock, the execution log's db_started_at)."""
         result: dict[str, Any] = {
             "cut_at": _iso(self.cut_at),
             "healed_at": _iso(self.healed_at),
@@ -368,10 +368,13 @@ class Partition:
                 (self.held_jobs, self.cut_at),
             ).fetchall()
             taken = [float(t) for pid, t in rows if pid not in pids]
+            # a claim made after the heal (an execution logged late, blocked by the cut, is not
+            # serving again)
             rows = conn.execute(
-                "SELECT pid, extract(epoch FROM db_started_at) FROM chaos_executions"
-                " WHERE db_started_at > to_timestamp(%s) AND pid = ANY(%s)"
-                " ORDER BY db_started_at LIMIT 1",
+                "SELECT e.pid, extract(epoch FROM e.db_started_at) FROM chaos_executions e"
+                " JOIN duetime_attempts a ON a.job_id = e.job_id AND a.generation = e.generation"
+                " WHERE a.started_at > to_timestamp(%s) AND e.pid = ANY(%s)"
+                " ORDER BY e.db_started_at LIMIT 1",
                 (self.healed_at, pids),
             ).fetchall()
             again = [(int(pid), float(t)) for pid, t in rows]

@@ -312,7 +312,7 @@ class Partition:
     hold: float
     cut_at: float | None = None  # time.time()
     healed_at: float | None = None
-    held_jobs: list[int] = field(default_factory=list)
+    held_jobs: list[tuple[int, int]] = field(default_factory=list)  # (job id, generation)
     cut_pid: int | None = None
 
     def run(self, at: float, note: Callable[[str, int | None, str], None]) -> None:
@@ -344,8 +344,9 @@ class Partition:
 
     def figures(self, url: str) -> dict[str, Any]:
         """When the cut happened, when another worker began executing a job the cut worker
-        held, when a worker in the namespace executed a job it claimed after the heal (seconds
-        after cut or heal; by the database's clock, the execution log's db_started_at)."""
+        held claimed it again (its attempt's started_at), when a worker in the namespace
+        executed a job it claimed after the heal (the execution log's db_started_at); seconds
+        after the cut or the heal."""
         result: dict[str, Any] = {
             "cut_at": _iso(self.cut_at),
             "healed_at": _iso(self.healed_at),
@@ -358,18 +359,21 @@ class Partition:
         if self.cut_at is None or self.healed_at is None:
             return result
         pids = [p.pid for p in self.pool.procs]
-        # the execution log's database stamps (the attempts' started_at is the worker's
-        # estimate of the database's clock when it began the claim, which may then wait)
         with psycopg.connect(url, autocommit=True, connect_timeout=10) as conn:
+            # taken over: the first claim of a held job by a later generation (the worker's
+            # estimate of the database's clock as it began the claim)
             rows = conn.execute(
-                "SELECT pid, extract(epoch FROM db_started_at) FROM chaos_executions"
-                " WHERE job_id = ANY(%s) AND db_started_at > to_timestamp(%s)"
-                " ORDER BY db_started_at",
-                (self.held_jobs, self.cut_at),
+                "SELECT a.worker_id, extract(epoch FROM a.started_at), a.job_id"
+                " FROM duetime_attempts a"
+                " JOIN unnest(%s::bigint[], %s::bigint[]) AS h(job_id, generation)"
+                " ON a.job_id = h.job_id AND a.generation > h.generation"
+                " ORDER BY a.started_at",
+                ([j for j, _ in self.held_jobs], [g for _, g in self.held_jobs]),
             ).fetchall()
-            taken = [float(t) for pid, t in rows if pid not in pids]
+            taken = [(checker.pid_of(str(w)), float(t)) for w, t, _ in rows]
+            claimed_again = len({int(j) for _, _, j in rows})
             # a claim made after the heal (an execution logged late, blocked by the cut, is not
-            # serving again)
+            # serving again), timed by the execution log's database stamp
             rows = conn.execute(
                 "SELECT e.pid, extract(epoch FROM e.db_started_at) FROM chaos_executions e"
                 " JOIN duetime_attempts a ON a.job_id = e.job_id AND a.generation = e.generation"
@@ -378,8 +382,10 @@ class Partition:
                 (self.healed_at, pids),
             ).fetchall()
             again = [(int(pid), float(t)) for pid, t in rows]
-        result["taken_over_at"] = _iso(taken[0]) if taken else None
-        result["taken_over_after_cut_s"] = round(taken[0] - self.cut_at, 2) if taken else None
+        result["taken_over_at"] = _iso(taken[0][1]) if taken else None
+        result["taken_over_after_cut_s"] = round(taken[0][1] - self.cut_at, 2) if taken else None
+        result["taken_over_by_another_worker"] = bool(taken) and taken[0][0] not in pids
+        result["held_jobs_claimed_again"] = claimed_again
         result["served_again_at"] = _iso(again[0][1]) if again else None
         result["served_again_after_heal_s"] = (
             round(again[0][1] - self.healed_at, 2) if again else None
@@ -404,16 +410,17 @@ def _iso(at: float | None) -> str | None:
     )
 
 
-def _held_by(url: str, pids: set[int]) -> list[int]:
-    """The jobs whose running attempt belongs to one of these worker pids."""
+def _held_by(url: str, pids: set[int]) -> list[tuple[int, int]]:
+    """The (job id, generation) of the running attempts of these worker pids."""
     try:
         with psycopg.connect(url, autocommit=True, connect_timeout=2) as conn:
             rows = conn.execute(
-                "SELECT job_id, worker_id FROM duetime_attempts WHERE status = 'running'"
+                "SELECT job_id, generation, worker_id FROM duetime_attempts"
+                " WHERE status = 'running'"
             ).fetchall()
     except psycopg.Error:
         return []
-    return sorted(int(j) for j, w in rows if checker.pid_of(str(w)) in pids)
+    return sorted((int(j), int(g)) for j, g, w in rows if checker.pid_of(str(w)) in pids)
 
 
 # -- the run --------------------------------------------------------------------------------
@@ -847,7 +854,9 @@ def failover_text(f: dict[str, Any]) -> str:
         lines.append(
             f"  partition: cut {cut['cut_at']} for {cut['cut_s']} s holding"
             f" {cut['jobs_held_at_cut']} jobs; taken over {cut.get('taken_over_at')}"
-            f" (+{cut.get('taken_over_after_cut_s')} s); cut worker served again"
+            f" (+{cut.get('taken_over_after_cut_s')} s, {cut.get('held_jobs_claimed_again')} of"
+            f" them claimed again, first by another worker:"
+            f" {cut.get('taken_over_by_another_worker')}); cut worker served again"
             f" {cut.get('served_again_at')} (+{cut.get('served_again_after_heal_s')} s after"
             f" the heal, same process: {cut.get('served_again_by_same_process')}); its log:"
             f" {cut.get('cut_worker_log')}"

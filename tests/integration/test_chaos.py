@@ -284,3 +284,27 @@ def test_checker_passes_a_clean_history_and_flags_a_double_effect(
     assert "VIOLATION business_key_effect_twice" in out
     assert "VIOLATION attempt_executed_twice" in out
     assert "VIOLATION executed_before_due" in out
+
+
+def test_an_execution_logged_again_after_a_lost_commit_answer_is_one_row(chaos_db: str) -> None:
+    """The execution log's insert is retried when its connection drops (a promotion, a
+    partition); when the first insert had committed, the retry must not make one execution
+    look like two (the checker's attempt_executed_twice)."""
+    from duetime.chaos import app as chaos_module
+
+    row = (7, 1, 1, "key-7", "chaos.effect", "immediate", 4242)
+    saved = chaos_module.app.database_url
+    chaos_module.app.database_url = chaos_db
+    try:
+        due = datetime.now(UTC)
+        key = chaos_module.log_execution(row, due, None, key="exec-7")
+        assert chaos_module.log_execution(row, due, None, key=key) == key  # the retry
+    finally:
+        chaos_module.app.database_url = saved
+        side = getattr(chaos_module._local, "conn", None)
+        if side is not None:
+            side.close()
+            chaos_module._local.conn = None
+    with psycopg.connect(chaos_db, autocommit=True) as conn:
+        found = conn.execute("SELECT count(*) FROM chaos_executions WHERE job_id = 7").fetchone()
+    assert found is not None and found[0] == 1

@@ -16,7 +16,7 @@ Reads duetime's tables and the chaos tables (see duetime.chaos.app) and verifies
 * no schedule tick has two occurrences;
 * every execution belongs to a recorded attempt, no attempt executed twice, and executions
   beyond one per job are explained by how their attempt ended (lease lost after a crash, a
-  pause or a database outage; a failure), each counted;
+  pause, a partition or a database outage; a failure), each counted;
 * no execution started before its due time by the database's clock (the execution log's
   db_started_at, stamped by the database: a worker's own clock may be skewed); no attempt
   started at or after the job's deadline.
@@ -119,6 +119,7 @@ def _check(conn: psycopg.Connection[Any]) -> Report:
     faults = _rows(conn, "SELECT kind, pid FROM chaos_faults")
     killed = {pid for kind, pid in faults if kind == "sigkill"}
     paused = {pid for kind, pid in faults if kind == "sigstop"}
+    partitioned = {pid for kind, pid in faults if kind == "partition_cut"}
 
     status_counts = Counter(j[2] for j in jobs.values())
     report.counts["jobs"] = len(jobs)
@@ -272,12 +273,16 @@ def _check(conn: psycopg.Connection[Any]) -> Report:
         status, category = a[0], a[3]
         if status == "lost":
             if a[4] is not None:  # the worker lived on and reported late: it was not dead
-                if pid in paused:
+                if pid in partitioned:
+                    why = "lost: worker cut off from the database (partition)"
+                elif pid in paused:
                     why = "lost: worker SIGSTOPped past its lease"
                 else:
                     why = "lost: lease lapsed while the worker ran (database outage)"
             elif pid in killed:
                 why = "lost: worker SIGKILLed"
+            elif pid in partitioned:
+                why = "lost: worker cut off from the database (partition)"
             elif pid in paused:
                 why = "lost: worker SIGSTOPped past its lease"
             else:

@@ -27,7 +27,7 @@ SUBNET = ipaddress.ip_network("10.231.0.0/16")
 def missing_tools() -> str | None:
     """Why namespaces cannot be made here, or None."""
     if os.geteuid() != 0:
-        return "a partition needs root (ip netns, iptables): run as root or without it"
+        return "a partition needs root (ip netns, iptables): run as root"
     for tool in ("ip", "iptables"):
         if shutil.which(tool) is None:
             return (

@@ -968,7 +968,11 @@ def main(argv: list[str] | None = None) -> int:
     if why is None and args.skew:
         why = skew_missing()
     if why is not None:
-        sys.stderr.write(f"chaos: {why}\n")
+        leave_out = "--partition" if args.partition and missing_tools() else "--skew"
+        sys.stderr.write(
+            f"chaos: {why}; or leave out {leave_out} (make chaos-failover: "
+            f"{'CHAOS_PARTITION=0' if leave_out == '--partition' else 'CHAOS_SKEW='})\n"
+        )
         return 2
     seed = args.seed if args.seed is not None else random.randrange(1 << 30)
     result = run(

@@ -98,12 +98,18 @@ chaos-outbox: $(STAMP)
 		--workers $(CHAOS_WORKERS) $(if $(CHAOS_REPORT),--report $(CHAOS_REPORT))
 
 # the failover variant (docs/production.md): a primary and a streaming standby on a multi-host
-# URL; the primary is killed and the standby promoted (twice), instead of restarts.
+# URL; the primary is killed and the standby promoted (twice), instead of restarts; one more
+# worker per CHAOS_SKEW value runs with its clock that many seconds off (libfaketime), and one
+# in its own network namespace is cut off once past its leases (needs root, ip and iptables:
+# the run fails saying what is missing; CHAOS_PARTITION=0 runs without the partition).
 # CHAOS_REPLICATION=async shows what asynchronous replication may lose.
 CHAOS_REPLICATION ?= sync
+CHAOS_SKEW ?= 30 -30
+CHAOS_PARTITION ?= 1
 chaos-failover: $(STAMP)
 	$(BIN)/python -m duetime.chaos.run --failover $(CHAOS_REPLICATION) --jobs $(CHAOS_JOBS) \
 		--duration $(CHAOS_DURATION) --workers $(CHAOS_WORKERS) \
+		$(foreach s,$(CHAOS_SKEW),--skew=$(s)) $(if $(filter 1,$(CHAOS_PARTITION)),--partition) \
 		$(if $(CHAOS_REPORT),--report $(CHAOS_REPORT))
 
 chaos-long: $(STAMP)

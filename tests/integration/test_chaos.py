@@ -16,6 +16,8 @@ import pytest
 from duetime import App
 from duetime.chaos import checker
 from duetime.chaos.app import create_tables
+from duetime.chaos.netns import missing_tools
+from duetime.chaos.skew import missing as skew_missing
 from duetime.core.models import Outcome
 from duetime.core.states import Event
 from duetime.store import open_store
@@ -77,7 +79,14 @@ def test_short_failover_chaos_run_passes_the_history_checker(tmp_path: Path) -> 
     later and the dead node rebuilt as the new standby (twice, unless a loaded machine makes
     the first rebuild run past the second's slot), among the usual SIGKILLs and SIGSTOPs.
     Nothing acknowledged is lost, no stale completion is accepted, no effect is doubled, and
-    jobs start again within 10 s of each promotion."""
+    jobs start again within 10 s of each promotion.
+
+    Beside the three workers: one whose clock runs 30 s fast and one 30 s slow (libfaketime),
+    which start nothing before it is due by the database's clock, and one in its own network
+    namespace, cut off silently for 10 s (past its leases) early in the run: another worker
+    takes over what it held, and it serves again soon after the heal, without a restart."""
+    for why in (missing_tools(), skew_missing()):
+        assert why is None, f"{why} (the failover chaos test runs a partition and skewed clocks)"
     report_path = tmp_path / "report.json"
     done = subprocess.run(
         [
@@ -96,6 +105,10 @@ def test_short_failover_chaos_run_passes_the_history_checker(tmp_path: Path) -> 
             "7",
             "--drain-timeout",
             "90",
+            "--skew",
+            "30",
+            "--skew=-30",
+            "--partition",
             "--report",
             str(report_path),
         ],
@@ -120,6 +133,20 @@ def test_short_failover_chaos_run_passes_the_history_checker(tmp_path: Path) -> 
     assert failover["double_effects"] == 0, failover
     assert all(r is not None and r <= 10 for r in failover["resume_after_promotion_s"]), failover
     assert failover["refused_max_s"] <= 8, failover  # the enqueuer's pool_timeout is 5 s
+    # the skewed workers ran jobs (their clocks show in the execution log), none early
+    assert failover["early_starts"] == 0, failover
+    offsets = sorted(failover["worker_clock_offsets_s"].values())
+    assert len(offsets) == 2 and offsets[0] < -25 and offsets[1] > 25, failover
+    # the partition: cut past the leases, what the cut worker held taken over, served again
+    cut = failover["partition"]
+    assert cut["cut_s"] >= 9.5, cut
+    if cut["jobs_held_at_cut"]:
+        assert cut["taken_over_after_cut_s"] is not None, cut
+        assert cut["taken_over_after_cut_s"] <= cut["cut_s"] + 10, cut
+    assert cut["served_again_after_heal_s"] is not None, cut
+    assert cut["served_again_after_heal_s"] <= 15, cut
+    assert cut["served_again_by_same_process"], cut
+    assert report["driver"]["extra_workers_started"]["worker-netns-"] == 1, report["driver"]
     assert check["violation_totals"] == {}
 
 
@@ -242,10 +269,12 @@ def test_checker_passes_a_clean_history_and_flags_a_double_effect(
             " SELECT id, 2, business_key, 4243 FROM duetime_jobs WHERE id = %s",
             (job_id,),
         )
+        # early by the database's clock, though this worker's own clock (30 s fast) said late
         conn.execute(
             "INSERT INTO chaos_executions (job_id, generation, attempt, business_key, task,"
-            " kind, pid, started_at, due_at) SELECT id, 1, 1, business_key, task, 'immediate',"
-            " 4243, due_at - interval '1 second', due_at FROM duetime_jobs WHERE id = %s",
+            " kind, pid, started_at, due_at, db_started_at) SELECT id, 1, 1, business_key,"
+            " task, 'immediate', 4243, due_at + interval '29 seconds', due_at,"
+            " due_at - interval '1 second' FROM duetime_jobs WHERE id = %s",
             (job_id,),
         )
     assert checker.main(["--database-url", chaos_db]) == 1
@@ -255,3 +284,27 @@ def test_checker_passes_a_clean_history_and_flags_a_double_effect(
     assert "VIOLATION business_key_effect_twice" in out
     assert "VIOLATION attempt_executed_twice" in out
     assert "VIOLATION executed_before_due" in out
+
+
+def test_an_execution_logged_again_after_a_lost_commit_answer_is_one_row(chaos_db: str) -> None:
+    """The execution log's insert is retried when its connection drops (a promotion, a
+    partition); when the first insert had committed, the retry must not make one execution
+    look like two (the checker's attempt_executed_twice)."""
+    from duetime.chaos import app as chaos_module
+
+    row = (7, 1, 1, "key-7", "chaos.effect", "immediate", 4242)
+    saved = chaos_module.app.database_url
+    chaos_module.app.database_url = chaos_db
+    try:
+        due = datetime.now(UTC)
+        key = chaos_module.log_execution(row, due, None, key="exec-7")
+        assert chaos_module.log_execution(row, due, None, key=key) == key  # the retry
+    finally:
+        chaos_module.app.database_url = saved
+        side = getattr(chaos_module._local, "conn", None)
+        if side is not None:
+            side.close()
+            chaos_module._local.conn = None
+    with psycopg.connect(chaos_db, autocommit=True) as conn:
+        found = conn.execute("SELECT count(*) FROM chaos_executions WHERE job_id = 7").fetchone()
+    assert found is not None and found[0] == 1

@@ -21,7 +21,6 @@ start of the inserting statement); those stamps are the truth every figure is ju
 from __future__ import annotations
 
 import json
-import os
 import re
 import subprocess
 import sys
@@ -35,13 +34,14 @@ from typing import Any
 import pytest
 
 from duetime import App
+from duetime.chaos.skew import missing as skew_missing
+from duetime.chaos.skew import skewed_env as skew_env
 from duetime.core.clock import CorrectedClock
 from duetime.runtime.reaper import Reaper
 from integration.apps.itapp import make_app
 from integration.procs import Processes, WorkerProcess, describe, query, run_cli, wait_until
 from kit import DialectKit, kit_named
 
-FAKETIME = Path("/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1")
 SKEW = 30.0
 JOBS = 20
 
@@ -54,39 +54,10 @@ def kit(request: pytest.FixtureRequest) -> DialectKit:
 def skewed_env(procs: Processes, skew: float) -> dict[str, str]:
     """The worker's environment: libfaketime shifts the wall clock (time.time(), datetime.now)
     by `skew` seconds; the monotonic clock (asyncio's timers) is left true."""
-    if not FAKETIME.exists():
-        raise AssertionError(
-            f"{FAKETIME} is missing: install libfaketime (apt-get install -y faketime) to run "
-            "the clock skew tests"
-        )
-    site = procs.root / "faketime-site"
-    site.mkdir(exist_ok=True)
-    (site / "sitecustomize.py").write_text(SLEEP_SHIM)
-    env = procs.env(
-        LD_PRELOAD=str(FAKETIME),
-        FAKETIME=f"{skew:+.0f}s",
-        FAKETIME_DONT_FAKE_MONOTONIC="1",
-    )
-    env["PYTHONPATH"] = os.pathsep.join([str(site), env["PYTHONPATH"]])
-    return env
-
-
-# libfaketime 0.9.10 answers EINVAL to the absolute monotonic deadline CPython's time.sleep
-# gives clock_nanosleep (and hangs it when the monotonic clock is faked too), while waits on a
-# lock (threading, asyncio's selector) keep working: the worker's handlers sleep on an Event
-SLEEP_SHIM = """
-import threading
-import time
-
-
-def _sleep(seconds):
-    if seconds < 0:
-        raise ValueError("sleep length must be non-negative")
-    threading.Event().wait(seconds)
-
-
-time.sleep = _sleep
-"""
+    why = skew_missing()
+    if why is not None:
+        raise AssertionError(f"{why}, to run the clock skew tests")
+    return skew_env(procs.env(), procs.root / "faketime-site", skew)
 
 
 def test_libfaketime_moves_the_clock_python_reads(procs: Processes) -> None:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 import threading
 import time
+import uuid
 from datetime import UTC, datetime
 from typing import Any
 
@@ -41,7 +42,9 @@ CREATE TABLE IF NOT EXISTS chaos_executions (
     pid integer NOT NULL,
     started_at timestamptz NOT NULL,
     due_at timestamptz NOT NULL,
-    nominal_at timestamptz
+    nominal_at timestamptz,
+    db_started_at timestamptz NOT NULL DEFAULT clock_timestamp(),
+    execution_key text UNIQUE  -- one per execution: a retried insert of it adds no row
 );
 CREATE TABLE IF NOT EXISTS chaos_effects (
     id bigserial PRIMARY KEY,
@@ -119,25 +122,35 @@ def _side_write(sql: str, params: tuple[Any, ...]) -> list[tuple[Any, ...]]:
             delay = min(delay * 2, 2.0)
 
 
-def _begin(kind: str) -> duetime.AttemptContext:
-    """Log this execution, before any effect."""
-    ctx = duetime.current()
+def log_execution(
+    row: tuple[int, int, int, str, str, str, int],
+    due_at: datetime,
+    nominal_at: datetime | None,
+    key: str | None = None,
+) -> str:
+    """Append one execution (job id, generation, attempt, business key, task, kind, pid) to
+    chaos_executions under `key` (a fresh one by default) and return the key. Its insert is
+    retried when the connection drops; if the first had committed (its answer lost in a
+    promotion or a partition), the retry adds nothing: one execution stays one row."""
+    key = key or uuid.uuid4().hex
     _side_write(
         "INSERT INTO chaos_executions (job_id, generation, attempt, business_key, task, kind,"
-        " pid, started_at, due_at, nominal_at) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
-        (
-            ctx.job_id,
-            ctx.generation,
-            ctx.attempt,
-            ctx.business_key,
-            ctx.task,
-            kind,
-            os.getpid(),
-            datetime.now(UTC),
-            ctx.due_at,
-            ctx.nominal_at,
-        ),
+        " pid, started_at, due_at, nominal_at, execution_key)"
+        " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)"
+        " ON CONFLICT (execution_key) DO NOTHING",
+        (*row, datetime.now(UTC), due_at, nominal_at, key),
     )
+    return key
+
+
+def _begin(kind: str) -> duetime.AttemptContext:
+    """Log this execution, before any effect. started_at is this worker's clock (perhaps skewed
+    on purpose); db_started_at, the database's, is what the checker judges early starts by."""
+    ctx = duetime.current()
+    row = (
+        ctx.job_id, ctx.generation, ctx.attempt, ctx.business_key, ctx.task, kind, os.getpid()
+    )  # fmt: skip
+    log_execution(row, ctx.due_at, ctx.nominal_at)
     return ctx
 
 

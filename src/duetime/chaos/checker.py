@@ -16,8 +16,10 @@ Reads duetime's tables and the chaos tables (see duetime.chaos.app) and verifies
 * no schedule tick has two occurrences;
 * every execution belongs to a recorded attempt, no attempt executed twice, and executions
   beyond one per job are explained by how their attempt ended (lease lost after a crash, a
-  pause or a database outage; a failure), each counted;
-* no execution started before its due time; no attempt started at or after the job's deadline.
+  pause, a partition or a database outage; a failure), each counted;
+* no execution started before its due time by the database's clock (the execution log's
+  db_started_at, stamped by the database: a worker's own clock may be skewed); no attempt
+  started at or after the job's deadline.
 
 Exit status 1 on any violation, 0 otherwise.
 """
@@ -108,7 +110,8 @@ def _check(conn: psycopg.Connection[Any]) -> Report:
     accepted = {r[0]: r for r in _rows(conn, "SELECT job_id, kind, due_at FROM chaos_accepted")}
     executions = _rows(
         conn,
-        "SELECT id, job_id, generation, task, kind, pid, started_at, due_at FROM chaos_executions",
+        "SELECT id, job_id, generation, task, kind, pid, db_started_at, due_at, started_at"
+        " FROM chaos_executions",
     )
     effects = _rows(conn, "SELECT job_id, generation, business_key FROM chaos_effects")
     provider = _rows(conn, "SELECT business_key, job_id FROM chaos_provider")
@@ -116,6 +119,7 @@ def _check(conn: psycopg.Connection[Any]) -> Report:
     faults = _rows(conn, "SELECT kind, pid FROM chaos_faults")
     killed = {pid for kind, pid in faults if kind == "sigkill"}
     paused = {pid for kind, pid in faults if kind == "sigstop"}
+    partitioned = {pid for kind, pid in faults if kind == "partition_cut"}
 
     status_counts = Counter(j[2] for j in jobs.values())
     report.counts["jobs"] = len(jobs)
@@ -269,12 +273,16 @@ def _check(conn: psycopg.Connection[Any]) -> Report:
         status, category = a[0], a[3]
         if status == "lost":
             if a[4] is not None:  # the worker lived on and reported late: it was not dead
-                if pid in paused:
+                if pid in partitioned:
+                    why = "lost: worker cut off from the database (partition)"
+                elif pid in paused:
                     why = "lost: worker SIGSTOPped past its lease"
                 else:
                     why = "lost: lease lapsed while the worker ran (database outage)"
             elif pid in killed:
                 why = "lost: worker SIGKILLed"
+            elif pid in partitioned:
+                why = "lost: worker cut off from the database (partition)"
             elif pid in paused:
                 why = "lost: worker SIGSTOPped past its lease"
             else:
@@ -298,7 +306,8 @@ def _check(conn: psycopg.Connection[Any]) -> Report:
         1 for k, a in attempts.items() if a[0] == "lost" and k not in per_attempt
     )
 
-    # 8. nothing before its due time, nothing started at or after its deadline
+    # 8. nothing before its due time (by the database's clock), nothing started at or after its
+    # deadline; how far each worker's own clock was from the database's, as its log shows
     early = [
         f"execution {e[0]} job {e[1]} started {e[6].isoformat()} before due {e[7].isoformat()}"
         for e in executions
@@ -311,6 +320,18 @@ def _check(conn: psycopg.Connection[Any]) -> Report:
         if e[1] in accepted and e[6] < accepted[e[1]][2]
     ]
     report.violate("executed_before_due", early)
+    report.counts["early_starts"] = len(early)
+    offsets: dict[int, list[float]] = defaultdict(list)
+    for e in executions:
+        offsets[e[5]].append((e[8] - e[6]).total_seconds())
+    report.counts["worker_clock_offsets_s"] = {
+        str(pid): round(sorted(v)[len(v) // 2], 1)
+        for pid, v in offsets.items()
+        if abs(sorted(v)[len(v) // 2]) >= 1.0
+    }
+    report.counts["executions_by_skewed_worker"] = {
+        pid: len(offsets[int(pid)]) for pid in report.counts["worker_clock_offsets_s"]
+    }
     late_starts = []
     for (job_id, generation), attempt in attempts.items():
         owner = jobs.get(job_id)

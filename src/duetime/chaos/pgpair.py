@@ -138,8 +138,10 @@ class HoldableProxy:
 class Node(Cluster):
     """One server of the pair (a Cluster whose start options the pair chooses)."""
 
+    listen = "127.0.0.1"  # listen_addresses (the pair adds an address a namespace reaches)
+
     def start_with(self, options: str) -> None:
-        self.options = f"-p {self.port} -k {self.root} -c listen_addresses=127.0.0.1 {options}"
+        self.options = f"-p {self.port} -k {self.root} -c listen_addresses={self.listen} {options}"
         done = self._pg_ctl("-l", str(self.log), "-o", self.options, "-w", "-t", "60", "start")
         if done.returncode != 0:
             raise RuntimeError(f"could not start PostgreSQL: {done.stdout.strip()} {self.tail()}")
@@ -156,8 +158,18 @@ class Node(Cluster):
 class ReplicatedPair:
     """A primary and a streaming standby; see the module docstring."""
 
-    def __init__(self, *, synchronous: bool, proxied: bool | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        synchronous: bool,
+        proxied: bool | None = None,
+        also_listen: tuple[str, str] | None = None,
+    ) -> None:
+        """also_listen=(address, network): both servers also listen on `address` (e.g. the
+        host end of a network namespace's veth pair) and trust connections from `network`
+        (e.g. its /30), so a worker inside the namespace reaches the pair (url(host=...))."""
         self.synchronous = synchronous
+        self.also_listen = also_listen
         self.proxied = (not synchronous) if proxied is None else proxied
         self.root = Path(tempfile.mkdtemp(prefix="duetime-pgpair-"))
         self.root.chmod(0o755)  # the servers run as the postgres OS user when we are root
@@ -165,6 +177,9 @@ class ReplicatedPair:
         (self.root / "standby").mkdir()
         self.primary = Node(self.root / "primary")
         self.standby: Node | None = Node(self.root / "standby")
+        if also_listen is not None:
+            for node in (self.primary, self.standby):
+                node.listen = f"127.0.0.1,{also_listen[0]}"
         self.ports: tuple[int, int] = (0, 0)  # the URL's two ports, whichever node has each
         self.failovers = 0
         self.proxy: HoldableProxy | None = None
@@ -193,6 +208,9 @@ class ReplicatedPair:
         )  # fmt: skip
         if done.returncode != 0:
             raise RuntimeError(f"initdb failed: {done.stdout[-2000:]}")
+        if self.also_listen is not None:  # pg_basebackup copies it to every standby
+            with open(p.data / "pg_hba.conf", "a") as hba:
+                hba.write(f"host all all {self.also_listen[1]} trust\n")
         p.port = free_port()
         primary_options = COMMON
         if self.synchronous:
@@ -247,11 +265,12 @@ class ReplicatedPair:
         assert self.standby is not None, "no standby now (promoted; rebuild_standby())"
         return f"postgresql://postgres@127.0.0.1:{self.standby.port}/{db}"
 
-    def url(self, db: str = DATABASE) -> str:
-        """The multi-host URL: whichever of the two accepts writes."""
+    def url(self, db: str = DATABASE, host: str = "127.0.0.1") -> str:
+        """The multi-host URL: whichever of the two accepts writes (on `host`: 127.0.0.1 or
+        the also_listen address)."""
         first, second = self.ports
         return (
-            f"postgresql://postgres@127.0.0.1:{first},127.0.0.1:{second}"
+            f"postgresql://postgres@{host}:{first},{host}:{second}"
             f"/{db}?target_session_attrs=read-write&connect_timeout=5"
         )
 

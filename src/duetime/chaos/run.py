@@ -27,6 +27,7 @@ Longer than most modules: it is one script, read top to bottom as the run it dri
 from __future__ import annotations
 
 import argparse
+import contextlib
 import functools
 import json
 import logging
@@ -50,8 +51,11 @@ import psycopg
 from duetime.chaos import checker
 from duetime.chaos.app import app as chaos_app
 from duetime.chaos.app import create_tables
+from duetime.chaos.netns import NetNamespace, missing_tools
 from duetime.chaos.pgcluster import Cluster
 from duetime.chaos.pgpair import ReplicatedPair
+from duetime.chaos.skew import missing as skew_missing
+from duetime.chaos.skew import skewed_env
 
 APP_SPEC = "duetime.chaos.app:app"
 T = TypeVar("T")
@@ -88,6 +92,9 @@ class Workers:
     started: int = 0
     broker_url: str | None = None  # the outbox variant: broker-fed workers
     role: str = "worker"  # or "relay" (the outbox variant's relays)
+    name: str = "worker"  # its log files: {name}{n}.log
+    prefix: list[str] = field(default_factory=list)  # e.g. ip netns exec NS
+    env: dict[str, str] | None = None  # e.g. libfaketime's (duetime.chaos.skew)
 
     def spawn(self) -> subprocess.Popen[bytes]:
         self.started += 1
@@ -107,6 +114,7 @@ class Workers:
             ]
             return self._start(command, f"relay{self.started}.log")
         command = [
+            *self.prefix,
             *_duetime_command(),
             "worker",
             "--app",
@@ -126,10 +134,10 @@ class Workers:
         ]
         if self.broker_url is not None:
             command += ["--broker-url", self.broker_url]
-        return self._start(command, f"worker{self.started}.log")
+        return self._start(command, f"{self.name}{self.started}.log")
 
     def _start(self, command: list[str], log_name: str) -> subprocess.Popen[bytes]:
-        env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+        env = {**(self.env if self.env is not None else os.environ), "PYTHONUNBUFFERED": "1"}
         env.pop("DUETIME_DATABASE_URL", None)
         env.pop("DUETIME_BROKER_URL", None)
         with open(self.logs / log_name, "wb") as log:
@@ -288,6 +296,133 @@ def enqueue_all(
         side.close()
 
 
+# -- the partition ---------------------------------------------------------------------------
+
+
+@dataclass
+class Partition:
+    """One worker in its own network namespace (duetime.chaos.netns), reaching the pair on the
+    host end of its veth pair; at a random moment of the run, once that worker holds a running
+    attempt (or after 20 s of waiting for one), every packet on its link is dropped for `hold`
+    seconds (longer than a lease), then let through again."""
+
+    ns: NetNamespace
+    pool: Workers
+    url: str  # the driver's (127.0.0.1) URL, to see what the cut worker holds
+    hold: float
+    cut_at: float | None = None  # time.time()
+    healed_at: float | None = None
+    held_jobs: list[tuple[int, int]] = field(default_factory=list)  # (job id, generation)
+    cut_pid: int | None = None
+
+    def run(self, at: float, note: Callable[[str, int | None, str], None]) -> None:
+        """The partition thread's body: wait until monotonic `at`, cut, hold, heal."""
+        while time.monotonic() < at:
+            time.sleep(0.1)
+        give_up = time.monotonic() + 20
+        while True:
+            pids = {p.pid for p in self.pool.alive()}
+            held = _held_by(self.url, pids)
+            if held or time.monotonic() > give_up:
+                break
+            time.sleep(0.05)
+        self.ns.cut()
+        self.cut_at = time.time()
+        held = sorted({*held, *_held_by(self.url, pids)})  # claimed in the meantime too
+        self.cut_pid = next(iter(pids), None)
+        self.held_jobs = held
+        note("partition_cut", self.cut_pid, f"{self.hold:g}s, holding jobs {held}")
+        say(
+            f"partition: cut worker {self.cut_pid} off (holding {len(held)} jobs) for "
+            f"{self.hold:g}s"
+        )
+        time.sleep(self.hold)
+        self.ns.heal()
+        self.healed_at = time.time()
+        note("partition_healed", self.cut_pid, "")
+        say("partition: healed")
+
+    def figures(self, url: str) -> dict[str, Any]:
+        """When the cut happened, when another worker began executing a job the cut worker
+        held claimed it again (its attempt's started_at), when a worker in the namespace
+        executed a job it claimed after the heal (the execution log's db_started_at); seconds
+        after the cut or the heal."""
+        result: dict[str, Any] = {
+            "cut_at": _iso(self.cut_at),
+            "healed_at": _iso(self.healed_at),
+            "cut_s": round(self.healed_at - self.cut_at, 2)
+            if self.cut_at is not None and self.healed_at is not None
+            else None,
+            "cut_worker_pid": self.cut_pid,
+            "jobs_held_at_cut": len(self.held_jobs),
+        }
+        if self.cut_at is None or self.healed_at is None:
+            return result
+        pids = [p.pid for p in self.pool.procs]
+        with psycopg.connect(url, autocommit=True, connect_timeout=10) as conn:
+            # taken over: the first claim of a held job by a later generation (the worker's
+            # estimate of the database's clock as it began the claim)
+            rows = conn.execute(
+                "SELECT a.worker_id, extract(epoch FROM a.started_at), a.job_id"
+                " FROM duetime_attempts a"
+                " JOIN unnest(%s::bigint[], %s::bigint[]) AS h(job_id, generation)"
+                " ON a.job_id = h.job_id AND a.generation > h.generation"
+                " ORDER BY a.started_at",
+                ([j for j, _ in self.held_jobs], [g for _, g in self.held_jobs]),
+            ).fetchall()
+            taken = [(checker.pid_of(str(w)), float(t)) for w, t, _ in rows]
+            claimed_again = len({int(j) for _, _, j in rows})
+            # a claim made after the heal (an execution logged late, blocked by the cut, is not
+            # serving again), timed by the execution log's database stamp
+            rows = conn.execute(
+                "SELECT e.pid, extract(epoch FROM e.db_started_at) FROM chaos_executions e"
+                " JOIN duetime_attempts a ON a.job_id = e.job_id AND a.generation = e.generation"
+                " WHERE a.started_at > to_timestamp(%s) AND e.pid = ANY(%s)"
+                " ORDER BY e.db_started_at LIMIT 1",
+                (self.healed_at, pids),
+            ).fetchall()
+            again = [(int(pid), float(t)) for pid, t in rows]
+        result["taken_over_at"] = _iso(taken[0][1]) if taken else None
+        result["taken_over_after_cut_s"] = round(taken[0][1] - self.cut_at, 2) if taken else None
+        result["taken_over_by_another_worker"] = bool(taken) and taken[0][0] not in pids
+        result["held_jobs_claimed_again"] = claimed_again
+        result["served_again_at"] = _iso(again[0][1]) if again else None
+        result["served_again_after_heal_s"] = (
+            round(again[0][1] - self.healed_at, 2) if again else None
+        )
+        result["served_again_by_same_process"] = bool(again) and again[0][0] == self.cut_pid
+        result["ns_workers_started"] = self.pool.started
+        # what the cut worker's own log says: leases it lost, late outcomes refused as stale
+        events: dict[str, int] = {"lease.lost": 0, "outcome.rejected_stale": 0}
+        for path in self.pool.logs.glob(f"{self.pool.name}*.log"):
+            for line in path.read_text(errors="replace").splitlines():
+                with contextlib.suppress(ValueError, AttributeError):
+                    event = json.loads(line).get("event")
+                    if event in events:
+                        events[event] += 1
+        result["cut_worker_log"] = events
+        return result
+
+
+def _iso(at: float | None) -> str | None:
+    return (
+        None if at is None else datetime.fromtimestamp(at, UTC).isoformat(timespec="milliseconds")
+    )
+
+
+def _held_by(url: str, pids: set[int]) -> list[tuple[int, int]]:
+    """The (job id, generation) of the running attempts of these worker pids."""
+    try:
+        with psycopg.connect(url, autocommit=True, connect_timeout=2) as conn:
+            rows = conn.execute(
+                "SELECT job_id, generation, worker_id FROM duetime_attempts"
+                " WHERE status = 'running'"
+            ).fetchall()
+    except psycopg.Error:
+        return []
+    return sorted((int(j), int(g)) for j, g, w in rows if checker.pid_of(str(w)) in pids)
+
+
 # -- the run --------------------------------------------------------------------------------
 
 
@@ -339,23 +474,42 @@ def run(
     broker_url: str | None = None,
     relays: int = 2,
     failover: str | None = None,
+    skews: tuple[float, ...] = (),
+    partition: bool = False,
+    partition_hold: float = 10.0,
 ) -> dict[str, Any]:
     """With broker_url: the outbox variant (docs/outbox.md). Every chaos job goes through
     RabbitMQ: `relays` relay processes dispatch and publish, the workers are broker-fed, and
-    the faults also SIGKILL relays and stop and restart the broker."""
+    the faults also SIGKILL relays and stop and restart the broker. skews: one more worker per
+    value, whose wall clock is that many seconds off (libfaketime), never killed or paused.
+    partition (with failover): one more worker in its own network namespace, cut off from the
+    database once for partition_hold seconds (Partition)."""
     logging.getLogger("psycopg.pool").setLevel(logging.CRITICAL)  # outages are expected here
     rng = random.Random(seed)
     root = Path(tempfile.mkdtemp(prefix="duetime-chaos-"))
     logs = root / "logs"
     logs.mkdir()
     os.chmod(root, 0o755)
-    pair = ReplicatedPair(synchronous=failover == "sync") if failover else None
+    ns = NetNamespace() if partition else None
+    pair = (
+        ReplicatedPair(
+            synchronous=failover == "sync",
+            also_listen=(ns.host_ip, ns.network) if ns is not None else None,
+        )
+        if failover
+        else None
+    )
     cluster = Cluster(root)
     stats = Stats()
     pool: Workers | None = None
     relay_pool: Workers | None = None
+    extras: list[Workers] = []
+    cut: Partition | None = None
+    cutter: threading.Thread | None = None
     t0 = time.monotonic()
     try:
+        if ns is not None:
+            ns.open()
         if pair is not None:
             say(f"starting a primary and a {failover}hronous standby in {pair.root}")
             pair.start()
@@ -389,6 +543,33 @@ def run(
         for _ in range(workers):
             pool.spawn()
         say(f"{workers} workers started on {url}; {jobs} jobs over {duration:g}s of faults")
+        for skew in skews:
+            env = skewed_env(os.environ, root / "faketime-site", skew)
+            name = f"worker-skew{skew:+.0f}s-"
+            extras.append(Workers(url, logs, concurrency, target=1, name=name, env=env))
+            say(f"one more worker whose clock is {skew:+.0f}s off (libfaketime)")
+        if ns is not None and pair is not None:
+            ns_pool = Workers(
+                pair.url(host=ns.host_ip), logs, concurrency, target=1, name="worker-netns-",
+                prefix=ns.prefix(),
+            )  # fmt: skip
+            extras.append(ns_pool)
+            cut = Partition(ns, ns_pool, url, partition_hold)
+            cut_start = time.monotonic() + rng.uniform(0.1, 0.4) * duration
+            cutter = threading.Thread(
+                target=cut.run,
+                args=(cut_start, lambda k, p, d: stats.faults.append((k, p, datetime.now(UTC), d))),
+                name="chaos-partition",
+                daemon=True,
+            )
+            say(
+                f"one more worker in network namespace {ns.name}, reaching the pair on "
+                f"{ns.host_ip}; cut for {partition_hold:g}s at a random moment"
+            )
+        for extra in extras:
+            extra.spawn()
+        if cutter is not None:
+            cutter.start()
 
         stop_at = time.monotonic() + duration + drain_timeout
         enqueuer = threading.Thread(
@@ -398,7 +579,9 @@ def run(
             daemon=True,
         )
         enqueuer.start()
-        inject_faults(cluster, pool, rng, duration, stats, outage, relay_pool, pair)
+        inject_faults(cluster, pool, rng, duration, stats, outage, relay_pool, pair, extras)
+        if cutter is not None:
+            cutter.join(timeout=partition_hold + 30)
         enqueuer.join(timeout=max(1.0, stop_at - time.monotonic()))
         if enqueuer.is_alive():
             raise RuntimeError("the enqueuer did not finish")
@@ -409,6 +592,8 @@ def run(
         remaining = -1
         while time.monotonic() < drain_deadline:
             pool.top_up()
+            for extra in extras:
+                extra.top_up()
             if relay_pool is not None:
                 relay_pool.top_up()
             try:
@@ -420,6 +605,7 @@ def run(
             time.sleep(0.5)
         say(f"drained: {remaining} jobs not terminal")
         everyone = pool.procs + (relay_pool.procs if relay_pool is not None else [])
+        everyone += [p for extra in extras for p in extra.procs]
         for proc in everyone:
             if proc.poll() is None:
                 proc.send_signal(signal.SIGTERM)
@@ -456,6 +642,8 @@ def run(
                 "broker_restarts": stats.broker_restarts,
                 "workers_started": pool.started,
                 "workers_respawned_after_exit": pool.respawned,
+                "skewed_workers_s": list(skews),
+                "extra_workers_started": {x.name: x.started for x in extras},
                 "not_terminal_after_drain": remaining,
             },
             "worker_logs": worker_log_counts(logs),
@@ -468,7 +656,10 @@ def run(
                 "accepted_missing": report.totals.get("accepted_job_missing", 0),
             }
             result["failover"] = failover_figures(url, failover or "", stats, counts)
+            if cut is not None:
+                result["failover"]["partition"] = cut.figures(url)
             say("failover: " + json.dumps(result["failover"]))
+            say(failover_text(result["failover"]))
         say(report.text())
         return result
     finally:
@@ -476,10 +667,14 @@ def run(
             pool.kill_all()
         if relay_pool is not None:
             relay_pool.kill_all()
+        for extra in extras:
+            extra.kill_all()
         chaos_app.close()
         cluster.stop()
         if pair is not None:
             pair.close()
+        if ns is not None:
+            ns.close()
         if not keep:
             shutil.rmtree(root, ignore_errors=True)
 
@@ -493,6 +688,7 @@ def inject_faults(
     outage: float = 4.0,
     relay_pool: Workers | None = None,
     pair: ReplicatedPair | None = None,
+    extras: list[Workers] | None = None,
 ) -> None:
     """SIGKILL a worker every ~4 s (and start another), SIGSTOP one past its lease every ~12 s,
     restart PostgreSQL at 30% and 65% of the run (and every 60 s more on long runs); every
@@ -517,6 +713,8 @@ def inject_faults(
     while (now := time.monotonic()) < end:
         if now >= next_top_up:
             pool.top_up()
+            for extra in extras or []:
+                extra.top_up()
             next_top_up = now + 1
         for proc, until in list(paused):
             if now >= until:
@@ -628,10 +826,42 @@ def failover_figures(url: str, mode: str, stats: Stats, counts: dict[str, Any]) 
         "not_terminal": counts.get("lost_jobs", 0) - counts.get("accepted_missing", 0),
         "stale_completions_accepted": counts.get("stale_completions_accepted", 0),
         "double_effects": counts.get("double_effects", 0),
+        "early_starts": counts.get("early_starts", 0),
+        "worker_clock_offsets_s": counts.get("worker_clock_offsets_s", {}),
+        "skewed_worker_executions": counts.get("executions_by_skewed_worker", {}),
         "resume_after_promotion_s": resume,
         "enqueues_refused": len(stats.refused),
         "refused_max_s": round(max(stats.refused, default=0.0), 2),
     }
+
+
+def failover_text(f: dict[str, Any]) -> str:
+    """The failover figures as a few lines a person reads."""
+    lines = [
+        f"failover figures ({f['replication']}hronous replication):",
+        f"  promotions {f['promotions']} (outages {f['outage_s']} s); first start after each"
+        f" {f['resume_after_promotion_s']} s",
+        f"  acknowledged {f['acknowledged']}, lost acknowledged {f['lost_acknowledged']},"
+        f" not terminal {f['not_terminal']}",
+        f"  stale completions accepted {f['stale_completions_accepted']}, double effects"
+        f" {f['double_effects']}, early starts (database clock) {f['early_starts']}",
+        f"  enqueues refused {f['enqueues_refused']} (slowest {f['refused_max_s']} s);"
+        f" skewed workers' clocks {f['worker_clock_offsets_s']} s, their executions"
+        f" {f['skewed_worker_executions']}",
+    ]
+    cut = f.get("partition")
+    if cut is not None:
+        lines.append(
+            f"  partition: cut {cut['cut_at']} for {cut['cut_s']} s holding"
+            f" {cut['jobs_held_at_cut']} jobs; taken over {cut.get('taken_over_at')}"
+            f" (+{cut.get('taken_over_after_cut_s')} s, {cut.get('held_jobs_claimed_again')} of"
+            f" them claimed again, first by another worker:"
+            f" {cut.get('taken_over_by_another_worker')}); cut worker served again"
+            f" {cut.get('served_again_at')} (+{cut.get('served_again_after_heal_s')} s after"
+            f" the heal, same process: {cut.get('served_again_by_same_process')}); its log:"
+            f" {cut.get('cut_worker_log')}"
+        )
+    return "\n".join(lines)
 
 
 def restart_broker(down: float) -> None:
@@ -711,9 +941,39 @@ def main(argv: list[str] | None = None) -> int:
         help="PostgreSQL as a primary and a streaming standby (synchronous or asynchronous "
         "replication); the faults kill the primary and promote the standby",
     )
+    parser.add_argument(
+        "--skew",
+        type=float,
+        action="append",
+        default=[],
+        metavar="S",
+        help="one more worker whose clock is S seconds off, under libfaketime (repeatable; "
+        "--skew=-30 for a slow one)",
+    )
+    parser.add_argument(
+        "--partition",
+        action="store_true",
+        help="with --failover: one more worker in its own network namespace, cut off from the "
+        "database once, silently, past its leases, then healed (needs root, ip, iptables)",
+    )
+    parser.add_argument(
+        "--partition-hold", type=float, default=10.0, help="seconds the cut lasts (10)"
+    )
     parser.add_argument("--report", help="write the run's report as JSON to this file")
     parser.add_argument("--keep", action="store_true", help="keep the cluster dir and logs")
     args = parser.parse_args(argv)
+    if args.partition and args.failover is None:
+        parser.error("--partition needs --failover sync|async (the pair listens for the namespace)")
+    why = missing_tools() if args.partition else None
+    if why is None and args.skew:
+        why = skew_missing()
+    if why is not None:
+        leave_out = "--partition" if args.partition and missing_tools() else "--skew"
+        sys.stderr.write(
+            f"chaos: {why}; or leave out {leave_out} (make chaos-failover: "
+            f"{'CHAOS_PARTITION=0' if leave_out == '--partition' else 'CHAOS_SKEW='})\n"
+        )
+        return 2
     seed = args.seed if args.seed is not None else random.randrange(1 << 30)
     result = run(
         jobs=args.jobs,
@@ -727,6 +987,9 @@ def main(argv: list[str] | None = None) -> int:
         broker_url=args.broker_url if args.outbox else None,
         relays=args.relays,
         failover=args.failover,
+        skews=tuple(args.skew),
+        partition=args.partition,
+        partition_hold=args.partition_hold,
     )
     summary = {k: v for k, v in result.items() if k != "check"}
     sys.stdout.write(json.dumps(summary, indent=2, default=str) + "\n")

@@ -181,9 +181,7 @@ KINDS: list[tuple[str, float]] = [
 ]
 
 
-def _job_for(
-    kind: str, n: int, rng: random.Random, now: datetime
-) -> tuple[str, dict[str, Any], dict[str, Any]]:
+def _job_for(kind: str, n: int, rng: random.Random) -> tuple[str, dict[str, Any], dict[str, Any]]:
     """(task, args, enqueue options) for job number n of this kind."""
     args: dict[str, Any] = {"n": n, "kind": kind}
     options: dict[str, Any] = {"key": f"chaos-{n}"}
@@ -201,7 +199,10 @@ def _job_for(
         task = "chaos.provider"
         args["pause"] = round(rng.uniform(0.2, 1.5), 2)
     elif kind == "deadline":
-        options["deadline"] = now + timedelta(seconds=rng.uniform(0.5, 20))
+        # seconds from the enqueue call: a call retried through an outage takes its deadline
+        # from its own time (a deadline fixed at the first try could pass before a retry is
+        # accepted, and the request would then be refused as invalid at every retry)
+        options["deadline_in"] = rng.uniform(0.5, 20)
     elif kind == "cancelled":
         options["delay"] = 2
     return task, args, options
@@ -240,6 +241,14 @@ def _retrying(what: str, fn: Callable[[], T], stop_at: float) -> tuple[T, int]:
             delay = min(delay * 2, 1.0)
 
 
+def _enqueue(task: str, args: dict[str, Any], options: dict[str, Any]) -> Any:
+    """One enqueue call; a `deadline_in` option becomes a deadline that many seconds from now."""
+    options = dict(options)
+    if (span := options.pop("deadline_in", None)) is not None:
+        options["deadline"] = datetime.now(UTC) + timedelta(seconds=span)
+    return chaos_app.enqueue(task, args, **options)
+
+
 def _timed(stats: Stats, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
     """fn(...) (an enqueue, keyed: safe to repeat); a refusal's duration goes in stats."""
     started = time.monotonic()
@@ -265,10 +274,10 @@ def enqueue_all(
             if (wait := pace - time.monotonic()) > 0:
                 time.sleep(wait)
             kind = rng.choices(names, weights)[0]
-            task, args, options = _job_for(kind, n, rng, datetime.now(UTC))
+            task, args, options = _job_for(kind, n, rng)
             job, tries = _retrying(
                 f"enqueue {n}",
-                functools.partial(_timed, stats, chaos_app.enqueue, task, args, **options),
+                functools.partial(_timed, stats, _enqueue, task, args, options),
                 stop_at,
             )
             stats.enqueue_retries += tries - 1

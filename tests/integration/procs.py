@@ -17,6 +17,9 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
+import httpx
+
+from duetime.chaos.pgcluster import free_port
 from kit import kit_for
 
 HERE = Path(__file__).resolve().parent
@@ -331,3 +334,34 @@ def broker_race_recovered(line: str, records: list[Any]) -> bool:
         events[events.index("broker.unavailable") :] if "broker.unavailable" in events else []
     )
     return "broker.consuming" in after_unavailable
+
+
+def start_server(
+    url: str, tmp_path: Path, *extra: str, wait: float = 90
+) -> tuple[subprocess.Popen[bytes], str]:
+    """`duetime serve` on a free port, once it answers /healthz (within `wait` seconds: a
+    loaded 2-core machine can take long to import it): the process and its base URL."""
+    port = free_port()
+    log_path = tmp_path / f"serve-{port}.log"
+    with open(log_path, "wb") as log:
+        proc = subprocess.Popen(
+            [str(DUETIME), "serve", "--database-url", url, "--port", str(port), *extra],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            env=base_env(),
+        )
+    base = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + wait
+    while True:
+        try:
+            if httpx.get(f"{base}/healthz", timeout=1).status_code == 200:
+                return proc, base
+        except httpx.HTTPError:
+            pass
+        if proc.poll() is not None or time.monotonic() > deadline:
+            proc.kill()
+            raise AssertionError(
+                f"duetime serve (exit {proc.poll()}) did not answer /healthz: "
+                f"{log_path.read_text()!r}"
+            )
+        time.sleep(0.1)

@@ -22,7 +22,6 @@ from __future__ import annotations
 import json
 import logging
 import signal
-import subprocess
 import threading
 import time
 from collections import Counter
@@ -36,11 +35,9 @@ import pytest
 
 from duetime import App
 from duetime.admin.tokens import create_token
-from duetime.chaos.pgcluster import free_port
 from duetime.core.errors import StoreUnavailable
 from integration.apps.failoverapp import executions, make_app
 from integration.procs import (
-    DUETIME,
     Processes,
     WorkerProcess,
     base_env,
@@ -48,6 +45,7 @@ from integration.procs import (
     query,
     run_cli,
     scalar,
+    start_server,
     wait_until,
 )
 from pgautofailover import AutoFailoverPair, available
@@ -151,33 +149,6 @@ class Load:
             next_at += 1 / self.rate
             self.stop.wait(max(0.0, next_at - time.monotonic()))
             next_at = max(next_at, time.monotonic() - 1)
-
-
-def start_server(url: str, tmp_path: Path) -> tuple[subprocess.Popen[bytes], str]:
-    port = free_port()
-    log_path = tmp_path / "serve.log"
-    with open(log_path, "wb") as log:
-        proc = subprocess.Popen(
-            [str(DUETIME), "serve", "--database-url", url, "--port", str(port)],
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            env=base_env(),
-        )
-    base = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 90  # a loaded 2-core machine can take long to import it
-    while True:
-        try:
-            if httpx.get(f"{base}/healthz", timeout=1).status_code == 200:
-                return proc, base
-        except httpx.HTTPError:
-            pass
-        if proc.poll() is not None or time.monotonic() > deadline:
-            proc.kill()
-            raise AssertionError(
-                f"duetime serve (exit {proc.poll()}) did not answer /healthz: "
-                f"{log_path.read_text()!r}"
-            )
-        time.sleep(0.1)
 
 
 @dataclass

@@ -4,7 +4,6 @@ non-loopback address, and a worker runs what the API enqueued."""
 from __future__ import annotations
 
 import signal
-import subprocess
 import time
 from pathlib import Path
 
@@ -12,31 +11,7 @@ import httpx
 
 from duetime import App
 from duetime.admin.tokens import create_token
-from duetime.chaos.pgcluster import free_port
-from integration.procs import DUETIME, Processes, base_env, describe, run_cli
-
-
-def start_server(url: str, tmp_path: Path, *extra: str) -> tuple[subprocess.Popen[bytes], str]:
-    port = free_port()
-    with open(tmp_path / f"serve-{port}.log", "wb") as log:
-        proc = subprocess.Popen(
-            [str(DUETIME), "serve", "--database-url", url, "--port", str(port), *extra],
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            env=base_env(),
-        )
-    base = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 30
-    while True:
-        try:
-            if httpx.get(f"{base}/healthz", timeout=1).status_code == 200:
-                return proc, base
-        except httpx.HTTPError:
-            pass
-        if proc.poll() is not None or time.monotonic() > deadline:
-            proc.kill()
-            raise AssertionError((tmp_path / f"serve-{port}.log").read_text())
-        time.sleep(0.1)
+from integration.procs import Processes, describe, run_cli, start_server
 
 
 def test_serve_answers_with_tokens_and_a_worker_runs_the_job(

@@ -4,10 +4,10 @@
 -- attempts and left a dead version. Running attempts are now reached through their jobs (the
 -- running and cancel-requested ones, from duetime_jobs_status, each joined to its attempt by
 -- (job_id, generation, claim_token)), and the index goes. No index covers a column a finish
--- or a renewal writes, and a fillfactor of 70 leaves room on each page for the new
+-- or a renewal writes, and a fillfactor of 50 leaves room on each page for the new
 -- versions (pages written from now on; a table is not rewritten).
 DROP INDEX duetime_attempts_lease;
-ALTER TABLE duetime_attempts SET (fillfactor = 70);
+ALTER TABLE duetime_attempts SET (fillfactor = 50);
 -- An attempt still marked running whose job no longer holds it (no statement of this version
 -- or the previous one leaves one; a database edited by hand could hold one) is recorded lost
 -- at its lease's end: its worker could neither renew nor finish it, and the reads above would

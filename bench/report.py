@@ -63,6 +63,20 @@ ROWS: list[tuple[str, str, str, str]] = [
         "Bytes per finished job: attempts and its indexes",
         "{:,.0f}",
     ),
+    (
+        "ceiling",
+        "ceiling1_jobs_s",
+        "Raw ceiling: claim + finish, 100 a batch, 1 client (jobs/s)",
+        "{:,.0f}",
+    ),
+    (
+        "ceiling",
+        "ceiling2_jobs_s",
+        "Raw ceiling: claim + finish, 100 a batch, 2 clients (jobs/s)",
+        "{:,.0f}",
+    ),
+    ("ceiling", "ceiling1_load1", "Raw ceiling: load average before, 1 client", "{:,.1f}"),
+    ("ceiling", "ceiling2_load1", "Raw ceiling: load average before, 2 clients", "{:,.1f}"),
     ("flow", "flow_off_jobs_s", "Flow control off: drain, 2 workers (jobs/s)", "{:,.0f}"),
     ("flow", "flow_cap_jobs_s", "Flow: queue + tenant cap 1000 (jobs/s)", "{:,.0f}"),
     ("flow", "flow_cap_ratio", "Flow: cap / off", "{:.2f}x"),
@@ -395,3 +409,21 @@ def bytes_table(results: list[Result], systems: list[str]) -> str:
                 )
             )
     return "\n".join(lines) + "\n"
+
+
+def ceiling_lines(results: list[Result]) -> str:
+    """duetime's drains as a share of the raw ceiling of the same run (medians): drain1 over
+    the ceiling with 1 client, drain2 over the ceiling with 2."""
+    med = medians(results)
+    mine = {w: figs.get(BASE, {}) for w, figs in med.items()}
+    lines = []
+    for n in (1, 2):
+        drain = mine.get(f"drain{n}", {}).get(f"drain{n}_jobs_s")
+        ceiling = mine.get("ceiling", {}).get(f"ceiling{n}_jobs_s")
+        if drain and ceiling:
+            lines.append(
+                f"- {BASE}: drain with {n} worker(s) {drain['median']:,.0f} jobs/s = "
+                f"{drain['median'] / ceiling['median']:.0%} of the raw ceiling with {n} "
+                f"client(s), {ceiling['median']:,.0f} jobs/s (bench/ceiling.py)"
+            )
+    return "\n".join(lines) + "\n" if lines else ""

@@ -35,6 +35,10 @@ Workloads (handlers are no-ops that note their start)
             (PostgreSQL) a plain VACUUM: bytes per finished job of the jobs and attempts
             tables, their TOAST and indexes, per relation (bench/sizes.py); on PostgreSQL
             also the share of the drain's updates that were HOT
+    ceiling duetime on PostgreSQL only, only when named: the raw ceiling, N jobs claimed and
+            finished 100 at a time through duetime's store layer (no worker, no handler) by
+            1 and by 2 client processes: jobs/s (bench/ceiling.py); with drain1 and drain2
+            in the same run, the drains as a share of it
     flow    duetime only: drain N with 2 workers with flow control off, with a queue and tenant
             cap of 1000 (never reached), with a tenant weight of 2, with jobs carrying a limit
             key that never binds, and with all of these: jobs/s and each over off
@@ -373,6 +377,8 @@ def main(argv: list[str] | None = None) -> int:
     text = report.table(results, names, args.workloads, args.runs, skipped)
     if "bytes" in args.workloads:
         text += "\n" + report.bytes_table(results, names)
+    if "ceiling" in args.workloads:
+        text += "\n" + report.ceiling_lines(results)
     if DRAIN in args.workloads:
         comparison = report.drain_comparison(
             results, names, args.settings, args.runs, skipped, doc["drain_configs"]

@@ -8,12 +8,14 @@ procs.Failed (or any exception): the Result then carries a note and no figures.
 from __future__ import annotations
 
 import itertools
+import json
 import logging
 import os
 import random
 import shutil
 import socket
 import statistics
+import subprocess
 import time
 import traceback
 from collections.abc import Callable
@@ -25,7 +27,7 @@ from urllib.parse import urlsplit
 from bench.common import read_records
 from bench.dbs import Database, Servers
 from bench.load import CpuWatch
-from bench.procs import ROOT, Failed, Workers, run_step, wait_done
+from bench.procs import ROOT, Failed, Workers, _env, run_step, wait_done
 from bench.systems.base import Setting, System
 
 log = logging.getLogger("bench")
@@ -553,6 +555,58 @@ def w_outbox(ctx: Ctx, system: System, result: Result) -> None:
     result.samples["lag_ms"] = [round(x, 2) for x in lags]
 
 
+CEILING_PROCS = (1, 2)  # client processes of the ceiling workload
+
+
+def w_ceiling(ctx: Ctx, system: System, result: Result) -> None:
+    """The raw ceiling (bench/ceiling.py): N jobs enqueued (batch API), then 1 and then 2
+    client processes claim and finish them 100 at a time through duetime's store layer, each
+    on a fresh database: jobs/s from the clients' common start to the last one's end. The
+    load average is recorded before each (other sessions' work shares the machine)."""
+    from bench.ceiling import BATCH
+
+    n = ctx.size.n
+    for procs in CEILING_PROCS:
+        db = _fresh(ctx, system, "ceiling", str(procs))
+        try:
+            run_step(system, "enqueue_bulk", {"url": db.url, "n": n, "batch": ctx.batch}, 3600)
+            load = os.getloadavg()[0]
+            start_at = time.time() + 3.0  # time for every client to import and connect
+            clients = []
+            for i in range(procs):
+                params = {"url": db.url, "worker": f"ceiling-{i}", "start_at": start_at}
+                argv = [str(system.python), "-m", "bench.ceiling", "client", json.dumps(params)]
+                clients.append(
+                    subprocess.Popen(
+                        argv,
+                        cwd=ROOT,
+                        env=_env(db.url, None),
+                        stdout=subprocess.PIPE,
+                        stderr=subprocess.PIPE,
+                        text=True,
+                    )
+                )
+            outs = []
+            for proc in clients:
+                out, err = proc.communicate(timeout=_drain_timeout(n))
+                if proc.returncode != 0:
+                    lines = err.strip().splitlines()
+                    raise Failed(
+                        f"ceiling client failed: {lines[-1] if lines else proc.returncode}"
+                    )
+                outs.append(json.loads(out.strip().splitlines()[-1]))
+            done = system.done(db.count(system.done_query), n)
+        finally:
+            _done(ctx, db)
+        finished = sum(o["finished"] for o in outs)
+        if finished != n or done != n:
+            raise Failed(f"ceiling: {finished} finished by the clients, {done} done of {n}")
+        seconds = max(o["ended"] for o in outs) - min(o["started"] for o in outs)
+        result.figures[f"ceiling{procs}_jobs_s"] = n / seconds
+        result.figures[f"ceiling{procs}_load1"] = load
+        result.info[f"ceiling{procs}"] = {"clients": outs, "batch": BATCH, "seconds": seconds}
+
+
 WORKLOADS: dict[str, Callable[[Ctx, System, Result], None]] = {
     "bulk": w_bulk,
     "single": w_single,
@@ -567,10 +621,12 @@ WORKLOADS: dict[str, Callable[[Ctx, System, Result], None]] = {
     "outbox": w_outbox,
     "flow": w_flow,
     "bytes": w_bytes,
+    "ceiling": w_ceiling,
 }
 # left out of BENCH_WORKLOADS=all: the drain comparison covers 1 and 2 workers; drainN runs
-# every system at 10 jobs at once per worker (pgqueuer at its defaults) with N workers
-ONLY_WHEN_NAMED = ("drain1", "drain2", "drain4", "drain8")
+# every system at 10 jobs at once per worker (pgqueuer at its defaults) with N workers; the
+# raw ceiling is a reference for the drains, measured beside drain1 and drain2
+ONLY_WHEN_NAMED = ("drain1", "drain2", "drain4", "drain8", "ceiling")
 
 
 def applies(workload: str, system: System, size: Size) -> str | None:
@@ -585,6 +641,8 @@ def applies(workload: str, system: System, size: Size) -> str | None:
             return "n/a: duetime on PostgreSQL and SQLite only"
         if not broker_answers(broker_url()):
             return f"skipped: no RabbitMQ answers at {broker_url()} (DUETIME_BENCH_AMQP_URL)"
+    if workload == "ceiling" and system.name != "duetime-postgres":
+        return "n/a: duetime on PostgreSQL only"
     if workload == "bytes" and system.kind != "duetime":
         return "n/a: duetime only (its tables)"
     if workload == "flow" and system.kind != "duetime":

@@ -17,9 +17,11 @@ import pytest
 from conftest import STORE_KINDS
 from duetime.core.flow.share import PRIORITY_TOP
 from duetime.core.models import JobFilter
+from duetime.core.outbox import DISPATCH_HOLDER
 from duetime.core.states import Event, JobStatus
 from duetime.store import open_store
 from duetime.store.base import Store
+from duetime.store.driver import Rows
 from duetime.store.rows import moves_json
 from duetime.store.sql.shared import claim_statement
 from kit import DialectKit, kit_named
@@ -91,16 +93,23 @@ FILL = {
     "%(at)s FROM JSON_TABLE(CONCAT('[', REPEAT('0,', %(count)s - 1), '0]'), '$[*]' "
     "COLUMNS (k FOR ORDINALITY)) AS t",
 }
+# one succeeded attempt of each succeeded job of the fill (the history a drain leaves)
+FILL_ATTEMPTS = (
+    "INSERT INTO duetime_attempts (job_id, generation, claim_token, worker_id, status, "
+    "lease_expires_at, started_at, finished_at, due_at) "
+    "SELECT id, 1, id, 'gone', 'succeeded', updated_at, updated_at, updated_at, due_at "
+    "FROM duetime_jobs WHERE status = 'succeeded'"
+)
 ANALYZE = {
     "sqlite": "ANALYZE",
-    "postgres": "ANALYZE duetime_jobs",
-    "mysql": "ANALYZE TABLE duetime_jobs",
+    "postgres": "ANALYZE duetime_jobs, duetime_attempts",
+    "mysql": "ANALYZE TABLE duetime_jobs, duetime_attempts",
 }
 
 
 def fill(kit: DialectKit, url: str, *, analyze: bool = True, only_due: bool = False) -> None:
-    """BACKLOG jobs due a year from NOW, BACKLOG succeeded long ago, 50 due now (only_due:
-    those 50 alone)."""
+    """BACKLOG jobs due a year from NOW, BACKLOG succeeded long ago with an attempt each, 50
+    due now (only_due: those 50 alone)."""
     past = kit.instant(NOW - timedelta(days=30))
     batches = [
         (1, BACKLOG, kit.instant(NOW + timedelta(days=365)), "scheduled"),
@@ -116,6 +125,8 @@ def fill(kit: DialectKit, url: str, *, analyze: bool = True, only_due: bool = Fa
             else:
                 params = {"first": first, "count": count, "due": due, "status": status}
                 cur.execute(sql, {**params, "at": past})
+        if not only_due:
+            cur.execute(FILL_ATTEMPTS)
         if analyze:
             cur.execute(ANALYZE[kit.name])
             if kit.name == "mysql":
@@ -134,6 +145,7 @@ def reset(kit: DialectKit, url: str, empty: list[str]) -> None:
             cur.execute("SET FOREIGN_KEY_CHECKS = 0")
         for table in empty:
             cur.execute(f"DELETE FROM {table}")
+        cur.execute(f"DELETE FROM duetime_attempts WHERE job_id >= {DUE_FIRST}")
         cur.execute(f"DELETE FROM duetime_jobs WHERE id >= {DUE_FIRST}")
     fill(kit, url, analyze=False, only_due=True)
 
@@ -583,3 +595,124 @@ def test_listing_jobs_by_status_reads_an_index(
         assert '"access_type": "ALL"' not in plan, plan
     jobs = backlog.list_jobs(JobFilter(tenant="default", status=JobStatus(status), limit=50))
     assert all(j.status is JobStatus(status) for j in jobs)
+
+
+RUNNING_READS = [
+    "expired_leases",
+    "held_leases",
+    "lease_states",
+    "renew_leases",
+    "running_counts",
+    "list_nodes",
+    "dispatched_figures",
+    "limit_running",
+    "withdraw_dispatched",
+]
+
+
+def running_params(name: str, claims: list[Any]) -> dict[str, Any]:
+    leases = Rows({"job_id": c.lease.job_id, "claim_token": c.lease.claim_token} for c in claims)
+    return {
+        "expired_leases": {"now": NOW, "limit": 100, "holder": DISPATCH_HOLDER},
+        "held_leases": {"worker_id": "w"},
+        "lease_states": {"leases": leases},
+        "renew_leases": {"leases": leases, "now": NOW},
+        "running_counts": {},
+        "list_nodes": {"limit": 200},
+        "dispatched_figures": {"holder": DISPATCH_HOLDER},
+        "limit_running": {"now": NOW, "holder": DISPATCH_HOLDER},
+        "withdraw_dispatched": {
+            "ids": [claims[0].job.id],
+            "direct": True,
+            "moves": json.dumps({"running": "scheduled", "cancel_requested": "cancelled"}),
+            "holder": DISPATCH_HOLDER,
+            "now": NOW,
+        },
+    }[name]
+
+
+def running_read(store: Store, name: str, params: dict[str, Any]) -> str:
+    """The plan of the statement of `name` that reads the running attempts (of a script: the
+    one that names duetime_attempts and reads running ones; an INSERT ... SELECT: its
+    SELECT)."""
+    driver = store.driver  # type: ignore[attr-defined]
+    [statement] = [
+        s
+        for s in driver.statements(name)
+        if "duetime_attempts" in s and "'running'" in s and "DELETE" not in s.split()[0]
+    ]
+    if statement.startswith("INSERT INTO"):
+        statement = statement.split("\n", 1)[1]
+    prefix = {
+        "postgres": "EXPLAIN (FORMAT JSON) ",
+        "sqlite": "EXPLAIN QUERY PLAN ",
+        "mysql": "EXPLAIN FORMAT=JSON ",
+    }[store.dialect]
+    with driver.transaction() as c:
+        rows, _ = driver.execute(c.native, prefix + statement, driver.encode(params))
+    if store.dialect == "postgres":
+        return json.dumps(rows[0]["QUERY PLAN"])
+    if store.dialect == "sqlite":
+        return "\n".join(str(tuple(r)) for r in rows)
+    return str(next(iter(rows[0].values())))
+
+
+def scans(node: dict[str, Any]) -> list[tuple[str, str]]:
+    """PostgreSQL: (relation, index name or node type) of every scan of the jobs or the
+    attempts under `node`."""
+    found = []
+    if node.get("Relation Name") in ("duetime_jobs", "duetime_attempts"):
+        found.append((node["Relation Name"], node.get("Index Name") or node["Node Type"]))
+    for child in node.get("Plans", []):
+        found += scans(child)
+    return found
+
+
+def mysql_tables(node: Any) -> list[tuple[str, str, str | None]]:
+    """MariaDB/MySQL: (alias, access type, key) of every read of the jobs or the attempts
+    (aliased j and a in these statements) in a JSON plan."""
+    found = []
+    if isinstance(node, dict):
+        table = node.get("table")
+        if isinstance(table, dict) and table.get("table_name") in ("j", "a"):
+            found.append((table["table_name"], table.get("access_type", ""), table.get("key")))
+        for value in node.values():
+            found += mysql_tables(value)
+    elif isinstance(node, list):
+        for value in node:
+            found += mysql_tables(value)
+    return found
+
+
+@pytest.mark.parametrize("name", RUNNING_READS)
+def test_running_attempts_are_read_through_the_running_jobs(
+    kit: DialectKit, backlog: Store, name: str
+) -> None:
+    """Migration 17 dropped the index on the running attempts' lease (on PostgreSQL it kept
+    every finish and renewal from being a HOT update): every statement that looks for running
+    attempts (the reaper's, a worker's renewals and restart, flow control's counts, the
+    nodes' holdings, the outbox's) reaches them through the running jobs, from an index of
+    the jobs, and each job's attempt through the attempts' unique key (job_id, generation):
+    never a read of the whole jobs or attempts table, with BACKLOG future jobs and BACKLOG
+    finished ones with their attempts."""
+    claims = backlog.claim(worker_id="w", queues=None, limit=20, now=NOW)
+    assert len(claims) == 20
+    plan = running_read(backlog, name, running_params(name, claims))
+    if kit.name == "postgres":
+        found = scans(json.loads(plan)[0]["Plan"])
+        assert found and all(
+            how not in ("Seq Scan", "Bitmap Heap Scan") or table == "duetime_jobs"
+            for table, how in found
+        ), found
+        assert ("duetime_attempts", "duetime_attempts_job_id_generation_key") in found, found
+        assert all(how != "Seq Scan" for _, how in found), found
+    elif kit.name == "sqlite":
+        assert "SEARCH a USING INDEX sqlite_autoindex_duetime_attempts_1" in plan or (
+            "SEARCH duetime_attempts USING INDEX sqlite_autoindex_duetime_attempts_1" in plan
+        ), plan
+        assert "SCAN a" not in plan and "SCAN duetime_attempts" not in plan, plan
+        assert "SCAN j\n" not in plan + "\n" and "SCAN duetime_jobs\n" not in plan + "\n", plan
+    else:
+        found = mysql_tables(json.loads(plan))
+        assert all(access != "ALL" for _, access, _ in found), found
+        assert ("a", "eq_ref", "duetime_attempts_generation") in found, found

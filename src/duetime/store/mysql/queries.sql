@@ -210,20 +210,23 @@ JOIN JSON_TABLE(%(leases)s, '$[*]' COLUMNS (
         job_id BIGINT PATH '$.job_id', claim_token BIGINT PATH '$.claim_token')) AS v ON v.job_id = j.id AND v.claim_token = j.claim_token
 ORDER BY j.id
 LOCK IN SHARE MODE;
-UPDATE duetime_attempts AS a
-JOIN duetime_jobs AS j ON j.id = a.job_id AND j.claim_token = a.claim_token
-JOIN JSON_TABLE(%(leases)s, '$[*]' COLUMNS (
-        job_id BIGINT PATH '$.job_id', claim_token BIGINT PATH '$.claim_token')) AS v ON v.job_id = j.id AND v.claim_token = j.claim_token
+UPDATE JSON_TABLE(%(leases)s, '$[*]' COLUMNS (
+        job_id BIGINT PATH '$.job_id', claim_token BIGINT PATH '$.claim_token')) AS v
+STRAIGHT_JOIN duetime_jobs AS j ON j.id = v.job_id AND j.claim_token = v.claim_token
+STRAIGHT_JOIN duetime_attempts AS a
+    ON a.job_id = j.id AND a.generation = j.generation AND a.claim_token = j.claim_token
 SET a.lease_expires_at = DATE_ADD(%(now)s, INTERVAL FLOOR(j.lease_seconds * 1000000) MICROSECOND)
 WHERE a.status = 'running';
 
 -- name: lease_states
+-- Each job by its id, then its attempt by (job_id, generation, claim_token).
 SELECT a.id AS attempt_id, a.job_id, a.generation, a.claim_token, a.lease_expires_at,
        j.status AS job_status
 FROM JSON_TABLE(%(leases)s, '$[*]' COLUMNS (
         job_id BIGINT PATH '$.job_id', claim_token BIGINT PATH '$.claim_token')) AS v
-JOIN duetime_attempts a ON a.job_id = v.job_id AND a.claim_token = v.claim_token
-JOIN duetime_jobs j ON j.id = a.job_id AND j.claim_token = a.claim_token
+STRAIGHT_JOIN duetime_jobs j ON j.id = v.job_id AND j.claim_token = v.claim_token
+STRAIGHT_JOIN duetime_attempts a
+    ON a.job_id = j.id AND a.generation = j.generation AND a.claim_token = j.claim_token
 WHERE a.status = 'running';
 
 -- name: lock_jobs
@@ -294,10 +297,16 @@ SET a.late_outcome = v.outcome, a.late_reported_at = %(now)s
 WHERE a.claim_token = v.claim_token;
 
 -- name: expired_leases
+-- Running attempts are reached through their jobs (migration 17: no index on the attempts'
+-- status and lease): the running and cancel-requested jobs (few: what the workers hold)
+-- from an index led by status, each joined to its attempt of its generation and claim token.
 SELECT a.id AS attempt_id, a.job_id, a.generation, a.claim_token, j.status, j.attempts,
        j.max_attempts, j.retry_base, j.retry_cap
-FROM duetime_attempts a JOIN duetime_jobs j ON j.id = a.job_id
-WHERE a.status = 'running' AND a.lease_expires_at <= %(now)s
+FROM duetime_jobs j
+STRAIGHT_JOIN duetime_attempts a
+    ON a.job_id = j.id AND a.generation = j.generation AND a.claim_token = j.claim_token
+WHERE j.status IN ('running', 'cancel_requested')
+  AND a.status = 'running' AND a.lease_expires_at <= %(now)s
   -- an attempt dispatched to the broker whose event is not yet published: no lease runs yet
   AND NOT (a.worker_id = %(holder)s AND EXISTS (
         SELECT 1 FROM duetime_outbox o WHERE o.attempt_id = a.id AND o.published_at IS NULL))
@@ -305,11 +314,14 @@ ORDER BY a.lease_expires_at, a.id
 LIMIT %(limit)s;
 
 -- name: held_leases
--- Through duetime_attempts_lease, whose first column is status (few rows: what the workers
--- hold now).
-SELECT id AS attempt_id, job_id, generation, claim_token FROM duetime_attempts
-WHERE status = 'running' AND worker_id = %(worker_id)s
-ORDER BY id;
+-- Through the running jobs (few rows: what the workers hold now), as expired_leases.
+SELECT a.id AS attempt_id, a.job_id, a.generation, a.claim_token
+FROM duetime_jobs j
+STRAIGHT_JOIN duetime_attempts a
+    ON a.job_id = j.id AND a.generation = j.generation AND a.claim_token = j.claim_token
+WHERE j.status IN ('running', 'cancel_requested')
+  AND a.status = 'running' AND a.worker_id = %(worker_id)s
+ORDER BY a.id;
 
 -- name: expire_overdue
 -- Candidates read without locks, then moved by primary key with the condition checked again
@@ -467,10 +479,18 @@ WHERE id = %(id)s;
 UPDATE duetime_nodes SET last_seen_at = %(now)s, stopped_at = %(now)s WHERE id = %(id)s;
 
 -- name: list_nodes
-SELECT n.*,
-       (SELECT JSON_ARRAYAGG(a.job_id) FROM duetime_attempts a
-        WHERE a.worker_id = n.id AND a.status = 'running') AS holding
+-- What each node holds: the running attempts, read once through the running jobs (as
+-- expired_leases), grouped by worker.
+SELECT n.*, COALESCE(h.holding, JSON_ARRAY()) AS holding
 FROM duetime_nodes n
+LEFT JOIN (
+    SELECT a.worker_id, JSON_ARRAYAGG(a.job_id) AS holding
+    FROM duetime_jobs j
+    STRAIGHT_JOIN duetime_attempts a
+        ON a.job_id = j.id AND a.generation = j.generation AND a.claim_token = j.claim_token
+    WHERE j.status IN ('running', 'cancel_requested') AND a.status = 'running'
+    GROUP BY a.worker_id
+) AS h ON h.worker_id = n.id
 ORDER BY n.started_at DESC
 LIMIT %(limit)s;
 
@@ -596,9 +616,12 @@ SELECT tenant, concurrency FROM duetime_tenants WHERE concurrency IS NOT NULL OR
 FOR UPDATE;
 
 -- name: running_counts
+-- Through the running jobs, as expired_leases.
 SELECT j.queue, j.tenant, COUNT(*) AS n
-FROM duetime_attempts a JOIN duetime_jobs j ON j.id = a.job_id
-WHERE a.status = 'running'
+FROM duetime_jobs j
+STRAIGHT_JOIN duetime_attempts a
+    ON a.job_id = j.id AND a.generation = j.generation AND a.claim_token = j.claim_token
+WHERE j.status IN ('running', 'cancel_requested') AND a.status = 'running'
 GROUP BY j.queue, j.tenant;
 
 -- name: claim_candidates
@@ -877,9 +900,10 @@ CREATE TEMPORARY TABLE IF NOT EXISTS duetime_withdraw (
 DELETE FROM duetime_withdraw;
 INSERT INTO duetime_withdraw (job_id, attempt_id)
 SELECT j.id, a.id
-FROM duetime_attempts a JOIN duetime_jobs j
-    ON j.id = a.job_id AND j.generation = a.generation AND j.claim_token = a.claim_token
-WHERE a.status = 'running' AND a.worker_id = %(holder)s
+FROM duetime_jobs j STRAIGHT_JOIN duetime_attempts a
+    ON a.job_id = j.id AND a.generation = j.generation AND a.claim_token = j.claim_token
+WHERE j.status IN ('running', 'cancel_requested')  -- through the running jobs
+  AND a.status = 'running' AND a.worker_id = %(holder)s
   AND (j.id IN %(ids)s
        OR (%(direct)s AND j.queue NOT IN (
              SELECT q.queue FROM duetime_queues q WHERE q.dispatch = 'outbox')));
@@ -927,10 +951,14 @@ GROUP BY queue
 ORDER BY queue;
 
 -- name: dispatched_figures
--- Through the running attempts' index: those held by the outbox, by their job's queue.
+-- Through the running jobs (as expired_leases): the attempts held by the outbox, by their
+-- job's queue.
 SELECT j.queue, COUNT(*) AS dispatched, MIN(a.started_at) AS oldest_dispatched_at
-FROM duetime_attempts a JOIN duetime_jobs j ON j.id = a.job_id AND j.generation = a.generation
-WHERE a.status = 'running' AND a.worker_id = %(holder)s
+FROM duetime_jobs j
+STRAIGHT_JOIN duetime_attempts a
+    ON a.job_id = j.id AND a.generation = j.generation AND a.claim_token = j.claim_token
+WHERE j.status IN ('running', 'cancel_requested')
+  AND a.status = 'running' AND a.worker_id = %(holder)s
 GROUP BY j.queue
 ORDER BY j.queue;
 
@@ -954,7 +982,9 @@ SELECT * FROM duetime_limits ORDER BY name FOR UPDATE;
 
 -- name: limit_running
 SELECT j.limits AS limits, COUNT(*) AS running
-FROM duetime_jobs j JOIN duetime_attempts a ON a.job_id = j.id AND a.generation = j.generation
+FROM duetime_jobs j
+STRAIGHT_JOIN duetime_attempts a
+    ON a.job_id = j.id AND a.generation = j.generation AND a.claim_token = j.claim_token
 WHERE j.status IN ('running', 'cancel_requested') AND j.limits IS NOT NULL
   AND a.status = 'running'
   AND (a.lease_expires_at > %(now)s

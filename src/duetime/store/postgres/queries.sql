@@ -289,11 +289,13 @@ ORDER BY j.priority DESC, j.due_at, j.id;
 -- The leases of `leases` (job_id, claim_token): an attempt is renewed only while its job
 -- holds its claim token. The jobs' rows are share-locked first (in id order), as every writer
 -- locks the job before its attempt: a renewal and a reap (which locks the job, then checks the
--- lease) are serialized.
+-- lease) are serialized. Each attempt is found by (job_id, generation, claim_token) through
+-- the attempts' unique key; no index covers lease_expires_at, so a renewal can be a HOT
+-- update (migration 17).
 WITH v AS (
     SELECT * FROM jsonb_to_recordset(%(leases)s::jsonb) AS v(job_id bigint, claim_token bigint)
 ), j AS (
-    SELECT j.id, j.claim_token, j.lease_seconds
+    SELECT j.id, j.generation, j.claim_token, j.lease_seconds
     FROM duetime_jobs j JOIN v ON v.job_id = j.id AND v.claim_token = j.claim_token
     ORDER BY j.id
     FOR SHARE OF j
@@ -301,14 +303,17 @@ WITH v AS (
 UPDATE duetime_attempts AS a
 SET lease_expires_at = %(now)s + trunc(j.lease_seconds * 1000000)::bigint * interval '1 microsecond'
 FROM j
-WHERE a.job_id = j.id AND a.claim_token = j.claim_token AND a.status = 'running';
+WHERE a.job_id = j.id AND a.generation = j.generation AND a.claim_token = j.claim_token
+  AND a.status = 'running';
 
 -- name: lease_states
+-- Each job by its id, then its attempt by (job_id, generation, claim_token).
 SELECT a.id AS attempt_id, a.job_id, a.generation, a.claim_token, a.lease_expires_at,
        j.status AS job_status
 FROM jsonb_to_recordset(%(leases)s::jsonb) AS v(job_id bigint, claim_token bigint)
-JOIN duetime_attempts a ON a.job_id = v.job_id AND a.claim_token = v.claim_token
-JOIN duetime_jobs j ON j.id = a.job_id AND j.claim_token = a.claim_token
+JOIN duetime_jobs j ON j.id = v.job_id AND j.claim_token = v.claim_token
+JOIN duetime_attempts a
+    ON a.job_id = j.id AND a.generation = j.generation AND a.claim_token = j.claim_token
 WHERE a.status = 'running';
 
 -- name: lock_jobs
@@ -361,10 +366,17 @@ FROM jsonb_to_recordset(%(batch)s::jsonb) AS v(job_id bigint, generation bigint,
 WHERE a.job_id = v.job_id AND a.generation = v.generation AND a.claim_token = v.claim_token;
 
 -- name: expired_leases
+-- Running attempts are reached through their jobs (migration 17: no index on the attempts'
+-- lease, so that renewals and finishes can be HOT updates): the running and
+-- cancel-requested jobs (few: what the workers hold) from the job counts index, each joined
+-- to its attempt of its generation and claim token. Sorted after the join: few rows.
 SELECT a.id AS attempt_id, a.job_id, a.generation, a.claim_token, j.status, j.attempts,
        j.max_attempts, j.retry_base, j.retry_cap
-FROM duetime_attempts a JOIN duetime_jobs j ON j.id = a.job_id
-WHERE a.status = 'running' AND a.lease_expires_at <= %(now)s
+FROM duetime_jobs j
+JOIN duetime_attempts a
+    ON a.job_id = j.id AND a.generation = j.generation AND a.claim_token = j.claim_token
+WHERE j.status IN ('running', 'cancel_requested')
+  AND a.status = 'running' AND a.lease_expires_at <= %(now)s
   -- an attempt dispatched to the broker whose event is not yet published: no lease runs yet
   AND NOT (a.worker_id = %(holder)s AND EXISTS (
         SELECT 1 FROM duetime_outbox o WHERE o.attempt_id = a.id AND o.published_at IS NULL))
@@ -372,10 +384,14 @@ ORDER BY a.lease_expires_at, a.id
 LIMIT %(limit)s;
 
 -- name: held_leases
--- Through the running attempts' partial index (few rows: what the workers hold now).
-SELECT id AS attempt_id, job_id, generation, claim_token FROM duetime_attempts
-WHERE status = 'running' AND worker_id = %(worker_id)s
-ORDER BY id;
+-- Through the running jobs (few rows: what the workers hold now), as expired_leases.
+SELECT a.id AS attempt_id, a.job_id, a.generation, a.claim_token
+FROM duetime_jobs j
+JOIN duetime_attempts a
+    ON a.job_id = j.id AND a.generation = j.generation AND a.claim_token = j.claim_token
+WHERE j.status IN ('running', 'cancel_requested')
+  AND a.status = 'running' AND a.worker_id = %(worker_id)s
+ORDER BY a.id;
 
 -- name: expire_overdue
 -- The candidates are picked once (ARRAY(...) is an init plan; see release_waiting).
@@ -537,10 +553,18 @@ WHERE id = %(id)s;
 UPDATE duetime_nodes SET last_seen_at = %(now)s, stopped_at = %(now)s WHERE id = %(id)s;
 
 -- name: list_nodes
-SELECT n.*,
-       ARRAY(SELECT a.job_id FROM duetime_attempts a
-             WHERE a.worker_id = n.id AND a.status = 'running' ORDER BY a.job_id) AS holding
-FROM duetime_nodes n
+-- What each node holds: the running attempts, read once through the running jobs (as
+-- expired_leases), grouped by worker.
+WITH held AS (
+    SELECT a.worker_id, array_agg(a.job_id ORDER BY a.job_id) AS holding
+    FROM duetime_jobs j
+    JOIN duetime_attempts a
+        ON a.job_id = j.id AND a.generation = j.generation AND a.claim_token = j.claim_token
+    WHERE j.status IN ('running', 'cancel_requested') AND a.status = 'running'
+    GROUP BY a.worker_id
+)
+SELECT n.*, COALESCE(h.holding, ARRAY[]::bigint[]) AS holding
+FROM duetime_nodes n LEFT JOIN held h ON h.worker_id = n.id
 ORDER BY n.started_at DESC
 LIMIT %(limit)s;
 
@@ -676,9 +700,12 @@ ORDER BY tenant COLLATE "C"
 FOR UPDATE;
 
 -- name: running_counts
+-- Through the running jobs, as expired_leases.
 SELECT j.queue, j.tenant, COUNT(*) AS n
-FROM duetime_attempts a JOIN duetime_jobs j ON j.id = a.job_id
-WHERE a.status = 'running'
+FROM duetime_jobs j
+JOIN duetime_attempts a
+    ON a.job_id = j.id AND a.generation = j.generation AND a.claim_token = j.claim_token
+WHERE j.status IN ('running', 'cancel_requested') AND a.status = 'running'
 GROUP BY j.queue, j.tenant;
 
 -- name: claim_candidates
@@ -938,10 +965,12 @@ WHERE a.job_id = j.id AND a.generation = %(generation)s
 -- worker's accept_dispatch that came first keeps it), with its unpublished events, and its
 -- job moves back.
 WITH found AS (
+    -- through the running jobs, as expired_leases
     SELECT a.id, a.job_id, a.generation
-    FROM duetime_attempts a JOIN duetime_jobs j
-        ON j.id = a.job_id AND j.generation = a.generation AND j.claim_token = a.claim_token
-    WHERE a.status = 'running' AND a.worker_id = %(holder)s::text
+    FROM duetime_jobs j JOIN duetime_attempts a
+        ON a.job_id = j.id AND a.generation = j.generation AND a.claim_token = j.claim_token
+    WHERE j.status IN ('running', 'cancel_requested')
+      AND a.status = 'running' AND a.worker_id = %(holder)s::text
       AND (j.id = ANY (%(ids)s::bigint[])
            OR (%(direct)s::boolean AND j.queue NOT IN (
                  SELECT q.queue FROM duetime_queues q WHERE q.dispatch = 'outbox')))
@@ -992,10 +1021,14 @@ GROUP BY queue
 ORDER BY queue COLLATE "C";
 
 -- name: dispatched_figures
--- Through the running attempts' index: those held by the outbox, by their job's queue.
+-- Through the running jobs (as expired_leases): the attempts held by the outbox, by their
+-- job's queue.
 SELECT j.queue, COUNT(*) AS dispatched, MIN(a.started_at) AS oldest_dispatched_at
-FROM duetime_attempts a JOIN duetime_jobs j ON j.id = a.job_id AND j.generation = a.generation
-WHERE a.status = 'running' AND a.worker_id = %(holder)s::text
+FROM duetime_jobs j
+JOIN duetime_attempts a
+    ON a.job_id = j.id AND a.generation = j.generation AND a.claim_token = j.claim_token
+WHERE j.status IN ('running', 'cancel_requested')
+  AND a.status = 'running' AND a.worker_id = %(holder)s::text
 GROUP BY j.queue
 ORDER BY j.queue;
 
@@ -1021,7 +1054,9 @@ SELECT * FROM duetime_limits ORDER BY name FOR UPDATE;
 
 -- name: limit_running
 SELECT j.limits AS limits, COUNT(*) AS running
-FROM duetime_jobs j JOIN duetime_attempts a ON a.job_id = j.id AND a.generation = j.generation
+FROM duetime_jobs j
+JOIN duetime_attempts a
+    ON a.job_id = j.id AND a.generation = j.generation AND a.claim_token = j.claim_token
 WHERE j.status IN ('running', 'cancel_requested') AND j.limits IS NOT NULL
   AND a.status = 'running'
   AND (a.lease_expires_at > %(now)s

@@ -191,25 +191,26 @@ ORDER BY j.priority DESC, j.due_at, j.id;
 
 -- name: renew_leases
 -- The leases of `leases` (job_id, claim_token): an attempt is renewed only while its job
--- holds its claim token (under the write lock).
+-- holds its claim token (under the write lock). Each job by its id, then its attempt by
+-- (job_id, generation, claim_token) through the attempts' unique key.
 UPDATE duetime_attempts
-SET lease_expires_at = :now + CAST(
-    (SELECT j.lease_seconds FROM duetime_jobs j WHERE j.id = duetime_attempts.job_id)
-    * 1000000 AS INTEGER)
-WHERE status = 'running'
-  AND EXISTS (SELECT 1 FROM json_each(:leases) AS v
-                   JOIN duetime_jobs j ON j.id = json_extract(v.value, '$.job_id')
-                    AND j.claim_token = json_extract(v.value, '$.claim_token')
-              WHERE j.id = duetime_attempts.job_id
-                AND duetime_attempts.claim_token = j.claim_token);
+SET lease_expires_at = :now + CAST(h.lease_seconds * 1000000 AS INTEGER)
+FROM (SELECT j.id, j.generation, j.claim_token, j.lease_seconds
+      FROM json_each(:leases) AS v
+      JOIN duetime_jobs j ON j.id = json_extract(v.value, '$.job_id')
+       AND j.claim_token = json_extract(v.value, '$.claim_token')) AS h
+WHERE duetime_attempts.job_id = h.id AND duetime_attempts.generation = h.generation
+  AND duetime_attempts.claim_token = h.claim_token AND duetime_attempts.status = 'running';
 
 -- name: lease_states
+-- Each job by its id, then its attempt by (job_id, generation, claim_token).
 SELECT a.id AS attempt_id, a.job_id, a.generation, a.claim_token, a.lease_expires_at,
        j.status AS job_status
 FROM json_each(:leases) AS v
-JOIN duetime_attempts a ON a.job_id = json_extract(v.value, '$.job_id')
-    AND a.claim_token = json_extract(v.value, '$.claim_token')
-JOIN duetime_jobs j ON j.id = a.job_id AND j.claim_token = a.claim_token
+JOIN duetime_jobs j ON j.id = json_extract(v.value, '$.job_id')
+    AND j.claim_token = json_extract(v.value, '$.claim_token')
+JOIN duetime_attempts a
+    ON a.job_id = j.id AND a.generation = j.generation AND a.claim_token = j.claim_token
 WHERE a.status = 'running';
 
 -- name: lock_jobs
@@ -275,10 +276,16 @@ WHERE duetime_attempts.job_id = v.job_id AND duetime_attempts.generation = v.gen
   AND duetime_attempts.claim_token = v.claim_token;
 
 -- name: expired_leases
+-- Running attempts are reached through their jobs (migration 17: no index on the attempts'
+-- lease): the running and cancel-requested jobs (few: what the workers hold) from the job
+-- counts index, each joined to its attempt of its generation and claim token.
 SELECT a.id AS attempt_id, a.job_id, a.generation, a.claim_token, j.status, j.attempts,
        j.max_attempts, j.retry_base, j.retry_cap
-FROM duetime_attempts a JOIN duetime_jobs j ON j.id = a.job_id
-WHERE a.status = 'running' AND a.lease_expires_at <= :now
+FROM duetime_jobs j
+JOIN duetime_attempts a
+    ON a.job_id = j.id AND a.generation = j.generation AND a.claim_token = j.claim_token
+WHERE j.status IN ('running', 'cancel_requested')
+  AND a.status = 'running' AND a.lease_expires_at <= :now
   -- an attempt dispatched to the broker whose event is not yet published: no lease runs yet
   AND NOT (a.worker_id = :holder AND EXISTS (
         SELECT 1 FROM duetime_outbox o WHERE o.attempt_id = a.id AND o.published_at IS NULL))
@@ -286,10 +293,14 @@ ORDER BY a.lease_expires_at, a.id
 LIMIT :limit;
 
 -- name: held_leases
--- Through the running attempts' partial index (few rows: what the workers hold now).
-SELECT id AS attempt_id, job_id, generation, claim_token FROM duetime_attempts
-WHERE status = 'running' AND worker_id = :worker_id
-ORDER BY id;
+-- Through the running jobs (few rows: what the workers hold now), as expired_leases.
+SELECT a.id AS attempt_id, a.job_id, a.generation, a.claim_token
+FROM duetime_jobs j
+JOIN duetime_attempts a
+    ON a.job_id = j.id AND a.generation = j.generation AND a.claim_token = j.claim_token
+WHERE j.status IN ('running', 'cancel_requested')
+  AND a.status = 'running' AND a.worker_id = :worker_id
+ORDER BY a.id;
 
 -- name: expire_overdue
 UPDATE duetime_jobs
@@ -429,10 +440,18 @@ UPDATE duetime_nodes SET last_seen_at = :now, clock_offset_seconds = :clock_offs
 UPDATE duetime_nodes SET last_seen_at = :now, stopped_at = :now WHERE id = :id;
 
 -- name: list_nodes
-SELECT n.*,
-       (SELECT json_group_array(a.job_id) FROM duetime_attempts a
-        WHERE a.worker_id = n.id AND a.status = 'running') AS holding
-FROM duetime_nodes n
+-- What each node holds: the running attempts, read once through the running jobs (as
+-- expired_leases), grouped by worker.
+WITH held AS (
+    SELECT a.worker_id, json_group_array(a.job_id) AS holding
+    FROM duetime_jobs j
+    JOIN duetime_attempts a
+        ON a.job_id = j.id AND a.generation = j.generation AND a.claim_token = j.claim_token
+    WHERE j.status IN ('running', 'cancel_requested') AND a.status = 'running'
+    GROUP BY a.worker_id
+)
+SELECT n.*, COALESCE(h.holding, '[]') AS holding
+FROM duetime_nodes n LEFT JOIN held h ON h.worker_id = n.id
 ORDER BY n.started_at DESC
 LIMIT :limit;
 
@@ -555,9 +574,12 @@ SELECT queue, concurrency FROM duetime_queues WHERE concurrency IS NOT NULL ORDE
 SELECT tenant, concurrency FROM duetime_tenants WHERE concurrency IS NOT NULL ORDER BY tenant;
 
 -- name: running_counts
+-- Through the running jobs, as expired_leases.
 SELECT j.queue, j.tenant, COUNT(*) AS n
-FROM duetime_attempts a INDEXED BY duetime_attempts_lease JOIN duetime_jobs j ON j.id = a.job_id
-WHERE a.status = 'running'
+FROM duetime_jobs j
+JOIN duetime_attempts a
+    ON a.job_id = j.id AND a.generation = j.generation AND a.claim_token = j.claim_token
+WHERE j.status IN ('running', 'cancel_requested') AND a.status = 'running'
 GROUP BY j.queue, j.tenant;
 
 -- name: claim_candidates
@@ -852,9 +874,10 @@ CREATE TEMP TABLE IF NOT EXISTS duetime_withdraw (
 DELETE FROM temp.duetime_withdraw;
 INSERT INTO temp.duetime_withdraw (job_id, attempt_id)
 SELECT j.id, a.id
-FROM duetime_attempts a JOIN duetime_jobs j
-    ON j.id = a.job_id AND j.generation = a.generation AND j.claim_token = a.claim_token
-WHERE a.status = 'running' AND a.worker_id = :holder
+FROM duetime_jobs j JOIN duetime_attempts a
+    ON a.job_id = j.id AND a.generation = j.generation AND a.claim_token = j.claim_token
+WHERE j.status IN ('running', 'cancel_requested')  -- through the running jobs
+  AND a.status = 'running' AND a.worker_id = :holder
   AND json_type(:moves, '$.' || j.status) IS NOT NULL
   AND (j.id IN (SELECT value FROM json_each(:ids))
        OR (:direct AND j.queue NOT IN (
@@ -894,10 +917,14 @@ GROUP BY queue
 ORDER BY queue;
 
 -- name: dispatched_figures
--- Through the running attempts' index: those held by the outbox, by their job's queue.
+-- Through the running jobs (as expired_leases): the attempts held by the outbox, by their
+-- job's queue.
 SELECT j.queue, COUNT(*) AS dispatched, MIN(a.started_at) AS oldest_dispatched_at
-FROM duetime_attempts a JOIN duetime_jobs j ON j.id = a.job_id AND j.generation = a.generation
-WHERE a.status = 'running' AND a.worker_id = :holder
+FROM duetime_jobs j
+JOIN duetime_attempts a
+    ON a.job_id = j.id AND a.generation = j.generation AND a.claim_token = j.claim_token
+WHERE j.status IN ('running', 'cancel_requested')
+  AND a.status = 'running' AND a.worker_id = :holder
 GROUP BY j.queue
 ORDER BY j.queue;
 
@@ -923,7 +950,9 @@ SELECT * FROM duetime_limits ORDER BY name;
 
 -- name: limit_running
 SELECT j.limits AS limits, COUNT(*) AS running
-FROM duetime_jobs j JOIN duetime_attempts a ON a.job_id = j.id AND a.generation = j.generation
+FROM duetime_jobs j
+JOIN duetime_attempts a
+    ON a.job_id = j.id AND a.generation = j.generation AND a.claim_token = j.claim_token
 WHERE j.status IN ('running', 'cancel_requested') AND j.limits IS NOT NULL
   AND a.status = 'running'
   AND (a.lease_expires_at > :now

@@ -424,8 +424,10 @@ def _held_by(url: str, pids: set[int]) -> list[tuple[int, int]]:
     try:
         with psycopg.connect(url, autocommit=True, connect_timeout=2) as conn:
             rows = conn.execute(
-                "SELECT job_id, generation, worker_id FROM duetime_attempts"
-                " WHERE status = 'running'"
+                # through the running jobs (migration 17: no index on running attempts)
+                "SELECT a.job_id, a.generation, a.worker_id FROM duetime_jobs j"
+                " JOIN duetime_attempts a ON a.job_id = j.id AND a.generation = j.generation"
+                " WHERE j.status IN ('running', 'cancel_requested') AND a.status = 'running'"
             ).fetchall()
     except psycopg.Error:
         return []
@@ -906,8 +908,10 @@ def _busiest_pid(url: str, pids: set[int]) -> int | None:
         with psycopg.connect(url, autocommit=True, connect_timeout=2) as conn:
             rows = conn.execute(
                 "SELECT a.worker_id, count(*) FILTER (WHERE j.task = 'chaos.slow'), count(*)"
-                " FROM duetime_attempts a JOIN duetime_jobs j ON j.id = a.job_id"
-                " WHERE a.status = 'running' GROUP BY a.worker_id ORDER BY 2 DESC, 3 DESC"
+                " FROM duetime_jobs j"
+                " JOIN duetime_attempts a ON a.job_id = j.id AND a.generation = j.generation"
+                " WHERE j.status IN ('running', 'cancel_requested') AND a.status = 'running'"
+                " GROUP BY a.worker_id ORDER BY 2 DESC, 3 DESC"
             ).fetchall()
     except psycopg.Error:
         return None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import gc
 import logging
 import os
 import signal
@@ -163,7 +164,12 @@ def cmd_worker(args: argparse.Namespace) -> int:
         services=services,
         clock_warning=args.clock_warning,
     )
-
+    # what the start made (modules, classes, the app) lives as long as the process: kept out of
+    # the garbage collector's full passes, which otherwise walk all of it every few seconds
+    # under load and find nothing (docs/performance.md, "A drain profiled"); this process's
+    # own, so no object of an embedding program is frozen
+    gc.collect()
+    gc.freeze()
     worker.serve()  # until SIGTERM or SIGINT; a second signal exits at once with status 1
     if calls is not None:
         calls.close()

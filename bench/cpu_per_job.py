@@ -29,6 +29,7 @@ import subprocess
 import sys
 import time
 from collections import Counter
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -204,9 +205,10 @@ def start_spies(prefix: str, pid: int, concurrency: int, run: int) -> list[subpr
 IDLE = ("select ", "_worker ", "wait ", "acquire ")
 
 
-def top(path: str, count: int) -> None:
+def top(path: str, count: int, frames_of_note: Sequence[str] = ()) -> None:
     """The frames of a raw py-spy profile with the most samples: own (the frame on top of the
-    stack) and inclusive (anywhere in it), as shares of the samples not waiting (IDLE)."""
+    stack) and inclusive (anywhere in it), as shares of the samples not waiting (IDLE); with
+    `frames_of_note` (function names as py-spy gives them), only those, inclusive."""
     own: Counter[str] = Counter()
     under: Counter[str] = Counter()
     total = 0
@@ -221,6 +223,12 @@ def top(path: str, count: int) -> None:
         for frame in set(frames[1:]):  # not the thread's name
             under[frame] += samples
     say(f"{path}: {total} busy samples")
+    if frames_of_note:
+        say("-- inclusive, of note")
+        for name in frames_of_note:
+            n = sum(v for frame, v in under.items() if frame.startswith(name + " "))
+            say(f"{100 * n / max(total, 1):5.1f}%  {name}")
+        return
     for title, counter in (("own", own), ("inclusive", under)):
         say(f"-- {title}")
         for frame, n in counter.most_common(count):
@@ -239,6 +247,7 @@ def main() -> None:
     p.add_argument("--profile", help="py-spy raw profiles to PREFIX-C-RUN.{all,gil}.txt")
     p.add_argument("--top", help="print the top frames of a raw py-spy profile and exit")
     p.add_argument("--count", type=int, default=25, help="frames --top prints")
+    p.add_argument("--frames", help="--top: only these functions' inclusive shares, FN,FN,...")
     p.add_argument("--json", help="append each run's figures to this file (JSON lines)")
     p.add_argument(
         "--src",
@@ -248,7 +257,7 @@ def main() -> None:
     )
     args = p.parse_args()
     if args.top:
-        top(args.top, args.count)
+        top(args.top, args.count, args.frames.split(",") if args.frames else ())
         return
     levels = [int(c) for c in args.concurrency.split(",")]
     variants = [tuple(v.split("=", 1)) for v in args.src.split(",")] if args.src else [("", "")]

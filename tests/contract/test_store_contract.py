@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import sqlite3
 import threading
 from collections.abc import Callable
@@ -19,7 +20,9 @@ from duetime.core.errors import (
     SchemaError,
     StoreUnavailable,
 )
+from duetime.core.limits import LimitSettings
 from duetime.core.models import JobFilter, Lease, Outcome
+from duetime.core.requests import TaskDefaults
 from duetime.core.retry import ErrorCategory
 from duetime.core.states import TRANSITIONS, AttemptStatus, Event, JobStatus
 from duetime.store.base import Store
@@ -215,6 +218,39 @@ def test_claim_starts_an_attempt_with_the_next_generation_and_a_lease(
     assert claim.attempt.status is AttemptStatus.RUNNING
     assert claim.attempt.lease_expires_at == clock.now() + timedelta(seconds=30)
     assert claim.attempt.started_at == clock.now()
+
+
+def test_every_claim_path_gives_the_job_and_attempt_as_the_store_holds_them(
+    store: Store, clock: ManualClock
+) -> None:
+    """A claim reads back only part of its attempt's row (store/rows.py claims_from_rows): the
+    rest must be what the store holds, whichever statement started it: claim_queues, claim,
+    then claim_chosen through the limited pick (a limit exists) and the controlled one (a
+    capped queue)."""
+    enqueue(store, clock, queue="named")
+    enqueue(store, clock, queue="plain", args={"x": 1}, priority=2)
+    clock.advance(0.25)
+    claims = store.claim(worker_id="wn", queues=["named", "other"], limit=5, now=clock.now())
+    claims += store.claim(worker_id="wp", queues=None, limit=5, now=clock.now())
+    store.set_limit(LimitSettings("api", concurrency=5), clock.now())
+    enqueue(store, clock, queue="keyed", defaults=TaskDefaults(limits=("api",)))
+    claims += store.claim(worker_id="wk", queues=None, limit=5, now=clock.now())
+    store.set_queue("capped", clock.now(), concurrency=5)
+    enqueue(store, clock, queue="capped", deadline=clock.now() + timedelta(hours=1))
+    claims += store.claim(worker_id="wc", queues=None, limit=5, now=clock.now())
+    assert [(c.job.queue, c.attempt.worker_id) for c in claims] == [
+        ("named", "wn"),
+        ("plain", "wp"),
+        ("keyed", "wk"),
+        ("capped", "wc"),
+    ]
+    for claim in claims:
+        held = store.get_job(claim.job.id)
+        assert held is not None
+        assert claim.job == held  # every field (the attempt history is not compared)
+        [attempt] = held.attempt_history
+        assert claim.attempt == dataclasses.replace(attempt, epoch=claim.attempt.epoch)
+        assert claim.attempt.started_at == clock.now() == claim.job.updated_at
 
 
 def test_claim_skips_jobs_past_their_deadline(store: Store, clock: ManualClock) -> None:

@@ -121,3 +121,31 @@ def test_an_outcome_that_cannot_be_written_in_time_is_given_up() -> None:
         return answer
 
     assert asyncio.run(scenario()) is None  # the lease lapses; the reaper retries the job
+
+
+def test_a_retry_without_decided_at_counts_its_delay_from_when_it_was_handed_over() -> None:
+    """An outcome given back unstarted (due again now) says no decided_at: its delay counts
+    from record(), the instant the completer notes for it; a success needs no instant."""
+
+    async def scenario() -> tuple[Ledger, datetime]:
+        ledger = Ledger(failures=1)
+        clock = ManualClock()
+        c = completer(ledger, clock, linger=0)
+        running = asyncio.create_task(c.run())
+        handed = clock.now()
+        again = Outcome(Event.RETRY, due_at=handed)  # due again at once, as handed over
+        records = [
+            asyncio.create_task(c.record(lease(1), again, give_up_after=60)),
+            asyncio.create_task(c.record(lease(2), Outcome(Event.SUCCEED), give_up_after=60)),
+        ]
+        await c.flushed.wait(1)  # one failed try
+        clock.advance(20)  # written 20 s after it was handed over
+        assert await asyncio.gather(*records) == [True, True]
+        c.stop()
+        await running
+        return ledger, handed
+
+    ledger, handed = asyncio.run(scenario())
+    [[(_, written), (_, succeeded)]] = ledger.batches
+    assert written.due_at == written.decided_at == handed + timedelta(seconds=20)
+    assert succeeded == Outcome(Event.SUCCEED)

@@ -8,10 +8,10 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from duetime.core.models import Attempt, Job, built
+from duetime.core.models import Attempt, Claim, Job, built
 from duetime.core.retry import ErrorCategory
 from duetime.core.states import AttemptStatus, JobStatus
-from duetime.store.rows import ATTEMPT_COLUMNS, attempt_from_row, job_from_row
+from duetime.store.rows import ATTEMPT_COLUMNS, attempt_from_row, claims_from_rows, job_from_row
 
 T = datetime(2026, 12, 1, 9, 0, tzinfo=UTC)
 
@@ -108,3 +108,33 @@ def test_built_records_stay_frozen_and_hashable_as_init_made_ones() -> None:
     with pytest.raises(dataclasses.FrozenInstanceError):
         attempt.worker_id = "other"  # type: ignore[misc]
     assert hash(attempt) == hash(Attempt(**vars(attempt)))
+
+
+def test_a_claim_from_its_row_has_every_field_of_its_job_and_new_attempt() -> None:
+    """A claim's row is its job's columns and three more: the rest of its attempt is the
+    job's, the worker's, or what every started attempt has."""
+    row = {
+        **JOB_ROW,
+        "claim_token": 5_000_000_000_000_000_001,
+        "attempt_id": 11,
+        "attempt_lease_expires_at": T + timedelta(seconds=30),
+        "claim_epoch": 3,
+    }
+    [claim] = claims_from_rows([row], same_time, "w-1")
+    assert claim == Claim(job_from_row(JOB_ROW, same_time), claim.attempt)
+    attempt = claim.attempt
+    assert set(vars(attempt)) == field_names(Attempt)
+    assert attempt == Attempt(
+        id=11,
+        job_id=7,
+        generation=2,
+        worker_id="w-1",
+        status=AttemptStatus.RUNNING,
+        lease_expires_at=T + timedelta(seconds=30),
+        started_at=T,  # the job's updated_at: the claim's now
+        due_at=T,
+        claim_token=5_000_000_000_000_000_001,
+        epoch=3,
+    )
+    assert claim.lease.claim_token == 5_000_000_000_000_000_001
+    assert attempt.fencing_token == (3 << 32) | 2

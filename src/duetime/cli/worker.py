@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import gc
 import logging
 import os
 import signal
@@ -163,7 +164,15 @@ def cmd_worker(args: argparse.Namespace) -> int:
         services=services,
         clock_warning=args.clock_warning,
     )
-
+    # what the start made (modules, classes, the app) lives as long as the process: kept out of
+    # the garbage collector's full passes, which otherwise walk all of it every few seconds
+    # under load and find nothing; and its young passes come every 10,000 allocations, not
+    # 700, so that a claimed job's records (freed by reference count once it ends) are not
+    # walked by older passes again and again while they wait ready (docs/performance.md, "A
+    # drain profiled"). This process's own: nothing of an embedding program is touched.
+    gc.collect()
+    gc.freeze()
+    gc.set_threshold(10_000, 10, 10)
     worker.serve()  # until SIGTERM or SIGINT; a second signal exits at once with status 1
     if calls is not None:
         calls.close()

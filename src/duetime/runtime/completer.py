@@ -33,7 +33,8 @@ log = logging.getLogger("duetime.worker")
 class _Pending:
     lease: Lease
     outcome: Outcome
-    queued_at: datetime  # when the attempt handed it over
+    # when the attempt handed it over, for a retry without decided_at (see _as_of); else None
+    queued_at: datetime | None
     give_up: float  # time.monotonic() after which it is answered None
     answer: asyncio.Future[bool | None] = field(repr=False)
 
@@ -66,8 +67,13 @@ class Completer(Service):
         attempt holds the job; the late report is kept), None when it never could be written
         within `give_up_after` seconds."""
         answer: asyncio.Future[bool | None] = asyncio.get_running_loop().create_future()
+        # the clock is read only when _as_of needs it: not for a success (no due_at), nor for a
+        # retry whose delay counts from when it was decided (decided_at)
+        queued_at = (
+            self.clock.now() if outcome.due_at is not None and outcome.decided_at is None else None
+        )
         self._waiting.append(
-            _Pending(lease, outcome, self.clock.now(), time.monotonic() + give_up_after, answer)
+            _Pending(lease, outcome, queued_at, time.monotonic() + give_up_after, answer)
         )
         self.wake()
         return await answer
@@ -140,9 +146,9 @@ def _as_of(pending: _Pending, now: datetime) -> Outcome:
     written, as the attempt's finished_at does (it waited in the batch since it was handed
     over; decided_at = now lets the store count on from the instant it records)."""
     outcome = pending.outcome
-    since = outcome.decided_at or pending.queued_at
     if outcome.due_at is None:
         return outcome
+    since = outcome.decided_at or pending.queued_at or now
     if now <= since:
         return replace(outcome, decided_at=since)
     return replace(outcome, due_at=outcome.due_at + (now - since), decided_at=now)

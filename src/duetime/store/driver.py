@@ -254,10 +254,15 @@ class Driver(ABC):
         return value.isoformat()
 
     def encode_rows(self, rows: Rows) -> str:
-        def value(v: Any) -> Any:
-            return self.json_time(v) if isinstance(v, datetime) else v
+        """A batch as JSON, its instants as json_time writes them (json's C encoder writes the
+        rest and calls json_value only for what it cannot write: instants, per value)."""
+        return json.dumps(rows, default=self.json_value)
 
-        return json.dumps([{k: value(v) for k, v in row.items()} for row in rows])
+    def json_value(self, value: Any) -> Any:
+        """A value of a Rows batch the json module cannot write: an instant, as json_time."""
+        if isinstance(value, datetime):
+            return self.json_time(value)
+        raise TypeError(f"a batch of rows cannot hold {type(value).__name__} values")
 
     def encode(self, params: Mapping[str, Any]) -> dict[str, Any]:
         """Parameters as the dialect takes them: instants, booleans, lists and Rows converted

@@ -20,7 +20,7 @@ Row = Mapping[str, Any]
 ToTime = Callable[[Any], datetime]
 
 
-# an attempt's columns, as claimed() returns them prefixed with "attempt_" beside its job's
+# an attempt's columns, as select_claim returns them prefixed with "attempt_" beside its job's
 ATTEMPT_COLUMNS = (
     "id",
     "job_id",
@@ -111,7 +111,7 @@ def dispatched_since(generation: int, attempts: Sequence[Attempt]) -> datetime |
 
 
 def attempt_from_row(row: Row, t: ToTime, prefix: str = "", epoch: int = 0) -> Attempt:
-    """An attempt from its columns, each named `prefix` + the column (claims_from_rows:
+    """An attempt from its columns, each named `prefix` + the column (select_claim:
     "attempt_"); `epoch`: the database's history it was claimed in (a claim's claim_epoch)."""
     k = _named(prefix)
     category = row[k["error_category"]]
@@ -147,16 +147,36 @@ def _named(prefix: str) -> dict[str, str]:
     return {col: prefix + col for col in ATTEMPT_COLUMNS}
 
 
-def claims_from_rows(rows: Iterable[Row], t: ToTime) -> list[Claim]:
-    """The claims of started rows: each a job's columns, its attempt's as attempt_*, and the
-    database's epoch as claim_epoch."""
-    return [
-        Claim(
-            job_from_row(row, t),
-            attempt_from_row(row, t, "attempt_", int(row["claim_epoch"])),
+def claims_from_rows(rows: Iterable[Row], t: ToTime, worker_id: str) -> list[Claim]:
+    """The claims of the rows a claim started for `worker_id`: each its job's columns as the
+    claim left them, its attempt's id and lease end as attempt_id and attempt_lease_expires_at,
+    and the database's epoch as claim_epoch. The rest of a just-started attempt is not read
+    back: it is the job's (generation, claim token, due_at; started_at is the claim's now, as
+    the job's updated_at), the worker's, or what every new attempt has (running, no outcome)."""
+    claims = []
+    for row in rows:
+        job = job_from_row(row, t)
+        attempt = built(
+            Attempt,
+            id=row["attempt_id"],
+            job_id=job.id,
+            generation=job.generation,
+            worker_id=worker_id,
+            status=AttemptStatus.RUNNING,
+            lease_expires_at=t(row["attempt_lease_expires_at"]),
+            started_at=job.updated_at,
+            finished_at=None,
+            error_category=None,
+            error_message=None,
+            error_traceback=None,
+            late_outcome=None,
+            late_reported_at=None,
+            due_at=job.due_at,
+            claim_token=row["claim_token"],
+            epoch=int(row["claim_epoch"]),
         )
-        for row in rows
-    ]
+        claims.append(Claim(job, attempt))
+    return claims
 
 
 def attempts_by_job(rows: Iterable[Row], t: ToTime) -> dict[int, tuple[Attempt, ...]]:

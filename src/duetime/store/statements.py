@@ -48,9 +48,10 @@ STATEMENTS: dict[str, str] = {
     "another transaction locked, and not of `outbox_queues` (none when all_direct); moves "
     "each by `moves` with generation + 1, attempts + 1 and a fresh random positive claim_token, "
     "and starts a running attempt of that generation and claim_token for worker_id (started_at "
-    "now, lease until now + lease_seconds, the job's due_at); returns each job with its "
-    "attempt's columns as attempt_<name> and the database's epoch as claim_epoch (PostgreSQL: "
-    "its timeline; else 0), in the same order",
+    "now, lease until now + lease_seconds, the job's due_at); returns each job's columns as "
+    "the claim left them (updated_at now) with its attempt's id and lease end as attempt_id "
+    "and attempt_lease_expires_at (the rest of the attempt is the job's or the claim's) and "
+    "the database's epoch as claim_epoch (PostgreSQL: its timeline; else 0), in the same order",
     "claim_queues": "as claim, for a worker of 1 to 4 distinct named queues (all_queues false; "
     "sql/shared.claim_statement): reads the due jobs of those queues only, through each queue's "
     "claim-order index (claim itself may walk every due job, filtered: the fastest plan for all "

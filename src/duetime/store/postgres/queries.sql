@@ -172,14 +172,10 @@ WITH picked AS (
     ORDER BY id
     RETURNING *
 )
-SELECT j.*,
-       a.id AS attempt_id, a.job_id AS attempt_job_id, a.generation AS attempt_generation,
-       a.worker_id AS attempt_worker_id, a.status AS attempt_status,
-       a.lease_expires_at AS attempt_lease_expires_at, a.started_at AS attempt_started_at,
-       a.finished_at AS attempt_finished_at, a.error_category AS attempt_error_category,
-       a.error_message AS attempt_error_message, a.error_traceback AS attempt_error_traceback,
-       a.late_outcome AS attempt_late_outcome, a.late_reported_at AS attempt_late_reported_at,
-       a.due_at AS attempt_due_at, a.claim_token AS attempt_claim_token,
+-- of the attempt only what the job's row does not say: the rest of a started attempt is
+-- the job's (generation, claim_token, due_at; started_at = updated_at = now), the
+-- worker's or a constant (store/rows.py claims_from_rows)
+SELECT j.*, a.id AS attempt_id, a.lease_expires_at AS attempt_lease_expires_at,
        -- the timeline: the first 8 hex digits of the current WAL file's name
        (SELECT ('x' || substr(pg_walfile_name(pg_current_wal_lsn()), 1, 8))::bit(32)::bigint)
            AS claim_epoch
@@ -271,14 +267,10 @@ WITH picked AS (
     ORDER BY id
     RETURNING *
 )
-SELECT j.*,
-       a.id AS attempt_id, a.job_id AS attempt_job_id, a.generation AS attempt_generation,
-       a.worker_id AS attempt_worker_id, a.status AS attempt_status,
-       a.lease_expires_at AS attempt_lease_expires_at, a.started_at AS attempt_started_at,
-       a.finished_at AS attempt_finished_at, a.error_category AS attempt_error_category,
-       a.error_message AS attempt_error_message, a.error_traceback AS attempt_error_traceback,
-       a.late_outcome AS attempt_late_outcome, a.late_reported_at AS attempt_late_reported_at,
-       a.due_at AS attempt_due_at, a.claim_token AS attempt_claim_token,
+-- of the attempt only what the job's row does not say: the rest of a started attempt is
+-- the job's (generation, claim_token, due_at; started_at = updated_at = now), the
+-- worker's or a constant (store/rows.py claims_from_rows)
+SELECT j.*, a.id AS attempt_id, a.lease_expires_at AS attempt_lease_expires_at,
        -- the timeline: the first 8 hex digits of the current WAL file's name
        (SELECT ('x' || substr(pg_walfile_name(pg_current_wal_lsn()), 1, 8))::bit(32)::bigint)
            AS claim_epoch
@@ -811,14 +803,10 @@ WITH picked AS (
     ORDER BY id
     RETURNING *
 )
-SELECT j.*,
-       a.id AS attempt_id, a.job_id AS attempt_job_id, a.generation AS attempt_generation,
-       a.worker_id AS attempt_worker_id, a.status AS attempt_status,
-       a.lease_expires_at AS attempt_lease_expires_at, a.started_at AS attempt_started_at,
-       a.finished_at AS attempt_finished_at, a.error_category AS attempt_error_category,
-       a.error_message AS attempt_error_message, a.error_traceback AS attempt_error_traceback,
-       a.late_outcome AS attempt_late_outcome, a.late_reported_at AS attempt_late_reported_at,
-       a.due_at AS attempt_due_at, a.claim_token AS attempt_claim_token,
+-- of the attempt only what the job's row does not say: the rest of a started attempt is
+-- the job's (generation, claim_token, due_at; started_at = updated_at = now), the
+-- worker's or a constant (store/rows.py claims_from_rows)
+SELECT j.*, a.id AS attempt_id, a.lease_expires_at AS attempt_lease_expires_at,
        -- the timeline: the first 8 hex digits of the current WAL file's name
        (SELECT ('x' || substr(pg_walfile_name(pg_current_wal_lsn()), 1, 8))::bit(32)::bigint)
            AS claim_epoch

@@ -140,7 +140,7 @@ class Claimer(Part):
                         "outbox_queues": leave_out,
                     },
                 )
-            return claims_from_rows(rows, self._t), at, True
+            return claims_from_rows(rows, self._t, worker_id), at, True
         # a transaction of its own, in as few round trips as the dialect can
         # (Driver.rows_alone)
         rows = self.driver.rows_alone(
@@ -153,7 +153,7 @@ class Claimer(Part):
             all_direct=not outbox,
             outbox_queues=outbox,
         )
-        return claims_from_rows(rows, self._t), None, False
+        return claims_from_rows(rows, self._t, worker_id), None, False
 
     def _claim_controlled(
         self,
@@ -184,7 +184,11 @@ class Claimer(Part):
                 priorities=plan.priorities,
                 credit=plan.credit,
             )
-        return claims_from_rows(started.rows, self._t), started.chosen, started.next_start
+        return (
+            claims_from_rows(started.rows, self._t, worker_id),
+            started.chosen,
+            started.next_start,
+        )
 
     def start_controlled(
         self,

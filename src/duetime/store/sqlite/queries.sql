@@ -172,14 +172,10 @@ SELECT id, generation, claim_token, :worker_id, 'running', :now + CAST(lease_sec
        :now, due_at
 FROM duetime_jobs WHERE id IN (SELECT id FROM temp.duetime_claim)
 ORDER BY id;
-SELECT j.*,
-       a.id AS attempt_id, a.job_id AS attempt_job_id, a.generation AS attempt_generation,
-       a.worker_id AS attempt_worker_id, a.status AS attempt_status,
-       a.lease_expires_at AS attempt_lease_expires_at, a.started_at AS attempt_started_at,
-       a.finished_at AS attempt_finished_at, a.error_category AS attempt_error_category,
-       a.error_message AS attempt_error_message, a.error_traceback AS attempt_error_traceback,
-       a.late_outcome AS attempt_late_outcome, a.late_reported_at AS attempt_late_reported_at,
-       a.due_at AS attempt_due_at, a.claim_token AS attempt_claim_token,
+-- of the attempt only what the job's row does not say: the rest of a started attempt is
+-- the job's (generation, claim_token, due_at; started_at = updated_at = now), the
+-- worker's or a constant (store/rows.py claims_from_rows)
+SELECT j.*, a.id AS attempt_id, a.lease_expires_at AS attempt_lease_expires_at,
        0 AS claim_epoch
 FROM duetime_jobs j JOIN duetime_attempts a ON a.job_id = j.id AND a.generation = j.generation
 WHERE j.id IN (SELECT id FROM temp.duetime_claim)
@@ -729,14 +725,10 @@ SELECT id, generation, claim_token, :worker_id, 'running',
        :now, due_at
 FROM duetime_jobs WHERE id IN (SELECT id FROM temp.duetime_claim)
 ORDER BY id;
-SELECT j.*,
-       a.id AS attempt_id, a.job_id AS attempt_job_id, a.generation AS attempt_generation,
-       a.worker_id AS attempt_worker_id, a.status AS attempt_status,
-       a.lease_expires_at AS attempt_lease_expires_at, a.started_at AS attempt_started_at,
-       a.finished_at AS attempt_finished_at, a.error_category AS attempt_error_category,
-       a.error_message AS attempt_error_message, a.error_traceback AS attempt_error_traceback,
-       a.late_outcome AS attempt_late_outcome, a.late_reported_at AS attempt_late_reported_at,
-       a.due_at AS attempt_due_at, a.claim_token AS attempt_claim_token,
+-- of the attempt only what the job's row does not say: the rest of a started attempt is
+-- the job's (generation, claim_token, due_at; started_at = updated_at = now), the
+-- worker's or a constant (store/rows.py claims_from_rows)
+SELECT j.*, a.id AS attempt_id, a.lease_expires_at AS attempt_lease_expires_at,
        0 AS claim_epoch
 FROM duetime_jobs j JOIN duetime_attempts a ON a.job_id = j.id AND a.generation = j.generation
 WHERE j.id IN (SELECT id FROM temp.duetime_claim)

@@ -92,3 +92,13 @@ def make_store(store_url: str) -> Iterator[Callable[[], Store]]:
 @pytest.fixture
 def store(make_store: Callable[[], Store]) -> Store:
     return make_store()
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
+    """--dist loadgroup keeps the RabbitMQ tests on one process, one after another
+    (tests/groups.py); other modes are xdist's own."""
+    if config.getoption("dist", None) != "loadgroup":
+        return None
+    from groups import make_scheduler
+
+    return make_scheduler(config, log)

@@ -97,6 +97,16 @@ def job_spans(out: Path, ids: set[int]) -> dict[int, tuple[float, float]]:
     return spans
 
 
+def handler_spans(out: Path, ids: set[int]) -> list[tuple[float, float]]:
+    spans = []
+    for path in out.glob("spans-*.txt"):
+        for line in path.read_text().splitlines():
+            job_id, start, end = line.split()
+            if int(job_id) in ids:
+                spans.append((float(start), float(end)))
+    return spans
+
+
 def seconds(value: datetime) -> float:
     return value.timestamp()
 

@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo browser broker netns autofailover api-reference docs test test-long test-unit test-contract test-integration lint typecheck clean chaos chaos-outbox chaos-failover chaos-long bench
+.PHONY: demo browser broker netns faketime autofailover api-reference docs test test-long test-unit test-contract test-integration lint typecheck clean chaos chaos-outbox chaos-failover chaos-long bench
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -28,12 +28,12 @@ demo: $(STAMP)
 TEST_PROCESSES ?= 2
 INTEGRATION_PROCESSES ?= 3
 NONE_SELECTED_OK = || { rc=$$?; [ $$rc -eq 5 ] && [ -n "$$PYTEST_ADDOPTS" ]; }
-test: $(STAMP) browser broker netns lint typecheck
+test: $(STAMP) browser broker netns faketime lint typecheck
 	$(BIN)/pytest tests/unit tests/contract -n $(TEST_PROCESSES) -m "not long" $(NONE_SELECTED_OK)
 	$(BIN)/pytest tests/integration -n $(INTEGRATION_PROCESSES) --dist loadgroup -m "not long" \
 		$(NONE_SELECTED_OK)
 
-test-long: $(STAMP) browser broker netns autofailover
+test-long: $(STAMP) browser broker netns faketime autofailover
 	$(BIN)/pytest tests -n $(TEST_PROCESSES) --dist loadgroup -m long $(NONE_SELECTED_OK)
 
 # the dashboard's browser test drives Debian's Chromium (Playwright cannot download one here)
@@ -63,6 +63,16 @@ netns:
 		apt-get install -y iproute2 iptables || { apt-get update && apt-get install -y iproute2 iptables; }; \
 	else echo "no ip or iptables and no apt-get: install iproute2 and iptables" >&2; exit 1; fi
 
+# the clock skew tests (tests/integration/test_clock_skew.py) and make chaos-failover's skewed
+# workers run under libfaketime (src/duetime/chaos/skew.py); Debian's is installed if missing
+FAKETIME_LIB := /usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1
+faketime:
+	@if [ -e $(FAKETIME_LIB) ]; then :; \
+	elif command -v apt-get >/dev/null 2>&1; then \
+		echo "installing faketime (libfaketime) for the clock skew tests"; \
+		apt-get install -y faketime || { apt-get update && apt-get install -y faketime; }; \
+	else echo "no $(FAKETIME_LIB) and no apt-get: install libfaketime" >&2; exit 1; fi
+
 # the automatic-failover drill (tests/integration/test_failover.py, long) runs pg_auto_failover;
 # Debian's is installed if missing (its server-side package must match the PostgreSQL major)
 autofailover:
@@ -80,7 +90,7 @@ test-unit: $(STAMP)
 test-contract: $(STAMP)
 	$(BIN)/pytest tests/contract
 
-test-integration: $(STAMP) browser broker netns
+test-integration: $(STAMP) browser broker netns faketime
 	$(BIN)/pytest tests/integration
 
 # fault-injection run on a private PostgreSQL, judged by the history checker (docs/chaos.md)
@@ -106,7 +116,7 @@ chaos-outbox: $(STAMP)
 CHAOS_REPLICATION ?= sync
 CHAOS_SKEW ?= 30 -30
 CHAOS_PARTITION ?= 1
-chaos-failover: $(STAMP)
+chaos-failover: $(STAMP) faketime
 	$(BIN)/python -m duetime.chaos.run --failover $(CHAOS_REPLICATION) --jobs $(CHAOS_JOBS) \
 		--duration $(CHAOS_DURATION) --workers $(CHAOS_WORKERS) \
 		$(foreach s,$(CHAOS_SKEW),--skew=$(s)) $(if $(filter 1,$(CHAOS_PARTITION)),--partition) \

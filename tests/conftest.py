@@ -92,3 +92,28 @@ def make_store(store_url: str) -> Iterator[Callable[[], Store]]:
 @pytest.fixture
 def store(make_store: Callable[[], Store]) -> Store:
     return make_store()
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Once per run (not in each xdist process): compile duetime's modules and the test apps to
+    bytecode, so that the hundreds of `duetime` processes the tests start read it rather than
+    compile every module again each (about a third of a CLI call's import time), which they do
+    when PYTHONDONTWRITEBYTECODE is set or the source changed since it was last compiled."""
+    if hasattr(config, "workerinput"):
+        return
+    import compileall
+
+    import duetime
+
+    for folder in (Path(duetime.__file__).parent, Path(__file__).parent / "integration" / "apps"):
+        compileall.compile_dir(folder, quiet=2)
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
+    """--dist loadgroup keeps the RabbitMQ tests on one process, one after another
+    (tests/groups.py); other modes are xdist's own."""
+    if config.getoption("dist", None) != "loadgroup":
+        return None
+    from groups import make_scheduler
+
+    return make_scheduler(config, log)

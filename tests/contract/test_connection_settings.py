@@ -77,6 +77,30 @@ def test_postgres_sessions_carry_the_timeouts_and_keepalives(pg_driver_factory: 
         listener.close()
 
 
+def test_postgres_a_first_call_opens_one_pooled_connection_not_two(
+    pg_driver_factory: Any,
+) -> None:
+    """A one-shot command's first call finds the pool's connection ready: had it waited for
+    it, the pool would have opened a second one as well (each a server process, a TLS offer,
+    a login and the session's settings)."""
+    name = f"dt-first-call-{time.monotonic_ns()}"
+    driver = pg_driver_factory(f"application_name={name}")
+    with driver.single() as c:
+        c.native.execute("SELECT 1")
+
+    def backends() -> int:
+        with driver.single() as c:
+            row = c.native.execute(
+                "SELECT count(*) FROM pg_stat_activity WHERE application_name = %s", (name,)
+            ).fetchone()
+        return int(row[0])
+
+    deadline = time.monotonic() + 0.5  # a second connection, were one coming, is open by then
+    while time.monotonic() < deadline:
+        assert backends() == 1
+        time.sleep(0.05)
+
+
 def test_postgres_values_in_the_url_win(pg_driver_factory: Any) -> None:
     options = quote("-c idle_in_transaction_session_timeout=7s -c tcp_keepalives_idle=33")
     driver = pg_driver_factory(f"options={options}&keepalives_idle=42&tcp_user_timeout=9000")

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from duetime import App
+from groups import BROKER_GROUP, uses_the_broker
 from integration.apps.itapp import make_app
 from integration.procs import Processes, migrate
 from kit import DialectKit, kit_named
@@ -47,31 +48,23 @@ def app(db_url: str) -> Iterator[App]:
     instance.close()
 
 
-# Tests that talk to RabbitMQ share one broker (and its queues), and the outbox chaos run stops
-# and restarts it, so they must never overlap: not on two test processes of one run (make test:
-# -n 2), nor in two runs on one machine (they share its RabbitMQ). Each holds a lock file for
-# the machine while it runs. They are also put in one xdist group (--dist loadgroup) so that
-# one process runs them in turn instead of the other waiting on the lock; but xdist 3.8 groups
-# nothing under pytest 9.2 (it renames the items' node ids through an attribute that pytest
-# 9.2 no longer reads), so the lock is what keeps them apart.
-BROKER_MODULES = {"test_outbox.py", "test_outbox_cli.py", "test_outbox_flow_procs.py"}
-BROKER_TESTS = {
-    "test_short_outbox_chaos_run_passes_the_history_checker",
-    "test_a_relay_cut_off_loses_nothing_and_resumes",
-}
+# Tests that talk to RabbitMQ must never overlap (tests/groups.py): not on two test processes of
+# one run, nor in two runs on one machine. Each holds a lock file for the machine while it runs;
+# under --dist loadgroup they are also one work unit, run in turn on one process (the scheduler
+# in tests/groups.py), so that no process of a run waits on the lock.
 BROKER_LOCK = Path(tempfile.gettempdir()) / "duetime-tests-rabbitmq.lock"
 
 
 def _uses_the_broker(item: pytest.Item) -> bool:
     name = getattr(item, "originalname", item.name)  # without its parameters
-    return item.path.name in BROKER_MODULES or name in BROKER_TESTS
+    return uses_the_broker(item.path.name, name)
 
 
 @pytest.hookimpl(tryfirst=True)  # before xdist's, which reads the groups to schedule them
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if _uses_the_broker(item):
-            item.add_marker(pytest.mark.xdist_group("broker"))
+            item.add_marker(pytest.mark.xdist_group(BROKER_GROUP))
 
 
 @pytest.fixture(autouse=True)

@@ -132,3 +132,59 @@ def test_readings_agree_when_their_ranges_overlap() -> None:
     far = ClockReading(t, t - timedelta(seconds=10.5), t + timedelta(milliseconds=1))
     assert one.agrees(near) and near.agrees(one)
     assert not one.agrees(far) and not far.agrees(one)
+
+
+# -- a reading deferred to the first now() (the CLI's one-shot commands) --------------------------
+
+
+def test_a_deferred_reading_is_taken_at_the_first_now_and_only_then() -> None:
+    local = ManualClock()
+    db = Database(local, 30.0)
+    reads: list[datetime] = []
+
+    def read() -> datetime:
+        reads.append(local.now())
+        return db.reader(rtt=0.002)()
+
+    clock = CorrectedClock(local)
+    clock.defer(read)
+    assert reads == [] and clock.deferred and clock.offset is None
+    assert not clock.stale()  # an App must not read it again before it was asked the time
+    first = clock.now()
+    assert len(reads) == 1 and not clock.deferred
+    assert 0.0 <= (db.true_now() - first).total_seconds() <= 0.002 + 1e-9  # corrected at once
+    clock.now()
+    local.advance(10)
+    clock.now()
+    assert len(reads) == 1  # one reading, later now()s use it
+    assert clock.offset == pytest.approx(30.0, abs=0.0021)
+
+
+def test_a_deferred_reading_that_fails_is_tried_again_at_the_next_now() -> None:
+    local = ManualClock()
+    db = Database(local, -5.0)
+    answers: list[Callable[[], datetime]] = []
+
+    def read() -> datetime:
+        if not answers:
+            answers.append(db.reader())
+            raise ConnectionError("the database did not answer")
+        return answers[0]()
+
+    clock = CorrectedClock(local)
+    clock.defer(read)
+    with pytest.raises(ConnectionError):
+        clock.now()
+    assert clock.deferred and clock.offset is None
+    clock.now()
+    assert not clock.deferred and clock.offset == pytest.approx(-5.0, abs=0.0021)
+
+
+def test_measuring_takes_the_place_of_a_deferred_reading() -> None:
+    local = ManualClock()
+    db = Database(local, 2.0)
+    clock = CorrectedClock(local)
+    clock.defer(lambda: pytest.fail("the deferred reading must not be taken"))
+    clock.measure(db.reader())
+    assert not clock.deferred
+    clock.now()

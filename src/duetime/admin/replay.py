@@ -73,9 +73,12 @@ def replay_many(
     progress: Callable[[int, int], None] | None = None,
     sleep: Callable[[float], None] = time.sleep,
     ignore_backlog: bool = False,
+    monotonic: Callable[[], float] = time.monotonic,
 ) -> ReplayReport:
-    """Replay jobs one by one, at most `per_second` a second; a job that cannot be replayed
-    (gone, another tenant's, no longer dead) is skipped with its reason, never fatal.
+    """Replay jobs one by one, at most `per_second` a second: each replay starts at least
+    1/per_second after the one before (never sooner to catch up on one that was slow, which
+    would replay a burst); a job that cannot be replayed (gone, another tenant's, no longer
+    dead) is skipped with its reason, never fatal.
 
     A replay is admitted like an enqueue (Store.transition): at a full backlog the replay
     stops, the jobs not replayed are skipped with the reason, and `stopped` says it; when
@@ -87,7 +90,7 @@ def replay_many(
         raise InvalidRequest(f"at most {MAX_BULK} jobs per bulk replay; narrow the filter")
     report = ReplayReport(matched=len(ids))
     interval = 1.0 / per_second if per_second else 0.0
-    started = time.monotonic()
+    last: float | None = None  # when the last replay started (monotonic)
     for n, job_id in enumerate(ids, start=1):
         try:
             current = app.store.get_job(job_id, tenant=tenant)
@@ -95,10 +98,11 @@ def replay_many(
                 raise JobNotFound(job_id)
             if current.status is not JobStatus.DEAD:
                 raise InvalidRequest(f"job {job_id} is {current.status}, not dead")
-            if interval:  # pace the replays themselves; a skipped job costs no time
-                wait = started + len(report.replayed) * interval - time.monotonic()
+            if interval and last is not None:  # pace the replays; a skipped job costs no time
+                wait = last + interval - monotonic()
                 if wait > 0:
                     sleep(wait)
+            last = monotonic()
             job = app.store.transition(
                 job_id, Event.REPLAY, app.clock.now(), tenant=tenant, ignore_backlog=ignore_backlog
             )

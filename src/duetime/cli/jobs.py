@@ -79,7 +79,9 @@ def cmd_jobs_list(args: argparse.Namespace) -> int:
         limit=args.limit + 1,  # one more than shown: whether a next page exists
     )
     jobs, next_cursor = page_of(found, args.limit)
-    now = app.clock.now()
+    # the time (the database's clock, read on demand) only for a dispatched job's age
+    shows_age = not args.json and any(j.dispatched_at is not None for j in jobs)
+    now = app.clock.now() if shows_age else None
     if args.json:
         out(
             json.dumps({"items": [j.to_json() for j in jobs], "next_cursor": next_cursor}, indent=2)
@@ -108,7 +110,10 @@ def cmd_jobs_list(args: argparse.Namespace) -> int:
 def cmd_jobs_show(args: argparse.Namespace) -> int:
     app = make_app(args)
     job = app.get_job(args.id)
-    print_job(job, args.json, unserved=app.unserved(job), now=app.clock.now())
+    unserved = app.unserved(job)  # a scheduled job: judges the nodes by the database's clock
+    # the time (read on demand) only for a dispatched job's age
+    now = app.clock.now() if not args.json and job.dispatched_at is not None else None
+    print_job(job, args.json, unserved=unserved, now=now)
     return 0
 
 
@@ -208,9 +213,10 @@ def _status(job: Job, unserved: str | None, now: datetime | None = None) -> str:
     return str(job.status)
 
 
-def _list_status(job: Job, now: datetime) -> str:
-    """The list's status column: a dispatched job's sub-state and age beside its status."""
-    if job.dispatched_at is None:
+def _list_status(job: Job, now: datetime | None) -> str:
+    """The list's status column: a dispatched job's sub-state and age beside its status (`now`
+    is given whenever a job is dispatched)."""
+    if job.dispatched_at is None or now is None:
         return str(job.status)
     return f"{job.status} (dispatched {_age(job.dispatched_seconds(now))})"
 

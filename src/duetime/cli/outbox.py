@@ -97,7 +97,7 @@ def cmd_relay(args: argparse.Namespace) -> int:
         args.usage_error("give the broker: --broker-url URL or DUETIME_BROKER_URL")
     require()
     logs.configure(args.log_level, args.log_format)
-    app = make_app(args, create=True)
+    app = make_app(args, create=True, long_running=True)
     figures = relay_metrics.WorkerMetrics()
     exporter = None
     if args.metrics_port is not None:

@@ -82,7 +82,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     sockets = listen(args.host, args.port)  # a taken port is one clear error, before anything
     try:
         logs.configure(args.log_level, args.log_format)
-        app = make_app(args, create=True)
+        app = make_app(args, create=True, long_running=True)
         app.pool_timeout = 5.0  # in an outage, answer 503 within seconds instead of hanging
         settings = ServerSettings(
             auth=not args.no_auth,

@@ -16,6 +16,7 @@ from types import TracebackType
 from typing import Any, NoReturn, TextIO, TypeVar
 
 from duetime.client import App
+from duetime.client.app import read_clock_on_demand
 from duetime.core.clock import CLOCK_OFFSET_WARNING
 from duetime.core.durations import parse_duration
 from duetime.core.errors import ConfigurationError, InvalidRequest
@@ -52,17 +53,28 @@ def load_app(spec: str) -> App:
     return target
 
 
-def make_app(args: argparse.Namespace, *, create: bool = False, opened: bool | None = None) -> App:
+def make_app(
+    args: argparse.Namespace,
+    *,
+    create: bool = False,
+    opened: bool | None = None,
+    long_running: bool = False,
+) -> App:
     """The App a command acts on: --app's, or a plain one of --tenant, on --database-url.
 
     Only the commands that store something new (`create=True`: migrate, enqueue, schedules
     add, tokens create, worker, serve) may create the database; the others refuse a database
     that does not exist rather than create an empty one (a mistyped SQLite path).
 
-    `opened` (default: the commands that do not create) opens the database at once, which
-    reads its clock: every instant the command then computes or judges (a delay, an age, a
-    node's liveness) is the database's time, not this machine's (docs/guarantees.md)."""
+    `opened` (default: the commands that do not create) opens the database at once. The
+    database's clock is read when the command first asks the time (read_clock_on_demand):
+    every instant it then computes or judges (a delay, an age, a node's liveness) is the
+    database's time, not this machine's (docs/guarantees.md), and a command that asks none
+    (`jobs list`, `dlq list`) reads no clock. A `long_running` command (worker, serve, relay)
+    reads it when the database is opened, as an App does."""
     app = load_app(args.app) if getattr(args, "app", None) else App(tenant=args.tenant)
+    if not long_running:
+        read_clock_on_demand(app)
     if args.database_url:
         app.database_url = args.database_url
     if not create:
@@ -74,7 +86,7 @@ def make_app(args: argparse.Namespace, *, create: bool = False, opened: bool | N
                 "`duetime migrate`"
             )
     if opened if opened is not None else not create:
-        app.store  # noqa: B018 - opens the database and reads its clock
+        app.store  # noqa: B018 - opens the database
     return app
 
 

@@ -125,7 +125,7 @@ def cmd_worker(args: argparse.Namespace) -> int:
 
         require()
     logs.configure(args.log_level, args.log_format)
-    app = make_app(args, create=True)
+    app = make_app(args, create=True, long_running=True)
     if args.priority_share is not None:
         app.priority_share = args.priority_share
     figures = worker_metrics.WorkerMetrics()

@@ -85,6 +85,7 @@ class App(Jobs, Schedules, Queues, Tenants, Limits, Outbox, Tokens, Figures):
         self._corrected = clock is None
         self.clock: Clock = clock or CorrectedClock(SystemClock())
         self._retry_reading: datetime | None = None  # after a failed reading: not before then
+        self._clock_on_demand = False  # read_clock_on_demand(): the first now() reads it
         self.max_payload_bytes = max_payload_bytes
         self.tasks: dict[str, AnyTask] = {}
         self._store: Store | None = None
@@ -137,9 +138,13 @@ class App(Jobs, Schedules, Queues, Tenants, Limits, Outbox, Tokens, Figures):
 
     def _read_clock(self, store: Store) -> None:
         """Measure this machine's clock against the database's (nothing to measure on SQLite,
-        which reads this machine's clock)."""
+        which reads this machine's clock); with read_clock_on_demand(), at the first now()."""
         if self._corrected and isinstance(self.clock, CorrectedClock):
-            self.clock.measure(lambda: None if store.clock_is_local else store.database_now())
+            read = lambda: None if store.clock_is_local else store.database_now()  # noqa: E731
+            if self._clock_on_demand and self.clock.offset is None:
+                self.clock.defer(read)
+            else:
+                self.clock.measure(read)
 
     def _read_clock_again(self, store: Store, clock: CorrectedClock) -> None:
         """A new reading once the last is a minute old; while the database cannot answer the
@@ -155,6 +160,10 @@ class App(Jobs, Schedules, Queues, Tenants, Limits, Outbox, Tokens, Figures):
             log_event(log, "clock.reading_failed", logging.DEBUG, error=error_field(exc))
             return
         self._retry_reading = None
+
+    def _defer_clock_reading(self) -> None:
+        with self._lock:  # the next opening of the store defers its reading (_read_clock)
+            self._clock_on_demand = True
 
     def migrate(self) -> list[int]:
         """Apply pending migrations; returns the versions applied."""
@@ -318,3 +327,13 @@ class App(Jobs, Schedules, Queues, Tenants, Limits, Outbox, Tokens, Figures):
         view._store = self.store
         view._lock = self._lock
         return view
+
+
+def read_clock_on_demand(app: App) -> None:
+    """Let `app` read the database's clock only when it is first asked the time (its clock's
+    now()), not when it opens the database: a one-shot command that never computes or judges
+    an instant (`duetime jobs list`, `duetime dlq list`) then costs no reading of it, and one
+    that does still gets the database's time (core.clock.CorrectedClock.defer). The CLI's
+    one-shot commands use it; a long-running process (worker, serve, relay) reads the clock on
+    open, as every App does by default. An app whose database is open already is unchanged."""
+    app._defer_clock_reading()

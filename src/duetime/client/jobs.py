@@ -307,5 +307,7 @@ class Jobs(AppPart):
 
 def clock_unread(clock: Clock) -> bool:
     """Whether `clock` is to be corrected by the database's but has not read it yet (the App's
-    own clock before its store is opened): instants computed now would be this machine's."""
-    return isinstance(clock, CorrectedClock) and clock.offset is None
+    own clock before its store is opened): instants computed now would be this machine's. A
+    clock whose reading waits for its next now() (CorrectedClock.defer) is not unread: that
+    now() reads the database's."""
+    return isinstance(clock, CorrectedClock) and clock.offset is None and not clock.deferred

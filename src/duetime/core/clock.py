@@ -105,6 +105,8 @@ class CorrectedClock:
     reference is this very clock, SQLite's: no correction then). It keeps the last few readings
     that agree with the newest (a stepped local clock drops the older ones) and corrects by
     the one of the smallest round trip. Until the first reading it tells the local time.
+    defer(read) instead takes the first reading when the time is first asked (now()): a
+    one-shot command that never asks it never reads the reference.
     Readings are replaced whole, so threads may share it without a lock.
     """
 
@@ -116,8 +118,11 @@ class CorrectedClock:
         self._readings: tuple[ClockReading, ...] = ()
         self._best: ClockReading | None = None
         self._local = False  # the reference is this clock (SQLite): nothing to correct
+        self._deferred: Callable[[], datetime | None] | None = None  # see defer()
 
     def now(self) -> datetime:
+        if self._deferred is not None:
+            self._measure_deferred()
         local = self.base.now()
         best = self._best
         return local if best is None else local + (best.reference - best.after)
@@ -125,6 +130,7 @@ class CorrectedClock:
     def measure(self, read: Callable[[], datetime | None]) -> ClockReading | None:
         """Read the reference between two local instants and keep the reading; returns the
         reading now in use (None: the reference is this clock, or none was ever taken)."""
+        self._deferred = None  # this reading is the one a defer() waited for
         before = self.base.now()
         reference = read()
         after = self.base.now()
@@ -133,6 +139,28 @@ class CorrectedClock:
             return None
         self._local = False
         return self.record(ClockReading(before, reference.astimezone(UTC), after))
+
+    def defer(self, read: Callable[[], datetime | None]) -> None:
+        """Measure with `read` (as measure() does) when the time is next asked, not now: the
+        first now() takes the reading, then tells the corrected time. Until then offset is
+        None and the clock is not stale(). A reading that fails (read raises) is tried again
+        at the next now()."""
+        self._deferred = read
+
+    @property
+    def deferred(self) -> bool:
+        """Whether a reading waits for the next now() (see defer())."""
+        return self._deferred is not None
+
+    def _measure_deferred(self) -> None:
+        read, self._deferred = self._deferred, None
+        if read is None:  # another thread took it meanwhile
+            return
+        try:
+            self.measure(read)
+        except BaseException:
+            self._deferred = read
+            raise
 
     def record(self, reading: ClockReading) -> ClockReading | None:
         """Keep `reading` (with the earlier ones that agree with it) and return the reading
@@ -162,7 +190,7 @@ class CorrectedClock:
     def stale(self, max_age: float = READING_MAX_AGE) -> bool:
         """Whether the reading in use is older than `max_age` seconds by the local clock (or
         there is none, the reference being another clock)."""
-        if self._local:
+        if self._local or self._deferred is not None:
             return False
         best = self._best
         return best is None or (self.base.now() - best.after).total_seconds() > max_age

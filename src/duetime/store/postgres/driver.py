@@ -78,6 +78,14 @@ class PostgresDriver(Driver):
                 timeout=pool_timeout,  # how long a caller waits for a connection in an outage
             )
         )
+        # the first call then finds its connection ready: one waiting for it would make the
+        # pool open a second one as well (a one-shot command would open three in all)
+        try:
+            self._pool.wait(timeout=10)
+        except psycopg_pool.PoolTimeout:
+            raise StoreUnavailable(
+                f"cannot connect to PostgreSQL at {self.where()}: no connection in 10 s"
+            ) from None
 
     def where(self) -> str:
         """Where the URL points, without its password."""
@@ -339,14 +347,20 @@ def _configure(conn: psycopg.Connection[Any]) -> None:
     server is at its built-in default: a value set in the URL (options=-c ...), PGOPTIONS,
     ALTER ROLE/DATABASE ... SET or the server's configuration wins. One round trip, and one
     more for client_connection_check_interval, which a server on a system without the kernel
-    events it needs (Windows) refuses: there it stays off."""
-    conn.execute(_CONFIGURE)
-    conn.commit()
+    events it needs (Windows) refuses: there it stays off. Both in autocommit (the settings are
+    the session's either way), so no BEGIN and COMMIT round trips; and the connection counts as
+    just used, so its first checkout sends no check (_check_if_idle)."""
+    autocommit = conn.autocommit
+    conn.autocommit = True
     try:
-        conn.execute(_CHECK_INTERVAL)
-        conn.commit()
-    except psycopg.errors.InvalidParameterValue:
-        conn.rollback()
+        conn.execute(_CONFIGURE)
+        try:
+            conn.execute(_CHECK_INTERVAL)
+        except psycopg.errors.InvalidParameterValue:
+            pass
+    finally:
+        conn.autocommit = autocommit
+    _used[conn] = time.monotonic()
 
 
 # Settings of each session, so that a connection lost in the middle of a transaction (a

@@ -101,6 +101,31 @@ def test_postgres_a_first_call_opens_one_pooled_connection_not_two(
         time.sleep(0.05)
 
 
+def test_postgres_a_pool_that_cannot_get_its_first_connection_is_closed(
+    pg_database_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Opening fails in one line when the pool gets no connection in time, and the pool is
+    closed: left open, its threads would go on connecting, and a caller that retries (the
+    worker waiting for its store) would leave one such pool behind per try."""
+    import psycopg_pool
+
+    from duetime.store.postgres.driver import PostgresDriver
+
+    pools: list[Any] = []
+    real_wait = psycopg_pool.ConnectionPool.wait
+
+    def no_connection(self: Any, timeout: float = 30.0) -> None:
+        pools.append(self)
+        raise psycopg_pool.PoolTimeout("no connection")
+
+    monkeypatch.setattr(psycopg_pool.ConnectionPool, "wait", no_connection)
+    with pytest.raises(StoreUnavailable, match=r"no connection in 2 s; check that the server"):
+        PostgresDriver(pg_database_url, pool_timeout=2.0)
+    monkeypatch.setattr(psycopg_pool.ConnectionPool, "wait", real_wait)
+    [pool] = pools
+    assert pool.closed
+
+
 def test_postgres_values_in_the_url_win(pg_driver_factory: Any) -> None:
     options = quote("-c idle_in_transaction_session_timeout=7s -c tcp_keepalives_idle=33")
     driver = pg_driver_factory(f"options={options}&keepalives_idle=42&tcp_user_timeout=9000")

@@ -91,9 +91,32 @@ def add_parsers(sub: Any, parents: list[argparse.ArgumentParser]) -> None:
         action="store_true",
         help="also run the relay here (as `duetime relay` does; needs --broker-url)",
     )
+    p.add_argument(
+        "--no-gc-tuning",
+        action="store_true",
+        help="leave Python's garbage collector as the app set it (default: after the start, "
+        "freeze what it made and collect every 10,000 allocations; docs/workers.md)",
+    )
     add_clock_warning_flag(p)
     add_log_flags(p)
     p.set_defaults(func=cmd_worker)
+
+
+# the collector's thresholds as the interpreter set them, before the app was imported
+_INTERPRETER_GC_THRESHOLD = gc.get_threshold()
+
+
+def tune_gc() -> None:
+    """What the start made (modules, classes, the app) lives as long as the process: kept out
+    of the collector's full passes, which otherwise walk all of it every few seconds under load
+    and find nothing; and the young passes come every 10,000 allocations, not 700, so that a
+    claimed job's records (freed by reference count once it ends) are not walked by older
+    passes again and again while they wait ready (docs/performance.md, "A drain profiled").
+    Thresholds the app set itself are kept; `--no-gc-tuning` skips all of it (docs/workers.md)."""
+    gc.collect()
+    gc.freeze()
+    if gc.get_threshold() == _INTERPRETER_GC_THRESHOLD:
+        gc.set_threshold(10_000, 10, 10)
 
 
 def _fraction(text: str) -> float:
@@ -164,15 +187,8 @@ def cmd_worker(args: argparse.Namespace) -> int:
         services=services,
         clock_warning=args.clock_warning,
     )
-    # what the start made (modules, classes, the app) lives as long as the process: kept out of
-    # the garbage collector's full passes, which otherwise walk all of it every few seconds
-    # under load and find nothing; and its young passes come every 10,000 allocations, not
-    # 700, so that a claimed job's records (freed by reference count once it ends) are not
-    # walked by older passes again and again while they wait ready (docs/performance.md, "A
-    # drain profiled"). This process's own: nothing of an embedding program is touched.
-    gc.collect()
-    gc.freeze()
-    gc.set_threshold(10_000, 10, 10)
+    if not args.no_gc_tuning:
+        tune_gc()
     worker.serve()  # until SIGTERM or SIGINT; a second signal exits at once with status 1
     if calls is not None:
         calls.close()

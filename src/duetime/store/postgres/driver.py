@@ -80,11 +80,16 @@ class PostgresDriver(Driver):
         )
         # the first call then finds its connection ready: one waiting for it would make the
         # pool open a second one as well (a one-shot command would open three in all)
+        wait = pool_timeout
         try:
-            self._pool.wait(timeout=10)
+            self._pool.wait(timeout=wait)
         except psycopg_pool.PoolTimeout:
+            # closed, or its threads would go on connecting (a caller that retries would leave
+            # one such pool behind per try, each holding a connection once the server is back)
+            self._pool.close()
             raise StoreUnavailable(
-                f"cannot connect to PostgreSQL at {self.where()}: no connection in 10 s"
+                f"cannot connect to PostgreSQL at {self.where()}: no connection in {wait:g} s;"
+                " check that the server accepts connections (max_connections, pg_hba.conf)"
             ) from None
 
     def where(self) -> str:

@@ -427,6 +427,7 @@ def _held_by(url: str, pids: set[int]) -> list[tuple[int, int]]:
                 # through the running jobs (migration 17: no index on running attempts)
                 "SELECT a.job_id, a.generation, a.worker_id FROM duetime_jobs j"
                 " JOIN duetime_attempts a ON a.job_id = j.id AND a.generation = j.generation"
+                " AND a.claim_token = j.claim_token"
                 " WHERE j.status IN ('running', 'cancel_requested') AND a.status = 'running'"
             ).fetchall()
     except psycopg.Error:
@@ -910,6 +911,7 @@ def _busiest_pid(url: str, pids: set[int]) -> int | None:
                 "SELECT a.worker_id, count(*) FILTER (WHERE j.task = 'chaos.slow'), count(*)"
                 " FROM duetime_jobs j"
                 " JOIN duetime_attempts a ON a.job_id = j.id AND a.generation = j.generation"
+                " AND a.claim_token = j.claim_token"
                 " WHERE j.status IN ('running', 'cancel_requested') AND a.status = 'running'"
                 " GROUP BY a.worker_id ORDER BY 2 DESC, 3 DESC"
             ).fetchall()

@@ -71,3 +71,33 @@ def test_each_replay_starts_at_least_an_interval_after_the_one_before(reads: lis
     # and no slower than needed: a gap is the interval, or the read when that is longer
     for gap, read in zip(gaps, reads[1:], strict=True):
         assert gap <= max(0.1, read + 0.002) + 1e-9, (gap, read)
+
+
+def test_a_job_refused_at_its_write_costs_no_interval() -> None:
+    """A job whose replay is refused by the store (gone, no longer dead by then) is skipped
+    and does not hold back the next replay."""
+    from duetime.core.errors import InvalidRequest
+
+    clock = FakeTime()
+    store = FakeStore(clock, [])
+
+    def transition(job_id: int, *_args: Any, **_kwargs: Any) -> Any:
+        if job_id == 2:
+            raise InvalidRequest("job 2 is running, not dead")
+        store.replayed_at.append(clock.now)
+        return SimpleNamespace(id=job_id)
+
+    store.transition = transition  # type: ignore[method-assign]
+    app = SimpleNamespace(store=store, clock=SimpleNamespace(now=lambda: None))
+    report = replay_many(
+        app,  # type: ignore[arg-type]
+        [1, 2, 3],
+        tenant=None,
+        per_second=10,
+        sleep=clock.sleep,
+        monotonic=clock.monotonic,
+    )
+    assert report.replayed == [1, 3]
+    assert [j for j, _ in report.skipped] == [2]
+    gap = store.replayed_at[1] - store.replayed_at[0]
+    assert 0.1 - 1e-9 <= gap <= 0.1 + 0.003, gap  # one interval for the two replays made

@@ -102,10 +102,11 @@ def replay_many(
                 wait = last + interval - monotonic()
                 if wait > 0:
                     sleep(wait)
-            last = monotonic()
+            started = monotonic()
             job = app.store.transition(
                 job_id, Event.REPLAY, app.clock.now(), tenant=tenant, ignore_backlog=ignore_backlog
             )
+            last = started  # only a replay made paces the next one
             report.replayed.append(job.id)
         except BacklogFull as exc:
             if not report.replayed:

@@ -35,6 +35,13 @@ Workloads (handlers are no-ops that note their start)
             (PostgreSQL) a plain VACUUM: bytes per finished job of the jobs and attempts
             tables, their TOAST and indexes, per relation (bench/sizes.py); on PostgreSQL
             also the share of the drain's updates that were HOT
+    pressure duetime on PostgreSQL only, run only when named: a steady offered rate (1,000
+            jobs/s, --pressure-rate) of 1 ms jobs to 2 workers of 16, through a transaction
+            held open, 1.5x the load and four REPEATABLE READ counting connections, each for
+            4 minutes and 2 minutes of recovery after a clean 2 minutes (20 minutes;
+            --pressure-scale shortens every phase): throughput, claim p50/p99, queue depth,
+            dead tuples and table sizes every 5 s, judged against issue 22's target
+            (bench/pressure.py, bench/pressure_plan.py)
     flow    duetime only: drain N with 2 workers with flow control off, with a queue and tenant
             cap of 1000 (never reached), with a tenant weight of 2, with jobs carrying a limit
             key that never binds, and with all of these: jobs/s and each over off
@@ -75,6 +82,7 @@ import sys
 import tempfile
 import time
 from datetime import UTC, datetime
+from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
@@ -186,6 +194,27 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         action="store_true",
         help="drain comparison: add pgqueuer's previous configuration (batch 5, at most 10)",
     )
+    p.add_argument(
+        "--pressure-rate", type=float, default=1000.0, help="pressure: offered jobs/s (R)"
+    )
+    p.add_argument(
+        "--pressure-scale",
+        default="auto",
+        help="pressure: every phase's duration times this (auto: 1, i.e. 20 minutes; "
+        "1/24 at tiny); e.g. 0.25 for 30 s clean, 60 s pressures, 30 s recoveries",
+    )
+    p.add_argument(
+        "--pressure-step",
+        default="auto",
+        help="pressure: seconds between samples (auto: 5; 1 at tiny)",
+    )
+    p.add_argument(
+        "--pressure-server",
+        choices=("private", "shared"),
+        default="private",
+        help="pressure: a PostgreSQL cluster of its own started for the run (initdb, the "
+        "server's defaults: autovacuum on; fsync on), or the shared server at --pg-url as it is",
+    )
     p.add_argument("--pg-url", default=dbs.DEFAULT_PG_URL, help="PostgreSQL admin URL")
     p.add_argument("--mysql-url", default=dbs.DEFAULT_MYSQL_URL, help="MariaDB admin URL")
     p.add_argument("--out", type=Path, default=ROOT / "bench" / "results", help="results folder")
@@ -205,6 +234,20 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         args.procs = _ints(args.procs, "--procs")
     except argparse.ArgumentTypeError as exc:
         p.error(str(exc))
+    tiny = args.size.label == "tiny"
+    try:
+        args.pressure_scale = (
+            (1 / 24 if tiny else 1.0)
+            if args.pressure_scale == "auto"
+            else float(Fraction(args.pressure_scale))
+        )
+        args.pressure_step = (
+            (1.0 if tiny else 5.0) if args.pressure_step == "auto" else float(args.pressure_step)
+        )
+    except (ValueError, ZeroDivisionError):
+        p.error("--pressure-scale and --pressure-step take numbers, e.g. 0.25 or 1/4, and 5")
+    if args.pressure_scale <= 0 or args.pressure_step <= 0 or args.pressure_rate <= 0:
+        p.error("--pressure-scale, --pressure-step and --pressure-rate must be above 0")
     args.settings = drain_settings(
         args.concurrency, args.procs, not args.no_defaults, args.throttled
     )
@@ -299,6 +342,12 @@ def main(argv: list[str] | None = None) -> int:
             "systems": [s.name for s in systems],
             "workloads": args.workloads,
             "concurrency_per_worker": 10,
+            "pressure": {
+                "rate": args.pressure_rate,
+                "scale": args.pressure_scale,
+                "step": args.pressure_step,
+                "server": args.pressure_server,
+            },
             "drain_settings": [s.key for s in args.settings],
         },
         "drain_configs": {
@@ -347,6 +396,10 @@ def main(argv: list[str] | None = None) -> int:
                         rep,
                         bulk_rates,
                         single_rates,
+                        args.pressure_rate,
+                        args.pressure_scale,
+                        args.pressure_step,
+                        args.pressure_server,
                     )
                     log.info("%s run %d/%d: %s ...", workload, rep + 1, args.runs, system.name)
                     result = run_one(ctx, workload, system)
@@ -373,6 +426,8 @@ def main(argv: list[str] | None = None) -> int:
     text = report.table(results, names, args.workloads, args.runs, skipped)
     if "bytes" in args.workloads:
         text += "\n" + report.bytes_table(results, names)
+    if "pressure" in args.workloads:
+        text += "\n" + report.pressure_tables(results)
     if DRAIN in args.workloads:
         comparison = report.drain_comparison(
             results, names, args.settings, args.runs, skipped, doc["drain_configs"]

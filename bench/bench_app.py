@@ -6,6 +6,8 @@ database URL comes from DUETIME_DATABASE_URL (or --database-url).
 
 from __future__ import annotations
 
+import asyncio
+
 import duetime
 from bench.common import record_start
 
@@ -34,3 +36,11 @@ PAYLOAD_TASK = "bench.noop_payload"  # the bytes workload: jobs with a 256-byte 
 @app.task(name=PAYLOAD_TASK)
 async def noop_payload(i: int, pad: str) -> None:
     record_start(duetime.current().due_at.timestamp())
+
+
+SLEEP_TASK = "bench.sleep1ms"  # the pressure workload: jobs that take 1 ms (no record)
+
+
+@app.task(name=SLEEP_TASK)
+async def sleep1ms(i: int) -> None:
+    await asyncio.sleep(0.001)

@@ -7,7 +7,9 @@ Writes next to the JSON, and prints their paths: <timestamp>-drain-p1.png, -drai
 best configuration with that many worker processes), -drain-sweep.png (jobs/s against C, one
 line per system and number of processes), -drain1.png, -drain2.png (when those workloads were
 named), -burst.png (completions per second over time, first run of each system) and
--ontime.png (the distribution of start minus due).
+-ontime.png (the distribution of start minus due), and -pressure.png (the pressure workload's
+first run: throughput, claim latency, queue depth, dead tuples and table and index sizes over
+time, the phases shaded).
 """
 
 from __future__ import annotations
@@ -145,6 +147,71 @@ def ontime(doc: dict[str, Any], path: Path) -> bool:
     return True
 
 
+SHADES = {"warmup": ("0.85", 0.5), "pressure": ("tab:red", 0.15), "recovery": ("tab:green", 0.1)}
+
+
+def pressure(doc: dict[str, Any], path: Path) -> bool:
+    """The pressure workload's first run: five panels over time, the phases shaded."""
+    runs = [r for r in _first_runs(doc, "pressure") if r["info"].get("pressure")]
+    if not runs:
+        return False
+    run = runs[0]["info"]["pressure"]
+    samples = run["samples"]
+    if not samples:
+        return False
+    t = [s["t"] for s in samples]
+
+    def col(key: str, scale: float = 1.0) -> list[float]:
+        return [float("nan") if s.get(key) is None else s[key] / scale for s in samples]
+
+    fig, axes = plt.subplots(5, 1, figsize=(10, 13), sharex=True)
+    tp, lat, queue, dead, size = axes
+    tp.plot(t, col("offered_per_s"), "--", color="0.4", label="offered")
+    tp.plot(t, col("enqueued_per_s"), ":", color="tab:gray", label="enqueued (jobs due)")
+    tp.plot(t, col("finished_per_s"), label="finished")
+    tp.set_ylabel("jobs/s")
+    lat.plot(t, col("p50_ms"), label="p50")
+    lat.plot(t, col("p99_ms"), label="p99")
+    lat.set_yscale("log")
+    lat.set_ylabel("claim latency, ms\n(claimed - due)")
+    queue.plot(t, col("queued"), label="due, not claimed")
+    queue.set_ylabel("queued jobs")
+    dead.plot(t, col("dead_jobs"), label="duetime_jobs")
+    dead.plot(t, col("dead_attempts"), label="duetime_attempts")
+    dead.set_ylabel("n_dead_tup")
+    for table in ("jobs", "attempts"):
+        size.plot(t, col(f"table_{table}", 1e6), label=f"{table}: table + TOAST")
+        size.plot(t, col(f"indexes_{table}", 1e6), "--", label=f"{table}: indexes")
+    size.plot(t, col("bytes_total", 1e6), color="k", label="total")
+    size.set_ylabel("MB")
+    size.set_xlabel("seconds since the origin (the enqueuer's first tick)")
+    for ax in axes:
+        for ph in run["phases"]:
+            shade = SHADES.get(ph["kind"])
+            if shade:
+                ax.axvspan(ph["start"], ph["end"], color=shade[0], alpha=shade[1], lw=0)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize="small", loc="upper left")
+    for ph in run["phases"]:
+        tp.annotate(
+            ph["name"],
+            ((ph["start"] + ph["end"]) / 2, 1.0),
+            xycoords=("data", "axes fraction"),
+            ha="center",
+            va="bottom",
+            fontsize="small",
+        )
+    verdict = "meets" if run["verdict"]["pass"] else "misses"
+    fig.suptitle(
+        f"Under pressure: duetime on PostgreSQL, {run['rate']:,.0f} jobs/s offered, "
+        f"phases at {run['scale']:.3g} of full length ({verdict} the target)"
+    )
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return True
+
+
 def main(argv: list[str]) -> int:
     json_path = Path(argv[0])
     doc = json.loads(json_path.read_text())
@@ -163,6 +230,9 @@ def main(argv: list[str]) -> int:
             written.append(path)
     path = Path(f"{stem}-ontime.png")
     if ontime(doc, path):
+        written.append(path)
+    path = Path(f"{stem}-pressure.png")
+    if pressure(doc, path):
         written.append(path)
     sys.stdout.write("".join(f"{p}\n" for p in written))
     return 0

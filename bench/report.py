@@ -77,6 +77,20 @@ ROWS: list[tuple[str, str, str, str]] = [
     ),
     ("ceiling", "ceiling1_load1", "Raw ceiling: load average before, 1 client", "{:,.1f}"),
     ("ceiling", "ceiling2_load1", "Raw ceiling: load average before, 2 clients", "{:,.1f}"),
+    ("pressure", "pressure_clean_jobs_s", "Pressure: clean, finished (jobs/s)", "{:,.0f}"),
+    ("pressure", "pressure_clean_p99_ms", "Pressure: clean, claim p99 (ms)", "{:,.1f}"),
+    (
+        "pressure",
+        "pressure_hold_tp_ratio",
+        "Pressure: held transaction, throughput / clean",
+        "{:.2f}",
+    ),
+    ("pressure", "pressure_hold_p99_ratio", "Pressure: held transaction, p99 / clean", "{:.1f}x"),
+    ("pressure", "pressure_load_tp_ratio", "Pressure: 1.5x load, throughput / clean", "{:.2f}"),
+    ("pressure", "pressure_load_p99_ratio", "Pressure: 1.5x load, p99 / clean", "{:.1f}x"),
+    ("pressure", "pressure_counts_tp_ratio", "Pressure: RR counts, throughput / clean", "{:.2f}"),
+    ("pressure", "pressure_counts_p99_ratio", "Pressure: RR counts, p99 / clean", "{:.1f}x"),
+    ("pressure", "pressure_pass", "Pressure: target met (1 yes, 0 no)", "{:.0f}"),
     ("flow", "flow_off_jobs_s", "Flow control off: drain, 2 workers (jobs/s)", "{:,.0f}"),
     ("flow", "flow_cap_jobs_s", "Flow: queue + tenant cap 1000 (jobs/s)", "{:,.0f}"),
     ("flow", "flow_cap_ratio", "Flow: cap / off", "{:.2f}x"),
@@ -427,3 +441,110 @@ def ceiling_lines(results: list[Result]) -> str:
                 f"client(s), {ceiling['median']:,.0f} jobs/s (bench/ceiling.py)"
             )
     return "\n".join(lines) + "\n" if lines else ""
+
+
+def _cell(value: Any, fmt: str = "{:,.0f}", none: str = "-") -> str:
+    return none if value is None else fmt.format(value)
+
+
+def _server_text(server: dict[str, Any]) -> str:
+    s = server.get("settings", {})
+    where = "a PostgreSQL of its own" if server.get("kind") == "private" else "the shared server"
+    return (
+        f"{where} ({s.get('server_version', '?')}, autovacuum {s.get('autovacuum', '?')}, "
+        f"naptime {s.get('autovacuum_naptime', '?')}, fsync {s.get('fsync', '?')})"
+    )
+
+
+def pressure_tables(results: list[Result], max_rows: int = 60) -> str:
+    """The pressure workload (bench/pressure.py): per run, the phases, the verdict against
+    issue 22's target and the samples (thinned to at most `max_rows` rows)."""
+    out: list[str] = []
+    for r in results:
+        doc = r.info.get("pressure") if r.workload == "pressure" else None
+        if not doc:
+            if r.workload == "pressure" and r.note:
+                out.append(f"Under pressure, {r.system}, run {r.rep + 1}: {r.note}\n")
+            continue
+        verdict = doc["verdict"]
+        samples = doc["samples"]
+        out.append(
+            f"Under pressure, {r.system}, run {r.rep + 1}: {doc['rate']:,.0f} jobs/s offered "
+            f"(1 ms jobs) to {doc['procs']} workers x {doc['concurrency']}, phases at "
+            f"{doc['scale']:.3g} of full length, a sample every {doc['step']:g} s; "
+            f"load average {_cell(doc.get('load1_mean'), '{:.1f}')} (mean of the samples); "
+            f"{_server_text(doc.get('server', {}))}: "
+            f"**{'meets' if verdict['pass'] else 'misses'} the target**"
+        )
+        out.append("")
+        out.append(
+            "| Phase | s | offered/s | enqueued/s | finished/s | claim p50 ms | claim p99 ms | "
+            "never claimed | dead tuples, peak | dead tuples, end | MB at end (tables + TOAST / "
+            "indexes) | bytes per job, end | load avg |"
+        )
+        out.append("|---|" + "---|" * 12)
+        for ph in doc["phases"]:
+            f = doc["figures"][ph["name"]]
+            seconds = ph["end"] - ph["start"]
+            mine = [s for s in samples if ph["start"] < s["t"] <= ph["end"]]
+            last = mine[-1] if mine else None
+            tables = sum(last[f"table_{t}"] for t in ("jobs", "attempts")) if last else None
+            indexes = sum(last[f"indexes_{t}"] for t in ("jobs", "attempts")) if last else None
+            peak = max((s["dead_jobs"] + s["dead_attempts"] for s in mine), default=None)
+            bpj = last["bytes_total"] / last["jobs"] if last and last["jobs"] else None
+            load = sum(s["load1"] for s in mine) / len(mine) if mine else None
+            out.append(
+                f"| {ph['name']} | {seconds:.0f} | {doc['rate'] * ph['factor']:,.0f} | "
+                f"{f['enqueued'] / seconds:,.0f} | "
+                f"{f['finished'] / seconds:,.0f} | {_cell(f['p50_ms'], '{:,.1f}')} | "
+                f"{_cell(f['p99_ms'], '{:,.1f}')} | {f['missing']:,} | {_cell(peak)} | "
+                f"{_cell(last and last['dead_jobs'] + last['dead_attempts'])} | "
+                f"{_cell(tables and tables / 1e6)} / {_cell(indexes and indexes / 1e6)} | "
+                f"{_cell(bpj)} | {_cell(load, '{:.1f}')} |"
+            )
+        clean = verdict["clean"]
+        out.append("")
+        out.append(
+            "| Pressure | finished/s over offered/s, vs clean (>= 0.80) | "
+            "claim p99 vs clean (<= 2.0x) | dead tuples at recovery end (<= clean peak "
+            f"{_cell(clean['dead_level'])}) | "
+            "bytes per job at recovery end (<= 1.1 x clean "
+            f"{_cell(clean['bytes_per_job_level'])}) | met |"
+        )
+        out.append("|---|---|---|---|---|---|")
+        for name, ph in verdict["phases"].items():
+            mark = {k: "" if ok else " **no**" for k, ok in ph["checks"].items()}
+            out.append(
+                f"| {name} | {ph['throughput_ratio']:.2f}{mark['throughput']} | "
+                f"{_cell(ph['p99_ratio'], '{:.1f}x', 'unbounded')}{mark['p99']} | "
+                f"{_cell(ph['dead_after'])}{mark['dead_tuples']} | "
+                f"{_cell(ph['bytes_per_job_after'])}{mark['size']} | "
+                f"{'yes' if ph['pass'] else 'no'} |"
+            )
+        every = max(1, -(-len(samples) // max_rows))
+        out.append("")
+        out.append(
+            f"Samples (every {every * doc['step']:g} s; all of them in the JSON): "
+            "finished and claim latency of the attempts finished / claimed in the step before"
+        )
+        out.append("")
+        out.append(
+            "| t s | phase | offered/s | enqueued/s | finished/s | p50 ms | p99 ms | queued | "
+            "dead jobs | dead attempts | jobs MB (table / idx) | attempts MB (table / idx) | "
+            "xmin age | longest statement s | lock waits | CPU workers | CPU pg | load |"
+        )
+        out.append("|---|" + "---|" * 17)
+        for s in samples[every - 1 :: every]:
+            out.append(
+                f"| {s['t']:.0f} | {s['phase']} | {_cell(s.get('offered_per_s'))} | "
+                f"{_cell(s.get('enqueued_per_s'))} | "
+                f"{_cell(s.get('finished_per_s'))} | {_cell(s.get('p50_ms'), '{:,.1f}')} | "
+                f"{_cell(s.get('p99_ms'), '{:,.1f}')} | {s['queued']:,} | {s['dead_jobs']:,} | "
+                f"{s['dead_attempts']:,} | {s['table_jobs'] / 1e6:,.0f} / "
+                f"{s['indexes_jobs'] / 1e6:,.0f} | {s['table_attempts'] / 1e6:,.0f} / "
+                f"{s['indexes_attempts'] / 1e6:,.0f} | {s['xmin_age']:,} | "
+                f"{s.get('longest_active_s', 0):,.1f} | {s.get('lock_waits', 0)} | "
+                f"{s['cpu_workers']:.2f} | {s['cpu_postgres']:.2f} | {s['load1']:.1f} |"
+            )
+        out.append("")
+    return "\n".join(out) + ("\n" if out else "")

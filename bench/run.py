@@ -39,6 +39,13 @@ Workloads (handlers are no-ops that note their start)
             finished 100 at a time through duetime's store layer (no worker, no handler) by
             1 and by 2 client processes: jobs/s (bench/ceiling.py); with drain1 and drain2
             in the same run, the drains as a share of it
+    pressure duetime on PostgreSQL only, run only when named: a steady offered rate (1,000
+            jobs/s, --pressure-rate) of 1 ms jobs to 2 workers of 16, through a transaction
+            held open, 1.5x the load and four REPEATABLE READ counting connections, each for
+            4 minutes and 2 minutes of recovery after a clean 2 minutes (20 minutes;
+            --pressure-scale shortens every phase): throughput, claim p50/p99, queue depth,
+            dead tuples and table sizes every 5 s, judged against issue 22's target
+            (bench/pressure.py, bench/pressure_plan.py)
     flow    duetime only: drain N with 2 workers with flow control off, with a queue and tenant
             cap of 1000 (never reached), with a tenant weight of 2, with jobs carrying a limit
             key that never binds, and with all of these: jobs/s and each over off
@@ -79,6 +86,7 @@ import sys
 import tempfile
 import time
 from datetime import UTC, datetime
+from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
@@ -190,6 +198,27 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         action="store_true",
         help="drain comparison: add pgqueuer's previous configuration (batch 5, at most 10)",
     )
+    p.add_argument(
+        "--pressure-rate", type=float, default=1000.0, help="pressure: offered jobs/s (R)"
+    )
+    p.add_argument(
+        "--pressure-scale",
+        default="auto",
+        help="pressure: every phase's duration times this (auto: 1, i.e. 20 minutes; "
+        "1/24 at tiny); e.g. 0.25 for 30 s clean, 60 s pressures, 30 s recoveries",
+    )
+    p.add_argument(
+        "--pressure-step",
+        default="auto",
+        help="pressure: seconds between samples (auto: 5; 1 at tiny)",
+    )
+    p.add_argument(
+        "--pressure-server",
+        choices=("private", "shared"),
+        default="private",
+        help="pressure: a PostgreSQL cluster of its own started for the run (initdb, the "
+        "server's defaults: autovacuum on; fsync on), or the shared server at --pg-url as it is",
+    )
     p.add_argument("--pg-url", default=dbs.DEFAULT_PG_URL, help="PostgreSQL admin URL")
     p.add_argument("--mysql-url", default=dbs.DEFAULT_MYSQL_URL, help="MariaDB admin URL")
     p.add_argument("--out", type=Path, default=ROOT / "bench" / "results", help="results folder")
@@ -209,6 +238,20 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         args.procs = _ints(args.procs, "--procs")
     except argparse.ArgumentTypeError as exc:
         p.error(str(exc))
+    tiny = args.size.label == "tiny"
+    try:
+        args.pressure_scale = (
+            (1 / 24 if tiny else 1.0)
+            if args.pressure_scale == "auto"
+            else float(Fraction(args.pressure_scale))
+        )
+        args.pressure_step = (
+            (1.0 if tiny else 5.0) if args.pressure_step == "auto" else float(args.pressure_step)
+        )
+    except (ValueError, ZeroDivisionError):
+        p.error("--pressure-scale and --pressure-step take numbers, e.g. 0.25 or 1/4, and 5")
+    if args.pressure_scale <= 0 or args.pressure_step <= 0 or args.pressure_rate <= 0:
+        p.error("--pressure-scale, --pressure-step and --pressure-rate must be above 0")
     args.settings = drain_settings(
         args.concurrency, args.procs, not args.no_defaults, args.throttled
     )
@@ -303,6 +346,12 @@ def main(argv: list[str] | None = None) -> int:
             "systems": [s.name for s in systems],
             "workloads": args.workloads,
             "concurrency_per_worker": 10,
+            "pressure": {
+                "rate": args.pressure_rate,
+                "scale": args.pressure_scale,
+                "step": args.pressure_step,
+                "server": args.pressure_server,
+            },
             "drain_settings": [s.key for s in args.settings],
         },
         "drain_configs": {
@@ -351,6 +400,10 @@ def main(argv: list[str] | None = None) -> int:
                         rep,
                         bulk_rates,
                         single_rates,
+                        args.pressure_rate,
+                        args.pressure_scale,
+                        args.pressure_step,
+                        args.pressure_server,
                     )
                     log.info("%s run %d/%d: %s ...", workload, rep + 1, args.runs, system.name)
                     result = run_one(ctx, workload, system)
@@ -379,6 +432,8 @@ def main(argv: list[str] | None = None) -> int:
         text += "\n" + report.bytes_table(results, names)
     if "ceiling" in args.workloads:
         text += "\n" + report.ceiling_lines(results)
+    if "pressure" in args.workloads:
+        text += "\n" + report.pressure_tables(results)
     if DRAIN in args.workloads:
         comparison = report.drain_comparison(
             results, names, args.settings, args.runs, skipped, doc["drain_configs"]

@@ -7,6 +7,7 @@ procs.Failed (or any exception): the Result then carries a note and no figures.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
 import logging
@@ -82,6 +83,12 @@ class Ctx:
     # early enough: the bulk rate for the burst, the one-at-a-time rate for start-on-time
     bulk_rates: dict[str, float] = field(default_factory=dict)
     single_rates: dict[str, float] = field(default_factory=dict)
+    # the pressure workload (bench/pressure.py): offered jobs/s, the phases' durations over
+    # the issue's, seconds between samples
+    pressure_rate: float = 1000.0
+    pressure_scale: float = 1.0
+    pressure_step: float = 5.0
+    pressure_server: str = "private"  # a PostgreSQL cluster of its own, or "shared" (--pg-url)
 
 
 @dataclass
@@ -607,6 +614,42 @@ def w_ceiling(ctx: Ctx, system: System, result: Result) -> None:
         result.info[f"ceiling{procs}"] = {"clients": outs, "batch": BATCH, "seconds": seconds}
 
 
+def w_pressure(ctx: Ctx, system: System, result: Result) -> None:
+    """duetime on PostgreSQL at a steady offered rate through a held transaction, 1.5x the
+    load and REPEATABLE READ counts (bench/pressure.py; issue 22, "Flat under pressure")."""
+    from bench import pressure
+
+    base = ctx.work_dir / f"pressure-{system.name}-{ctx.rep}"
+    if base.exists():
+        shutil.rmtree(base)
+    base.mkdir(parents=True)
+    with contextlib.ExitStack() as stack:
+        servers = ctx.servers
+        if ctx.pressure_server == "private":
+            url = stack.enter_context(pressure.private_server())
+            servers = Servers(url, ctx.servers.mysql_url, ctx.servers.sqlite_dir)
+        db = servers.create(system.store, _db_name(ctx, "pressure", system))
+        try:
+            run_step(system, "setup", {"url": db.url}, STEP_TIMEOUT)
+            settings = pressure.server_settings(db.url)
+            doc, verdict = pressure.run(
+                system, db, base, ctx.pressure_rate, ctx.pressure_scale, ctx.pressure_step
+            )
+        finally:
+            db.drop()
+            servers.forget(db)
+    doc["server"] = {"kind": ctx.pressure_server, "settings": settings}
+    result.info["pressure"] = doc
+    result.figures.update(pressure.figures_of(verdict))
+    late = doc["enqueuer"].get("late_1s_ticks", 0)
+    if late > 0.01 * doc["enqueuer"].get("ticks", 1):
+        result.warning = (
+            f"the enqueuer reached {late} of its {doc['enqueuer']['ticks']} ticks more than 1 s "
+            f"late (at worst {doc['enqueuer']['worst_late_s']:.1f} s): the offered rate fell "
+            "short while it was behind (the enqueued column shows by how much)"
+        )
+
+
 WORKLOADS: dict[str, Callable[[Ctx, System, Result], None]] = {
     "bulk": w_bulk,
     "single": w_single,
@@ -622,11 +665,13 @@ WORKLOADS: dict[str, Callable[[Ctx, System, Result], None]] = {
     "flow": w_flow,
     "bytes": w_bytes,
     "ceiling": w_ceiling,
+    "pressure": w_pressure,
 }
 # left out of BENCH_WORKLOADS=all: the drain comparison covers 1 and 2 workers; drainN runs
 # every system at 10 jobs at once per worker (pgqueuer at its defaults) with N workers; the
-# raw ceiling is a reference for the drains, measured beside drain1 and drain2
-ONLY_WHEN_NAMED = ("drain1", "drain2", "drain4", "drain8", "ceiling")
+# raw ceiling is a reference for the drains, measured beside drain1 and drain2; pressure
+# takes 20 minutes at full scale
+ONLY_WHEN_NAMED = ("drain1", "drain2", "drain4", "drain8", "ceiling", "pressure")
 
 
 def applies(workload: str, system: System, size: Size) -> str | None:
@@ -647,6 +692,8 @@ def applies(workload: str, system: System, size: Size) -> str | None:
         return "n/a: duetime only (its tables)"
     if workload == "flow" and system.kind != "duetime":
         return "n/a: duetime only (its flow controls)"
+    if workload == "pressure" and system.name != "duetime-postgres":
+        return "n/a: duetime on PostgreSQL only (its pressures are PostgreSQL transactions)"
     if workload == "backlog":
         if system.name != "duetime-postgres":
             return "n/a: duetime on PostgreSQL only"

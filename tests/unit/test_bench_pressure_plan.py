@@ -1,0 +1,227 @@
+"""The pressure workload's schedule and verdict (bench/pressure_plan.py; issue 22, "Flat under
+pressure"): phases and their lengths at every scale, the offered jobs the enqueuer sends, and
+each check of the target against made-up figures. No database: `make bench
+BENCH_WORKLOADS=pressure` runs the workload itself."""
+
+from __future__ import annotations
+
+import importlib.util
+import itertools
+import math
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+_PATH = Path(__file__).resolve().parents[2] / "bench" / "pressure_plan.py"
+_spec = importlib.util.spec_from_file_location("bench_pressure_plan", _PATH)
+assert _spec is not None and _spec.loader is not None
+plan: Any = importlib.util.module_from_spec(_spec)
+sys.modules[_spec.name] = plan  # dataclasses look their module up
+_spec.loader.exec_module(plan)
+
+
+def spans(phases: list[Any]) -> list[tuple[str, float, float, float]]:
+    return [(p.name, p.start, p.end, p.factor) for p in phases]
+
+
+def test_the_full_schedule_is_the_issues() -> None:
+    assert spans(plan.schedule()) == [
+        ("warmup", 0, 20, 1.0),
+        ("clean", 20, 140, 1.0),
+        ("hold", 140, 380, 1.0),
+        ("hold+", 380, 500, 1.0),
+        ("load", 500, 740, 1.5),
+        ("load+", 740, 860, 1.0),
+        ("counts", 860, 1100, 1.0),
+        ("counts+", 1100, 1220, 1.0),
+    ]
+    kinds = [(p.kind, p.pressure) for p in plan.schedule()]
+    assert kinds[:3] == [("warmup", None), ("clean", None), ("pressure", "hold")]
+    assert kinds[3] == ("recovery", "hold")
+
+
+def test_a_scale_shortens_every_phase_to_whole_steps() -> None:
+    quarter = plan.schedule(0.25, 5.0)
+    assert [p.seconds for p in quarter] == [5, 30, 60, 30, 60, 30, 60, 30]
+    assert plan.total_seconds(quarter) == 305
+    # 1/24 with one-second steps (BENCH_SIZE=tiny): 0.83 s of warmup rounds up to one step
+    tiny = plan.schedule(1 / 24, 1.0)
+    assert [p.seconds for p in tiny] == [1, 5, 10, 5, 10, 5, 10, 5]
+    for a, b in itertools.pairwise(tiny):
+        assert a.end == b.start
+
+
+def test_some_pressures_only_and_wrong_arguments() -> None:
+    names = [p.name for p in plan.schedule(pressures=["counts"])]
+    assert names == ["warmup", "clean", "counts", "counts+"]
+    with pytest.raises(ValueError, match="unknown pressure"):
+        plan.schedule(pressures=["vacuum"])
+    with pytest.raises(ValueError, match="above 0"):
+        plan.schedule(0)
+
+
+def test_phase_at_gives_a_boundary_to_the_later_phase() -> None:
+    phases = plan.schedule()
+    assert plan.phase_at(phases, 0).name == "warmup"
+    assert plan.phase_at(phases, 139.9).name == "clean"
+    assert plan.phase_at(phases, 140).name == "hold"
+    assert plan.phase_at(phases, 1219.9).name == "counts+"
+    assert plan.phase_at(phases, 1220) is None
+
+
+def test_offered_jobs_follow_the_rate_and_the_load_phase() -> None:
+    phases = plan.schedule()
+    assert plan.offered_jobs(phases, 1000, 0) == 0
+    assert plan.offered_jobs(phases, 1000, 10) == 10_000
+    assert plan.offered_jobs(phases, 1000, 500) == 500_000
+    assert plan.offered_jobs(phases, 1000, 600) == 500_000 + 100 * 1500
+    assert plan.offered_jobs(phases, 1000, 740) == 500_000 + 240 * 1500
+    total = 1220 * 1000 + 240 * 500
+    assert plan.offered_jobs(phases, 1000, 1220) == total
+    assert plan.offered_jobs(phases, 1000, 5000) == total  # nothing after the schedule
+
+
+def test_the_enqueuers_ticks_send_every_offered_job_once() -> None:
+    phases = plan.schedule(1 / 24, 1.0)
+    tick = 0.02
+    sent = 0
+    per_tick = []
+    for k in range(1, round(plan.total_seconds(phases) / tick) + 1):
+        n = plan.tick_jobs(phases, 1000, k * tick, sent)
+        per_tick.append(n)
+        sent += n
+    assert sent == round(plan.offered_jobs(phases, 1000, plan.total_seconds(phases)))
+    assert min(per_tick) >= 19  # 20 a tick at R, 30 in the load phase
+    assert max(per_tick) <= 31
+    # a late tick catches up with the schedule, it does not lose the jobs it missed
+    assert plan.tick_jobs(phases, 1000, 2.0, 1000) == 1000
+
+
+def test_events_open_and_close_the_pressure_connections() -> None:
+    assert plan.events(plan.schedule()) == [
+        (140, "start", "hold"),
+        (380, "stop", "hold"),
+        (860, "start", "counts"),
+        (1100, "stop", "counts"),
+    ]
+
+
+def test_p99_is_unbounded_when_more_than_one_percent_never_started() -> None:
+    assert plan.p99_or_unbounded(12.0, 1000, 10) == 12.0
+    assert plan.p99_or_unbounded(12.0, 1000, 11) == math.inf
+    assert plan.p99_or_unbounded(None, 0, 0) == math.inf
+
+
+# -- the verdict -------------------------------------------------------------------------------
+
+PHASES = plan.schedule(0.25, 5.0)  # clean 5-35, hold 35-95, hold+ 95-125, load 125-185, ...
+RATE = 1000
+
+
+def sample(t: float, dead: int = 20_000, bpj: float = 2000.0, jobs: int | None = None) -> Any:
+    jobs = jobs if jobs is not None else max(1, round(plan.offered_jobs(PHASES, RATE, t)))
+    return {
+        "t": t,
+        "dead_jobs": dead // 2,
+        "dead_attempts": dead - dead // 2,
+        "jobs": jobs,
+        "bytes_total": bpj * jobs,
+    }
+
+
+def steady_samples(**changes: dict[float, dict[str, Any]]) -> list[Any]:
+    """A sample every 5 s; `at` maps a time to what that sample has instead."""
+    at = changes.get("at", {})
+    return [sample(t, **at.get(t, {})) for t in range(5, 306, 5)]
+
+
+def figures(**changes: dict[str, Any]) -> dict[str, Any]:
+    out = {}
+    for p in PHASES:
+        offered = round(RATE * p.factor * p.seconds)
+        base = {
+            "enqueued": offered,
+            "finished": offered,
+            "started": offered,
+            "missing": 0,
+            "p50_ms": 3.0,
+            "p99_ms": 10.0,
+        }
+        base.update(changes.get(p.name.replace("+", "_after"), {}))
+        out[p.name] = plan.PhaseFigures(**base)
+    return out
+
+
+def test_a_flat_run_meets_the_target() -> None:
+    v = plan.judge(PHASES, figures(), steady_samples())
+    assert v["pass"]
+    assert set(v["phases"]) == {"hold", "load", "counts"}
+    assert v["clean"]["finished_per_s"] == 1000
+    assert v["phases"]["load"]["finished_per_s"] == 1500  # kept up with 1.5x: a ratio of 1
+    assert v["phases"]["load"]["throughput_ratio"] == 1.0
+    assert v["phases"]["hold"]["p99_ratio"] == 1.0
+
+
+def test_throughput_below_80_percent_of_clean_fails_only_that_check() -> None:
+    v = plan.judge(PHASES, figures(counts={"finished": 47_000}), steady_samples())
+    assert not v["pass"]
+    counts = v["phases"]["counts"]
+    assert counts["throughput_ratio"] == pytest.approx(47_000 / 60_000)
+    assert counts["checks"] == {"throughput": False, "p99": True, "dead_tuples": True, "size": True}
+    assert v["phases"]["hold"]["pass"]
+    # 80% exactly is still within the target; a load phase at clean's 1,000/s is not
+    assert plan.judge(PHASES, figures(counts={"finished": 48_000}), steady_samples())["pass"]
+    v = plan.judge(PHASES, figures(load={"finished": 60_000}), steady_samples())
+    assert not v["phases"]["load"]["checks"]["throughput"]
+    # an enqueuer that fell behind does not lower the bar: the schedule's rate is the offer
+    late = {"enqueued": 40_000, "finished": 40_000, "started": 40_000}
+    v = plan.judge(PHASES, figures(counts=late), steady_samples())
+    assert v["phases"]["counts"]["throughput_ratio"] == pytest.approx(40_000 / 60_000)
+    assert not v["phases"]["counts"]["checks"]["throughput"]
+
+
+def test_claim_p99_over_twice_clean_fails() -> None:
+    v = plan.judge(PHASES, figures(hold={"p99_ms": 20.0}), steady_samples())
+    assert v["phases"]["hold"]["checks"]["p99"]
+    v = plan.judge(PHASES, figures(hold={"p99_ms": 20.1}), steady_samples())
+    assert not v["phases"]["hold"]["checks"]["p99"]
+    v = plan.judge(PHASES, figures(hold={"missing": 700}), steady_samples())
+    assert v["phases"]["hold"]["p99_ms"] == math.inf
+    assert not v["pass"]
+
+
+def test_dead_tuples_must_be_back_to_the_clean_peak_by_the_recovery_end() -> None:
+    # hold+ runs 95-125: its last quarter (117.5-125) holds the sample at 120 and 125
+    high = {t: {"dead": 900_000} for t in (100, 105, 110, 115)}
+    v = plan.judge(PHASES, figures(), steady_samples(at=high))
+    hold = v["phases"]["hold"]
+    assert hold["checks"]["dead_tuples"]  # high during the recovery, back at its end
+    assert hold["dead_peak"] == 900_000
+    late = {120: {"dead": 900_000}, 125: {"dead": 900_000}}
+    v = plan.judge(PHASES, figures(), steady_samples(at=late))
+    assert not v["phases"]["hold"]["checks"]["dead_tuples"]
+    assert v["phases"]["hold"]["dead_after"] == 900_000
+    # the clean phase's own peak is the level
+    peak = {30: {"dead": 50_000}, 120: {"dead": 50_000}, 125: {"dead": 50_000}}
+    v = plan.judge(PHASES, figures(), steady_samples(at=peak))
+    assert v["clean"]["dead_level"] == 50_000
+    assert v["phases"]["hold"]["checks"]["dead_tuples"]
+
+
+def test_size_is_judged_per_job_within_ten_percent_of_clean() -> None:
+    ok = {t: {"bpj": 2199.0} for t in (120, 125)}
+    assert plan.judge(PHASES, figures(), steady_samples(at=ok))["phases"]["hold"]["checks"]["size"]
+    bloated = {t: {"bpj": 2300.0} for t in (120, 125)}
+    v = plan.judge(PHASES, figures(), steady_samples(at=bloated))
+    assert not v["phases"]["hold"]["checks"]["size"]
+    assert v["phases"]["hold"]["bytes_per_job_after"] == 2300.0
+    assert v["clean"]["bytes_per_job_level"] == 2000.0
+
+
+def test_schedule_text_names_every_phase_and_its_rate() -> None:
+    text = plan.schedule_text(plan.schedule(), 1000)
+    assert "load        500 -    740 s  1,500 jobs/s" in text
+    assert "REPEATABLE READ" in text
+    assert len(text.splitlines()) == 8

@@ -183,3 +183,50 @@ def test_nothing_is_held_ahead_while_limits_exist(app: duetime.App) -> None:
     app.set_limit("payments-api", rate="100/s")  # held jobs started at once could outrun it
     slots._claim(2, app.clock.now())
     assert slots.controlled and slots.ahead() == 0
+
+
+def test_outcomes_waiting_to_be_recorded_hold_their_slots_past_the_concurrency(
+    app: duetime.App,
+) -> None:
+    """While the store is slow to record outcomes (a finish waiting on a lock, a transaction
+    held open), a worker lets at most `concurrency` outcomes wait beyond its running handlers:
+    it stops claiming instead of piling up attempts whose leases it must keep renewing
+    (seen under pressure: 55,000 attempts held by two workers of 16, their renewals running
+    for minutes)."""
+    import threading
+
+    done: list[int] = []
+
+    @app.task(name="quick")
+    async def quick(i: int) -> None:
+        done.append(i)
+
+    app.enqueue_many("quick", [{"i": i} for i in range(40)])
+    worker = Worker(app, concurrency=3, poll_interval=0.02)
+    holding(worker, 0)
+    release = threading.Event()
+    finish_many = app.store.finish_many
+
+    def slow_finish(*args: object, **kwargs: object) -> object:
+        release.wait(30)
+        return finish_many(*args, **kwargs)  # type: ignore[arg-type]
+
+    app.store.finish_many = slow_finish  # type: ignore[method-assign]
+    most = 0
+
+    async def scenario() -> None:
+        nonlocal most
+        stop = asyncio.Event()
+        task = asyncio.create_task(worker.run(stop))
+        await until(lambda: len(done) >= 6)
+        for _ in range(60):  # 0.3 s: the worker would have claimed more by now
+            most = max(most, len(worker.slots.running))
+            await asyncio.sleep(0.005)
+        release.set()
+        await until(lambda: len(done) == 40)
+        stop.set()
+        await asyncio.wait_for(task, 30)
+
+    asyncio.run(scenario())
+    assert most <= 6, most  # 3 outcomes being written or waiting, 3 more held in their slots
+    assert sorted(done) == list(range(40))

@@ -98,6 +98,10 @@ class Slots(Service):
         self.ready: deque[RunningAttempt] = deque()  # claimed ahead, waiting for a free slot
         self.controlled = False  # limits per dependency exist: nothing is claimed ahead
         self.busy = 0  # slots whose handler runs
+        # attempts whose handler ended and whose outcome is not recorded yet: past
+        # `concurrency` of them, each holds a slot (free), so a store slow to record outcomes
+        # (a finish waiting on a lock) stops the claims instead of piling up held attempts
+        self.recording = 0
         self.reserved = 0  # slots held for a broker message being accepted (runtime/outbox/feed.py)
         self.more_due = False  # the last claim filled every free slot
         # the loop looked for work with no room: the next free slot claims
@@ -121,7 +125,10 @@ class Slots(Service):
 
     def free(self) -> int:
         """Slots free for a handler now."""
-        return self.concurrency - self.busy - self.reserved - self.runner.threads.orphans
+        unrecorded = max(0, self.recording - self.concurrency)
+        return (
+            self.concurrency - self.busy - self.reserved - self.runner.threads.orphans - unrecorded
+        )
 
     def ahead(self) -> int:
         """How many claimed jobs to hold ready: what the slots start during two claims."""
@@ -346,11 +353,26 @@ class Slots(Service):
             self.wake()
 
     async def _execute(self, running: RunningAttempt) -> None:
+        handler_ended = False
+
+        def handler_done() -> None:
+            nonlocal handler_ended
+            handler_ended = True
+            self.recording += 1  # its outcome is being recorded, until the finally below
+            self._handler_done()
+
         try:
-            await self.runner.run(running, self._handler_done)
+            await self.runner.run(running, handler_done)
         finally:
             del self.running[running.claim.attempt.id]
+            held_a_slot = handler_ended and self.recording > self.concurrency  # see free()
+            if handler_ended:
+                self.recording -= 1
             self.finished.fire()
+            if held_a_slot:
+                self._start_ready()
+                if self.more_due and self.room() >= self.claim_batch:
+                    self.wake()
             # a claim that took fewer jobs than it had room for took every due one: a slot
             # free again is no reason to look (one empty claim per job otherwise), unless the
             # loop looked while full or flow controls may have held jobs back

@@ -75,6 +75,7 @@ class Slots(Service):
         prefetch: int = 0,
         due: DueTimes | None = None,
         share: Callable[[], float] = lambda: PRIORITY_SHARE,
+        max_unrecorded: int | None = None,
     ) -> None:
         super().__init__()
         self.runner = runner
@@ -99,9 +100,11 @@ class Slots(Service):
         self.controlled = False  # limits per dependency exist: nothing is claimed ahead
         self.busy = 0  # slots whose handler runs
         # attempts whose handler ended and whose outcome is not recorded yet: past
-        # `concurrency` of them, each holds a slot (free), so a store slow to record outcomes
-        # (a finish waiting on a lock) stops the claims instead of piling up held attempts
+        # `max_unrecorded` of them (default: the concurrency), each holds a slot (free), so a
+        # store slow to record outcomes (a finish waiting on a lock) stops the claims instead
+        # of piling up held attempts
         self.recording = 0
+        self.max_unrecorded = concurrency if max_unrecorded is None else max_unrecorded
         self.reserved = 0  # slots held for a broker message being accepted (runtime/outbox/feed.py)
         self.more_due = False  # the last claim filled every free slot
         # the loop looked for work with no room: the next free slot claims
@@ -125,7 +128,7 @@ class Slots(Service):
 
     def free(self) -> int:
         """Slots free for a handler now."""
-        unrecorded = max(0, self.recording - self.concurrency)
+        unrecorded = max(0, self.recording - self.max_unrecorded)
         return (
             self.concurrency - self.busy - self.reserved - self.runner.threads.orphans - unrecorded
         )
@@ -365,7 +368,7 @@ class Slots(Service):
             await self.runner.run(running, handler_done)
         finally:
             del self.running[running.claim.attempt.id]
-            held_a_slot = handler_ended and self.recording > self.concurrency  # see free()
+            held_a_slot = handler_ended and self.recording > self.max_unrecorded  # see free()
             if handler_ended:
                 self.recording -= 1
             self.finished.fire()

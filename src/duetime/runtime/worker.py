@@ -129,6 +129,8 @@ class Worker:
             grace=grace,
             due=due,
             share=lambda: app.priority_share,
+            # a full batch of outcomes may wait (one finish writes up to max_batch), no more
+            max_unrecorded=max(concurrency, self.completer.max_batch),
         )
         self.timer = Timer(
             self.store, self.clock, self._calls, queues=self.queues, wake=self.slots.wake, due=due

@@ -232,3 +232,50 @@ def test_outcomes_waiting_to_be_recorded_past_a_batch_hold_their_slots(app: duet
     # the outcomes waiting, and at most one more per slot, held in its slot
     assert bound <= most <= bound + 3, most
     assert sorted(done) == list(range(total))
+
+
+def test_while_outcomes_cannot_be_written_only_the_concurrency_waits(app: duetime.App) -> None:
+    """While the store refuses the outcomes' writes (an outage), the bound falls to the
+    concurrency: a claim made then is worth nothing and would hold a store thread until the
+    pool gives up, delaying the first claims once the store is back (the pg_auto_failover
+    drill: a worker started nothing in the 20 s after the promotion)."""
+    from duetime.core.errors import StoreUnavailable
+
+    done: list[int] = []
+
+    @app.task(name="quick")
+    async def quick(i: int) -> None:
+        done.append(i)
+
+    total = 100
+    app.enqueue_many("quick", [{"i": i} for i in range(3)])  # their outcomes fail first
+    worker = Worker(app, concurrency=3, poll_interval=0.02)
+    holding(worker, 0)
+    failing = True
+    finish_many = app.store.finish_many
+
+    def refused(*args: object, **kwargs: object) -> object:
+        if failing:
+            raise StoreUnavailable("the store is down (test)")
+        return finish_many(*args, **kwargs)  # type: ignore[arg-type]
+
+    app.store.finish_many = refused  # type: ignore[method-assign]
+    most = 0
+
+    async def scenario() -> None:
+        nonlocal most, failing
+        stop = asyncio.Event()
+        task = asyncio.create_task(worker.run(stop))
+        await until(lambda: worker.completer.failing)
+        app.enqueue_many("quick", [{"i": i} for i in range(3, total)])
+        for _ in range(100):  # 0.5 s: the worker would have claimed more by now
+            most = max(most, len(worker.slots.running))
+            await asyncio.sleep(0.005)
+        failing = False
+        await until(lambda: len(done) == total, timeout=60)
+        stop.set()
+        await asyncio.wait_for(task, 30)
+
+    asyncio.run(scenario())
+    assert most <= 2 * 3 + 3, most  # waiting outcomes, one more per slot, the batch retried
+    assert sorted(set(done)) == list(range(total))

@@ -61,6 +61,8 @@ class Completer(Service):
         self.linger = linger
         self._waiting: list[_Pending] = []
         self.flushed = Pulse()  # a batch was written (or given up on)
+        # the last write failed (the store unreachable): outcomes are being tried again
+        self.failing = False
 
     async def record(self, lease: Lease, outcome: Outcome, *, give_up_after: float) -> bool | None:
         """Record `outcome` fenced by `lease`: True once committed, False when refused (another
@@ -102,6 +104,7 @@ class Completer(Service):
                     functools.partial(self.store.finish_many, items, self.clock.now)
                 )
             except Exception as exc:
+                self.failing = True
                 kept = self._give_up_on(batch, exc)
                 self._waiting[:0] = kept  # tried again first, in their order
                 log_event(
@@ -117,6 +120,7 @@ class Completer(Service):
                 delay = min(delay * 2, 5.0)
                 continue
             delay = 0.1
+            self.failing = False
             for pending, ok in zip(batch, applied, strict=True):
                 if not pending.answer.done():
                     pending.answer.set_result(ok)

@@ -128,10 +128,19 @@ class Slots(Service):
 
     def free(self) -> int:
         """Slots free for a handler now."""
-        unrecorded = max(0, self.recording - self.max_unrecorded)
+        unrecorded = max(0, self.recording - self._unrecorded_allowed())
         return (
             self.concurrency - self.busy - self.reserved - self.runner.threads.orphans - unrecorded
         )
+
+    def _unrecorded_allowed(self) -> int:
+        """Outcomes that may wait to be written before each more holds a slot: a finish batch
+        while the store answers, only the concurrency while its writes fail (an outage: no
+        claim is worth making then, and each would hold a store thread until the pool gives
+        up, delaying the first claims once the store is back)."""
+        if self.runner.completer.failing:
+            return self.concurrency
+        return self.max_unrecorded
 
     def ahead(self) -> int:
         """How many claimed jobs to hold ready: what the slots start during two claims."""
@@ -368,7 +377,7 @@ class Slots(Service):
             await self.runner.run(running, handler_done)
         finally:
             del self.running[running.claim.attempt.id]
-            held_a_slot = handler_ended and self.recording > self.max_unrecorded  # see free()
+            held_a_slot = handler_ended and self.recording > self._unrecorded_allowed()
             if handler_ended:
                 self.recording -= 1
             self.finished.fire()

@@ -9,7 +9,12 @@ from duetime.runtime.slots import Slots
 
 
 def slots(concurrency: int = 10, prefetch: int = 100) -> Slots:
-    runner = cast(Any, SimpleNamespace(threads=SimpleNamespace(orphans=0)))  # all it reads
+    runner = cast(
+        Any,
+        SimpleNamespace(
+            threads=SimpleNamespace(orphans=0), completer=SimpleNamespace(failing=False)
+        ),
+    )  # all it reads
     return Slots(
         runner,
         registry={},

@@ -360,6 +360,11 @@ class Slots(Service):
 
     def _handler_done(self) -> None:
         self.busy -= 1
+        self._slot_freed()
+
+    def _slot_freed(self) -> None:
+        """A slot is free again: a ready job starts in it, or the loop claims when the room
+        is worth a claim."""
         self._start_ready()
         if self.more_due and self.room() >= self.claim_batch:
             self.wake()
@@ -382,9 +387,7 @@ class Slots(Service):
                 self.recording -= 1
             self.finished.fire()
             if held_a_slot:
-                self._start_ready()
-                if self.more_due and self.room() >= self.claim_batch:
-                    self.wake()
+                self._slot_freed()
             # a claim that took fewer jobs than it had room for took every due one: a slot
             # free again is no reason to look (one empty claim per job otherwise), unless the
             # loop looked while full or flow controls may have held jobs back

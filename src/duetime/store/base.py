@@ -236,6 +236,15 @@ class Store(Protocol):
         """
         ...
 
+    def record_progress(
+        self, reports: Sequence[tuple[Lease, float, str | None]], now: datetime
+    ) -> list[bool]:
+        """Write each running attempt's progress (lease, fraction, message) on its job, with
+        progress_at = now, fenced by the lease's generation and claim token: an attempt that no
+        longer holds its job writes nothing. Which were written, in order (docs/workflows.md).
+        An outcome's own progress (Outcome.progress) is written by the finish instead."""
+        ...
+
     def completion(
         self, lease: Lease, outcome: Outcome, now: Callable[[], datetime]
     ) -> AbstractContextManager[Any]:

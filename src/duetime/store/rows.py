@@ -62,6 +62,8 @@ def job_from_row(
     args = row["args"]
     limits = row["limits"]
     covers = row["covers"]
+    result = row["result"]
+    progress = row["progress"]
     return built(
         Job,
         id=row["id"],
@@ -94,6 +96,10 @@ def job_from_row(
         attempt_history=attempts,
         limits=tuple(json_list(limits)) if limits is not None else (),
         dispatched_at=dispatched_since(row["generation"], attempts or current),
+        result=json.loads(result) if result is not None else None,
+        progress=float(progress) if progress is not None else None,
+        progress_message=row["progress_message"],
+        progress_at=_opt(row["progress_at"], t),
     )
 
 

@@ -62,8 +62,11 @@ def job_from_row(
     args = row["args"]
     limits = row["limits"]
     covers = row["covers"]
-    result = row["result"]
-    progress = row["progress"]
+    try:
+        result, progress = row["result"], row["progress"]
+        message, progress_at = row["progress_message"], row["progress_at"]
+    except (KeyError, IndexError):  # a database of schema 17 or earlier (before it migrates)
+        result = progress = message = progress_at = None
     return built(
         Job,
         id=row["id"],
@@ -98,8 +101,8 @@ def job_from_row(
         dispatched_at=dispatched_since(row["generation"], attempts or current),
         result=json.loads(result) if result is not None else None,
         progress=float(progress) if progress is not None else None,
-        progress_message=row["progress_message"],
-        progress_at=_opt(row["progress_at"], t),
+        progress_message=message,
+        progress_at=_opt(progress_at, t),
     )
 
 

@@ -56,10 +56,10 @@ def encode_result(value: Any, limit: int) -> str | None:
             "bytes; return less (store large data elsewhere and return its key), or raise the "
             "limit (result_max_bytes= on the App or the task)"
         )
-    if "\x00" in text or not _utf8(text):
+    if not _utf8(text):  # JSON escapes a NUL, not an unpaired surrogate
         raise ResultRejected(
-            "the handler's result holds a NUL or an unpaired surrogate, which no database "
-            "stores as text; return text without them"
+            "the handler's result holds an unpaired surrogate, which no database stores as "
+            "text; return text without one"
         )
     return text
 

@@ -219,9 +219,39 @@ def test_a_result_in_the_handlers_transaction(app: duetime.App) -> None:
         with duetime.current().transaction(result={"kept": True}):
             pass
 
-    job = tx.enqueue()
-    run_jobs(app, job.id)
+    @app.task(name="tx_bad", max_attempts=3)
+    def tx_bad() -> None:
+        with duetime.current().transaction(result={1, 2}):
+            raise AssertionError("not reached: the result is checked before the block")
+
+    @app.task(name="tx_late")
+    def tx_late() -> int:
+        with duetime.current().transaction():
+            pass
+        return 7  # after the success was recorded: not stored
+
+    job, bad, late = tx.enqueue(), tx_bad.enqueue(), tx_late.enqueue()
+    run_jobs(app, job.id, bad.id, late.id)
     assert app.result(job.id) == {"kept": True}
+    refused = app.get_job(bad.id)
+    assert refused.status is JobStatus.DEAD and len(refused.attempt_history) == 1
+    assert "returned a set that is not JSON-serialisable" in str(
+        refused.attempt_history[0].error_message
+    )
+    assert app.get_job(late.id).status is JobStatus.SUCCEEDED and app.result(late.id) is None
+
+
+def test_an_async_handlers_progress_goes_with_its_outcome(app: duetime.App) -> None:
+    @app.task(name="steps_async", max_attempts=1)
+    async def steps_async() -> None:
+        duetime.current().progress(0.3, "then it failed")
+        raise duetime.PermanentError("stop here")
+
+    job = steps_async.enqueue()
+    run_jobs(app, job.id)
+    failed = app.get_job(job.id)
+    assert failed.status is JobStatus.DEAD and failed.result is None
+    assert (failed.progress, failed.progress_message) == (0.3, "then it failed")
 
 
 def test_a_stale_attempt_of_a_worker_stores_no_result(app: duetime.App, store: Store) -> None:

@@ -103,6 +103,7 @@ class AttemptRunner:
         self.app = app
         self.completer = completer
         # bound once: every attempt's context points at the same two methods
+        self.progress = progress
         self._sink = progress.note if progress is not None else None
         self._completion = self._completion_of
         self.store = app.store
@@ -416,6 +417,8 @@ class AttemptRunner:
 
     async def _record(self, running: RunningAttempt, outcome: Outcome, seconds: float) -> None:
         running.finishing = True
+        if running.ctx.reported is not None and self.progress is not None:
+            self.progress.forget(running.claim.lease)  # the outcome carries the last report
         if running.ctx.completed or running.fenced_out:  # settled in the handler's transaction
             applied: bool | None = not running.fenced_out
         else:

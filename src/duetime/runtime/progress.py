@@ -67,6 +67,14 @@ class ProgressWriter(Service):
             except RuntimeError:  # the loop closed meanwhile: the outcome carries the report
                 pass
 
+    def forget(self, lease: Lease) -> None:
+        """Drop `lease`'s report not written yet: its outcome carries it (a write after the
+        finish would be refused anyway; this saves the statement)."""
+        with self._lock:
+            pending = self._pending.get(lease.job_id)
+            if pending is not None and pending[0] == lease:
+                del self._pending[lease.job_id]
+
     async def run(self) -> None:
         while not self.stopping:
             with self._lock:

@@ -30,10 +30,11 @@ def lease(job_id: int) -> Lease:
 
 def test_reports_are_coalesced_per_interval_and_the_latest_is_written() -> None:
     store = FakeStore()
+    calls = BlockingCalls(1)
     writer = ProgressWriter(
         store,  # type: ignore[arg-type]
         ManualClock(datetime(2026, 1, 1, tzinfo=UTC)),
-        BlockingCalls(1),
+        calls,
         interval=0.2,
     )
 
@@ -58,6 +59,7 @@ def test_reports_are_coalesced_per_interval_and_the_latest_is_written() -> None:
         await running
 
     asyncio.run(main())
+    calls.close()
     assert 1 <= len(store.writes) <= 4, store.writes  # 4,000 reports
     last: dict[int, tuple[float, str | None]] = {}
     for batch in store.writes:

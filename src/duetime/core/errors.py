@@ -170,7 +170,7 @@ class ResultTimeout(DuetimeError, TimeoutError):
     def __init__(self, job_id: int, status: str, waited: float) -> None:
         super().__init__(
             f"job {job_id} is still {status} after waiting {waited:g}s for its result; wait "
-            "longer (timeout=) or check it with `duetime jobs show`"
+            f"longer (timeout=, or --wait) or look at it with `duetime jobs show {job_id}`"
         )
         self.job_id = job_id
         self.status = status

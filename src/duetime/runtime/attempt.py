@@ -102,8 +102,8 @@ class AttemptRunner:
     ) -> None:
         self.app = app
         self.completer = completer
+        self.progress = progress  # the worker's progress writer (None: reports go with outcomes)
         # bound once: every attempt's context points at the same two methods
-        self.progress = progress
         self._sink = progress.note if progress is not None else None
         self._completion = self._completion_of
         self.store = app.store

@@ -25,6 +25,7 @@ from duetime.core.requests import (
     build_new_job,
     check_lateness,
 )
+from duetime.core.results import check_result_limit
 from duetime.core.retry import RetryPolicy
 from duetime.twins import async_twin
 
@@ -87,6 +88,8 @@ class Task(Generic[P, R]):
     fn: Callable[P, R]
     defaults: TaskDefaults
     reconcile: Callable[[Job, Attempt], Any] | None = None
+    # the bound of its results' compact JSON (None: the App's; docs/workflows.md, "Results")
+    result_max_bytes: int | None = None
 
     @property
     def is_async(self) -> bool:
@@ -243,6 +246,7 @@ def register_task(
     limits: Sequence[str] | None = None,
     max_lateness: float | timedelta | str | None = None,
     on_late: str = "expire",
+    result_max_bytes: int | None = None,
 ) -> AnyTask:
     """Register `func` in `registry` as a task of `owner` (App.task: the options are its own),
     its defaults checked once with the rules of an enqueue."""
@@ -271,7 +275,9 @@ def register_task(
     )
     # validate the defaults once, at registration, with the same rules as enqueue
     build_new_job(task_name, {}, now=clock.now(), tenant=tenant, defaults=defaults)
-    task: AnyTask = Task(owner, task_name, func, defaults, reconcile)
+    if result_max_bytes is not None:
+        check_result_limit(result_max_bytes, f"task {task_name!r}: result_max_bytes")
+    task: AnyTask = Task(owner, task_name, func, defaults, reconcile, result_max_bytes)
     registry[task_name] = task
     return task
 

@@ -76,7 +76,7 @@ def test_jobs_in_every_state_survive_migration_17(
     before = {i: store.get_job(i) for i in ids}
     assert {j.status for j in before.values() if j is not None} == set(JobStatus)
 
-    assert store.migrate() == [17]
+    assert store.migrate()[0] == 17  # and any later ones
 
     after = {i: store.get_job(i) for i in ids}
     for i in ids:  # every job and its history as before; the orphaned attempt is lost

@@ -894,3 +894,24 @@ def test_the_nodes_page_shows_each_nodes_clock_offset_and_marks_one_past_a_secon
     assert (
         'data-clock-offset=""' in rows["manual:3:cc"] and "s-clock-off" not in rows["manual:3:cc"]
     )
+
+
+def test_the_job_page_shows_the_result_and_the_progress_escaped(env: Env) -> None:
+    done = env.finished(
+        Event.SUCCEED,
+        result='{"html":"<script>alert(1)</script>","rows":3}',
+        progress=1.0,
+        progress_message="<b>all</b> done",
+    )
+    running = env.app.enqueue("reports.build", {"n": 2})
+    [claim] = env.app.store.claim(worker_id="w1", queues=None, limit=1, now=env.clock.now())
+    assert claim.job.id == running.id
+    assert env.app.store.record_progress([(claim.lease, 0.4, "rows 4/10")], env.clock.now())
+    c = env.logged_in()
+    page = c.get(f"/jobs/{done.id}").text
+    assert "data-result" in page and "&lt;script&gt;alert(1)&lt;/script&gt;" in page
+    assert "<script>alert" not in page
+    assert "&lt;b&gt;all&lt;/b&gt; done" in page and "<strong>100%</strong>" in page
+    page = c.get(f"/jobs/{running.id}").text
+    assert "data-progress" in page and '<progress max="1" value="0.4">' in page
+    assert "rows 4/10" in page and "data-result" not in page

@@ -98,8 +98,9 @@ def test_outbox_queue_runs_end_to_end_through_the_broker(
     ran: list[int] = []
 
     @app.task(name="work", queue=queue)
-    def work(n: int) -> None:
+    def work(n: int) -> dict[str, int]:
         ran.append(n)
+        return {"n": n}  # a result flows through the broker path too
 
     @app.task(name="direct", queue=f"{queue}-db")
     def direct() -> None:
@@ -123,9 +124,10 @@ def test_outbox_queue_runs_end_to_end_through_the_broker(
         )
     )
     assert sorted(ran) == [-1, *range(20)]  # each once
-    for job in jobs:
+    for n, job in enumerate(jobs):
         [attempt] = app.get_job(job.id).attempt_history
         assert attempt.worker_id == worker.worker_id != DISPATCH_HOLDER
+        assert app.result(job.id) == {"n": n}
     status = app.outbox_status()
     assert status.backlog == 0 and status.oldest_unpublished_age_seconds is None
     assert app.queue(queue).dispatch is Dispatch.OUTBOX

@@ -50,6 +50,10 @@ JOB_ROW = {
     "covers": '["2026-12-01T08:00:00+00:00"]',
     "origin": "tick",
     "limits": '["smtp"]',
+    "result": '{"sent":1}',
+    "progress": 0.5,
+    "progress_message": "half",
+    "progress_at": T,
 }
 
 ATTEMPT_ROW = {
@@ -87,6 +91,8 @@ def test_a_job_from_its_row_has_every_field_as_init_makes_it() -> None:
     )
     assert job.covers == (datetime(2026, 12, 1, 8, 0, tzinfo=UTC),)
     assert job.to_json()["id"] == 7
+    assert (job.result, job.progress, job.progress_message) == ({"sent": 1}, 0.5, "half")
+    assert job.to_json()["result"] == {"sent": 1}
 
 
 def test_an_attempt_from_its_row_has_every_field_as_init_makes_it() -> None:

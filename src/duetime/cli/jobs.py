@@ -1,9 +1,14 @@
-"""`duetime jobs list|show|cancel|replay|reschedule|resolve`: inspect and steer jobs."""
+"""`duetime jobs list|show|result|cancel|replay|reschedule|resolve`: inspect and steer jobs.
+
+`jobs result` exits 0 when the job succeeded (printing its result), EXIT_FAILED (3) when it
+ended dead, cancelled or expired, EXIT_NOT_FINISHED (4) when it had not ended by the end of
+the wait (docs/cli.md)."""
 
 from __future__ import annotations
 
 import argparse
 import json
+import sys
 from datetime import datetime
 from typing import Any
 
@@ -16,12 +21,16 @@ from duetime.cli.support import (
     instant,
     make_app,
     out,
+    seconds,
     table,
 )
+from duetime.core.errors import JobFailed, ResultTimeout
 from duetime.core.models import Job, attempt_to_json, page_of
 from duetime.core.states import JobStatus
 
 JSON_PAGE = 'print {"items": [...], "next_cursor": ...}'
+EXIT_FAILED = 3  # `jobs result`: the job ended dead, cancelled or expired (no result)
+EXIT_NOT_FINISHED = 4  # `jobs result`: the job had not ended by the end of the wait
 
 
 def add_parsers(sub: Any, parents: list[argparse.ArgumentParser]) -> None:
@@ -42,6 +51,25 @@ def add_parsers(sub: Any, parents: list[argparse.ArgumentParser]) -> None:
     )
     p.add_argument("--json", action="store_true", help=JSON_PAGE)
     p.set_defaults(func=cmd_jobs_list)
+    p = jobs.add_parser(
+        "result",
+        parents=parents,
+        help="print a succeeded job's result (exit 3: it failed for good; 4: not finished)",
+    )
+    p.add_argument("id", type=an_id, help="the job's id")
+    p.add_argument(
+        "--wait",
+        type=seconds,
+        default=0.0,
+        metavar="SECONDS",
+        help="wait up to this long for the job to end (30, 30s, 5m; default: look once)",
+    )
+    p.add_argument(
+        "--json",
+        action="store_true",
+        help='print {"id", "status", "result", "progress", ...} whatever the outcome',
+    )
+    p.set_defaults(func=cmd_jobs_result)
     for name, func, help_text in [
         ("show", cmd_jobs_show, "show a job with its attempts"),
         ("cancel", cmd_jobs_cancel, "cancel a job (or ask a running one to stop)"),
@@ -117,6 +145,38 @@ def cmd_jobs_show(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_jobs_result(args: argparse.Namespace) -> int:
+    app = make_app(args)
+    try:
+        value = app.result(args.id, timeout=args.wait)
+    except JobFailed as exc:
+        return _result_out(args, exc.job, str(exc), EXIT_FAILED)
+    except ResultTimeout as exc:
+        return _result_out(args, app.get_job(args.id), str(exc), EXIT_NOT_FINISHED)
+    if args.json:
+        return _result_out(args, app.get_job(args.id), None, 0)
+    out(json.dumps(value, indent=2, ensure_ascii=False))
+    return 0
+
+
+def _result_out(args: argparse.Namespace, job: Job, error: str | None, code: int) -> int:
+    """`jobs result`'s answer: with --json one document on stdout whatever the outcome, else
+    the reason on stderr (one line); `code` is the exit status."""
+    if args.json:
+        document = {
+            "id": job.id,
+            "status": str(job.status),
+            "result": job.result,
+            "progress": job.progress,
+            "progress_message": job.progress_message,
+            "error": error,
+        }
+        out(json.dumps(document, indent=2, ensure_ascii=False))
+    elif error is not None:
+        sys.stderr.write(f"duetime: {error}\n")
+    return code
+
+
 def cmd_jobs_cancel(args: argparse.Namespace) -> int:
     job = make_app(args).cancel(args.id)
     _moved(job, args.json)
@@ -172,6 +232,7 @@ def print_job(
         ("idempotency_key", job.idempotency_key or "-"),
         ("created_at", job.created_at.isoformat()),
         ("updated_at", job.updated_at.isoformat()),
+        *_progress_fields(job),
     ]
     width = max(len(k) for k, _ in fields)
     for key, value in fields:
@@ -195,6 +256,20 @@ def print_job(
             ],
             ["gen", "status", "worker", "started", "finished", "lease_expires", "error"],
         )
+
+
+def _progress_fields(job: Job) -> list[tuple[str, Any]]:
+    """`jobs show`'s progress and result lines, for a job that has them."""
+    fields: list[tuple[str, Any]] = []
+    if job.progress is not None:
+        message = f" {job.progress_message}" if job.progress_message else ""
+        at = f" (at {job.progress_at.isoformat()})" if job.progress_at else ""
+        fields.append(("progress", f"{job.progress:.0%}{message}{at}"))
+    if job.result is not None:
+        text = json.dumps(job.result, ensure_ascii=False)
+        cut = f"... ({len(text)} characters; `duetime jobs result {job.id}`)"
+        fields.append(("result", text if len(text) <= 200 else text[:200] + cut))
+    return fields
 
 
 def _status(job: Job, unserved: str | None, now: datetime | None = None) -> str:

@@ -2,8 +2,9 @@
 declared in code, and tenant views (scoped).
 
 The rest of its public surface is mixed in by group, one module each, every async twin beside
-its method: jobs (client/jobs.py), schedules, queues, tenants, limits, the outbox, tokens and
-figures. Each group reads only what client/part.py declares (tenant, clock, store, tasks).
+its method: jobs (client/jobs.py), results (client/results.py), schedules, queues, tenants,
+limits, the outbox, tokens and figures. Each group reads only what client/part.py declares
+(tenant, clock, store, tasks).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from duetime.client.jobs import Jobs
 from duetime.client.limits import Limits
 from duetime.client.outbox import Outbox
 from duetime.client.queues import Queues
+from duetime.client.results import Results
 from duetime.client.schedules import (
     Schedules,
     apply_schedule,
@@ -34,6 +36,7 @@ from duetime.core.errors import ConfigurationError, DuetimeError
 from duetime.core.flow.share import PRIORITY_SHARE, check_share
 from duetime.core.models import Attempt, Job
 from duetime.core.requests import DEFAULT_MAX_ATTEMPTS, DEFAULT_MAX_PAYLOAD_BYTES
+from duetime.core.results import DEFAULT_MAX_RESULT_BYTES, check_result_limit
 from duetime.core.retry import RetryPolicy
 from duetime.core.schedule_spec import ScheduleSpec
 from duetime.logs import error_field, log_event
@@ -49,7 +52,7 @@ R = TypeVar("R")
 Handler = Callable[..., Any]
 
 
-class App(Jobs, Schedules, Queues, Tenants, Limits, Outbox, Tokens, Figures):
+class App(Jobs, Results, Schedules, Queues, Tenants, Limits, Outbox, Tokens, Figures):
     """duetime's public entry point.
 
     `App()` uses DUETIME_DATABASE_URL, else `sqlite:///duetime.db` in the working directory.
@@ -74,6 +77,7 @@ class App(Jobs, Schedules, Queues, Tenants, Limits, Outbox, Tokens, Figures):
         max_payload_bytes: int = DEFAULT_MAX_PAYLOAD_BYTES,
         pool_timeout: float | None = None,
         priority_share: float = PRIORITY_SHARE,
+        result_max_bytes: int = DEFAULT_MAX_RESULT_BYTES,
     ) -> None:
         self._database_url = database_url
         # under saturation each lower priority class keeps this share of a worker's claimed
@@ -87,6 +91,9 @@ class App(Jobs, Schedules, Queues, Tenants, Limits, Outbox, Tokens, Figures):
         self._retry_reading: datetime | None = None  # after a failed reading: not before then
         self._clock_on_demand = False  # read_clock_on_demand(): the first now() reads it
         self.max_payload_bytes = max_payload_bytes
+        # a handler's return value is stored when its compact JSON is at most this many bytes
+        # (a task may say otherwise); a larger one fails its attempt for good (docs/workflows.md)
+        self.result_max_bytes = check_result_limit(result_max_bytes)
         self.tasks: dict[str, AnyTask] = {}
         self._store: Store | None = None
         self._lock = threading.Lock()
@@ -196,6 +203,7 @@ class App(Jobs, Schedules, Queues, Tenants, Limits, Outbox, Tokens, Figures):
         limits: Sequence[str] | None = None,
         max_lateness: float | timedelta | str | None = None,
         on_late: str = "expire",
+        result_max_bytes: int | None = None,
     ) -> Task[P, R]: ...
 
     @overload
@@ -214,6 +222,7 @@ class App(Jobs, Schedules, Queues, Tenants, Limits, Outbox, Tokens, Figures):
         limits: Sequence[str] | None = None,
         max_lateness: float | timedelta | str | None = None,
         on_late: str = "expire",
+        result_max_bytes: int | None = None,
     ) -> Callable[[Callable[P, R]], Task[P, R]]: ...
 
     def task(
@@ -231,6 +240,7 @@ class App(Jobs, Schedules, Queues, Tenants, Limits, Outbox, Tokens, Figures):
         limits: Sequence[str] | None = None,
         max_lateness: float | timedelta | str | None = None,
         on_late: str = "expire",
+        result_max_bytes: int | None = None,
     ) -> Any:
         """Register a handler: `@app.task` or `@app.task(name=..., queue=..., ...)`.
 
@@ -250,7 +260,9 @@ class App(Jobs, Schedules, Queues, Tenants, Limits, Outbox, Tokens, Figures):
         on_late="run" it runs anyway, logged as job.late and counted (docs/flow-control.md).
 
         The handler receives the job's args as keyword arguments; it may be `async def`
-        (run on the event loop) or a plain function (run in a thread pool).
+        (run on the event loop) or a plain function (run in a thread pool). What it returns
+        (JSON data) is stored as the job's result (App.result); `result_max_bytes` bounds its
+        compact JSON for this task (default: the App's; docs/workflows.md, "Results").
         """
 
         def register(func: Handler) -> AnyTask:
@@ -271,6 +283,7 @@ class App(Jobs, Schedules, Queues, Tenants, Limits, Outbox, Tokens, Figures):
                 limits=limits,
                 max_lateness=max_lateness,
                 on_late=on_late,
+                result_max_bytes=result_max_bytes,
             )
 
         return register(fn) if fn is not None else register

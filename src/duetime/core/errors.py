@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 
 class DuetimeError(Exception):
     """Base class of every error duetime raises on purpose."""
@@ -141,3 +143,35 @@ class StoreConflict(StoreUnavailable):
 
 class StoreError(DuetimeError):
     """The database refused a statement for a reason duetime gives no specific meaning to."""
+
+
+class JobFailed(DuetimeError):
+    """App.result(): the job ended without succeeding (dead, cancelled or expired), so it has
+    no result; `.job` is the job as read, `.status` its status (docs/workflows.md, Results)."""
+
+    def __init__(self, job: Any) -> None:
+        last = next(
+            (a.error_message for a in reversed(job.attempt_history) if a.error_message), None
+        )
+        why = f" (last error: {last[:200]})" if last else ""
+        super().__init__(
+            f"job {job.id} ended {job.status} and has no result{why}; see `duetime jobs show "
+            f"{job.id}`, and replay it to run it again"
+        )
+        self.job = job
+        self.job_id: int = job.id
+        self.status = str(job.status)
+
+
+class ResultTimeout(DuetimeError, TimeoutError):
+    """App.result(): the job had not finished when the wait ran out; `.status` is its status
+    then (waiting again is safe: docs/workflows.md, Results)."""
+
+    def __init__(self, job_id: int, status: str, waited: float) -> None:
+        super().__init__(
+            f"job {job_id} is still {status} after waiting {waited:g}s for its result; wait "
+            f"longer (timeout=, or --wait) or look at it with `duetime jobs show {job_id}`"
+        )
+        self.job_id = job_id
+        self.status = status
+        self.waited = waited

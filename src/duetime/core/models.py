@@ -115,6 +115,12 @@ class Job:
     # while its attempt is dispatched to the broker and no worker accepted it yet (held by the
     # outbox, docs/outbox.md): since when. The job is `running` but waits in the broker.
     dispatched_at: datetime | None = None
+    # what the handler returned when the job succeeded (JSON data; None: nothing), and the
+    # latest progress its attempts reported (docs/workflows.md)
+    result: Any = None
+    progress: float | None = None
+    progress_message: str | None = None
+    progress_at: datetime | None = None
 
     def dispatched_seconds(self, now: datetime) -> float | None:
         """How long the job has waited in the broker for a worker (dispatched_at), or None."""
@@ -158,6 +164,10 @@ class Job:
             "origin": self.origin,
             "limits": list(self.limits),
             "dispatched_at": _iso(self.dispatched_at),
+            "result": self.result,
+            "progress": self.progress,
+            "progress_message": self.progress_message,
+            "progress_at": _iso(self.progress_at),
             "attempt_history": [attempt_to_json(a) for a in self.attempt_history],
         }
 
@@ -317,6 +327,11 @@ class Outcome:
     error_traceback: str | None = None
     attempt_status: AttemptStatus | None = None  # default: from states.ATTEMPT_END
     decided_at: datetime | None = None  # when due_at was decided (a retry's delay counts from it)
+    # a success's return value as compact JSON text (core/results.py; None: nothing stored)
+    result: str | None = None
+    # the attempt's latest progress report, written with the outcome (None: it reported none)
+    progress: float | None = None
+    progress_message: str | None = None
 
 
 @dataclass(frozen=True)

@@ -22,13 +22,15 @@ import random
 import time
 import traceback
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from contextlib import AbstractContextManager
+from dataclasses import dataclass, field, replace
 from datetime import timedelta
 from typing import Any
 
 from duetime.core.errors import ArgsMismatch, StaleAttempt
 from duetime.core.models import Claim, Job, Lease, Outcome
 from duetime.core.reconcile import Reconcile, lost_attempt_to_reconcile, outcome_for
+from duetime.core.results import ResultRejected, encode_result
 from duetime.core.retry import ErrorCategory, Failure, Retry, RetryPolicy, classify, decide
 from duetime.core.states import ATTEMPT_END, Event
 from duetime.logs import log_event
@@ -37,6 +39,7 @@ from duetime.runtime.context import AttemptContext, JobCancelled, set_current
 from duetime.runtime.handlers import HandlerThreads, guarded
 from duetime.runtime.host import Host
 from duetime.runtime.metrics import WorkerMetrics
+from duetime.runtime.progress import ProgressWriter
 from duetime.runtime.service import BlockingCalls
 from duetime.tasks import AnyTask
 
@@ -95,9 +98,14 @@ class AttemptRunner:
         stats: WorkerStats,
         metrics: WorkerMetrics,
         completer: Completer,
+        progress: ProgressWriter | None = None,
     ) -> None:
         self.app = app
         self.completer = completer
+        self.progress = progress  # the worker's progress writer (None: reports go with outcomes)
+        # bound once: every attempt's context points at the same two methods
+        self._sink = progress.note if progress is not None else None
+        self._completion = self._completion_of
         self.store = app.store
         self.clock = app.clock
         self.calls = calls
@@ -112,9 +120,8 @@ class AttemptRunner:
         ctx = AttemptContext(
             claim, max_lateness=timedelta(seconds=lateness) if lateness is not None else None
         )
-        ctx._completion = functools.partial(
-            self.store.completion, claim.lease, SUCCEEDED, self.clock.now
-        )
+        ctx._completion = self._completion
+        ctx._progress_sink = self._sink
         return RunningAttempt(claim, ctx, last_beat=time.monotonic())
 
     async def run(
@@ -159,6 +166,9 @@ class AttemptRunner:
                     error_message=f"worker error while deciding the outcome: {exc!r}",
                     error_traceback="".join(traceback.format_exception(exc)),
                 )
+            reported = running.ctx.reported
+            if reported is not None and outcome.progress is None:  # its last report goes too
+                outcome = replace(outcome, progress=reported[0], progress_message=reported[1])
             seconds = time.monotonic() - started
             self.threads.orphan_if_running(running.ctx)
             if handler_done is not None:
@@ -223,8 +233,10 @@ class AttemptRunner:
             running.handler, started = self._invoke(task, running.ctx, job.args)
             if started is not None:  # a sync handler may wait for a free thread
                 await started  # its timeout starts now
-            await wait_shielded(running.handler, job.timeout_seconds)
-            return SUCCEEDED
+            value = await wait_shielded(running.handler, job.timeout_seconds)
+            if value is None and running.ctx.reported is None:
+                return SUCCEEDED  # most handlers: nothing more to store
+            return self._success(running.ctx, value)
         except TimeoutError as exc:
             policy = _policy(job, task)
             if running.handler is not None and not running.handler.done():
@@ -256,6 +268,8 @@ class AttemptRunner:
                 error_category=ErrorCategory.CANCELLED,
                 error_message="the handler stopped after cancellation was requested",
             )
+        except ResultRejected as exc:  # transaction(result=...) refused it
+            return self._failed(Failure(ErrorCategory.PERMANENT, str(exc)), job, _policy(job, task))
         except StaleAttempt:
             running.fenced_out = True
             return Outcome(Event.SUCCEED)  # not recorded: the store refused it already
@@ -268,6 +282,44 @@ class AttemptRunner:
             if isinstance(exc, Retry) and exc.dependency and job.limits:
                 await self._pause_dependency(job, exc)
         return self._failed(failure, job, policy)
+
+    def _success(self, ctx: AttemptContext, value: Any) -> Outcome:
+        """The success of a handler that returned `value` or reported progress: its result
+        stored with it, or a permanent failure when the value cannot be stored (too large, not
+        JSON: core/results.py)."""
+        job = ctx.claim.job
+        if ctx.completed:  # recorded in its transaction(), which took the result (or none)
+            if value is not None:
+                log.warning(
+                    "job %s returned a value after its transaction() recorded the success: not "
+                    "stored (pass it as transaction(result=...))",
+                    job.id,
+                )
+            return SUCCEEDED
+        try:
+            return self._succeeded(ctx, value)
+        except ResultRejected as exc:
+            task = self.app.tasks.get(job.task)
+            return self._failed(Failure(ErrorCategory.PERMANENT, str(exc)), job, _policy(job, task))
+
+    def _succeeded(self, ctx: AttemptContext, value: Any) -> Outcome:
+        """The success outcome of `ctx` with `value` as its result (ResultRejected)."""
+        task = self.app.tasks.get(ctx.claim.job.task)
+        limit = task.result_max_bytes if task is not None else None
+        text = encode_result(value, limit or self.app.result_max_bytes)
+        reported = ctx.reported
+        if text is None and reported is None:
+            return SUCCEEDED
+        return Outcome(
+            Event.SUCCEED,
+            result=text,
+            progress=reported[0] if reported else None,
+            progress_message=reported[1] if reported else None,
+        )
+
+    def _completion_of(self, ctx: AttemptContext, result: Any) -> AbstractContextManager[Any]:
+        """The completion transaction of `ctx`'s success with `result` (ResultRejected)."""
+        return self.store.completion(ctx.claim.lease, self._succeeded(ctx, result), self.clock.now)
 
     async def _pause_dependency(self, job: Job, exc: Retry) -> None:
         """Retry(dependency=True): pause every limit key of the job until the retry's instant
@@ -365,6 +417,8 @@ class AttemptRunner:
 
     async def _record(self, running: RunningAttempt, outcome: Outcome, seconds: float) -> None:
         running.finishing = True
+        if running.ctx.reported is not None and self.progress is not None:
+            self.progress.forget(running.claim.lease)  # the outcome carries the last report
         if running.ctx.completed or running.fenced_out:  # settled in the handler's transaction
             applied: bool | None = not running.fenced_out
         else:

@@ -11,7 +11,8 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from duetime.core.errors import DuetimeError
-from duetime.core.models import Claim
+from duetime.core.models import Claim, Lease
+from duetime.core.results import check_progress
 
 
 class JobCancelled(DuetimeError):
@@ -30,8 +31,17 @@ class AttemptContext:
     thread_done: bool = False  # set by the worker: the sync handler's thread returned
     orphaned: bool = False  # set by the worker: its attempt was recorded while the thread ran
     completed: bool = False  # the handler's transaction() recorded the success
-    _completion: Callable[[], AbstractContextManager[Any]] | None = field(default=None, repr=False)
+    # the completion transaction of this attempt's success, given the handler's result
+    _completion: Callable[[AttemptContext, Any], AbstractContextManager[Any]] | None = field(
+        default=None, repr=False
+    )
     max_lateness: timedelta | None = None  # the task's bound, when it has one
+    # the latest progress() report (written with the outcome), and where reports go while
+    # the handler runs (the worker's progress writer; None: only with the outcome)
+    reported: tuple[float, str | None] | None = None
+    _progress_sink: Callable[[Lease, float, str | None], None] | None = field(
+        default=None, repr=False
+    )
 
     @property
     def lateness(self) -> timedelta:
@@ -103,11 +113,25 @@ class AttemptContext:
         """True once an operator asked to cancel this job (or its lease was lost)."""
         return self._cancelled
 
+    def progress(self, fraction: float, message: str | None = None) -> None:
+        """Report how far this attempt got: `fraction` from 0 to 1, and an optional message of
+        at most 200 characters (InvalidRequest otherwise). Call it as often as you like: the
+        worker writes the latest report to the job at most twice a second, fenced by this
+        attempt (a stale attempt's reports are not written), and the last one with the
+        attempt's outcome. Shown by `duetime jobs show`, the API and the dashboard."""
+        report = check_progress(fraction, message)
+        self.reported = report
+        sink = self._progress_sink
+        if sink is not None:
+            sink(self.claim.lease, *report)
+
     @contextmanager
-    def transaction(self) -> Iterator[Any]:
+    def transaction(self, result: Any = None) -> Iterator[Any]:
         """A transaction on duetime's database that commits together with this attempt's
         success, fenced by its generation: write your local effects on the connection it
-        yields, and they apply once or not at all.
+        yields, and they apply once or not at all. `result` (JSON data) is stored as the
+        job's result with that success (what the handler returns afterwards is not: the
+        success is recorded already).
 
         On PostgreSQL the connection is a psycopg connection from duetime's pool, on
         MariaDB/MySQL a PyMySQL connection from its pool; on SQLite, the store's sqlite3
@@ -119,7 +143,7 @@ class AttemptContext:
             raise RuntimeError("transaction() is only available inside a running task handler")
         if self.completed:
             raise RuntimeError("this attempt's outcome is already recorded")
-        with self._completion() as connection:
+        with self._completion(self, result) as connection:
             yield connection
         self.completed = True
 

@@ -3,7 +3,8 @@
 Worker(app, ...) builds one worker process's services and runs them as a Node
 (runtime/node.py), in this order: the node's registry row, the planner, the reaper, the
 pruner, any extra services given, the lease heartbeats (runtime/leases.py), the wake-ups
-(runtime/wakeups.py), the timer (runtime/timer.py), the completer (runtime/completer.py),
+(runtime/wakeups.py), the timer (runtime/timer.py), the progress writer
+(runtime/progress.py), the completer (runtime/completer.py),
 the Slots (runtime/slots.py): the claim loop that fills free slots with due jobs and runs one
 attempt (runtime/attempt.py) per claim, and last, with a broker URL, the BrokerFeed
 (runtime/outbox/feed.py) that fills them from the broker queues of outbox-mode queues. The node
@@ -35,6 +36,7 @@ from duetime.runtime.metrics import WorkerMetrics
 from duetime.runtime.node import Node, NodeHeartbeat, run_until_signalled
 from duetime.runtime.outbox.feed import BrokerFeed
 from duetime.runtime.planner import Planner, PlannerService
+from duetime.runtime.progress import ProgressWriter
 from duetime.runtime.pruner import Pruner
 from duetime.runtime.reaper import Reaper, ReaperService, ReapResult
 from duetime.runtime.service import BlockingCalls, Service
@@ -108,6 +110,8 @@ class Worker:
         self._calls = BlockingCalls(4)
         self._threads = HandlerThreads(concurrency)
         self.completer = Completer(self.store, self.clock, self._calls)
+        # handlers' progress reports, written coalesced (runtime/progress.py)
+        self.progress = ProgressWriter(self.store, self.clock, self._calls)
         runner = AttemptRunner(
             app,
             self._calls,
@@ -116,6 +120,7 @@ class Worker:
             stats=self.stats,
             metrics=self.metrics,
             completer=self.completer,
+            progress=self.progress,
         )
         due = DueTimes()  # kept by the timer, read by the slots
         self.slots = Slots(
@@ -216,6 +221,7 @@ class Worker:
             self.leases,
             self.wakeups,
             self.timer,
+            self.progress,
             self.completer,
             self.slots,
             *([self.feed] if self.feed else []),  # stops first: no message taken while draining

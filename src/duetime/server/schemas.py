@@ -165,6 +165,16 @@ class JobOut(BaseModel):
         description="set while the job is running but its attempt only waits in the broker "
         "(outbox mode: dispatched, no worker accepted it yet): since when; null otherwise",
     )
+    progress: float | None = Field(
+        default=None,
+        ge=0,
+        le=1,
+        description="the latest progress its handler reported, from 0 to 1; null: none",
+    )
+    progress_message: str | None = Field(
+        default=None, description="the message of that report (at most 200 characters)"
+    )
+    progress_at: AwareDatetime | None = Field(default=None, description="when it was written")
 
 
 class JobDetail(JobOut):
@@ -172,6 +182,11 @@ class JobDetail(JobOut):
         default=None,
         description="why a scheduled job waits when no live worker serves its task "
         '("no worker serves task ..."); null otherwise',
+    )
+    result: Any = Field(
+        default=None,
+        description="what its handler returned (JSON) once the job succeeded; null: nothing "
+        "(not succeeded, or it returned None). Not in lists (docs/workflows.md)",
     )
 
 

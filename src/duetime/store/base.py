@@ -214,6 +214,9 @@ class Store(Protocol):
         moves by TRANSITIONS[outcome.event], due_at is set for RETRY, and the attempt ends.
         A RETRY outcome with decided_at keeps its delay (due_at - decided_at) from `now`: a
         write the database kept waiting does not shorten the wait before the next attempt.
+        A SUCCEED outcome's result (JSON text) is kept on the job, and any outcome's progress
+        (progress, progress_message, progress_at = now), in the same transaction; an outcome
+        with neither runs no more statements than before (docs/workflows.md).
         Otherwise nothing changes in the job; the attempt keeps its status and records the
         late report (late_outcome, late_reported_at); returns False.
         """
@@ -234,6 +237,15 @@ class Store(Protocol):
         finished_at and late_reported_at say when the write happened, however long the
         database kept it waiting (a worker's completer passes its clock so).
         """
+        ...
+
+    def record_progress(
+        self, reports: Sequence[tuple[Lease, float, str | None]], now: datetime
+    ) -> list[bool]:
+        """Write each running attempt's progress (lease, fraction, message) on its job, with
+        progress_at = now, fenced by the lease's generation and claim token: an attempt that no
+        longer holds its job writes nothing. Which were written, in order (docs/workflows.md).
+        An outcome's own progress (Outcome.progress) is written by the finish instead."""
         ...
 
     def completion(

@@ -62,6 +62,11 @@ def job_from_row(
     args = row["args"]
     limits = row["limits"]
     covers = row["covers"]
+    try:
+        result, progress = row["result"], row["progress"]
+        message, progress_at = row["progress_message"], row["progress_at"]
+    except (KeyError, IndexError):  # a database of schema 17 or earlier (before it migrates)
+        result = progress = message = progress_at = None
     return built(
         Job,
         id=row["id"],
@@ -94,6 +99,10 @@ def job_from_row(
         attempt_history=attempts,
         limits=tuple(json_list(limits)) if limits is not None else (),
         dispatched_at=dispatched_since(row["generation"], attempts or current),
+        result=json.loads(result) if result is not None else None,
+        progress=float(progress) if progress is not None else None,
+        progress_message=message,
+        progress_at=_opt(progress_at, t),
     )
 
 

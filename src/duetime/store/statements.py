@@ -73,6 +73,13 @@ STATEMENTS: dict[str, str] = {
     "attempt of that claim_token of each job that moved, never found by its id alone (status, "
     "error_category, error_message, error_traceback, finished_at now); counts the attempts "
     "ended",
+    "keep_results": "changes: the job job_id, if it still has generation, claim_token and "
+    "status to_status (the finish just moved it, in this transaction): its result set to "
+    "`result` when that is not NULL, and when `progress` is not NULL its progress, "
+    "progress_message and progress_at (now) set; counts the jobs changed",
+    "record_progress": "changes: the job job_id, if it still has generation and claim_token "
+    "and is running or cancel_requested: progress, progress_message and progress_at (now) "
+    "set; counts the jobs changed",
     "late_reports": "records each refused outcome of `batch` (job_id, generation, claim_token, "
     "outcome) on the job's attempt of that generation and claim_token (if any), at now",
     "expired_leases": "returns attempt_id, job_id, generation, claim_token, status, attempts, "

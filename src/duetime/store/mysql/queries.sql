@@ -280,6 +280,26 @@ WHERE a.claim_token = v.claim_token AND a.status = 'running'
                 AND j.claim_token = v.claim_token
                 AND j.status = v.to_status COLLATE utf8mb4_bin);
 
+-- name: keep_results
+-- A success's result and an attempt's last progress (docs/workflows.md), for the one job the
+-- finish just moved (fenced as the finish was; run only for outcomes that carry either).
+-- Every expression reads parameters only: MySQL assigns left to right.
+UPDATE duetime_jobs
+SET result = COALESCE(%(result)s, result),
+    progress_message = CASE WHEN %(progress)s IS NULL THEN progress_message
+        ELSE %(progress_message)s END,
+    progress_at = CASE WHEN %(progress)s IS NULL THEN progress_at ELSE %(now)s END,
+    progress = COALESCE(%(progress)s, progress)
+WHERE id = %(job_id)s AND generation = %(generation)s AND claim_token = %(claim_token)s
+  AND status = %(to_status)s;
+
+-- name: record_progress
+-- A running attempt's progress, fenced by its generation and claim token.
+UPDATE duetime_jobs
+SET progress = %(progress)s, progress_message = %(progress_message)s, progress_at = %(now)s
+WHERE id = %(job_id)s AND generation = %(generation)s AND claim_token = %(claim_token)s
+  AND status IN ('running', 'cancel_requested');
+
 -- name: late_reports
 -- On the attempt of each job with that generation and claim token (none: nothing recorded).
 UPDATE duetime_attempts AS a

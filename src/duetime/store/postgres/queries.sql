@@ -349,6 +349,27 @@ FROM v JOIN moved ON moved.id = v.job_id
 WHERE a.job_id = v.job_id AND a.generation = v.generation AND a.claim_token = v.claim_token
   AND a.status = 'running';
 
+-- name: keep_results
+-- A success's result and an attempt's last progress (docs/workflows.md), for the one job the
+-- finish just moved (fenced as the finish was; run only for outcomes that carry either).
+UPDATE duetime_jobs
+SET result = COALESCE(%(result)s::text, result),
+    progress = COALESCE(%(progress)s::double precision, progress),
+    progress_message = CASE WHEN %(progress)s::double precision IS NULL THEN progress_message
+        ELSE %(progress_message)s::text END,
+    progress_at = CASE WHEN %(progress)s::double precision IS NULL THEN progress_at
+        ELSE %(now)s::timestamptz END
+WHERE id = %(job_id)s AND generation = %(generation)s AND claim_token = %(claim_token)s
+  AND status = %(to_status)s::text;
+
+-- name: record_progress
+-- A running attempt's progress, fenced by its generation and claim token.
+UPDATE duetime_jobs
+SET progress = %(progress)s::double precision, progress_message = %(progress_message)s::text,
+    progress_at = %(now)s::timestamptz
+WHERE id = %(job_id)s AND generation = %(generation)s AND claim_token = %(claim_token)s
+  AND status IN ('running', 'cancel_requested');
+
 -- name: late_reports
 -- On the attempt of each job with that generation and claim token (none: nothing recorded).
 UPDATE duetime_attempts AS a

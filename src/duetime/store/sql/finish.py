@@ -163,6 +163,7 @@ class Finisher(Part):
         jobs = {r["id"]: r for r in locked}
         applied: list[bool] = []
         moves = Rows()
+        extras = []  # the outcomes that carry a result or progress: most carry neither
         for lease, outcome in items:
             job = jobs.pop(lease.job_id, None)  # one outcome per job and batch at most
             target = None
@@ -194,10 +195,14 @@ class Finisher(Part):
                     "error_traceback": storable(outcome.error_traceback),
                 }
             )
+            if outcome.result is not None or outcome.progress is not None:
+                extras.append(_extras(moves[-1], outcome))
         if moves:
             ended = c.run("finish_jobs", batch=moves, now=now)
             if ended != len(moves):  # the row locks make this impossible: refuse to guess
                 raise _Unmatched(f"finished {ended} of the {len(moves)} jobs locked; nothing kept")
+            for extra in extras:  # under the locks taken above, fenced as the finish was
+                c.run("keep_results", **extra, now=now)
             self.limits.count_outcomes(c, _outcomes(items, applied), now)
             again = {
                 m["job_id"]: m["due_at"] for m in moves if m["to_status"] == JobStatus.SCHEDULED
@@ -208,6 +213,34 @@ class Finisher(Part):
                     c, earliest_of((queues[i], at or now) for i, at in again.items())
                 )
         return applied, now
+
+    @conflicts_retried
+    def record_progress(
+        self, reports: Sequence[tuple[Lease, float, str | None]], now: datetime
+    ) -> list[bool]:
+        """Each running attempt's progress, fenced by its generation and claim token: which
+        were written (an attempt that no longer holds its job writes nothing; MariaDB/MySQL
+        count a write of the values the row holds already as none)."""
+        if not reports:
+            return []
+        order = sorted(range(len(reports)), key=lambda i: reports[i][0].job_id)
+        written = [False] * len(reports)
+        with self.driver.transaction() as c:
+            for i in order:  # in id order, as every writer of several jobs locks them
+                lease, fraction, message = reports[i]
+                written[i] = (
+                    c.run(
+                        "record_progress",
+                        job_id=lease.job_id,
+                        generation=lease.generation,
+                        claim_token=lease.claim_token,
+                        progress=fraction,
+                        progress_message=message,
+                        now=now,
+                    )
+                    == 1
+                )
+        return written
 
     @contextmanager
     def completion(
@@ -257,6 +290,20 @@ class Finisher(Part):
     def expire_overdue(self, now: datetime, limit: int) -> int:
         with self.driver.transaction() as c:
             return c.run("expire_overdue", moves=moves_json(Event.EXPIRE), now=now, limit=limit)
+
+
+def _extras(move: dict[str, Any], outcome: Outcome) -> dict[str, Any]:
+    """The keep_results parameters of a finish's move whose outcome carries a result or
+    progress (a result is kept only with a success: core/states.py)."""
+    return {
+        "job_id": move["job_id"],
+        "generation": move["generation"],
+        "claim_token": move["claim_token"],
+        "to_status": move["to_status"],
+        "result": outcome.result if outcome.event is Event.SUCCEED else None,
+        "progress": outcome.progress,
+        "progress_message": outcome.progress_message if outcome.progress is not None else None,
+    }
 
 
 def _delay_from(outcome: Outcome, now: datetime) -> datetime | None:

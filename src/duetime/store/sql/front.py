@@ -199,6 +199,11 @@ class SQLStore:
     ) -> list[bool]:
         return self.finisher.finish_many(items, now, only_if_expired=only_if_expired)
 
+    def record_progress(
+        self, reports: Sequence[tuple[Lease, float, str | None]], now: datetime
+    ) -> list[bool]:
+        return self.finisher.record_progress(reports, now)
+
     def completion(
         self, lease: Lease, outcome: Outcome, now: Callable[[], datetime]
     ) -> AbstractContextManager[Any]:

@@ -259,6 +259,24 @@ WHERE duetime_attempts.job_id = v.job_id AND duetime_attempts.generation = v.gen
               WHERE j.id = v.job_id AND j.generation = v.generation
                 AND j.claim_token = v.claim_token AND j.status = v.to_status);
 
+-- name: keep_results
+-- A success's result and an attempt's last progress (docs/workflows.md), for the one job the
+-- finish just moved (fenced as the finish was; run only for outcomes that carry either).
+UPDATE duetime_jobs
+SET result = COALESCE(:result, result),
+    progress = COALESCE(:progress, progress),
+    progress_message = CASE WHEN :progress IS NULL THEN progress_message ELSE :progress_message END,
+    progress_at = CASE WHEN :progress IS NULL THEN progress_at ELSE :now END
+WHERE id = :job_id AND generation = :generation AND claim_token = :claim_token
+  AND status = :to_status;
+
+-- name: record_progress
+-- A running attempt's progress, fenced by its generation and claim token.
+UPDATE duetime_jobs
+SET progress = :progress, progress_message = :progress_message, progress_at = :now
+WHERE id = :job_id AND generation = :generation AND claim_token = :claim_token
+  AND status IN ('running', 'cancel_requested');
+
 -- name: late_reports
 -- On the attempt of each job with that generation and claim token (none: nothing recorded).
 UPDATE duetime_attempts

@@ -1,0 +1,46 @@
+"""Migration 18 (results and progress), on every dialect: a database of schema 17 with jobs
+migrates; they read back with no result and no progress, and one is then claimed, reports
+progress and succeeds with a result. (This version reads the new columns with every job, so
+the jobs are written at schema 17 by an enqueue, which reads nothing back.)"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from duetime.core.clock import ManualClock
+from duetime.core.models import Outcome
+from duetime.core.states import Event, JobStatus
+from duetime.store import open_store
+from jobhelpers import claim_one, enqueue
+from kit import DialectKit
+
+
+def test_a_store_of_schema_17_migrates_and_keeps_results(
+    kit: DialectKit, tmp_path: Path, clock: ManualClock
+) -> None:
+    url = kit.fresh_url(tmp_path, drop=True)
+    store = open_store(url)
+    driver = store.driver  # type: ignore[attr-defined]
+    every = driver.migrations
+    driver.migrations = [m for m in every if m.version <= 17]
+    try:
+        assert store.migrate()[-1] == 17
+        jobs = [enqueue(store, clock) for _ in range(2)]
+    finally:
+        driver.migrations = every
+        store.close()
+    store = open_store(url)
+    try:
+        assert store.migrate()[0] == 18  # and any later ones
+        for job in jobs:
+            read = store.get_job(job.id)
+            assert read is not None and read.status is JobStatus.SCHEDULED
+            assert (read.result, read.progress, read.progress_at) == (None, None, None)
+        running, lease = claim_one(store, clock)
+        assert store.record_progress([(lease, 0.5, "half")], clock.now()) == [True]
+        assert store.finish(lease, Outcome(Event.SUCCEED, result='{"n":1}'), clock.now())
+        done = store.get_job(running.id)
+        assert done is not None
+        assert (done.result, done.progress, done.progress_message) == ({"n": 1}, 0.5, "half")
+    finally:
+        store.close()

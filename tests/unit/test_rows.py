@@ -50,6 +50,7 @@ JOB_ROW = {
     "covers": '["2026-12-01T08:00:00+00:00"]',
     "origin": "tick",
     "limits": '["smtp"]',
+    "trace_context": '{"traceparent": "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"}',
 }
 
 ATTEMPT_ROW = {

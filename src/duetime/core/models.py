@@ -115,6 +115,9 @@ class Job:
     # while its attempt is dispatched to the broker and no worker accepted it yet (held by the
     # outbox, docs/outbox.md): since when. The job is `running` but waits in the broker.
     dispatched_at: datetime | None = None
+    # the W3C trace context of the enqueue that made it (JSON text of traceparent and
+    # tracestate, docs/tracing.md); None when the enqueuing process did not trace
+    trace_context: str | None = None
 
     def dispatched_seconds(self, now: datetime) -> float | None:
         """How long the job has waited in the broker for a worker (dispatched_at), or None."""
@@ -211,6 +214,7 @@ class NewJob:
     covers: tuple[datetime, ...] = ()
     origin: str | None = None
     limits: tuple[str, ...] = ()  # the limit keys of its task (core/limits.py), sorted
+    trace_context: str | None = None  # as Job.trace_context: set by duetime.tracing
 
 
 class NewJobs(Sequence[NewJob]):

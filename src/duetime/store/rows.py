@@ -94,6 +94,7 @@ def job_from_row(
         attempt_history=attempts,
         limits=tuple(json_list(limits)) if limits is not None else (),
         dispatched_at=dispatched_since(row["generation"], attempts or current),
+        trace_context=row["trace_context"],
     )
 
 

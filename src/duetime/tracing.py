@@ -1,0 +1,230 @@
+"""OpenTelemetry traces of enqueues and attempts (the `otel` extra, docs/tracing.md).
+
+The only module of duetime that imports opentelemetry, and only once the application has
+imported it itself (`enabled()`: `opentelemetry.trace` is in sys.modules, which configuring a
+tracer provider does): a process that does not trace imports nothing of it and pays one
+dictionary lookup per enqueue and attempt. Spans go to the tracer provider the application
+configured; without one, the API's no-op spans carry no context and nothing is stored.
+
+- `enqueue_span`: `duetime.enqueue <task>` (PRODUCER) around an enqueue; the W3C trace context
+  (traceparent, tracestate, through the configured propagator) it yields is stored with the job.
+- `RunSpan`: `duetime.run <task>` (CONSUMER) around one attempt, child of the stored context,
+  current while the handler runs (the handler's own spans are its children).
+- `publish_spans`: `duetime.publish <task>` (PRODUCER) per outbox event the relay publishes,
+  child of its job's context; the broker message's headers carry it to the broker-fed worker.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from duetime.core.models import Attempt, Job
+    from duetime.core.outbox import OutboxEvent
+
+TRACER_NAME = "duetime"
+MESSAGING_SYSTEM = "duetime"
+# the headers of a broker message that carry a trace context (W3C Trace Context)
+CONTEXT_HEADERS = ("traceparent", "tracestate")
+
+
+def enabled() -> bool:
+    """Whether this process traces: the application imported OpenTelemetry's trace API."""
+    return "opentelemetry.trace" in sys.modules
+
+
+def _tracer() -> Any:
+    from opentelemetry import trace
+
+    return trace.get_tracer(TRACER_NAME)
+
+
+def _carrier_json(carrier: Mapping[str, str]) -> str | None:
+    """A carrier's trace context headers as the JSON text stored with a job (None: none)."""
+    kept = {k: str(carrier[k]) for k in CONTEXT_HEADERS if k in carrier}
+    return json.dumps(kept, separators=(",", ":"), sort_keys=True) if kept else None
+
+
+def carrier_of(headers: Mapping[str, Any] | None) -> str | None:
+    """The stored form (JSON text) of the trace context in a broker message's headers."""
+    if not headers or "traceparent" not in headers:
+        return None
+    return _carrier_json({k: str(v) for k, v in headers.items()})
+
+
+def _parent(trace_context: str | None) -> Any:
+    """The OpenTelemetry context extracted from a stored trace context (None: none stored)."""
+    carrier = stored_headers(trace_context)
+    if not carrier:
+        return None
+    from opentelemetry import propagate
+
+    return propagate.extract(carrier)
+
+
+def _inject() -> str | None:
+    """The current context, injected by the configured propagator, as stored text."""
+    from opentelemetry import propagate, trace
+
+    if not trace.get_current_span().get_span_context().is_valid:
+        return None  # no provider configured: nothing worth storing
+    carrier: dict[str, str] = {}
+    propagate.inject(carrier)
+    return _carrier_json(carrier)
+
+
+class EnqueueSpan:
+    """The span of one enqueue: `trace_context` is what to store with its jobs."""
+
+    def __init__(self, span: Any, trace_context: str | None) -> None:
+        self.span = span
+        self.trace_context = trace_context
+
+    def created(self, job_ids: Sequence[int], *, batch: bool = False) -> None:
+        """Name the jobs the enqueue created or found: one job's id, or a batch's count."""
+        if batch:
+            self.span.set_attribute("messaging.batch.message_count", len(job_ids))
+        elif job_ids:
+            self.span.set_attribute("duetime.job.id", job_ids[0])
+            self.span.set_attribute("messaging.message.id", str(job_ids[0]))
+
+
+@contextmanager
+def enqueue_span(task: str, *, queue: str, tenant: str) -> Iterator[EnqueueSpan]:
+    """A `duetime.enqueue <task>` span (kind PRODUCER), current inside the block; an
+    exception out of the block is recorded on it. Call only when enabled()."""
+    from opentelemetry.trace import SpanKind
+
+    attributes: dict[str, Any] = {
+        "messaging.system": MESSAGING_SYSTEM,
+        "messaging.operation.type": "send",
+        "messaging.operation.name": "enqueue",
+        "messaging.destination.name": queue,
+        "duetime.task": task,
+        "duetime.queue": queue,
+        "duetime.tenant": tenant,
+    }
+    with _tracer().start_as_current_span(
+        f"duetime.enqueue {task}", kind=SpanKind.PRODUCER, attributes=attributes
+    ) as span:
+        yield EnqueueSpan(span, _inject())
+
+
+class RunSpan:
+    """The `duetime.run <task>` span (kind CONSUMER) of one attempt, its parent the job's
+    stored trace context; current from start() to end() (in the attempt's own task)."""
+
+    def __init__(self, job: Job, attempt: Attempt) -> None:
+        from opentelemetry import context, trace
+        from opentelemetry.trace import SpanKind
+
+        self._span = _tracer().start_span(
+            f"duetime.run {job.task}",
+            context=_parent(job.trace_context),
+            kind=SpanKind.CONSUMER,
+            attributes={
+                "messaging.system": MESSAGING_SYSTEM,
+                "messaging.operation.type": "process",
+                "messaging.operation.name": "run",
+                "messaging.destination.name": job.queue,
+                "messaging.message.id": str(job.id),
+                "duetime.task": job.task,
+                "duetime.job.id": job.id,
+                "duetime.attempt": job.attempts,
+                "duetime.queue": job.queue,
+                "duetime.tenant": job.tenant,
+                "duetime.generation": attempt.generation,
+                "duetime.fencing_token": attempt.fencing_token,
+                "duetime.worker.id": attempt.worker_id,
+            },
+        )
+        self._token = context.attach(trace.set_span_in_context(self._span))
+
+    def exception(self, exc: BaseException) -> None:
+        """What the handler raised, recorded on the span (an event with its traceback)."""
+        self._span.record_exception(exc)
+
+    def end(self, outcome: str, error: str | None = None) -> None:
+        """End the span with the attempt's outcome (`duetime.outcome`); `error` (the outcome's
+        error message, for a failed attempt) sets its status to ERROR."""
+        from opentelemetry import context
+        from opentelemetry.trace import Status, StatusCode
+
+        try:
+            self._span.set_attribute("duetime.outcome", outcome)
+            if error is not None:
+                self._span.set_status(Status(StatusCode.ERROR, error[:500]))
+            self._span.end()
+        finally:
+            context.detach(self._token)
+
+
+class PublishSpans:
+    """The `duetime.publish <task>` spans of events being published, and their headers."""
+
+    def __init__(self, events: Sequence[OutboxEvent]) -> None:
+        from opentelemetry import propagate, trace
+        from opentelemetry.trace import SpanKind
+
+        tracer = _tracer()
+        self.spans: list[Any] = []
+        self.headers: list[dict[str, str]] = []
+        for e in events:
+            span = tracer.start_span(
+                f"duetime.publish {e.task}",
+                context=_parent(e.trace_context),
+                kind=SpanKind.PRODUCER,
+                attributes={
+                    "messaging.system": MESSAGING_SYSTEM,
+                    "messaging.operation.type": "send",
+                    "messaging.operation.name": "publish",
+                    "messaging.destination.name": e.queue,
+                    "messaging.message.id": str(e.id),
+                    "duetime.task": e.task,
+                    "duetime.job.id": e.job_id,
+                    "duetime.queue": e.queue,
+                    "duetime.generation": e.generation,
+                },
+            )
+            headers: dict[str, str] = {}
+            if span.get_span_context().is_valid:
+                propagate.inject(headers, context=trace.set_span_in_context(span))
+            self.spans.append(span)
+            self.headers.append(headers)
+
+    def end(self, results: Sequence[object]) -> None:
+        """End each span with its publish's result (an exception: recorded, status ERROR)."""
+        from opentelemetry.trace import Status, StatusCode
+
+        for span, result in zip(self.spans, results, strict=True):
+            if isinstance(result, BaseException):
+                span.record_exception(result)
+                span.set_status(Status(StatusCode.ERROR, str(result)[:500]))
+            span.end()
+
+
+def publish_headers(events: Sequence[OutboxEvent]) -> tuple[list[dict[str, str]], Any]:
+    """The headers of each event's broker message, and the publish spans to end once the
+    broker answered (None: this process does not trace; the headers then carry the stored
+    contexts as they are, and nothing of OpenTelemetry is imported)."""
+    if enabled():
+        spans = PublishSpans(events)
+        return spans.headers, spans
+    return [stored_headers(e.trace_context) for e in events], None
+
+
+def stored_headers(trace_context: str | None) -> dict[str, str]:
+    """A stored trace context as message headers (none stored: no headers)."""
+    if trace_context is None:
+        return {}
+    try:
+        carrier = json.loads(trace_context)
+    except ValueError:
+        return {}
+    if not isinstance(carrier, dict):
+        return {}
+    return {k: str(carrier[k]) for k in CONTEXT_HEADERS if k in carrier}

@@ -1,0 +1,190 @@
+"""OpenTelemetry traces (docs/tracing.md) on each store, in-process: an enqueue's span, the
+trace context stored with its job, and each attempt's span under it, with the SDK's in-memory
+exporter. The tracer provider is this module's own (duetime.tracing's tracer is pointed at
+it), not the process's global one: the other tests of this process stay untraced."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+from opentelemetry import trace
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.trace import SpanKind, StatusCode
+
+import duetime
+from duetime import tracing
+from duetime.core.states import JobStatus
+from duetime.runtime.worker import Worker
+from duetime.store.base import Store
+from jobhelpers import run_until
+
+
+class Traces:
+    def __init__(self) -> None:
+        self.exporter = InMemorySpanExporter()
+        self.provider = TracerProvider()
+        self.provider.add_span_processor(SimpleSpanProcessor(self.exporter))
+
+    def spans(self, prefix: str = "") -> list[ReadableSpan]:
+        return [s for s in self.exporter.get_finished_spans() if s.name.startswith(prefix)]
+
+    def one(self, name: str) -> ReadableSpan:
+        [span] = self.spans(name)
+        return span
+
+
+@pytest.fixture
+def traces(monkeypatch: pytest.MonkeyPatch) -> Traces:
+    found = Traces()
+    monkeypatch.setattr(tracing, "_tracer", lambda: found.provider.get_tracer("duetime"))
+    return found
+
+
+@pytest.fixture
+def app(store_url: str, make_store: Callable[[], Store]) -> Iterator[duetime.App]:
+    application = duetime.App(database_url=store_url)
+    yield application
+    application.close()
+
+
+def run(app: duetime.App, *job_ids: int) -> None:
+    worker = Worker(app, poll_interval=0.02)
+    asyncio.run(run_until(worker, lambda: all(app.get_job(i).terminal for i in job_ids)))
+
+
+def parent_of(span: ReadableSpan) -> int | None:
+    return span.parent.span_id if span.parent is not None else None
+
+
+def test_a_request_its_enqueue_and_the_attempt_form_one_tree(
+    app: duetime.App, traces: Traces
+) -> None:
+    @app.task(name="mail", queue="emails")
+    def mail(to: str) -> None:
+        with traces.provider.get_tracer("handler").start_as_current_span("smtp"):
+            pass
+
+    with traces.provider.get_tracer("web").start_as_current_span("POST /signup") as request:
+        job = mail.enqueue({"to": "ada@example.com"})
+    run(app, job.id)
+
+    enqueue = traces.one("duetime.enqueue mail")
+    attempt = traces.one("duetime.run mail")
+    handler = traces.one("smtp")
+    trace_id = request.get_span_context().trace_id
+    assert {s.context.trace_id for s in (enqueue, attempt, handler)} == {trace_id}
+    assert parent_of(enqueue) == request.get_span_context().span_id
+    assert parent_of(attempt) == enqueue.context.span_id
+    assert parent_of(handler) == attempt.context.span_id  # the handler runs in the run span
+    assert enqueue.kind is SpanKind.PRODUCER and attempt.kind is SpanKind.CONSUMER
+    assert enqueue.attributes is not None and attempt.attributes is not None
+    assert enqueue.attributes["duetime.job.id"] == job.id
+    assert enqueue.attributes["messaging.destination.name"] == "emails"
+    stored = app.get_job(job.id).trace_context
+    assert stored is not None
+    assert json.loads(stored)["traceparent"].split("-")[1] == f"{trace_id:032x}"
+    epoch = 1 if app.store.dialect == "postgres" else 0
+    assert dict(attempt.attributes) == {
+        "messaging.system": "duetime",
+        "messaging.operation.type": "process",
+        "messaging.operation.name": "run",
+        "messaging.destination.name": "emails",
+        "messaging.message.id": str(job.id),
+        "duetime.task": "mail",
+        "duetime.job.id": job.id,
+        "duetime.attempt": 1,
+        "duetime.queue": "emails",
+        "duetime.tenant": "default",
+        "duetime.generation": 1,
+        "duetime.fencing_token": (epoch << 32) | 1,
+        "duetime.worker.id": attempt.attributes["duetime.worker.id"],
+        "duetime.outcome": "succeeded",
+    }
+    assert attempt.status.status_code is StatusCode.UNSET
+
+
+def test_a_batch_has_one_enqueue_span_and_each_job_its_context(
+    app: duetime.App, traces: Traces
+) -> None:
+    @app.task(name="ping")
+    def ping(n: int) -> None:
+        pass
+
+    jobs = ping.enqueue_many([{"n": i} for i in range(3)])
+    run(app, *(j.id for j in jobs))
+    enqueue = traces.one("duetime.enqueue ping")
+    assert enqueue.attributes is not None
+    assert enqueue.attributes["messaging.batch.message_count"] == 3
+    runs = traces.spans("duetime.run ping")
+    assert len(runs) == 3
+    assert {parent_of(s) for s in runs} == {enqueue.context.span_id}
+
+
+def test_a_retry_is_a_new_span_under_the_same_enqueue(app: duetime.App, traces: Traces) -> None:
+    @app.task(name="flaky")
+    def flaky() -> None:
+        if duetime.current().attempt == 1:
+            raise duetime.Retry(after=0.05, reason="HTTP 429")
+
+    job = flaky.enqueue()
+    run(app, job.id)
+    assert app.get_job(job.id).status is JobStatus.SUCCEEDED
+    enqueue = traces.one("duetime.enqueue flaky")
+    first, second = sorted(traces.spans("duetime.run flaky"), key=lambda s: s.start_time or 0)
+    assert parent_of(first) == parent_of(second) == enqueue.context.span_id
+    assert first.context.span_id != second.context.span_id
+    assert first.attributes is not None and second.attributes is not None
+    assert (first.attributes["duetime.attempt"], first.attributes["duetime.outcome"]) == (
+        1,
+        "retried",
+    )
+    assert (second.attributes["duetime.attempt"], second.attributes["duetime.outcome"]) == (
+        2,
+        "succeeded",
+    )
+    assert first.attributes["duetime.generation"] == 1
+    assert second.attributes["duetime.generation"] == 2
+    assert first.status.status_code is StatusCode.ERROR
+    assert second.status.status_code is StatusCode.UNSET
+
+
+def test_an_exception_is_recorded_on_the_attempts_span(app: duetime.App, traces: Traces) -> None:
+    @app.task(name="broken", max_attempts=1)
+    def broken() -> None:
+        raise ValueError("no such customer")
+
+    job = broken.enqueue()
+    run(app, job.id)
+    span = traces.one("duetime.run broken")
+    assert span.attributes is not None and span.attributes["duetime.outcome"] == "dead"
+    assert span.status.status_code is StatusCode.ERROR
+    assert "no such customer" in (span.status.description or "")
+    [event] = [e for e in span.events if e.name == "exception"]
+    assert event.attributes is not None
+    assert event.attributes["exception.type"] == "ValueError"
+    assert event.attributes["exception.message"] == "no such customer"
+    assert "raise ValueError" in str(event.attributes["exception.stacktrace"])
+
+
+def test_without_a_tracer_provider_nothing_is_stored(
+    app: duetime.App, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The API's no-op tracer (no provider configured) makes spans without a context: the job
+    stores none, and it runs as any other."""
+    monkeypatch.setattr(tracing, "_tracer", lambda: trace.NoOpTracer())
+    seen: list[Any] = []
+
+    @app.task(name="plain")
+    def plain() -> None:
+        seen.append(trace.get_current_span().get_span_context().is_valid)
+
+    job = plain.enqueue()
+    assert app.get_job(job.id).trace_context is None
+    run(app, job.id)
+    assert app.get_job(job.id).status is JobStatus.SUCCEEDED and seen == [False]

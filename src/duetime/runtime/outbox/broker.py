@@ -145,7 +145,7 @@ class Broker:
             channel.default_exchange.publish(
                 aio_pika.Message(
                     e.body(),
-                    headers=h or None,
+                    headers=dict(h) if h else None,
                     message_id=str(e.id),
                     content_type="application/json",
                     delivery_mode=aio_pika.DeliveryMode.PERSISTENT,

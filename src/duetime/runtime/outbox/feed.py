@@ -242,8 +242,9 @@ class BrokerFeed(Service):
             return True
         context = carrier_of(message.headers)
         if context is not None:  # the relay's publish span: the attempt's span goes under it
-            claim = Claim(variant(claim.job, trace_context=context), claim.attempt)
-        self.slots.start_claim(claim)
+            self.slots.start_claim(Claim(variant(claim.job, trace_context=context), claim.attempt))
+        else:
+            self.slots.start_claim(claim)
         return True
 
     async def pause_for_slot(self) -> None:

@@ -43,6 +43,31 @@ def _tracer() -> Any:
     return trace.get_tracer(TRACER_NAME)
 
 
+def _attributes(
+    kind: str,
+    operation: str,
+    task: str,
+    queue: str,
+    message_id: int | None = None,
+    job_id: int | None = None,
+) -> dict[str, Any]:
+    """What every span of duetime says: the messaging semantic conventions' attributes (its
+    operation's type and name, the queue as destination, the message's id) and duetime's."""
+    attributes: dict[str, Any] = {
+        "messaging.system": MESSAGING_SYSTEM,
+        "messaging.operation.type": kind,
+        "messaging.operation.name": operation,
+        "messaging.destination.name": queue,
+        "duetime.task": task,
+        "duetime.queue": queue,
+    }
+    if message_id is not None:
+        attributes["messaging.message.id"] = str(message_id)
+    if job_id is not None:
+        attributes["duetime.job.id"] = job_id
+    return attributes
+
+
 def _carrier_json(carrier: Mapping[str, str]) -> str | None:
     """A carrier's trace context headers as the JSON text stored with a job (None: none)."""
     kept = {k: str(carrier[k]) for k in CONTEXT_HEADERS if k in carrier}
@@ -99,15 +124,8 @@ def enqueue_span(task: str, *, queue: str, tenant: str) -> Iterator[EnqueueSpan]
     exception out of the block is recorded on it. Call only when enabled()."""
     from opentelemetry.trace import SpanKind
 
-    attributes: dict[str, Any] = {
-        "messaging.system": MESSAGING_SYSTEM,
-        "messaging.operation.type": "send",
-        "messaging.operation.name": "enqueue",
-        "messaging.destination.name": queue,
-        "duetime.task": task,
-        "duetime.queue": queue,
-        "duetime.tenant": tenant,
-    }
+    attributes = _attributes("send", "enqueue", task, queue)
+    attributes["duetime.tenant"] = tenant
     with _tracer().start_as_current_span(
         f"duetime.enqueue {task}", kind=SpanKind.PRODUCER, attributes=attributes
     ) as span:
@@ -127,15 +145,8 @@ class RunSpan:
             context=_parent(job.trace_context),
             kind=SpanKind.CONSUMER,
             attributes={
-                "messaging.system": MESSAGING_SYSTEM,
-                "messaging.operation.type": "process",
-                "messaging.operation.name": "run",
-                "messaging.destination.name": job.queue,
-                "messaging.message.id": str(job.id),
-                "duetime.task": job.task,
-                "duetime.job.id": job.id,
+                **_attributes("process", "run", job.task, job.queue, job.id, job.id),
                 "duetime.attempt": job.attempts,
-                "duetime.queue": job.queue,
                 "duetime.tenant": job.tenant,
                 "duetime.generation": attempt.generation,
                 "duetime.fencing_token": attempt.fencing_token,
@@ -179,14 +190,7 @@ class PublishSpans:
                 context=_parent(e.trace_context),
                 kind=SpanKind.PRODUCER,
                 attributes={
-                    "messaging.system": MESSAGING_SYSTEM,
-                    "messaging.operation.type": "send",
-                    "messaging.operation.name": "publish",
-                    "messaging.destination.name": e.queue,
-                    "messaging.message.id": str(e.id),
-                    "duetime.task": e.task,
-                    "duetime.job.id": e.job_id,
-                    "duetime.queue": e.queue,
+                    **_attributes("send", "publish", e.task, e.queue, e.id, e.job_id),
                     "duetime.generation": e.generation,
                 },
             )

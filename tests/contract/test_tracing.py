@@ -1,7 +1,6 @@
 """OpenTelemetry traces (docs/tracing.md) on each store, in-process: an enqueue's span, the
 trace context stored with its job, and each attempt's span under it, with the SDK's in-memory
-exporter. The tracer provider is this module's own (duetime.tracing's tracer is pointed at
-it), not the process's global one: the other tests of this process stay untraced."""
+exporter (tests/traces.py)."""
 
 from __future__ import annotations
 
@@ -12,9 +11,7 @@ from typing import Any
 
 import pytest
 from opentelemetry import trace
-from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
-from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.trace import SpanKind, StatusCode
 
 import duetime
@@ -23,27 +20,12 @@ from duetime.core.states import JobStatus
 from duetime.runtime.worker import Worker
 from duetime.store.base import Store
 from jobhelpers import run_until
-
-
-class Traces:
-    def __init__(self) -> None:
-        self.exporter = InMemorySpanExporter()
-        self.provider = TracerProvider()
-        self.provider.add_span_processor(SimpleSpanProcessor(self.exporter))
-
-    def spans(self, prefix: str = "") -> list[ReadableSpan]:
-        return [s for s in self.exporter.get_finished_spans() if s.name.startswith(prefix)]
-
-    def one(self, name: str) -> ReadableSpan:
-        [span] = self.spans(name)
-        return span
+from traces import Traces
 
 
 @pytest.fixture
 def traces(monkeypatch: pytest.MonkeyPatch) -> Traces:
-    found = Traces()
-    monkeypatch.setattr(tracing, "_tracer", lambda: found.provider.get_tracer("duetime"))
-    return found
+    return Traces(monkeypatch)
 
 
 @pytest.fixture

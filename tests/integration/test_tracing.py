@@ -10,13 +10,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
-from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 import duetime
-from duetime import tracing
 from integration.procs import Processes, wait_until
+from traces import Traces
 
 
 def worker_spans(out_dir: Path) -> list[dict[str, Any]]:
@@ -30,17 +27,14 @@ def worker_spans(out_dir: Path) -> list[dict[str, Any]]:
 def test_the_workers_spans_join_the_enqueuing_trace(
     db_url: str, procs: Processes, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    exporter = InMemorySpanExporter()
-    provider = TracerProvider()
-    provider.add_span_processor(SimpleSpanProcessor(exporter))
-    monkeypatch.setattr(tracing, "_tracer", lambda: provider.get_tracer("duetime"))
+    traces = Traces(monkeypatch)
     app = duetime.App(database_url=db_url)
     app.task(name="traced")(lambda n: None)
     app.task(name="flaky", max_attempts=2, retry=duetime.RetryPolicy(base=0.05, cap=0.05))(
         lambda: None
     )
     try:
-        with provider.get_tracer("web").start_as_current_span("POST /orders") as request:
+        with traces.provider.get_tracer("web").start_as_current_span("POST /orders") as request:
             ok = app.enqueue("traced", {"n": 1})
             failing = app.enqueue("flaky")
         worker = procs.worker(db_url, app="traceapp:app")
@@ -56,7 +50,7 @@ def test_the_workers_spans_join_the_enqueuing_trace(
     trace_id = f"{request.get_span_context().trace_id:032x}"
     enqueues = {
         s.attributes["duetime.job.id"]: f"{s.context.span_id:016x}"
-        for s in exporter.get_finished_spans()
+        for s in traces.spans()
         if s.name.startswith("duetime.enqueue") and s.attributes
     }
     spans = worker_spans(procs.out_dir)

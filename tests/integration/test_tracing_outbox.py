@@ -9,15 +9,11 @@ import uuid
 from collections.abc import Iterator
 
 import pytest
-from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
-from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import SpanKind, StatusCode
 
 import duetime
 from amqpbroker import broker_url
 from conftest import STORE_KINDS
-from duetime import tracing
 from duetime.core.states import JobStatus
 from duetime.runtime.outbox.broker import Broker
 from duetime.runtime.outbox.relay import relay_services
@@ -25,6 +21,7 @@ from duetime.runtime.service import BlockingCalls
 from duetime.runtime.worker import Worker
 from integration.test_outbox import run_while
 from kit import DialectKit, kit_named
+from traces import Traces
 
 
 @pytest.fixture(params=STORE_KINDS)
@@ -47,10 +44,7 @@ def queue() -> Iterator[str]:
 def test_the_relay_carries_the_trace_to_the_broker_fed_worker(
     db_url: str, queue: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    exporter = InMemorySpanExporter()
-    provider = TracerProvider()
-    provider.add_span_processor(SimpleSpanProcessor(exporter))
-    monkeypatch.setattr(tracing, "_tracer", lambda: provider.get_tracer("duetime"))
+    traces = Traces(monkeypatch)
     amqp_url = broker_url()
     app = duetime.App(database_url=db_url)
     try:
@@ -60,7 +54,7 @@ def test_the_relay_carries_the_trace_to_the_broker_fed_worker(
             pass
 
         app.set_queue(queue, dispatch="outbox")
-        with provider.get_tracer("web").start_as_current_span("POST /work") as request:
+        with traces.provider.get_tracer("web").start_as_current_span("POST /work") as request:
             job = work.enqueue({"n": 1})
         relay = relay_services(
             app.store, app.clock, BlockingCalls(2), amqp_url, relay_id=f"r-{uuid.uuid4().hex}"
@@ -73,14 +67,10 @@ def test_the_relay_carries_the_trace_to_the_broker_fed_worker(
     finally:
         app.close()
 
-    def one(name: str) -> ReadableSpan:
-        [span] = [s for s in exporter.get_finished_spans() if s.name == name]
-        return span
-
-    enqueue, run = one("duetime.enqueue work"), one("duetime.run work")
+    enqueue, run = traces.one("duetime.enqueue work"), traces.one("duetime.run work")
     # a publish the broker refused (a quorum queue just declared may refuse one) is a span of
     # its own, status ERROR; the event is published again, in a new span
-    publishes = [s for s in exporter.get_finished_spans() if s.name == "duetime.publish work"]
+    publishes = traces.spans("duetime.publish work")
     [publish] = [s for s in publishes if s.status.status_code is not StatusCode.ERROR]
     for refused in publishes:
         assert refused.parent is not None and refused.parent.span_id == enqueue.context.span_id

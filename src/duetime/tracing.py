@@ -17,6 +17,7 @@ configured; without one, the API's no-op spans carry no context and nothing is s
 from __future__ import annotations
 
 import json
+import logging
 import sys
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -25,6 +26,8 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from duetime.core.models import Attempt, Job
     from duetime.core.outbox import OutboxEvent
+
+log = logging.getLogger("duetime.tracing")
 
 TRACER_NAME = "duetime"
 MESSAGING_SYSTEM = "duetime"
@@ -136,6 +139,16 @@ class RunSpan:
     """The `duetime.run <task>` span (kind CONSUMER) of one attempt, its parent the job's
     stored trace context; current from start() to end() (in the attempt's own task)."""
 
+    @classmethod
+    def start(cls, job: Job, attempt: Attempt) -> RunSpan | None:
+        """The attempt's span, started and current; None (logged) if tracing failed: a fault
+        of the tracing never stops the attempt."""
+        try:
+            return cls(job, attempt)
+        except Exception:
+            log.exception("could not start the span of job %s's attempt", job.id)
+            return None
+
     def __init__(self, job: Job, attempt: Attempt) -> None:
         from opentelemetry import context, trace
         from opentelemetry.trace import SpanKind
@@ -170,6 +183,8 @@ class RunSpan:
             if error is not None:
                 self._span.set_status(Status(StatusCode.ERROR, error[:500]))
             self._span.end()
+        except Exception:  # the outcome is recorded already: a fault here changes nothing
+            log.exception("could not end the span of an attempt")
         finally:
             context.detach(self._token)
 

@@ -170,3 +170,22 @@ def test_without_a_tracer_provider_nothing_is_stored(
     assert app.get_job(job.id).trace_context is None
     run(app, job.id)
     assert app.get_job(job.id).status is JobStatus.SUCCEEDED and seen == [False]
+
+
+def test_an_async_enqueue_is_a_child_of_the_callers_span(app: duetime.App, traces: Traces) -> None:
+    """aenqueue runs the enqueue in a thread: the caller's span (an async route's request)
+    is still its parent."""
+
+    @app.task(name="later")
+    def later() -> None:
+        pass
+
+    async def route() -> tuple[int, int]:
+        with traces.provider.get_tracer("web").start_as_current_span("GET /later") as request:
+            job = await later.aenqueue()
+        return request.get_span_context().span_id, job.id
+
+    request_id, job_id = asyncio.run(route())
+    enqueue = traces.one("duetime.enqueue later")
+    assert parent_of(enqueue) == request_id
+    assert enqueue.attributes is not None and enqueue.attributes["duetime.job.id"] == job_id

@@ -148,7 +148,7 @@ class AttemptRunner:
             )
         started = time.monotonic()
         if enabled():  # the application traces: the attempt runs in its span
-            running.trace = RunSpan(job, claim.attempt)
+            running.trace = RunSpan.start(job, claim.attempt)
         outcome: Outcome | None = None
         recorded: bool | None = None
         try:
@@ -242,7 +242,9 @@ class AttemptRunner:
                     ErrorCategory.TIMEOUT,
                     f"attempt ran past its timeout of {job.timeout_seconds:g}s",
                 )
-            else:
+            else:  # the handler raised it
+                if running.trace is not None:
+                    running.trace.exception(exc)
                 failure = classify(exc, policy)
         except (asyncio.CancelledError, JobCancelled) as exc:
             if running.interrupted:

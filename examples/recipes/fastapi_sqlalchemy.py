@@ -9,6 +9,7 @@ naming the PostgreSQL database (docs/fastapi.md). tests/integration/test_recipes
 from __future__ import annotations
 
 import asyncio
+import re
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from typing import Annotated
@@ -24,7 +25,7 @@ from duetime.runtime.worker import Worker
 # DUETIME_DATABASE_URL (postgresql://user@host/shop): duetime's tables and the shop's share it
 jobs = duetime.App()
 # the same database through SQLAlchemy, on the psycopg (3) driver duetime uses
-engine = create_engine(jobs.database_url.replace("postgresql://", "postgresql+psycopg://", 1))
+engine = create_engine(re.sub(r"^postgres(ql)?://", "postgresql+psycopg://", jobs.database_url))
 
 
 class Base(DeclarativeBase):

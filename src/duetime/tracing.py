@@ -10,7 +10,7 @@ configured; without one, the API's no-op spans carry no context and nothing is s
   (traceparent, tracestate, through the configured propagator) it yields is stored with the job.
 - `RunSpan`: `duetime.run <task>` (CONSUMER) around one attempt, child of the stored context,
   current while the handler runs (the handler's own spans are its children).
-- `publish_spans`: `duetime.publish <task>` (PRODUCER) per outbox event the relay publishes,
+- `publish_headers`: `duetime.publish <task>` (PRODUCER) per outbox event the relay publishes,
   child of its job's context; the broker message's headers carry it to the broker-fed worker.
 """
 
@@ -85,13 +85,13 @@ def carrier_of(headers: Mapping[str, Any] | None) -> str | None:
 
 
 def _parent(trace_context: str | None) -> Any:
-    """The OpenTelemetry context extracted from a stored trace context (None: none stored)."""
-    carrier = stored_headers(trace_context)
-    if not carrier:
-        return None
+    """The OpenTelemetry context extracted from a stored trace context; none stored, an empty
+    one (the span is a root, whatever span is current where the worker runs)."""
     from opentelemetry import propagate
+    from opentelemetry.context import Context
 
-    return propagate.extract(carrier)
+    carrier = stored_headers(trace_context)
+    return propagate.extract(carrier) if carrier else Context()
 
 
 def _inject() -> str | None:
@@ -226,13 +226,20 @@ class PublishSpans:
             span.end()
 
 
-def publish_headers(events: Sequence[OutboxEvent]) -> tuple[list[dict[str, str]], Any]:
+def publish_headers(
+    events: Sequence[OutboxEvent],
+) -> tuple[list[dict[str, str]], PublishSpans | None]:
     """The headers of each event's broker message, and the publish spans to end once the
     broker answered (None: this process does not trace; the headers then carry the stored
-    contexts as they are, and nothing of OpenTelemetry is imported)."""
+    contexts as they are, and nothing of OpenTelemetry is imported). A fault of the tracing
+    is logged and the stored contexts are sent: it never stops a publish."""
     if enabled():
-        spans = PublishSpans(events)
-        return spans.headers, spans
+        try:
+            spans = PublishSpans(events)
+        except Exception:
+            log.exception("could not start the publish spans of %d outbox events", len(events))
+        else:
+            return spans.headers, spans
     return [stored_headers(e.trace_context) for e in events], None
 
 

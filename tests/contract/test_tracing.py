@@ -189,3 +189,24 @@ def test_an_async_enqueue_is_a_child_of_the_callers_span(app: duetime.App, trace
     enqueue = traces.one("duetime.enqueue later")
     assert parent_of(enqueue) == request_id
     assert enqueue.attributes is not None and enqueue.attributes["duetime.job.id"] == job_id
+
+
+def test_an_attempt_of_a_job_enqueued_untraced_is_a_root_span(
+    app: duetime.App, traces: Traces, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A job that stored no context (its enqueuing process did not trace) runs in a span of a
+    trace of its own, not under whatever span is current where the worker runs."""
+
+    @app.task(name="orphan")
+    def orphan() -> None:
+        pass
+
+    with monkeypatch.context() as untraced:
+        untraced.setattr(tracing, "enabled", lambda: False)
+        job = orphan.enqueue()
+    assert app.get_job(job.id).trace_context is None
+    with traces.provider.get_tracer("test").start_as_current_span("unrelated"):
+        run(app, job.id)
+    attempt = traces.one("duetime.run orphan")
+    assert attempt.parent is None
+    assert attempt.context.trace_id != traces.one("unrelated").context.trace_id

@@ -6,8 +6,9 @@ tracer provider does): a process that does not trace imports nothing of it and p
 dictionary lookup per enqueue and attempt. Spans go to the tracer provider the application
 configured; without one, the API's no-op spans carry no context and nothing is stored.
 
-- `enqueue_span`: `duetime.enqueue <task>` (PRODUCER) around an enqueue; the W3C trace context
-  (traceparent, tracestate, through the configured propagator) it yields is stored with the job.
+- `enqueue_span`: `duetime.enqueue <task>` (PRODUCER) around an enqueue; the trace context it
+  yields, as the configured propagator injects it (W3C traceparent and tracestate by default),
+  is stored with the job.
 - `RunSpan`: `duetime.run <task>` (CONSUMER) around one attempt, child of the stored context,
   current while the handler runs (the handler's own spans are its children).
 - `publish_headers`: `duetime.publish <task>` (PRODUCER) per outbox event the relay publishes,
@@ -31,8 +32,9 @@ log = logging.getLogger("duetime.tracing")
 
 TRACER_NAME = "duetime"
 MESSAGING_SYSTEM = "duetime"
-# the headers of a broker message that carry a trace context (W3C Trace Context)
+# the headers of W3C Trace Context: what is kept of a carrier past MAX_CARRIER
 CONTEXT_HEADERS = ("traceparent", "tracestate")
+MAX_CARRIER = 4096  # characters of stored JSON: a larger carrier (much baggage) is cut down
 
 
 def enabled() -> bool:
@@ -71,17 +73,22 @@ def _attributes(
     return attributes
 
 
-def _carrier_json(carrier: Mapping[str, str]) -> str | None:
-    """A carrier's trace context headers as the JSON text stored with a job (None: none)."""
-    kept = {k: str(carrier[k]) for k in CONTEXT_HEADERS if k in carrier}
-    return json.dumps(kept, separators=(",", ":"), sort_keys=True) if kept else None
+def _carrier_json(carrier: Mapping[str, Any]) -> str | None:
+    """What the propagator injected (W3C traceparent and tracestate by default, baggage, or
+    another propagator's headers) as the JSON text stored with a job; None if nothing. Past
+    MAX_CARRIER characters only the W3C Trace Context headers are kept."""
+    kept = {str(k): str(v) for k, v in carrier.items()}
+    text = json.dumps(kept, separators=(",", ":"), sort_keys=True)
+    if len(text) > MAX_CARRIER:
+        kept = {k: kept[k] for k in CONTEXT_HEADERS if k in kept}
+        text = json.dumps(kept, separators=(",", ":"), sort_keys=True)
+    return text if kept else None
 
 
 def carrier_of(headers: Mapping[str, Any] | None) -> str | None:
-    """The stored form (JSON text) of the trace context in a broker message's headers."""
-    if not headers or "traceparent" not in headers:
-        return None
-    return _carrier_json({k: str(v) for k, v in headers.items()})
+    """The stored form (JSON text) of the trace context in a broker message's headers (the
+    relay puts nothing else there); None without headers."""
+    return _carrier_json(headers) if headers else None
 
 
 def _parent(trace_context: str | None) -> Any:
@@ -153,9 +160,10 @@ class RunSpan:
         from opentelemetry import context, trace
         from opentelemetry.trace import SpanKind
 
+        parent = _parent(job.trace_context)  # its span and its baggage
         self._span = _tracer().start_span(
             f"duetime.run {job.task}",
-            context=_parent(job.trace_context),
+            context=parent,
             kind=SpanKind.CONSUMER,
             attributes={
                 **_attributes("process", "run", job.task, job.queue, job.id, job.id),
@@ -166,7 +174,7 @@ class RunSpan:
                 "duetime.worker.id": attempt.worker_id,
             },
         )
-        self._token = context.attach(trace.set_span_in_context(self._span))
+        self._token = context.attach(trace.set_span_in_context(self._span, parent))
 
     def exception(self, exc: BaseException) -> None:
         """What the handler raised, recorded on the span (an event with its traceback)."""
@@ -253,4 +261,4 @@ def stored_headers(trace_context: str | None) -> dict[str, str]:
         return {}
     if not isinstance(carrier, dict):
         return {}
-    return {k: str(carrier[k]) for k in CONTEXT_HEADERS if k in carrier}
+    return {str(k): str(v) for k, v in carrier.items()}

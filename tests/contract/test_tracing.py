@@ -210,3 +210,23 @@ def test_an_attempt_of_a_job_enqueued_untraced_is_a_root_span(
     attempt = traces.one("duetime.run orphan")
     assert attempt.parent is None
     assert attempt.context.trace_id != traces.one("unrelated").context.trace_id
+
+
+def test_baggage_reaches_the_handler(app: duetime.App, traces: Traces) -> None:
+    """The default propagator's baggage is stored with the trace context and is current in
+    the handler."""
+    from opentelemetry import baggage, context
+
+    seen: list[object] = []
+
+    @app.task(name="bag")
+    def bag() -> None:
+        seen.append(baggage.get_baggage("user"))
+
+    token = context.attach(baggage.set_baggage("user", "ada"))
+    try:
+        job = bag.enqueue()
+    finally:
+        context.detach(token)
+    run(app, job.id)
+    assert seen == ["ada"]

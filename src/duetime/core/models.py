@@ -115,8 +115,9 @@ class Job:
     # while its attempt is dispatched to the broker and no worker accepted it yet (held by the
     # outbox, docs/outbox.md): since when. The job is `running` but waits in the broker.
     dispatched_at: datetime | None = None
-    # the W3C trace context of the enqueue that made it (JSON text of traceparent and
-    # tracestate, docs/tracing.md); None when the enqueuing process did not trace
+    # the trace context of the enqueue that made it (JSON text of the headers the propagator
+    # injects: W3C traceparent and tracestate by default, docs/tracing.md); None when the
+    # enqueuing process did not trace
     trace_context: str | None = None
 
     def dispatched_seconds(self, now: datetime) -> float | None:

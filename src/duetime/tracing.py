@@ -208,9 +208,10 @@ class PublishSpans:
         self.spans: list[Any] = []
         self.headers: list[dict[str, str]] = []
         for e in events:
+            parent = _parent(e.trace_context)  # its span and its baggage
             span = tracer.start_span(
                 f"duetime.publish {e.task}",
-                context=_parent(e.trace_context),
+                context=parent,
                 kind=SpanKind.PRODUCER,
                 attributes={
                     **_attributes("send", "publish", e.task, e.queue, e.id, e.job_id),
@@ -219,7 +220,7 @@ class PublishSpans:
             )
             headers: dict[str, str] = {}
             if span.get_span_context().is_valid:
-                propagate.inject(headers, context=trace.set_span_in_context(span))
+                propagate.inject(headers, context=trace.set_span_in_context(span, parent))
             self.spans.append(span)
             self.headers.append(headers)
 

@@ -1,6 +1,6 @@
 """Traces through the outbox (docs/tracing.md), on the real RabbitMQ and every dialect: the
 relay's publish span is a child of the enqueue's stored context, the broker message's headers
-carry it, and the broker-fed worker runs the attempt in a span under it."""
+carry it (and the baggage), and the broker-fed worker runs the attempt in a span under it."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import uuid
 from collections.abc import Iterator
 
 import pytest
+from opentelemetry import baggage, context
 from opentelemetry.trace import SpanKind, StatusCode
 
 import duetime
@@ -45,17 +46,22 @@ def test_the_relay_carries_the_trace_to_the_broker_fed_worker(
     db_url: str, queue: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     traces = Traces(monkeypatch)
+    seen: list[object] = []
     amqp_url = broker_url()
     app = duetime.App(database_url=db_url)
     try:
 
         @app.task(name="work", queue=queue)
         def work(n: int) -> None:
-            pass
+            seen.append(baggage.get_baggage("user"))
 
         app.set_queue(queue, dispatch="outbox")
-        with traces.provider.get_tracer("web").start_as_current_span("POST /work") as request:
-            job = work.enqueue({"n": 1})
+        token = context.attach(baggage.set_baggage("user", "ada"))
+        try:
+            with traces.provider.get_tracer("web").start_as_current_span("POST /work") as request:
+                job = work.enqueue({"n": 1})
+        finally:
+            context.detach(token)
         relay = relay_services(
             app.store, app.clock, BlockingCalls(2), amqp_url, relay_id=f"r-{uuid.uuid4().hex}"
         )
@@ -82,3 +88,4 @@ def test_the_relay_carries_the_trace_to_the_broker_fed_worker(
     assert publish.kind is SpanKind.PRODUCER and run.kind is SpanKind.CONSUMER
     assert run.attributes is not None and run.attributes["duetime.outcome"] == "succeeded"
     assert publish.attributes is not None and publish.attributes["duetime.job.id"] == job.id
+    assert seen == ["ada"]  # the baggage, through the message's headers

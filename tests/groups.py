@@ -17,7 +17,14 @@ from __future__ import annotations
 
 from typing import Any
 
-BROKER_MODULES = frozenset({"test_outbox.py", "test_outbox_cli.py", "test_outbox_flow_procs.py"})
+BROKER_MODULES = frozenset(
+    {
+        "test_outbox.py",
+        "test_outbox_cli.py",
+        "test_outbox_flow_procs.py",
+        "test_tracing_outbox.py",
+    }
+)
 BROKER_TESTS = frozenset(
     {
         "test_short_outbox_chaos_run_passes_the_history_checker",

@@ -32,16 +32,28 @@ from kit import DialectKit
 def at_16(kit: DialectKit, tmp_path: Path) -> Iterator[tuple[Store, str]]:
     """A store on a database of schema 16 (migrations 1 to 16 as `migrate` runs them). The
     rows below are written by this version's statements; the ones that write them (enqueue,
-    claim, finish, dispatch) write the same columns as version 16's."""
+    claim, finish, dispatch) write the same columns as version 16's, and those of the later
+    migrations of AHEAD, which run first (out of order, unrecorded) and are left out of the
+    store's migrations."""
     url = kit.fresh_url(tmp_path, drop=True)
     store = open_store(url)
     driver = store.driver  # type: ignore[attr-defined]
     every = driver.migrations
     driver.migrations = [m for m in every if m.version <= 16]
     assert store.migrate()[-1] == 16
-    driver.migrations = every
+    with driver.transaction() as c:
+        for migration in every:
+            if migration.version in AHEAD:
+                with driver.translated():
+                    driver.run_script(c.native, migration.script)
+    driver.migrations = [m for m in every if m.version not in AHEAD]
     yield store, url
     store.close()
+
+
+# later migrations that only add nullable columns this version's writes name (21: the trace
+# context of jobs and outbox events)
+AHEAD = frozenset({21})
 
 
 def test_jobs_in_every_state_survive_migration_17(

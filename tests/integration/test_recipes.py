@@ -1,5 +1,6 @@
-"""The recipes of docs/recipes/ run as written: the FastAPI and Flask apps of examples/recipes/
-(the pages include those files), each on a fresh SQLite database."""
+"""The recipes of docs/fastapi.md and docs/recipes/ run as written: the FastAPI and Flask apps
+of examples/recipes/ (the pages include those files), each on a fresh SQLite database, and the
+FastAPI and SQLAlchemy app on PostgreSQL."""
 
 from __future__ import annotations
 
@@ -12,17 +13,24 @@ from types import ModuleType
 
 import pytest
 from fastapi.testclient import TestClient
+from sqlalchemy import select
+from sqlalchemy.orm import Session
 
 from duetime import App, JobStatus
 from duetime.admin.tokens import create_token
 from duetime.runtime.worker import Worker
+from integration.procs import migrate, wait_until
 from jobhelpers import run_until
+from kit import kit_named
 
 RECIPES = Path(__file__).resolve().parents[2] / "examples" / "recipes"
 
 
-def load_recipe(filename: str, tmp_path: Path) -> Iterator[ModuleType]:
-    """The recipe module, imported afresh, its App on a database of this test."""
+def load_recipe(
+    filename: str, tmp_path: Path, database_url: str | None = None
+) -> Iterator[ModuleType]:
+    """The recipe module, imported afresh, its App on a database of this test (`database_url`,
+    else a new SQLite file)."""
     name = f"recipe_{filename.removesuffix('.py')}"
     spec = importlib.util.spec_from_file_location(name, RECIPES / filename)
     assert spec is not None and spec.loader is not None
@@ -30,7 +38,7 @@ def load_recipe(filename: str, tmp_path: Path) -> Iterator[ModuleType]:
     sys.modules[name] = module
     spec.loader.exec_module(module)
     jobs: App = module.jobs
-    jobs.database_url = f"sqlite:///{tmp_path / 'recipe.db'}"
+    jobs.database_url = database_url or f"sqlite:///{tmp_path / 'recipe.db'}"
     try:
         yield module
     finally:
@@ -46,6 +54,21 @@ def fastapi_recipe(tmp_path: Path) -> Iterator[ModuleType]:
 @pytest.fixture
 def flask_recipe(tmp_path: Path) -> Iterator[ModuleType]:
     yield from load_recipe("flask_app.py", tmp_path)
+
+
+@pytest.fixture
+def sqlalchemy_recipe(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[ModuleType]:
+    """examples/recipes/fastapi_sqlalchemy.py on a PostgreSQL database of this test (its
+    engine reads DUETIME_DATABASE_URL as it is imported), without the shop's table."""
+    url = kit_named("postgres").fresh_url(tmp_path)
+    migrate(url)
+    monkeypatch.setenv("DUETIME_DATABASE_URL", url)
+    for module in load_recipe("fastapi_sqlalchemy.py", tmp_path, url):
+        module.Base.metadata.drop_all(module.engine)  # left by an earlier test
+        try:
+            yield module
+        finally:
+            module.engine.dispose()
 
 
 def run_job(jobs: App, job_id: int) -> None:
@@ -113,3 +136,29 @@ def test_flask_view_enqueues_once_per_report_and_a_worker_runs_it(
     assert status.get_json() == {"job_id": job_id, "status": "succeeded", "attempts": 1}
     assert client.get("/reports/jobs/999").status_code == 404
     assert "building the report of 2026-11 for eve@example.com" in capsys.readouterr().out
+
+
+def test_fastapi_sqlalchemy_order_and_job_commit_together_and_the_lifespan_worker_runs_it(
+    sqlalchemy_recipe: ModuleType, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The request's order and its job commit in the request's transaction (a refused request
+    leaves neither), and the worker started in the app's lifespan runs the job."""
+    recipe = sqlalchemy_recipe
+    jobs: App = recipe.jobs
+    with TestClient(recipe.api) as client:  # the lifespan: the shop's table and the worker
+        placed = client.post("/orders", json={"email": "ada@example.com", "quantity": 2})
+        assert placed.status_code == 201, placed.text
+        refused = client.post("/orders", json={"email": "bob@example.com", "quantity": 99})
+        assert refused.status_code == 409, refused.text
+        order_id, job_id = placed.json()["order_id"], placed.json()["job_id"]
+        wait_until(
+            lambda: jobs.get_job(job_id).status is JobStatus.SUCCEEDED,
+            15,
+            "the lifespan's worker did not run the job",
+        )
+    with Session(recipe.engine) as db:
+        emails = [o.email for o in db.scalars(select(recipe.Order))]
+    assert emails == ["ada@example.com"]  # the refused request's order rolled back
+    [job] = jobs.list_jobs(task="orders.ship")  # and its job with it
+    assert (job.id, job.args) == (job_id, {"order_id": order_id})
+    assert f"shipping order {order_id}" in capsys.readouterr().out

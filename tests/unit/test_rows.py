@@ -54,6 +54,7 @@ JOB_ROW = {
     "progress": 0.5,
     "progress_message": "half",
     "progress_at": T,
+    "trace_context": '{"traceparent": "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"}',
 }
 
 ATTEMPT_ROW = {

@@ -9,6 +9,7 @@ from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Any
 
+from duetime import tracing
 from duetime.admin.replay import ReplayReport, dead_job_ids, replay_many
 from duetime.client.lookup import job_of, schedule_of
 from duetime.client.part import AppPart
@@ -108,7 +109,13 @@ class Jobs(AppPart):
         store = self.store
         if unread and not clock_unread(self.clock):  # opening the store read its clock:
             new = self._new_job(task_name, args, options)  # the due time on the database's
-        result = store.enqueue([new], self.clock.now(), connection=connection)[0]
+        if tracing.enabled():  # the application traces (docs/tracing.md)
+            with tracing.enqueue_span(task_name, queue=new.queue, tenant=new.tenant) as span:
+                new = replace(new, trace_context=span.trace_context)
+                result = store.enqueue([new], self.clock.now(), connection=connection)[0]
+                span.created([result.job.id])
+        else:
+            result = store.enqueue([new], self.clock.now(), connection=connection)[0]
         log_event(
             log,
             "job.enqueued" if result.created else "job.enqueue_deduplicated",
@@ -162,17 +169,27 @@ class Jobs(AppPart):
             if task is not None:
                 task.check_args(new.args, f" (job {number} of {count})")
 
-        # each job's args are checked as the store reads them (raising from there, before its
-        # transaction commits), so that it can send some while it checks the next
-        batch = build_new_jobs(
-            template,
-            list_of_args,
-            max_payload_bytes=self.max_payload_bytes,
-            at_each=at_each,
-            check=check if task is not None else None,
-            defaults=task.defaults if task is not None else None,
-        )
-        jobs = [r.job for r in store.enqueue(batch, self.clock.now(), connection=connection)]
+        def enqueue(template: NewJob) -> list[Job]:
+            # each job's args are checked as the store reads them (raising from there, before
+            # its transaction commits), so that it can send some while it checks the next
+            batch = build_new_jobs(
+                template,
+                list_of_args,
+                max_payload_bytes=self.max_payload_bytes,
+                at_each=at_each,
+                check=check if task is not None else None,
+                defaults=task.defaults if task is not None else None,
+            )
+            return [r.job for r in store.enqueue(batch, self.clock.now(), connection=connection)]
+
+        if tracing.enabled():  # one span for the batch; its context stored with every job
+            with tracing.enqueue_span(
+                task_name, queue=template.queue, tenant=template.tenant
+            ) as span:
+                jobs = enqueue(replace(template, trace_context=span.trace_context))
+                span.created([j.id for j in jobs], batch=True)
+        else:
+            jobs = enqueue(template)
         log_event(log, "jobs.enqueued", task=task_name, count=len(jobs))
         return jobs
 

@@ -121,6 +121,10 @@ class Job:
     progress: float | None = None
     progress_message: str | None = None
     progress_at: datetime | None = None
+    # the trace context of the enqueue that made it (JSON text of the headers the propagator
+    # injects: W3C traceparent and tracestate by default, docs/tracing.md); None when the
+    # enqueuing process did not trace
+    trace_context: str | None = None
 
     def dispatched_seconds(self, now: datetime) -> float | None:
         """How long the job has waited in the broker for a worker (dispatched_at), or None."""
@@ -221,6 +225,7 @@ class NewJob:
     covers: tuple[datetime, ...] = ()
     origin: str | None = None
     limits: tuple[str, ...] = ()  # the limit keys of its task (core/limits.py), sorted
+    trace_context: str | None = None  # as Job.trace_context: set by duetime.tracing
 
 
 class NewJobs(Sequence[NewJob]):

@@ -74,6 +74,7 @@ class OutboxEvent:
     created_at: datetime
     published_at: datetime | None = None
     claim_token: int | None = None  # the attempt's claim token (None: written before it existed)
+    trace_context: str | None = None  # its job's (Job.trace_context): the message's headers
 
     def body(self) -> bytes:
         """The message body: what a worker needs to find the attempt in the store."""

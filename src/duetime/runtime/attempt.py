@@ -42,6 +42,7 @@ from duetime.runtime.metrics import WorkerMetrics
 from duetime.runtime.progress import ProgressWriter
 from duetime.runtime.service import BlockingCalls
 from duetime.tasks import AnyTask
+from duetime.tracing import RunSpan, enabled
 
 log = logging.getLogger("duetime.worker")  # attempt events are worker events (docs/workers.md)
 
@@ -70,6 +71,7 @@ class RunningAttempt:
     fenced_out: bool = False  # its completion transaction was refused: another attempt holds it
     finishing: bool = False  # its outcome is being recorded: heartbeats no longer speak for it
     execution: asyncio.Task[None] | None = field(default=None, repr=False)
+    trace: RunSpan | None = None  # its span, when this process traces (duetime/tracing.py)
 
     def ask_to_stop(self) -> None:
         """Set the flag sync handlers poll; cancel an async handler cooperatively."""
@@ -152,6 +154,10 @@ class AttemptRunner:
                 max_lateness_ms=int(bound.total_seconds() * 1000),
             )
         started = time.monotonic()
+        if enabled():  # the application traces: the attempt runs in its span
+            running.trace = RunSpan.start(job, claim.attempt)
+        outcome: Outcome | None = None
+        recorded: bool | None = None
         try:
             try:
                 outcome = await self._run_handler(running, task)
@@ -174,11 +180,13 @@ class AttemptRunner:
             if handler_done is not None:
                 handler_done()
                 handler_done = None
-            await self._record(running, outcome, seconds)
+            recorded = await self._record(running, outcome, seconds)
         finally:
             self.threads.orphan_if_running(running.ctx)
             if handler_done is not None:
                 handler_done()
+            if running.trace is not None:
+                running.trace.end(*span_outcome(outcome, recorded))
 
     async def release(self, running: RunningAttempt) -> None:
         """Give back a claimed attempt whose handler never started (a prefetched job when the
@@ -246,7 +254,9 @@ class AttemptRunner:
                     ErrorCategory.TIMEOUT,
                     f"attempt ran past its timeout of {job.timeout_seconds:g}s",
                 )
-            else:
+            else:  # the handler raised it
+                if running.trace is not None:
+                    running.trace.exception(exc)
                 failure = classify(exc, policy)
         except (asyncio.CancelledError, JobCancelled) as exc:
             if running.interrupted:
@@ -274,6 +284,8 @@ class AttemptRunner:
             running.fenced_out = True
             return Outcome(Event.SUCCEED)  # not recorded: the store refused it already
         except Exception as exc:
+            if running.trace is not None:
+                running.trace.exception(exc)
             if running.ctx.completed:  # the success is recorded; what came after cannot undo it
                 log.warning("job %s raised after its transaction committed", job.id, exc_info=exc)
                 return Outcome(Event.SUCCEED)
@@ -415,7 +427,11 @@ class AttemptRunner:
         handler.add_done_callback(lambda _: mark_started())
         return handler, started
 
-    async def _record(self, running: RunningAttempt, outcome: Outcome, seconds: float) -> None:
+    async def _record(
+        self, running: RunningAttempt, outcome: Outcome, seconds: float
+    ) -> bool | None:
+        """Record the outcome and report it: True once recorded, False if the store refused
+        it (fenced out), None if it never could be recorded."""
         running.finishing = True
         if running.ctx.reported is not None and self.progress is not None:
             self.progress.forget(running.claim.lease)  # the outcome carries the last report
@@ -424,9 +440,10 @@ class AttemptRunner:
         else:
             applied = await self._store_outcome(running, outcome)
         if applied is None:
-            return
+            return None
         why = "" if applied else await self._refusal(running.claim.lease)
         self._report(running, outcome, seconds, applied, why)
+        return applied
 
     async def _refusal(self, lease: Lease) -> str:
         """Why the store refused this attempt's outcome, from what became of its job."""
@@ -558,6 +575,23 @@ RECORDED: dict[Event, tuple[str, str, str]] = {
     Event.STOP: ("job.cancelled", "cancelled", "cancelled"),
     Event.PARK: ("job.parked", "parked", "parked"),
 }
+
+
+def span_outcome(outcome: Outcome | None, recorded: bool | None) -> tuple[str, str | None]:
+    """An attempt's span's `duetime.outcome` (RECORDED's label; `rejected_stale` when the
+    store refused it, `unrecorded` when it never was) and its error when the attempt failed
+    (retried or dead; not when it was cancelled or parked)."""
+    if outcome is None or recorded is None:
+        return "unrecorded", None if outcome is None else outcome.error_message
+    if not recorded:
+        return "rejected_stale", None
+    error = None
+    if outcome.event in FAILED:
+        error = outcome.error_message or str(outcome.error_category or "failed")
+    return RECORDED[outcome.event][2], error
+
+
+FAILED = frozenset({Event.RETRY, Event.GIVE_UP})  # the outcomes of an attempt that failed
 
 
 def claim_fields(claim: Claim) -> dict[str, Any]:

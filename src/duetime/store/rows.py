@@ -103,6 +103,7 @@ def job_from_row(
         progress=float(progress) if progress is not None else None,
         progress_message=message,
         progress_at=_opt(progress_at, t),
+        trace_context=row["trace_context"],
     )
 
 

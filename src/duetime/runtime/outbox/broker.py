@@ -19,6 +19,7 @@ from typing import Any
 from duetime.core.errors import ConfigurationError
 from duetime.core.outbox import OutboxEvent, broker_queue
 from duetime.logs import log_event
+from duetime.tracing import publish_headers
 
 try:
     import aio_pika
@@ -137,10 +138,14 @@ class Broker:
     async def _send(
         channel: Any, events: Sequence[OutboxEvent], timeout: float
     ) -> list[object | BaseException]:
+        # each message's headers carry its job's trace context (docs/tracing.md): the span of
+        # its publish when this process traces, the stored context as it is otherwise
+        headers, spans = publish_headers(events)
         sends = [
             channel.default_exchange.publish(
                 aio_pika.Message(
                     e.body(),
+                    headers=dict(h) if h else None,
                     message_id=str(e.id),
                     content_type="application/json",
                     delivery_mode=aio_pika.DeliveryMode.PERSISTENT,
@@ -150,9 +155,12 @@ class Broker:
                 mandatory=True,
                 timeout=timeout,
             )
-            for e in events
+            for e, h in zip(events, headers, strict=True)
         ]
-        return list(await asyncio.gather(*sends, return_exceptions=True))
+        results = list(await asyncio.gather(*sends, return_exceptions=True))
+        if spans is not None:
+            spans.end(results)
+        return results
 
     async def consume(
         self,
@@ -218,6 +226,7 @@ class Message:
         self.body: bytes = raw.body
         self.redelivered: bool = bool(raw.redelivered)
         self.message_id: str | None = raw.message_id
+        self.headers: dict[str, Any] = dict(raw.headers or {})
 
     async def ack(self) -> None:
         await self._raw.ack()

@@ -26,13 +26,14 @@ from typing import TYPE_CHECKING, Protocol
 
 from duetime.core.clock import Clock
 from duetime.core.errors import InvalidRequest
-from duetime.core.models import Claim, Outcome
+from duetime.core.models import Claim, Outcome, variant
 from duetime.core.outbox import Dispatch, Dispatched
 from duetime.core.states import Event, JobStatus
 from duetime.logs import error_field, log_event
 from duetime.runtime.metrics import WorkerMetrics
 from duetime.runtime.service import BlockingCalls, Pulse, Service
 from duetime.store.base import Store
+from duetime.tracing import carrier_of
 
 if TYPE_CHECKING:
     from duetime.runtime.outbox.broker import Broker, Message
@@ -239,7 +240,11 @@ class BrokerFeed(Service):
                 log_event(log, "broker.stop_failed", logging.WARNING, error=error_field(exc))
             log_event(log, "job.cancelled", job_id=claim.job.id, generation=claim.job.generation)
             return True
-        self.slots.start_claim(claim)
+        context = carrier_of(message.headers)
+        if context is not None:  # the relay's publish span: the attempt's span goes under it
+            self.slots.start_claim(Claim(variant(claim.job, trace_context=context), claim.attempt))
+        else:
+            self.slots.start_claim(claim)
         return True
 
     async def pause_for_slot(self) -> None:

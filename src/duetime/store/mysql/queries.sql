@@ -43,12 +43,12 @@ INSERT INTO duetime_job_ids (owner) VALUES (CONNECTION_ID());
 INSERT INTO duetime_jobs (id, tenant, queue, task, args, priority, due_at, deadline_at, status,
     max_attempts, retry_base, retry_cap, lease_seconds, timeout_seconds, idempotency_key,
     request_hash, business_key, created_at, updated_at, schedule_id, schedule_name, nominal_at,
-    covers, origin, limits)
+    covers, origin, limits, trace_context)
 VALUES (LAST_INSERT_ID(), %(tenant)s, %(queue)s, %(task)s, %(args)s, %(priority)s,
     %(due_at)s, %(deadline_at)s, %(status)s, %(max_attempts)s, %(retry_base)s, %(retry_cap)s,
     %(lease_seconds)s, %(timeout_seconds)s, %(idempotency_key)s, %(request_hash)s,
     %(business_key)s, %(now)s, %(now)s, %(schedule_id)s, %(schedule_name)s, %(nominal_at)s,
-    %(covers)s, %(origin)s, %(limits)s)
+    %(covers)s, %(origin)s, %(limits)s, %(trace_context)s)
 ON DUPLICATE KEY UPDATE id = id;
 SELECT id FROM duetime_jobs WHERE id = LAST_INSERT_ID();
 DELETE FROM duetime_job_ids WHERE id = LAST_INSERT_ID();
@@ -57,24 +57,24 @@ DELETE FROM duetime_job_ids WHERE id = LAST_INSERT_ID();
 INSERT INTO duetime_jobs (id, tenant, queue, task, args, priority, due_at, deadline_at, status,
     max_attempts, retry_base, retry_cap, lease_seconds, timeout_seconds, idempotency_key,
     request_hash, business_key, created_at, updated_at, schedule_id, schedule_name, nominal_at,
-    covers, origin, limits)
+    covers, origin, limits, trace_context)
 VALUES (%(id)s, %(tenant)s, %(queue)s, %(task)s, %(args)s, %(priority)s, %(due_at)s,
     %(deadline_at)s, %(status)s, %(max_attempts)s, %(retry_base)s, %(retry_cap)s,
     %(lease_seconds)s, %(timeout_seconds)s, %(idempotency_key)s, %(request_hash)s,
     %(business_key)s, %(now)s, %(now)s, %(schedule_id)s, %(schedule_name)s, %(nominal_at)s,
-    %(covers)s, %(origin)s, %(limits)s)
+    %(covers)s, %(origin)s, %(limits)s, %(trace_context)s)
 ON DUPLICATE KEY UPDATE id = id;
 
 -- name: insert_new_jobs
 INSERT INTO duetime_jobs (id, tenant, queue, task, args, priority, due_at, deadline_at, status,
     max_attempts, retry_base, retry_cap, lease_seconds, timeout_seconds, idempotency_key,
     request_hash, business_key, created_at, updated_at, schedule_id, schedule_name, nominal_at,
-    covers, origin, limits)
+    covers, origin, limits, trace_context)
 VALUES (%(id)s, %(tenant)s, %(queue)s, %(task)s, %(args)s, %(priority)s, %(due_at)s,
     %(deadline_at)s, %(status)s, %(max_attempts)s, %(retry_base)s, %(retry_cap)s,
     %(lease_seconds)s, %(timeout_seconds)s, %(idempotency_key)s, %(request_hash)s,
     %(business_key)s, %(now)s, %(now)s, %(schedule_id)s, %(schedule_name)s, %(nominal_at)s,
-    %(covers)s, %(origin)s, %(limits)s);
+    %(covers)s, %(origin)s, %(limits)s, %(trace_context)s);
 
 -- name: insert_job_batch
 -- enqueue_many's jobs: what they share as parameters, what differs in `rows`, a JSON array of
@@ -82,12 +82,12 @@ VALUES (%(id)s, %(tenant)s, %(queue)s, %(task)s, %(args)s, %(priority)s, %(due_a
 INSERT INTO duetime_jobs (id, tenant, queue, task, args, priority, due_at, deadline_at, status,
     max_attempts, retry_base, retry_cap, lease_seconds, timeout_seconds, idempotency_key,
     request_hash, business_key, created_at, updated_at, schedule_id, schedule_name, nominal_at,
-    covers, origin, limits)
+    covers, origin, limits, trace_context)
 SELECT r.id, %(tenant)s, %(queue)s, %(task)s, r.args, %(priority)s,
     COALESCE(r.due_at, %(due_at)s), %(deadline_at)s, %(status)s, %(max_attempts)s,
     %(retry_base)s, %(retry_cap)s, %(lease_seconds)s, %(timeout_seconds)s, NULL,
     %(request_hash)s, r.business_key, %(now)s, %(now)s, NULL, NULL, NULL, NULL, %(origin)s,
-    %(limits)s
+    %(limits)s, %(trace_context)s
 FROM JSON_TABLE(%(rows)s, '$[*]' COLUMNS (
         id BIGINT PATH '$[0]',
         args LONGTEXT PATH '$[1]',
@@ -830,8 +830,8 @@ SELECT id, generation, claim_token, %(holder)s, 'running', DATE_ADD(%(now)s, INT
 FROM duetime_jobs WHERE id IN (SELECT id FROM duetime_dispatch) AND status = 'running'
 ORDER BY id;
 INSERT INTO duetime_outbox (job_id, attempt_id, queue, task, generation, version, created_at,
-    claim_token)
-SELECT j.id, a.id, j.queue, j.task, j.generation, j.version, %(now)s, a.claim_token
+    claim_token, trace_context)
+SELECT j.id, a.id, j.queue, j.task, j.generation, j.version, %(now)s, a.claim_token, j.trace_context
 FROM duetime_jobs j JOIN duetime_attempts a ON a.job_id = j.id AND a.generation = j.generation
 WHERE j.id IN (SELECT id FROM duetime_dispatch) AND j.status = 'running'
 ORDER BY j.neg_priority, j.due_at, j.id;
@@ -845,8 +845,8 @@ ORDER BY o.id;
 -- per attempt of `attempt_ids` still running and held, written in claim order; the events
 -- come back.
 INSERT INTO duetime_outbox (job_id, attempt_id, queue, task, generation, version, created_at,
-    claim_token)
-SELECT j.id, a.id, j.queue, j.task, j.generation, j.version, %(now)s, a.claim_token
+    claim_token, trace_context)
+SELECT j.id, a.id, j.queue, j.task, j.generation, j.version, %(now)s, a.claim_token, j.trace_context
 FROM duetime_attempts a JOIN duetime_jobs j
     ON j.id = a.job_id AND j.generation = a.generation AND j.claim_token = a.claim_token
 WHERE a.id IN %(attempt_ids)s AND a.status = 'running'

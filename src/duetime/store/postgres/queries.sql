@@ -38,12 +38,12 @@ WITH job AS (
     INSERT INTO duetime_jobs (tenant, queue, task, args, priority, due_at, deadline_at, status,
         max_attempts, retry_base, retry_cap, lease_seconds, timeout_seconds, idempotency_key,
         request_hash, business_key, created_at, updated_at, schedule_id, schedule_name,
-        nominal_at, covers, origin, limits)
+        nominal_at, covers, origin, limits, trace_context)
     VALUES (%(tenant)s, %(queue)s, %(task)s, %(args)s::jsonb, %(priority)s, %(due_at)s,
         %(deadline_at)s, %(status)s, %(max_attempts)s, %(retry_base)s, %(retry_cap)s,
         %(lease_seconds)s, %(timeout_seconds)s, %(idempotency_key)s, %(request_hash)s,
         %(business_key)s, %(now)s, %(now)s, %(schedule_id)s, %(schedule_name)s, %(nominal_at)s,
-        %(covers)s::jsonb, %(origin)s, %(limits)s)
+        %(covers)s::jsonb, %(origin)s, %(limits)s, %(trace_context)s)
     ON CONFLICT DO NOTHING
     RETURNING id
 )
@@ -53,12 +53,12 @@ SELECT id, pg_notify('duetime_due', %(wake)s::text) AS woke FROM job;
 INSERT INTO duetime_jobs (id, tenant, queue, task, args, priority, due_at, deadline_at, status,
     max_attempts, retry_base, retry_cap, lease_seconds, timeout_seconds, idempotency_key,
     request_hash, business_key, created_at, updated_at, schedule_id, schedule_name, nominal_at,
-    covers, origin, limits)
+    covers, origin, limits, trace_context)
 VALUES (%(id)s, %(tenant)s, %(queue)s, %(task)s, %(args)s::jsonb, %(priority)s, %(due_at)s,
     %(deadline_at)s, %(status)s, %(max_attempts)s, %(retry_base)s, %(retry_cap)s,
     %(lease_seconds)s, %(timeout_seconds)s, %(idempotency_key)s, %(request_hash)s,
     %(business_key)s, %(now)s, %(now)s, %(schedule_id)s, %(schedule_name)s, %(nominal_at)s,
-    %(covers)s::jsonb, %(origin)s, %(limits)s)
+    %(covers)s::jsonb, %(origin)s, %(limits)s, %(trace_context)s)
 ON CONFLICT DO NOTHING;
 
 -- name: insert_new_jobs
@@ -67,7 +67,7 @@ ON CONFLICT DO NOTHING;
 COPY duetime_jobs (id, tenant, queue, task, args, priority, due_at, deadline_at, status,
     max_attempts, retry_base, retry_cap, lease_seconds, timeout_seconds, idempotency_key,
     request_hash, business_key, created_at, updated_at, schedule_id, schedule_name, nominal_at,
-    covers, origin, limits)
+    covers, origin, limits, trace_context)
 FROM STDIN (FORMAT BINARY);
 
 -- name: insert_job_batch
@@ -76,14 +76,14 @@ FROM STDIN (FORMAT BINARY);
 INSERT INTO duetime_jobs (id, tenant, queue, task, args, priority, due_at, deadline_at, status,
     max_attempts, retry_base, retry_cap, lease_seconds, timeout_seconds, idempotency_key,
     request_hash, business_key, created_at, updated_at, schedule_id, schedule_name, nominal_at,
-    covers, origin, limits)
+    covers, origin, limits, trace_context)
 SELECT (r ->> 0)::bigint, %(tenant)s::text, %(queue)s::text, %(task)s::text, (r ->> 1)::jsonb,
     %(priority)s::int, COALESCE((r ->> 2)::timestamptz, %(due_at)s::timestamptz),
     %(deadline_at)s::timestamptz, %(status)s::text, %(max_attempts)s::int,
     %(retry_base)s::float8, %(retry_cap)s::float8, %(lease_seconds)s::float8,
     %(timeout_seconds)s::float8, NULL, %(request_hash)s::text, r ->> 3,
     %(now)s::timestamptz, %(now)s::timestamptz, NULL, NULL, NULL, NULL, %(origin)s::text,
-    %(limits)s::text
+    %(limits)s::text, %(trace_context)s::text
 FROM json_array_elements(%(rows)s::json) AS r;
 
 -- name: jobs_by_ids
@@ -882,7 +882,7 @@ WITH picked AS (
     FROM picked
     WHERE j.id = picked.id AND (%(moves)s::jsonb ->> j.status) IS NOT NULL
     RETURNING j.id, j.queue, j.task, j.generation, j.version, j.priority, j.due_at,
-        j.claim_token
+        j.claim_token, j.trace_context
 ), started AS (
     INSERT INTO duetime_attempts (job_id, generation, claim_token, worker_id, status,
         lease_expires_at, started_at, due_at)
@@ -894,8 +894,8 @@ WITH picked AS (
     RETURNING id, job_id
 )
 INSERT INTO duetime_outbox (job_id, attempt_id, queue, task, generation, version, created_at,
-    claim_token)
-SELECT c.id, s.id, c.queue, c.task, c.generation, c.version, %(now)s, c.claim_token
+    claim_token, trace_context)
+SELECT c.id, s.id, c.queue, c.task, c.generation, c.version, %(now)s, c.claim_token, c.trace_context
 FROM claimed AS c JOIN started AS s ON s.job_id = c.id
 ORDER BY c.priority DESC, c.due_at, c.id
 RETURNING *;
@@ -905,8 +905,8 @@ RETURNING *;
 -- per attempt of `attempt_ids` still running and held, written in claim order; the events
 -- come back.
 INSERT INTO duetime_outbox (job_id, attempt_id, queue, task, generation, version, created_at,
-    claim_token)
-SELECT j.id, a.id, j.queue, j.task, j.generation, j.version, %(now)s, a.claim_token
+    claim_token, trace_context)
+SELECT j.id, a.id, j.queue, j.task, j.generation, j.version, %(now)s, a.claim_token, j.trace_context
 FROM duetime_attempts a JOIN duetime_jobs j
     ON j.id = a.job_id AND j.generation = a.generation AND j.claim_token = a.claim_token
 WHERE a.id = ANY (%(attempt_ids)s::bigint[]) AND a.status = 'running'

@@ -168,6 +168,7 @@ class Outbox(Part):
             created_at=self._t(r["created_at"]),
             published_at=self._t(r["published_at"]) if r["published_at"] is not None else None,
             claim_token=r["claim_token"],
+            trace_context=r["trace_context"],
         )
 
     # -- broker-fed workers -------------------------------------------------------------------

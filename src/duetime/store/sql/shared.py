@@ -167,6 +167,7 @@ def job_params(job_id: int, job: NewJob, now: datetime) -> dict[str, Any]:
         "covers": covers_json(job.covers),
         "origin": job.origin,
         "limits": limits_text(job.limits),
+        "trace_context": job.trace_context,
         "now": now,
         "created_at": now,  # by name, for a COPY (insert_new_jobs on PostgreSQL)
         "updated_at": now,
@@ -221,6 +222,7 @@ def new_job_record(job_id: int, new: NewJob, now: datetime) -> Job:
         covers=new.covers,
         origin=new.origin,
         limits=new.limits,
+        trace_context=new.trace_context,
     )
 
 

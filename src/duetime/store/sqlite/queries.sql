@@ -36,11 +36,11 @@ SELECT json_group_array(last.id + n.i) AS ids FROM n, last;
 INSERT INTO duetime_jobs (tenant, queue, task, args, priority, due_at, deadline_at, status,
     max_attempts, retry_base, retry_cap, lease_seconds, timeout_seconds, idempotency_key,
     request_hash, business_key, created_at, updated_at, schedule_id, schedule_name, nominal_at,
-    covers, origin, limits)
+    covers, origin, limits, trace_context)
 VALUES (:tenant, :queue, :task, :args, :priority, :due_at, :deadline_at, :status,
     :max_attempts, :retry_base, :retry_cap, :lease_seconds, :timeout_seconds, :idempotency_key,
     :request_hash, :business_key, :now, :now, :schedule_id, :schedule_name, :nominal_at,
-    :covers, :origin, :limits)
+    :covers, :origin, :limits, :trace_context)
 ON CONFLICT DO NOTHING
 RETURNING id;
 
@@ -48,22 +48,22 @@ RETURNING id;
 INSERT INTO duetime_jobs (id, tenant, queue, task, args, priority, due_at, deadline_at, status,
     max_attempts, retry_base, retry_cap, lease_seconds, timeout_seconds, idempotency_key,
     request_hash, business_key, created_at, updated_at, schedule_id, schedule_name, nominal_at,
-    covers, origin, limits)
+    covers, origin, limits, trace_context)
 VALUES (:id, :tenant, :queue, :task, :args, :priority, :due_at, :deadline_at, :status,
     :max_attempts, :retry_base, :retry_cap, :lease_seconds, :timeout_seconds, :idempotency_key,
     :request_hash, :business_key, :now, :now, :schedule_id, :schedule_name, :nominal_at,
-    :covers, :origin, :limits)
+    :covers, :origin, :limits, :trace_context)
 ON CONFLICT DO NOTHING;
 
 -- name: insert_new_jobs
 INSERT INTO duetime_jobs (id, tenant, queue, task, args, priority, due_at, deadline_at, status,
     max_attempts, retry_base, retry_cap, lease_seconds, timeout_seconds, idempotency_key,
     request_hash, business_key, created_at, updated_at, schedule_id, schedule_name, nominal_at,
-    covers, origin, limits)
+    covers, origin, limits, trace_context)
 VALUES (:id, :tenant, :queue, :task, :args, :priority, :due_at, :deadline_at, :status,
     :max_attempts, :retry_base, :retry_cap, :lease_seconds, :timeout_seconds, :idempotency_key,
     :request_hash, :business_key, :now, :now, :schedule_id, :schedule_name, :nominal_at,
-    :covers, :origin, :limits);
+    :covers, :origin, :limits, :trace_context);
 
 -- name: insert_job_batch
 -- enqueue_many's jobs: what they share as parameters, what differs in `rows`, a JSON array of
@@ -71,12 +71,12 @@ VALUES (:id, :tenant, :queue, :task, :args, :priority, :due_at, :deadline_at, :s
 INSERT INTO duetime_jobs (id, tenant, queue, task, args, priority, due_at, deadline_at, status,
     max_attempts, retry_base, retry_cap, lease_seconds, timeout_seconds, idempotency_key,
     request_hash, business_key, created_at, updated_at, schedule_id, schedule_name, nominal_at,
-    covers, origin, limits)
+    covers, origin, limits, trace_context)
 SELECT json_extract(r.value, '$[0]'), :tenant, :queue, :task, json_extract(r.value, '$[1]'),
     :priority, COALESCE(json_extract(r.value, '$[2]'), :due_at), :deadline_at, :status,
     :max_attempts, :retry_base, :retry_cap, :lease_seconds, :timeout_seconds, NULL,
     :request_hash, json_extract(r.value, '$[3]'), :now, :now, NULL, NULL, NULL, NULL, :origin,
-    :limits
+    :limits, :trace_context
 FROM json_each(:rows) AS r;
 
 -- name: jobs_by_ids
@@ -806,8 +806,8 @@ SELECT id, generation, claim_token, :holder, 'running', :now + CAST(:lease_secon
 FROM duetime_jobs WHERE id IN (SELECT id FROM temp.duetime_dispatch) AND status = 'running'
 ORDER BY id;
 INSERT INTO duetime_outbox (job_id, attempt_id, queue, task, generation, version, created_at,
-    claim_token)
-SELECT j.id, a.id, j.queue, j.task, j.generation, j.version, :now, a.claim_token
+    claim_token, trace_context)
+SELECT j.id, a.id, j.queue, j.task, j.generation, j.version, :now, a.claim_token, j.trace_context
 FROM duetime_jobs j JOIN duetime_attempts a ON a.job_id = j.id AND a.generation = j.generation
 WHERE j.id IN (SELECT id FROM temp.duetime_dispatch) AND j.status = 'running'
 ORDER BY j.priority DESC, j.due_at, j.id;
@@ -821,8 +821,8 @@ ORDER BY o.id;
 -- per attempt of `attempt_ids` still running and held, written in claim order; the events
 -- come back (under the write lock).
 INSERT INTO duetime_outbox (job_id, attempt_id, queue, task, generation, version, created_at,
-    claim_token)
-SELECT j.id, a.id, j.queue, j.task, j.generation, j.version, :now, a.claim_token
+    claim_token, trace_context)
+SELECT j.id, a.id, j.queue, j.task, j.generation, j.version, :now, a.claim_token, j.trace_context
 FROM duetime_attempts a JOIN duetime_jobs j
     ON j.id = a.job_id AND j.generation = a.generation AND j.claim_token = a.claim_token
 WHERE a.id IN (SELECT value FROM json_each(:attempt_ids)) AND a.status = 'running'

@@ -79,6 +79,17 @@ class Attempt:
 
 
 @dataclass(frozen=True)
+class Relative:
+    """A job's parent or child (depends_on), as a job's page shows it: its id and status."""
+
+    id: int
+    status: JobStatus
+
+    def to_json(self) -> JSONObject:
+        return {"id": self.id, "status": str(self.status)}
+
+
+@dataclass(frozen=True)
 class Job:
     """A job as stored: its task, args, status, timing and keys (`App.get_job` adds its
     attempt history)."""
@@ -115,6 +126,13 @@ class Job:
     # while its attempt is dispatched to the broker and no worker accepted it yet (held by the
     # outbox, docs/outbox.md): since when. The job is `running` but waits in the broker.
     dispatched_at: datetime | None = None
+    # with depends_on (docs/workflows.md, "Dependencies"): what a parent's failure does
+    # ("cancel" or "run"), why a parent's failure cancelled it, and (read by get_job) its
+    # parents and children with their statuses
+    on_parent_failure: str | None = None
+    cancel_reason: str | None = None
+    parents: tuple[Relative, ...] = field(default=(), compare=False)
+    children: tuple[Relative, ...] = field(default=(), compare=False)
 
     def dispatched_seconds(self, now: datetime) -> float | None:
         """How long the job has waited in the broker for a worker (dispatched_at), or None."""
@@ -158,6 +176,10 @@ class Job:
             "origin": self.origin,
             "limits": list(self.limits),
             "dispatched_at": _iso(self.dispatched_at),
+            "on_parent_failure": self.on_parent_failure,
+            "cancel_reason": self.cancel_reason,
+            "parents": [r.to_json() for r in self.parents],
+            "children": [r.to_json() for r in self.children],
             "attempt_history": [attempt_to_json(a) for a in self.attempt_history],
         }
 
@@ -211,6 +233,12 @@ class NewJob:
     covers: tuple[datetime, ...] = ()
     origin: str | None = None
     limits: tuple[str, ...] = ()  # the limit keys of its task (core/limits.py), sorted
+    # depends_on (docs/workflows.md, "Dependencies"): the parents' ids, what a parent's
+    # failure does ("cancel" or "run"; None without parents), and the delay= given at enqueue,
+    # which then counts from the release
+    parents: tuple[int, ...] = ()
+    on_parent_failure: str | None = None
+    release_delay: float | None = None
 
 
 class NewJobs(Sequence[NewJob]):

@@ -94,7 +94,18 @@ def job_from_row(
         attempt_history=attempts,
         limits=tuple(json_list(limits)) if limits is not None else (),
         dispatched_at=dispatched_since(row["generation"], attempts or current),
+        on_parent_failure=_since_20(row, "on_parent_failure"),
+        cancel_reason=_since_20(row, "cancel_reason"),
     )
+
+
+def _since_20(row: Row, column: str) -> Any:
+    """A column of migration 20 (dependencies), None on a database not migrated to it yet (a
+    migration test reads its jobs before migrating)."""
+    try:
+        return row[column]
+    except (KeyError, IndexError):
+        return None
 
 
 def dispatched_since(generation: int, attempts: Sequence[Attempt]) -> datetime | None:

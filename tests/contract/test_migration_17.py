@@ -74,7 +74,10 @@ def test_jobs_in_every_state_survive_migration_17(
     ids = [j.id for j, _ in held.values()] + [j.id for j in ended + rest + dispatched]
     ids += [short_job.id, retried.id, orphaned.id]
     before = {i: store.get_job(i) for i in ids}
-    assert {j.status for j in before.values() if j is not None} == set(JobStatus)
+    # every status of schema 16 (blocked came with migration 20)
+    assert {j.status for j in before.values() if j is not None} == set(JobStatus) - {
+        JobStatus.BLOCKED
+    }
 
     assert store.migrate() == [17]
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
@@ -18,7 +19,8 @@ from duetime.cli.support import (
     out,
     table,
 )
-from duetime.core.models import Job, attempt_to_json, page_of
+from duetime.core.dependencies import MAX_CHILDREN_SHOWN
+from duetime.core.models import Job, Relative, attempt_to_json, page_of
 from duetime.core.states import JobStatus
 
 JSON_PAGE = 'print {"items": [...], "next_cursor": ...}'
@@ -173,6 +175,12 @@ def print_job(
         ("created_at", job.created_at.isoformat()),
         ("updated_at", job.updated_at.isoformat()),
     ]
+    if job.parents or job.on_parent_failure:
+        fields.append(("parents", _relatives(job.parents)))
+        fields.append(("on_parent_failure", job.on_parent_failure or "-"))
+    if job.children:
+        more = " (the first shown)" if len(job.children) >= MAX_CHILDREN_SHOWN else ""
+        fields.append(("children", _relatives(job.children) + more))
     width = max(len(k) for k, _ in fields)
     for key, value in fields:
         out(f"{key.ljust(width)}  {value}")
@@ -197,6 +205,11 @@ def print_job(
         )
 
 
+def _relatives(found: Sequence[Relative]) -> str:
+    """Parents or children as `12 (succeeded), 13 (running)`."""
+    return ", ".join(f"{r.id} ({r.status})" for r in found) or "-"
+
+
 def _status(job: Job, unserved: str | None, now: datetime | None = None) -> str:
     """The status, with why a job waits (no worker serves it) or why it expired, or that it
     waits in the broker (dispatched, no worker accepted it yet)."""
@@ -208,6 +221,10 @@ def _status(job: Job, unserved: str | None, now: datetime | None = None) -> str:
         )
     if unserved is not None:
         return f"{job.status}: {unserved}"
+    if job.status is JobStatus.BLOCKED:
+        return f"{job.status}: waits for its parents to end"
+    if job.cancel_reason is not None:
+        return f"{job.status}: {job.cancel_reason}"
     if job.status is JobStatus.EXPIRED and job.deadline_at is not None:
         return f"{job.status}: not started by its deadline {job.deadline_at.isoformat()}"
     return str(job.status)

@@ -96,6 +96,8 @@ def job_from_row(
         dispatched_at=dispatched_since(row["generation"], attempts or current),
         on_parent_failure=_since_20(row, "on_parent_failure"),
         cancel_reason=_since_20(row, "cancel_reason"),
+        parents=(),
+        children=(),
     )
 
 

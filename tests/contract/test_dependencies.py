@@ -13,9 +13,11 @@ import pytest
 
 from duetime.core.clock import ManualClock
 from duetime.core.errors import InvalidRequest
-from duetime.core.models import Job, Lease, Outcome
+from duetime.core.models import Job, JobFilter, Lease, Outcome
 from duetime.core.requests import TaskDefaults
 from duetime.core.retry import ErrorCategory
+from duetime.core.schedule_spec import build_spec
+from duetime.core.schedules import NewOccurrence, Origin, Plan
 from duetime.core.states import Event, JobStatus
 from duetime.runtime.reaper import Reaper
 from duetime.store.base import Store
@@ -58,6 +60,7 @@ def test_a_child_is_released_when_all_its_parents_succeed(
     b = enqueue(store, clock, at=clock.now() + timedelta(seconds=10))
     child = enqueue(store, clock, depends_on=[a.id, b.id])
     assert child.status is S.BLOCKED
+    assert [j.id for j in store.list_jobs(JobFilter(status=S.BLOCKED))] == [child.id]
     shown = _get(store, child.id)
     assert [(r.id, r.status) for r in shown.parents] == [(a.id, S.SCHEDULED), (b.id, S.SCHEDULED)]
     assert [(r.id, r.status) for r in _get(store, a.id).children] == [(child.id, S.BLOCKED)]
@@ -68,14 +71,8 @@ def test_a_child_is_released_when_all_its_parents_succeed(
     released = _get(store, child.id)
     assert released.status is S.SCHEDULED
     assert released.due_at == clock.now()  # due at its release
-    assert store.list_jobs(_filter(S.BLOCKED)) == []
+    assert store.list_jobs(JobFilter(status=S.BLOCKED)) == []
     _succeed(store, clock, released)
-
-
-def _filter(status: JobStatus) -> object:
-    from duetime.core.models import JobFilter
-
-    return JobFilter(status=status)
 
 
 def test_a_delay_counts_from_the_release_and_an_instant_stands(
@@ -190,7 +187,7 @@ def test_a_parent_of_another_tenant_or_missing_is_refused(
         enqueue(store, clock, depends_on=[theirs.id])
     with pytest.raises(InvalidRequest, match="parent job 999999 does not exist"):
         enqueue(store, clock, depends_on=[999999])
-    assert {j.id for j in store.list_jobs(_filter(S.SCHEDULED))} == {theirs.id}  # nothing else
+    assert [j.id for j in store.list_jobs(JobFilter())] == [theirs.id]  # nothing else
 
 
 def test_parents_that_ended_before_the_enqueue_count_at_once(
@@ -274,3 +271,21 @@ def test_an_idempotent_retry_of_a_child_links_nothing_twice(
     assert (first.created, again.created) == (True, False)
     assert again.job.id == first.job.id
     assert [r.id for r in _get(store, parent.id).children] == [first.job.id]
+
+
+def test_a_schedule_deleted_with_an_unstarted_parent_cancels_its_child(
+    store: Store, clock: ManualClock
+) -> None:
+    spec = build_spec("nightly", "t", timezone="UTC", cron="0 * * * *")
+    schedule, _ = store.create_schedule(
+        "default", spec, anchor_at=clock.now(), next_fire_at=None, now=clock.now()
+    )
+    later = clock.now() + timedelta(hours=1)
+    occ = NewOccurrence(later, later, JobStatus.SCHEDULED, Origin.TICK)
+    store.apply_schedule("default", "nightly", clock.now(), lambda s, a: Plan(new_jobs=[occ]))
+    [parent] = store.list_jobs(JobFilter(schedule_id=schedule.id))
+    child = enqueue(store, clock, depends_on=[parent.id])
+    store.delete_schedule("default", "nightly", clock.now())
+    got = _get(store, child.id)
+    assert got.status is S.CANCELLED
+    assert got.cancel_reason == f"parent job {parent.id} ended cancelled"

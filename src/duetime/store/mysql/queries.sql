@@ -1160,3 +1160,10 @@ SELECT j.id, j.status FROM duetime_job_parents l JOIN duetime_jobs j ON j.id = l
 WHERE l.parent_id = %(id)s
 ORDER BY j.id
 LIMIT %(limit)s;
+
+-- name: unstarted_parents
+SELECT id FROM duetime_jobs
+WHERE schedule_id = %(schedule_id)s AND status IN ('scheduled', 'waiting', 'cancelled')
+  AND generation = 0 AND has_children = 1 AND (%(origin)s IS NULL OR origin = %(origin)s)
+ORDER BY id
+FOR UPDATE;

@@ -1210,3 +1210,11 @@ SELECT j.id, j.status FROM duetime_job_parents l JOIN duetime_jobs j ON j.id = l
 WHERE l.parent_id = %(id)s
 ORDER BY j.id
 LIMIT %(limit)s;
+
+-- name: unstarted_parents
+SELECT id FROM duetime_jobs
+WHERE schedule_id = %(schedule_id)s AND status IN ('scheduled', 'waiting', 'cancelled')
+  AND generation = 0 AND has_children = 1
+  AND (%(origin)s::text IS NULL OR origin = %(origin)s::text)
+ORDER BY id
+FOR UPDATE;

@@ -82,14 +82,14 @@ class SQLStore:
         self.dialect = driver.dialect
         self.lock_wait = driver.lock_wait
         self.clock_is_local = driver.clock_is_local
-        self.flow = Flow(driver, monotonic)
-        self.limiter = Limits(driver, monotonic)
         self.dependencies = Dependencies(driver)
+        self.flow = Flow(driver, monotonic, self.dependencies)
+        self.limiter = Limits(driver, monotonic)
         self.jobs = Jobs(driver, self.flow, self.dependencies)
         self.claimer = Claimer(driver, self.flow, self.limiter)
         self.finisher = Finisher(driver, self.limiter, self.dependencies)
         self.outbox = Outbox(driver, self.flow, self.limiter, self.claimer, self.finisher)
-        self.schedules = Schedules(driver)
+        self.schedules = Schedules(driver, self.dependencies)
         self.registry = Registry(driver)
 
     def close(self) -> None:

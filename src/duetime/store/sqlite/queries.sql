@@ -1110,3 +1110,9 @@ SELECT j.id, j.status FROM duetime_job_parents l JOIN duetime_jobs j ON j.id = l
 WHERE l.parent_id = :id
 ORDER BY j.id
 LIMIT :limit;
+
+-- name: unstarted_parents
+SELECT id FROM duetime_jobs
+WHERE schedule_id = :schedule_id AND status IN ('scheduled', 'waiting', 'cancelled')
+  AND generation = 0 AND has_children = 1 AND (:origin IS NULL OR origin = :origin)
+ORDER BY id;

@@ -53,9 +53,7 @@ def _die(store: Store, clock: ManualClock, job: Job) -> None:
     assert store.finish(lease, failed, clock.now())
 
 
-def test_a_child_is_released_when_all_its_parents_succeed(
-    store: Store, clock: ManualClock
-) -> None:
+def test_a_child_is_released_when_all_its_parents_succeed(store: Store, clock: ManualClock) -> None:
     a = enqueue(store, clock)
     b = enqueue(store, clock, at=clock.now() + timedelta(seconds=10))
     child = enqueue(store, clock, depends_on=[a.id, b.id])
@@ -94,7 +92,9 @@ def test_the_last_two_parents_ending_at_once_release_the_child_once(
     store = make_store()
     a, b = enqueue(store, clock), enqueue(store, clock)
     child = enqueue(store, clock, depends_on=[a.id, b.id])
-    leases = {c.job.id: c.lease for c in store.claim(worker_id="w", queues=None, limit=2, now=clock.now())}
+    leases = {
+        c.job.id: c.lease for c in store.claim(worker_id="w", queues=None, limit=2, now=clock.now())
+    }
     assert set(leases) == {a.id, b.id}
     stores = [make_store(), make_store()]
     barrier = threading.Barrier(2)
@@ -165,9 +165,7 @@ def test_run_on_parent_failure_runs_once_every_parent_ended(
     assert _get(store, child.id).status is S.SCHEDULED
 
 
-def test_cancelling_a_blocked_job_cancels_its_descendants(
-    store: Store, clock: ManualClock
-) -> None:
+def test_cancelling_a_blocked_job_cancels_its_descendants(store: Store, clock: ManualClock) -> None:
     parent = enqueue(store, clock, at=clock.now() + timedelta(hours=1))
     child = enqueue(store, clock, depends_on=[parent.id])
     grandchild = enqueue(store, clock, depends_on=[child.id])
@@ -179,9 +177,7 @@ def test_cancelling_a_blocked_job_cancels_its_descendants(
     assert _get(store, parent.id).status is S.SCHEDULED
 
 
-def test_a_parent_of_another_tenant_or_missing_is_refused(
-    store: Store, clock: ManualClock
-) -> None:
+def test_a_parent_of_another_tenant_or_missing_is_refused(store: Store, clock: ManualClock) -> None:
     theirs = enqueue(store, clock, tenant="other")
     with pytest.raises(InvalidRequest, match=f"parent job {theirs.id} is not a job of tenant"):
         enqueue(store, clock, depends_on=[theirs.id])
@@ -229,9 +225,7 @@ def test_a_parent_expiring_unstarted_cancels_its_child(store: Store, clock: Manu
     assert _get(store, child.id).status is S.CANCELLED
 
 
-def test_a_parked_parent_resolved_done_releases_its_child(
-    store: Store, clock: ManualClock
-) -> None:
+def test_a_parked_parent_resolved_done_releases_its_child(store: Store, clock: ManualClock) -> None:
     parent = enqueue(store, clock)
     child = enqueue(store, clock, depends_on=[parent.id])
     lease = _claim(store, clock, parent)

@@ -56,7 +56,7 @@ def test_depends_on_is_checked() -> None:
             parent_ids(bad)  # type: ignore[arg-type]
     with pytest.raises(InvalidRequest, match=f"at most {MAX_PARENTS}"):
         parent_ids(range(1, MAX_PARENTS + 2))
-    with pytest.raises(InvalidRequest, match="'cancel' .* or 'run'"):
+    with pytest.raises(InvalidRequest, match=r"'cancel' .* or 'run'"):
         on_parent_failure("ignore")
 
 

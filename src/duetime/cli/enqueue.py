@@ -21,6 +21,7 @@ from duetime.cli.support import (
     out,
 )
 from duetime.client import App
+from duetime.core.dependencies import OnParentFailure
 from duetime.core.errors import (
     ArgsMismatch,
     ConfigurationError,
@@ -29,7 +30,6 @@ from duetime.core.errors import (
     UnknownTask,
 )
 from duetime.core.models import NewJob
-from duetime.core.dependencies import OnParentFailure
 from duetime.core.requests import TaskDefaults, build_new_job, check_nesting, parse_id
 
 DEFAULT_BATCH = 500  # jobs per transaction of `enqueue --from-file` (the JSON-lines form)

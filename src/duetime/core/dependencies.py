@@ -86,9 +86,7 @@ def parent_ids(value: Iterable[object] | None) -> tuple[int, ...]:
         try:
             number = int(item)
         except ValueError:
-            raise InvalidRequest(
-                f"depends_on holds {item!r}, not a job id; give job ids"
-            ) from None
+            raise InvalidRequest(f"depends_on holds {item!r}, not a job id; give job ids") from None
         if number < 1 or number > 2**63 - 1:
             raise InvalidRequest(f"depends_on holds {number}, not a job id; job ids are >= 1")
         if number not in ids:

@@ -13,8 +13,8 @@ from fastapi import APIRouter, Form, Request
 from fastapi.responses import RedirectResponse, Response
 
 from duetime.client import App
-from duetime.core.errors import DuetimeError, InvalidRequest, StoreUnavailable
 from duetime.core.dependencies import MAX_CHILDREN_SHOWN
+from duetime.core.errors import DuetimeError, InvalidRequest, StoreUnavailable
 from duetime.core.models import Job, JobFilter, page_of
 from duetime.core.states import TRANSITIONS, Event, JobStatus
 from duetime.core.tokens import Role

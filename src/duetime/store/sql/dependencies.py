@@ -90,7 +90,11 @@ class Dependencies(Part):
         return Start(JobStatus.BLOCKED, job.due_at, None)
 
     def apply_starts(
-        self, c: Connection, ids: Sequence[int], jobs: Sequence[NewJob], starts: Sequence[Start | None]
+        self,
+        c: Connection,
+        ids: Sequence[int],
+        jobs: Sequence[NewJob],
+        starts: Sequence[Start | None],
     ) -> None:
         """Give the jobs just inserted with `ids` their start (a job not inserted, its
         idempotency key taken, is not changed: no row has its id)."""
@@ -137,9 +141,7 @@ class Dependencies(Part):
             if found:
                 self.settle(c, [(r["id"], JobStatus(r["status"])) for r in found], now)
 
-    def settle(
-        self, c: Connection, ended: Sequence[tuple[int, JobStatus]], now: datetime
-    ) -> None:
+    def settle(self, c: Connection, ended: Sequence[tuple[int, JobStatus]], now: datetime) -> None:
         """Tell the children of `ended` (parent id, the status it ended in; the parents' rows
         locked by the caller) and apply each blocked child's verdict: released (due by
         core.dependencies.released_due), or cancelled with the reason naming the parent, which
@@ -188,7 +190,9 @@ class Dependencies(Part):
             c.run("cancel_blocked", batch=cancelled, moves=_CANCEL_BLOCKED, now=now)
         return told
 
-    def relatives(self, c: Connection, job_id: int) -> tuple[tuple[Relative, ...], tuple[Relative, ...]]:
+    def relatives(
+        self, c: Connection, job_id: int
+    ) -> tuple[tuple[Relative, ...], tuple[Relative, ...]]:
         """Job `job_id`'s parents and (up to MAX_CHILDREN_SHOWN) children, with their statuses."""
         parents = tuple(
             Relative(r["id"], JobStatus(r["status"])) for r in c.rows("job_parents", id=job_id)

@@ -7,16 +7,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from datetime import UTC, datetime
 
 import pytest
 from starlette.testclient import TestClient
 
 from duetime import App
-from duetime.core.clock import ManualClock
 from integration.apiclient import Api, running_api
 from integration.procs import describe, run_cli
-from integration.test_dashboard import Env, login
+from integration.test_dashboard import Env, env  # noqa: F401 (the dashboard's fixture)
 
 
 @pytest.fixture
@@ -97,16 +95,7 @@ def _fields(text: str) -> dict[str, str]:
     return {k: v.strip() for k, _, v in (line.partition(" ") for line in text.splitlines()) if k}
 
 
-@pytest.fixture
-def env(store_url: str) -> Iterator[Env]:
-    clock = ManualClock(datetime(2026, 1, 15, 9, 0, tzinfo=UTC))
-    app = App(store_url, clock=clock)
-    app.migrate()
-    yield Env(app, clock)
-    app.close()
-
-
-def test_the_job_page_links_parents_and_children_with_their_states(env: Env) -> None:
+def test_the_job_page_links_parents_and_children_with_their_states(env: Env) -> None:  # noqa: F811
     parent = env.scheduled(task="<b>parent</b>")
     child = env.app.enqueue("child", depends_on=[parent.id])
     c: TestClient = env.logged_in()
@@ -120,4 +109,3 @@ def test_the_job_page_links_parents_and_children_with_their_states(env: Env) -> 
     env.app.cancel(parent.id)
     page = c.get(f"/jobs/{child.id}").text
     assert f"data-cancel-reason>Cancelled: parent job {parent.id} ended cancelled." in page
-    assert login  # the dashboard's login helper, used by env.logged_in

@@ -283,3 +283,17 @@ def test_a_schedule_deleted_with_an_unstarted_parent_cancels_its_child(
     got = _get(store, child.id)
     assert got.status is S.CANCELLED
     assert got.cancel_reason == f"parent job {parent.id} ended cancelled"
+
+
+def test_a_released_job_obeys_its_queue_s_flow_controls(store: Store, clock: ManualClock) -> None:
+    parent = enqueue(store, clock)
+    child = enqueue(store, clock, depends_on=[parent.id], queue="held")
+    store.set_queue("held", clock.now(), paused=True)
+    _succeed(store, clock, parent)
+    assert _get(store, child.id).status is S.SCHEDULED
+    clock.advance(5)  # past the controls' cache
+    assert store.claim(worker_id="w", queues=None, limit=10, now=clock.now()) == []
+    store.set_queue("held", clock.now(), paused=False)
+    clock.advance(5)
+    claims = store.claim(worker_id="w", queues=None, limit=10, now=clock.now())
+    assert [c.job.id for c in claims] == [child.id]

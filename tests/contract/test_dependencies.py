@@ -86,38 +86,47 @@ def test_a_delay_counts_from_the_release_and_an_instant_stands(
     assert _get(store, timed.id).due_at == at
 
 
+def _finish_at_once(
+    store: Store, lease: Lease, clock: ManualClock, barrier: threading.Barrier, out: list[bool]
+) -> None:
+    barrier.wait()
+    out.append(store.finish(lease, Outcome(Event.SUCCEED), clock.now()))
+
+
 def test_the_last_two_parents_ending_at_once_release_the_child_once(
     make_store: Callable[[], Store], clock: ManualClock
 ) -> None:
+    """Two stores (connections) finish a child's last two parents at the same instant, a few
+    rounds over: the child is released once each time (one move: its version goes up by one),
+    never left blocked."""
     store = make_store()
-    a, b = enqueue(store, clock), enqueue(store, clock)
-    child = enqueue(store, clock, depends_on=[a.id, b.id])
-    leases = {
-        c.job.id: c.lease for c in store.claim(worker_id="w", queues=None, limit=2, now=clock.now())
-    }
-    assert set(leases) == {a.id, b.id}
     stores = [make_store(), make_store()]
-    barrier = threading.Barrier(2)
-    results: list[bool] = []
+    for _ in range(5):
+        a, b = enqueue(store, clock), enqueue(store, clock)
+        child = enqueue(store, clock, depends_on=[a.id, b.id])
+        claimed = store.claim(worker_id="w", queues=None, limit=2, now=clock.now())
+        leases = {c.job.id: c.lease for c in claimed}
+        assert set(leases) == {a.id, b.id}
+        barrier = threading.Barrier(2)
+        results: list[bool] = []
 
-    def finish(s: Store, lease: Lease) -> None:
-        barrier.wait()
-        results.append(s.finish(lease, Outcome(Event.SUCCEED), clock.now()))
-
-    threads = [
-        threading.Thread(target=finish, args=(s, leases[j.id]))
-        for s, j in zip(stores, (a, b), strict=True)
-    ]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert results == [True, True]
-    released = _get(store, child.id)
-    assert released.status is S.SCHEDULED
-    assert released.version == child.version + 1  # moved once
-    claims = store.claim(worker_id="w", queues=None, limit=10, now=clock.now())
-    assert [c.job.id for c in claims] == [child.id]
+        threads = [
+            threading.Thread(
+                target=_finish_at_once, args=(s, leases[j.id], clock, barrier, results)
+            )
+            for s, j in zip(stores, (a, b), strict=True)
+        ]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert results == [True, True]
+        released = _get(store, child.id)
+        assert released.status is S.SCHEDULED
+        assert released.version == child.version + 1  # moved once
+        claims = store.claim(worker_id="w", queues=None, limit=10, now=clock.now())
+        assert [c.job.id for c in claims] == [child.id]
+        assert store.finish(claims[0].lease, Outcome(Event.SUCCEED), clock.now())
 
 
 def test_a_parent_retried_keeps_its_child_blocked_until_it_succeeds(

@@ -306,3 +306,19 @@ def test_a_released_job_obeys_its_queue_s_flow_controls(store: Store, clock: Man
     clock.advance(5)
     claims = store.claim(worker_id="w", queues=None, limit=10, now=clock.now())
     assert [c.job.id for c in claims] == [child.id]
+
+
+def test_a_wide_fan_in_is_released_once_by_its_last_parent(
+    store: Store, clock: ManualClock
+) -> None:
+    parents = store.enqueue([new(clock) for _ in range(200)], clock.now())
+    child = enqueue(store, clock, depends_on=[r.job.id for r in parents])
+    assert child.status is S.BLOCKED
+    claims = store.claim(worker_id="w", queues=None, limit=200, now=clock.now())
+    assert len(claims) == 200
+    for start in range(0, 200, 50):  # finished in batches, as a worker's completer does
+        batch = [(c.lease, Outcome(Event.SUCCEED)) for c in claims[start : start + 50]]
+        assert store.finish_many(batch, clock.now()) == [True] * 50
+        expected = S.SCHEDULED if start == 150 else S.BLOCKED
+        assert _get(store, child.id).status is expected
+    assert _get(store, child.id).version == child.version + 1

@@ -23,21 +23,22 @@ CANCEL, RUN = OnParentFailure.CANCEL, OnParentFailure.RUN
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 
 
-def test_a_job_waits_until_every_parent_succeeded() -> None:
-    assert not verdict(CANCEL, {1: S.SUCCEEDED, 2: None}).release
-    assert verdict(CANCEL, {1: S.SUCCEEDED, 2: S.SUCCEEDED}).release
+def test_a_job_waits_until_no_parent_is_left() -> None:
+    assert not verdict(CANCEL, {1: S.SUCCEEDED}, 1).release
+    assert verdict(CANCEL, {1: S.SUCCEEDED, 2: S.SUCCEEDED}, 0).release
 
 
 @pytest.mark.parametrize("failed", [S.DEAD, S.CANCELLED, S.EXPIRED])
 def test_a_failed_parent_cancels_at_once_naming_the_first(failed: S) -> None:
-    v = verdict(CANCEL, {3: None, 7: failed, 5: failed})
+    v = verdict(CANCEL, {7: failed, 5: failed, 6: S.SUCCEEDED}, 3)
     assert (v.cancel, v.release, v.failed_parent) == (True, False, 5)
     assert v.reason() == f"parent job 5 ended {failed}"
+    assert verdict(CANCEL, {7: failed}, 0).cancel  # also the last one to end
 
 
 def test_run_waits_for_every_parent_whatever_the_outcome() -> None:
-    assert not verdict(RUN, {1: S.DEAD, 2: None}).release
-    v = verdict(RUN, {1: S.DEAD, 2: S.SUCCEEDED})
+    assert not verdict(RUN, {1: S.DEAD}, 1).release
+    v = verdict(RUN, {1: S.DEAD, 2: S.SUCCEEDED}, 0)
     assert v.release and not v.cancel
 
 

@@ -19,7 +19,7 @@ from duetime.cli.support import (
     out,
     table,
 )
-from duetime.core.dependencies import MAX_CHILDREN_SHOWN
+from duetime.core.dependencies import MAX_RELATIVES_SHOWN
 from duetime.core.models import Job, Relative, attempt_to_json, page_of
 from duetime.core.states import JobStatus
 
@@ -179,7 +179,7 @@ def print_job(
         fields.append(("parents", _relatives(job.parents)))
         fields.append(("on_parent_failure", job.on_parent_failure or "-"))
     if job.children:
-        more = " (the first shown)" if len(job.children) >= MAX_CHILDREN_SHOWN else ""
+        more = " (the first shown)" if len(job.children) >= MAX_RELATIVES_SHOWN else ""
         fields.append(("children", _relatives(job.children) + more))
     width = max(len(k) for k, _ in fields)
     for key, value in fields:

@@ -12,8 +12,8 @@ from enum import StrEnum
 from duetime.core.errors import InvalidRequest
 from duetime.core.states import TERMINAL, JobStatus
 
-MAX_PARENTS = 1000  # parents of one job (depends_on), checked at the edge
-MAX_CHILDREN_SHOWN = 1000  # children listed with a job (get_job, jobs show, the API)
+MAX_PARENTS = 10_000  # parents of one job (depends_on), checked at the edge
+MAX_RELATIVES_SHOWN = 1000  # parents, and children, listed with a job (get_job, the API...)
 
 
 class OnParentFailure(StrEnum):
@@ -47,14 +47,17 @@ class Verdict:
 WAIT = Verdict()
 
 
-def verdict(policy: OnParentFailure, parents: Mapping[int, JobStatus | None]) -> Verdict:
-    """The verdict for a blocked job whose parents (id -> the status each ended in, None while
-    it has not ended) are `parents`. A parent's outcome is the status it first ended in: a
-    replayed parent does not change what its children did."""
-    failed = sorted((pid, s) for pid, s in parents.items() if s is not None and s in FAILED)
-    if failed and policy is OnParentFailure.CANCEL:
-        return Verdict(failed_parent=failed[0][0], failed_status=failed[0][1])
-    if any(s is None for s in parents.values()):
+def verdict(policy: OnParentFailure, told: Mapping[int, JobStatus], left: int) -> Verdict:
+    """The verdict for a blocked job just told of the ends of the parents in `told` (id -> the
+    status it ended in), with `left` parents not ended yet. It was blocked, so no parent told
+    before failed (with "cancel") and its verdict only depends on these: a failed one cancels
+    it (naming the lowest id), and none left releases it. A parent's outcome is the status it
+    first ended in: a replayed parent does not change what its children did."""
+    if policy is OnParentFailure.CANCEL:
+        failed = sorted((pid, s) for pid, s in told.items() if s in FAILED)
+        if failed:
+            return Verdict(failed_parent=failed[0][0], failed_status=failed[0][1])
+    if left > 0:
         return WAIT
     return Verdict(release=True)
 

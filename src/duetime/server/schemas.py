@@ -19,7 +19,7 @@ from pydantic import (
     model_validator,
 )
 
-from duetime.core.dependencies import MAX_CHILDREN_SHOWN, MAX_PARENTS
+from duetime.core.dependencies import MAX_PARENTS, MAX_RELATIVES_SHOWN
 from duetime.core.flow.parsers import MAX_LIMIT, MAX_WEIGHT, MIN_WEIGHT
 from duetime.core.recurrence import MAX_ZONE_NAME
 from duetime.core.schedule_spec import (
@@ -180,11 +180,13 @@ class JobOut(BaseModel):
         default=None, description="why a parent's failure cancelled the job; null otherwise"
     )
     parents: list[RelativeOut] = Field(
-        default_factory=list, description="the jobs it depends on (GET /v1/jobs/{id} only)"
+        default_factory=list,
+        description=f"the jobs it depends on, the first {MAX_RELATIVES_SHOWN} by id "
+        "(GET /v1/jobs/{id} only)",
     )
     children: list[RelativeOut] = Field(
         default_factory=list,
-        description=f"the jobs that depend on it, the first {MAX_CHILDREN_SHOWN} by id "
+        description=f"the jobs that depend on it, the first {MAX_RELATIVES_SHOWN} by id "
         "(GET /v1/jobs/{id} only)",
     )
 

@@ -155,7 +155,7 @@ class Store(Protocol):
         ...
 
     def get_job(self, job_id: int, *, tenant: str | None = None) -> Job | None:
-        """The job with its attempt history, its parents and (the first MAX_CHILDREN_SHOWN by
+        """The job with its attempt history, its parents and (the first MAX_RELATIVES_SHOWN by
         id) children with their statuses, or None (also when it belongs to another tenant)."""
         ...
 

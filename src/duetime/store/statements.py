@@ -252,22 +252,22 @@ STATEMENTS: dict[str, str] = {
     "mark_parents": "sets has_children = 1 on the jobs in ids",
     "insert_links": "inserts the links of `batch` (child_id, parent_id, outcome: the status the "
     "parent ended in, or null)",
-    "set_dependency": "sets status, due_at, on_parent_failure, release_delay, cancel_reason of "
-    "each job of `batch` (id and those)",
+    "set_dependency": "sets status, due_at, on_parent_failure, release_delay, cancel_reason, "
+    "parents_left of each job of `batch` (id and those)",
     "ended_parents": "returns id, status of the jobs in ids with has_children = 1 that are "
     "succeeded, dead, cancelled or expired, their rows locked for the transaction in id order",
-    "untold_children": "returns child_id of the links of the parents in ids without an "
-    "outcome, by child_id",
+    "untold_children": "returns child_id, parent_id of the links of the parents in ids without "
+    "an outcome, by child_id, parent_id",
     "lock_children": "returns id, status, queue, due_at, on_parent_failure, release_delay, "
-    "has_children of the jobs in ids, their rows locked for the transaction in id order",
+    "has_children, parents_left of the jobs in ids, their rows locked for the transaction in id "
+    "order",
     "tell_children": "sets each link of a parent of `batch` (parent_id, outcome) that has no "
     "outcome to that outcome, and has_children of those parents to null",
-    "links_of_children": "returns child_id, parent_id, outcome of the links of the children in "
-    "ids, by child_id, parent_id",
+    "count_parents_left": "sets parents_left of each job of `batch` (id, parents_left)",
     "unblock_jobs": "changes: each job of `batch` (id, due_at) by `moves`, with that due_at",
     "cancel_blocked": "changes: each job of `batch` (id, reason) by `moves`, with cancel_reason "
     "that reason",
-    "job_parents": "returns id, status of the parents of job `id`, by id",
+    "job_parents": "returns id, status of up to `limit` parents of job `id`, by id",
     "job_children": "returns id, status of up to `limit` children of job `id`, by id",
     "unstarted_parents": "returns id of the schedule's jobs that never started (generation 0), "
     "scheduled, waiting or cancelled, with has_children = 1 (of `origin`, unless null), their "

@@ -1090,9 +1090,11 @@ JOIN JSON_TABLE(%(batch)s, '$[*]' COLUMNS (
         due_at DATETIME(6) PATH '$.due_at',
         on_parent_failure VARCHAR(16) PATH '$.on_parent_failure',
         release_delay DOUBLE PATH '$.release_delay',
-        cancel_reason LONGTEXT PATH '$.cancel_reason')) AS v ON j.id = v.id
+        cancel_reason LONGTEXT PATH '$.cancel_reason',
+        parents_left INT PATH '$.parents_left')) AS v ON j.id = v.id
 SET j.due_at = v.due_at, j.on_parent_failure = v.on_parent_failure,
-    j.release_delay = v.release_delay, j.cancel_reason = v.cancel_reason, j.status = v.status;
+    j.release_delay = v.release_delay, j.cancel_reason = v.cancel_reason,
+    j.parents_left = v.parents_left, j.status = v.status;
 
 -- name: ended_parents
 -- of these jobs, the ended ones whose children have not been told
@@ -1103,12 +1105,12 @@ ORDER BY id
 FOR UPDATE;
 
 -- name: untold_children
-SELECT DISTINCT child_id FROM duetime_job_parents
+SELECT child_id, parent_id FROM duetime_job_parents
 WHERE parent_id IN %(ids)s AND outcome IS NULL
-ORDER BY child_id;
+ORDER BY child_id, parent_id;
 
 -- name: lock_children
-SELECT id, status, queue, due_at, on_parent_failure, release_delay, has_children
+SELECT id, status, queue, due_at, on_parent_failure, release_delay, has_children, parents_left
 FROM duetime_jobs
 WHERE id IN %(ids)s
 ORDER BY id
@@ -1127,10 +1129,12 @@ JOIN JSON_TABLE(%(batch)s, '$[*]' COLUMNS (parent_id BIGINT PATH '$.parent_id'))
     ON j.id = v.parent_id
 SET j.has_children = NULL;
 
--- name: links_of_children
-SELECT child_id, parent_id, outcome FROM duetime_job_parents
-WHERE child_id IN %(ids)s
-ORDER BY child_id, parent_id;
+-- name: count_parents_left
+UPDATE duetime_jobs AS j
+JOIN JSON_TABLE(%(batch)s, '$[*]' COLUMNS (
+        id BIGINT PATH '$.id',
+        parents_left INT PATH '$.parents_left')) AS v ON j.id = v.id
+SET j.parents_left = v.parents_left;
 
 -- name: unblock_jobs
 UPDATE duetime_jobs AS j
@@ -1153,7 +1157,8 @@ WHERE JSON_EXTRACT(%(moves)s, CONCAT('$.', j.status)) IS NOT NULL;
 -- name: job_parents
 SELECT j.id, j.status FROM duetime_job_parents l JOIN duetime_jobs j ON j.id = l.parent_id
 WHERE l.child_id = %(id)s
-ORDER BY j.id;
+ORDER BY j.id
+LIMIT %(limit)s;
 
 -- name: job_children
 SELECT j.id, j.status FROM duetime_job_parents l JOIN duetime_jobs j ON j.id = l.child_id

@@ -1146,9 +1146,11 @@ FROM jsonb_to_recordset(%(batch)s::jsonb) AS v(child_id bigint, parent_id bigint
 -- name: set_dependency
 UPDATE duetime_jobs AS j
 SET status = v.status, due_at = v.due_at, on_parent_failure = v.on_parent_failure,
-    release_delay = v.release_delay, cancel_reason = v.cancel_reason
+    release_delay = v.release_delay, cancel_reason = v.cancel_reason,
+    parents_left = v.parents_left
 FROM jsonb_to_recordset(%(batch)s::jsonb) AS v(id bigint, status text, due_at timestamptz,
-    on_parent_failure text, release_delay double precision, cancel_reason text)
+    on_parent_failure text, release_delay double precision, cancel_reason text,
+    parents_left integer)
 WHERE j.id = v.id;
 
 -- name: ended_parents
@@ -1160,12 +1162,12 @@ ORDER BY id
 FOR UPDATE;
 
 -- name: untold_children
-SELECT DISTINCT child_id FROM duetime_job_parents
+SELECT child_id, parent_id FROM duetime_job_parents
 WHERE parent_id = ANY (%(ids)s::bigint[]) AND outcome IS NULL
-ORDER BY child_id;
+ORDER BY child_id, parent_id;
 
 -- name: lock_children
-SELECT id, status, queue, due_at, on_parent_failure, release_delay, has_children
+SELECT id, status, queue, due_at, on_parent_failure, release_delay, has_children, parents_left
 FROM duetime_jobs
 WHERE id = ANY (%(ids)s::bigint[])
 ORDER BY id
@@ -1181,10 +1183,10 @@ WITH v AS (
 )
 UPDATE duetime_jobs AS j SET has_children = NULL FROM v WHERE j.id = v.parent_id;
 
--- name: links_of_children
-SELECT child_id, parent_id, outcome FROM duetime_job_parents
-WHERE child_id = ANY (%(ids)s::bigint[])
-ORDER BY child_id, parent_id;
+-- name: count_parents_left
+UPDATE duetime_jobs AS j SET parents_left = v.parents_left
+FROM jsonb_to_recordset(%(batch)s::jsonb) AS v(id bigint, parents_left integer)
+WHERE j.id = v.id;
 
 -- name: unblock_jobs
 UPDATE duetime_jobs AS j
@@ -1203,7 +1205,8 @@ WHERE j.id = v.id AND (%(moves)s::jsonb ->> j.status) IS NOT NULL;
 -- name: job_parents
 SELECT j.id, j.status FROM duetime_job_parents l JOIN duetime_jobs j ON j.id = l.parent_id
 WHERE l.child_id = %(id)s
-ORDER BY j.id;
+ORDER BY j.id
+LIMIT %(limit)s;
 
 -- name: job_children
 SELECT j.id, j.status FROM duetime_job_parents l JOIN duetime_jobs j ON j.id = l.child_id

@@ -3,25 +3,30 @@ its parents, and what a parent's end does to its blocked children, in the transa
 records that end.
 
 A link (duetime_job_parents: child, parent, outcome) holds the status its parent ended in once
-its children have been told (NULL before). A parent with links not yet told has has_children
-set; the statements that end a job read it (lock_jobs, expire_overdue, transition's row), so
-only a job with children pays for any of this. Telling children takes their rows' locks in id
-order, then decides each blocked child from all its links (read after its lock, so of two
-parents ending at once in two transactions, the second to take the child's lock sees the
-first's outcome): a child is released, cancelled, or stays blocked. Every step is conditional
-(a link is told once, a child moves only from blocked), so telling twice changes nothing.
+its child has been told (NULL before); a child counts the parents that have not told it
+(parents_left). A parent with links not yet told has has_children set; the statements that
+end a job read it (lock_jobs, expire_overdue, transition's row), so only a job with children
+pays for any of this. Telling children reads the untold links of the ending parents (whose
+rows the caller holds: no other transaction can tell those links), takes the children's row
+locks in id order, marks the links told, and decides each blocked child from what it was just
+told and its count: released, cancelled, or still blocked with a smaller count. Of two parents
+of one child ending at once in two transactions, the second to take the child's lock reads the
+count the first left: the child is released once, by whichever is last. A link is told once
+(only where its outcome is NULL) and a child moves only from blocked, so a second telling
+changes nothing; a parent's end costs its own children's rows, never all the links of a child
+(a callback of 10,000 parents is told by each in constant work).
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import datetime
 
 from duetime.core.dependencies import (
-    MAX_CHILDREN_SHOWN,
+    MAX_RELATIVES_SHOWN,
     OnParentFailure,
-    Verdict,
     ended_status,
     released_due,
     verdict,
@@ -39,20 +44,20 @@ _CANCEL_BLOCKED = json.dumps(
 )
 
 
+@dataclass(frozen=True)
 class Start:
-    """How a new job with parents starts: its status, due instant and cancel reason."""
+    """How a new job with parents starts: its status, due instant, cancel reason, and how many
+    of its parents have not ended."""
 
-    __slots__ = ("cancel_reason", "due_at", "status")
-
-    def __init__(self, status: JobStatus, due_at: datetime, cancel_reason: str | None) -> None:
-        self.status = status
-        self.due_at = due_at
-        self.cancel_reason = cancel_reason
+    status: JobStatus
+    due_at: datetime
+    cancel_reason: str | None
+    parents_left: int
 
 
 class Dependencies(Part):
     def starts(
-        self, c: Connection, jobs: Sequence[NewJob], now: datetime
+        self, c: Connection, jobs: Sequence[NewJob]
     ) -> tuple[list[Start | None], dict[int, JobStatus]]:
         """Lock the parents of `jobs` (in id order) and say how each job starts (None: it has
         no parents), with the parents' statuses. Refuses a parent that does not exist or is of
@@ -62,32 +67,32 @@ class Dependencies(Part):
             return [None] * len(jobs), {}
         found = {r["id"]: r for r in c.rows("lock_parents", ids=wanted)}
         statuses = {pid: JobStatus(r["status"]) for pid, r in found.items()}
-        starts: list[Start | None] = []
-        for job in jobs:
-            if not job.parents:
-                starts.append(None)
-                continue
-            for pid in job.parents:
-                row = found.get(pid)
-                if row is None:
-                    raise InvalidRequest(
-                        f"parent job {pid} does not exist; depends_on takes ids of existing jobs"
-                    )
-                if row["tenant"] != job.tenant:
-                    raise InvalidRequest(
-                        f"parent job {pid} is not a job of tenant {job.tenant!r}; a job can "
-                        "depend only on jobs of its own tenant"
-                    )
-            outcome = {pid: ended_status(statuses[pid]) for pid in job.parents}
-            starts.append(self._start(job, verdict(_policy(job.on_parent_failure), outcome)))
-        return starts, statuses
+        return [self._start(job, found, statuses) for job in jobs], statuses
 
-    def _start(self, job: NewJob, v: Verdict) -> Start:
+    def _start(
+        self, job: NewJob, found: dict[int, Row], statuses: dict[int, JobStatus]
+    ) -> Start | None:
+        if not job.parents:
+            return None
+        for pid in job.parents:
+            row = found.get(pid)
+            if row is None:
+                raise InvalidRequest(
+                    f"parent job {pid} does not exist; depends_on takes ids of existing jobs"
+                )
+            if row["tenant"] != job.tenant:
+                raise InvalidRequest(
+                    f"parent job {pid} is not a job of tenant {job.tenant!r}; a job can "
+                    "depend only on jobs of its own tenant"
+                )
+        told = {pid: s for pid in job.parents if (s := ended_status(statuses[pid])) is not None}
+        left = len(job.parents) - len(told)
+        v = verdict(_policy(job.on_parent_failure), told, left)
         if v.release:  # every parent ended as it needs: due as it says (its delay from now)
-            return Start(JobStatus.SCHEDULED, job.due_at, None)
+            return Start(JobStatus.SCHEDULED, job.due_at, None, 0)
         if v.cancel:
-            return Start(JobStatus.CANCELLED, job.due_at, v.reason())
-        return Start(JobStatus.BLOCKED, job.due_at, None)
+            return Start(JobStatus.CANCELLED, job.due_at, v.reason(), left)
+        return Start(JobStatus.BLOCKED, job.due_at, None, left)
 
     def apply_starts(
         self,
@@ -106,6 +111,7 @@ class Dependencies(Part):
                 "on_parent_failure": job.on_parent_failure,
                 "release_delay": job.release_delay,
                 "cancel_reason": start.cancel_reason,
+                "parents_left": start.parents_left,
             }
             for job_id, job, start in zip(ids, jobs, starts, strict=True)
             if start is not None
@@ -146,35 +152,34 @@ class Dependencies(Part):
         locked by the caller) and apply each blocked child's verdict: released (due by
         core.dependencies.released_due), or cancelled with the reason naming the parent, which
         then tells its own children in turn."""
-        told = list(ended)
+        told = dict(ended)
         while told:
-            parents = sorted({pid for pid, _ in told})
-            children = [r["child_id"] for r in c.rows("untold_children", ids=parents)]
-            locked = c.rows("lock_children", ids=children) if children else []
-            outcomes = Rows({"parent_id": pid, "outcome": str(status)} for pid, status in told)
+            links = c.rows("untold_children", ids=sorted(told))
+            news: dict[int, dict[int, JobStatus]] = {}
+            for r in links:
+                news.setdefault(r["child_id"], {})[r["parent_id"]] = told[r["parent_id"]]
+            locked = c.rows("lock_children", ids=sorted(news)) if news else []
+            outcomes = Rows({"parent_id": pid, "outcome": str(s)} for pid, s in told.items())
             c.run("tell_children", batch=outcomes)
-            blocked = {r["id"]: r for r in locked if r["status"] == JobStatus.BLOCKED}
-            if not blocked:
-                return
-            links: dict[int, dict[int, JobStatus | None]] = {cid: {} for cid in blocked}
-            for r in c.rows("links_of_children", ids=sorted(blocked)):
-                links[r["child_id"]][r["parent_id"]] = _status(r["outcome"])
-            told = self._apply(c, blocked, links, now)
+            blocked = [r for r in locked if r["status"] == JobStatus.BLOCKED]
+            told = self._apply(c, blocked, news, now) if blocked else {}
 
     def _apply(
         self,
         c: Connection,
-        blocked: dict[int, Row],
-        links: dict[int, dict[int, JobStatus | None]],
+        blocked: Sequence[Row],
+        news: dict[int, dict[int, JobStatus]],
         now: datetime,
-    ) -> list[tuple[int, JobStatus]]:
-        """Release or cancel the blocked children as their links say; the cancelled ones that
-        have children of their own, to tell next."""
-        released, cancelled = Rows(), Rows()
+    ) -> dict[int, JobStatus]:
+        """Release, cancel or recount the blocked children as what they were told says; the
+        cancelled ones that have children of their own, to tell next."""
+        released, cancelled, counted = Rows(), Rows(), Rows()
         due: list[tuple[str, datetime]] = []
-        told: list[tuple[int, JobStatus]] = []
-        for cid, row in blocked.items():
-            v = verdict(_policy(row["on_parent_failure"]), links[cid])
+        told: dict[int, JobStatus] = {}
+        for row in blocked:
+            cid = row["id"]
+            left = max(0, int(row["parents_left"] or 0) - len(news[cid]))
+            v = verdict(_policy(row["on_parent_failure"]), news[cid], left)
             if v.release:
                 at = released_due(self._t(row["due_at"]), _float(row["release_delay"]), now)
                 released.append({"id": cid, "due_at": self.driver.json_time(at)})
@@ -182,34 +187,32 @@ class Dependencies(Part):
             elif v.cancel:
                 cancelled.append({"id": cid, "reason": v.reason()})
                 if row["has_children"]:
-                    told.append((cid, JobStatus.CANCELLED))
+                    told[cid] = JobStatus.CANCELLED
+            else:
+                counted.append({"id": cid, "parents_left": left})
         if released:
             c.run("unblock_jobs", batch=released, moves=moves_json(Event.UNBLOCK), now=now)
             self.driver.notify(c, earliest_of(due))
         if cancelled:
             c.run("cancel_blocked", batch=cancelled, moves=_CANCEL_BLOCKED, now=now)
+        if counted:
+            c.run("count_parents_left", batch=counted)
         return told
 
     def relatives(
         self, c: Connection, job_id: int
     ) -> tuple[tuple[Relative, ...], tuple[Relative, ...]]:
-        """Job `job_id`'s parents and (up to MAX_CHILDREN_SHOWN) children, with their statuses."""
-        parents = tuple(
-            Relative(r["id"], JobStatus(r["status"])) for r in c.rows("job_parents", id=job_id)
-        )
-        children = tuple(
-            Relative(r["id"], JobStatus(r["status"]))
-            for r in c.rows("job_children", id=job_id, limit=MAX_CHILDREN_SHOWN)
-        )
-        return parents, children
+        """Job `job_id`'s parents and children (the first MAX_RELATIVES_SHOWN of each, by id),
+        with their statuses."""
+        return self._relatives(c, "job_parents", job_id), self._relatives(c, "job_children", job_id)
+
+    def _relatives(self, c: Connection, statement: str, job_id: int) -> tuple[Relative, ...]:
+        rows = c.rows(statement, id=job_id, limit=MAX_RELATIVES_SHOWN)
+        return tuple(Relative(r["id"], JobStatus(r["status"])) for r in rows)
 
 
 def _policy(value: str | None) -> OnParentFailure:
     return OnParentFailure(value) if value else OnParentFailure.CANCEL
-
-
-def _status(value: str | None) -> JobStatus | None:
-    return JobStatus(value) if value is not None else None
 
 
 def _text(value: JobStatus | None) -> str | None:

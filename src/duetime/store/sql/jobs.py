@@ -94,7 +94,7 @@ class Jobs(Part):
         # request goes first), while their ids, reserved up front, follow the request's order.
         # a job with parents: the parents' rows locked (their ends wait for this enqueue), and
         # how it starts (blocked, or as its parents' outcomes say) set before it is read back
-        starts, statuses = self.dependencies.starts(c, jobs, now)
+        starts, statuses = self.dependencies.starts(c, jobs)
         ids = reserve_ids(c, len(jobs))
         order = sorted(range(len(jobs)), key=lambda i: key_order(jobs[i]))
         c.run_many("insert_job", [job_params(ids[i], jobs[i], now) for i in order])

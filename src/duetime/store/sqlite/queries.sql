@@ -1042,8 +1042,10 @@ FROM json_each(:batch);
 -- name: set_dependency
 UPDATE duetime_jobs
 SET status = v.status, due_at = v.due_at, on_parent_failure = v.on_parent_failure,
-    release_delay = v.release_delay, cancel_reason = v.cancel_reason
+    release_delay = v.release_delay, cancel_reason = v.cancel_reason,
+    parents_left = v.parents_left
 FROM (SELECT json_extract(value, '$.id') AS id, json_extract(value, '$.status') AS status,
+             json_extract(value, '$.parents_left') AS parents_left,
              json_extract(value, '$.due_at') AS due_at,
              json_extract(value, '$.on_parent_failure') AS on_parent_failure,
              json_extract(value, '$.release_delay') AS release_delay,
@@ -1059,12 +1061,12 @@ WHERE id IN (SELECT value FROM json_each(:ids)) AND has_children = 1
 ORDER BY id;
 
 -- name: untold_children
-SELECT DISTINCT child_id FROM duetime_job_parents
+SELECT child_id, parent_id FROM duetime_job_parents
 WHERE parent_id IN (SELECT value FROM json_each(:ids)) AND outcome IS NULL
-ORDER BY child_id;
+ORDER BY child_id, parent_id;
 
 -- name: lock_children
-SELECT id, status, queue, due_at, on_parent_failure, release_delay, has_children
+SELECT id, status, queue, due_at, on_parent_failure, release_delay, has_children, parents_left
 FROM duetime_jobs
 WHERE id IN (SELECT value FROM json_each(:ids))
 ORDER BY id;
@@ -1079,10 +1081,12 @@ WHERE parent_id IN (SELECT json_extract(value, '$.parent_id') FROM json_each(:ba
 UPDATE duetime_jobs SET has_children = NULL
 WHERE id IN (SELECT json_extract(value, '$.parent_id') FROM json_each(:batch));
 
--- name: links_of_children
-SELECT child_id, parent_id, outcome FROM duetime_job_parents
-WHERE child_id IN (SELECT value FROM json_each(:ids))
-ORDER BY child_id, parent_id;
+-- name: count_parents_left
+UPDATE duetime_jobs SET parents_left = v.parents_left
+FROM (SELECT json_extract(value, '$.id') AS id,
+             json_extract(value, '$.parents_left') AS parents_left
+      FROM json_each(:batch)) AS v
+WHERE duetime_jobs.id = v.id;
 
 -- name: unblock_jobs
 UPDATE duetime_jobs
@@ -1103,7 +1107,8 @@ WHERE duetime_jobs.id = v.id AND json_type(:moves, '$.' || status) IS NOT NULL;
 -- name: job_parents
 SELECT j.id, j.status FROM duetime_job_parents l JOIN duetime_jobs j ON j.id = l.parent_id
 WHERE l.child_id = :id
-ORDER BY j.id;
+ORDER BY j.id
+LIMIT :limit;
 
 -- name: job_children
 SELECT j.id, j.status FROM duetime_job_parents l JOIN duetime_jobs j ON j.id = l.child_id

@@ -3,11 +3,13 @@
 -- status the parent ended in once it has (NULL before); a parent with children not yet told
 -- of its end has has_children = 1, read by the statements that end it, so that a plain job's
 -- finish pays nothing more. The child keeps what a parent's failure does (on_parent_failure),
+-- how many of its parents have not told it of their end (parents_left),
 -- the delay given at enqueue, counted from its release (release_delay), and why a parent's
 -- failure cancelled it (cancel_reason).
 ALTER TABLE duetime_jobs
     ADD COLUMN has_children TINYINT NULL,
     ADD COLUMN on_parent_failure VARCHAR(16) NULL,
+    ADD COLUMN parents_left INT NULL,
     ADD COLUMN release_delay DOUBLE NULL,
     ADD COLUMN cancel_reason TEXT NULL;
 ALTER TABLE duetime_jobs DROP CONSTRAINT duetime_jobs_status;

@@ -3,10 +3,12 @@
 -- status the parent ended in once it has (NULL before); a parent with children not yet told
 -- of its end has has_children = 1, read by the statements that end it, so that a plain job's
 -- finish pays nothing more. The child keeps what a parent's failure does (on_parent_failure),
+-- how many of its parents have not told it of their end (parents_left),
 -- the delay given at enqueue, counted from its release (release_delay), and why a parent's
 -- failure cancelled it (cancel_reason).
 ALTER TABLE duetime_jobs ADD COLUMN has_children INTEGER;
 ALTER TABLE duetime_jobs ADD COLUMN on_parent_failure TEXT;
+ALTER TABLE duetime_jobs ADD COLUMN parents_left INTEGER;
 ALTER TABLE duetime_jobs ADD COLUMN release_delay REAL;
 ALTER TABLE duetime_jobs ADD COLUMN cancel_reason TEXT;
 -- The status CHECK constraint gains 'blocked'. SQLite cannot alter a constraint, and the usual

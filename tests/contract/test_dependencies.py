@@ -5,12 +5,14 @@ worker's finish, the reaper, an expiry, an operator's cancel or resolve)."""
 
 from __future__ import annotations
 
+import asyncio
 import threading
 from collections.abc import Callable
 from datetime import timedelta
 
 import pytest
 
+import duetime
 from duetime.core.clock import ManualClock
 from duetime.core.errors import InvalidRequest
 from duetime.core.models import Job, JobFilter, Lease, Outcome
@@ -20,8 +22,9 @@ from duetime.core.schedule_spec import build_spec
 from duetime.core.schedules import NewOccurrence, Origin, Plan
 from duetime.core.states import Event, JobStatus
 from duetime.runtime.reaper import Reaper
+from duetime.runtime.worker import Worker
 from duetime.store.base import Store
-from jobhelpers import enqueue, new
+from jobhelpers import enqueue, new, run_until
 
 S = JobStatus
 
@@ -322,3 +325,42 @@ def test_a_wide_fan_in_is_released_once_by_its_last_parent(
         expected = S.SCHEDULED if start == 150 else S.BLOCKED
         assert _get(store, child.id).status is expected
     assert _get(store, child.id).version == child.version + 1
+
+
+def test_a_parent_ending_in_its_handler_s_transaction_releases_there(
+    store: Store, clock: ManualClock
+) -> None:
+    parent = enqueue(store, clock)
+    child = enqueue(store, clock, depends_on=[parent.id])
+    lease = _claim(store, clock, parent)
+    with pytest.raises(RuntimeError):
+        with store.completion(lease, Outcome(Event.SUCCEED), clock.now):
+            raise RuntimeError("the handler's writes fail: nothing is kept")
+    assert _get(store, child.id).status is S.BLOCKED
+    with store.completion(lease, Outcome(Event.SUCCEED), clock.now):
+        pass
+    assert _get(store, child.id).status is S.SCHEDULED
+
+
+def test_a_worker_runs_a_diamond_in_order(make_store: Callable[[], Store], store_url: str) -> None:
+    """A worker runs a diamond (a; b and c after a; d after b and c) from the App's enqueue,
+    each job after its parents (make_store: the database is migrated)."""
+    app = duetime.App(database_url=store_url)
+    ran: list[str] = []
+
+    @app.task(name="step")
+    def step(name: str) -> None:
+        ran.append(name)
+
+    try:
+        a = step.enqueue({"name": "a"})
+        b = app.enqueue("step", {"name": "b"}, depends_on=[a.id])
+        c = app.submit("step", {"name": "c"}, depends_on=[a.id]).job
+        d = app.enqueue("step", {"name": "d"}, depends_on=[b.id, c.id])
+        assert {b.status, c.status, d.status} == {S.BLOCKED}
+        worker = Worker(app, poll_interval=0.02)
+        done = lambda: app.get_job(d.id).status is S.SUCCEEDED  # noqa: E731
+        asyncio.run(run_until(worker, done))
+        assert ran[0] == "a" and sorted(ran[1:3]) == ["b", "c"] and ran[3] == "d"
+    finally:
+        app.close()

@@ -46,6 +46,9 @@ def job_in(store: Store, clock: ManualClock, status: JobStatus) -> tuple[Job, Le
         return _reload(store, job), None
     if status is JobStatus.WAITING:
         return _waiting_occurrence(store, clock), None
+    if status is JobStatus.BLOCKED:  # behind a parent due tomorrow
+        parent = enqueue(store, clock, at=clock.now() + timedelta(days=1))
+        return enqueue(store, clock, depends_on=[parent.id]), None
     job = enqueue(store, clock)
     if status is JobStatus.SCHEDULED:
         return job, None

@@ -39,8 +39,9 @@ def test_a_cancel_request_is_never_lost() -> None:
 
 
 def test_every_status_is_reachable_from_the_entry_statuses() -> None:
-    # jobs are created scheduled, or waiting (a schedule's occurrence buffered behind another)
-    seen = {JobStatus.SCHEDULED, JobStatus.WAITING}
+    # jobs are created scheduled, or waiting (a schedule's occurrence buffered behind another),
+    # or blocked (behind parents, depends_on)
+    seen = {JobStatus.SCHEDULED, JobStatus.WAITING, JobStatus.BLOCKED}
     frontier = list(seen)
     while frontier:
         status = frontier.pop()
@@ -56,9 +57,15 @@ def test_next_status_and_allowed_from() -> None:
     assert next_status(Event.CANCEL, JobStatus.RUNNING) is JobStatus.CANCEL_REQUESTED
     assert next_status(Event.CANCEL, JobStatus.SUCCEEDED) is None
     assert allowed_from(Event.CANCEL) == [
+        "blocked",
         "cancel_requested",
         "parked",
         "running",
         "scheduled",
         "waiting",
     ]
+
+
+def test_a_blocked_job_is_released_or_cancelled_only() -> None:
+    leaving = {e: m[JobStatus.BLOCKED] for e, m in TRANSITIONS.items() if JobStatus.BLOCKED in m}
+    assert leaving == {Event.UNBLOCK: JobStatus.SCHEDULED, Event.CANCEL: JobStatus.CANCELLED}

@@ -21,6 +21,7 @@ from duetime.cli.support import (
     out,
 )
 from duetime.client import App
+from duetime.core.dependencies import OnParentFailure
 from duetime.core.errors import (
     ArgsMismatch,
     ConfigurationError,
@@ -29,7 +30,7 @@ from duetime.core.errors import (
     UnknownTask,
 )
 from duetime.core.models import NewJob
-from duetime.core.requests import TaskDefaults, build_new_job, check_nesting
+from duetime.core.requests import TaskDefaults, build_new_job, check_nesting, parse_id
 
 DEFAULT_BATCH = 500  # jobs per transaction of `enqueue --from-file` (the JSON-lines form)
 MAX_BAD_LINES_SHOWN = 10
@@ -46,6 +47,8 @@ LINE_FIELDS = (
     "deadline",
     "max_attempts",
     "business_key",
+    "depends_on",
+    "on_parent_failure",
 )
 LINE_ALIASES = {"due_at": "at", "delay_seconds": "delay", "deadline_at": "deadline"}
 
@@ -78,6 +81,18 @@ def add_parsers(sub: Any, parents: list[argparse.ArgumentParser]) -> None:
         "--deadline", type=instant, help="expire the job if not started by then (ISO 8601)"
     )
     p.add_argument(
+        "--depends-on",
+        metavar="ID[,ID...]",
+        type=job_ids,
+        help="wait (blocked) until these jobs end; it runs when all succeeded",
+    )
+    p.add_argument(
+        "--on-parent-failure",
+        choices=[str(p) for p in OnParentFailure],
+        help="when a parent ends dead, cancelled or expired: cancel this job and its "
+        "descendants (the default), or run it once every parent has ended",
+    )
+    p.add_argument(
         "--from-file",
         metavar="FILE",
         help="one job per line of a JSON-lines file (- for stdin): a job object, or with TASK "
@@ -107,6 +122,8 @@ def cmd_enqueue(args: argparse.Namespace) -> int:
                 max_attempts=args.max_attempts,
                 deadline=args.deadline,
                 business_key=args.business_key,
+                depends_on=args.depends_on,
+                on_parent_failure=args.on_parent_failure,
             )
         except (UnknownTask, ArgsMismatch) as exc:  # known from --app: exit 2, one line
             sys.stderr.write(f"duetime: error: {exc}\n")
@@ -116,6 +133,14 @@ def cmd_enqueue(args: argparse.Namespace) -> int:
     else:
         out(str(job.id))
     return 0
+
+
+def job_ids(text: str) -> list[int]:
+    """--depends-on: job ids separated by commas."""
+    try:
+        return [parse_id(part, "a job id of --depends-on") for part in text.split(",")]
+    except InvalidRequest as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 # -- enqueue --from-file ------------------------------------------------------------------------
@@ -241,6 +266,8 @@ def parse_line(app: App, args: argparse.Namespace, line: str, now: datetime) -> 
         "priority": args.priority,
         "max_attempts": args.max_attempts,
         "deadline": args.deadline,
+        "depends_on": args.depends_on,
+        "on_parent_failure": args.on_parent_failure,
     }
     if args.task:
         task, job_args, options = args.task, value, flags

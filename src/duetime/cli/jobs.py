@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
@@ -24,8 +25,9 @@ from duetime.cli.support import (
     seconds,
     table,
 )
+from duetime.core.dependencies import MAX_RELATIVES_SHOWN
 from duetime.core.errors import JobFailed, ResultTimeout
-from duetime.core.models import Job, attempt_to_json, page_of
+from duetime.core.models import Job, Relative, attempt_to_json, page_of
 from duetime.core.states import JobStatus
 
 JSON_PAGE = 'print {"items": [...], "next_cursor": ...}'
@@ -234,6 +236,12 @@ def print_job(
         ("updated_at", job.updated_at.isoformat()),
         *_progress_fields(job),
     ]
+    if job.parents or job.on_parent_failure:
+        fields.append(("parents", _relatives(job.parents)))
+        fields.append(("on_parent_failure", job.on_parent_failure or "-"))
+    if job.children:
+        more = " (the first shown)" if len(job.children) >= MAX_RELATIVES_SHOWN else ""
+        fields.append(("children", _relatives(job.children) + more))
     width = max(len(k) for k, _ in fields)
     for key, value in fields:
         out(f"{key.ljust(width)}  {value}")
@@ -272,6 +280,11 @@ def _progress_fields(job: Job) -> list[tuple[str, Any]]:
     return fields
 
 
+def _relatives(found: Sequence[Relative]) -> str:
+    """Parents or children as `12 (succeeded), 13 (running)`."""
+    return ", ".join(f"{r.id} ({r.status})" for r in found) or "-"
+
+
 def _status(job: Job, unserved: str | None, now: datetime | None = None) -> str:
     """The status, with why a job waits (no worker serves it) or why it expired, or that it
     waits in the broker (dispatched, no worker accepted it yet)."""
@@ -283,6 +296,10 @@ def _status(job: Job, unserved: str | None, now: datetime | None = None) -> str:
         )
     if unserved is not None:
         return f"{job.status}: {unserved}"
+    if job.status is JobStatus.BLOCKED:
+        return f"{job.status}: waits for its parents to end"
+    if job.cancel_reason is not None:
+        return f"{job.status}: {job.cancel_reason}"
     if job.status is JobStatus.EXPIRED and job.deadline_at is not None:
         return f"{job.status}: not started by its deadline {job.deadline_at.isoformat()}"
     return str(job.status)

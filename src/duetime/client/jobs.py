@@ -71,12 +71,20 @@ class Jobs(AppPart):
         deadline: datetime | str | None = None,
         business_key: str | None = None,
         connection: Any = None,
+        depends_on: Iterable[int] | None = None,
+        on_parent_failure: str | None = None,
     ) -> Job:
         """Create one job, durably, and return it. `key` makes the call idempotent.
 
         With `connection` (PostgreSQL or MariaDB/MySQL), the job is inserted in that
         connection's open transaction (a psycopg or PyMySQL connection, or a SQLAlchemy session
         or connection on that driver): it exists if and only if your transaction commits.
+
+        `depends_on` (ids of jobs of this tenant) makes the job wait, `blocked`, until its
+        parents end; `on_parent_failure` says what a parent ending dead, cancelled or expired
+        does: "cancel" (the default: this job and its descendants are cancelled) or "run"
+        (it runs once every parent has ended). `delay` then counts from the release
+        (docs/workflows.md, "Dependencies").
         """
         return self.submit(
             task_name,
@@ -90,6 +98,8 @@ class Jobs(AppPart):
             deadline=deadline,
             business_key=business_key,
             connection=connection,
+            depends_on=depends_on,
+            on_parent_failure=on_parent_failure,
         ).job
 
     aenqueue = async_twin(enqueue)
@@ -138,11 +148,14 @@ class Jobs(AppPart):
         deadline: datetime | str | None = None,
         connection: Any = None,
         at_each: Sequence[datetime | str] | None = None,
+        depends_on: Iterable[int] | None = None,
+        on_parent_failure: str | None = None,
     ) -> list[Job]:
         """Create many jobs of one task in one transaction: all of them or none.
 
         `at_each` gives each job its own due instant (one per job, in order) instead of
         `at`/`delay`. `connection` works as for enqueue: the batch joins your transaction.
+        `depends_on` and `on_parent_failure` work as for enqueue, the same parents for each.
         """
         if at_each is not None and (at is not None or delay is not None):
             raise InvalidRequest("give at_each (one instant per job) or at/delay, not both")
@@ -153,6 +166,8 @@ class Jobs(AppPart):
             priority=priority,
             max_attempts=max_attempts,
             deadline=None if at_each is not None else deadline,
+            depends_on=depends_on,
+            on_parent_failure=on_parent_failure,
         )
         # every option checked once; each job's args below
         unread = clock_unread(self.clock)

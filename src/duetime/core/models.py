@@ -79,6 +79,17 @@ class Attempt:
 
 
 @dataclass(frozen=True)
+class Relative:
+    """A job's parent or child (depends_on), as a job's page shows it: its id and status."""
+
+    id: int
+    status: JobStatus
+
+    def to_json(self) -> JSONObject:
+        return {"id": self.id, "status": str(self.status)}
+
+
+@dataclass(frozen=True)
 class Job:
     """A job as stored: its task, args, status, timing and keys (`App.get_job` adds its
     attempt history)."""
@@ -125,6 +136,13 @@ class Job:
     # injects: W3C traceparent and tracestate by default, docs/tracing.md); None when the
     # enqueuing process did not trace
     trace_context: str | None = None
+    # with depends_on (docs/workflows.md, "Dependencies"): what a parent's failure does
+    # ("cancel" or "run"), why a parent's failure cancelled it, and (read by get_job) its
+    # parents and children with their statuses
+    on_parent_failure: str | None = None
+    cancel_reason: str | None = None
+    parents: tuple[Relative, ...] = field(default=(), compare=False)
+    children: tuple[Relative, ...] = field(default=(), compare=False)
 
     def dispatched_seconds(self, now: datetime) -> float | None:
         """How long the job has waited in the broker for a worker (dispatched_at), or None."""
@@ -172,6 +190,10 @@ class Job:
             "progress": self.progress,
             "progress_message": self.progress_message,
             "progress_at": _iso(self.progress_at),
+            "on_parent_failure": self.on_parent_failure,
+            "cancel_reason": self.cancel_reason,
+            "parents": [r.to_json() for r in self.parents],
+            "children": [r.to_json() for r in self.children],
             "attempt_history": [attempt_to_json(a) for a in self.attempt_history],
         }
 
@@ -226,6 +248,12 @@ class NewJob:
     origin: str | None = None
     limits: tuple[str, ...] = ()  # the limit keys of its task (core/limits.py), sorted
     trace_context: str | None = None  # as Job.trace_context: set by duetime.tracing
+    # depends_on (docs/workflows.md, "Dependencies"): the parents' ids, what a parent's
+    # failure does ("cancel" or "run"; None without parents), and the delay= given at enqueue,
+    # which then counts from the release
+    parents: tuple[int, ...] = ()
+    on_parent_failure: str | None = None
+    release_delay: float | None = None
 
 
 class NewJobs(Sequence[NewJob]):

@@ -13,6 +13,8 @@ from datetime import UTC, datetime, timedelta
 from itertools import accumulate
 from typing import Any
 
+from duetime.core.dependencies import on_parent_failure as check_on_parent_failure
+from duetime.core.dependencies import parent_ids
 from duetime.core.durations import parse_duration
 from duetime.core.errors import InvalidRequest, PayloadTooLarge
 from duetime.core.limits import check_limit_keys
@@ -259,6 +261,8 @@ def build_new_job(
     deadline: datetime | str | None = None,
     business_key: str | None = None,
     max_payload_bytes: int = DEFAULT_MAX_PAYLOAD_BYTES,
+    depends_on: Iterable[int | str] | None = None,
+    on_parent_failure: str | None = None,
 ) -> NewJob:
     """Validate one enqueue request and turn it into a NewJob, or raise InvalidRequest."""
     task = check_name(task, "task name", 200)
@@ -266,6 +270,11 @@ def build_new_job(
     args_obj, args_json = dump_args(args, max_payload_bytes)
     if at is not None and delay is not None:
         raise InvalidRequest("give either at= (an instant) or delay= (a duration), not both")
+    parents = parent_ids(depends_on)
+    if on_parent_failure is not None and not parents:
+        raise InvalidRequest("on_parent_failure needs depends_on (the jobs this one waits for)")
+    policy = check_on_parent_failure(on_parent_failure or "cancel") if parents else None
+    release_delay: float | None = None
     due_spec: dict[str, Any]
     if at is not None:
         due_at = parse_instant(at, "due time")
@@ -274,6 +283,7 @@ def build_new_job(
         wait = parse_duration(delay, "delay")
         due_at = now + wait
         due_spec = {"delay": wait.total_seconds()}
+        release_delay = wait.total_seconds()
     else:
         due_at = now
         due_spec = {}
@@ -306,6 +316,9 @@ def build_new_job(
             "max_attempts": attempts,
             "business_key": business_key,
         }
+        if parents:
+            fingerprint["depends_on"] = list(parents)
+            fingerprint["on_parent_failure"] = str(policy)
         digest = hashlib.sha256(
             json.dumps(fingerprint, sort_keys=True, separators=(",", ":")).encode()
         ).hexdigest()
@@ -329,6 +342,9 @@ def build_new_job(
         request_hash=digest,
         business_key=business_key,
         limits=check_limit_keys(defaults.limits),
+        parents=parents,
+        on_parent_failure=str(policy) if policy is not None else None,
+        release_delay=release_delay if parents else None,
     )
 
 

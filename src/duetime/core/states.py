@@ -22,6 +22,7 @@ class JobStatus(StrEnum):
     CANCELLED = "cancelled"
     EXPIRED = "expired"  # not started before deadline_at
     PARKED = "parked"  # a lost attempt's outcome is unknown: an operator resolves it
+    BLOCKED = "blocked"  # waits for its parent jobs to end (docs/workflows.md, "Dependencies")
 
 
 class AttemptStatus(StrEnum):
@@ -52,6 +53,8 @@ class Event(StrEnum):
     # an attempt dispatched to the broker that no worker accepted yet is taken back (an
     # operator's move, or its queue switched to direct): it never started and does not count
     WITHDRAW = "withdraw"
+    # a blocked job's parents have ended as its on_parent_failure asks: it is due
+    UNBLOCK = "unblock"
 
 
 S = JobStatus
@@ -69,6 +72,7 @@ TRANSITIONS: dict[Event, dict[JobStatus, JobStatus]] = {
         S.RUNNING: S.CANCEL_REQUESTED,
         S.CANCEL_REQUESTED: S.CANCEL_REQUESTED,
         S.PARKED: S.CANCELLED,
+        S.BLOCKED: S.CANCELLED,  # also what a parent's failure does to it (on_parent_failure)
     },
     Event.RESCHEDULE: {S.SCHEDULED: S.SCHEDULED},
     Event.EXPIRE: {S.SCHEDULED: S.EXPIRED},
@@ -80,6 +84,7 @@ TRANSITIONS: dict[Event, dict[JobStatus, JobStatus]] = {
     # only while the job's attempt is held by the outbox (core/outbox.py, DISPATCH_HOLDER);
     # a cancel request then ends the job at once, as for a job that never started
     Event.WITHDRAW: {S.RUNNING: S.SCHEDULED, S.CANCEL_REQUESTED: S.CANCELLED},
+    Event.UNBLOCK: {S.BLOCKED: S.SCHEDULED},
 }
 
 TERMINAL: frozenset[JobStatus] = frozenset({S.SUCCEEDED, S.DEAD, S.CANCELLED, S.EXPIRED})

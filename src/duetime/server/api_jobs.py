@@ -46,6 +46,7 @@ CONFLICT: dict[int | str, dict[str, Any]] = {
 }
 ENQUEUE_FIELDS: tuple[str, ...] = ("task", "args", "queue", "priority", "due_at")
 ENQUEUE_FIELDS += ("delay_seconds", "deadline_at", "max_attempts", "business_key")
+ENQUEUE_FIELDS += ("depends_on", "on_parent_failure")
 
 
 def job_out(job: Job) -> dict[str, Any]:
@@ -96,6 +97,8 @@ def enqueue(
             max_attempts=body.max_attempts,
             deadline=body.deadline_at,
             business_key=body.business_key,
+            depends_on=body.depends_on,
+            on_parent_failure=body.on_parent_failure,
         )
     )
     if not result.created:

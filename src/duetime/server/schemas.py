@@ -19,6 +19,7 @@ from pydantic import (
     model_validator,
 )
 
+from duetime.core.dependencies import MAX_PARENTS, MAX_RELATIVES_SHOWN
 from duetime.core.flow.parsers import MAX_LIMIT, MAX_WEIGHT, MIN_WEIGHT
 from duetime.core.recurrence import MAX_ZONE_NAME
 from duetime.core.schedule_spec import (
@@ -73,6 +74,7 @@ Status = Literal[
     "cancelled",
     "expired",
     "parked",
+    "blocked",
 ]
 NAME = Field(min_length=1, max_length=200)
 
@@ -133,6 +135,11 @@ class AttemptOut(BaseModel):
     due_at: AwareDatetime | None = Field(description="when the job was due as this attempt began")
 
 
+class RelativeOut(BaseModel):
+    id: int
+    status: Status
+
+
 class JobOut(BaseModel):
     id: int
     tenant: str
@@ -175,6 +182,23 @@ class JobOut(BaseModel):
         default=None, description="the message of that report (at most 200 characters)"
     )
     progress_at: AwareDatetime | None = Field(default=None, description="when it was written")
+    on_parent_failure: Literal["cancel", "run"] | None = Field(
+        default=None,
+        description="with depends_on: what a parent ending dead, cancelled or expired does",
+    )
+    cancel_reason: str | None = Field(
+        default=None, description="why a parent's failure cancelled the job; null otherwise"
+    )
+    parents: list[RelativeOut] = Field(
+        default_factory=list,
+        description=f"the jobs it depends on, the first {MAX_RELATIVES_SHOWN} by id "
+        "(GET /v1/jobs/{id} only)",
+    )
+    children: list[RelativeOut] = Field(
+        default_factory=list,
+        description=f"the jobs that depend on it, the first {MAX_RELATIVES_SHOWN} by id "
+        "(GET /v1/jobs/{id} only)",
+    )
 
 
 class JobDetail(JobOut):
@@ -207,6 +231,16 @@ class JobIn(BaseModel):
     deadline_at: Instant | None = None
     max_attempts: int | None = Field(default=None, ge=1, le=1000, strict=True)
     business_key: Text | None = Field(default=None, min_length=1, max_length=500)
+    depends_on: list[Annotated[int, Field(ge=1, le=2**63 - 1, strict=True)]] | None = Field(
+        default=None,
+        max_length=MAX_PARENTS,
+        description="ids of jobs of the same tenant: the job is blocked until they end",
+    )
+    on_parent_failure: Literal["cancel", "run"] | None = Field(
+        default=None,
+        description="with depends_on: when a parent ends dead, cancelled or expired, cancel "
+        "the job and its descendants (cancel, the default) or run it once every parent ended",
+    )
 
     @model_validator(mode="after")
     def _one_start(self) -> JobIn:

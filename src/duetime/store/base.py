@@ -141,11 +141,22 @@ class Store(Protocol):
 
         A batch that would take a queue's or a tenant's backlog past its max_backlog raises
         BacklogFull, nothing stored (a schedule's occurrences are always admitted).
+
+        A job with parents (NewJob.parents: docs/workflows.md, "Dependencies") locks them
+        first; a parent that does not exist or is of another tenant raises InvalidRequest,
+        nothing stored. The job is inserted blocked, or scheduled when every parent has ended
+        as its on_parent_failure needs, or cancelled (with cancel_reason) when one failed.
+
+        Every move that ends a job (finish, finish_many, a completion, expire_overdue,
+        transition, a schedule's cancel or delete of its occurrences) tells its blocked
+        children in its own transaction: each is released (scheduled, due per
+        core.dependencies.released_due) or cancelled with its descendants, exactly once.
         """
         ...
 
     def get_job(self, job_id: int, *, tenant: str | None = None) -> Job | None:
-        """The job with its attempt history, or None (also when it belongs to another tenant)."""
+        """The job with its attempt history, its parents and (the first MAX_RELATIVES_SHOWN by
+        id) children with their statuses, or None (also when it belongs to another tenant)."""
         ...
 
     def list_jobs(self, f: JobFilter) -> list[Job]:

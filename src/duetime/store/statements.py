@@ -62,7 +62,8 @@ STATEMENTS: dict[str, str] = {
     "lease_states": "returns attempt_id, job_id, generation, claim_token, lease_expires_at, "
     "job_status of the running attempts of `leases` (job_id, claim_token) whose job holds that "
     "claim token",
-    "lock_jobs": "returns id, generation, claim_token, status, queue of the jobs in ids, their "
+    "lock_jobs": "returns id, generation, claim_token, status, queue, has_children of the jobs "
+    "in ids, their "
     "rows locked for the transaction in id order, with attempt_status and "
     "attempt_lease_expires_at of the job's attempt of its generation and claim token (NULL: "
     "none)",
@@ -87,7 +88,8 @@ STATEMENTS: dict[str, str] = {
     "at now, oldest first; not an attempt still held by `holder` whose outbox event is unpublished",
     "held_leases": "returns attempt_id, job_id, generation, claim_token of the running attempts of "
     "`worker_id`, in attempt id order",
-    "expire_overdue": "changes: up to `limit` scheduled jobs whose deadline passed, by `moves`",
+    "expire_overdue": "up to `limit` scheduled jobs whose deadline passed move by `moves`; "
+    "returns id, has_children of the jobs it moved (maybe also of jobs expired at now before)",
     "transition": "changes: one job by `moves` (an operator's move); see Store.transition",
     "next_due": "returns due_at: the instants at which scheduled jobs of `queues` (of any "
     "queue when all_queues) fall due after now and up to `until`, earliest first, up to limit",
@@ -251,4 +253,30 @@ STATEMENTS: dict[str, str] = {
     "delete_limit": "changes: deletes limit `name`",
     "pause_limit": "creates limit `name` paused until `until` (updated_at now), or moves its "
     "paused_until to `until` when that is later",
+    # -- dependencies (store/sql/dependencies.py)
+    "lock_parents": "returns id, tenant, status of the jobs in ids, their rows locked for the "
+    "transaction in id order",
+    "mark_parents": "sets has_children = 1 on the jobs in ids",
+    "insert_links": "inserts the links of `batch` (child_id, parent_id, outcome: the status the "
+    "parent ended in, or null)",
+    "set_dependency": "sets status, due_at, on_parent_failure, release_delay, cancel_reason, "
+    "parents_left of each job of `batch` (id and those)",
+    "ended_parents": "returns id, status of the jobs in ids with has_children = 1 that are "
+    "succeeded, dead, cancelled or expired, their rows locked for the transaction in id order",
+    "untold_children": "returns child_id, parent_id of the links of the parents in ids without "
+    "an outcome, by child_id, parent_id",
+    "lock_children": "returns id, status, queue, due_at, on_parent_failure, release_delay, "
+    "has_children, parents_left of the jobs in ids, their rows locked for the transaction in id "
+    "order",
+    "tell_children": "sets each link of a parent of `batch` (parent_id, outcome) that has no "
+    "outcome to that outcome, and has_children of those parents to null",
+    "count_parents_left": "sets parents_left of each job of `batch` (id, parents_left)",
+    "unblock_jobs": "changes: each job of `batch` (id, due_at) by `moves`, with that due_at",
+    "cancel_blocked": "changes: each job of `batch` (id, reason) by `moves`, with cancel_reason "
+    "that reason",
+    "job_parents": "returns id, status of up to `limit` parents of job `id`, by id",
+    "job_children": "returns id, status of up to `limit` children of job `id`, by id",
+    "unstarted_parents": "returns id of the schedule's jobs that never started (generation 0), "
+    "scheduled, waiting or cancelled, with has_children = 1 (of `origin`, unless null), their "
+    "rows locked for the transaction in id order",
 }

@@ -13,6 +13,7 @@ from fastapi import APIRouter, Form, Request
 from fastapi.responses import RedirectResponse, Response
 
 from duetime.client import App
+from duetime.core.dependencies import MAX_RELATIVES_SHOWN
 from duetime.core.errors import DuetimeError, InvalidRequest, StoreUnavailable
 from duetime.core.models import Job, JobFilter, page_of
 from duetime.core.states import TRANSITIONS, Event, JobStatus
@@ -303,6 +304,7 @@ def job_page(request: Request, job_id: str) -> Response:
             "actions": _actions(job),
             "schedule_url": _schedule_link(job),
             "unserved": duetime_app(request).unserved(job),
+            "max_children": MAX_RELATIVES_SHOWN,
         },
         nav="jobs",
     )

@@ -228,7 +228,7 @@ WHERE a.status = 'running';
 -- name: lock_jobs
 -- The jobs' rows locked in id order (their current attempts' rows after each), each with its
 -- current attempt (of its generation and claim token), if any.
-SELECT j.id, j.generation, j.claim_token, j.status, j.queue,
+SELECT j.id, j.generation, j.claim_token, j.status, j.queue, j.has_children,
        a.status AS attempt_status, a.lease_expires_at AS attempt_lease_expires_at
 FROM duetime_jobs j
 LEFT JOIN duetime_attempts a
@@ -354,6 +354,10 @@ SET j.version = j.version + 1, j.updated_at = %(now)s,
     j.status = JSON_UNQUOTE(JSON_EXTRACT(%(moves)s, CONCAT('$.', j.status)))
 WHERE j.status = 'scheduled' AND j.deadline_at IS NOT NULL AND j.deadline_at <= %(now)s
   AND JSON_EXTRACT(%(moves)s, CONCAT('$.', j.status)) IS NOT NULL;
+-- the jobs just expired (a job expired by another at the same instant may be among them:
+-- what is done with them can be done twice)
+SELECT j.id, j.has_children FROM duetime_jobs j JOIN duetime_overdue o ON o.id = j.id
+WHERE j.status = 'expired' AND j.updated_at = %(now)s;
 
 -- name: transition
 -- MySQL assigns left to right and later expressions see earlier results: columns whose
@@ -1076,3 +1080,115 @@ SELECT * FROM duetime_limits WHERE name IN %(names)s ORDER BY name FOR UPDATE;
 
 -- name: job_limits
 SELECT id, limits FROM duetime_jobs WHERE id IN %(ids)s AND limits IS NOT NULL;
+
+-- Dependencies (store/sql/dependencies.py; docs/workflows.md, "Dependencies") ---------------
+
+-- name: lock_parents
+SELECT id, tenant, status FROM duetime_jobs
+WHERE id IN %(ids)s
+ORDER BY id
+FOR UPDATE;
+
+-- name: mark_parents
+UPDATE duetime_jobs SET has_children = 1
+WHERE id IN %(ids)s AND has_children IS NULL;
+
+-- name: insert_links
+INSERT INTO duetime_job_parents (child_id, parent_id, outcome)
+SELECT v.child_id, v.parent_id, v.outcome
+FROM JSON_TABLE(%(batch)s, '$[*]' COLUMNS (
+        child_id BIGINT PATH '$.child_id',
+        parent_id BIGINT PATH '$.parent_id',
+        outcome VARCHAR(20) PATH '$.outcome')) AS v;
+
+-- name: set_dependency
+-- MySQL assigns left to right: status goes last
+UPDATE duetime_jobs AS j
+JOIN JSON_TABLE(%(batch)s, '$[*]' COLUMNS (
+        id BIGINT PATH '$.id',
+        status VARCHAR(20) PATH '$.status',
+        due_at DATETIME(6) PATH '$.due_at',
+        on_parent_failure VARCHAR(16) PATH '$.on_parent_failure',
+        release_delay DOUBLE PATH '$.release_delay',
+        cancel_reason LONGTEXT PATH '$.cancel_reason',
+        parents_left INT PATH '$.parents_left')) AS v ON j.id = v.id
+SET j.due_at = v.due_at, j.on_parent_failure = v.on_parent_failure,
+    j.release_delay = v.release_delay, j.cancel_reason = v.cancel_reason,
+    j.parents_left = v.parents_left, j.status = v.status;
+
+-- name: ended_parents
+-- of these jobs, the ended ones whose children have not been told
+SELECT id, status FROM duetime_jobs
+WHERE id IN %(ids)s AND has_children = 1
+  AND status IN ('succeeded', 'dead', 'cancelled', 'expired')
+ORDER BY id
+FOR UPDATE;
+
+-- name: untold_children
+SELECT child_id, parent_id FROM duetime_job_parents
+WHERE parent_id IN %(ids)s AND outcome IS NULL
+ORDER BY child_id, parent_id;
+
+-- name: lock_children
+SELECT id, status, queue, due_at, on_parent_failure, release_delay, has_children, parents_left
+FROM duetime_jobs
+WHERE id IN %(ids)s
+ORDER BY id
+FOR UPDATE;
+
+-- name: tell_children
+-- each parent's outcome on its links not told yet; the parents have no child left to tell
+UPDATE duetime_job_parents AS l
+JOIN JSON_TABLE(%(batch)s, '$[*]' COLUMNS (
+        parent_id BIGINT PATH '$.parent_id',
+        outcome VARCHAR(20) PATH '$.outcome')) AS v ON l.parent_id = v.parent_id
+SET l.outcome = v.outcome
+WHERE l.outcome IS NULL;
+UPDATE duetime_jobs AS j
+JOIN JSON_TABLE(%(batch)s, '$[*]' COLUMNS (parent_id BIGINT PATH '$.parent_id')) AS v
+    ON j.id = v.parent_id
+SET j.has_children = NULL;
+
+-- name: count_parents_left
+UPDATE duetime_jobs AS j
+JOIN JSON_TABLE(%(batch)s, '$[*]' COLUMNS (
+        id BIGINT PATH '$.id',
+        parents_left INT PATH '$.parents_left')) AS v ON j.id = v.id
+SET j.parents_left = v.parents_left;
+
+-- name: unblock_jobs
+UPDATE duetime_jobs AS j
+JOIN JSON_TABLE(%(batch)s, '$[*]' COLUMNS (
+        id BIGINT PATH '$.id',
+        due_at DATETIME(6) PATH '$.due_at')) AS v ON j.id = v.id
+SET j.due_at = v.due_at, j.version = j.version + 1, j.updated_at = %(now)s,
+    j.status = JSON_UNQUOTE(JSON_EXTRACT(%(moves)s, CONCAT('$.', j.status)))
+WHERE JSON_EXTRACT(%(moves)s, CONCAT('$.', j.status)) IS NOT NULL;
+
+-- name: cancel_blocked
+UPDATE duetime_jobs AS j
+JOIN JSON_TABLE(%(batch)s, '$[*]' COLUMNS (
+        id BIGINT PATH '$.id',
+        reason LONGTEXT PATH '$.reason')) AS v ON j.id = v.id
+SET j.cancel_reason = v.reason, j.version = j.version + 1, j.updated_at = %(now)s,
+    j.status = JSON_UNQUOTE(JSON_EXTRACT(%(moves)s, CONCAT('$.', j.status)))
+WHERE JSON_EXTRACT(%(moves)s, CONCAT('$.', j.status)) IS NOT NULL;
+
+-- name: job_parents
+SELECT j.id, j.status FROM duetime_job_parents l JOIN duetime_jobs j ON j.id = l.parent_id
+WHERE l.child_id = %(id)s
+ORDER BY j.id
+LIMIT %(limit)s;
+
+-- name: job_children
+SELECT j.id, j.status FROM duetime_job_parents l JOIN duetime_jobs j ON j.id = l.child_id
+WHERE l.parent_id = %(id)s
+ORDER BY j.id
+LIMIT %(limit)s;
+
+-- name: unstarted_parents
+SELECT id FROM duetime_jobs
+WHERE schedule_id = %(schedule_id)s AND status IN ('scheduled', 'waiting', 'cancelled')
+  AND generation = 0 AND has_children = 1 AND (%(origin)s IS NULL OR origin = %(origin)s)
+ORDER BY id
+FOR UPDATE;

@@ -311,7 +311,7 @@ WHERE a.status = 'running';
 -- name: lock_jobs
 -- The jobs' rows locked in id order, each with its current attempt (of its generation and
 -- claim token), if any.
-SELECT j.id, j.generation, j.claim_token, j.status, j.queue,
+SELECT j.id, j.generation, j.claim_token, j.status, j.queue, j.has_children,
        a.status AS attempt_status, a.lease_expires_at AS attempt_lease_expires_at
 FROM duetime_jobs j
 LEFT JOIN duetime_attempts a
@@ -416,7 +416,8 @@ WHERE id = ANY (ARRAY(
     ORDER BY deadline_at, id
     LIMIT %(limit)s
     FOR UPDATE SKIP LOCKED))
-  AND (%(moves)s::jsonb ->> status) IS NOT NULL;
+  AND (%(moves)s::jsonb ->> status) IS NOT NULL
+RETURNING id, has_children;
 
 -- name: transition
 UPDATE duetime_jobs
@@ -1145,3 +1146,99 @@ SELECT * FROM duetime_limits WHERE name = ANY (%(names)s::text[]) ORDER BY name 
 
 -- name: job_limits
 SELECT id, limits FROM duetime_jobs WHERE id = ANY (%(ids)s::bigint[]) AND limits IS NOT NULL;
+
+-- Dependencies (store/sql/dependencies.py; docs/workflows.md, "Dependencies") ---------------
+
+-- name: lock_parents
+SELECT id, tenant, status FROM duetime_jobs
+WHERE id = ANY (%(ids)s::bigint[])
+ORDER BY id
+FOR UPDATE;
+
+-- name: mark_parents
+UPDATE duetime_jobs SET has_children = 1
+WHERE id = ANY (%(ids)s::bigint[]) AND has_children IS NULL;
+
+-- name: insert_links
+INSERT INTO duetime_job_parents (child_id, parent_id, outcome)
+SELECT v.child_id, v.parent_id, v.outcome
+FROM jsonb_to_recordset(%(batch)s::jsonb) AS v(child_id bigint, parent_id bigint, outcome text);
+
+-- name: set_dependency
+UPDATE duetime_jobs AS j
+SET status = v.status, due_at = v.due_at, on_parent_failure = v.on_parent_failure,
+    release_delay = v.release_delay, cancel_reason = v.cancel_reason,
+    parents_left = v.parents_left
+FROM jsonb_to_recordset(%(batch)s::jsonb) AS v(id bigint, status text, due_at timestamptz,
+    on_parent_failure text, release_delay double precision, cancel_reason text,
+    parents_left integer)
+WHERE j.id = v.id;
+
+-- name: ended_parents
+-- of these jobs, the ended ones whose children have not been told
+SELECT id, status FROM duetime_jobs
+WHERE id = ANY (%(ids)s::bigint[]) AND has_children = 1
+  AND status IN ('succeeded', 'dead', 'cancelled', 'expired')
+ORDER BY id
+FOR UPDATE;
+
+-- name: untold_children
+SELECT child_id, parent_id FROM duetime_job_parents
+WHERE parent_id = ANY (%(ids)s::bigint[]) AND outcome IS NULL
+ORDER BY child_id, parent_id;
+
+-- name: lock_children
+SELECT id, status, queue, due_at, on_parent_failure, release_delay, has_children, parents_left
+FROM duetime_jobs
+WHERE id = ANY (%(ids)s::bigint[])
+ORDER BY id
+FOR UPDATE;
+
+-- name: tell_children
+-- each parent's outcome on its links not told yet; the parents have no child left to tell
+WITH v AS (
+    SELECT * FROM jsonb_to_recordset(%(batch)s::jsonb) AS v(parent_id bigint, outcome text)
+), told AS (
+    UPDATE duetime_job_parents AS l SET outcome = v.outcome
+    FROM v WHERE l.parent_id = v.parent_id AND l.outcome IS NULL
+)
+UPDATE duetime_jobs AS j SET has_children = NULL FROM v WHERE j.id = v.parent_id;
+
+-- name: count_parents_left
+UPDATE duetime_jobs AS j SET parents_left = v.parents_left
+FROM jsonb_to_recordset(%(batch)s::jsonb) AS v(id bigint, parents_left integer)
+WHERE j.id = v.id;
+
+-- name: unblock_jobs
+UPDATE duetime_jobs AS j
+SET status = (%(moves)s::jsonb ->> j.status), due_at = v.due_at,
+    version = j.version + 1, updated_at = %(now)s
+FROM jsonb_to_recordset(%(batch)s::jsonb) AS v(id bigint, due_at timestamptz)
+WHERE j.id = v.id AND (%(moves)s::jsonb ->> j.status) IS NOT NULL;
+
+-- name: cancel_blocked
+UPDATE duetime_jobs AS j
+SET status = (%(moves)s::jsonb ->> j.status), cancel_reason = v.reason,
+    version = j.version + 1, updated_at = %(now)s
+FROM jsonb_to_recordset(%(batch)s::jsonb) AS v(id bigint, reason text)
+WHERE j.id = v.id AND (%(moves)s::jsonb ->> j.status) IS NOT NULL;
+
+-- name: job_parents
+SELECT j.id, j.status FROM duetime_job_parents l JOIN duetime_jobs j ON j.id = l.parent_id
+WHERE l.child_id = %(id)s
+ORDER BY j.id
+LIMIT %(limit)s;
+
+-- name: job_children
+SELECT j.id, j.status FROM duetime_job_parents l JOIN duetime_jobs j ON j.id = l.child_id
+WHERE l.parent_id = %(id)s
+ORDER BY j.id
+LIMIT %(limit)s;
+
+-- name: unstarted_parents
+SELECT id FROM duetime_jobs
+WHERE schedule_id = %(schedule_id)s AND status IN ('scheduled', 'waiting', 'cancelled')
+  AND generation = 0 AND has_children = 1
+  AND (%(origin)s::text IS NULL OR origin = %(origin)s::text)
+ORDER BY id
+FOR UPDATE;

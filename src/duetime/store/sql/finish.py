@@ -20,9 +20,17 @@ from duetime.core.errors import StaleAttempt, StoreError
 from duetime.core.models import ExpiredLease, Lease, LeaseState, Outcome
 from duetime.core.outbox import DISPATCH_HOLDER
 from duetime.core.retry import ErrorCategory
-from duetime.core.states import ATTEMPT_END, AttemptStatus, Event, JobStatus, next_status
+from duetime.core.states import (
+    ATTEMPT_END,
+    TERMINAL,
+    AttemptStatus,
+    Event,
+    JobStatus,
+    next_status,
+)
 from duetime.store.driver import Connection, Driver, Row, Rows
 from duetime.store.rows import moves_json
+from duetime.store.sql.dependencies import Dependencies
 from duetime.store.sql.limits import Limits
 from duetime.store.sql.shared import Part, conflicts_retried, earliest_of
 
@@ -51,9 +59,10 @@ def _fence_holds(job: Row, lease: Lease) -> bool:
 
 
 class Finisher(Part):
-    def __init__(self, driver: Driver, limits: Limits) -> None:
+    def __init__(self, driver: Driver, limits: Limits, dependencies: Dependencies) -> None:
         super().__init__(driver)
         self.limits = limits
+        self.dependencies = dependencies
 
     @conflicts_retried
     def heartbeat(self, leases: Sequence[Lease], now: datetime) -> list[LeaseState]:
@@ -164,6 +173,7 @@ class Finisher(Part):
         applied: list[bool] = []
         moves = Rows()
         extras = []  # the outcomes that carry a result or progress: most carry neither
+        tell: list[tuple[int, JobStatus]] = []  # jobs with children to tell of their end
         for lease, outcome in items:
             job = jobs.pop(lease.job_id, None)  # one outcome per job and batch at most
             target = None
@@ -178,6 +188,8 @@ class Finisher(Part):
             applied.append(target is not None)
             if job is None or target is None:
                 continue
+            if job["has_children"] and target in TERMINAL:
+                tell.append((lease.job_id, target))
             moves.append(
                 {
                     "job_id": lease.job_id,
@@ -204,6 +216,8 @@ class Finisher(Part):
             for extra in extras:  # under the locks taken above, fenced as the finish was
                 c.run("keep_results", **extra, now=now)
             self.limits.count_outcomes(c, _outcomes(items, applied), now)
+            if tell:  # their blocked children released or cancelled, in this transaction
+                self.dependencies.settle(c, tell, now)
             again = {
                 m["job_id"]: m["due_at"] for m in moves if m["to_status"] == JobStatus.SCHEDULED
             }
@@ -289,7 +303,11 @@ class Finisher(Part):
     @conflicts_retried
     def expire_overdue(self, now: datetime, limit: int) -> int:
         with self.driver.transaction() as c:
-            return c.run("expire_overdue", moves=moves_json(Event.EXPIRE), now=now, limit=limit)
+            rows = c.rows("expire_overdue", moves=moves_json(Event.EXPIRE), now=now, limit=limit)
+            parents = [r["id"] for r in rows if r["has_children"]]
+            if parents:  # their children learn of it in this transaction
+                self.dependencies.settle(c, [(i, JobStatus.EXPIRED) for i in parents], now)
+        return len(rows)
 
 
 def _extras(move: dict[str, Any], outcome: Outcome) -> dict[str, Any]:

@@ -33,6 +33,7 @@ from duetime.core.outbox import DISPATCH_HOLDER, Dispatch, QueueSettings
 from duetime.core.states import Event, JobStatus, next_status
 from duetime.store.driver import Connection, Driver, Row
 from duetime.store.sql.cache import TtlCache
+from duetime.store.sql.dependencies import Dependencies
 from duetime.store.sql.shared import Part, conflicts_retried, earliest_of, withdraw_dispatched
 
 log = logging.getLogger("duetime.store")
@@ -44,8 +45,11 @@ QUEUE_MODES_SECONDS = 1.0
 
 
 class Flow(Part):
-    def __init__(self, driver: Driver, monotonic: Callable[[], float]) -> None:
+    def __init__(
+        self, driver: Driver, monotonic: Callable[[], float], dependencies: Dependencies
+    ) -> None:
         super().__init__(driver)
+        self.dependencies = dependencies
         self._outbox_queues: TtlCache[list[str]] = TtlCache(QUEUE_MODES_SECONDS, monotonic)
         self._controls: TtlCache[FlowControls] = TtlCache(CONTROLS_SECONDS, monotonic)
 
@@ -115,6 +119,9 @@ class Flow(Part):
         jobs are claimed at once; their messages, if any, are then stale. Their attempts
         do not count. Notifies the workers of the jobs due now."""
         rows = withdraw_dispatched(c, now, direct=True)
+        ended = [r["id"] for r in rows if r["status"] == JobStatus.CANCELLED]
+        if ended:  # a standing cancel request ended them: their children are told
+            self.dependencies.settle_ids(c, ended, now)
         due = [(r["queue"], self._t(r["due_at"])) for r in rows if r["status"] == "scheduled"]
         if due:
             self.driver.notify(c, earliest_of(due))

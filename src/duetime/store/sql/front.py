@@ -60,6 +60,7 @@ from duetime.core.tokens import ApiToken, Role
 from duetime.store.base import Claimed, ClaimPlan, Decide, DispatchedEvents, Listener
 from duetime.store.driver import Connection, Driver, refuse_newer
 from duetime.store.sql.claim import Claimer
+from duetime.store.sql.dependencies import Dependencies
 from duetime.store.sql.finish import Finisher
 from duetime.store.sql.flow import Flow
 from duetime.store.sql.jobs import BATCH_SLICE, Jobs
@@ -81,13 +82,14 @@ class SQLStore:
         self.dialect = driver.dialect
         self.lock_wait = driver.lock_wait
         self.clock_is_local = driver.clock_is_local
-        self.flow = Flow(driver, monotonic)
+        self.dependencies = Dependencies(driver)
+        self.flow = Flow(driver, monotonic, self.dependencies)
         self.limiter = Limits(driver, monotonic)
-        self.jobs = Jobs(driver, self.flow)
+        self.jobs = Jobs(driver, self.flow, self.dependencies)
         self.claimer = Claimer(driver, self.flow, self.limiter)
-        self.finisher = Finisher(driver, self.limiter)
+        self.finisher = Finisher(driver, self.limiter, self.dependencies)
         self.outbox = Outbox(driver, self.flow, self.limiter, self.claimer, self.finisher)
-        self.schedules = Schedules(driver)
+        self.schedules = Schedules(driver, self.dependencies)
         self.registry = Registry(driver)
 
     def close(self) -> None:

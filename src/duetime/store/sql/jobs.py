@@ -18,6 +18,7 @@ from duetime.core.states import HELD, Event, JobStatus
 from duetime.store.base import Listener
 from duetime.store.driver import Connection, Driver, Row
 from duetime.store.rows import attempts_by_job, job_from_row, refusal
+from duetime.store.sql.dependencies import Dependencies
 from duetime.store.sql.flow import Flow
 from duetime.store.sql.shared import (
     Part,
@@ -36,9 +37,10 @@ BATCH_SLICE = 250  # jobs per insert of a bulk enqueue
 
 
 class Jobs(Part):
-    def __init__(self, driver: Driver, flow: Flow) -> None:
+    def __init__(self, driver: Driver, flow: Flow, dependencies: Dependencies) -> None:
         super().__init__(driver)
         self.flow = flow
+        self.dependencies = dependencies
 
     @conflicts_retried
     def enqueue(
@@ -51,7 +53,11 @@ class Jobs(Part):
             with self.driver.joined(connection) as c:
                 self.flow.admit(c, jobs, controls)
                 return self._enqueue(c, jobs, now)
-        if len(jobs) == 1 and not controls.bounds(jobs[0].queue, jobs[0].tenant):
+        if (
+            len(jobs) == 1
+            and not jobs[0].parents
+            and not controls.bounds(jobs[0].queue, jobs[0].tenant)
+        ):
             # one statement that commits on its own (PostgreSQL: one round trip, its wake-up
             # included); a key or occurrence met on the way, or a backlog bound to check
             # first, goes the long way below
@@ -74,7 +80,7 @@ class Jobs(Part):
         return None if row is None else Enqueued(new_job_record(row["id"], job, now), True)
 
     def _enqueue(self, c: Connection, jobs: Sequence[NewJob], now: datetime) -> list[Enqueued]:
-        if len(jobs) == 1:
+        if len(jobs) == 1 and not jobs[0].parents:
             one = self._enqueue_one(c, jobs[0], now)
             if one is not None:
                 return [one]
@@ -86,9 +92,13 @@ class Jobs(Part):
         # batches taking the same keys in different orders could deadlock. Rows therefore go
         # in in the order of their keys (the sort is stable: of two equal keys the first in the
         # request goes first), while their ids, reserved up front, follow the request's order.
+        # a job with parents: the parents' rows locked (their ends wait for this enqueue), and
+        # how it starts (blocked, or as its parents' outcomes say) set before it is read back
+        starts, statuses = self.dependencies.starts(c, jobs)
         ids = reserve_ids(c, len(jobs))
         order = sorted(range(len(jobs)), key=lambda i: key_order(jobs[i]))
         c.run_many("insert_job", [job_params(ids[i], jobs[i], now) for i in order])
+        self.dependencies.apply_starts(c, ids, jobs, starts)
         created = {row["id"]: row for row in c.rows("jobs_by_ids", ids=ids)}
         taken = [job for job_id, job in zip(ids, jobs, strict=True) if job_id not in created]
         originals = self._jobs_by_key(c, taken)
@@ -123,12 +133,16 @@ class Jobs(Part):
                     break
                 # the holder of the key was deleted meanwhile: the key is free again
                 c.run("insert_job", **job_params(job_id, job, now))
+                self.dependencies.apply_starts(c, [job_id], [job], [starts[ids.index(job_id)]])
                 row = c.one("select_job", id=job_id, tenant=None)
                 if row is None:
                     originals.update(self._jobs_by_key(c, [job]))
             else:
                 results.append(Enqueued(job_from_row(row, self._t), True))
-        self.driver.notify(c, earliest(r.job for r in results if r.created))
+        if statuses:
+            made = [(r.job.id, job) for r, job in zip(results, jobs, strict=True) if r.created]
+            self.dependencies.link(c, made, statuses)
+        self.driver.notify(c, earliest(r.job for r in results if r.created and _due(r.job)))
         return results
 
     def _enqueue_fresh(
@@ -196,7 +210,13 @@ class Jobs(Part):
 
     def get_job(self, job_id: int, *, tenant: str | None = None) -> Job | None:
         with self.driver.transaction(snapshot=True) as c:
-            return load_job(c, self._t, job_id, tenant, True)
+            job = load_job(c, self._t, job_id, tenant, True)
+            if job is None:
+                return None
+            parents, children = self.dependencies.relatives(c, job_id)
+        if parents or children:
+            job = variant(job, parents=parents, children=children)
+        return job
 
     def list_jobs(self, f: JobFilter) -> list[Job]:
         with self.driver.transaction(snapshot=True) as c:
@@ -273,11 +293,19 @@ class Jobs(Part):
                 raise JobNotFound(job_id)
             if not moved:
                 raise refusal(job, event, due_at)
+            if job.terminal:  # its children learn of its end (a cancel, a resolve)
+                self.dependencies.settle_ids(c, [job_id], now)
             if job.status is JobStatus.SCHEDULED:
                 self.driver.notify(c, {job.queue: job.due_at})
         return job
 
 
 def _fresh(job: NewJob) -> bool:
-    """True when the job cannot meet a unique key: no idempotency key, no occurrence."""
-    return job.idempotency_key is None and job.schedule_id is None
+    """True when the job cannot meet a unique key (no idempotency key, no occurrence) and has
+    no parents."""
+    return job.idempotency_key is None and job.schedule_id is None and not job.parents
+
+
+def _due(job: Job) -> bool:
+    """A job just created that a worker may claim when due (not blocked, not cancelled)."""
+    return job.status not in (JobStatus.BLOCKED, JobStatus.CANCELLED)

@@ -12,10 +12,11 @@ from duetime.core.schedule_spec import ScheduleSpec, spec_from_json
 from duetime.core.schedules import Occurrence, Plan, Schedule, occurrence_job
 from duetime.core.states import Event, JobStatus
 from duetime.store.base import Decide
-from duetime.store.driver import Connection, Row
+from duetime.store.driver import Connection, Driver, Row
 from duetime.store.rows import (
     moves_json,
 )
+from duetime.store.sql.dependencies import Dependencies
 from duetime.store.sql.shared import (
     Part,
     conflicts_retried,
@@ -30,6 +31,10 @@ log = logging.getLogger("duetime.store")
 
 
 class Schedules(Part):
+    def __init__(self, driver: Driver, dependencies: Dependencies) -> None:
+        super().__init__(driver)
+        self.dependencies = dependencies
+
     # -- schedules --------------------------------------------------------------------------
 
     @conflicts_retried
@@ -114,9 +119,12 @@ class Schedules(Part):
         ]
         plan = decide(schedule, active)
         if plan.delete_unstarted:
+            # a parent deleted unstarted counts as cancelled for its children
+            self._tell_unstarted(c, schedule.id, now, origin="tick")
             c.run("delete_unstarted", schedule_id=schedule.id)
         for job_id in plan.cancel_job_ids:
             move(c, job_id, Event.CANCEL, now)
+        self.dependencies.settle_ids(c, plan.cancel_job_ids, now)
         job_ids: dict[datetime, int] = {}
         due: list[tuple[str, datetime]] = []
         ids = reserve_ids(c, len(plan.new_jobs)) if plan.new_jobs else []
@@ -181,7 +189,17 @@ class Schedules(Part):
                 now=now,
                 schedule_id=row["id"],
             )
+            self._tell_unstarted(c, row["id"], now)
             c.run("delete_schedule", id=row["id"])
+
+    def _tell_unstarted(
+        self, c: Connection, schedule_id: int, now: datetime, origin: str | None = None
+    ) -> None:
+        """The children of the schedule's occurrences that never started (of `origin`, when
+        given), cancelled or about to be deleted: told their parent ended cancelled."""
+        found = c.rows("unstarted_parents", schedule_id=schedule_id, origin=origin)
+        if found:
+            self.dependencies.settle(c, [(r["id"], JobStatus.CANCELLED) for r in found], now)
 
     def schedule_ticks(self, schedule_id: int, limit: int, before_id: int | None) -> list[Tick]:
         with self.driver.transaction(write=False) as c:

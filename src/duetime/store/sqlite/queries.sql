@@ -212,7 +212,7 @@ WHERE a.status = 'running';
 -- name: lock_jobs
 -- the write transaction already holds the file; each job with its current attempt (of its
 -- generation and claim token), if any
-SELECT j.id, j.generation, j.claim_token, j.status, j.queue,
+SELECT j.id, j.generation, j.claim_token, j.status, j.queue, j.has_children,
        a.status AS attempt_status, a.lease_expires_at AS attempt_lease_expires_at
 FROM duetime_jobs j
 LEFT JOIN duetime_attempts a
@@ -324,7 +324,8 @@ WHERE id IN (
     WHERE status = 'scheduled' AND deadline_at IS NOT NULL AND deadline_at <= :now
     ORDER BY deadline_at, id
     LIMIT :limit)
-  AND json_type(:moves, '$.' || status) IS NOT NULL;
+  AND json_type(:moves, '$.' || status) IS NOT NULL
+RETURNING id, has_children;
 
 -- name: transition
 UPDATE duetime_jobs
@@ -1037,3 +1038,104 @@ SELECT * FROM duetime_limits WHERE name IN (SELECT value FROM json_each(:names))
 
 -- name: job_limits
 SELECT id, limits FROM duetime_jobs WHERE id IN (SELECT value FROM json_each(:ids)) AND limits IS NOT NULL;
+
+-- Dependencies (store/sql/dependencies.py; docs/workflows.md, "Dependencies") ---------------
+
+-- name: lock_parents
+-- the write transaction already holds the file
+SELECT id, tenant, status FROM duetime_jobs
+WHERE id IN (SELECT value FROM json_each(:ids))
+ORDER BY id;
+
+-- name: mark_parents
+UPDATE duetime_jobs SET has_children = 1
+WHERE id IN (SELECT value FROM json_each(:ids)) AND has_children IS NULL;
+
+-- name: insert_links
+INSERT INTO duetime_job_parents (child_id, parent_id, outcome)
+SELECT json_extract(value, '$.child_id'), json_extract(value, '$.parent_id'),
+       json_extract(value, '$.outcome')
+FROM json_each(:batch);
+
+-- name: set_dependency
+UPDATE duetime_jobs
+SET status = v.status, due_at = v.due_at, on_parent_failure = v.on_parent_failure,
+    release_delay = v.release_delay, cancel_reason = v.cancel_reason,
+    parents_left = v.parents_left
+FROM (SELECT json_extract(value, '$.id') AS id, json_extract(value, '$.status') AS status,
+             json_extract(value, '$.parents_left') AS parents_left,
+             json_extract(value, '$.due_at') AS due_at,
+             json_extract(value, '$.on_parent_failure') AS on_parent_failure,
+             json_extract(value, '$.release_delay') AS release_delay,
+             json_extract(value, '$.cancel_reason') AS cancel_reason
+      FROM json_each(:batch)) AS v
+WHERE duetime_jobs.id = v.id;
+
+-- name: ended_parents
+-- of these jobs, the ended ones whose children have not been told
+SELECT id, status FROM duetime_jobs
+WHERE id IN (SELECT value FROM json_each(:ids)) AND has_children = 1
+  AND status IN ('succeeded', 'dead', 'cancelled', 'expired')
+ORDER BY id;
+
+-- name: untold_children
+SELECT child_id, parent_id FROM duetime_job_parents
+WHERE parent_id IN (SELECT value FROM json_each(:ids)) AND outcome IS NULL
+ORDER BY child_id, parent_id;
+
+-- name: lock_children
+SELECT id, status, queue, due_at, on_parent_failure, release_delay, has_children, parents_left
+FROM duetime_jobs
+WHERE id IN (SELECT value FROM json_each(:ids))
+ORDER BY id;
+
+-- name: tell_children
+-- each parent's outcome on its links not told yet; the parents have no child left to tell
+UPDATE duetime_job_parents
+SET outcome = (SELECT json_extract(value, '$.outcome') FROM json_each(:batch)
+               WHERE json_extract(value, '$.parent_id') = duetime_job_parents.parent_id)
+WHERE parent_id IN (SELECT json_extract(value, '$.parent_id') FROM json_each(:batch))
+  AND outcome IS NULL;
+UPDATE duetime_jobs SET has_children = NULL
+WHERE id IN (SELECT json_extract(value, '$.parent_id') FROM json_each(:batch));
+
+-- name: count_parents_left
+UPDATE duetime_jobs SET parents_left = v.parents_left
+FROM (SELECT json_extract(value, '$.id') AS id,
+             json_extract(value, '$.parents_left') AS parents_left
+      FROM json_each(:batch)) AS v
+WHERE duetime_jobs.id = v.id;
+
+-- name: unblock_jobs
+UPDATE duetime_jobs
+SET status = json_extract(:moves, '$.' || status), due_at = v.due_at,
+    version = version + 1, updated_at = :now
+FROM (SELECT json_extract(value, '$.id') AS id, json_extract(value, '$.due_at') AS due_at
+      FROM json_each(:batch)) AS v
+WHERE duetime_jobs.id = v.id AND json_type(:moves, '$.' || status) IS NOT NULL;
+
+-- name: cancel_blocked
+UPDATE duetime_jobs
+SET status = json_extract(:moves, '$.' || status), cancel_reason = v.reason,
+    version = version + 1, updated_at = :now
+FROM (SELECT json_extract(value, '$.id') AS id, json_extract(value, '$.reason') AS reason
+      FROM json_each(:batch)) AS v
+WHERE duetime_jobs.id = v.id AND json_type(:moves, '$.' || status) IS NOT NULL;
+
+-- name: job_parents
+SELECT j.id, j.status FROM duetime_job_parents l JOIN duetime_jobs j ON j.id = l.parent_id
+WHERE l.child_id = :id
+ORDER BY j.id
+LIMIT :limit;
+
+-- name: job_children
+SELECT j.id, j.status FROM duetime_job_parents l JOIN duetime_jobs j ON j.id = l.child_id
+WHERE l.parent_id = :id
+ORDER BY j.id
+LIMIT :limit;
+
+-- name: unstarted_parents
+SELECT id FROM duetime_jobs
+WHERE schedule_id = :schedule_id AND status IN ('scheduled', 'waiting', 'cancelled')
+  AND generation = 0 AND has_children = 1 AND (:origin IS NULL OR origin = :origin)
+ORDER BY id;

@@ -50,6 +50,10 @@ JOB_ROW = {
     "covers": '["2026-12-01T08:00:00+00:00"]',
     "origin": "tick",
     "limits": '["smtp"]',
+    "sequence_key": "acct-1",
+    "sequence_hold": 1,
+    "unique_key": "ab" * 32,
+    "unique_until": datetime(2026, 12, 1, 9, 0, tzinfo=UTC),
 }
 
 ATTEMPT_ROW = {

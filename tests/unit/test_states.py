@@ -16,9 +16,16 @@ from duetime.core.states import (
 
 def test_terminal_statuses_only_leave_by_replay() -> None:
     for event, moves in TRANSITIONS.items():
-        for source in moves:
+        for source, target in moves.items():
             if source in TERMINAL:
-                assert event is Event.REPLAY, f"{event} leaves terminal status {source}"
+                # or a dead job dismissed by a cancel (it stays terminal: a held sequence
+                # moves on, docs/workflows.md)
+                dismissed = (event, source, target) == (
+                    Event.CANCEL,
+                    JobStatus.DEAD,
+                    JobStatus.CANCELLED,
+                )
+                assert event is Event.REPLAY or dismissed, f"{event} leaves {source}"
 
 
 def test_replay_restarts_every_terminal_status_but_success() -> None:
@@ -57,6 +64,7 @@ def test_next_status_and_allowed_from() -> None:
     assert next_status(Event.CANCEL, JobStatus.SUCCEEDED) is None
     assert allowed_from(Event.CANCEL) == [
         "cancel_requested",
+        "dead",
         "parked",
         "running",
         "scheduled",

@@ -115,6 +115,12 @@ class Job:
     # while its attempt is dispatched to the broker and no worker accepted it yet (held by the
     # outbox, docs/outbox.md): since when. The job is `running` but waits in the broker.
     dispatched_at: datetime | None = None
+    sequence_key: str | None = None  # its sequence (docs/workflows.md, "Sequences")
+    sequence_hold: bool = False  # its death holds the sequence (sequence_on_dead="hold")
+    # how many jobs of its sequence are ahead of it (get_job reads it; None: not read)
+    sequence_ahead: int | None = None
+    unique_key: str | None = None  # the digest of its unique key ("Unique within a window")
+    unique_until: datetime | None = None  # the end of its unique window
 
     def dispatched_seconds(self, now: datetime) -> float | None:
         """How long the job has waited in the broker for a worker (dispatched_at), or None."""
@@ -158,6 +164,9 @@ class Job:
             "origin": self.origin,
             "limits": list(self.limits),
             "dispatched_at": _iso(self.dispatched_at),
+            "sequence": self.sequence_key,
+            "sequence_ahead": self.sequence_ahead,
+            "unique_until": _iso(self.unique_until),
             "attempt_history": [attempt_to_json(a) for a in self.attempt_history],
         }
 
@@ -211,6 +220,10 @@ class NewJob:
     covers: tuple[datetime, ...] = ()
     origin: str | None = None
     limits: tuple[str, ...] = ()  # the limit keys of its task (core/limits.py), sorted
+    sequence_key: str | None = None  # its sequence (docs/workflows.md, "Sequences")
+    sequence_hold: bool = False  # its death holds the sequence (sequence_on_dead="hold")
+    unique_key: str | None = None  # the digest of its unique key ("Unique within a window")
+    unique_until: datetime | None = None  # the end of its unique window
 
 
 class NewJobs(Sequence[NewJob]):

@@ -62,9 +62,11 @@ TRANSITIONS: dict[Event, dict[JobStatus, JobStatus]] = {
     Event.RETRY: {S.RUNNING: S.SCHEDULED, S.CANCEL_REQUESTED: S.CANCELLED},
     Event.GIVE_UP: {S.RUNNING: S.DEAD, S.CANCEL_REQUESTED: S.CANCELLED},
     Event.STOP: {S.CANCEL_REQUESTED: S.CANCELLED},
-    # cancelling twice is harmless: the request stands, its first time is kept
+    # cancelling twice is harmless: the request stands, its first time is kept; a dead job
+    # cancelled is dismissed (a sequence it holds moves on: docs/workflows.md)
     Event.CANCEL: {
         S.SCHEDULED: S.CANCELLED,
+        S.DEAD: S.CANCELLED,
         S.WAITING: S.CANCELLED,
         S.RUNNING: S.CANCEL_REQUESTED,
         S.CANCEL_REQUESTED: S.CANCEL_REQUESTED,

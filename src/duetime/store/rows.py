@@ -94,6 +94,11 @@ def job_from_row(
         attempt_history=attempts,
         limits=tuple(json_list(limits)) if limits is not None else (),
         dispatched_at=dispatched_since(row["generation"], attempts or current),
+        sequence_key=row["sequence_key"],
+        sequence_hold=bool(row["sequence_hold"]),
+        unique_key=row["unique_key"],
+        unique_until=_opt(row["unique_until"], t),
+        sequence_ahead=None,
     )
 
 

@@ -20,11 +20,18 @@ from duetime.core.errors import StaleAttempt, StoreError
 from duetime.core.models import ExpiredLease, Lease, LeaseState, Outcome
 from duetime.core.outbox import DISPATCH_HOLDER
 from duetime.core.retry import ErrorCategory
-from duetime.core.states import ATTEMPT_END, AttemptStatus, Event, JobStatus, next_status
+from duetime.core.states import (
+    ATTEMPT_END,
+    TERMINAL,
+    AttemptStatus,
+    Event,
+    JobStatus,
+    next_status,
+)
 from duetime.store.driver import Connection, Driver, Row, Rows
 from duetime.store.rows import moves_json
 from duetime.store.sql.limits import Limits
-from duetime.store.sql.shared import Part, conflicts_retried, earliest_of
+from duetime.store.sql.shared import Part, conflicts_retried, earliest_of, settle_sequences
 
 log = logging.getLogger("duetime.store")
 
@@ -199,6 +206,15 @@ class Finisher(Part):
             if ended != len(moves):  # the row locks make this impossible: refuse to guess
                 raise _Unmatched(f"finished {ended} of the {len(moves)} jobs locked; nothing kept")
             self.limits.count_outcomes(c, _outcomes(items, applied), now)
+            keys = {r["id"]: (r["tenant"], r["sequence_key"]) for r in locked if r["sequence_key"]}
+            if keys:  # jobs of a sequence: one that ended lets the next run
+                ended_keys = [
+                    keys[m["job_id"]]
+                    for m in moves
+                    if m["job_id"] in keys and JobStatus(m["to_status"]) in TERMINAL
+                ]
+                if ended_keys:
+                    self.driver.notify(c, settle_sequences(c, ended_keys, now, self._t))
             again = {
                 m["job_id"]: m["due_at"] for m in moves if m["to_status"] == JobStatus.SCHEDULED
             }
@@ -256,7 +272,11 @@ class Finisher(Part):
     @conflicts_retried
     def expire_overdue(self, now: datetime, limit: int) -> int:
         with self.driver.transaction() as c:
-            return c.run("expire_overdue", moves=moves_json(Event.EXPIRE), now=now, limit=limit)
+            keys = [(r["tenant"], r["sequence_key"]) for r in c.rows("overdue_sequences", now=now)]
+            expired = c.run("expire_overdue", moves=moves_json(Event.EXPIRE), now=now, limit=limit)
+            if keys:  # an expired job of a sequence lets the next run
+                self.driver.notify(c, settle_sequences(c, keys, now, self._t))
+            return expired
 
 
 def _delay_from(outcome: Outcome, now: datetime) -> datetime | None:

@@ -33,7 +33,10 @@ def status(store: Store, job: Job) -> JobStatus:
 
 
 def claim_all(store: Store, clock: ManualClock, worker: str = "w") -> list[tuple[Job, Lease]]:
-    return [(c.job, c.lease) for c in store.claim(worker_id=worker, queues=None, limit=100, now=clock.now())]
+    return [
+        (c.job, c.lease)
+        for c in store.claim(worker_id=worker, queues=None, limit=100, now=clock.now())
+    ]
 
 
 def sequence_rows(kit: DialectKit, store_url: str) -> int:
@@ -244,3 +247,33 @@ def test_a_template_naming_a_missing_argument_is_refused(clock: ManualClock) -> 
     assert new(clock, args={"n": 1}, sequence="k").sequence_key == "k"
     # the template's values: a string as it is, anything else as its JSON text
     assert new(clock, args={"account": 7}, defaults=SEQ).sequence_key == "7"
+
+
+def test_racing_enqueues_into_an_empty_sequence_start_one_job(
+    make_store: Any, clock: ManualClock, kit: DialectKit, store_url: str
+) -> None:
+    stores = [make_store() for _ in range(4)]
+    start = threading.Barrier(20)
+    made: list[Job] = []
+    errors: list[BaseException] = []
+    lock = threading.Lock()
+
+    def racer(store: Store, n: int) -> None:
+        try:
+            start.wait(10)
+            job = enqueue(store, clock, args={"account": "a", "n": n}, defaults=SEQ)
+            with lock:
+                made.append(job)
+        except BaseException as exc:  # reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=racer, args=(stores[i % 4], i)) for i in range(20)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert not errors, errors[:3]
+    started = [j for j in made if j.status is JobStatus.SCHEDULED]
+    assert len(made) == 20 and len(started) == 1
+    assert started[0].id == min(j.id for j in made)  # the first in line
+    assert sequence_rows(kit, store_url) == 1

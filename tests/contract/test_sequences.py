@@ -277,3 +277,37 @@ def test_racing_enqueues_into_an_empty_sequence_start_one_job(
     assert len(made) == 20 and len(started) == 1
     assert started[0].id == min(j.id for j in made)  # the first in line
     assert sequence_rows(kit, store_url) == 1
+
+
+def test_the_app_puts_a_tasks_jobs_in_their_sequence(
+    store: Store, store_url: str, clock: ManualClock
+) -> None:
+    import duetime
+    from duetime.core.errors import ConfigurationError
+
+    app = duetime.App(store_url, clock=clock)
+    try:
+
+        @app.task(name="post", sequence="ledger-{account_id}", unique_for="1m")
+        def post(account_id: int, amount: int) -> None:
+            pass
+
+        first = post.defer(account_id=1, amount=5)
+        second = app.submit("post", {"account_id": 1, "amount": 6})
+        again = app.submit("post", {"account_id": 1, "amount": 5})
+        assert (first.sequence_key, first.status) == ("ledger-1", JobStatus.SCHEDULED)
+        assert (second.created, second.job.status) == (True, JobStatus.WAITING)
+        assert (again.created, again.job.id) == (False, first.id)
+        batch = app.enqueue_many("post", [{"account_id": 2, "amount": n} for n in range(3)])
+        assert [j.status for j in batch] == [JobStatus.SCHEDULED] + [JobStatus.WAITING] * 2
+        own = app.enqueue("post", {"account_id": 3, "amount": 1}, sequence="manual")
+        assert own.sequence_key == "manual"
+        with pytest.raises(InvalidRequest, match="no argument 'account_id'"):
+            app.enqueue("post", {"amount": 1})
+        assert app.get_job(second.job.id).sequence_ahead == 1
+        with pytest.raises(ConfigurationError, match="sequence_on_dead"):
+            app.task(lambda: None, name="bad", sequence="{x}", sequence_on_dead="skip")
+        with pytest.raises(ConfigurationError, match="may name arguments only"):
+            app.task(lambda: None, name="bad2", sequence="{x.y}")
+    finally:
+        app.close()

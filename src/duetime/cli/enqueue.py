@@ -46,6 +46,9 @@ LINE_FIELDS = (
     "deadline",
     "max_attempts",
     "business_key",
+    "sequence",
+    "unique_for",
+    "unique_key",
 )
 LINE_ALIASES = {"due_at": "at", "delay_seconds": "delay", "deadline_at": "deadline"}
 
@@ -78,6 +81,23 @@ def add_parsers(sub: Any, parents: list[argparse.ArgumentParser]) -> None:
         "--deadline", type=instant, help="expire the job if not started by then (ISO 8601)"
     )
     p.add_argument(
+        "--sequence",
+        metavar="KEY",
+        help="run after every job enqueued before it in sequence KEY (default: the task's "
+        "sequence template with --app)",
+    )
+    p.add_argument(
+        "--unique-for",
+        metavar="DURATION",
+        help="1s to 366d: if a job of TASK with equal args was created within this window, "
+        "print its id instead of making one",
+    )
+    p.add_argument(
+        "--unique-key",
+        metavar="KEY",
+        help="with --unique-for: compare this key instead of the args",
+    )
+    p.add_argument(
         "--from-file",
         metavar="FILE",
         help="one job per line of a JSON-lines file (- for stdin): a job object, or with TASK "
@@ -96,7 +116,7 @@ def cmd_enqueue(args: argparse.Namespace) -> int:
     app = make_app(args, create=True)
     with flag_values(args):
         try:
-            job = app.enqueue(
+            result = app.submit(
                 args.task,
                 args.args,
                 at=args.at,
@@ -107,10 +127,18 @@ def cmd_enqueue(args: argparse.Namespace) -> int:
                 max_attempts=args.max_attempts,
                 deadline=args.deadline,
                 business_key=args.business_key,
+                sequence=args.sequence,
+                unique_for=args.unique_for,
+                unique_key=args.unique_key,
             )
         except (UnknownTask, ArgsMismatch) as exc:  # known from --app: exit 2, one line
             sys.stderr.write(f"duetime: error: {exc}\n")
             return 2
+    job = result.job
+    if not result.created and job.unique_key is not None and args.key is None:
+        sys.stderr.write(
+            f"duetime: job {job.id} was created within the unique window; no new job\n"
+        )
     if args.json:
         out(json.dumps(job.to_json(), indent=2))
     else:
@@ -241,6 +269,9 @@ def parse_line(app: App, args: argparse.Namespace, line: str, now: datetime) -> 
         "priority": args.priority,
         "max_attempts": args.max_attempts,
         "deadline": args.deadline,
+        "sequence": args.sequence,
+        "unique_for": args.unique_for,
+        "unique_key": args.unique_key,
     }
     if args.task:
         task, job_args, options = args.task, value, flags

@@ -170,6 +170,8 @@ def print_job(
         ("business_key", job.business_key),
         ("schedule", _occurrence(job)),
         ("idempotency_key", job.idempotency_key or "-"),
+        ("sequence", _sequence(job)),
+        ("unique_until", job.unique_until.isoformat() if job.unique_until else "-"),
         ("created_at", job.created_at.isoformat()),
         ("updated_at", job.updated_at.isoformat()),
     ]
@@ -195,6 +197,16 @@ def print_job(
             ],
             ["gen", "status", "worker", "started", "finished", "lease_expires", "error"],
         )
+
+
+def _sequence(job: Job) -> str:
+    """A job's sequence and, while it has not ended, how many of its jobs are ahead of it."""
+    if job.sequence_key is None:
+        return "-"
+    hold = ", holds it if dead" if job.sequence_hold else ""
+    if job.sequence_ahead is None:
+        return f"{job.sequence_key}{hold}"
+    return f"{job.sequence_key} ({job.sequence_ahead} ahead{hold})"
 
 
 def _status(job: Job, unserved: str | None, now: datetime | None = None) -> str:

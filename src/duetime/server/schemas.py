@@ -165,6 +165,17 @@ class JobOut(BaseModel):
         description="set while the job is running but its attempt only waits in the broker "
         "(outbox mode: dispatched, no worker accepted it yet): since when; null otherwise",
     )
+    sequence: str | None = Field(
+        default=None, description="the job's sequence key (docs/workflows.md); null: none"
+    )
+    sequence_ahead: int | None = Field(
+        default=None,
+        description="GET /v1/jobs/{id} of a job of a sequence not ended: how many jobs of its "
+        "sequence are ahead of it; null otherwise",
+    )
+    unique_until: AwareDatetime | None = Field(
+        default=None, description="enqueued with unique_for: the end of its unique window"
+    )
 
 
 class JobDetail(JobOut):
@@ -192,6 +203,24 @@ class JobIn(BaseModel):
     deadline_at: Instant | None = None
     max_attempts: int | None = Field(default=None, ge=1, le=1000, strict=True)
     business_key: Text | None = Field(default=None, min_length=1, max_length=500)
+    sequence: Text | None = Field(
+        default=None,
+        min_length=1,
+        max_length=255,
+        description="the sequence key: the job runs after every job enqueued before it in "
+        "this sequence has ended (default: the task's sequence template, if its app has one)",
+    )
+    unique_for: float | Text | None = Field(
+        default=None,
+        description="seconds, or a duration like '10m' (1s to 366d): a job of this task with "
+        "equal args (or unique_key) created within this window is returned (200) instead",
+    )
+    unique_key: Text | None = Field(
+        default=None,
+        min_length=1,
+        max_length=255,
+        description="with unique_for: compare this key instead of the args",
+    )
 
     @model_validator(mode="after")
     def _one_start(self) -> JobIn:

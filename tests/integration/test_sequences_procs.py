@@ -6,6 +6,7 @@ in the order they were enqueued, each retry before the next posting started."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from itertools import pairwise
 from pathlib import Path
 
 import pytest
@@ -71,7 +72,7 @@ def test_four_workers_run_each_sequence_one_at_a_time_in_order(
     account_of = {j.id: a for a, js in jobs.items() for j in js}
     for account in ACCOUNTS:
         ours = [r for r in ran if account_of[r[0]] == account]
-        for before, after in zip(ours, ours[1:], strict=False):
+        for before, after in pairwise(ours):
             assert before[3] <= after[2], f"two attempts of sequence {account} at once: {ours}"
         # in enqueue order; a failed first attempt retried before the next posting
         expected = []

@@ -19,7 +19,7 @@ from duetime.core.requests import TaskDefaults
 from duetime.core.retry import ErrorCategory
 from duetime.core.states import Event, JobStatus
 from duetime.store.base import Store
-from jobhelpers import enqueue, new
+from jobhelpers import enqueue, new, race
 from kit import DialectKit
 
 SEQ = TaskDefaults(sequence="{account}")
@@ -253,26 +253,10 @@ def test_racing_enqueues_into_an_empty_sequence_start_one_job(
     make_store: Any, clock: ManualClock, kit: DialectKit, store_url: str
 ) -> None:
     stores = [make_store() for _ in range(4)]
-    start = threading.Barrier(20)
-    made: list[Job] = []
-    errors: list[BaseException] = []
-    lock = threading.Lock()
-
-    def racer(store: Store, n: int) -> None:
-        try:
-            start.wait(10)
-            job = enqueue(store, clock, args={"account": "a", "n": n}, defaults=SEQ)
-            with lock:
-                made.append(job)
-        except BaseException as exc:  # reported below
-            errors.append(exc)
-
-    threads = [threading.Thread(target=racer, args=(stores[i % 4], i)) for i in range(20)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(60)
-    assert not errors, errors[:3]
+    made = race(
+        20,
+        lambda n: enqueue(stores[n % 4], clock, args={"account": "a", "n": n}, defaults=SEQ),
+    )
     started = [j for j in made if j.status is JobStatus.SCHEDULED]
     assert len(made) == 20 and len(started) == 1
     assert started[0].id == min(j.id for j in made)  # the first in line

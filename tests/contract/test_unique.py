@@ -5,7 +5,6 @@ new job is made; racing enqueues make one job."""
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable
 from datetime import timedelta
 
@@ -17,7 +16,7 @@ from duetime.core.models import Enqueued, Outcome
 from duetime.core.requests import TaskDefaults, build_new_job
 from duetime.core.states import Event, JobStatus
 from duetime.store.base import Store
-from jobhelpers import claim_one, new
+from jobhelpers import claim_one, new, race
 
 
 def submit(store: Store, clock: ManualClock, args: dict[str, object], **kw: object) -> Enqueued:
@@ -101,26 +100,7 @@ def test_fifty_racing_enqueues_make_one_job(
     make_store: Callable[[], Store], clock: ManualClock
 ) -> None:
     stores = [make_store() for _ in range(5)]
-    start = threading.Barrier(50)
-    results: list[Enqueued] = []
-    errors: list[BaseException] = []
-    lock = threading.Lock()
-
-    def racer(store: Store) -> None:
-        try:
-            start.wait(10)
-            made = submit(store, clock, {"invoice": 42}, unique_for="10m")
-            with lock:
-                results.append(made)
-        except BaseException as exc:  # reported below
-            errors.append(exc)
-
-    threads = [threading.Thread(target=racer, args=(stores[i % 5],)) for i in range(50)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(60)
-    assert not errors, errors[:3]
+    results = race(50, lambda n: submit(stores[n % 5], clock, {"invoice": 42}, unique_for="10m"))
     assert len(results) == 50
     assert sum(r.created for r in results) == 1
     assert len({r.job.id for r in results}) == 1

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from duetime.core.clock import ManualClock
-from duetime.core.errors import InvalidRequest
+from duetime.core.errors import IllegalTransition, InvalidRequest
 from duetime.core.models import Job, Lease, Outcome
 from duetime.core.requests import TaskDefaults
 from duetime.core.retry import ErrorCategory
@@ -159,6 +159,19 @@ def test_hold_keeps_the_sequence_until_the_dead_job_is_replayed_or_cancelled(
     [(job, _lease)] = claim_all(store, clock)
     assert job.id == jobs[1].id
     assert sequence_rows(kit, store_url) == 1
+
+
+def test_only_a_dead_job_that_holds_its_sequence_can_be_cancelled(
+    store: Store, clock: ManualClock
+) -> None:
+    dead = Outcome(Event.GIVE_UP, error_category=ErrorCategory.PERMANENT)
+    for defaults in (SEQ, TaskDefaults()):  # releasing its sequence, or in none
+        job = enqueue(store, clock, args={"account": "z"}, defaults=defaults)
+        [(_job, lease)] = claim_all(store, clock)
+        assert store.finish(lease, dead, clock.now())
+        with pytest.raises(IllegalTransition):
+            store.transition(job.id, Event.CANCEL, clock.now())
+        assert status(store, job) is JobStatus.DEAD
 
 
 def test_cancelling_the_head_or_a_waiting_job(store: Store, clock: ManualClock) -> None:

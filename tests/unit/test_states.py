@@ -18,10 +18,10 @@ def test_terminal_statuses_only_leave_by_replay() -> None:
     for event, moves in TRANSITIONS.items():
         for source, target in moves.items():
             if source in TERMINAL:
-                # or a dead job dismissed by a cancel (it stays terminal: a held sequence
-                # moves on, docs/workflows.md)
+                # or a dead job holding its sequence, dismissed (it stays terminal: the
+                # sequence moves on, docs/workflows.md)
                 dismissed = (event, source, target) == (
-                    Event.CANCEL,
+                    Event.DISMISS,
                     JobStatus.DEAD,
                     JobStatus.CANCELLED,
                 )
@@ -64,7 +64,6 @@ def test_next_status_and_allowed_from() -> None:
     assert next_status(Event.CANCEL, JobStatus.SUCCEEDED) is None
     assert allowed_from(Event.CANCEL) == [
         "cancel_requested",
-        "dead",
         "parked",
         "running",
         "scheduled",

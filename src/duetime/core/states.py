@@ -52,6 +52,9 @@ class Event(StrEnum):
     # an attempt dispatched to the broker that no worker accepted yet is taken back (an
     # operator's move, or its queue switched to direct): it never started and does not count
     WITHDRAW = "withdraw"
+    # an operator's cancel of a dead job that holds its sequence (sequence_on_dead="hold"):
+    # the job is dismissed, and the sequence moves on (docs/workflows.md)
+    DISMISS = "dismiss"
 
 
 S = JobStatus
@@ -62,11 +65,9 @@ TRANSITIONS: dict[Event, dict[JobStatus, JobStatus]] = {
     Event.RETRY: {S.RUNNING: S.SCHEDULED, S.CANCEL_REQUESTED: S.CANCELLED},
     Event.GIVE_UP: {S.RUNNING: S.DEAD, S.CANCEL_REQUESTED: S.CANCELLED},
     Event.STOP: {S.CANCEL_REQUESTED: S.CANCELLED},
-    # cancelling twice is harmless: the request stands, its first time is kept; a dead job
-    # cancelled is dismissed (a sequence it holds moves on: docs/workflows.md)
+    # cancelling twice is harmless: the request stands, its first time is kept
     Event.CANCEL: {
         S.SCHEDULED: S.CANCELLED,
-        S.DEAD: S.CANCELLED,
         S.WAITING: S.CANCELLED,
         S.RUNNING: S.CANCEL_REQUESTED,
         S.CANCEL_REQUESTED: S.CANCEL_REQUESTED,
@@ -82,6 +83,7 @@ TRANSITIONS: dict[Event, dict[JobStatus, JobStatus]] = {
     # only while the job's attempt is held by the outbox (core/outbox.py, DISPATCH_HOLDER);
     # a cancel request then ends the job at once, as for a job that never started
     Event.WITHDRAW: {S.RUNNING: S.SCHEDULED, S.CANCEL_REQUESTED: S.CANCELLED},
+    Event.DISMISS: {S.DEAD: S.CANCELLED},
 }
 
 TERMINAL: frozenset[JobStatus] = frozenset({S.SUCCEEDED, S.DEAD, S.CANCELLED, S.EXPIRED})

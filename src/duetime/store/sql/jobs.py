@@ -325,6 +325,10 @@ class Jobs(Part):
                 self.flow.admit_replay(c, controls, job_id, tenant)
             moved = move(c, job_id, event, now, tenant=tenant, due_at=due_at, replay=replay)
             job = load_job(c, self._t, job_id, tenant, True)
+            if not moved and event is Event.CANCEL and job is not None and _held_by(job):
+                # a dead job that holds its sequence: a cancel dismisses it
+                moved = move(c, job_id, Event.DISMISS, now, tenant=tenant)
+                job = load_job(c, self._t, job_id, tenant, True)
             # raised inside: a dispatched attempt withdrawn for this move is rolled back too
             if job is None:
                 raise JobNotFound(job_id)
@@ -359,6 +363,11 @@ def _fresh(job: NewJob) -> bool:
     """True when the job cannot meet a unique key: no idempotency key, no occurrence, no
     unique window, no sequence."""
     return job.idempotency_key is None and job.schedule_id is None and not _keyed(job)
+
+
+def _held_by(job: Job) -> bool:
+    """A dead job that holds its sequence (sequence_on_dead="hold")."""
+    return job.status is JobStatus.DEAD and job.sequence_hold and job.sequence_key is not None
 
 
 def _keyed(job: NewJob) -> bool:

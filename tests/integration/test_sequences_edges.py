@@ -1,16 +1,20 @@
 """Sequences and unique windows at the edges (docs/workflows.md): `duetime enqueue
 --sequence/--unique-for/--unique-key`, `duetime jobs show`, and POST /v1/jobs with sequence,
-unique_for and unique_key; the same bounds at each."""
+unique_for and unique_key; the same bounds at each; the dashboard's job page."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from datetime import UTC, datetime
 
 import pytest
 
+from duetime import App
+from duetime.core.clock import ManualClock
 from integration.apiclient import Api, running_api
 from integration.procs import describe
 from integration.test_cli import as_json, cli, count_jobs, ok, usage_error
+from integration.test_dashboard import Env
 
 
 @pytest.fixture
@@ -70,7 +74,34 @@ def test_api_enqueue_into_a_sequence_and_unique(api: Api) -> None:
     again = api.call("POST", "/v1/jobs", json={**unique, "unique_for": 600})
     assert (made.status_code, again.status_code) == (201, 200), again.text
     assert again.json()["id"] == made.json()["id"] and made.json()["unique_until"]
-    for bad in ({"unique_for": 0}, {"unique_for": "367d"}, {"unique_key": "k"}):
+    for bad in (
+        {"unique_for": 0},
+        {"unique_for": "367d"},
+        {"unique_for": True},
+        {"unique_key": "k"},
+    ):
         refused = api.call("POST", "/v1/jobs", json={"task": "mail", **bad})
         assert refused.status_code == 422, refused.text
     assert api.count_jobs() == 3
+
+
+@pytest.fixture
+def env(store_url: str) -> Iterator[Env]:
+    """The dashboard's test environment (test_dashboard.py) on a clock of its own."""
+    clock = ManualClock(datetime(2026, 1, 15, 9, 0, tzinfo=UTC))
+    app = App(store_url, clock=clock)
+    app.migrate()
+    yield Env(app, clock)
+    app.close()
+
+
+def test_the_dashboards_job_page_shows_the_sequence_and_position(env: Env) -> None:
+    first = env.scheduled(sequence="acct-9")
+    second = env.scheduled(sequence="acct-9")
+    unique = env.scheduled(task="mail.send", unique_for="10m")
+    c = env.logged_in()
+    page = c.get(f"/jobs/{second.id}").text
+    assert "<dt>sequence</dt>" in page and "acct-9" in page and "(1 ahead)" in page, page
+    assert "(0 ahead)" in c.get(f"/jobs/{first.id}").text
+    assert "<dt>unique until</dt>" in c.get(f"/jobs/{unique.id}").text
+    assert "<dt>sequence</dt>" not in c.get(f"/jobs/{unique.id}").text

@@ -16,6 +16,7 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    StrictFloat,
     model_validator,
 )
 
@@ -210,7 +211,7 @@ class JobIn(BaseModel):
         description="the sequence key: the job runs after every job enqueued before it in "
         "this sequence has ended (default: the task's sequence template, if its app has one)",
     )
-    unique_for: float | Text | None = Field(
+    unique_for: StrictFloat | Text | None = Field(
         default=None,
         description="seconds, or a duration like '10m' (1s to 366d): a job of this task with "
         "equal args (or unique_key) created within this window is returned (200) instead",

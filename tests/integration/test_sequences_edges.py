@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from datetime import UTC, datetime
+from pathlib import Path
 
 import pytest
 
@@ -105,3 +106,19 @@ def test_the_dashboards_job_page_shows_the_sequence_and_position(env: Env) -> No
     assert "(0 ahead)" in c.get(f"/jobs/{first.id}").text
     assert "<dt>unique until</dt>" in c.get(f"/jobs/{unique.id}").text
     assert "<dt>sequence</dt>" not in c.get(f"/jobs/{unique.id}").text
+
+
+def test_cli_enqueue_from_file_lines_with_a_sequence(db_url: str, tmp_path: Path) -> None:
+    lines = [
+        '{"task": "post", "args": {"n": 1}, "sequence": "acct-1"}',
+        '{"task": "post", "args": {"n": 2}, "sequence": "acct-1"}',
+        '{"task": "mail", "args": {"to": "a"}, "unique_for": "10m"}',
+        '{"task": "mail", "args": {"to": "a"}, "unique_for": "10m"}',
+    ]
+    path = tmp_path / "jobs.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    done = as_json(cli(db_url, "enqueue", "--from-file", str(path), "--json"))
+    assert (done["created"], done["deduplicated"]) == (3, 1)
+    second = as_json(cli(db_url, "jobs", "show", str(done["ids"][1]), "--json"))
+    assert (second["status"], second["sequence"]) == ("waiting", "acct-1")
+    assert done["ids"][2] == done["ids"][3]

@@ -195,7 +195,7 @@ def enqueue_file(args: argparse.Namespace) -> int:
     else:
         out(
             f"enqueued {len(ids)} jobs: {created} created, {deduplicated} deduplicated "
-            "(idempotency key used before)"
+            "(idempotency key used before, or within a unique window)"
         )
     return 0
 

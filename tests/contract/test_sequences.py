@@ -308,3 +308,14 @@ def test_the_app_puts_a_tasks_jobs_in_their_sequence(
             app.task(lambda: None, name="bad2", sequence="{x.y}")
     finally:
         app.close()
+
+
+def test_a_finish_in_the_handlers_transaction_releases_the_next(
+    store: Store, clock: ManualClock
+) -> None:
+    jobs = [enqueue(store, clock, args={"account": "a", "n": i}, defaults=SEQ) for i in range(2)]
+    [(_job, lease)] = claim_all(store, clock)
+    assert status(store, jobs[1]) is JobStatus.WAITING
+    with store.completion(lease, Outcome(Event.SUCCEED), clock.now):
+        pass  # the handler's own writes would go here
+    assert status(store, jobs[1]) is JobStatus.SCHEDULED

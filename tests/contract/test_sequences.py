@@ -7,6 +7,7 @@ empty sequence leaves no row behind."""
 from __future__ import annotations
 
 import threading
+import time
 from datetime import timedelta
 from typing import Any
 
@@ -319,3 +320,50 @@ def test_a_finish_in_the_handlers_transaction_releases_the_next(
     with store.completion(lease, Outcome(Event.SUCCEED), clock.now):
         pass  # the handler's own writes would go here
     assert status(store, jobs[1]) is JobStatus.SCHEDULED
+
+
+def test_enqueues_racing_finishes_keep_one_at_a_time_and_the_order(
+    make_store: Any, clock: ManualClock, kit: DialectKit, store_url: str
+) -> None:
+    """Producers enqueue into one sequence while workers claim and finish its jobs: a job
+    enqueued as its predecessor ends is released by that end or starts at once, never both,
+    never lost; the jobs run in id order, one at a time."""
+    producers = [make_store() for _ in range(2)]
+    workers = [make_store() for _ in range(2)]
+    total = 24
+    made: list[int] = []
+    ran: list[int] = []
+    overlaps: list[tuple[int, JobStatus]] = []
+    lock = threading.Lock()
+
+    def act(n: int) -> None:
+        if n < 2:  # a producer: half of the jobs each
+            for i in range(total // 2):
+                args = {"account": "a", "p": n, "i": i}
+                job = enqueue(producers[n], clock, args=args, defaults=SEQ)
+                with lock:
+                    made.append(job.id)
+            return
+        store = workers[n - 2]
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            with lock:
+                if len(ran) == total:
+                    return
+            claimed = claim_all(store, clock, f"w{n}")
+            assert len(claimed) <= 1
+            for job, lease in claimed:
+                with lock:
+                    before = ran[-1] if ran else None
+                    ran.append(job.id)
+                if before is not None:  # the job before it had ended when it was claimed
+                    found = store.get_job(before)
+                    assert found is not None
+                    if not found.terminal:
+                        overlaps.append((before, found.status))
+                assert store.finish(lease, Outcome(Event.SUCCEED), clock.now())
+
+    race(4, act)
+    assert not overlaps
+    assert sorted(made) == ran
+    assert sequence_rows(kit, store_url) == 0

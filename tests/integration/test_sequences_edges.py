@@ -12,6 +12,8 @@ import pytest
 
 from duetime import App
 from duetime.core.clock import ManualClock
+from duetime.core.retry import ErrorCategory
+from duetime.core.states import Event
 from integration.apiclient import Api, running_api
 from integration.procs import describe
 from integration.test_cli import as_json, cli, count_jobs, ok, usage_error
@@ -106,6 +108,22 @@ def test_the_dashboards_job_page_shows_the_sequence_and_position(env: Env) -> No
     assert "(0 ahead)" in c.get(f"/jobs/{first.id}").text
     assert "<dt>unique until</dt>" in c.get(f"/jobs/{unique.id}").text
     assert "<dt>sequence</dt>" not in c.get(f"/jobs/{unique.id}").text
+
+
+def test_the_dashboard_offers_to_cancel_a_dead_job_that_holds_its_sequence(env: Env) -> None:
+    @env.app.task(name="post", sequence="{invoice}", sequence_on_dead="hold")
+    def post(invoice: int, note: str) -> None:
+        pass
+
+    @env.app.task(name="plain")
+    def plain(invoice: int, note: str) -> None:
+        pass
+
+    held = env.finished(Event.GIVE_UP, task="post", error_category=ErrorCategory.PERMANENT)
+    dead = env.finished(Event.GIVE_UP, task="plain", error_category=ErrorCategory.PERMANENT)
+    c = env.logged_in()
+    assert "Cancel job" in c.get(f"/jobs/{held.id}").text
+    assert "Cancel job" not in c.get(f"/jobs/{dead.id}").text
 
 
 def test_cli_enqueue_from_file_lines_with_a_sequence(db_url: str, tmp_path: Path) -> None:

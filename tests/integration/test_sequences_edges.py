@@ -5,19 +5,18 @@ unique_for and unique_key; the same bounds at each; the dashboard's job page."""
 from __future__ import annotations
 
 from collections.abc import Iterator
-from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 
-from duetime import App
-from duetime.core.clock import ManualClock
 from duetime.core.retry import ErrorCategory
 from duetime.core.states import Event
 from integration.apiclient import Api, running_api
 from integration.procs import describe
 from integration.test_cli import as_json, cli, count_jobs, ok, usage_error
-from integration.test_dashboard import Env
+from integration.test_dashboard import Env, env
+
+__all__ = ["env"]  # the fixture, shared with test_dashboard.py
 
 
 @pytest.fixture
@@ -86,16 +85,6 @@ def test_api_enqueue_into_a_sequence_and_unique(api: Api) -> None:
         refused = api.call("POST", "/v1/jobs", json={"task": "mail", **bad})
         assert refused.status_code == 422, refused.text
     assert api.count_jobs() == 3
-
-
-@pytest.fixture
-def env(store_url: str) -> Iterator[Env]:
-    """The dashboard's test environment (test_dashboard.py) on a clock of its own."""
-    clock = ManualClock(datetime(2026, 1, 15, 9, 0, tzinfo=UTC))
-    app = App(store_url, clock=clock)
-    app.migrate()
-    yield Env(app, clock)
-    app.close()
 
 
 def test_the_dashboards_job_page_shows_the_sequence_and_position(env: Env) -> None:

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
 from collections.abc import Callable
 from datetime import timedelta
-from typing import Any
+from typing import Any, TypeVar
 
 from duetime.core.clock import ManualClock
 from duetime.core.models import Job, JobFilter, Lease, NewJob, Outcome
@@ -17,6 +18,8 @@ from duetime.core.schedules import NewOccurrence, Origin, Plan
 from duetime.core.states import Event, JobStatus
 from duetime.runtime.worker import Worker
 from duetime.store.base import Store
+
+T = TypeVar("T")
 
 
 def new(
@@ -122,3 +125,30 @@ async def run_until(
     finally:
         stop.set()
         await asyncio.wait_for(task, 30)
+
+
+def race(count: int, call: Callable[[int], T]) -> list[T]:
+    """`call(0)` to `call(count - 1)`, each in its own thread, released at once by a barrier;
+    their results (in the order they returned). Raises the first error any of them raised."""
+    start = threading.Barrier(count)
+    results: list[T] = []
+    errors: list[BaseException] = []
+    lock = threading.Lock()
+
+    def racer(number: int) -> None:
+        try:
+            start.wait(10)
+            result = call(number)
+            with lock:
+                results.append(result)
+        except BaseException as exc:  # raised below, in the caller's thread
+            errors.append(exc)
+
+    threads = [threading.Thread(target=racer, args=(n,)) for n in range(count)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    if errors:
+        raise errors[0]
+    return results

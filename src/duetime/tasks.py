@@ -16,7 +16,7 @@ from typing import Any, Generic, ParamSpec, Protocol, TypeVar
 
 from duetime.core.clock import Clock
 from duetime.core.durations import parse_duration
-from duetime.core.errors import ArgsMismatch, ConfigurationError, UnknownTask
+from duetime.core.errors import ArgsMismatch, ConfigurationError, InvalidRequest, UnknownTask
 from duetime.core.limits import check_limit_keys
 from duetime.core.models import Attempt, Job
 from duetime.core.requests import (
@@ -24,6 +24,8 @@ from duetime.core.requests import (
     TaskDefaults,
     build_new_job,
     check_lateness,
+    check_sequence_template,
+    check_unique_for,
 )
 from duetime.core.results import check_result_limit
 from duetime.core.retry import RetryPolicy
@@ -144,7 +146,8 @@ class Task(Generic[P, R]):
 
     def options(self, **options: Any) -> Deferral[P]:
         """The enqueue options (key, queue, priority, max_attempts, deadline, business_key,
-        at or delay) for a typed defer: `task.options(key="order-42").defer(order_id=42)`."""
+        at or delay, sequence, unique_for, unique_key) for a typed defer:
+        `task.options(key="order-42").defer(order_id=42)`."""
         return Deferral(self, options)
 
     def defer(self, *args: P.args, **kwargs: P.kwargs) -> Job:
@@ -247,6 +250,9 @@ def register_task(
     max_lateness: float | timedelta | str | None = None,
     on_late: str = "expire",
     result_max_bytes: int | None = None,
+    sequence: str | None = None,
+    sequence_on_dead: str = "release",
+    unique_for: float | timedelta | str | None = None,
 ) -> AnyTask:
     """Register `func` in `registry` as a task of `owner` (App.task: the options are its own),
     its defaults checked once with the rules of an enqueue."""
@@ -262,6 +268,12 @@ def register_task(
         raise ConfigurationError(f"task {task_name!r}: lease must be at least 1 second")
     timeout_s = parse_duration(timeout, "timeout").total_seconds() if timeout else None
     lateness_s = check_lateness(max_lateness, on_late, f"task {task_name!r}")
+    try:
+        if sequence is not None:
+            check_sequence_template(sequence, sequence_on_dead, f"task {task_name!r}")
+        unique_s = None if unique_for is None else check_unique_for(unique_for)
+    except InvalidRequest as exc:
+        raise ConfigurationError(str(exc)) from None
     defaults = TaskDefaults(
         queue=queue,
         priority=priority,
@@ -272,9 +284,13 @@ def register_task(
         limits=check_limit_keys(limits),
         max_lateness_seconds=lateness_s,
         on_late=on_late,
+        sequence=sequence,
+        sequence_on_dead=sequence_on_dead,
+        unique_for_seconds=unique_s,
     )
-    # validate the defaults once, at registration, with the same rules as enqueue
-    build_new_job(task_name, {}, now=clock.now(), tenant=tenant, defaults=defaults)
+    # validate the defaults once, at registration, with the same rules as enqueue (the
+    # sequence template needs a job's args: checked above)
+    build_new_job(task_name, {}, now=clock.now(), tenant=tenant, defaults=defaults, keyed=False)
     if result_max_bytes is not None:
         check_result_limit(result_max_bytes, f"task {task_name!r}: result_max_bytes")
     task: AnyTask = Task(owner, task_name, func, defaults, reconcile, result_max_bytes)

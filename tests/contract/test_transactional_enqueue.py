@@ -191,3 +191,28 @@ def test_a_bad_job_late_in_a_batch_leaves_the_application_transaction_usable(
         conn.commit()
     assert app.list_jobs() == []
     assert count_orders(kit, orders) == 2
+
+
+@pytest.mark.parametrize("commit", [True, False])
+def test_a_sequence_and_a_unique_window_in_the_applications_transaction(
+    app: duetime.App, kit: DialectKit, orders: str, commit: bool
+) -> None:
+    """Jobs of a sequence and a unique job join the application's transaction like any other:
+    a rollback leaves no job and no sequence row; a commit, the sequence in order."""
+    with closing(native(kit, orders)) as conn:
+        first = app.enqueue("post", {"n": 1}, sequence="acct-1", connection=conn)
+        second = app.enqueue("post", {"n": 2}, sequence="acct-1", connection=conn)
+        unique = app.enqueue("mail", {"to": "a"}, unique_for="10m", connection=conn)
+        again = app.submit("mail", {"to": "a"}, unique_for="10m", connection=conn)
+        assert (first.status, second.status) == ("scheduled", "waiting")
+        assert (again.created, again.job.id) == (False, unique.id)
+        if commit:
+            conn.commit()
+        else:
+            conn.rollback()
+    found = [app.store.get_job(j.id) for j in (first, second, unique)]
+    assert all(j is not None for j in found) if commit else all(j is None for j in found)
+    rows = kit.execute(orders, "SELECT COUNT(*) FROM duetime_sequences")[0][0]
+    assert rows == (1 if commit else 0)
+    if not commit:  # the key is free again
+        assert app.submit("mail", {"to": "a"}, unique_for="10m").created

@@ -350,7 +350,8 @@ def test_enqueue_from_file(db_url: str, ops: App, tmp_path: Path) -> None:
     # a second run: every keyed line finds its job; in batches of 2, with a progress line
     done = cli(db_url, "enqueue", "--from-file", str(good), "--queue", "bulk", "--batch", "2")
     assert ok(done, f"{BAR_DONE} 5/5 jobs 100%\n") == (
-        "enqueued 5 jobs: 0 created, 5 deduplicated (idempotency key used before)\n"
+        "enqueued 5 jobs: 0 created, 5 deduplicated "
+        "(idempotency key used before, or within a unique window)\n"
     )
     assert count_jobs(db_url) == 4
 
@@ -378,7 +379,8 @@ def test_enqueue_from_file(db_url: str, ops: App, tmp_path: Path) -> None:
     # stdin; and a key already used for another request fails that batch, after the earlier
     stdin = '{"task": "t", "args": {"n": 1}}\n{"task": "t", "key": "m-ada"}\n'
     assert ok(cli(db_url, "enqueue", "--from-file", "-", stdin=stdin[:32])) == (
-        "enqueued 1 jobs: 1 created, 0 deduplicated (idempotency key used before)\n"
+        "enqueued 1 jobs: 1 created, 0 deduplicated "
+        "(idempotency key used before, or within a unique window)\n"
     )
     failed(
         cli(db_url, "enqueue", "--from-file", "-", "--batch", "1", "--json", stdin=stdin),
@@ -541,4 +543,7 @@ def test_progress_bar_of_a_real_command_on_a_terminal(tmp_path: Path) -> None:
     assert proc.returncode == 0, (stdout_path.read_text(), stderr)
     assert stderr.startswith("\r[") and stderr.count("\r[") >= 2, repr(stderr)
     assert stderr.rstrip().endswith(f"{BAR_DONE} 3/3 jobs 100%"), repr(stderr)
-    assert stdout == "enqueued 3 jobs: 3 created, 0 deduplicated (idempotency key used before)\n"
+    assert (
+        stdout == "enqueued 3 jobs: 3 created, 0 deduplicated "
+        "(idempotency key used before, or within a unique window)\n"
+    )

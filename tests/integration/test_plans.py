@@ -572,26 +572,17 @@ def test_listing_jobs_by_status_reads_an_index(
         "args_like": None,
         "limit": 51,
     }
-    prefix = {
-        "postgres": "EXPLAIN (FORMAT JSON) ",
-        "sqlite": "EXPLAIN QUERY PLAN ",
-        "mysql": "EXPLAIN FORMAT=JSON ",
-    }[backlog.dialect]
-    with driver.transaction() as c:
-        rows, _ = driver.execute(c.native, prefix + select, driver.encode(params))
+    plan = plan_of(backlog, select, params)
     if backlog.dialect == "postgres":
-        plan = json.dumps(rows[0]["QUERY PLAN"])
         assert "Seq Scan" not in plan, plan
         if status == "running":
             assert '"Index Name": "duetime_jobs_status"' in plan, plan
     elif backlog.dialect == "sqlite":
-        plan = "\n".join(str(tuple(r)) for r in rows)
         # SQLite walks the table newest first (rowid order, no sort) and stops at the page's
         # end: its statement's optional filters leave it no index to choose (not changed by
         # migration 16, which keeps SQLite's listing index as it was)
         assert "TEMP B-TREE" not in plan, plan
     else:
-        plan = str(next(iter(rows[0].values())))
         assert '"access_type": "ALL"' not in plan, plan
     jobs = backlog.list_jobs(JobFilter(tenant="default", status=JobStatus(status), limit=50))
     assert all(j.status is JobStatus(status) for j in jobs)
@@ -643,6 +634,13 @@ def running_read(store: Store, name: str, params: dict[str, Any]) -> str:
     ]
     if statement.startswith("INSERT INTO"):
         statement = statement.split("\n", 1)[1]
+    return plan_of(store, statement, params)
+
+
+def plan_of(store: Store, statement: str, params: dict[str, Any]) -> str:
+    """The database's plan of `statement` with `params`, on the store's own connection, as
+    text: PostgreSQL's and MariaDB/MySQL's JSON, SQLite's rows of EXPLAIN QUERY PLAN."""
+    driver = store.driver  # type: ignore[attr-defined]
     prefix = {
         "postgres": "EXPLAIN (FORMAT JSON) ",
         "sqlite": "EXPLAIN QUERY PLAN ",
@@ -716,3 +714,32 @@ def test_running_attempts_are_read_through_the_running_jobs(
         found = mysql_tables(json.loads(plan))
         assert all(access != "ALL" for _, access, _ in found), found
         assert ("a", "eq_ref", "duetime_attempts_generation") in found, found
+
+
+SEQUENCE_READS = [
+    ("sequence_busy", {"exclude": 0, "waiting": True}),
+    ("sequence_next", {}),
+    ("sequence_ahead", {"id": 5}),
+    ("job_by_unique", {"unique_key": "ab" * 32}),
+    ("overdue_sequences", {"now": NOW}),
+]
+
+
+@pytest.mark.parametrize(("name", "extra"), SEQUENCE_READS, ids=[n for n, _ in SEQUENCE_READS])
+def test_sequence_and_unique_reads_never_scan_the_jobs(
+    backlog: Store, name: str, extra: dict[str, Any]
+) -> None:
+    """What an enqueue or a release of a sequence (or a unique enqueue) reads goes through an
+    index, whatever the backlog of plain jobs (docs/workflows.md): the sequence index, the
+    unique index, or for the overdue jobs' sequences the deadline index."""
+    driver = backlog.driver  # type: ignore[attr-defined]
+    [select] = driver.statements(name)
+    params = {"tenant": "default", "sequence_key": "acct-1", **extra}
+    plan = plan_of(backlog, select, params)
+    if backlog.dialect == "postgres":
+        assert "Seq Scan" not in plan, plan
+    elif backlog.dialect == "sqlite":
+        assert "SCAN duetime_jobs" not in plan, plan  # SEARCH: through an index
+        assert "INDEX" in plan, plan
+    else:
+        assert '"access_type": "ALL"' not in plan, plan

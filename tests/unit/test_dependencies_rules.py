@@ -4,6 +4,7 @@ instant at release, and the checks of depends_on and on_parent_failure."""
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import pytest
 
@@ -71,4 +72,22 @@ def test_an_enqueue_request_carries_its_parents() -> None:
     with pytest.raises(InvalidRequest, match="on_parent_failure needs depends_on"):
         build_new_job(
             "t", {}, now=T0, tenant="default", defaults=TaskDefaults(), on_parent_failure="run"
+        )
+
+
+@pytest.mark.parametrize(
+    "options",
+    [{"sequence": "acct-1"}, {"unique_for": "10m"}, {"unique_for": 60, "unique_key": "k"}],
+)
+def test_parents_are_refused_with_a_sequence_or_a_unique_window(options: dict[str, Any]) -> None:
+    """A job of a sequence or with a unique window goes in by its own path, which does not
+    link parents: the combination is refused, before any I/O, rather than losing the parents."""
+    with pytest.raises(InvalidRequest, match="depends_on cannot be combined"):
+        build_new_job(
+            "t", {}, now=T0, tenant="default", defaults=TaskDefaults(), depends_on=[1], **options
+        )
+    sequenced = TaskDefaults(sequence="{account}")
+    with pytest.raises(InvalidRequest, match="depends_on cannot be combined"):
+        build_new_job(
+            "t", {"account": 1}, now=T0, tenant="default", defaults=sequenced, depends_on=[1]
         )

@@ -55,6 +55,10 @@ JOB_ROW = {
     "progress_message": "half",
     "progress_at": T,
     "trace_context": '{"traceparent": "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"}',
+    "sequence_key": "acct-1",
+    "sequence_hold": 1,
+    "unique_key": "ab" * 32,
+    "unique_until": datetime(2026, 12, 1, 9, 0, tzinfo=UTC),
 }
 
 ATTEMPT_ROW = {

@@ -49,6 +49,9 @@ LINE_FIELDS = (
     "business_key",
     "depends_on",
     "on_parent_failure",
+    "sequence",
+    "unique_for",
+    "unique_key",
 )
 LINE_ALIASES = {"due_at": "at", "delay_seconds": "delay", "deadline_at": "deadline"}
 
@@ -93,6 +96,23 @@ def add_parsers(sub: Any, parents: list[argparse.ArgumentParser]) -> None:
         "descendants (the default), or run it once every parent has ended",
     )
     p.add_argument(
+        "--sequence",
+        metavar="KEY",
+        help="run after every job enqueued before it in sequence KEY (default: the task's "
+        "sequence template with --app)",
+    )
+    p.add_argument(
+        "--unique-for",
+        metavar="DURATION",
+        help="1s to 366d: if a job of TASK with equal args was created within this window, "
+        "print its id instead of making one",
+    )
+    p.add_argument(
+        "--unique-key",
+        metavar="KEY",
+        help="with --unique-for: compare this key instead of the args",
+    )
+    p.add_argument(
         "--from-file",
         metavar="FILE",
         help="one job per line of a JSON-lines file (- for stdin): a job object, or with TASK "
@@ -111,7 +131,7 @@ def cmd_enqueue(args: argparse.Namespace) -> int:
     app = make_app(args, create=True)
     with flag_values(args):
         try:
-            job = app.enqueue(
+            result = app.submit(
                 args.task,
                 args.args,
                 at=args.at,
@@ -124,10 +144,18 @@ def cmd_enqueue(args: argparse.Namespace) -> int:
                 business_key=args.business_key,
                 depends_on=args.depends_on,
                 on_parent_failure=args.on_parent_failure,
+                sequence=args.sequence,
+                unique_for=args.unique_for,
+                unique_key=args.unique_key,
             )
         except (UnknownTask, ArgsMismatch) as exc:  # known from --app: exit 2, one line
             sys.stderr.write(f"duetime: error: {exc}\n")
             return 2
+    job = result.job
+    if not result.created and job.unique_key is not None and args.key is None:
+        sys.stderr.write(
+            f"duetime: job {job.id} was created within the unique window; no new job\n"
+        )
     if args.json:
         out(json.dumps(job.to_json(), indent=2))
     else:
@@ -192,7 +220,7 @@ def enqueue_file(args: argparse.Namespace) -> int:
     else:
         out(
             f"enqueued {len(ids)} jobs: {created} created, {deduplicated} deduplicated "
-            "(idempotency key used before)"
+            "(idempotency key used before, or within a unique window)"
         )
     return 0
 
@@ -268,6 +296,9 @@ def parse_line(app: App, args: argparse.Namespace, line: str, now: datetime) -> 
         "deadline": args.deadline,
         "depends_on": args.depends_on,
         "on_parent_failure": args.on_parent_failure,
+        "sequence": args.sequence,
+        "unique_for": args.unique_for,
+        "unique_key": args.unique_key,
     }
     if args.task:
         task, job_args, options = args.task, value, flags

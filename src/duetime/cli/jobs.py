@@ -232,6 +232,8 @@ def print_job(
         ("business_key", job.business_key),
         ("schedule", _occurrence(job)),
         ("idempotency_key", job.idempotency_key or "-"),
+        ("sequence", _sequence(job)),
+        ("unique_until", job.unique_until.isoformat() if job.unique_until else "-"),
         ("created_at", job.created_at.isoformat()),
         ("updated_at", job.updated_at.isoformat()),
         *_progress_fields(job),
@@ -283,6 +285,16 @@ def _progress_fields(job: Job) -> list[tuple[str, Any]]:
 def _relatives(found: Sequence[Relative]) -> str:
     """Parents or children as `12 (succeeded), 13 (running)`."""
     return ", ".join(f"{r.id} ({r.status})" for r in found) or "-"
+
+
+def _sequence(job: Job) -> str:
+    """A job's sequence and, while it has not ended, how many of its jobs are ahead of it."""
+    if job.sequence_key is None:
+        return "-"
+    hold = ", holds it if dead" if job.sequence_hold else ""
+    if job.sequence_ahead is None:
+        return f"{job.sequence_key}{hold}"
+    return f"{job.sequence_key} ({job.sequence_ahead} ahead{hold})"
 
 
 def _status(job: Job, unserved: str | None, now: datetime | None = None) -> str:

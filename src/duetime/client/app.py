@@ -204,6 +204,9 @@ class App(Jobs, Results, Schedules, Queues, Tenants, Limits, Outbox, Tokens, Fig
         max_lateness: float | timedelta | str | None = None,
         on_late: str = "expire",
         result_max_bytes: int | None = None,
+        sequence: str | None = None,
+        sequence_on_dead: str = "release",
+        unique_for: float | timedelta | str | None = None,
     ) -> Task[P, R]: ...
 
     @overload
@@ -223,6 +226,9 @@ class App(Jobs, Results, Schedules, Queues, Tenants, Limits, Outbox, Tokens, Fig
         max_lateness: float | timedelta | str | None = None,
         on_late: str = "expire",
         result_max_bytes: int | None = None,
+        sequence: str | None = None,
+        sequence_on_dead: str = "release",
+        unique_for: float | timedelta | str | None = None,
     ) -> Callable[[Callable[P, R]], Task[P, R]]: ...
 
     def task(
@@ -241,6 +247,9 @@ class App(Jobs, Results, Schedules, Queues, Tenants, Limits, Outbox, Tokens, Fig
         max_lateness: float | timedelta | str | None = None,
         on_late: str = "expire",
         result_max_bytes: int | None = None,
+        sequence: str | None = None,
+        sequence_on_dead: str = "release",
+        unique_for: float | timedelta | str | None = None,
     ) -> Any:
         """Register a handler: `@app.task` or `@app.task(name=..., queue=..., ...)`.
 
@@ -258,6 +267,13 @@ class App(Jobs, Results, Schedules, Queues, Tenants, Limits, Outbox, Tokens, Fig
         start after its due time: with on_late="expire" (the default) each job gets the
         deadline due time + max_lateness and is expired if not started by then; with
         on_late="run" it runs anyway, logged as job.late and counted (docs/flow-control.md).
+
+        `sequence` (a template over the job's args, like "{account_id}") puts each job in the
+        sequence of that key: jobs of one key (and tenant) run one at a time, in the order they
+        were enqueued; a retry keeps its place. A job that ends dead lets the next run, unless
+        sequence_on_dead="hold": then the next waits until the dead one is replayed or
+        cancelled. `unique_for` (a window like "10m") makes a second enqueue with equal args
+        within the window return the first job (docs/workflows.md).
 
         The handler receives the job's args as keyword arguments; it may be `async def`
         (run on the event loop) or a plain function (run in a thread pool). What it returns
@@ -284,6 +300,9 @@ class App(Jobs, Results, Schedules, Queues, Tenants, Limits, Outbox, Tokens, Fig
                 max_lateness=max_lateness,
                 on_late=on_late,
                 result_max_bytes=result_max_bytes,
+                sequence=sequence,
+                sequence_on_dead=sequence_on_dead,
+                unique_for=unique_for,
             )
 
         return register(fn) if fn is not None else register

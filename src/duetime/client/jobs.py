@@ -16,7 +16,13 @@ from duetime.client.part import AppPart
 from duetime.core.clock import Clock, CorrectedClock
 from duetime.core.errors import InvalidRequest
 from duetime.core.models import Enqueued, Job, JobFilter, NewJob, unserved
-from duetime.core.requests import TaskDefaults, build_new_job, build_new_jobs, parse_instant
+from duetime.core.requests import (
+    TaskDefaults,
+    build_new_job,
+    build_new_jobs,
+    job_keys,
+    parse_instant,
+)
 from duetime.core.states import Event, JobStatus
 from duetime.logs import log_event
 from duetime.tasks import known_task
@@ -35,6 +41,7 @@ class Jobs(AppPart):
         options: dict[str, Any],
         *,
         check_args: bool = True,
+        keyed: bool = True,
     ) -> NewJob:
         task = known_task(self.tasks, task_name)
         new = build_new_job(
@@ -44,6 +51,7 @@ class Jobs(AppPart):
             tenant=self.tenant,
             defaults=task.defaults if task else TaskDefaults(),
             max_payload_bytes=self.max_payload_bytes,
+            keyed=keyed,
             **options,
         )
         if task is not None and check_args:
@@ -73,8 +81,17 @@ class Jobs(AppPart):
         connection: Any = None,
         depends_on: Iterable[int] | None = None,
         on_parent_failure: str | None = None,
+        sequence: str | None = None,
+        unique_for: float | timedelta | str | None = None,
+        unique_key: str | None = None,
     ) -> Job:
         """Create one job, durably, and return it. `key` makes the call idempotent.
+
+        `sequence` puts the job in that sequence (instead of the task's template): it runs
+        after every job enqueued before it in the same sequence has ended. `unique_for` (1s
+        to 366d) returns the job enqueued first instead of making one when a job of this task
+        with equal args (or the same `unique_key`) was created within that window before;
+        submit tells which (docs/workflows.md).
 
         With `connection` (PostgreSQL or MariaDB/MySQL), the job is inserted in that
         connection's open transaction (a psycopg or PyMySQL connection, or a SQLAlchemy session
@@ -100,6 +117,9 @@ class Jobs(AppPart):
             connection=connection,
             depends_on=depends_on,
             on_parent_failure=on_parent_failure,
+            sequence=sequence,
+            unique_for=unique_for,
+            unique_key=unique_key,
         ).job
 
     aenqueue = async_twin(enqueue)
@@ -112,8 +132,8 @@ class Jobs(AppPart):
         connection: Any = None,
         **options: Any,
     ) -> Enqueued:
-        """enqueue, also telling whether the job was created (False: an idempotency key
-        returned the original job). Options are those of enqueue."""
+        """enqueue, also telling whether the job was created (False: an idempotency key or a
+        unique window returned the original job). Options are those of enqueue."""
         unread = clock_unread(self.clock)
         new = self._new_job(task_name, args, options)  # every field checked before any I/O
         store = self.store
@@ -150,8 +170,14 @@ class Jobs(AppPart):
         at_each: Sequence[datetime | str] | None = None,
         depends_on: Iterable[int] | None = None,
         on_parent_failure: str | None = None,
+        sequence: str | None = None,
+        unique_for: float | timedelta | str | None = None,
     ) -> list[Job]:
         """Create many jobs of one task in one transaction: all of them or none.
+
+        `sequence` puts them all in that sequence, in the order given; `unique_for` applies
+        to each job as in enqueue (a job equal to one created within the window is that
+        job, once per equal job: the list then holds it again).
 
         `at_each` gives each job its own due instant (one per job, in order) instead of
         `at`/`delay`. `connection` works as for enqueue: the batch joins your transaction.
@@ -171,11 +197,22 @@ class Jobs(AppPart):
         )
         # every option checked once; each job's args below
         unread = clock_unread(self.clock)
-        template = self._new_job(task_name, {}, options, check_args=False)
+        template = self._new_job(task_name, {}, options, check_args=False, keyed=False)
         store = self.store
         if unread and not clock_unread(self.clock):  # as in submit
-            template = self._new_job(task_name, {}, options, check_args=False)
+            template = self._new_job(task_name, {}, options, check_args=False, keyed=False)
         task = self.tasks.get(task_name)
+        keys = job_keys(
+            template.task,
+            task.defaults if task is not None else TaskDefaults(),
+            sequence=sequence,
+            unique_for=unique_for,
+        )
+        if template.parents and keys.active:
+            raise InvalidRequest(
+                "depends_on cannot be combined with a sequence or unique_for yet (the task's or "
+                "this enqueue's); enqueue the jobs without one of them"
+            )
         if at_each is not None:  # each job's deadline from its own due instant
             given = parse_instant(deadline, "deadline") if deadline is not None else None
             template = replace(template, deadline_at=given)
@@ -194,6 +231,8 @@ class Jobs(AppPart):
                 at_each=at_each,
                 check=check if task is not None else None,
                 defaults=task.defaults if task is not None else None,
+                keys=keys,
+                now=self.clock.now(),
             )
             return [r.job for r in store.enqueue(batch, self.clock.now(), connection=connection)]
 

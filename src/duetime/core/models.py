@@ -143,6 +143,12 @@ class Job:
     cancel_reason: str | None = None
     parents: tuple[Relative, ...] = field(default=(), compare=False)
     children: tuple[Relative, ...] = field(default=(), compare=False)
+    sequence_key: str | None = None  # its sequence (docs/workflows.md, "Sequences")
+    sequence_hold: bool = False  # its death holds the sequence (sequence_on_dead="hold")
+    # how many jobs of its sequence are ahead of it (get_job reads it; None: not read)
+    sequence_ahead: int | None = None
+    unique_key: str | None = None  # the digest of its unique key ("Unique within a window")
+    unique_until: datetime | None = None  # the end of its unique window
 
     def dispatched_seconds(self, now: datetime) -> float | None:
         """How long the job has waited in the broker for a worker (dispatched_at), or None."""
@@ -194,6 +200,9 @@ class Job:
             "cancel_reason": self.cancel_reason,
             "parents": [r.to_json() for r in self.parents],
             "children": [r.to_json() for r in self.children],
+            "sequence": self.sequence_key,
+            "sequence_ahead": self.sequence_ahead,
+            "unique_until": _iso(self.unique_until),
             "attempt_history": [attempt_to_json(a) for a in self.attempt_history],
         }
 
@@ -254,6 +263,10 @@ class NewJob:
     parents: tuple[int, ...] = ()
     on_parent_failure: str | None = None
     release_delay: float | None = None
+    sequence_key: str | None = None  # its sequence (docs/workflows.md, "Sequences")
+    sequence_hold: bool = False  # its death holds the sequence (sequence_on_dead="hold")
+    unique_key: str | None = None  # the digest of its unique key ("Unique within a window")
+    unique_until: datetime | None = None  # the end of its unique window
 
 
 class NewJobs(Sequence[NewJob]):

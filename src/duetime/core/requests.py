@@ -6,6 +6,7 @@ import hashlib
 import json
 import os
 import re
+import string
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -15,7 +16,7 @@ from typing import Any
 
 from duetime.core.dependencies import on_parent_failure as check_on_parent_failure
 from duetime.core.dependencies import parent_ids
-from duetime.core.durations import parse_duration
+from duetime.core.durations import bounded_duration, parse_duration
 from duetime.core.errors import InvalidRequest, PayloadTooLarge
 from duetime.core.limits import check_limit_keys
 from duetime.core.models import NewJob, NewJobs, variant
@@ -61,6 +62,9 @@ class TaskDefaults:
     limits: tuple[str, ...] = ()  # limit keys of the dependencies it calls (core/limits.py)
     max_lateness_seconds: float | None = None  # None: a job may start however late
     on_late: str = "expire"  # a job later than that: "expire" it, or "run" it anyway
+    sequence: str | None = None  # a template over the args: its jobs' sequence key
+    sequence_on_dead: str = "release"  # a dead job of its sequence: "release" the next, "hold"
+    unique_for_seconds: float | None = None  # its jobs' unique window (None: not unique)
 
     @property
     def expires_late(self) -> bool:
@@ -245,6 +249,147 @@ _STR = frozenset({str})
 _ARGS_ENCODER = json.JSONEncoder(separators=(",", ":"), sort_keys=True, allow_nan=False)
 
 
+SEQUENCE_KEY_LIMIT = 255  # characters
+UNIQUE_KEY_LIMIT = 255  # characters
+UNIQUE_FOR_MIN_SECONDS = 1.0
+UNIQUE_FOR_MAX_SECONDS = 366 * 86400.0
+SEQUENCE_RELEASE = "release"
+SEQUENCE_HOLD = "hold"
+SEQUENCE_ON_DEAD = (SEQUENCE_RELEASE, SEQUENCE_HOLD)
+
+
+def check_unique_for(value: str | float | timedelta, what: str = "unique_for") -> float:
+    """A unique window in seconds, from 1 second to 366 days (every edge checks it here)."""
+    return bounded_duration(value, what, UNIQUE_FOR_MIN_SECONDS, UNIQUE_FOR_MAX_SECONDS)
+
+
+def check_sequence_template(template: str, sequence_on_dead: str, what: str) -> None:
+    """A task's sequence template ("{account_id}": fields are argument names, nothing else)
+    and its sequence_on_dead, checked once at registration."""
+    if sequence_on_dead not in SEQUENCE_ON_DEAD:
+        raise InvalidRequest(
+            f"{what}: sequence_on_dead must be 'release' or 'hold', got {sequence_on_dead!r}"
+        )
+    check_name(template, f"{what}: sequence template", SEQUENCE_KEY_LIMIT)
+    _template_fields(template, what)
+
+
+def _template_fields(template: str, what: str) -> list[tuple[str, str | None]]:
+    """The template as (literal text, argument name or None) pieces."""
+    try:
+        parts = list(string.Formatter().parse(template))
+    except ValueError as exc:
+        raise InvalidRequest(
+            f"{what}: sequence template {template!r} is malformed ({exc}); write it like "
+            "'{account_id}' or 'ledger-{account_id}'"
+        ) from None
+    pieces: list[tuple[str, str | None]] = []
+    for literal, name, spec, conversion in parts:
+        if name is not None and (not name.isidentifier() or spec or conversion):
+            raise InvalidRequest(
+                f"{what}: sequence template {template!r} may name arguments only, like "
+                f"'{{account_id}}'; got {{{name}{'!' + conversion if conversion else ''}"
+                f"{':' + spec if spec else ''}}}"
+            )
+        pieces.append((literal, name))
+    return pieces
+
+
+def render_sequence(template: str, args: Mapping[str, Any], task: str) -> str:
+    """A job's sequence key: the task's template with the job's argument values (a string as
+    it is, any other JSON value as its JSON text)."""
+    out = []
+    for literal, name in _template_fields(template, f"task {task!r}"):
+        out.append(literal)
+        if name is None:
+            continue
+        if name not in args:
+            raise InvalidRequest(
+                f"task {task!r} puts its jobs in sequence {template!r}, but this job has no "
+                f"argument {name!r}; pass it, or give the key with sequence="
+            )
+        value = args[name]
+        out.append(value if isinstance(value, str) else _ARGS_ENCODER.encode(value))
+    return check_name("".join(out), "sequence key", SEQUENCE_KEY_LIMIT)
+
+
+@dataclass(frozen=True)
+class JobKeys:
+    """What puts a job in a sequence or makes it unique, checked once for a request; each
+    job's keys come from its own args (keyed)."""
+
+    task: str
+    sequence: str | None = None  # a key given at enqueue, as it is
+    template: str | None = None  # the task's template, else
+    hold: bool = False
+    unique_seconds: float | None = None
+    unique_key: str | None = None
+
+    @property
+    def active(self) -> bool:
+        """Whether the jobs get a sequence or unique key at all."""
+        return not (self.sequence is None and self.template is None and self.unique_seconds is None)
+
+    def keyed(self, job: NewJob, now: datetime) -> NewJob:
+        """`job` with its sequence key and unique key (a digest) set, as this says."""
+        if not self.active:
+            return job
+        sequence = self.sequence
+        if sequence is None and self.template is not None:
+            sequence = render_sequence(self.template, job.args, self.task)
+        digest = None
+        until = None
+        if self.unique_seconds is not None:
+            what: list[Any] = ["task", self.task]
+            what += ["key", self.unique_key] if self.unique_key is not None else ["args", job.args]
+            digest = hashlib.sha256(_ARGS_ENCODER.encode(what).encode()).hexdigest()
+            until = now + timedelta(seconds=self.unique_seconds)
+        return variant(
+            job,
+            sequence_key=sequence,
+            sequence_hold=self.hold and sequence is not None,
+            unique_key=digest,
+            unique_until=until,
+        )
+
+
+def job_keys(
+    task: str,
+    defaults: TaskDefaults,
+    *,
+    key: str | None = None,
+    sequence: str | None = None,
+    unique_for: str | float | timedelta | None = None,
+    unique_key: str | None = None,
+) -> JobKeys:
+    """A request's JobKeys: its own sequence= and unique_for= (with unique_key=), else the
+    task's defaults. An idempotency key and a unique window do not mix: a key given with
+    unique_for= is refused, and the task's unique_for does not apply to a keyed enqueue."""
+    if sequence is not None:
+        sequence = check_name(sequence, "sequence key", SEQUENCE_KEY_LIMIT)
+    if unique_key is not None:
+        unique_key = check_name(unique_key, "unique_key", UNIQUE_KEY_LIMIT)
+        if unique_for is None and defaults.unique_for_seconds is None:
+            raise InvalidRequest("unique_key needs a window: give unique_for= too, e.g. '10m'")
+    seconds = None
+    if unique_for is not None:
+        seconds = check_unique_for(unique_for)
+        if key is not None:
+            raise InvalidRequest(
+                "give either key= (idempotency, for good) or unique_for= (a window), not both"
+            )
+    elif key is None:
+        seconds = defaults.unique_for_seconds
+    return JobKeys(
+        task=task,
+        sequence=sequence,
+        template=defaults.sequence if sequence is None else None,
+        hold=defaults.sequence_on_dead == SEQUENCE_HOLD,
+        unique_seconds=seconds,
+        unique_key=unique_key,
+    )
+
+
 def build_new_job(
     task: str,
     args: Any,
@@ -263,8 +408,14 @@ def build_new_job(
     max_payload_bytes: int = DEFAULT_MAX_PAYLOAD_BYTES,
     depends_on: Iterable[int | str] | None = None,
     on_parent_failure: str | None = None,
+    sequence: str | None = None,
+    unique_for: str | float | timedelta | None = None,
+    unique_key: str | None = None,
+    keyed: bool = True,
 ) -> NewJob:
-    """Validate one enqueue request and turn it into a NewJob, or raise InvalidRequest."""
+    """Validate one enqueue request and turn it into a NewJob, or raise InvalidRequest.
+    `keyed=False` leaves out the sequence and unique keys (a batch's template: job_keys
+    gives each job its own)."""
     task = check_name(task, "task name", 200)
     tenant = check_url_name(tenant, "tenant", TENANT_LIMIT)
     args_obj, args_json = dump_args(args, max_payload_bytes)
@@ -324,7 +475,15 @@ def build_new_job(
         ).hexdigest()
     if business_key is None:
         business_key = f"{tenant}/{task}:{uuid.uuid4().hex}"
-    return NewJob(
+    keys = job_keys(
+        task, defaults, key=key, sequence=sequence, unique_for=unique_for, unique_key=unique_key
+    )
+    if parents and keys.active:
+        raise InvalidRequest(
+            "depends_on cannot be combined with a sequence or unique_for yet (the task's or "
+            "this enqueue's); enqueue the job without one of them"
+        )
+    job = NewJob(
         tenant=tenant,
         task=task,
         args=args_obj,
@@ -346,6 +505,7 @@ def build_new_job(
         on_parent_failure=str(policy) if policy is not None else None,
         release_delay=release_delay if parents else None,
     )
+    return keys.keyed(job, now) if keyed else job
 
 
 def build_new_jobs(
@@ -356,6 +516,8 @@ def build_new_jobs(
     at_each: Sequence[datetime | str] | None = None,
     check: Callable[[NewJob, int, int], None] | None = None,
     defaults: TaskDefaults | None = None,
+    keys: JobKeys | None = None,
+    now: datetime | None = None,
 ) -> NewJobs | list[NewJob]:
     """Many jobs of one request: `template` (from build_new_job, its options validated once)
     with each of `list_of_args` (checked as dump_args does, and by `check(job, number,
@@ -366,7 +528,8 @@ def build_new_jobs(
     With `at_each`, give the template the deadline given at enqueue (not one derived) and
     the task's `defaults`: each job's deadline is then derived from its own due instant (for
     a task with max_lateness and on_late="expire"), and the jobs come as a plain list, made
-    at once (their deadlines differ, which NewJobs' jobs may not)."""
+    at once (their deadlines differ, which NewJobs' jobs may not). With `keys` (and `now`),
+    each job gets its sequence and unique keys from its own args."""
     if template.idempotency_key is not None:
         raise InvalidRequest("a batch of jobs cannot share one idempotency key")
     args_list = list(list_of_args)
@@ -406,11 +569,13 @@ def build_new_jobs(
                 ),
                 business_key=prefix + noise[at : at + 32],
             )
+            if keys is not None and now is not None:
+                job = keys.keyed(job, now)
             if check is not None:
                 check(job, i + 1, count)
             jobs.append(job)
         return jobs
 
-    if late is not None:
-        return make(0, count)
+    if late is not None or (keys is not None and keys.active):
+        return make(0, count)  # jobs with keys go one by one (store/sql/jobs.py)
     return NewJobs(base, count, make)

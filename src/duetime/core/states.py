@@ -55,6 +55,9 @@ class Event(StrEnum):
     WITHDRAW = "withdraw"
     # a blocked job's parents have ended as its on_parent_failure asks: it is due
     UNBLOCK = "unblock"
+    # an operator's cancel of a dead job that holds its sequence (sequence_on_dead="hold"):
+    # the job is dismissed, and the sequence moves on (docs/workflows.md)
+    DISMISS = "dismiss"
 
 
 S = JobStatus
@@ -85,6 +88,7 @@ TRANSITIONS: dict[Event, dict[JobStatus, JobStatus]] = {
     # a cancel request then ends the job at once, as for a job that never started
     Event.WITHDRAW: {S.RUNNING: S.SCHEDULED, S.CANCEL_REQUESTED: S.CANCELLED},
     Event.UNBLOCK: {S.BLOCKED: S.SCHEDULED},
+    Event.DISMISS: {S.DEAD: S.CANCELLED},
 }
 
 TERMINAL: frozenset[JobStatus] = frozenset({S.SUCCEEDED, S.DEAD, S.CANCELLED, S.EXPIRED})

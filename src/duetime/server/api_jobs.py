@@ -47,6 +47,7 @@ CONFLICT: dict[int | str, dict[str, Any]] = {
 ENQUEUE_FIELDS: tuple[str, ...] = ("task", "args", "queue", "priority", "due_at")
 ENQUEUE_FIELDS += ("delay_seconds", "deadline_at", "max_attempts", "business_key")
 ENQUEUE_FIELDS += ("depends_on", "on_parent_failure")
+ENQUEUE_FIELDS += ("sequence", "unique_for", "unique_key")
 
 
 def job_out(job: Job) -> dict[str, Any]:
@@ -59,7 +60,11 @@ def job_out(job: Job) -> dict[str, Any]:
     response_model=JobOut,
     responses={
         **AUTH,
-        200: {"model": JobOut, "description": "the same Idempotency-Key and body: the original"},
+        200: {
+            "model": JobOut,
+            "description": "the same Idempotency-Key and body, or a job within the unique "
+            "window (unique_for): the original",
+        },
         409: {"model": Problem, "description": "the Idempotency-Key was used with another body"},
         413: {"model": Problem, "description": "the body or the args are over the limit"},
         429: {
@@ -99,6 +104,9 @@ def enqueue(
             business_key=body.business_key,
             depends_on=body.depends_on,
             on_parent_failure=body.on_parent_failure,
+            sequence=body.sequence,
+            unique_for=body.unique_for,
+            unique_key=body.unique_key,
         )
     )
     if not result.created:

@@ -16,6 +16,7 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    StrictFloat,
     model_validator,
 )
 
@@ -199,6 +200,17 @@ class JobOut(BaseModel):
         description=f"the jobs that depend on it, the first {MAX_RELATIVES_SHOWN} by id "
         "(GET /v1/jobs/{id} only)",
     )
+    sequence: str | None = Field(
+        default=None, description="the job's sequence key (docs/workflows.md); null: none"
+    )
+    sequence_ahead: int | None = Field(
+        default=None,
+        description="GET /v1/jobs/{id} of a job of a sequence not ended: how many jobs of its "
+        "sequence are ahead of it; null otherwise",
+    )
+    unique_until: AwareDatetime | None = Field(
+        default=None, description="enqueued with unique_for: the end of its unique window"
+    )
 
 
 class JobDetail(JobOut):
@@ -240,6 +252,24 @@ class JobIn(BaseModel):
         default=None,
         description="with depends_on: when a parent ends dead, cancelled or expired, cancel "
         "the job and its descendants (cancel, the default) or run it once every parent ended",
+    )
+    sequence: Text | None = Field(
+        default=None,
+        min_length=1,
+        max_length=255,
+        description="the sequence key: the job runs after every job enqueued before it in "
+        "this sequence has ended (default: the task's sequence template, if its app has one)",
+    )
+    unique_for: StrictFloat | Text | None = Field(
+        default=None,
+        description="seconds, or a duration like '10m' (1s to 366d): a job of this task with "
+        "equal args (or unique_key) created within this window is returned (200) instead",
+    )
+    unique_key: Text | None = Field(
+        default=None,
+        min_length=1,
+        max_length=255,
+        description="with unique_for: compare this key instead of the args",
     )
 
     @model_validator(mode="after")

@@ -151,12 +151,20 @@ class Store(Protocol):
         transition, a schedule's cancel or delete of its occurrences) tells its blocked
         children in its own transaction: each is released (scheduled, due per
         core.dependencies.released_due) or cancelled with its descendants, exactly once.
+
+        A job with a unique_key (docs/workflows.md) first takes the key back from the job of
+        (tenant, unique_key) whose unique_until has passed; a job of the key still in its
+        window is returned instead, created=False. A job with a sequence_key locks the row of
+        its sequence (duetime_sequences, made if absent) and is inserted waiting when a job of
+        the sequence is not ended (or is dead and holds it), else scheduled. Such jobs go in
+        one at a time, in the request's order.
         """
         ...
 
     def get_job(self, job_id: int, *, tenant: str | None = None) -> Job | None:
         """The job with its attempt history, its parents and (the first MAX_RELATIVES_SHOWN by
-        id) children with their statuses, or None (also when it belongs to another tenant)."""
+        id) children with their statuses, or None (also when it belongs to another tenant); for
+        a job of a sequence not ended, sequence_ahead: the jobs of its sequence ahead."""
         ...
 
     def list_jobs(self, f: JobFilter) -> list[Job]:
@@ -247,6 +255,9 @@ class Store(Protocol):
         `now` may be a clock's now(): it is then read once the jobs' rows are locked, so that
         finished_at and late_reported_at say when the write happened, however long the
         database kept it waiting (a worker's completer passes its clock so).
+        A job of a sequence that ends (succeeded, dead, cancelled) releases the next job of
+        its sequence (its waiting job of lowest id becomes scheduled) in the same transaction,
+        unless it ends dead and holds its sequence; an emptied sequence's row is deleted.
         """
         ...
 
@@ -301,7 +312,8 @@ class Store(Protocol):
         ...
 
     def expire_overdue(self, now: datetime, limit: int) -> int:
-        """Move scheduled jobs whose deadline_at <= now to expired; return how many."""
+        """Move scheduled jobs whose deadline_at <= now to expired; return how many. An
+        expired job of a sequence releases the next one, in the same transaction."""
         ...
 
     def transition(
@@ -324,6 +336,9 @@ class Store(Protocol):
         backlog past its max_backlog raises BacklogFull and changes nothing, unless
         `ignore_backlog` (an operator's override).
         Raises JobNotFound, or IllegalTransition when the status forbids the move.
+        Of a job of a sequence: a CANCEL of a dead job that holds its sequence DISMISSes it
+        (cancelled); a move that ends the job releases the next one of its sequence; a job due
+        again (a REPLAY) while another job of its sequence is not ended waits (rejoin).
         """
         ...
 

@@ -108,6 +108,11 @@ def job_from_row(
         cancel_reason=_since_20(row, "cancel_reason"),
         parents=(),
         children=(),
+        sequence_key=row["sequence_key"],
+        sequence_hold=bool(row["sequence_hold"]),
+        unique_key=row["unique_key"],
+        unique_until=_opt(row["unique_until"], t),
+        sequence_ahead=None,
     )
 
 

@@ -279,4 +279,23 @@ STATEMENTS: dict[str, str] = {
     "unstarted_parents": "returns id of the schedule's jobs that never started (generation 0), "
     "scheduled, waiting or cancelled, with has_children = 1 (of `origin`, unless null), their "
     "rows locked for the transaction in id order",
+    # -- sequences and unique windows (docs/workflows.md)
+    "lock_sequence": "makes the row of sequence (tenant, sequence_key) if absent and locks it "
+    "until the transaction ends (SQLite: the write lock does)",
+    "drop_sequence": "deletes the row of sequence (tenant, sequence_key)",
+    "sequence_busy": "returns id: a job of the sequence other than `exclude` that holds it "
+    "(scheduled, running, cancel_requested, parked, dead with sequence_hold, and waiting when "
+    "`waiting`), if any",
+    "sequence_next": "returns id, queue, due_at: the sequence's waiting job of lowest id",
+    "release_sequence_job": "changes: job `id` by `moves` (a release)",
+    "rejoin_sequence": "changes: job `id`, scheduled and of a sequence, to waiting",
+    "sequence_keys_of": "returns tenant, sequence_key: the sequences of the jobs whose id is "
+    "in ids",
+    "overdue_sequences": "returns tenant, sequence_key: the sequences of the scheduled jobs "
+    "whose deadline_at is at or before now",
+    "sequence_ahead": "returns ahead: how many jobs of the sequence with an id below `id` are "
+    "not ended (or dead with sequence_hold)",
+    "clear_unique": "changes: clears unique_key on the job of (tenant, unique_key) whose "
+    "unique_until is at or before now",
+    "job_by_unique": "returns the job of (tenant, unique_key), the newest committed",
 }

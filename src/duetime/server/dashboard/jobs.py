@@ -266,8 +266,11 @@ def _actions(job: Job) -> dict[str, bool]:
     status = job.status
     if job.dispatched_at is not None and status is JobStatus.RUNNING:
         status = JobStatus.SCHEDULED
+    # a dead job that holds its sequence (sequence_on_dead="hold") is dismissed by a cancel
+    holds = status in TRANSITIONS[Event.DISMISS] and job.sequence_hold
     return {
-        "cancel": status in TRANSITIONS[Event.CANCEL] and status is not JobStatus.CANCEL_REQUESTED,
+        "cancel": holds
+        or (status in TRANSITIONS[Event.CANCEL] and status is not JobStatus.CANCEL_REQUESTED),
         "reschedule": status in TRANSITIONS[Event.RESCHEDULE],
         "replay": status in TRANSITIONS[Event.REPLAY],
         "resolve": status in TRANSITIONS[Event.RESOLVE_DONE],

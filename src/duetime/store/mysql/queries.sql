@@ -43,12 +43,14 @@ INSERT INTO duetime_job_ids (owner) VALUES (CONNECTION_ID());
 INSERT INTO duetime_jobs (id, tenant, queue, task, args, priority, due_at, deadline_at, status,
     max_attempts, retry_base, retry_cap, lease_seconds, timeout_seconds, idempotency_key,
     request_hash, business_key, created_at, updated_at, schedule_id, schedule_name, nominal_at,
-    covers, origin, limits, trace_context)
+    covers, origin, limits, trace_context,
+    sequence_key, sequence_hold, unique_key, unique_until)
 VALUES (LAST_INSERT_ID(), %(tenant)s, %(queue)s, %(task)s, %(args)s, %(priority)s,
     %(due_at)s, %(deadline_at)s, %(status)s, %(max_attempts)s, %(retry_base)s, %(retry_cap)s,
     %(lease_seconds)s, %(timeout_seconds)s, %(idempotency_key)s, %(request_hash)s,
     %(business_key)s, %(now)s, %(now)s, %(schedule_id)s, %(schedule_name)s, %(nominal_at)s,
-    %(covers)s, %(origin)s, %(limits)s, %(trace_context)s)
+    %(covers)s, %(origin)s, %(limits)s, %(trace_context)s,
+    %(sequence_key)s, %(sequence_hold)s, %(unique_key)s, %(unique_until)s)
 ON DUPLICATE KEY UPDATE id = id;
 SELECT id FROM duetime_jobs WHERE id = LAST_INSERT_ID();
 DELETE FROM duetime_job_ids WHERE id = LAST_INSERT_ID();
@@ -228,7 +230,7 @@ WHERE a.status = 'running';
 -- name: lock_jobs
 -- The jobs' rows locked in id order (their current attempts' rows after each), each with its
 -- current attempt (of its generation and claim token), if any.
-SELECT j.id, j.generation, j.claim_token, j.status, j.queue, j.has_children,
+SELECT j.id, j.generation, j.claim_token, j.status, j.queue, j.has_children, j.tenant, j.sequence_key,
        a.status AS attempt_status, a.lease_expires_at AS attempt_lease_expires_at
 FROM duetime_jobs j
 LEFT JOIN duetime_attempts a
@@ -1192,3 +1194,62 @@ WHERE schedule_id = %(schedule_id)s AND status IN ('scheduled', 'waiting', 'canc
   AND generation = 0 AND has_children = 1 AND (%(origin)s IS NULL OR origin = %(origin)s)
 ORDER BY id
 FOR UPDATE;
+
+-- name: lock_sequence
+-- The sequence's row, made if absent, locked until the transaction ends.
+INSERT INTO duetime_sequences (tenant, sequence_key)
+VALUES (%(tenant)s, %(sequence_key)s)
+ON DUPLICATE KEY UPDATE tenant = tenant;
+
+-- name: drop_sequence
+DELETE FROM duetime_sequences
+WHERE tenant = %(tenant)s AND sequence_key = %(sequence_key)s;
+
+-- name: sequence_busy
+SELECT id FROM duetime_jobs
+WHERE sequence_key = %(sequence_key)s AND tenant = %(tenant)s AND id <> %(exclude)s
+  AND (status IN ('scheduled', 'running', 'cancel_requested', 'parked')
+       OR (%(waiting)s AND status = 'waiting')
+       OR (status = 'dead' AND sequence_hold = 1))
+LIMIT 1;
+
+-- name: sequence_next
+SELECT id, queue, due_at FROM duetime_jobs
+WHERE sequence_key = %(sequence_key)s AND tenant = %(tenant)s AND status = 'waiting'
+ORDER BY id
+LIMIT 1;
+
+-- name: release_sequence_job
+UPDATE duetime_jobs
+SET version = version + 1, updated_at = %(now)s,
+    status = JSON_UNQUOTE(JSON_EXTRACT(%(moves)s, CONCAT('$.', status)))
+WHERE id = %(id)s AND JSON_EXTRACT(%(moves)s, CONCAT('$.', status)) IS NOT NULL;
+
+-- name: rejoin_sequence
+UPDATE duetime_jobs
+SET status = 'waiting', version = version + 1, updated_at = %(now)s
+WHERE id = %(id)s AND status = 'scheduled' AND sequence_key IS NOT NULL;
+
+-- name: sequence_keys_of
+SELECT DISTINCT tenant, sequence_key FROM duetime_jobs
+WHERE id IN %(ids)s AND sequence_key IS NOT NULL;
+
+-- name: overdue_sequences
+SELECT DISTINCT tenant, sequence_key FROM duetime_jobs
+WHERE status = 'scheduled' AND deadline_at IS NOT NULL AND deadline_at <= %(now)s
+  AND sequence_key IS NOT NULL;
+
+-- name: sequence_ahead
+SELECT COUNT(*) AS ahead FROM duetime_jobs
+WHERE sequence_key = %(sequence_key)s AND tenant = %(tenant)s AND id < %(id)s
+  AND (status IN ('scheduled', 'waiting', 'running', 'cancel_requested', 'parked')
+       OR (status = 'dead' AND sequence_hold = 1));
+
+-- name: clear_unique
+UPDATE duetime_jobs SET unique_key = NULL
+WHERE unique_key = %(unique_key)s AND tenant = %(tenant)s AND unique_until <= %(now)s;
+
+-- name: job_by_unique
+-- a locking read: it sees the newest committed row (as jobs_by_keys)
+SELECT * FROM duetime_jobs WHERE unique_key = %(unique_key)s AND tenant = %(tenant)s
+LOCK IN SHARE MODE;

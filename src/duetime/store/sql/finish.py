@@ -32,7 +32,7 @@ from duetime.store.driver import Connection, Driver, Row, Rows
 from duetime.store.rows import moves_json
 from duetime.store.sql.dependencies import Dependencies
 from duetime.store.sql.limits import Limits
-from duetime.store.sql.shared import Part, conflicts_retried, earliest_of
+from duetime.store.sql.shared import Part, conflicts_retried, earliest_of, settle_sequences
 
 log = logging.getLogger("duetime.store")
 
@@ -218,6 +218,15 @@ class Finisher(Part):
             self.limits.count_outcomes(c, _outcomes(items, applied), now)
             if tell:  # their blocked children released or cancelled, in this transaction
                 self.dependencies.settle(c, tell, now)
+            keys = {r["id"]: (r["tenant"], r["sequence_key"]) for r in locked if r["sequence_key"]}
+            if keys:  # jobs of a sequence: one that ended lets the next run
+                ended_keys = [
+                    keys[m["job_id"]]
+                    for m in moves
+                    if m["job_id"] in keys and JobStatus(m["to_status"]) in TERMINAL
+                ]
+                if ended_keys:
+                    self.driver.notify(c, settle_sequences(c, ended_keys, now, self._t))
             again = {
                 m["job_id"]: m["due_at"] for m in moves if m["to_status"] == JobStatus.SCHEDULED
             }
@@ -303,10 +312,13 @@ class Finisher(Part):
     @conflicts_retried
     def expire_overdue(self, now: datetime, limit: int) -> int:
         with self.driver.transaction() as c:
+            keys = [(r["tenant"], r["sequence_key"]) for r in c.rows("overdue_sequences", now=now)]
             rows = c.rows("expire_overdue", moves=moves_json(Event.EXPIRE), now=now, limit=limit)
             parents = [r["id"] for r in rows if r["has_children"]]
             if parents:  # their children learn of it in this transaction
                 self.dependencies.settle(c, [(i, JobStatus.EXPIRED) for i in parents], now)
+            if keys:  # an expired job of a sequence lets the next run
+                self.driver.notify(c, settle_sequences(c, keys, now, self._t))
         return len(rows)
 
 

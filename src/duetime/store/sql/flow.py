@@ -34,7 +34,14 @@ from duetime.core.states import Event, JobStatus, next_status
 from duetime.store.driver import Connection, Driver, Row
 from duetime.store.sql.cache import TtlCache
 from duetime.store.sql.dependencies import Dependencies
-from duetime.store.sql.shared import Part, conflicts_retried, earliest_of, withdraw_dispatched
+from duetime.store.sql.shared import (
+    Part,
+    conflicts_retried,
+    earliest_of,
+    sequence_keys,
+    settle_sequences,
+    withdraw_dispatched,
+)
 
 log = logging.getLogger("duetime.store")
 
@@ -125,6 +132,11 @@ class Flow(Part):
         due = [(r["queue"], self._t(r["due_at"])) for r in rows if r["status"] == "scheduled"]
         if due:
             self.driver.notify(c, earliest_of(due))
+        ended = [r["id"] for r in rows if r["status"] == "cancelled"]
+        if ended:  # a cancelled job of a sequence lets the next run
+            keys = sequence_keys(c, ended)
+            if keys:
+                self.driver.notify(c, settle_sequences(c, keys, now, self._t))
         if rows:
             log.info(
                 "withdrew %d dispatched attempts no worker took from queues not in outbox mode "

@@ -31,6 +31,8 @@ from duetime.store.sql.shared import (
     move,
     new_job_record,
     reserve_ids,
+    sequence_status,
+    settle_sequences,
 )
 
 BATCH_SLICE = 250  # jobs per insert of a bulk enqueue
@@ -56,6 +58,7 @@ class Jobs(Part):
         if (
             len(jobs) == 1
             and not jobs[0].parents
+            and not _keyed(jobs[0])
             and not controls.bounds(jobs[0].queue, jobs[0].tenant)
         ):
             # one statement that commits on its own (PostgreSQL: one round trip, its wake-up
@@ -80,6 +83,13 @@ class Jobs(Part):
         return None if row is None else Enqueued(new_job_record(row["id"], job, now), True)
 
     def _enqueue(self, c: Connection, jobs: Sequence[NewJob], now: datetime) -> list[Enqueued]:
+        if not isinstance(jobs, NewJobs) and any(_keyed(j) for j in jobs):
+            # jobs of a sequence or with a unique window go one at a time, in the request's
+            # order (their sequence's row locked for each); the others as one job each
+            return [
+                self._enqueue_keyed(c, j, now) if _keyed(j) else self._enqueue(c, [j], now)[0]
+                for j in jobs
+            ]
         if len(jobs) == 1 and not jobs[0].parents:
             one = self._enqueue_one(c, jobs[0], now)
             if one is not None:
@@ -144,6 +154,44 @@ class Jobs(Part):
             self.dependencies.link(c, made, statuses)
         self.driver.notify(c, earliest(r.job for r in results if r.created and _due(r.job)))
         return results
+
+    def _enqueue_keyed(self, c: Connection, job: NewJob, now: datetime) -> Enqueued:
+        """A job of a sequence, or with a unique window (docs/workflows.md). Its unique key is
+        first taken back from a job whose window ended; the unique index then refuses a second
+        job of the key, and the one that holds it is returned (created=False). A job of a
+        sequence locks its sequence's row and starts waiting behind any job of it not ended."""
+        for _ in range(5):
+            if job.unique_key is not None:
+                c.run("clear_unique", tenant=job.tenant, unique_key=job.unique_key, now=now)
+            if job.sequence_key is not None:
+                job = variant(job, status=sequence_status(c, job))
+            row = c.one(
+                "enqueue_one",
+                **job_params(0, job, now),
+                wake=self.driver.wake_payload(job.queue, job.due_at),
+            )
+            if row is not None:
+                return Enqueued(new_job_record(row["id"], job, now), True)
+            if job.sequence_key is not None:  # its row may have been made for nothing
+                settle_sequences(c, [(job.tenant, job.sequence_key)], now, self._t)
+            if job.unique_key is not None:
+                found = c.one("job_by_unique", tenant=job.tenant, unique_key=job.unique_key)
+                if found is not None:
+                    return Enqueued(job_from_row(found, self._t), False)
+            elif job.idempotency_key is not None:
+                original = self._jobs_by_key(c, [job]).get((job.tenant, job.idempotency_key))
+                if original is not None:
+                    if original["request_hash"] != job.request_hash:
+                        raise IdempotencyConflict(
+                            f"idempotency key {job.idempotency_key!r} was already used for "
+                            f"job {original['id']} with a different request; use a new key"
+                        )
+                    return Enqueued(job_from_row(original, self._t), False)
+            # the holder of the key was deleted (or its window ended) meanwhile: again
+        raise StoreError(
+            f"the unique key of a {job.task!r} job is taken but its job cannot be read "
+            "(a transaction isolation above READ COMMITTED?); try again"
+        )
 
     def _enqueue_fresh(
         self, c: Connection, jobs: Sequence[NewJob], now: datetime
@@ -213,6 +261,11 @@ class Jobs(Part):
             job = load_job(c, self._t, job_id, tenant, True)
             if job is None:
                 return None
+            if job.sequence_key is not None and not job.terminal:
+                row = c.one(
+                    "sequence_ahead", tenant=job.tenant, sequence_key=job.sequence_key, id=job.id
+                )
+                job = variant(job, sequence_ahead=int(row["ahead"]) if row else 0)
             parents, children = self.dependencies.relatives(c, job_id)
         if parents or children:
             job = variant(job, parents=parents, children=children)
@@ -288,6 +341,10 @@ class Jobs(Part):
                 self.flow.admit_replay(c, controls, job_id, tenant)
             moved = move(c, job_id, event, now, tenant=tenant, due_at=due_at, replay=replay)
             job = load_job(c, self._t, job_id, tenant, True)
+            if not moved and event is Event.CANCEL and job is not None and _held_by(job):
+                # a dead job that holds its sequence: a cancel dismisses it
+                moved = move(c, job_id, Event.DISMISS, now, tenant=tenant)
+                job = load_job(c, self._t, job_id, tenant, True)
             # raised inside: a dispatched attempt withdrawn for this move is rolled back too
             if job is None:
                 raise JobNotFound(job_id)
@@ -295,17 +352,52 @@ class Jobs(Part):
                 raise refusal(job, event, due_at)
             if job.terminal:  # its children learn of its end (a cancel, a resolve)
                 self.dependencies.settle_ids(c, [job_id], now)
+            if job.sequence_key is not None:
+                job = self._in_sequence(c, job, now)
             if job.status is JobStatus.SCHEDULED:
                 self.driver.notify(c, {job.queue: job.due_at})
         return job
 
+    def _in_sequence(self, c: Connection, job: Job, now: datetime) -> Job:
+        """After an operator's move of a job of a sequence: a job that ended lets the next
+        one run; a job due again (a replay) while another job of its sequence runs rejoins
+        the sequence, waiting (its id keeps its place: it runs next)."""
+        where = {"tenant": job.tenant, "sequence_key": job.sequence_key}
+        if job.terminal:
+            self.driver.notify(
+                c, settle_sequences(c, [(job.tenant, str(job.sequence_key))], now, self._t)
+            )
+        elif job.status is JobStatus.SCHEDULED:
+            c.run("lock_sequence", **where)
+            if c.one("sequence_busy", **where, exclude=job.id, waiting=False) is not None:
+                c.run("rejoin_sequence", id=job.id, now=now)
+                found = load_job(c, self._t, job.id, None, True)
+                assert found is not None  # locked by the move above
+                return found
+        return job
+
 
 def _fresh(job: NewJob) -> bool:
-    """True when the job cannot meet a unique key (no idempotency key, no occurrence) and has
-    no parents."""
-    return job.idempotency_key is None and job.schedule_id is None and not job.parents
+    """True when the job cannot meet a unique key (no idempotency key, no occurrence, no
+    unique window, no sequence) and has no parents."""
+    return (
+        job.idempotency_key is None
+        and job.schedule_id is None
+        and not _keyed(job)
+        and not job.parents
+    )
 
 
 def _due(job: Job) -> bool:
     """A job just created that a worker may claim when due (not blocked, not cancelled)."""
     return job.status not in (JobStatus.BLOCKED, JobStatus.CANCELLED)
+
+
+def _held_by(job: Job) -> bool:
+    """A dead job that holds its sequence (sequence_on_dead="hold")."""
+    return job.status is JobStatus.DEAD and job.sequence_hold and job.sequence_key is not None
+
+
+def _keyed(job: NewJob) -> bool:
+    """True for a job of a sequence or with a unique window (Jobs._enqueue_keyed)."""
+    return job.sequence_key is not None or job.unique_key is not None

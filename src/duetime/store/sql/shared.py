@@ -168,6 +168,10 @@ def job_params(job_id: int, job: NewJob, now: datetime) -> dict[str, Any]:
         "origin": job.origin,
         "limits": limits_text(job.limits),
         "trace_context": job.trace_context,
+        "sequence_key": job.sequence_key,
+        "sequence_hold": 1 if job.sequence_hold else None,
+        "unique_key": job.unique_key,
+        "unique_until": job.unique_until,
         "now": now,
         "created_at": now,  # by name, for a COPY (insert_new_jobs on PostgreSQL)
         "updated_at": now,
@@ -223,6 +227,10 @@ def new_job_record(job_id: int, new: NewJob, now: datetime) -> Job:
         origin=new.origin,
         limits=new.limits,
         trace_context=new.trace_context,
+        sequence_key=new.sequence_key,
+        sequence_hold=new.sequence_hold,
+        unique_key=new.unique_key,
+        unique_until=new.unique_until,
     )
 
 
@@ -252,3 +260,45 @@ def pick_filters(queues: Sequence[str] | None, tasks: Sequence[str] | None) -> d
         "all_tasks": tasks is None,
         "tasks": list(tasks) if tasks is not None else [],
     }
+
+
+def settle_sequences(
+    c: Connection, keys: Iterable[tuple[str, str]], now: datetime, t: ToTime
+) -> dict[str, datetime]:
+    """Release the next job of each sequence (tenant, key) that nothing holds any more (its
+    waiting job of lowest id becomes scheduled), or drop the sequence's row when it has no job
+    left to run; in the caller's transaction, after a job of it ended (or may have). Each
+    sequence's row is locked first (in key order), so that an enqueue into it and this
+    release take turns. Idempotent: a sequence still held is left as it is. Returns the
+    released jobs' earliest due instant per queue (for the caller's wake-up)."""
+    released: list[tuple[str, datetime]] = []
+    for tenant, key in sorted(set(keys)):
+        where = {"tenant": tenant, "sequence_key": key}
+        c.run("lock_sequence", **where)
+        if c.one("sequence_busy", **where, exclude=0, waiting=False) is not None:
+            continue
+        nxt = c.one("sequence_next", **where)
+        if nxt is None:
+            c.run("drop_sequence", **where)
+            continue
+        c.run("release_sequence_job", id=nxt["id"], moves=moves_json(Event.RELEASE), now=now)
+        released.append((nxt["queue"], t(nxt["due_at"])))
+    return earliest_of(released)
+
+
+def sequence_status(c: Connection, job: NewJob) -> JobStatus:
+    """The status a new job of a sequence starts in, its sequence's row locked (so that no
+    other enqueue or release of it runs meanwhile): waiting behind a job of its sequence not
+    ended (or dead and holding it), else its own."""
+    where = {"tenant": job.tenant, "sequence_key": job.sequence_key}
+    c.run("lock_sequence", **where)
+    if c.one("sequence_busy", **where, exclude=0, waiting=True) is not None:
+        return JobStatus.WAITING
+    return job.status
+
+
+def sequence_keys(c: Connection, ids: Sequence[int]) -> list[tuple[str, str]]:
+    """The sequences of the jobs of `ids` (the ones that have one)."""
+    if not ids:
+        return []
+    return [(r["tenant"], r["sequence_key"]) for r in c.rows("sequence_keys_of", ids=list(ids))]

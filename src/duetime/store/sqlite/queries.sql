@@ -36,11 +36,12 @@ SELECT json_group_array(last.id + n.i) AS ids FROM n, last;
 INSERT INTO duetime_jobs (tenant, queue, task, args, priority, due_at, deadline_at, status,
     max_attempts, retry_base, retry_cap, lease_seconds, timeout_seconds, idempotency_key,
     request_hash, business_key, created_at, updated_at, schedule_id, schedule_name, nominal_at,
-    covers, origin, limits, trace_context)
+    covers, origin, limits, trace_context, sequence_key, sequence_hold, unique_key, unique_until)
 VALUES (:tenant, :queue, :task, :args, :priority, :due_at, :deadline_at, :status,
     :max_attempts, :retry_base, :retry_cap, :lease_seconds, :timeout_seconds, :idempotency_key,
     :request_hash, :business_key, :now, :now, :schedule_id, :schedule_name, :nominal_at,
-    :covers, :origin, :limits, :trace_context)
+    :covers, :origin, :limits, :trace_context, :sequence_key, :sequence_hold, :unique_key,
+    :unique_until)
 ON CONFLICT DO NOTHING
 RETURNING id;
 
@@ -212,7 +213,7 @@ WHERE a.status = 'running';
 -- name: lock_jobs
 -- the write transaction already holds the file; each job with its current attempt (of its
 -- generation and claim token), if any
-SELECT j.id, j.generation, j.claim_token, j.status, j.queue, j.has_children,
+SELECT j.id, j.generation, j.claim_token, j.status, j.queue, j.has_children, j.tenant, j.sequence_key,
        a.status AS attempt_status, a.lease_expires_at AS attempt_lease_expires_at
 FROM duetime_jobs j
 LEFT JOIN duetime_attempts a
@@ -1139,3 +1140,57 @@ SELECT id FROM duetime_jobs
 WHERE schedule_id = :schedule_id AND status IN ('scheduled', 'waiting', 'cancelled')
   AND generation = 0 AND has_children = 1 AND (:origin IS NULL OR origin = :origin)
 ORDER BY id;
+
+-- name: lock_sequence
+-- Under the write lock already: the sequence's row, made if absent.
+INSERT INTO duetime_sequences (tenant, sequence_key) VALUES (:tenant, :sequence_key)
+ON CONFLICT DO NOTHING;
+
+-- name: drop_sequence
+DELETE FROM duetime_sequences WHERE tenant = :tenant AND sequence_key = :sequence_key;
+
+-- name: sequence_busy
+SELECT id FROM duetime_jobs INDEXED BY duetime_jobs_sequence
+WHERE tenant = :tenant AND sequence_key = :sequence_key AND id <> :exclude
+  AND (status IN ('scheduled', 'running', 'cancel_requested', 'parked')
+       OR (:waiting = 1 AND status = 'waiting')
+       OR (status = 'dead' AND sequence_hold = 1))
+LIMIT 1;
+
+-- name: sequence_next
+SELECT id, queue, due_at FROM duetime_jobs INDEXED BY duetime_jobs_sequence
+WHERE tenant = :tenant AND sequence_key = :sequence_key AND status = 'waiting'
+ORDER BY id
+LIMIT 1;
+
+-- name: release_sequence_job
+UPDATE duetime_jobs
+SET status = json_extract(:moves, '$.' || status), version = version + 1, updated_at = :now
+WHERE id = :id AND json_type(:moves, '$.' || status) IS NOT NULL;
+
+-- name: rejoin_sequence
+UPDATE duetime_jobs
+SET status = 'waiting', version = version + 1, updated_at = :now
+WHERE id = :id AND status = 'scheduled' AND sequence_key IS NOT NULL;
+
+-- name: sequence_keys_of
+SELECT DISTINCT tenant, sequence_key FROM duetime_jobs
+WHERE id IN (SELECT value FROM json_each(:ids)) AND sequence_key IS NOT NULL;
+
+-- name: overdue_sequences
+SELECT DISTINCT tenant, sequence_key FROM duetime_jobs
+WHERE status = 'scheduled' AND deadline_at IS NOT NULL AND deadline_at <= :now
+  AND sequence_key IS NOT NULL;
+
+-- name: sequence_ahead
+SELECT COUNT(*) AS ahead FROM duetime_jobs INDEXED BY duetime_jobs_sequence
+WHERE tenant = :tenant AND sequence_key = :sequence_key AND id < :id
+  AND (status IN ('scheduled', 'waiting', 'running', 'cancel_requested', 'parked')
+       OR (status = 'dead' AND sequence_hold = 1));
+
+-- name: clear_unique
+UPDATE duetime_jobs SET unique_key = NULL
+WHERE tenant = :tenant AND unique_key = :unique_key AND unique_until <= :now;
+
+-- name: job_by_unique
+SELECT * FROM duetime_jobs WHERE tenant = :tenant AND unique_key = :unique_key;

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+import schemas
 from duetime.core.clock import ManualClock
 from duetime.core.models import Job, Lease, Outcome
 from duetime.core.outbox import Dispatch, Dispatched
@@ -30,33 +31,16 @@ from kit import DialectKit
 
 @pytest.fixture
 def at_16(kit: DialectKit, tmp_path: Path) -> Iterator[tuple[Store, str]]:
-    """A store on a database of schema 16 (migrations 1 to 16 as `migrate` runs them). The
-    rows below are written by this version's statements; the ones that write them (enqueue,
-    claim, finish, dispatch) write the same columns as version 16's, and those of the later
-    migrations of AHEAD, which run first (out of order, unrecorded) and are left out of the
-    store's migrations."""
+    """A store on a database of schema 16 (migrations 1 to 16 as `migrate` runs them, and
+    the later ones after 17 ahead: tests/schemas.py). The rows below are written by this
+    version's statements; the ones that write them (enqueue, claim, finish, dispatch) write the
+    same columns as version 16's and those of the migrations run ahead."""
     url = kit.fresh_url(tmp_path, drop=True)
     store = open_store(url)
-    driver = store.driver  # type: ignore[attr-defined]
-    every = driver.migrations
-    driver.migrations = [m for m in every if m.version <= 16]
-    assert store.migrate()[-1] == 16
-    # this version's statements also use what the migrations of AHEAD added: their scripts
-    # run here, unrecorded, so that `migrate` below runs migration 17 (and those between)
-    with driver.transaction() as c, driver.translated():
-        c.run("schema_version")  # as migrate does first (SQLite re-reads the schema)
-        for migration in every:
-            if migration.version in AHEAD:
-                driver.run_script(c.native, migration.script)
-    driver.migrations = [m for m in every if m.version not in AHEAD]
+    every = schemas.before(store, 17)
     yield store, url
-    driver.migrations = every
+    schemas.restore(store, every)
     store.close()
-
-
-# later migrations that only add nullable columns this version's writes name (21: the trace
-# context of jobs and outbox events)
-AHEAD = frozenset({18, 19, 20, 21})  # they add to the schema, none depends on 17
 
 
 def test_jobs_in_every_state_survive_migration_17(
@@ -94,7 +78,7 @@ def test_jobs_in_every_state_survive_migration_17(
         JobStatus.BLOCKED
     }
 
-    assert store.migrate()[0] == 17  # and any later ones
+    assert store.migrate() == [17]
 
     after = {i: store.get_job(i) for i in ids}
     for i in ids:  # every job and its history as before; the orphaned attempt is lost

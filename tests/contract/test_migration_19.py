@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+import schemas
 from duetime.core.clock import ManualClock
 from duetime.core.models import Outcome
 from duetime.core.requests import TaskDefaults, build_new_jobs
@@ -23,12 +24,9 @@ from kit import DialectKit
 def before_19(kit: DialectKit, tmp_path: Path) -> Iterator[Store]:
     """A store on a database of the schema before migration 19."""
     store = open_store(kit.fresh_url(tmp_path, drop=True))
-    driver = store.driver  # type: ignore[attr-defined]
-    every = driver.migrations
-    driver.migrations = [m for m in every if m.version < 19]
-    assert store.migrate()[-1] < 19
-    driver.migrations = every
+    every = schemas.before(store, 19)
     yield store
+    schemas.restore(store, every)
     store.close()
 
 
@@ -37,7 +35,7 @@ def test_a_store_before_19_migrates_and_works(before_19: Store, clock: ManualClo
     # jobs written at the previous schema (a batch's insert names no column of migration 19)
     batch = build_new_jobs(new(clock), [{"n": n} for n in range(3)])
     old = [r.job for r in store.enqueue(batch, clock.now())]
-    assert store.migrate()[-1] == 19
+    assert store.migrate() == [19]
     for job in old:
         found = store.get_job(job.id)
         assert found is not None and found.status is JobStatus.SCHEDULED

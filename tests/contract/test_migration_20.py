@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+import schemas
 from duetime.core.clock import ManualClock
 from duetime.core.models import JobFilter, Outcome
 from duetime.core.states import Event, JobStatus
@@ -19,19 +20,14 @@ from duetime.store.base import Store
 from jobhelpers import enqueue, job_in
 from kit import DialectKit
 
-BEFORE = 19  # the newest migration before 20 (18 and 19 may be absent on this branch)
-
 
 @pytest.fixture
 def before_20(kit: DialectKit, tmp_path: Path) -> Iterator[tuple[Store, str]]:
     url = kit.fresh_url(tmp_path, drop=True)
     store = open_store(url)
-    driver = store.driver  # type: ignore[attr-defined]
-    every = driver.migrations
-    driver.migrations = [m for m in every if m.version < 20]
-    assert store.migrate()[-1] <= BEFORE
-    driver.migrations = every
+    every = schemas.before(store, 20)
     yield store, url
+    schemas.restore(store, every)
     store.close()
 
 

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+import schemas
 from duetime.core.clock import ManualClock
 from duetime.core.models import Outcome
 from duetime.core.outbox import Dispatch
@@ -32,12 +33,9 @@ def before_21(kit: DialectKit, tmp_path: Path) -> Iterator[Store]:
     """A store on a database of the schema before migration 21."""
     url = kit.fresh_url(tmp_path, drop=True)
     store = open_store(url)
-    driver = store.driver  # type: ignore[attr-defined]
-    every = driver.migrations
-    driver.migrations = [m for m in every if m.version < 21]
-    store.migrate()
-    driver.migrations = every
+    every = schemas.before(store, 21)
     yield store
+    schemas.restore(store, every)
     store.close()
 
 

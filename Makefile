@@ -3,8 +3,11 @@ PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+# the Django tests' venv (make test-django), on Python 3.12 or newer
+DJANGO_VENV := .venv-django
+DJANGO_STAMP := $(DJANGO_VENV)/.installed
 
-.PHONY: demo browser broker netns faketime autofailover api-reference docs test test-long test-unit test-contract test-integration lint typecheck clean chaos chaos-outbox chaos-failover chaos-long bench
+.PHONY: test-django demo browser broker netns faketime autofailover api-reference docs test test-long test-unit test-contract test-integration lint typecheck clean chaos chaos-outbox chaos-failover chaos-long bench
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -31,6 +34,20 @@ NONE_SELECTED_OK = || { rc=$$?; [ $$rc -eq 5 ] && [ -n "$$PYTEST_ADDOPTS" ]; }
 test: $(STAMP) browser broker netns faketime lint typecheck
 	$(BIN)/pytest tests/unit tests/contract -n $(TEST_PROCESSES) -m "not long" $(NONE_SELECTED_OK)
 	$(BIN)/pytest tests/integration -n $(INTEGRATION_PROCESSES) --dist loadgroup -m "not long" \
+		$(NONE_SELECTED_OK)
+	$(MAKE) --no-print-directory test-django
+
+# the Django tasks backend (docs/django.md) with a real Django project (tests/django_backend), in
+# a venv of its own: Django 6 needs Python 3.12 or newer, found by .ci/find-python312 (PATH, pyenv's
+# shims and versions, or PYTHON_DJANGO); none found fails the target, saying what to install
+$(DJANGO_STAMP): pyproject.toml
+	py=$$(.ci/find-python312) && $$py -m venv $(DJANGO_VENV)
+	$(DJANGO_VENV)/bin/pip install --quiet --upgrade pip
+	$(DJANGO_VENV)/bin/pip install --quiet -e '.[django,postgres]' 'pytest>=8' 'pytest-timeout>=2.3'
+	touch $(DJANGO_STAMP)
+
+test-django: $(DJANGO_STAMP)
+	$(DJANGO_VENV)/bin/pytest tests/django_backend --confcutdir=tests/django_backend -p no:cacheprovider \
 		$(NONE_SELECTED_OK)
 
 test-long: $(STAMP) browser broker netns faketime autofailover
@@ -175,5 +192,5 @@ bench: $(STAMP) $(BENCH_STAMP)
 		--concurrency $(BENCH_CONCURRENCY) --procs $(BENCH_PROCS) $(BENCH_ARGS)
 
 clean:
-	rm -rf $(VENV) $(BENCH_VENV) build dist site .pytest_cache .mypy_cache .ruff_cache .hypothesis \
+	rm -rf $(VENV) $(DJANGO_VENV) $(BENCH_VENV) build dist site .pytest_cache .mypy_cache .ruff_cache .hypothesis \
 		.import_linter_cache

@@ -1,0 +1,47 @@
+"""The test project's Django tasks; the worker finds them by this module's name."""
+
+from django.tasks import TaskContext, task
+
+
+class ReportError(Exception):
+    """An exception of the project's own: its class path reaches TaskResult.errors."""
+
+
+@task
+def add(a: int, b: int) -> int:
+    return a + b
+
+
+@task(queue_name="emails", priority=10)
+def send_email(to: str) -> dict[str, str]:
+    return {"sent": to}
+
+
+@task
+def fail(message: str) -> None:
+    raise ValueError(message)
+
+
+@task
+def fail_report(message: str) -> None:
+    try:
+        raise KeyError(message)
+    except KeyError as exc:
+        raise ReportError(f"report failed:\n{message}") from exc
+
+
+@task
+async def double(x: int) -> int:
+    return 2 * x
+
+
+@task(takes_context=True)
+def attempt_of(context: TaskContext, label: str) -> dict[str, object]:
+    return {"label": label, "attempt": context.attempt, "id": context.task_result.id}
+
+
+@task
+def count_orders() -> int:
+    from taskapp.models import Order
+
+    return Order.objects.using("pg").count()

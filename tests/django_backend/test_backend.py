@@ -1,0 +1,216 @@
+"""duetime as Django's tasks backend, in a real Django project (project/): enqueue, results,
+deferral, priorities, queues, transactions (same database and on_commit), errors, async."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from datetime import timedelta
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+from django.db import transaction
+from django.tasks import TaskResultStatus, task_backends
+from django.tasks.exceptions import InvalidTask, TaskResultDoesNotExist
+from django.utils import timezone
+from taskapp.models import Order
+from taskapp.tasks import (
+    ReportError,
+    add,
+    attempt_of,
+    count_orders,
+    double,
+    fail,
+    fail_report,
+    send_email,
+)
+
+from duetime.django import DuetimeBackend
+from duetime.django.results import task_status
+
+
+class Boom(Exception):
+    pass
+
+
+def job_of(result: Any) -> Any:
+    """The duetime job behind a TaskResult (its idempotency key is the result's id)."""
+    backend = task_backends[result.backend]
+    (job,) = [j for j in backend.app.list_jobs(limit=1000) if j.idempotency_key == result.id]
+    return job
+
+
+def test_the_backend_says_what_it_supports() -> None:
+    backend = task_backends["default"]
+    assert isinstance(backend, DuetimeBackend)
+    assert backend.supports_defer and backend.supports_async_task
+    assert backend.supports_get_result and backend.supports_priority
+
+
+def test_enqueue_runs_in_the_worker_process_and_reports_the_result(
+    worker: Any, finished: Any
+) -> None:
+    result = add.enqueue(2, b=3)
+    assert result.status == TaskResultStatus.READY
+    assert result.enqueued_at is not None and result.args == [2] and result.kwargs == {"b": 3}
+    job = job_of(result)
+    assert (job.task, job.args) == ("taskapp.tasks.add", {"args": [2], "kwargs": {"b": 3}})
+    finished(result)
+    assert result.status == TaskResultStatus.SUCCESSFUL
+    assert result.return_value == 5
+    assert result.errors == [] and result.attempts == 1 and len(result.worker_ids) == 1
+    assert result.started_at is not None and result.finished_at is not None
+    assert result.last_attempted_at == result.started_at
+    again = add.get_result(result.id)
+    assert (again.status, again.return_value, again.task.func) == (
+        TaskResultStatus.SUCCESSFUL,
+        5,
+        add.func,
+    )
+
+
+def test_a_task_using_the_orm_runs_with_django_set_up(worker: Any, finished: Any) -> None:
+    Order.objects.using("pg").create(customer="ada")
+    assert finished(count_orders.enqueue()).return_value == Order.objects.using("pg").count()
+
+
+def test_a_deferred_task_runs_after_run_after(worker: Any, finished: Any) -> None:
+    run_after = timezone.now() + timedelta(seconds=1.5)
+    result = add.using(run_after=run_after).enqueue(1, 1)
+    assert job_of(result).due_at == run_after
+    time.sleep(0.5)
+    result.refresh()
+    assert result.status == TaskResultStatus.READY  # not yet due
+    finished(result)
+    assert result.started_at >= run_after
+    assert add.get_result(result.id).task.run_after == run_after
+
+
+def test_priorities_and_queues_are_the_jobs(start_worker: Any, finished: Any) -> None:
+    # enqueued before any worker of pg_own runs: one slot, so the higher priority runs first
+    low = add.using(backend="pg_own", priority=-5).enqueue(0, 1)
+    high = send_email.using(backend="pg_own").enqueue("ada@example.com")
+    assert (job_of(low).priority, job_of(high).priority) == (-5, 10)
+    assert (job_of(low).queue, job_of(high).queue) == ("default", "emails")
+    start_worker("pg_own", "--concurrency", "1")
+    finished(low)
+    finished(high)
+    assert high.return_value == {"sent": "ada@example.com"}
+    assert high.started_at < low.started_at
+    assert add.using(backend="pg_own").get_result(low.id).task.priority == -5
+
+
+def test_queue_names_are_checked_as_duetime_checks_them() -> None:
+    with pytest.raises(InvalidTask, match="not valid for backend"):
+        add.using(queue_name="reports")  # not in the backend's QUEUES
+    with pytest.raises(InvalidTask, match=r"queue '\.\.' is refused"):
+        add.using(backend="pg_own", queue_name="..")  # QUEUES = []: any name duetime takes
+    with pytest.raises(InvalidTask, match="priority must be a whole number between -100 and 100"):
+        add.using(priority=101)
+
+
+def test_rollback_in_djangos_transaction_leaves_no_job() -> None:
+    with pytest.raises(Boom), transaction.atomic(using="pg"):
+        Order.objects.using("pg").create(customer="rolled back")
+        result = add.enqueue(1, 2)
+        assert result.enqueued_at is not None  # written, in Django's transaction
+        raise Boom
+    with pytest.raises(TaskResultDoesNotExist):
+        add.get_result(result.id)
+
+
+def test_an_enqueue_in_djangos_transaction_commits_with_it() -> None:
+    backend = task_backends["pg_own"]  # no worker: the job stays as enqueued
+    with transaction.atomic(using="pg"):
+        result = add.enqueue(1, 2)
+        with pytest.raises(TaskResultDoesNotExist):  # another connection cannot see it yet
+            add.get_result(result.id)
+    assert add.get_result(result.id).status == TaskResultStatus.READY
+    assert backend.same_database is False and task_backends["default"].same_database is True
+
+
+@pytest.mark.parametrize(("alias", "database"), [("sqlite_own", "default"), ("pg_own", "pg")])
+def test_another_database_enqueues_on_commit(alias: str, database: str) -> None:
+    task = add.using(backend=alias)
+    with transaction.atomic(using=database):
+        committed = task.enqueue(3, 4)
+        assert committed.enqueued_at is None  # not sent before Django commits
+    assert committed.enqueued_at is not None
+    assert task.get_result(committed.id).status == TaskResultStatus.READY
+    with pytest.raises(Boom), transaction.atomic(using=database):
+        rolled_back = task.enqueue(5, 6)
+        raise Boom
+    assert rolled_back.enqueued_at is None
+    with pytest.raises(TaskResultDoesNotExist):
+        task.get_result(rolled_back.id)
+
+
+def test_a_task_on_its_own_sqlite_database_runs_in_its_worker(
+    start_worker: Any, finished: Any
+) -> None:
+    start_worker("sqlite_own")
+    result = double.using(backend="sqlite_own").enqueue(4)
+    assert finished(result).return_value == 8
+
+
+def test_an_exception_reaches_errors_with_its_class_and_traceback(
+    worker: Any, finished: Any
+) -> None:
+    result = finished(fail.enqueue("boom"))
+    assert result.status == TaskResultStatus.FAILED
+    (error,) = result.errors
+    assert error.exception_class_path == "builtins.ValueError"
+    assert error.exception_class is ValueError
+    assert error.traceback.startswith("Traceback (most recent call last):")
+    assert error.traceback.rstrip().endswith("ValueError: boom")
+    assert "in fail" in error.traceback
+    with pytest.raises(ValueError, match="Task failed"):
+        result.return_value  # noqa: B018 - Django's way to say it failed
+
+    own = finished(fail_report.enqueue("line one\nline two"))
+    (error,) = own.errors
+    assert error.exception_class_path == "taskapp.tasks.ReportError"
+    assert error.exception_class is ReportError
+    assert "KeyError" in error.traceback and "line two" in error.traceback
+    assert "exception_class_path" not in error.traceback
+
+
+def test_async_enqueue_async_tasks_and_the_context(worker: Any, finished: Any) -> None:
+    async def enqueue() -> Any:
+        result = await double.aenqueue(21)
+        again = await double.aget_result(result.id)
+        assert again.id == result.id
+        return result
+
+    result = asyncio.run(enqueue())
+    assert finished(result).return_value == 42
+    asyncio.run(result.arefresh())
+    assert result.status == TaskResultStatus.SUCCESSFUL
+
+    context = finished(attempt_of.enqueue(label="first"))
+    assert context.return_value == {"label": "first", "attempt": 1, "id": context.id}
+
+
+def test_an_unknown_result_id_does_not_exist() -> None:
+    with pytest.raises(TaskResultDoesNotExist):
+        add.get_result("0" * 32)
+
+
+@pytest.mark.parametrize(
+    ("status", "expected"),
+    [
+        ("scheduled", "READY"),
+        ("waiting", "READY"),
+        ("blocked", "READY"),
+        ("running", "RUNNING"),
+        ("cancel_requested", "RUNNING"),
+        ("parked", "RUNNING"),
+        ("succeeded", "SUCCESSFUL"),
+        ("dead", "FAILED"),
+        ("cancelled", "FAILED"),
+        ("expired", "FAILED"),
+    ],
+)
+def test_the_status_mapping(status: str, expected: str) -> None:
+    assert task_status(SimpleNamespace(status=status)) == TaskResultStatus[expected]

@@ -10,6 +10,8 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
+from django.core.exceptions import ImproperlyConfigured
+from django.core.management import CommandError, call_command
 from django.db import transaction
 from django.tasks import TaskResultStatus, task_backends
 from django.tasks.exceptions import InvalidTask, TaskResultDoesNotExist
@@ -27,6 +29,7 @@ from taskapp.tasks import (
 )
 
 from duetime.django import DuetimeBackend
+from duetime.django.backend import django_database_url
 from duetime.django.results import task_status
 
 
@@ -214,3 +217,44 @@ def test_an_unknown_result_id_does_not_exist() -> None:
 )
 def test_the_status_mapping(status: str, expected: str) -> None:
     assert task_status(SimpleNamespace(status=status)) == TaskResultStatus[expected]
+
+
+def test_the_same_database_is_djangos_own() -> None:
+    from django.db import connections
+
+    s = connections["pg"].settings_dict
+    url = task_backends["default"].app.database_url
+    assert url == f"postgresql://{s['USER']}@{s['HOST']}:{s['PORT']}/{s['NAME']}"
+
+
+def test_django_database_url_carries_the_socket_and_the_libpq_options(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from django.db import connections
+
+    conn = connections["pg"]
+    settings = {
+        **conn.settings_dict,
+        "USER": "app user",
+        "PASSWORD": "p@ss:word",
+        "HOST": "/run/postgresql",
+        "PORT": "5433",
+        "OPTIONS": {"sslmode": "require", "server_side_binding": True, "pool": {"min_size": 2}},
+    }
+    monkeypatch.setattr(conn, "settings_dict", settings)
+    assert django_database_url("default", "pg") == (
+        f"postgresql://app%20user:p%40ss%3Aword@/{settings['NAME']}"
+        "?sslmode=require&host=%2Frun%2Fpostgresql&port=5433"
+    )
+
+
+def test_sharing_a_database_needs_postgresql() -> None:
+    with pytest.raises(ImproperlyConfigured, match="only on PostgreSQL"):
+        DuetimeBackend("other", {"OPTIONS": {"DATABASE": "default"}})  # Django's SQLite
+    with pytest.raises(ImproperlyConfigured, match="unknown keys"):
+        DuetimeBackend("other", {"OPTIONS": {"DATABSE_URL": "sqlite:///x.db"}})
+
+
+def test_the_worker_command_needs_a_duetime_backend() -> None:
+    with pytest.raises(CommandError, match="no TASKS backend 'nope'"):
+        call_command("duetime_worker", backend="nope")

@@ -31,7 +31,7 @@ demo: $(STAMP)
 TEST_PROCESSES ?= 2
 INTEGRATION_PROCESSES ?= 3
 NONE_SELECTED_OK = || { rc=$$?; [ $$rc -eq 5 ] && [ -n "$$PYTEST_ADDOPTS" ]; }
-test: $(STAMP) browser broker netns faketime lint typecheck
+test: $(STAMP) $(DJANGO_STAMP) browser broker netns faketime lint typecheck
 	$(BIN)/pytest tests/unit tests/contract -n $(TEST_PROCESSES) -m "not long" $(NONE_SELECTED_OK)
 	$(BIN)/pytest tests/integration -n $(INTEGRATION_PROCESSES) --dist loadgroup -m "not long" \
 		$(NONE_SELECTED_OK)

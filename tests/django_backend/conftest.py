@@ -66,6 +66,8 @@ class WorkerProcess:
     """`python manage.py duetime_worker --backend ALIAS`, in the test project."""
 
     def __init__(self, alias: str, *flags: str) -> None:
+        # its log in a file: a pipe nobody reads until the end could fill and block it
+        self.log = tempfile.TemporaryFile(mode="w+")
         self.proc = subprocess.Popen(
             [
                 sys.executable,
@@ -81,15 +83,17 @@ class WorkerProcess:
             ],
             cwd=PROJECT,
             env=os.environ.copy(),
-            stdout=subprocess.PIPE,
+            stdout=self.log,
             stderr=subprocess.STDOUT,
-            text=True,
         )
 
     def stop(self) -> str:
         """SIGTERM, and what the worker logged; it must have exited cleanly."""
         self.proc.terminate()
-        output, _ = self.proc.communicate(timeout=30)
+        self.proc.wait(timeout=30)
+        self.log.seek(0)
+        output = self.log.read()
+        self.log.close()
         assert self.proc.returncode == 0, output
         return output
 

@@ -156,6 +156,19 @@ def test_a_task_on_its_own_sqlite_database_runs_in_its_worker(
     result = double.using(backend="sqlite_own").enqueue(4)
     assert finished(result).return_value == 8
 
+    # MAX_ATTEMPTS 2: after the first failure the task is READY again, with its error
+    failing = fail.using(backend="sqlite_own").enqueue("once")
+    deadline = time.monotonic() + 30
+    while not failing.errors:
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+        failing.refresh()
+    assert failing.status == TaskResultStatus.READY or len(failing.errors) == 2
+    finished(failing)  # the retry comes within 10 s (duetime's default backoff)
+    assert failing.status == TaskResultStatus.FAILED
+    assert [e.exception_class_path for e in failing.errors] == ["builtins.ValueError"] * 2
+    assert failing.attempts == 2
+
 
 def test_an_exception_reaches_errors_with_its_class_and_traceback(
     worker: Any, finished: Any

@@ -31,12 +31,12 @@ TASKS = {
         "QUEUES": ["default", "emails"],
         "OPTIONS": {"DATABASE": "pg", "MAX_ATTEMPTS": 1},
     },
-    # Django on SQLite, duetime on an SQLite database of its own: on_commit
+    # Django on SQLite, duetime on an SQLite database of its own: on_commit; one retry
     "sqlite_own": {
         "BACKEND": "duetime.django.DuetimeBackend",
         "OPTIONS": {
             "DATABASE_URL": os.environ["DJANGO_TEST_DUETIME_SQLITE_URL"],
-            "MAX_ATTEMPTS": 1,
+            "MAX_ATTEMPTS": 2,
         },
     },
     # Django on PostgreSQL, duetime on another PostgreSQL database: on_commit; any queue name

@@ -91,12 +91,13 @@ def test_a_deferred_task_runs_after_run_after(worker: Any, finished: Any) -> Non
 
 
 def test_priorities_and_queues_are_the_jobs(start_worker: Any, finished: Any) -> None:
-    # enqueued before any worker of pg_own runs: one slot, so the higher priority runs first
+    # enqueued before any worker of pg_own runs: one slot, strict priority order (no share
+    # kept for lower classes), so the higher priority runs first
     low = add.using(backend="pg_own", priority=-5).enqueue(0, 1)
     high = send_email.using(backend="pg_own").enqueue("ada@example.com")
     assert (job_of(low).priority, job_of(high).priority) == (-5, 10)
     assert (job_of(low).queue, job_of(high).queue) == ("default", "emails")
-    start_worker("pg_own", "--concurrency", "1")
+    start_worker("pg_own", "--concurrency", "1", "--priority-share", "0")
     finished(low)
     finished(high)
     assert high.return_value == {"sent": "ada@example.com"}
@@ -124,13 +125,13 @@ def test_rollback_in_djangos_transaction_leaves_no_job() -> None:
 
 
 def test_an_enqueue_in_djangos_transaction_commits_with_it() -> None:
-    backend = task_backends["pg_own"]  # no worker: the job stays as enqueued
     with transaction.atomic(using="pg"):
         result = add.enqueue(1, 2)
         with pytest.raises(TaskResultDoesNotExist):  # another connection cannot see it yet
             add.get_result(result.id)
-    assert add.get_result(result.id).status == TaskResultStatus.READY
-    assert backend.same_database is False and task_backends["default"].same_database is True
+    assert add.get_result(result.id).args == [1, 2]  # committed (a worker may have run it)
+    assert task_backends["default"].same_database is True
+    assert task_backends["pg_own"].same_database is False
 
 
 @pytest.mark.parametrize(("alias", "database"), [("sqlite_own", "default"), ("pg_own", "pg")])
@@ -163,7 +164,8 @@ def test_a_task_on_its_own_sqlite_database_runs_in_its_worker(
         assert time.monotonic() < deadline
         time.sleep(0.05)
         failing.refresh()
-    assert failing.status == TaskResultStatus.READY or len(failing.errors) == 2
+    if len(failing.errors) == 1:  # not failed for good: READY (RUNNING once retried)
+        assert failing.status != TaskResultStatus.FAILED
     finished(failing)  # the retry comes within 10 s (duetime's default backoff)
     assert failing.status == TaskResultStatus.FAILED
     assert [e.exception_class_path for e in failing.errors] == ["builtins.ValueError"] * 2
@@ -264,6 +266,8 @@ def test_django_database_url_carries_the_socket_and_the_libpq_options(
 def test_sharing_a_database_needs_postgresql() -> None:
     with pytest.raises(ImproperlyConfigured, match="only on PostgreSQL"):
         DuetimeBackend("other", {"OPTIONS": {"DATABASE": "default"}})  # Django's SQLite
+    with pytest.raises(ImproperlyConfigured, match="MODULES must be a list"):
+        DuetimeBackend("other", {"OPTIONS": {"DATABASE": "pg", "MODULES": "taskapp.jobs"}})
     with pytest.raises(ImproperlyConfigured, match="unknown keys"):
         DuetimeBackend("other", {"OPTIONS": {"DATABSE_URL": "sqlite:///x.db"}})
 

@@ -80,6 +80,12 @@ class DuetimeBackend(BaseTaskBackend):
                 f"TASKS[{alias!r}] OPTIONS MAX_ATTEMPTS must be a whole number, 1 or more"
             )
         self.max_attempts = max_attempts
+        modules = self.options.get("MODULES", [])
+        if not isinstance(modules, list | tuple) or not all(isinstance(m, str) for m in modules):
+            raise ImproperlyConfigured(
+                f"TASKS[{alias!r}] OPTIONS MODULES must be a list of module names"
+            )
+        self.modules: list[str] = list(modules)
         key = (alias, url, tenant, max_attempts)
         with _apps_lock:
             app = _apps.get(key)
@@ -109,8 +115,7 @@ class DuetimeBackend(BaseTaskBackend):
         Django task they hold with this backend, whatever backend it names (one enqueued with
         `.using(backend=...)` runs here too): the worker runs only the tasks registered."""
         names = [f"{c.name}.tasks" for c in apps.get_app_configs() if has_tasks(c.module)]
-        modules: Sequence[str] = self.options.get("MODULES", ())
-        for name in [*names, *modules]:
+        for name in [*names, *self.modules]:
             for value in vars(importlib.import_module(name)).values():
                 if isinstance(value, Task):
                     self._register(value)

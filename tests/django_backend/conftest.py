@@ -53,7 +53,8 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     if not _made:
         return
     from django.db import connections
-    from django.tasks import task_backends
+
+    from duetime.django.compat import task_backends
 
     connections.close_all()
     for backend in task_backends.all():

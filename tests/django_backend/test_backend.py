@@ -13,8 +13,6 @@ import pytest
 from django.core.exceptions import ImproperlyConfigured
 from django.core.management import CommandError, call_command
 from django.db import transaction
-from django.tasks import TaskResultStatus, task_backends
-from django.tasks.exceptions import InvalidTask, TaskResultDoesNotExist
 from django.utils import timezone
 from taskapp.models import Order
 from taskapp.tasks import (
@@ -30,6 +28,12 @@ from taskapp.tasks import (
 
 from duetime.django import DuetimeBackend
 from duetime.django.backend import django_database_url
+from duetime.django.compat import (
+    InvalidTask,
+    TaskResultDoesNotExist,
+    TaskResultStatus,
+    task_backends,
+)
 from duetime.django.results import task_status
 
 

@@ -15,18 +15,23 @@ from urllib.parse import quote, urlencode
 from django.apps import apps
 from django.core.exceptions import ImproperlyConfigured
 from django.db import connections, transaction
-from django.tasks import Task, TaskResult, TaskResultStatus
-from django.tasks.backends.base import BaseTaskBackend
-from django.tasks.exceptions import InvalidTask, TaskResultDoesNotExist
-from django.tasks.signals import task_enqueued
 from django.utils import timezone
-from django.utils.json import normalize_json
 from django.utils.module_loading import import_string, module_has_submodule
 
 from duetime.client import App
 from duetime.core.errors import InvalidRequest
 from duetime.core.models import Job, JobFilter
 from duetime.core.requests import DEFAULT_MAX_ATTEMPTS, check_url_name
+from duetime.django.compat import (
+    BaseTaskBackend,
+    InvalidTask,
+    Task,
+    TaskResult,
+    TaskResultDoesNotExist,
+    TaskResultStatus,
+    normalize_json,
+    task_enqueued,
+)
 from duetime.django.results import task_result
 from duetime.django.runner import handler_for
 

@@ -7,10 +7,8 @@ import builtins
 import re
 from typing import Any
 
-from django.tasks import Task, TaskResult, TaskResultStatus
-from django.tasks.base import TaskError
-
 from duetime.core.models import Attempt, Job
+from duetime.django.compat import Task, TaskError, TaskResult, TaskResultStatus
 
 # duetime's job statuses (core/states.py) as Django's four; compared by value, so that a status
 # this module does not know yet reads as READY (it has not run to an end)

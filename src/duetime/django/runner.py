@@ -8,10 +8,9 @@ from collections.abc import Callable
 from typing import Any
 
 from django.db import close_old_connections
-from django.tasks import Task, TaskContext, task_backends
-from django.utils.json import normalize_json
 from django.utils.module_loading import import_string
 
+from duetime.django.compat import Task, TaskContext, normalize_json, task_backends
 from duetime.django.results import NOTE_PREFIX, class_path
 from duetime.runtime.context import current
 

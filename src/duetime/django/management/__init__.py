@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from django.core.management.base import CommandError, CommandParser
-from django.tasks import task_backends
 
 from duetime.django.backend import DuetimeBackend
+from duetime.django.compat import task_backends
 
 
 def add_backend_flag(parser: CommandParser) -> None:

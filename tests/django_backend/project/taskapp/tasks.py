@@ -1,6 +1,8 @@
-"""The test project's Django tasks; the worker finds them by this module's name."""
+"""The test project's Django tasks; the worker finds them by this module's name. (A project
+writes `from django.tasks import task`, or `from django_tasks import task` with the backport;
+the tests run on both, so they import through duetime's shim.)"""
 
-from django.tasks import TaskContext, task
+from duetime.django.compat import TaskContext, task
 
 
 class ReportError(Exception):

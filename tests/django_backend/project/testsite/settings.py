@@ -2,11 +2,14 @@
 the environment: fresh databases per run (Django's SQLite file, a PostgreSQL database Django
 and duetime share, and duetime's own SQLite and PostgreSQL databases)."""
 
+import importlib.util
 import os
 
 SECRET_KEY = "duetime-tests"  # a test project
 USE_TZ = True
 INSTALLED_APPS = ["duetime.django", "taskapp"]
+if importlib.util.find_spec("django.tasks") is None:  # Django before 6: the backport
+    INSTALLED_APPS.append("django_tasks")
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 DATABASES = {

@@ -15,6 +15,7 @@ from django.core.management import CommandError, call_command
 from django.db import transaction
 from django.utils import timezone
 from taskapp.models import Order
+from taskapp.more import triple
 from taskapp.tasks import (
     ReportError,
     add,
@@ -160,6 +161,7 @@ def test_a_task_on_its_own_sqlite_database_runs_in_its_worker(
     start_worker("sqlite_own")
     result = double.using(backend="sqlite_own").enqueue(4)
     assert finished(result).return_value == 8
+    assert finished(triple.enqueue(5)).return_value == 15  # a task of OPTIONS MODULES
 
     # MAX_ATTEMPTS 2: after the first failure the task is READY again, with its error
     failing = fail.using(backend="sqlite_own").enqueue("once")

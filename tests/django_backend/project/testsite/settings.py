@@ -40,6 +40,7 @@ TASKS = {
         "OPTIONS": {
             "DATABASE_URL": os.environ["DJANGO_TEST_DUETIME_SQLITE_URL"],
             "MAX_ATTEMPTS": 2,
+            "MODULES": ["taskapp.more"],
         },
     },
     # Django on PostgreSQL, duetime on another PostgreSQL database: on_commit; any queue name

@@ -14,7 +14,7 @@ from django.core.exceptions import ImproperlyConfigured
 from django.core.management import CommandError, call_command
 from django.db import transaction
 from django.utils import timezone
-from taskapp.models import Order
+from taskapp.models import Order, SignalSeen
 from taskapp.more import triple
 from taskapp.tasks import (
     ReportError,
@@ -40,6 +40,12 @@ from duetime.django.results import task_status
 
 class Boom(Exception):
     pass
+
+
+def seen(result: Any) -> list[tuple[str, str]]:
+    """The Django task signals sent about `result`, in order: (signal, status)."""
+    rows = SignalSeen.objects.using("pg").filter(result_id=result.id).order_by("id")
+    return list(rows.values_list("signal", "status"))
 
 
 def job_of(result: Any) -> Any:
@@ -176,6 +182,8 @@ def test_a_task_on_its_own_sqlite_database_runs_in_its_worker(
     assert failing.status == TaskResultStatus.FAILED
     assert [e.exception_class_path for e in failing.errors] == ["builtins.ValueError"] * 2
     assert failing.attempts == 2
+    # task_finished once, when it failed for good; task_started at each attempt
+    assert [signal for signal, _ in seen(failing)] == ["enqueued", "started", "started", "finished"]
 
 
 def test_an_exception_reaches_errors_with_its_class_and_traceback(
@@ -214,6 +222,13 @@ def test_async_enqueue_async_tasks_and_the_context(worker: Any, finished: Any) -
 
     context = finished(attempt_of.enqueue(label="first"))
     assert context.return_value == {"label": "first", "attempt": 1, "id": context.id}
+
+
+def test_djangos_task_signals_are_sent(worker: Any, finished: Any) -> None:
+    ok = finished(add.enqueue(20, 22))
+    assert seen(ok) == [("enqueued", "READY"), ("started", "RUNNING"), ("finished", "SUCCESSFUL")]
+    bad = finished(fail.enqueue("signal"))  # MAX_ATTEMPTS 1: its failure is for good
+    assert seen(bad) == [("enqueued", "READY"), ("started", "RUNNING"), ("finished", "FAILED")]
 
 
 def test_an_unknown_result_id_does_not_exist() -> None:

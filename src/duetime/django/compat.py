@@ -18,6 +18,8 @@ __all__ = [
     "task",
     "task_backends",
     "task_enqueued",
+    "task_finished",
+    "task_started",
 ]
 
 try:
@@ -25,7 +27,7 @@ try:
     from django.tasks.backends.base import BaseTaskBackend
     from django.tasks.base import TaskError
     from django.tasks.exceptions import InvalidTask, TaskResultDoesNotExist
-    from django.tasks.signals import task_enqueued
+    from django.tasks.signals import task_enqueued, task_finished, task_started
     from django.utils.json import normalize_json
 except ImportError:  # Django before 6: the backport (with "django_tasks" in INSTALLED_APPS)
     from django_tasks import (  # type: ignore[no-redef,unused-ignore]
@@ -45,5 +47,9 @@ except ImportError:  # Django before 6: the backport (with "django_tasks" in INS
     from django_tasks.exceptions import (  # type: ignore[no-redef,unused-ignore]
         TaskResultDoesNotExist,
     )
-    from django_tasks.signals import task_enqueued  # type: ignore[no-redef,unused-ignore]
+    from django_tasks.signals import (  # type: ignore[no-redef,unused-ignore]
+        task_enqueued,
+        task_finished,
+        task_started,
+    )
     from django_tasks.utils import normalize_json  # type: ignore[no-redef,unused-ignore]

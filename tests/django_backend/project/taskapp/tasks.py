@@ -3,6 +3,7 @@ writes `from django.tasks import task`, or `from django_tasks import task` with 
 the tests run on both, so they import through duetime's shim.)"""
 
 from duetime.django.compat import TaskContext, task
+from taskapp import signals  # noqa: F401 - connects the receivers the tests read
 
 
 class ReportError(Exception):

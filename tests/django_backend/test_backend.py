@@ -24,9 +24,11 @@ from taskapp.tasks import (
     double,
     fail,
     fail_report,
+    refuse,
     send_email,
 )
 
+import duetime
 from duetime.django import DuetimeBackend
 from duetime.django.backend import django_database_url
 from duetime.django.compat import (
@@ -35,7 +37,7 @@ from duetime.django.compat import (
     TaskResultStatus,
     task_backends,
 )
-from duetime.django.results import task_status
+from duetime.django.results import task_errors, task_status
 
 
 class Boom(Exception):
@@ -185,6 +187,12 @@ def test_a_task_on_its_own_sqlite_database_runs_in_its_worker(
     # task_finished once, when it failed for good; task_started at each attempt
     assert [signal for signal, _ in seen(failing)] == ["enqueued", "started", "started", "finished"]
 
+    # duetime's PermanentError fails it for good at once, whatever MAX_ATTEMPTS says
+    refused = finished(refuse.using(backend="sqlite_own").enqueue("no"))
+    assert (refused.status, refused.attempts) == (TaskResultStatus.FAILED, 1)
+    assert refused.errors[0].exception_class is duetime.PermanentError
+    assert seen(refused)[-1] == ("finished", "FAILED")
+
 
 def test_an_exception_reaches_errors_with_its_class_and_traceback(
     worker: Any, finished: Any
@@ -229,6 +237,25 @@ def test_djangos_task_signals_are_sent(worker: Any, finished: Any) -> None:
     assert seen(ok) == [("enqueued", "READY"), ("started", "RUNNING"), ("finished", "SUCCESSFUL")]
     bad = finished(fail.enqueue("signal"))  # MAX_ATTEMPTS 1: its failure is for good
     assert seen(bad) == [("enqueued", "READY"), ("started", "RUNNING"), ("finished", "FAILED")]
+
+
+def test_a_traceback_without_the_workers_note_gives_the_class_python_printed() -> None:
+    def attempt(text: str) -> Any:
+        return SimpleNamespace(error_traceback=text)
+
+    head = 'Traceback (most recent call last):\n  File "x.py", line 1, in f\n'
+    errors = task_errors(
+        (
+            attempt(f"{head}TimeoutError\n"),
+            attempt(f"{head}taskapp.tasks.ReportError: two\nlines\n"),
+            attempt(None),  # an attempt lost with its worker: no error to report
+        )
+    )
+    assert [e.exception_class_path for e in errors] == [
+        "builtins.TimeoutError",
+        "taskapp.tasks.ReportError",
+    ]
+    assert errors[0].traceback == f"{head}TimeoutError\n"
 
 
 def test_an_unknown_result_id_does_not_exist() -> None:

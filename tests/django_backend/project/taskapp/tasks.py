@@ -2,6 +2,7 @@
 writes `from django.tasks import task`, or `from django_tasks import task` with the backport;
 the tests run on both, so they import through duetime's shim.)"""
 
+import duetime
 from duetime.django.compat import TaskContext, task
 from taskapp import signals  # noqa: F401 - connects the receivers the tests read
 
@@ -31,6 +32,11 @@ def fail_report(message: str) -> None:
         raise KeyError(message)
     except KeyError as exc:
         raise ReportError(f"report failed:\n{message}") from exc
+
+
+@task
+def refuse(reason: str) -> None:
+    raise duetime.PermanentError(reason)
 
 
 @task

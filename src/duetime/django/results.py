@@ -76,11 +76,6 @@ def task_result(task: Task, job: Job, result_id: str, backend: str) -> TaskResul
     attempts = job.attempt_history
     status = task_status(job)
     finished = status in (TaskResultStatus.SUCCESSFUL, TaskResultStatus.FAILED)
-    finished_at = None
-    if finished:
-        ended = [a.finished_at for a in attempts if a.finished_at is not None]
-        finished_at = ended[-1] if ended and status is TaskResultStatus.SUCCESSFUL else None
-        finished_at = finished_at or job.updated_at
     payload: dict[str, Any] = job.args
     result = TaskResult(
         task=task,
@@ -88,7 +83,7 @@ def task_result(task: Task, job: Job, result_id: str, backend: str) -> TaskResul
         status=status,
         enqueued_at=job.created_at,
         started_at=attempts[0].started_at if attempts else None,
-        finished_at=finished_at,
+        finished_at=job.updated_at if finished else None,  # its last change: how it ended
         last_attempted_at=attempts[-1].started_at if attempts else None,
         args=list(payload.get("args", [])),
         kwargs=dict(payload.get("kwargs", {})),

@@ -3,8 +3,14 @@ PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+# the Django tests' venvs (make test-django): Django 6 on Python 3.12 or newer, and the
+# django-tasks backport (Django 5.2) on $(PY), duetime's own Python (3.11 in CI)
+DJANGO_VENV := .venv-django
+DJANGO_STAMP := $(DJANGO_VENV)/.installed
+BACKPORT_VENV := .venv-django-tasks
+BACKPORT_STAMP := $(BACKPORT_VENV)/.installed
 
-.PHONY: demo browser broker netns faketime autofailover api-reference docs test test-long test-unit test-contract test-integration lint typecheck clean chaos chaos-outbox chaos-failover chaos-long bench
+.PHONY: test-django demo browser broker netns faketime autofailover api-reference docs test test-long test-unit test-contract test-integration lint typecheck clean chaos chaos-outbox chaos-failover chaos-long bench
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -28,10 +34,32 @@ demo: $(STAMP)
 TEST_PROCESSES ?= 2
 INTEGRATION_PROCESSES ?= 3
 NONE_SELECTED_OK = || { rc=$$?; [ $$rc -eq 5 ] && [ -n "$$PYTEST_ADDOPTS" ]; }
-test: $(STAMP) browser broker netns faketime lint typecheck
+test: $(STAMP) $(DJANGO_STAMP) $(BACKPORT_STAMP) browser broker netns faketime lint typecheck
 	$(BIN)/pytest tests/unit tests/contract -n $(TEST_PROCESSES) -m "not long" $(NONE_SELECTED_OK)
 	$(BIN)/pytest tests/integration -n $(INTEGRATION_PROCESSES) --dist loadgroup -m "not long" \
 		$(NONE_SELECTED_OK)
+	$(MAKE) --no-print-directory test-django
+
+# the Django tasks backend (docs/django.md) with a real Django project (tests/django_backend), in
+# venvs of their own: on Django 6, which needs Python 3.12 or newer, found by .ci/find-python312
+# (PATH, pyenv's shims and versions, or PYTHON_DJANGO; none found fails the target, saying what
+# to install), then on $(PY), where the django extra is the django-tasks backport on 3.11
+$(DJANGO_STAMP): pyproject.toml
+	py=$$(.ci/find-python312) && $$py -m venv $(DJANGO_VENV)
+	$(DJANGO_VENV)/bin/pip install --quiet --upgrade pip
+	$(DJANGO_VENV)/bin/pip install --quiet -e '.[django,postgres]' 'pytest>=8' 'pytest-timeout>=2.3'
+	touch $(DJANGO_STAMP)
+
+$(BACKPORT_STAMP): pyproject.toml
+	$(PY) -m venv $(BACKPORT_VENV)
+	$(BACKPORT_VENV)/bin/pip install --quiet --upgrade pip
+	$(BACKPORT_VENV)/bin/pip install --quiet -e '.[django,postgres]' 'pytest>=8' 'pytest-timeout>=2.3'
+	touch $(BACKPORT_STAMP)
+
+DJANGO_PYTEST := pytest tests/django_backend --confcutdir=tests/django_backend -p no:cacheprovider
+test-django: $(DJANGO_STAMP) $(BACKPORT_STAMP)
+	$(DJANGO_VENV)/bin/$(DJANGO_PYTEST) $(NONE_SELECTED_OK)
+	$(BACKPORT_VENV)/bin/$(DJANGO_PYTEST) $(NONE_SELECTED_OK)
 
 test-long: $(STAMP) browser broker netns faketime autofailover
 	$(BIN)/pytest tests -n $(TEST_PROCESSES) --dist loadgroup -m long $(NONE_SELECTED_OK)
@@ -175,5 +203,5 @@ bench: $(STAMP) $(BENCH_STAMP)
 		--concurrency $(BENCH_CONCURRENCY) --procs $(BENCH_PROCS) $(BENCH_ARGS)
 
 clean:
-	rm -rf $(VENV) $(BENCH_VENV) build dist site .pytest_cache .mypy_cache .ruff_cache .hypothesis \
+	rm -rf $(VENV) $(DJANGO_VENV) $(BACKPORT_VENV) $(BENCH_VENV) build dist site .pytest_cache .mypy_cache .ruff_cache .hypothesis \
 		.import_linter_cache

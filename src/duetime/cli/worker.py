@@ -31,6 +31,13 @@ log = logging.getLogger("duetime.cli")
 def add_parsers(sub: Any, parents: list[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("worker", parents=parents, help="run a worker that executes due jobs")
     p.add_argument("--app", required=True, help="module:attribute of your duetime.App")
+    add_worker_flags(p)
+    p.set_defaults(func=cmd_worker)
+
+
+def add_worker_flags(p: argparse.ArgumentParser) -> None:
+    """The flags of `duetime worker` but --app and the common ones (--database-url, --tenant):
+    also those of Django's `manage.py duetime_worker` (duetime.django)."""
     p.add_argument(
         "--queues", nargs="+", metavar="QUEUE", help="queues to take jobs from (default: all)"
     )
@@ -99,7 +106,6 @@ def add_parsers(sub: Any, parents: list[argparse.ArgumentParser]) -> None:
     )
     add_clock_warning_flag(p)
     add_log_flags(p)
-    p.set_defaults(func=cmd_worker)
 
 
 # the collector's thresholds as the interpreter set them, before the app was imported
@@ -137,7 +143,8 @@ def _retention(text: str) -> timedelta | None:
     return timedelta(seconds=value)
 
 
-def cmd_worker(args: argparse.Namespace) -> int:
+def cmd_worker(args: argparse.Namespace, app: App | None = None) -> int:
+    """Run a worker of --app's App, or of `app` when given (Django's duetime_worker)."""
     from duetime.runtime import metrics as worker_metrics
     from duetime.runtime.worker import Worker, default_worker_id
 
@@ -148,7 +155,8 @@ def cmd_worker(args: argparse.Namespace) -> int:
 
         require()
     logs.configure(args.log_level, args.log_format)
-    app = make_app(args, create=True, long_running=True)
+    if app is None:
+        app = make_app(args, create=True, long_running=True)
     if args.priority_share is not None:
         app.priority_share = args.priority_share
     figures = worker_metrics.WorkerMetrics()

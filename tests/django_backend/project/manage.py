@@ -1,0 +1,10 @@
+"""The test project's manage.py: `python manage.py duetime_worker --backend ALIAS`."""
+
+import os
+import sys
+
+if __name__ == "__main__":
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "testsite.settings")
+    from django.core.management import execute_from_command_line
+
+    execute_from_command_line(sys.argv)

@@ -323,3 +323,11 @@ def test_sharing_a_database_needs_postgresql() -> None:
 def test_the_worker_command_needs_a_duetime_backend() -> None:
     with pytest.raises(CommandError, match="no TASKS backend 'nope'"):
         call_command("duetime_worker", backend="nope")
+
+
+def test_every_job_status_has_its_django_status() -> None:
+    """A status added to duetime must be mapped on purpose (blocked came with dependencies)."""
+    from duetime.core.states import JobStatus
+    from duetime.django.results import STATUS_MAP
+
+    assert set(STATUS_MAP) == {str(s) for s in JobStatus}

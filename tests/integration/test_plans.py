@@ -718,10 +718,9 @@ def test_running_attempts_are_read_through_the_running_jobs(
 
 SEQUENCE_READS = [
     ("sequence_busy", {"exclude": 0, "waiting": True}),
-    ("sequence_next", {}),
+    ("sequence_next", {"after": 0}),
     ("sequence_ahead", {"id": 5}),
     ("job_by_unique", {"unique_key": "ab" * 32}),
-    ("overdue_sequences", {"now": NOW}),
 ]
 
 
@@ -731,7 +730,7 @@ def test_sequence_and_unique_reads_never_scan_the_jobs(
 ) -> None:
     """What an enqueue or a release of a sequence (or a unique enqueue) reads goes through an
     index, whatever the backlog of plain jobs (docs/workflows.md): the sequence index, the
-    unique index, or for the overdue jobs' sequences the deadline index."""
+    unique index."""
     driver = backlog.driver  # type: ignore[attr-defined]
     [select] = driver.statements(name)
     params = {"tenant": "default", "sequence_key": "acct-1", **extra}

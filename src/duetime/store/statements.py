@@ -286,13 +286,12 @@ STATEMENTS: dict[str, str] = {
     "sequence_busy": "returns id: a job of the sequence other than `exclude` that holds it "
     "(scheduled, running, cancel_requested, parked, dead with sequence_hold, and waiting when "
     "`waiting`), if any",
-    "sequence_next": "returns id, queue, due_at: the sequence's waiting job of lowest id",
+    "sequence_next": "returns id, queue, due_at: the sequence's waiting job of lowest id above "
+    "`after`",
     "release_sequence_job": "changes: job `id` by `moves` (a release)",
     "rejoin_sequence": "changes: job `id`, scheduled and of a sequence, to waiting",
     "sequence_keys_of": "returns tenant, sequence_key: the sequences of the jobs whose id is "
     "in ids",
-    "overdue_sequences": "returns tenant, sequence_key: the sequences of the scheduled jobs "
-    "whose deadline_at is at or before now",
     "sequence_ahead": "returns ahead: how many jobs of the sequence with an id below `id` are "
     "not ended (or dead with sequence_hold)",
     "clear_unique": "changes: clears unique_key on the job of (tenant, unique_key) whose "

@@ -358,7 +358,8 @@ WHERE j.status = 'scheduled' AND j.deadline_at IS NOT NULL AND j.deadline_at <= 
   AND JSON_EXTRACT(%(moves)s, CONCAT('$.', j.status)) IS NOT NULL;
 -- the jobs just expired (a job expired by another at the same instant may be among them:
 -- what is done with them can be done twice)
-SELECT j.id, j.has_children FROM duetime_jobs j JOIN duetime_overdue o ON o.id = j.id
+SELECT j.id, j.has_children, j.tenant, j.sequence_key
+FROM duetime_jobs j JOIN duetime_overdue o ON o.id = j.id
 WHERE j.status = 'expired' AND j.updated_at = %(now)s;
 
 -- name: transition
@@ -1216,6 +1217,7 @@ LIMIT 1;
 -- name: sequence_next
 SELECT id, queue, due_at FROM duetime_jobs
 WHERE sequence_key = %(sequence_key)s AND tenant = %(tenant)s AND status = 'waiting'
+  AND id > %(after)s
 ORDER BY id
 LIMIT 1;
 
@@ -1233,11 +1235,6 @@ WHERE id = %(id)s AND status = 'scheduled' AND sequence_key IS NOT NULL;
 -- name: sequence_keys_of
 SELECT DISTINCT tenant, sequence_key FROM duetime_jobs
 WHERE id IN %(ids)s AND sequence_key IS NOT NULL;
-
--- name: overdue_sequences
-SELECT DISTINCT tenant, sequence_key FROM duetime_jobs
-WHERE status = 'scheduled' AND deadline_at IS NOT NULL AND deadline_at <= %(now)s
-  AND sequence_key IS NOT NULL;
 
 -- name: sequence_ahead
 SELECT COUNT(*) AS ahead FROM duetime_jobs

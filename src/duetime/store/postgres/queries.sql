@@ -419,7 +419,7 @@ WHERE id = ANY (ARRAY(
     LIMIT %(limit)s
     FOR UPDATE SKIP LOCKED))
   AND (%(moves)s::jsonb ->> status) IS NOT NULL
-RETURNING id, has_children;
+RETURNING id, has_children, tenant, sequence_key;
 
 -- name: transition
 UPDATE duetime_jobs
@@ -1266,6 +1266,7 @@ LIMIT 1;
 -- name: sequence_next
 SELECT id, queue, due_at FROM duetime_jobs
 WHERE tenant = %(tenant)s AND sequence_key = %(sequence_key)s AND status = 'waiting'
+  AND id > %(after)s
 ORDER BY id
 LIMIT 1;
 
@@ -1282,11 +1283,6 @@ WHERE id = %(id)s AND status = 'scheduled' AND sequence_key IS NOT NULL;
 -- name: sequence_keys_of
 SELECT DISTINCT tenant, sequence_key FROM duetime_jobs
 WHERE id = ANY (%(ids)s::bigint[]) AND sequence_key IS NOT NULL;
-
--- name: overdue_sequences
-SELECT DISTINCT tenant, sequence_key FROM duetime_jobs
-WHERE status = 'scheduled' AND deadline_at IS NOT NULL AND deadline_at <= %(now)s
-  AND sequence_key IS NOT NULL;
 
 -- name: sequence_ahead
 SELECT COUNT(*) AS ahead FROM duetime_jobs

@@ -312,11 +312,13 @@ class Finisher(Part):
     @conflicts_retried
     def expire_overdue(self, now: datetime, limit: int) -> int:
         with self.driver.transaction() as c:
-            keys = [(r["tenant"], r["sequence_key"]) for r in c.rows("overdue_sequences", now=now)]
             rows = c.rows("expire_overdue", moves=moves_json(Event.EXPIRE), now=now, limit=limit)
             parents = [r["id"] for r in rows if r["has_children"]]
-            if parents:  # their children learn of it in this transaction
-                self.dependencies.settle(c, [(i, JobStatus.EXPIRED) for i in parents], now)
+            if parents:  # their children learn of it in this transaction (settle_ids locks
+                # them again and tells only those not told yet: on MariaDB/MySQL the rows read
+                # back may hold a job another expired at the same instant)
+                self.dependencies.settle_ids(c, parents, now)
+            keys = sorted({(r["tenant"], r["sequence_key"]) for r in rows if r["sequence_key"]})
             if keys:  # an expired job of a sequence lets the next run
                 self.driver.notify(c, settle_sequences(c, keys, now, self._t))
         return len(rows)

@@ -339,6 +339,10 @@ class Jobs(Part):
         with self.driver.transaction() as c:
             if controls is not None:
                 self.flow.admit_replay(c, controls, job_id, tenant)
+            # its row locked first, and the status it had: a job that waited in a sequence
+            # held nothing, so its end releases nothing (and takes no sequence lock, which
+            # the release of the job before it, holding that lock, may be waiting on)
+            locked = c.rows("lock_parents", ids=[job_id])
             moved = move(c, job_id, event, now, tenant=tenant, due_at=due_at, replay=replay)
             job = load_job(c, self._t, job_id, tenant, True)
             if not moved and event is Event.CANCEL and job is not None and _held_by(job):
@@ -353,17 +357,19 @@ class Jobs(Part):
             if job.terminal:  # its children learn of its end (a cancel, a resolve)
                 self.dependencies.settle_ids(c, [job_id], now)
             if job.sequence_key is not None:
-                job = self._in_sequence(c, job, now)
+                waited = bool(locked) and locked[0]["status"] == JobStatus.WAITING
+                job = self._in_sequence(c, job, now, waited=waited)
             if job.status is JobStatus.SCHEDULED:
                 self.driver.notify(c, {job.queue: job.due_at})
         return job
 
-    def _in_sequence(self, c: Connection, job: Job, now: datetime) -> Job:
+    def _in_sequence(self, c: Connection, job: Job, now: datetime, *, waited: bool) -> Job:
         """After an operator's move of a job of a sequence: a job that ended lets the next
-        one run; a job due again (a replay) while another job of its sequence runs rejoins
-        the sequence, waiting (its id keeps its place: it runs next)."""
+        one run (unless it was waiting: then it held nothing); a job due again (a replay)
+        while another job of its sequence runs rejoins the sequence, waiting (its id keeps its
+        place: it runs next)."""
         where = {"tenant": job.tenant, "sequence_key": job.sequence_key}
-        if job.terminal:
+        if job.terminal and not waited:
             self.driver.notify(
                 c, settle_sequences(c, [(job.tenant, str(job.sequence_key))], now, self._t)
             )

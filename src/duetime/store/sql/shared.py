@@ -277,12 +277,19 @@ def settle_sequences(
         c.run("lock_sequence", **where)
         if c.one("sequence_busy", **where, exclude=0, waiting=False) is not None:
             continue
-        nxt = c.one("sequence_next", **where)
-        if nxt is None:
-            c.run("drop_sequence", **where)
-            continue
-        c.run("release_sequence_job", id=nxt["id"], moves=moves_json(Event.RELEASE), now=now)
-        released.append((nxt["queue"], t(nxt["due_at"])))
+        after = 0
+        while True:
+            nxt = c.one("sequence_next", **where, after=after)
+            if nxt is None:
+                c.run("drop_sequence", **where)
+                break
+            moves = moves_json(Event.RELEASE)
+            if c.run("release_sequence_job", id=nxt["id"], moves=moves, now=now):
+                released.append((nxt["queue"], t(nxt["due_at"])))
+                break
+            # it stopped waiting meanwhile (an operator's cancel, which held its row and
+            # released nothing: a waiting job holds no sequence): the next one, then
+            after = nxt["id"]
     return earliest_of(released)
 
 

@@ -326,7 +326,7 @@ WHERE id IN (
     ORDER BY deadline_at, id
     LIMIT :limit)
   AND json_type(:moves, '$.' || status) IS NOT NULL
-RETURNING id, has_children;
+RETURNING id, has_children, tenant, sequence_key;
 
 -- name: transition
 UPDATE duetime_jobs
@@ -1160,6 +1160,7 @@ LIMIT 1;
 -- name: sequence_next
 SELECT id, queue, due_at FROM duetime_jobs INDEXED BY duetime_jobs_sequence
 WHERE tenant = :tenant AND sequence_key = :sequence_key AND status = 'waiting'
+  AND id > :after
 ORDER BY id
 LIMIT 1;
 
@@ -1176,11 +1177,6 @@ WHERE id = :id AND status = 'scheduled' AND sequence_key IS NOT NULL;
 -- name: sequence_keys_of
 SELECT DISTINCT tenant, sequence_key FROM duetime_jobs
 WHERE id IN (SELECT value FROM json_each(:ids)) AND sequence_key IS NOT NULL;
-
--- name: overdue_sequences
-SELECT DISTINCT tenant, sequence_key FROM duetime_jobs
-WHERE status = 'scheduled' AND deadline_at IS NOT NULL AND deadline_at <= :now
-  AND sequence_key IS NOT NULL;
 
 -- name: sequence_ahead
 SELECT COUNT(*) AS ahead FROM duetime_jobs INDEXED BY duetime_jobs_sequence

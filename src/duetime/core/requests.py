@@ -263,17 +263,26 @@ def build_new_job(
     max_payload_bytes: int = DEFAULT_MAX_PAYLOAD_BYTES,
     depends_on: Iterable[int | str] | None = None,
     on_parent_failure: str | None = None,
+    linked: bool = False,
 ) -> NewJob:
-    """Validate one enqueue request and turn it into a NewJob, or raise InvalidRequest."""
+    """Validate one enqueue request and turn it into a NewJob, or raise InvalidRequest.
+    `linked`: the job also waits for jobs made with it, whose ids are not known yet (a chain's
+    or a group's: Store.enqueue_graph adds them), so it has parents even without depends_on."""
     task = check_name(task, "task name", 200)
     tenant = check_url_name(tenant, "tenant", TENANT_LIMIT)
     args_obj, args_json = dump_args(args, max_payload_bytes)
     if at is not None and delay is not None:
         raise InvalidRequest("give either at= (an instant) or delay= (a duration), not both")
     parents = parent_ids(depends_on)
-    if on_parent_failure is not None and not parents:
+    waits = bool(parents) or linked
+    if on_parent_failure is not None and not waits:
         raise InvalidRequest("on_parent_failure needs depends_on (the jobs this one waits for)")
-    policy = check_on_parent_failure(on_parent_failure or "cancel") if parents else None
+    if linked and key is not None:
+        raise InvalidRequest(
+            "a step of a chain or group that waits for another takes no key; give the key to "
+            "the first step, or enqueue the steps one by one with depends_on"
+        )
+    policy = check_on_parent_failure(on_parent_failure or "cancel") if waits else None
     release_delay: float | None = None
     due_spec: dict[str, Any]
     if at is not None:
@@ -344,7 +353,7 @@ def build_new_job(
         limits=check_limit_keys(defaults.limits),
         parents=parents,
         on_parent_failure=str(policy) if policy is not None else None,
-        release_delay=release_delay if parents else None,
+        release_delay=release_delay if waits else None,
     )
 
 

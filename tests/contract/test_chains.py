@@ -189,6 +189,8 @@ def test_steps_are_checked_before_anything_is_written(app: duetime.App) -> None:
         app.chain()
     with pytest.raises(InvalidRequest, match="on_parent_failure"):
         app.chain(duetime.step("t"), duetime.step("t", on_parent_failure="maybe"))
+    with pytest.raises(InvalidRequest, match="at most 10000"):
+        app.group([duetime.step("t")] * 10_001, then=duetime.step("t"))
     assert app.list_jobs() == []
     first = app.chain(duetime.step("t", key="k"))[0]  # the first step may take a key
     assert first.idempotency_key == "k"

@@ -13,7 +13,7 @@ from typing import Any
 from duetime import tracing
 from duetime.client.lookup import new_job_of
 from duetime.client.part import AppPart
-from duetime.core.dependencies import parent_ids
+from duetime.core.dependencies import MAX_PARENTS, parent_ids
 from duetime.core.errors import InvalidRequest
 from duetime.core.models import Job, NewJob
 from duetime.core.workflows import Step, chain_links, check_steps, group_links
@@ -79,6 +79,11 @@ class Workflows(AppPart):
             raise InvalidRequest("group() takes at least one step")
         if then is not None:
             check_steps([then], "group(then=)")
+            if len(members) > MAX_PARENTS:
+                raise InvalidRequest(
+                    f"group() has {len(members)} steps and a callback, which may depend on at "
+                    f"most {MAX_PARENTS}; split it (groups whose callbacks feed one last job)"
+                )
         every = members + ([then] if then is not None else [])
         made = self._graph(
             every, group_links(len(members), then is not None), depends_on, connection

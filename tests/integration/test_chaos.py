@@ -9,6 +9,7 @@ import sys
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import psycopg
 import pytest
@@ -24,38 +25,33 @@ from duetime.core.states import Event
 from duetime.store import open_store
 
 
-@pytest.mark.long
-@pytest.mark.timeout(240)
-def test_short_chaos_run_passes_the_history_checker(tmp_path: Path) -> None:
+def _passing_run(tmp_path: Path, *flags: str, timeout: float = 220) -> dict[str, Any]:
+    """`python -m duetime.chaos.run` with `flags`: its JSON report, which must pass."""
     report_path = tmp_path / "report.json"
     done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "duetime.chaos.run",
-            "--jobs",
-            "1500",
-            "--duration",
-            "40",
-            "--workers",
-            "3",
-            "--seed",
-            "20261129",
-            "--drain-timeout",
-            "60",
-            "--report",
-            str(report_path),
-        ],
+        [sys.executable, "-m", "duetime.chaos.run", *flags, "--report", str(report_path)],
         capture_output=True,
         text=True,
-        timeout=220,
+        timeout=timeout,
         check=False,
     )
     output = f"stdout:\n{done.stdout[-6000:]}\nstderr:\n{done.stderr[-4000:]}"
     assert report_path.exists(), f"the chaos run wrote no report (exit {done.returncode})\n{output}"
-    report = json.loads(report_path.read_text())
+    report: dict[str, Any] = json.loads(report_path.read_text())
     check = report["check"]
     assert done.returncode == 0 and report["ok"], f"violations: {check['violations']}\n{output}"
+    return report
+
+
+@pytest.mark.long
+@pytest.mark.timeout(240)
+def test_short_chaos_run_passes_the_history_checker(tmp_path: Path) -> None:
+    report = _passing_run(
+        tmp_path,
+        *("--jobs", "1500", "--duration", "40", "--workers", "3"),
+        *("--seed", "20261129", "--drain-timeout", "60"),
+    )
+    check = report["check"]
 
     driver = report["driver"]
     counts = check["counts"]
@@ -79,36 +75,12 @@ def test_short_dependencies_chaos_run_passes_the_history_checker(tmp_path: Path)
     group with a callback or a chain (app.group, app.chain) while workers are SIGKILLed and
     SIGSTOPped and PostgreSQL restarts: no child lost (left blocked) or started before its
     parents ended, every cascade right."""
-    report_path = tmp_path / "report.json"
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "duetime.chaos.run",
-            "--dependencies",
-            "--jobs",
-            "800",
-            "--duration",
-            "35",
-            "--workers",
-            "3",
-            "--seed",
-            "20261202",
-            "--drain-timeout",
-            "60",
-            "--report",
-            str(report_path),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=220,
-        check=False,
+    report = _passing_run(
+        tmp_path,
+        *("--dependencies", "--jobs", "800", "--duration", "35", "--workers", "3"),
+        *("--seed", "20261202", "--drain-timeout", "60"),
     )
-    output = f"stdout:\n{done.stdout[-6000:]}\nstderr:\n{done.stderr[-4000:]}"
-    assert report_path.exists(), f"the chaos run wrote no report (exit {done.returncode})\n{output}"
-    report = json.loads(report_path.read_text())
     check = report["check"]
-    assert done.returncode == 0 and report["ok"], f"violations: {check['violations']}\n{output}"
     counts = check["counts"]
     assert report["driver"]["graphs"] >= 100
     assert report["driver"]["sigkills"] >= 3
@@ -366,7 +338,9 @@ def test_the_checker_judges_dependencies(chaos_db: str) -> None:
     flagged."""
     app = App(chaos_db)
     app.task(lambda n, kind: None, name="chaos.effect", lease=3)
-    now = lambda: datetime.now(UTC)  # noqa: E731
+
+    def now() -> datetime:
+        return datetime.now(UTC)
 
     def run(job_id: int, succeed: bool) -> None:
         [claim] = app.store.claim(worker_id="host:4242:abc", queues=None, limit=1, now=now())

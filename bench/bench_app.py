@@ -44,3 +44,20 @@ SLEEP_TASK = "bench.sleep1ms"  # the pressure workload: jobs that take 1 ms (no 
 @app.task(name=SLEEP_TASK)
 async def sleep1ms(i: int) -> None:
     await asyncio.sleep(0.001)
+
+
+FANOUT_CHILD = "bench.fanout_child"  # the fanout workload: children returning a small result
+FANOUT_CALLBACK = "bench.fanout_summary"  # ... and their callback, which reads every result
+
+
+@app.task(name=FANOUT_CHILD)
+async def fanout_child(i: int) -> dict[str, int]:
+    return {"i": i}
+
+
+@app.task(name=FANOUT_CALLBACK)
+async def fanout_summary(n: int) -> int:
+    results = await duetime.current().aparent_results()
+    if len(results) != n:
+        raise duetime.PermanentError(f"{len(results)} parent results of {n}")
+    return sum(r["i"] for r in results.values())

@@ -91,6 +91,19 @@ ROWS: list[tuple[str, str, str, str]] = [
     ("pressure", "pressure_counts_tp_ratio", "Pressure: RR counts, throughput / clean", "{:.2f}"),
     ("pressure", "pressure_counts_p99_ratio", "Pressure: RR counts, p99 / clean", "{:.1f}x"),
     ("pressure", "pressure_pass", "Pressure: target met (1 yes, 0 no)", "{:.0f}"),
+    (
+        "fanout",
+        "fanout_callback_ms",
+        "Fan-out: last child's end to the callback's start (ms)",
+        "{:,.1f}",
+    ),
+    ("fanout", "fanout_enqueue_s", "Fan-out: enqueue of the group (s)", "{:,.2f}"),
+    (
+        "fanout",
+        "fanout_children_jobs_s",
+        "Fan-out: children drained, 2 workers (jobs/s)",
+        "{:,.0f}",
+    ),
     ("flow", "flow_off_jobs_s", "Flow control off: drain, 2 workers (jobs/s)", "{:,.0f}"),
     ("flow", "flow_cap_jobs_s", "Flow: queue + tenant cap 1000 (jobs/s)", "{:,.0f}"),
     ("flow", "flow_cap_ratio", "Flow: cap / off", "{:.2f}x"),
@@ -182,8 +195,8 @@ def table(
     out += (
         "\nMedians of the runs. Ratios divide the duetime-postgres figure by the peer's: above "
         "1 duetime has more (faster for jobs/s, slower for latencies and seconds). n/a: the "
-        "workload is for duetime only (flow), or duetime on PostgreSQL only (backlog). Flow "
-        "ratios divide each setup's figure by the off figure of the same run.\n"
+        "workload is for duetime only (flow, fan-out), or duetime on PostgreSQL only "
+        "(backlog). Flow ratios divide each setup's figure by the off figure of the same run.\n"
     )
     if notes.texts:
         out += "\n" + "\n".join(f"{i + 1}. {t}" for i, t in enumerate(notes.texts)) + "\n"

@@ -35,6 +35,10 @@ Workloads (handlers are no-ops that note their start)
             (PostgreSQL) a plain VACUUM: bytes per finished job of the jobs and attempts
             tables, their TOAST and indexes, per relation (bench/sizes.py); on PostgreSQL
             also the share of the drain's updates that were HOT
+    fanout  duetime only: min(N, 10,000) children and one callback depending on all of them
+            (App.group, one transaction), 2 workers: the time from the last child's end to
+            the callback's start (attempts' finished_at and started_at), the enqueue's
+            seconds and the children's jobs/s (docs/workflows.md, "Chains and groups")
     ceiling duetime on PostgreSQL only, only when named: the raw ceiling, N jobs claimed and
             finished 100 at a time through duetime's store layer (no worker, no handler) by
             1 and by 2 client processes: jobs/s (bench/ceiling.py); with drain1 and drain2

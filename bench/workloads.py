@@ -650,6 +650,40 @@ def w_pressure(ctx: Ctx, system: System, result: Result) -> None:
         )
 
 
+FANOUT_MAX = 10_000  # children of the fanout workload at most (a job's parents at most)
+FANOUT_WORKERS = 2
+
+
+def w_fanout(ctx: Ctx, system: System, result: Result) -> None:
+    """duetime only: a group of min(N, 10,000) children and one callback depending on all of
+    them (App.group, one transaction), then 2 worker processes: the time from the last
+    child's end (its attempt's finished_at) to the callback's start (its attempt's
+    started_at), both as the database recorded them; also the enqueue's seconds and the
+    children's drain rate. The callback reads every child's result (parent_results)."""
+    n = min(ctx.size.n, FANOUT_MAX)
+    db = _fresh(ctx, system, "fanout")
+    try:
+        made = run_step(system, "enqueue_fanout", {"url": db.url, "n": n}, STEP_TIMEOUT)
+        record_dir, log_dir = _dirs(ctx, f"fanout-{system.name}-{ctx.rep}")
+        with Workers(system, db, FANOUT_WORKERS, record_dir, log_dir) as w:
+            wait_done(system, db, n + 1, n + 1, w, _drain_timeout(n))
+        times = run_step(
+            system, "fanout_times", {"url": db.url, "callback": made["callback"]}, STEP_TIMEOUT
+        )
+    finally:
+        _done(ctx, db)
+    if times["callback_status"] != "succeeded" or times["callback_result"] != n * (n - 1) // 2:
+        raise Failed(f"the callback ended {times['callback_status']}: {times['callback_result']}")
+    gap = times["callback_start"] - times["last_child_end"]
+    result.figures["fanout_callback_ms"] = gap * 1000
+    result.figures["fanout_enqueue_s"] = made["seconds"]
+    drained = times["last_child_end"] - times["first_child_start"]
+    result.figures["fanout_children_jobs_s"] = n / drained if drained > 0 else 0.0
+    result.info["fanout"] = {**times, "enqueue_seconds": made["seconds"], "workers": FANOUT_WORKERS}
+    if gap < 0:
+        result.warning = "the callback started before the last child ended: a bug"
+
+
 WORKLOADS: dict[str, Callable[[Ctx, System, Result], None]] = {
     "bulk": w_bulk,
     "single": w_single,
@@ -666,6 +700,7 @@ WORKLOADS: dict[str, Callable[[Ctx, System, Result], None]] = {
     "bytes": w_bytes,
     "ceiling": w_ceiling,
     "pressure": w_pressure,
+    "fanout": w_fanout,
 }
 # left out of BENCH_WORKLOADS=all: the drain comparison covers 1 and 2 workers; drainN runs
 # every system at 10 jobs at once per worker (pgqueuer at its defaults) with N workers; the
@@ -692,6 +727,8 @@ def applies(workload: str, system: System, size: Size) -> str | None:
         return "n/a: duetime only (its tables)"
     if workload == "flow" and system.kind != "duetime":
         return "n/a: duetime only (its flow controls)"
+    if workload == "fanout" and system.kind != "duetime":
+        return "n/a: duetime only (its groups with a callback)"
     if workload == "pressure" and system.name != "duetime-postgres":
         return "n/a: duetime on PostgreSQL only (its pressures are PostgreSQL transactions)"
     if workload == "backlog":

@@ -364,6 +364,58 @@ def pressure_enqueue(p: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def enqueue_fanout(p: dict[str, Any]) -> dict[str, Any]:
+    """The fanout workload: `n` children and one callback depending on all of them, with
+    App.group (one transaction)."""
+    import duetime
+    from bench.bench_app import FANOUT_CALLBACK, FANOUT_CHILD
+
+    app = _app(p["url"])
+    n = int(p["n"])
+    t0 = time.perf_counter()
+    group = app.group(
+        [duetime.step(FANOUT_CHILD, {"i": i}) for i in range(n)],
+        then=duetime.step(FANOUT_CALLBACK, {"n": n}),
+    )
+    seconds = time.perf_counter() - t0
+    assert group.callback is not None
+    app.close()
+    return {"seconds": seconds, "children": n, "callback": group.callback.id}
+
+
+def fanout_times(p: dict[str, Any]) -> dict[str, Any]:
+    """The fanout workload's instants (epoch seconds, as the attempts recorded them): the
+    children's first start and last end, and the callback's start and end, with its result."""
+    from bench.bench_app import FANOUT_CHILD
+
+    app = _app(p["url"])
+    callback = app.get_job(int(p["callback"]))
+    ends: list[float] = []
+    starts: list[float] = []
+    before: int | None = None
+    while True:  # the children, newest first, 1000 a page, with their attempts
+        page = app.list_jobs(task=FANOUT_CHILD, before_id=before, limit=1000, with_attempts=True)
+        if not page:
+            break
+        for job in page:
+            for a in job.attempt_history:
+                starts.append(a.started_at.timestamp())
+                if a.finished_at is not None:
+                    ends.append(a.finished_at.timestamp())
+        before = page[-1].id
+    app.close()
+    first = callback.attempt_history[0]
+    return {
+        "children": len(ends),
+        "first_child_start": min(starts),
+        "last_child_end": max(ends),
+        "callback_start": first.started_at.timestamp(),
+        "callback_end": first.finished_at.timestamp() if first.finished_at else None,
+        "callback_status": str(callback.status),
+        "callback_result": callback.result,
+    }
+
+
 STEPS = {
     "setup": setup,
     "enqueue_bulk": enqueue_bulk,
@@ -375,6 +427,8 @@ STEPS = {
     "claim_latency": claim_latency,
     "fill_backlog": fill_backlog,
     "pressure_enqueue": pressure_enqueue,
+    "enqueue_fanout": enqueue_fanout,
+    "fanout_times": fanout_times,
 }
 
 if __name__ == "__main__":

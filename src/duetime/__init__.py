@@ -1,6 +1,7 @@
 """duetime: a durable, distributed job scheduler, right about time, failure and duplication."""
 
 from duetime.client import App, Task
+from duetime.client.workflows import Group
 from duetime.core.clock import Clock, ManualClock, SystemClock
 from duetime.core.errors import (
     ArgsMismatch,
@@ -23,6 +24,7 @@ from duetime.core.models import Attempt, Job
 from duetime.core.reconcile import Reconcile
 from duetime.core.retry import ErrorCategory, PermanentError, Retry, RetryPolicy
 from duetime.core.states import AttemptStatus, JobStatus
+from duetime.core.workflows import Step, step
 from duetime.runtime.context import AttemptContext, JobCancelled, current
 from duetime.version import __version__ as __version__
 
@@ -37,6 +39,7 @@ __all__ = [
     "ConfigurationError",
     "DuetimeError",
     "ErrorCategory",
+    "Group",
     "IdempotencyConflict",
     "IllegalTransition",
     "InvalidRequest",
@@ -55,8 +58,10 @@ __all__ = [
     "ScheduleNotFound",
     "SchemaError",
     "StaleAttempt",
+    "Step",
     "SystemClock",
     "Task",
     "UnknownTask",
     "current",
+    "step",
 ]

@@ -81,6 +81,33 @@ def test_the_drivers_own_connection(
 
 
 @pytest.mark.parametrize("commit", [True, False])
+def test_a_chain_and_a_group_join_the_application_transaction(
+    app: duetime.App, kit: DialectKit, orders: str, commit: bool
+) -> None:
+    with closing(native(kit, orders)) as conn:
+        conn.cursor().execute("INSERT INTO app_orders VALUES (1)")
+        chained = app.chain(duetime.step("pick"), duetime.step("ship"), connection=conn)
+        group = app.group(
+            [duetime.step("pack", {"box": i}) for i in range(3)],
+            then=duetime.step("notify"),
+            depends_on=[chained[-1].id],
+            connection=conn,
+        )
+        assert app.store.get_job(chained[0].id) is None  # not committed on its own
+        if commit:
+            conn.commit()
+        else:
+            conn.rollback()
+    assert group.callback is not None
+    ids = [j.id for j in chained] + group.ids + [group.callback.id]
+    found = [app.store.get_job(i) for i in ids]
+    assert all(j is not None for j in found) if commit else all(j is None for j in found)
+    if commit:
+        callback = found[-1]
+        assert callback is not None and [p.id for p in callback.parents] == group.ids
+
+
+@pytest.mark.parametrize("commit", [True, False])
 def test_the_enqueue_may_be_the_first_statement_of_the_transaction(
     app: duetime.App, kit: DialectKit, orders: str, commit: bool
 ) -> None:

@@ -9,6 +9,7 @@ import sys
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import psycopg
 import pytest
@@ -19,42 +20,38 @@ from duetime.chaos.app import create_tables
 from duetime.chaos.netns import missing_tools
 from duetime.chaos.skew import missing as skew_missing
 from duetime.core.models import Outcome
+from duetime.core.retry import ErrorCategory
 from duetime.core.states import Event
 from duetime.store import open_store
+
+
+def _passing_run(tmp_path: Path, *flags: str, timeout: float = 220) -> dict[str, Any]:
+    """`python -m duetime.chaos.run` with `flags`: its JSON report, which must pass."""
+    report_path = tmp_path / "report.json"
+    done = subprocess.run(
+        [sys.executable, "-m", "duetime.chaos.run", *flags, "--report", str(report_path)],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+    output = f"stdout:\n{done.stdout[-6000:]}\nstderr:\n{done.stderr[-4000:]}"
+    assert report_path.exists(), f"the chaos run wrote no report (exit {done.returncode})\n{output}"
+    report: dict[str, Any] = json.loads(report_path.read_text())
+    check = report["check"]
+    assert done.returncode == 0 and report["ok"], f"violations: {check['violations']}\n{output}"
+    return report
 
 
 @pytest.mark.long
 @pytest.mark.timeout(240)
 def test_short_chaos_run_passes_the_history_checker(tmp_path: Path) -> None:
-    report_path = tmp_path / "report.json"
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "duetime.chaos.run",
-            "--jobs",
-            "1500",
-            "--duration",
-            "40",
-            "--workers",
-            "3",
-            "--seed",
-            "20261129",
-            "--drain-timeout",
-            "60",
-            "--report",
-            str(report_path),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=220,
-        check=False,
+    report = _passing_run(
+        tmp_path,
+        *("--jobs", "1500", "--duration", "40", "--workers", "3"),
+        *("--seed", "20261129", "--drain-timeout", "60"),
     )
-    output = f"stdout:\n{done.stdout[-6000:]}\nstderr:\n{done.stderr[-4000:]}"
-    assert report_path.exists(), f"the chaos run wrote no report (exit {done.returncode})\n{output}"
-    report = json.loads(report_path.read_text())
     check = report["check"]
-    assert done.returncode == 0 and report["ok"], f"violations: {check['violations']}\n{output}"
 
     driver = report["driver"]
     counts = check["counts"]
@@ -68,6 +65,30 @@ def test_short_chaos_run_passes_the_history_checker(tmp_path: Path) -> None:
     assert counts["double_effects"] == 0
     assert counts["accepted_by_driver"] == 1500
     assert counts["lost_attempts"] >= 1, "the faults never cost an attempt: they did not bite"
+    assert check["violation_totals"] == {}
+
+
+@pytest.mark.long
+@pytest.mark.timeout(240)
+def test_short_dependencies_chaos_run_passes_the_history_checker(tmp_path: Path) -> None:
+    """The dependencies variant (make chaos-deps): a third of the jobs' numbers enqueue a
+    group with a callback or a chain (app.group, app.chain) while workers are SIGKILLed and
+    SIGSTOPped and PostgreSQL restarts: no child lost (left blocked) or started before its
+    parents ended, every cascade right."""
+    report = _passing_run(
+        tmp_path,
+        *("--dependencies", "--jobs", "800", "--duration", "35", "--workers", "3"),
+        *("--seed", "20261202", "--drain-timeout", "60"),
+    )
+    check = report["check"]
+    counts = check["counts"]
+    assert report["driver"]["graphs"] >= 100
+    assert report["driver"]["sigkills"] >= 3
+    assert counts["lost_jobs"] == 0  # no child left blocked: no release lost
+    assert counts["children_released_early"] == 0
+    assert counts["children_released"] >= 100
+    assert counts["children_cancelled_by_a_parent"] >= 1  # cascades happened, and were right
+    assert counts["double_effects"] == 0
     assert check["violation_totals"] == {}
 
 
@@ -308,3 +329,71 @@ def test_an_execution_logged_again_after_a_lost_commit_answer_is_one_row(chaos_d
     with psycopg.connect(chaos_db, autocommit=True) as conn:
         found = conn.execute("SELECT count(*) FROM chaos_executions WHERE job_id = 7").fetchone()
     assert found is not None and found[0] == 1
+
+
+def test_the_checker_judges_dependencies(chaos_db: str) -> None:
+    """A parent that succeeds releases its child, which runs after it; a parent that dies
+    cancels its child: a clean history passes. Then a child that started before its parent's
+    success, ran with a parent's end untold, and a cascade naming the wrong parent are each
+    flagged."""
+    app = App(chaos_db)
+    app.task(lambda n, kind: None, name="chaos.effect", lease=3)
+
+    def now() -> datetime:
+        return datetime.now(UTC)
+
+    def run(job_id: int, succeed: bool) -> None:
+        [claim] = app.store.claim(worker_id="host:4242:abc", queues=None, limit=1, now=now())
+        assert claim.job.id == job_id
+        with psycopg.connect(chaos_db, autocommit=True) as conn:
+            conn.execute(
+                "INSERT INTO chaos_executions (job_id, generation, attempt, business_key, task,"
+                " kind, pid, started_at, due_at) VALUES (%s, %s, 1, %s, 'chaos.effect',"
+                " 'immediate', 4242, %s, %s)",
+                (job_id, claim.attempt.generation, claim.job.business_key, now(), claim.job.due_at),
+            )
+        if not succeed:
+            failed = Outcome(Event.GIVE_UP, error_category=ErrorCategory.PERMANENT)
+            assert app.store.finish(claim.lease, failed, now())
+            return
+        with app.store.completion(claim.lease, Outcome(Event.SUCCEED), now) as conn:
+            conn.execute(
+                "INSERT INTO chaos_effects (job_id, generation, business_key, pid)"
+                " VALUES (%s, %s, %s, 4242)",
+                (job_id, claim.attempt.generation, claim.job.business_key),
+            )
+
+    try:
+        parent = app.enqueue("chaos.effect", {"n": 1, "kind": "immediate"})
+        doomed = app.enqueue("chaos.effect", {"n": 2, "kind": "immediate"})
+        child = app.enqueue("chaos.effect", {"n": 3, "kind": "x"}, depends_on=[parent.id])
+        orphan = app.enqueue("chaos.effect", {"n": 4, "kind": "x"}, depends_on=[doomed.id])
+        run(parent.id, True)
+        run(doomed.id, False)
+        run(child.id, True)
+    finally:
+        app.close()
+    report = checker.check(chaos_db)
+    assert report.ok, report.text()
+    assert report.counts["children"] == 2
+    assert report.counts["children_released"] == 1
+    assert report.counts["children_cancelled_by_a_parent"] == 1
+
+    with psycopg.connect(chaos_db, autocommit=True) as conn:
+        conn.execute(
+            "UPDATE chaos_executions SET db_started_at = db_started_at - interval '1 hour'"
+            " WHERE job_id = %s",
+            (child.id,),
+        )
+        conn.execute(
+            "UPDATE duetime_job_parents SET outcome = NULL WHERE child_id = %s", (child.id,)
+        )
+        conn.execute(
+            "UPDATE duetime_jobs SET cancel_reason = %s WHERE id = %s",
+            (f"parent job {parent.id} ended dead", orphan.id),
+        )
+    flagged = checker.check(chaos_db).totals
+    assert flagged["child_started_before_parents_ended"] == 1
+    assert flagged["child_released_with_a_parent_untold"] == 1
+    assert flagged["link_outcome_wrong"] == 1
+    assert flagged["cascade_wrong"] == 1

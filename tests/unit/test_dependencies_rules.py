@@ -91,3 +91,12 @@ def test_parents_are_refused_with_a_sequence_or_a_unique_window(options: dict[st
         build_new_job(
             "t", {"account": 1}, now=T0, tenant="default", defaults=sequenced, depends_on=[1]
         )
+
+
+def test_a_linked_step_is_refused_with_a_sequence() -> None:
+    """A chain's or group's step waits for steps made with it (linked): refused with a sequence
+    as a job with depends_on is, or its link would be lost."""
+    with pytest.raises(InvalidRequest, match="depends_on cannot be combined"):
+        build_new_job(
+            "t", {}, now=T0, tenant="default", defaults=TaskDefaults(), linked=True, sequence="s"
+        )

@@ -19,7 +19,11 @@ Reads duetime's tables and the chaos tables (see duetime.chaos.app) and verifies
   pause, a partition or a database outage; a failure), each counted;
 * no execution started before its due time by the database's clock (the execution log's
   db_started_at, stamped by the database: a worker's own clock may be skewed); no attempt
-  started at or after the job's deadline.
+  started at or after the job's deadline;
+* dependencies (when the run made any): no child started before its parents ended as it needs,
+  a released child had every parent's end told, every cascade of a failed parent
+  is right (the child cancelled, never run, its reason naming the parent), every link holds
+  its parent's end; a child never released stays blocked, which the first check counts.
 
 Exit status 1 on any violation, 0 otherwise.
 """
@@ -341,7 +345,107 @@ def _check(conn: psycopg.Connection[Any]) -> Report:
             )
     report.violate("started_after_deadline", late_starts)
     report.counts["jobs_with_deadline"] = sum(1 for j in jobs.values() if j[5] is not None)
+
+    _check_dependencies(conn, report, jobs, executions)
     return report
+
+
+FAILED = ("dead", "cancelled", "expired")
+
+
+def _check_dependencies(
+    conn: psycopg.Connection[Any],
+    report: Report,
+    jobs: dict[int, tuple[Any, ...]],
+    executions: list[tuple[Any, ...]],
+) -> None:
+    """9. dependencies (docs/workflows.md; the --dependencies run): a child never starts before
+    all its parents ended as it needs (succeeded, or any end with on_parent_failure "run"),
+    judged on the database's clock: its first execution after each parent's effect was applied
+    (in the parent's success transaction, before its commit released the child) and after each
+    parent's last execution began; a released child has every link told;
+    a child whose parent failed is cancelled, never ran, and its reason names a failed parent
+    (the cascade), unless it runs anyway ("run"); a child whose parents all succeeded is never
+    cancelled by them; each link holds the status its parent ended in. A release lost leaves
+    the child blocked: check 1 counts it (job_not_terminal). Nothing to judge without links."""
+    links = _rows(conn, "SELECT child_id, parent_id, outcome FROM duetime_job_parents")
+    if not links:
+        return
+    children = {
+        r[0]: r
+        for r in _rows(
+            conn,
+            "SELECT id, on_parent_failure, cancel_reason, parents_left, status, generation "
+            "FROM duetime_jobs WHERE on_parent_failure IS NOT NULL",
+        )
+    }
+    applied = dict(_rows(conn, "SELECT job_id, max(applied_at) FROM chaos_effects GROUP BY 1"))
+    # a job's first execution, and when each of its generations began (a paused worker may log
+    # a stale generation's start late, after a newer one ended the job: only a job's last
+    # generation bounds its end from below)
+    first_start: dict[int, Any] = {}
+    began: dict[tuple[int, int], Any] = {}
+    for e in executions:
+        job_id, at = e[1], e[6]
+        if job_id not in first_start or at < first_start[job_id]:
+            first_start[job_id] = at
+        began[(job_id, e[2])] = max(at, began.get((job_id, e[2]), at))
+    parents_of: dict[int, list[tuple[int, str | None]]] = defaultdict(list)
+    for child_id, parent_id, outcome in links:
+        parents_of[child_id].append((parent_id, outcome))
+
+    early: list[str] = []
+    untold: list[str] = []
+    cascade: list[str] = []
+    wrong_outcome: list[str] = []
+    released = cancelled_by_parent = ran_anyway = 0
+    for child_id, parents in parents_of.items():
+        child = children.get(child_id)
+        if child is None:
+            continue  # pruned: nothing to judge
+        policy, reason, status, generation = child[1], child[2], child[4], child[5]
+        for parent_id, outcome in parents:
+            parent = jobs.get(parent_id)
+            if parent is not None and parent[2] in TERMINAL and outcome != parent[2]:
+                wrong_outcome.append(f"link {child_id}<-{parent_id}: {outcome}, parent {parent[2]}")
+        failed = sorted((p, o) for p, o in parents if o in FAILED)
+        started = first_start.get(child_id)
+        if started is not None or generation > 0:
+            released += 1
+            if any(o is None for _, o in parents):
+                untold.append(f"job {child_id} ran with a parent's end untold: links {parents}")
+            if policy == "cancel" and failed:
+                cascade.append(f"job {child_id} ran though parents {failed} failed")
+            if failed:
+                ran_anyway += 1
+            for parent_id, _ in parents:
+                last = int(jobs[parent_id][3]) if parent_id in jobs else -1
+                ends = (applied.get(parent_id), began.get((parent_id, last)))
+                bounds = [b for b in ends if b is not None]
+                if started is not None and any(started < b for b in bounds):
+                    early.append(
+                        f"job {child_id} started {started} before parent {parent_id} ended "
+                        f"(its effect, or its last generation's start, at {max(bounds)})"
+                    )
+        elif policy == "cancel" and failed:
+            cancelled_by_parent += 1
+            named = {f"parent job {p} ended {o}" for p, o in failed}
+            if status != "cancelled" or reason not in named:
+                cascade.append(
+                    f"job {child_id} is {status} ({reason!r}) but parents {failed} failed"
+                )
+        if not failed and reason is not None and reason.startswith("parent job"):
+            cascade.append(f"job {child_id} cancelled ({reason}) though no parent failed")
+    report.violate("child_started_before_parents_ended", early)
+    report.violate("child_released_with_a_parent_untold", untold)
+    report.violate("cascade_wrong", cascade)
+    report.violate("link_outcome_wrong", wrong_outcome)
+    report.counts["dependency_links"] = len(links)
+    report.counts["children"] = len(parents_of)
+    report.counts["children_released"] = released
+    report.counts["children_run_after_a_failed_parent"] = ran_anyway
+    report.counts["children_cancelled_by_a_parent"] = cancelled_by_parent
+    report.counts["children_released_early"] = len(early)
 
 
 def pid_of(worker_id: str) -> int | None:

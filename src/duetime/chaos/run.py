@@ -48,6 +48,7 @@ from typing import Any, TypeVar
 
 import psycopg
 
+from duetime import Step, step
 from duetime.chaos import checker
 from duetime.chaos.app import app as chaos_app
 from duetime.chaos.app import create_tables
@@ -208,9 +209,53 @@ def _job_for(kind: str, n: int, rng: random.Random) -> tuple[str, dict[str, Any]
     return task, args, options
 
 
+# --dependencies: this share of the jobs' numbers makes a graph instead of one job
+GRAPH_SHARE = 0.3
+GRAPH_STEP_KINDS: list[tuple[str, float]] = [  # a graph's steps, of _job_for's kinds
+    ("immediate", 0.5),
+    ("flaky", 0.2),
+    ("slow", 0.12),
+    ("doomed", 0.08),
+    ("delayed", 0.1),
+]
+
+
+def _graph_for(n: int, rng: random.Random) -> tuple[str, Callable[[], list[Any]]]:
+    """(shape, the enqueue call) of graph number n: a group of 2 to 6 steps with a callback
+    (on_parent_failure "cancel" or "run"), or a chain of 2 to 4 steps, in one transaction
+    (app.group, app.chain). Steps that wait for nothing carry keys (a retried call returns
+    them); the others cannot, so a call retried after its commit makes a second callback or
+    tail on the same roots: another graph, judged like the first."""
+    names = [k for k, _ in GRAPH_STEP_KINDS]
+    weights = [w for _, w in GRAPH_STEP_KINDS]
+
+    def one(i: int, first: bool) -> Step:
+        task, args, options = _job_for(rng.choices(names, weights)[0], n, rng)
+        options = {k: v for k, v in options.items() if k != "key"}
+        if first:
+            options["key"] = f"chaos-{n}-{i}"
+        return step(task, args, **options)
+
+    if rng.random() < 0.5:
+        members = [one(i, True) for i in range(rng.randint(2, 6))]
+        policy = rng.choice(["cancel", "run"])
+        then = step(
+            "chaos.effect", {"n": n, "kind": f"callback-{policy}"}, on_parent_failure=policy
+        )
+
+        def group() -> list[Any]:
+            made = chaos_app.group(members, then=then)
+            return [*made.jobs, made.callback]
+
+        return "group", group
+    steps = [one(i, i == 0) for i in range(rng.randint(2, 4))]
+    return "chain", lambda: chaos_app.chain(*steps)
+
+
 @dataclass
 class Stats:
     enqueued: int = 0
+    graphs: int = 0  # --dependencies: graphs enqueued (their jobs count in enqueued)
     enqueue_retries: int = 0
     cancelled: int = 0
     kills: int = 0
@@ -260,9 +305,17 @@ def _timed(stats: Stats, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
 
 
 def enqueue_all(
-    url: str, jobs: int, spread: float, seed: int, stats: Stats, stop_at: float
+    url: str,
+    jobs: int,
+    spread: float,
+    seed: int,
+    stats: Stats,
+    stop_at: float,
+    dependencies: bool = False,
 ) -> None:
-    """Enqueue `jobs` jobs evenly over `spread` seconds; record each accepted job."""
+    """Enqueue `jobs` jobs evenly over `spread` seconds; record each accepted job. With
+    `dependencies`, a share of the numbers (GRAPH_SHARE) each enqueue a graph (_graph_for)
+    instead, whose first job is sometimes cancelled at once (a cascade by an operator)."""
     rng = random.Random(seed)
     names = [k for k, _ in KINDS]
     weights = [w for _, w in KINDS]
@@ -273,31 +326,42 @@ def enqueue_all(
             pace = started + spread * n / max(jobs, 1)
             if (wait := pace - time.monotonic()) > 0:
                 time.sleep(wait)
-            kind = rng.choices(names, weights)[0]
-            task, args, options = _job_for(kind, n, rng)
-            job, tries = _retrying(
-                f"enqueue {n}",
-                functools.partial(_timed, stats, _enqueue, task, args, options),
-                stop_at,
-            )
+            if dependencies and rng.random() < GRAPH_SHARE:
+                kind, make = _graph_for(n, rng)
+                made, tries = _retrying(
+                    f"enqueue graph {n}", functools.partial(_timed, stats, make), stop_at
+                )
+                stats.graphs += 1
+                if rng.random() < 0.1:
+                    kind += "-cancelled"
+            else:
+                kind = rng.choices(names, weights)[0]
+                task, args, options = _job_for(kind, n, rng)
+                job, tries = _retrying(
+                    f"enqueue {n}",
+                    functools.partial(_timed, stats, _enqueue, task, args, options),
+                    stop_at,
+                )
+                made = [job]
             stats.enqueue_retries += tries - 1
-            stats.enqueued += 1
-            stats.accepted.append(job.id)
+            stats.enqueued += len(made)
+            stats.accepted.extend(job.id for job in made)
 
-            def accept(job: Any = job, kind: str = kind, task: str = task) -> None:
+            def accept(made: list[Any] = made, kind: str = kind) -> None:
                 nonlocal side
                 if side.closed or side.broken:
                     side = psycopg.connect(url, autocommit=True, connect_timeout=5)
-                side.execute(
-                    "INSERT INTO chaos_accepted (job_id, kind, task, due_at, deadline_at,"
-                    " accepted_at) VALUES (%s, %s, %s, %s, %s, %s) ON CONFLICT DO NOTHING",
-                    (job.id, kind, task, job.due_at, job.deadline_at, datetime.now(UTC)),
-                )
+                for job in made:
+                    side.execute(
+                        "INSERT INTO chaos_accepted (job_id, kind, task, due_at, deadline_at,"
+                        " accepted_at) VALUES (%s, %s, %s, %s, %s, %s) ON CONFLICT DO NOTHING",
+                        (job.id, kind, job.task, job.due_at, job.deadline_at, datetime.now(UTC)),
+                    )
 
-            _retrying(f"record job {job.id}", accept, stop_at)
-            if kind == "cancelled":
+            _retrying(f"record job {made[0].id}", accept, stop_at)
+            if kind.endswith("cancelled"):
                 try:
-                    chaos_app.cancel(job.id)
+                    chaos_app.cancel(made[0].id)  # a graph's: its blocked descendants with it
                     stats.cancelled += 1
                 except Exception:
                     pass  # an outage or it started already: it runs; either way it is checked
@@ -489,13 +553,16 @@ def run(
     skews: tuple[float, ...] = (),
     partition: bool = False,
     partition_hold: float = 10.0,
+    dependencies: bool = False,
 ) -> dict[str, Any]:
     """With broker_url: the outbox variant (docs/outbox.md). Every chaos job goes through
     RabbitMQ: `relays` relay processes dispatch and publish, the workers are broker-fed, and
     the faults also SIGKILL relays and stop and restart the broker. skews: one more worker per
     value, whose wall clock is that many seconds off (libfaketime), never killed or paused.
     partition (with failover): one more worker in its own network namespace, cut off from the
-    database once for partition_hold seconds (Partition)."""
+    database once for partition_hold seconds (Partition). dependencies: a share of the jobs
+    come as graphs (groups with a callback, chains: enqueue_all), judged by the checker's
+    dependency checks."""
     logging.getLogger("psycopg.pool").setLevel(logging.CRITICAL)  # outages are expected here
     rng = random.Random(seed)
     root = Path(tempfile.mkdtemp(prefix="duetime-chaos-"))
@@ -586,7 +653,7 @@ def run(
         stop_at = time.monotonic() + duration + drain_timeout
         enqueuer = threading.Thread(
             target=enqueue_all,
-            args=(url, jobs, duration * 0.6, seed, stats, stop_at),
+            args=(url, jobs, duration * 0.6, seed, stats, stop_at, dependencies),
             name="chaos-enqueue",
             daemon=True,
         )
@@ -643,6 +710,7 @@ def run(
             "elapsed_s": round(time.monotonic() - t0, 1),
             "driver": {
                 "enqueued": stats.enqueued,
+                "graphs": stats.graphs,
                 "enqueue_retries": stats.enqueue_retries,
                 "cancelled_after_enqueue": stats.cancelled,
                 "sigkills": stats.kills,
@@ -974,6 +1042,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--partition-hold", type=float, default=10.0, help="seconds the cut lasts (10)"
     )
+    parser.add_argument(
+        "--dependencies",
+        action="store_true",
+        help="a share of the jobs come as graphs: groups with a callback and chains "
+        "(docs/workflows.md), judged by the checker's dependency checks",
+    )
     parser.add_argument("--report", help="write the run's report as JSON to this file")
     parser.add_argument("--keep", action="store_true", help="keep the cluster dir and logs")
     args = parser.parse_args(argv)
@@ -1005,6 +1079,7 @@ def main(argv: list[str] | None = None) -> int:
         skews=tuple(args.skew),
         partition=args.partition,
         partition_hold=args.partition_hold,
+        dependencies=args.dependencies,
     )
     summary = {k: v for k, v in result.items() if k != "check"}
     sys.stdout.write(json.dumps(summary, indent=2, default=str) + "\n")

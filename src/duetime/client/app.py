@@ -2,7 +2,8 @@
 declared in code, and tenant views (scoped).
 
 The rest of its public surface is mixed in by group, one module each, every async twin beside
-its method: jobs (client/jobs.py), results (client/results.py), schedules, queues, tenants,
+its method: jobs (client/jobs.py), results (client/results.py), chains and groups
+(client/workflows.py), schedules, queues, tenants,
 limits, the outbox, tokens and figures. Each group reads only what client/part.py declares
 (tenant, clock, store, tasks).
 """
@@ -31,6 +32,7 @@ from duetime.client.schedules import (
 )
 from duetime.client.tenants import Tenants
 from duetime.client.tokens import Tokens
+from duetime.client.workflows import Workflows
 from duetime.core.clock import Clock, CorrectedClock, SystemClock
 from duetime.core.errors import ConfigurationError, DuetimeError
 from duetime.core.flow.share import PRIORITY_SHARE, check_share
@@ -52,7 +54,7 @@ R = TypeVar("R")
 Handler = Callable[..., Any]
 
 
-class App(Jobs, Results, Schedules, Queues, Tenants, Limits, Outbox, Tokens, Figures):
+class App(Jobs, Results, Workflows, Schedules, Queues, Tenants, Limits, Outbox, Tokens, Figures):
     """duetime's public entry point.
 
     `App()` uses DUETIME_DATABASE_URL, else `sqlite:///duetime.db` in the working directory.

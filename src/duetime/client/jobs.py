@@ -11,18 +11,12 @@ from typing import Any
 
 from duetime import tracing
 from duetime.admin.replay import ReplayReport, dead_job_ids, replay_many
-from duetime.client.lookup import job_of, schedule_of
+from duetime.client.lookup import job_of, new_job_of, schedule_of
 from duetime.client.part import AppPart
 from duetime.core.clock import Clock, CorrectedClock
 from duetime.core.errors import InvalidRequest
 from duetime.core.models import Enqueued, Job, JobFilter, NewJob, unserved
-from duetime.core.requests import (
-    TaskDefaults,
-    build_new_job,
-    build_new_jobs,
-    job_keys,
-    parse_instant,
-)
+from duetime.core.requests import TaskDefaults, build_new_jobs, job_keys, parse_instant
 from duetime.core.states import Event, JobStatus
 from duetime.logs import log_event
 from duetime.tasks import known_task
@@ -43,20 +37,7 @@ class Jobs(AppPart):
         check_args: bool = True,
         keyed: bool = True,
     ) -> NewJob:
-        task = known_task(self.tasks, task_name)
-        new = build_new_job(
-            task_name,
-            args,
-            now=self.clock.now(),
-            tenant=self.tenant,
-            defaults=task.defaults if task else TaskDefaults(),
-            max_payload_bytes=self.max_payload_bytes,
-            keyed=keyed,
-            **options,
-        )
-        if task is not None and check_args:
-            task.check_args(new.args)
-        return new
+        return new_job_of(self, task_name, args, options, check_args=check_args, keyed=keyed)
 
     def check_args(self, task_name: str, args: Mapping[str, Any] | None = None) -> None:
         """Raise UnknownTask or ArgsMismatch when this app registers tasks and a job of

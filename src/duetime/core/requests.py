@@ -412,19 +412,28 @@ def build_new_job(
     unique_for: str | float | timedelta | None = None,
     unique_key: str | None = None,
     keyed: bool = True,
+    linked: bool = False,
 ) -> NewJob:
     """Validate one enqueue request and turn it into a NewJob, or raise InvalidRequest.
     `keyed=False` leaves out the sequence and unique keys (a batch's template: job_keys
-    gives each job its own)."""
+    gives each job its own). `linked`: the job also waits for jobs made with it, whose ids are
+    not known yet (a chain's or a group's: Store.enqueue_graph adds them), so it has parents
+    even without depends_on."""
     task = check_name(task, "task name", 200)
     tenant = check_url_name(tenant, "tenant", TENANT_LIMIT)
     args_obj, args_json = dump_args(args, max_payload_bytes)
     if at is not None and delay is not None:
         raise InvalidRequest("give either at= (an instant) or delay= (a duration), not both")
     parents = parent_ids(depends_on)
-    if on_parent_failure is not None and not parents:
+    waits = bool(parents) or linked
+    if on_parent_failure is not None and not waits:
         raise InvalidRequest("on_parent_failure needs depends_on (the jobs this one waits for)")
-    policy = check_on_parent_failure(on_parent_failure or "cancel") if parents else None
+    if linked and key is not None:
+        raise InvalidRequest(
+            "a step of a chain or group that waits for another takes no key; give the key to "
+            "the first step, or enqueue the steps one by one with depends_on"
+        )
+    policy = check_on_parent_failure(on_parent_failure or "cancel") if waits else None
     release_delay: float | None = None
     due_spec: dict[str, Any]
     if at is not None:
@@ -478,7 +487,7 @@ def build_new_job(
     keys = job_keys(
         task, defaults, key=key, sequence=sequence, unique_for=unique_for, unique_key=unique_key
     )
-    if parents and keys.active:
+    if waits and keys.active:
         raise InvalidRequest(
             "depends_on cannot be combined with a sequence or unique_for yet (the task's or "
             "this enqueue's); enqueue the job without one of them"
@@ -503,7 +512,7 @@ def build_new_job(
         limits=check_limit_keys(defaults.limits),
         parents=parents,
         on_parent_failure=str(policy) if policy is not None else None,
-        release_delay=release_delay if parents else None,
+        release_delay=release_delay if waits else None,
     )
     return keys.keyed(job, now) if keyed else job
 

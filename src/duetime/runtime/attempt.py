@@ -108,6 +108,7 @@ class AttemptRunner:
         # bound once: every attempt's context points at the same two methods
         self._sink = progress.note if progress is not None else None
         self._completion = self._completion_of
+        self._parent_reader = app.store.parent_results
         self.store = app.store
         self.clock = app.clock
         self.calls = calls
@@ -124,6 +125,7 @@ class AttemptRunner:
         )
         ctx._completion = self._completion
         ctx._progress_sink = self._sink
+        ctx._parent_reader = self._parent_reader
         return RunningAttempt(claim, ctx, last_beat=time.monotonic())
 
     async def run(

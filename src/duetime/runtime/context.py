@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from types import MappingProxyType
 from typing import Any
 
 from duetime.core.errors import DuetimeError
@@ -42,6 +44,35 @@ class AttemptContext:
     _progress_sink: Callable[[Lease, float, str | None], None] | None = field(
         default=None, repr=False
     )
+
+    # reads the results of a job's parents that succeeded (Store.parent_results), and what it
+    # read for this attempt: read once, on the first use of parent_results
+    _parent_reader: Callable[[int], dict[int, Any]] | None = field(default=None, repr=False)
+    _parent_results: Mapping[int, Any] | None = field(default=None, repr=False)
+
+    @property
+    def parent_results(self) -> Mapping[int, Any]:
+        """The results of this job's parents (depends_on, chains, groups: docs/workflows.md),
+        by parent id: each parent that succeeded maps to what its handler returned (None when
+        it returned nothing). A parent that did not succeed (with on_parent_failure="run": it
+        ended dead, cancelled or expired), or that was pruned meanwhile, is absent. Read from
+        the database once per attempt, in one query, on first use; empty, with no read, for a
+        job without parents. In an async handler, `await aparent_results()` reads it off the
+        event loop."""
+        if self._parent_results is None:
+            reader = self._parent_reader
+            if reader is None or self.claim.job.on_parent_failure is None:
+                found: dict[int, Any] = {}
+            else:
+                found = reader(self.claim.job.id)
+            self._parent_results = MappingProxyType(found)
+        return self._parent_results
+
+    async def aparent_results(self) -> Mapping[int, Any]:
+        """parent_results, its one read (on first use) in a thread, not on the event loop."""
+        if self._parent_results is None:
+            return await asyncio.to_thread(lambda: self.parent_results)
+        return self._parent_results
 
     @property
     def lateness(self) -> timedelta:

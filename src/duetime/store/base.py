@@ -161,10 +161,30 @@ class Store(Protocol):
         """
         ...
 
+    def enqueue_graph(
+        self,
+        jobs: Sequence[NewJob],
+        links: Sequence[Sequence[int]],
+        now: datetime,
+        *,
+        connection: Any = None,
+    ) -> list[Enqueued]:
+        """As enqueue, for jobs that depend on each other (chains and groups: docs/workflows.md,
+        "Chains and groups"), all in one transaction: job i also depends on the jobs of this
+        call at the positions links[i], each before i (InvalidRequest otherwise). Returns them
+        in order."""
+        ...
+
     def get_job(self, job_id: int, *, tenant: str | None = None) -> Job | None:
         """The job with its attempt history, its parents and (the first MAX_RELATIVES_SHOWN by
         id) children with their statuses, or None (also when it belongs to another tenant); for
         a job of a sequence not ended, sequence_ahead: the jobs of its sequence ahead."""
+        ...
+
+    def parent_results(self, job_id: int) -> dict[int, Any]:
+        """The results of job `job_id`'s parents that succeeded, by parent id (None for one
+        that returned nothing), in one read; a parent that did not succeed, or was pruned, is
+        absent."""
         ...
 
     def list_jobs(self, f: JobFilter) -> list[Job]:

@@ -276,6 +276,7 @@ STATEMENTS: dict[str, str] = {
     "that reason",
     "job_parents": "returns id, status of up to `limit` parents of job `id`, by id",
     "job_children": "returns id, status of up to `limit` children of job `id`, by id",
+    "parent_results": "returns id, result of the parents of job `id` that are succeeded, by id",
     "unstarted_parents": "returns id of the schedule's jobs that never started (generation 0), "
     "scheduled, waiting or cancelled, with has_children = 1 (of `origin`, unless null), their "
     "rows locked for the transaction in id order",

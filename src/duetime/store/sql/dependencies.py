@@ -23,6 +23,7 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 from duetime.core.dependencies import (
     MAX_RELATIVES_SHOWN,
@@ -205,6 +206,13 @@ class Dependencies(Part):
         """Job `job_id`'s parents and children (the first MAX_RELATIVES_SHOWN of each, by id),
         with their statuses."""
         return self._relatives(c, "job_parents", job_id), self._relatives(c, "job_children", job_id)
+
+    def parent_results(self, job_id: int) -> dict[int, Any]:
+        """The results of job `job_id`'s parents that succeeded (id -> result, None when the
+        parent returned nothing), in one read."""
+        with self.driver.transaction(snapshot=True) as c:
+            rows = c.rows("parent_results", id=job_id)
+        return {r["id"]: json.loads(r["result"]) if r["result"] is not None else None for r in rows}
 
     def _relatives(self, c: Connection, statement: str, job_id: int) -> tuple[Relative, ...]:
         rows = c.rows(statement, id=job_id, limit=MAX_RELATIVES_SHOWN)

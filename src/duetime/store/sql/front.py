@@ -151,8 +151,21 @@ class SQLStore:
     ) -> list[Enqueued]:
         return self.jobs.enqueue(jobs, now, connection=connection)
 
+    def enqueue_graph(
+        self,
+        jobs: Sequence[NewJob],
+        links: Sequence[Sequence[int]],
+        now: datetime,
+        *,
+        connection: Any = None,
+    ) -> list[Enqueued]:
+        return self.jobs.enqueue_graph(jobs, links, now, connection=connection)
+
     def get_job(self, job_id: int, *, tenant: str | None = None) -> Job | None:
         return self.jobs.get_job(job_id, tenant=tenant)
+
+    def parent_results(self, job_id: int) -> dict[int, Any]:
+        return self.dependencies.parent_results(job_id)
 
     def list_jobs(self, f: JobFilter) -> list[Job]:
         return self.jobs.list_jobs(f)

@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
-from duetime.core.errors import IdempotencyConflict, JobNotFound, StoreError
+from duetime.core.errors import IdempotencyConflict, InvalidRequest, JobNotFound, StoreError
 from duetime.core.models import Attempt, Enqueued, Job, JobFilter, NewJob, NewJobs, variant
 from duetime.core.states import HELD, Event, JobStatus
 from duetime.store.base import Listener
@@ -71,6 +72,43 @@ class Jobs(Part):
         with self.driver.transaction() as c:
             self.flow.admit(c, jobs, controls)
             return self._enqueue(c, jobs, now)
+
+    @conflicts_retried
+    def enqueue_graph(
+        self,
+        jobs: Sequence[NewJob],
+        links: Sequence[Sequence[int]],
+        now: datetime,
+        *,
+        connection: Any = None,
+    ) -> list[Enqueued]:
+        """Jobs that depend on each other, in one transaction: job i also waits for the jobs
+        of this call at the positions links[i] (each before i). They go in by waves, each a
+        run of jobs whose parents in the call are in already, given their parents' new ids."""
+        if len(links) != len(jobs):
+            raise InvalidRequest(f"{len(jobs)} jobs but {len(links)} lists of links; give one each")
+        for i, refs in enumerate(links):
+            if any(not 0 <= r < i for r in refs):
+                raise InvalidRequest(
+                    f"job {i} of the graph links to {list(refs)}; link to jobs before it"
+                )
+        if not jobs:
+            return []
+        controls = self.flow.flow_controls()
+        with (
+            self.driver.joined(connection) if connection is not None else self.driver.transaction()
+        ) as c:
+            self.flow.admit(c, jobs, controls)
+            made: list[Enqueued] = []
+            while len(made) < len(jobs):
+                start = end = len(made)
+                while end < len(jobs) and (end == start or all(r < start for r in links[end])):
+                    end += 1
+                wave = [
+                    _linked(jobs[i], [made[r].job.id for r in links[i]]) for i in range(start, end)
+                ]
+                made.extend(self._enqueue(c, wave, now))
+            return made
 
     def _enqueue_one(self, c: Connection, job: NewJob, now: datetime) -> Enqueued | None:
         """One job in one statement, its id from the database (and its wake-up, where the
@@ -381,6 +419,13 @@ class Jobs(Part):
                 assert found is not None  # locked by the move above
                 return found
         return job
+
+
+def _linked(job: NewJob, parents: Sequence[int]) -> NewJob:
+    """The job with `parents` (its parents' ids, just made) added to those it names."""
+    if not parents:
+        return job
+    return replace(job, parents=job.parents + tuple(p for p in parents if p not in job.parents))
 
 
 def _fresh(job: NewJob) -> bool:

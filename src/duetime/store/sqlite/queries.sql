@@ -1129,6 +1129,11 @@ WHERE l.child_id = :id
 ORDER BY j.id
 LIMIT :limit;
 
+-- name: parent_results
+SELECT j.id, j.result FROM duetime_job_parents l JOIN duetime_jobs j ON j.id = l.parent_id
+WHERE l.child_id = :id AND j.status = 'succeeded'
+ORDER BY j.id;
+
 -- name: job_children
 SELECT j.id, j.status FROM duetime_job_parents l JOIN duetime_jobs j ON j.id = l.child_id
 WHERE l.parent_id = :id

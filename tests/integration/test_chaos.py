@@ -7,7 +7,7 @@ import json
 import subprocess
 import sys
 from collections.abc import Iterator
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -397,3 +397,91 @@ def test_the_checker_judges_dependencies(chaos_db: str) -> None:
     assert flagged["child_released_with_a_parent_untold"] == 1
     assert flagged["link_outcome_wrong"] == 1
     assert flagged["cascade_wrong"] == 1
+
+
+def test_the_checker_judges_sequences(chaos_db: str) -> None:
+    """Two jobs of one key run one after the other, a third of the key is cancelled while it
+    waits: a clean history passes. Then the second's attempt moved to before the first's end
+    is flagged as out of order and as an overlap, and a job of a key left waiting as not
+    ended (and every later job's attempt as out of order)."""
+    app = App(chaos_db)
+    app.task(lambda n, kind: None, name="seq.plain", lease=3)  # no effect to judge
+
+    def now() -> datetime:
+        return datetime.now(UTC)
+
+    def run(job_id: int) -> None:
+        [claim] = app.store.claim(worker_id="host:4242:abc", queues=None, limit=1, now=now())
+        assert claim.job.id == job_id
+        assert app.store.finish(claim.lease, Outcome(Event.SUCCEED), now())
+
+    try:
+        first = app.enqueue("seq.plain", {"n": 1, "kind": "seq"}, sequence="acct-1")
+        second = app.enqueue("seq.plain", {"n": 2, "kind": "seq"}, sequence="acct-1")
+        third = app.enqueue("seq.plain", {"n": 3, "kind": "seq"}, sequence="acct-1")
+        app.cancel(third.id)  # it waits behind the second: ends without an attempt
+        run(first.id)
+        run(second.id)
+    finally:
+        app.close()
+    report = checker.check(chaos_db)
+    assert report.ok, report.text()
+    assert report.counts["sequence_keys"] == 1
+    assert report.counts["sequence_jobs"] == 3
+    assert report.counts["sequence_attempts"] == 2
+
+    with psycopg.connect(chaos_db, autocommit=True) as conn:
+        conn.execute(
+            "UPDATE duetime_attempts SET started_at = (SELECT finished_at - interval '1 ms'"
+            " FROM duetime_attempts WHERE job_id = %s) WHERE job_id = %s",
+            (first.id, second.id),
+        )
+        conn.execute("UPDATE duetime_jobs SET status = 'waiting' WHERE id = %s", (third.id,))
+    flagged = checker.check(chaos_db).totals
+    assert flagged["sequence_order_broken"] == 1
+    assert flagged["sequence_overlap"] == 1
+    assert flagged["sequence_job_not_ended"] == 1
+
+
+def _at(seconds: float) -> datetime:
+    return datetime(2026, 12, 2, tzinfo=UTC) + timedelta(seconds=seconds)
+
+
+def _seq_attempt(
+    job_id: int, generation: int, status: str, start: float, end: float, lease: float
+) -> checker.SeqAttempt:
+    return checker.SeqAttempt(job_id, generation, status, _at(start), _at(end), _at(lease))
+
+
+def test_judge_sequences_flags_each_kind_alone() -> None:
+    """Each violation alone: a lost attempt counts until its lease's end (a zombie's overlap
+    with its own job's next generation), a later job started before an earlier one ended
+    without any attempt (out of order, no overlap), a job not ended."""
+    jobs = [checker.SeqJob(1, "k", "succeeded", _at(10)), checker.SeqJob(2, "k", "dead", _at(20))]
+    clean = [
+        _seq_attempt(1, 1, "lost", 0, 1, 3),  # killed: its lease ran until 3
+        _seq_attempt(1, 2, "succeeded", 3, 10, 13),  # taken over at its lease's end
+        _seq_attempt(2, 1, "failed", 10, 20, 23),
+    ]
+    verdict = checker.judge_sequences(jobs, clean)
+    assert (verdict.not_ended, verdict.out_of_order, verdict.overlaps) == ([], [], [])
+
+    zombie = [_seq_attempt(1, 1, "lost", 0, 1, 3.5), *clean[1:]]
+    verdict = checker.judge_sequences(jobs, zombie)
+    assert len(verdict.overlaps) == 1 and "job 1 gen 2" in verdict.overlaps[0]
+    assert verdict.out_of_order == [] and verdict.not_ended == []
+
+    # job 1 cancelled at 12 without an attempt; job 2 started at 10
+    early = checker.judge_sequences(
+        [checker.SeqJob(1, "k", "cancelled", _at(12)), jobs[1]], clean[2:]
+    )
+    assert len(early.out_of_order) == 1 and "earlier job 1" in early.out_of_order[0]
+    assert early.overlaps == [] and early.not_ended == []
+
+    lost = checker.judge_sequences([*jobs, checker.SeqJob(3, "k", "scheduled", _at(20))], clean)
+    assert len(lost.not_ended) == 1 and lost.out_of_order == [] and lost.overlaps == []
+    other_key = checker.judge_sequences(
+        [*jobs, checker.SeqJob(3, "j", "succeeded", _at(0))],
+        [*clean, _seq_attempt(3, 1, "succeeded", 0, 30, 33)],
+    )
+    assert (other_key.out_of_order, other_key.overlaps) == ([], [])  # another key runs beside

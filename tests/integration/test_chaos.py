@@ -70,14 +70,19 @@ def test_short_chaos_run_passes_the_history_checker(tmp_path: Path) -> None:
 
 @pytest.mark.long
 @pytest.mark.timeout(240)
-def test_short_dependencies_chaos_run_passes_the_history_checker(tmp_path: Path) -> None:
+def test_short_dependencies_and_sequences_chaos_run_passes_the_history_checker(
+    tmp_path: Path,
+) -> None:
     """The dependencies variant (make chaos-deps): a third of the jobs' numbers enqueue a
-    group with a callback or a chain (app.group, app.chain) while workers are SIGKILLed and
-    SIGSTOPped and PostgreSQL restarts: no child lost (left blocked) or started before its
-    parents ended, every cascade right."""
+    group with a callback or a chain (app.group, app.chain), and a share of the others a job
+    of one of 16 sequences, while workers are SIGKILLed and SIGSTOPped and PostgreSQL
+    restarts: no child lost (left blocked) or started before its parents ended, every cascade
+    right; every job of a sequence ended, none started before an earlier one of its key ended,
+    no two of one key ran at once; a unique enqueue made twice made one job."""
     report = _passing_run(
         tmp_path,
-        *("--dependencies", "--jobs", "800", "--duration", "35", "--workers", "3"),
+        *("--dependencies", "--sequences", "--jobs", "800", "--duration", "35"),
+        *("--workers", "3"),
         *("--seed", "20261202", "--drain-timeout", "60"),
     )
     check = report["check"]
@@ -89,6 +94,14 @@ def test_short_dependencies_chaos_run_passes_the_history_checker(tmp_path: Path)
     assert counts["children_released"] >= 100
     assert counts["children_cancelled_by_a_parent"] >= 1  # cascades happened, and were right
     assert counts["double_effects"] == 0
+    assert report["driver"]["sequence_jobs"] >= 100
+    assert report["driver"]["sequence_holds_dismissed"] >= 1  # a dead job held its key
+    assert report["driver"]["unique_duplicates"] == 0
+    assert counts["sequence_jobs_by_status"].get("succeeded", 0) >= 50
+    assert counts["sequence_attempts_by_status"].get("failed", 0) >= 1  # retries happened
+    assert counts["sequence_jobs_lost"] == 0
+    assert counts["sequence_order_violations"] == 0
+    assert counts["sequence_overlaps"] == 0
     assert check["violation_totals"] == {}
 
 

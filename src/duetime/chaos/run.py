@@ -8,7 +8,9 @@
 2. start K `duetime worker --app duetime.chaos.app:app` processes (JSON logs per process);
 3. enqueue N jobs spread over the first part of the run (immediate, delayed, failing then
    succeeding, permanently failing, slow, external-provider, with deadlines, cancelled right
-   after enqueue) plus an every-2-seconds schedule;
+   after enqueue) plus an every-2-seconds schedule; with --dependencies a share come as groups
+   and chains, with --sequences a share go into sequences (a thread dismisses dead jobs that
+   hold theirs) and a few are unique enqueues made twice;
 4. for `duration` seconds: SIGKILL a random worker every few seconds and start a replacement,
    SIGSTOP a worker past its lease and SIGCONT it, restart PostgreSQL (pg_ctl restart -m fast)
    at least twice;

@@ -414,9 +414,9 @@ def test_the_checker_judges_dependencies(chaos_db: str) -> None:
 
 def test_the_checker_judges_sequences(chaos_db: str) -> None:
     """Two jobs of one key run one after the other, a third of the key is cancelled while it
-    waits: a clean history passes. Then the second's attempt moved to before the first's end
-    is flagged as out of order and as an overlap, and a job of a key left waiting as not
-    ended (and every later job's attempt as out of order)."""
+    waits: a clean history passes. Then the second's execution moved to before the first's
+    end is flagged as out of order and as an overlap, and a job of a key left waiting as not
+    ended; a claim's stamp alone before the previous end is only counted."""
     app = App(chaos_db)
     app.task(lambda n, kind: None, name="seq.plain", lease=3)  # no effect to judge
 
@@ -426,6 +426,13 @@ def test_the_checker_judges_sequences(chaos_db: str) -> None:
     def run(job_id: int) -> None:
         [claim] = app.store.claim(worker_id="host:4242:abc", queues=None, limit=1, now=now())
         assert claim.job.id == job_id
+        with psycopg.connect(chaos_db, autocommit=True) as conn:
+            conn.execute(
+                "INSERT INTO chaos_executions (job_id, generation, attempt, business_key, task,"
+                " kind, pid, started_at, due_at) VALUES (%s, %s, 1, %s, 'seq.plain', 'seq',"
+                " 4242, %s, %s)",
+                (job_id, claim.attempt.generation, claim.job.business_key, now(), claim.job.due_at),
+            )
         assert app.store.finish(claim.lease, Outcome(Event.SUCCEED), now())
 
     try:
@@ -449,6 +456,16 @@ def test_the_checker_judges_sequences(chaos_db: str) -> None:
             " FROM duetime_attempts WHERE job_id = %s) WHERE job_id = %s",
             (first.id, second.id),
         )
+    stamped = checker.check(chaos_db)
+    assert stamped.ok, stamped.text()
+    assert stamped.counts["sequence_claims_stamped_before_the_previous_end"] == 1
+
+    with psycopg.connect(chaos_db, autocommit=True) as conn:
+        conn.execute(
+            "UPDATE chaos_executions SET db_started_at = (SELECT finished_at - interval '1 ms'"
+            " FROM duetime_attempts WHERE job_id = %s) WHERE job_id = %s",
+            (first.id, second.id),
+        )
         conn.execute("UPDATE duetime_jobs SET status = 'waiting' WHERE id = %s", (third.id,))
     flagged = checker.check(chaos_db).totals
     assert flagged["sequence_order_broken"] == 1
@@ -463,13 +480,16 @@ def _at(seconds: float) -> datetime:
 def _seq_attempt(
     job_id: int, generation: int, status: str, start: float, end: float, lease: float
 ) -> checker.SeqAttempt:
-    return checker.SeqAttempt(job_id, generation, status, _at(start), _at(end), _at(lease))
+    return checker.SeqAttempt(
+        job_id, generation, status, _at(start), _at(end), _at(lease), executed_at=_at(start)
+    )
 
 
 def test_judge_sequences_flags_each_kind_alone() -> None:
     """Each violation alone: a lost attempt counts until its lease's end (a zombie's overlap
     with its own job's next generation), a later job started before an earlier one ended
-    without any attempt (out of order, no overlap), a job not ended."""
+    without any attempt (out of order, no overlap), a job not ended. An attempt that ran no
+    handler code, or a zombie that began only after its lease's end, is not judged."""
     jobs = [checker.SeqJob(1, "k", "succeeded", _at(10)), checker.SeqJob(2, "k", "dead", _at(20))]
     clean = [
         _seq_attempt(1, 1, "lost", 0, 1, 3),  # killed: its lease ran until 3
@@ -490,6 +510,15 @@ def test_judge_sequences_flags_each_kind_alone() -> None:
     )
     assert len(early.out_of_order) == 1 and "earlier job 1" in early.out_of_order[0]
     assert early.overlaps == [] and early.not_ended == []
+
+    unexecuted = [
+        *clean,
+        checker.SeqAttempt(2, 2, "lost", _at(11), _at(12), _at(14)),  # claimed, never began
+        checker.SeqAttempt(1, 3, "lost", _at(1), _at(2), _at(3), executed_at=_at(30)),  # late
+    ]
+    verdict = checker.judge_sequences(jobs, unexecuted)
+    assert (verdict.out_of_order, verdict.overlaps) == ([], [])
+    assert verdict.not_executed == 1
 
     lost = checker.judge_sequences([*jobs, checker.SeqJob(3, "k", "scheduled", _at(20))], clean)
     assert len(lost.not_ended) == 1 and lost.out_of_order == [] and lost.overlaps == []

@@ -373,8 +373,10 @@ class SeqJob:
 
 @dataclass(frozen=True)
 class SeqAttempt:
-    """An attempt of a job of a sequence: the store's own instants (the claim's started_at,
-    the finish's finished_at, the lease's end lease_expires_at)."""
+    """An attempt of a job of a sequence: when its handler began, by the database's clock
+    (executed_at: its execution's db_started_at; None when it never logged one: it ran no
+    handler code), and the store's instants of its claim (started_at), finish (finished_at)
+    and lease's end (lease_expires_at)."""
 
     job_id: int
     generation: int
@@ -382,6 +384,7 @@ class SeqAttempt:
     started_at: datetime
     finished_at: datetime | None
     lease_expires_at: datetime
+    executed_at: datetime | None = None
 
     @property
     def ended_at(self) -> datetime:
@@ -399,17 +402,31 @@ class SequenceVerdict:
     not_ended: list[str] = field(default_factory=list)
     out_of_order: list[str] = field(default_factory=list)
     overlaps: list[str] = field(default_factory=list)
+    not_executed: int = 0  # attempts that ran no handler code: nothing of theirs to judge
+    # attempts whose claim's instant (started_at) is before the end of a job before them,
+    # though their handler began after it: the claim's `now` was taken before the claim ran
+    # (it waited for a store thread or a connection), not a violation; counted, with the
+    # largest gap in seconds
+    claim_stamped_early: int = 0
+    claim_stamped_early_max_s: float = 0.0
 
 
 def judge_sequences(jobs: Sequence[SeqJob], attempts: Sequence[SeqAttempt]) -> SequenceVerdict:
     """Judge the sequences (docs/chaos.md, "Sequences"), per key, in enqueue order (ids):
 
     * not ended: a job of a sequence is not succeeded, dead, cancelled or expired;
-    * out of order: an attempt of a job started (started_at) before a job of its key enqueued
+    * out of order: an attempt of a job began (executed_at) before a job of its key enqueued
       earlier had ended: that job not ended at all, or its end (the latest of its updated_at
       and its attempts' ends, SeqAttempt.ended_at) after the start;
     * overlap: two attempts of one key's jobs (two generations of one job included) whose
-      spans [started_at, ended_at) intersect."""
+      spans [executed_at, ended_at) intersect (a zombie that began only after its lease's end
+      has an empty span: fencing voids whatever it does).
+
+    A start is the database's own instant (clock_timestamp() as the handler logged it); an
+    end is an instant the store stamped by a worker's corrected clock, a lower bound of the
+    true one: a violation found is a real one. The claim's stamp (started_at) is not used as
+    a start: it is taken before the claim waits for a thread and a connection, so it can
+    precede the end the claim saw committed (claim_stamped_early counts these)."""
     verdict = SequenceVerdict()
     by_job: dict[int, list[SeqAttempt]] = defaultdict(list)
     for a in attempts:
@@ -428,15 +445,24 @@ def judge_sequences(jobs: Sequence[SeqJob], attempts: Sequence[SeqAttempt]) -> S
         for j in members:
             mine = sorted(by_job.get(j.id, []), key=lambda a: a.started_at)
             for a in mine:
-                spans.append((a.started_at, a.ended_at, j.id, a.generation))
+                if ended_by is not None and a.started_at < ended_by[0]:
+                    verdict.claim_stamped_early += 1
+                    gap = (ended_by[0] - a.started_at).total_seconds()
+                    verdict.claim_stamped_early_max_s = max(verdict.claim_stamped_early_max_s, gap)
+                began = a.executed_at
+                if began is None:
+                    verdict.not_executed += 1
+                    continue
+                if began < a.ended_at:
+                    spans.append((began, a.ended_at, j.id, a.generation))
                 if open_before is not None:
                     verdict.out_of_order.append(
-                        f"sequence {key}: job {j.id} gen {a.generation} started {a.started_at}"
+                        f"sequence {key}: job {j.id} gen {a.generation} began {began}"
                         f" while earlier job {open_before} never ended"
                     )
-                elif ended_by is not None and a.started_at < ended_by[0]:
+                elif ended_by is not None and began < ended_by[0]:
                     verdict.out_of_order.append(
-                        f"sequence {key}: job {j.id} gen {a.generation} started {a.started_at}"
+                        f"sequence {key}: job {j.id} gen {a.generation} began {began}"
                         f" before earlier job {ended_by[1]} ended at {ended_by[0]}"
                     )
             if j.status not in ENDED:
@@ -450,7 +476,7 @@ def judge_sequences(jobs: Sequence[SeqJob], attempts: Sequence[SeqAttempt]) -> S
         for start, end, job_id, generation in spans:
             if latest is not None and start < latest[0]:
                 verdict.overlaps.append(
-                    f"sequence {key}: job {job_id} gen {generation} started {start} while job"
+                    f"sequence {key}: job {job_id} gen {generation} began {start} while job"
                     f" {latest[1]} gen {latest[2]} ran until {latest[0]}"
                 )
             if latest is None or end > latest[0]:
@@ -472,11 +498,13 @@ def _check_sequences(conn: psycopg.Connection[Any], report: Report) -> None:
     if not jobs:
         return
     attempts = [
-        SeqAttempt(int(r[0]), int(r[1]), str(r[2]), r[3], r[4], r[5])
+        SeqAttempt(int(r[0]), int(r[1]), str(r[2]), r[3], r[4], r[5], r[6])
         for r in _rows(
             conn,
             "SELECT a.job_id, a.generation, a.status, a.started_at, a.finished_at,"
-            " a.lease_expires_at FROM duetime_attempts a JOIN duetime_jobs j ON j.id = a.job_id"
+            " a.lease_expires_at, (SELECT min(e.db_started_at) FROM chaos_executions e"
+            " WHERE e.job_id = a.job_id AND e.generation = a.generation)"
+            " FROM duetime_attempts a JOIN duetime_jobs j ON j.id = a.job_id"
             " WHERE j.sequence_key IS NOT NULL",
         )
     ]
@@ -492,6 +520,9 @@ def _check_sequences(conn: psycopg.Connection[Any], report: Report) -> None:
     report.counts["sequence_jobs_lost"] = len(verdict.not_ended)
     report.counts["sequence_order_violations"] = len(verdict.out_of_order)
     report.counts["sequence_overlaps"] = len(verdict.overlaps)
+    report.counts["sequence_attempts_not_executed"] = verdict.not_executed
+    report.counts["sequence_claims_stamped_before_the_previous_end"] = verdict.claim_stamped_early
+    report.counts["sequence_claim_stamp_early_max_s"] = round(verdict.claim_stamped_early_max_s, 3)
 
 
 FAILED = ("dead", "cancelled", "expired")

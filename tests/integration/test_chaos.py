@@ -344,6 +344,25 @@ def test_an_execution_logged_again_after_a_lost_commit_answer_is_one_row(chaos_d
     assert found is not None and found[0] == 1
 
 
+def _claim_and_log(app: App, url: str, job_id: int) -> Any:
+    """Claim the next job, which must be `job_id`, and log its execution as a handler does
+    (chaos.app's _begin: db_started_at is the database's clock_timestamp()); its Claim."""
+    [claim] = app.store.claim(
+        worker_id="host:4242:abc", queues=None, limit=1, now=datetime.now(UTC)
+    )
+    assert claim.job.id == job_id
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute(
+            "INSERT INTO chaos_executions (job_id, generation, attempt, business_key, task,"
+            " kind, pid, started_at, due_at) VALUES (%s, %s, 1, %s, %s, 'test', 4242, %s, %s)",
+            (
+                job_id, claim.attempt.generation, claim.job.business_key, claim.job.task,
+                datetime.now(UTC), claim.job.due_at,
+            ),
+        )  # fmt: skip
+    return claim
+
+
 def test_the_checker_judges_dependencies(chaos_db: str) -> None:
     """A parent that succeeds releases its child, which runs after it; a parent that dies
     cancels its child: a clean history passes. Then a child that started before its parent's
@@ -356,15 +375,7 @@ def test_the_checker_judges_dependencies(chaos_db: str) -> None:
         return datetime.now(UTC)
 
     def run(job_id: int, succeed: bool) -> None:
-        [claim] = app.store.claim(worker_id="host:4242:abc", queues=None, limit=1, now=now())
-        assert claim.job.id == job_id
-        with psycopg.connect(chaos_db, autocommit=True) as conn:
-            conn.execute(
-                "INSERT INTO chaos_executions (job_id, generation, attempt, business_key, task,"
-                " kind, pid, started_at, due_at) VALUES (%s, %s, 1, %s, 'chaos.effect',"
-                " 'immediate', 4242, %s, %s)",
-                (job_id, claim.attempt.generation, claim.job.business_key, now(), claim.job.due_at),
-            )
+        claim = _claim_and_log(app, chaos_db, job_id)
         if not succeed:
             failed = Outcome(Event.GIVE_UP, error_category=ErrorCategory.PERMANENT)
             assert app.store.finish(claim.lease, failed, now())
@@ -424,15 +435,7 @@ def test_the_checker_judges_sequences(chaos_db: str) -> None:
         return datetime.now(UTC)
 
     def run(job_id: int) -> None:
-        [claim] = app.store.claim(worker_id="host:4242:abc", queues=None, limit=1, now=now())
-        assert claim.job.id == job_id
-        with psycopg.connect(chaos_db, autocommit=True) as conn:
-            conn.execute(
-                "INSERT INTO chaos_executions (job_id, generation, attempt, business_key, task,"
-                " kind, pid, started_at, due_at) VALUES (%s, %s, 1, %s, 'seq.plain', 'seq',"
-                " 4242, %s, %s)",
-                (job_id, claim.attempt.generation, claim.job.business_key, now(), claim.job.due_at),
-            )
+        claim = _claim_and_log(app, chaos_db, job_id)
         assert app.store.finish(claim.lease, Outcome(Event.SUCCEED), now())
 
     try:

@@ -10,7 +10,7 @@ DJANGO_STAMP := $(DJANGO_VENV)/.installed
 BACKPORT_VENV := .venv-django-tasks
 BACKPORT_STAMP := $(BACKPORT_VENV)/.installed
 
-.PHONY: test-django demo browser broker netns faketime autofailover api-reference docs test test-long test-unit test-contract test-integration lint typecheck clean chaos chaos-deps chaos-outbox chaos-failover chaos-long bench
+.PHONY: test-django demo browser broker netns faketime autofailover api-reference docs test test-long test-unit test-contract test-integration lint typecheck clean chaos chaos-deps chaos-seq chaos-outbox chaos-failover chaos-long bench
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -131,10 +131,16 @@ chaos: $(STAMP)
 		--workers $(CHAOS_WORKERS) $(if $(CHAOS_REPORT),--report $(CHAOS_REPORT))
 
 # the outbox variant (docs/outbox.md): jobs through the local RabbitMQ, which it stops and restarts
-# the dependencies variant: a share of the jobs come as groups with a callback and chains
-# (docs/chaos.md, "Dependencies"); its short run is a test-long test
+# the dependencies variant: a share of the jobs come as groups with a callback and chains,
+# another as jobs of sequences (docs/chaos.md, "Dependencies", "Sequences"); its short run is a
+# test-long test. chaos-seq: the sequences alone.
 chaos-deps: $(STAMP)
-	$(BIN)/python -m duetime.chaos.run --dependencies --jobs $(CHAOS_JOBS) \
+	$(BIN)/python -m duetime.chaos.run --dependencies --sequences --jobs $(CHAOS_JOBS) \
+		--duration $(CHAOS_DURATION) --workers $(CHAOS_WORKERS) \
+		$(if $(CHAOS_REPORT),--report $(CHAOS_REPORT))
+
+chaos-seq: $(STAMP)
+	$(BIN)/python -m duetime.chaos.run --sequences --jobs $(CHAOS_JOBS) \
 		--duration $(CHAOS_DURATION) --workers $(CHAOS_WORKERS) \
 		$(if $(CHAOS_REPORT),--report $(CHAOS_REPORT))
 

@@ -7,7 +7,7 @@ import json
 import subprocess
 import sys
 from collections.abc import Iterator
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -70,14 +70,19 @@ def test_short_chaos_run_passes_the_history_checker(tmp_path: Path) -> None:
 
 @pytest.mark.long
 @pytest.mark.timeout(240)
-def test_short_dependencies_chaos_run_passes_the_history_checker(tmp_path: Path) -> None:
+def test_short_dependencies_and_sequences_chaos_run_passes_the_history_checker(
+    tmp_path: Path,
+) -> None:
     """The dependencies variant (make chaos-deps): a third of the jobs' numbers enqueue a
-    group with a callback or a chain (app.group, app.chain) while workers are SIGKILLed and
-    SIGSTOPped and PostgreSQL restarts: no child lost (left blocked) or started before its
-    parents ended, every cascade right."""
+    group with a callback or a chain (app.group, app.chain), and a share of the others a job
+    of one of 16 sequences, while workers are SIGKILLed and SIGSTOPped and PostgreSQL
+    restarts: no child lost (left blocked) or started before its parents ended, every cascade
+    right; every job of a sequence ended, none started before an earlier one of its key ended,
+    no two of one key ran at once; a unique enqueue made twice made one job."""
     report = _passing_run(
         tmp_path,
-        *("--dependencies", "--jobs", "800", "--duration", "35", "--workers", "3"),
+        *("--dependencies", "--sequences", "--jobs", "800", "--duration", "35"),
+        *("--workers", "3"),
         *("--seed", "20261202", "--drain-timeout", "60"),
     )
     check = report["check"]
@@ -89,6 +94,14 @@ def test_short_dependencies_chaos_run_passes_the_history_checker(tmp_path: Path)
     assert counts["children_released"] >= 100
     assert counts["children_cancelled_by_a_parent"] >= 1  # cascades happened, and were right
     assert counts["double_effects"] == 0
+    assert report["driver"]["sequence_jobs"] >= 100
+    assert report["driver"]["sequence_holds_dismissed"] >= 1  # a dead job held its key
+    assert report["driver"]["unique_duplicates"] == 0
+    assert counts["sequence_jobs_by_status"].get("succeeded", 0) >= 50
+    assert counts["sequence_attempts_by_status"].get("failed", 0) >= 1  # retries happened
+    assert counts["sequence_jobs_lost"] == 0
+    assert counts["sequence_order_violations"] == 0
+    assert counts["sequence_overlaps"] == 0
     assert check["violation_totals"] == {}
 
 
@@ -331,6 +344,25 @@ def test_an_execution_logged_again_after_a_lost_commit_answer_is_one_row(chaos_d
     assert found is not None and found[0] == 1
 
 
+def _claim_and_log(app: App, url: str, job_id: int) -> Any:
+    """Claim the next job, which must be `job_id`, and log its execution as a handler does
+    (chaos.app's _begin: db_started_at is the database's clock_timestamp()); its Claim."""
+    [claim] = app.store.claim(
+        worker_id="host:4242:abc", queues=None, limit=1, now=datetime.now(UTC)
+    )
+    assert claim.job.id == job_id
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute(
+            "INSERT INTO chaos_executions (job_id, generation, attempt, business_key, task,"
+            " kind, pid, started_at, due_at) VALUES (%s, %s, 1, %s, %s, 'test', 4242, %s, %s)",
+            (
+                job_id, claim.attempt.generation, claim.job.business_key, claim.job.task,
+                datetime.now(UTC), claim.job.due_at,
+            ),
+        )  # fmt: skip
+    return claim
+
+
 def test_the_checker_judges_dependencies(chaos_db: str) -> None:
     """A parent that succeeds releases its child, which runs after it; a parent that dies
     cancels its child: a clean history passes. Then a child that started before its parent's
@@ -343,15 +375,7 @@ def test_the_checker_judges_dependencies(chaos_db: str) -> None:
         return datetime.now(UTC)
 
     def run(job_id: int, succeed: bool) -> None:
-        [claim] = app.store.claim(worker_id="host:4242:abc", queues=None, limit=1, now=now())
-        assert claim.job.id == job_id
-        with psycopg.connect(chaos_db, autocommit=True) as conn:
-            conn.execute(
-                "INSERT INTO chaos_executions (job_id, generation, attempt, business_key, task,"
-                " kind, pid, started_at, due_at) VALUES (%s, %s, 1, %s, 'chaos.effect',"
-                " 'immediate', 4242, %s, %s)",
-                (job_id, claim.attempt.generation, claim.job.business_key, now(), claim.job.due_at),
-            )
+        claim = _claim_and_log(app, chaos_db, job_id)
         if not succeed:
             failed = Outcome(Event.GIVE_UP, error_category=ErrorCategory.PERMANENT)
             assert app.store.finish(claim.lease, failed, now())
@@ -397,3 +421,112 @@ def test_the_checker_judges_dependencies(chaos_db: str) -> None:
     assert flagged["child_released_with_a_parent_untold"] == 1
     assert flagged["link_outcome_wrong"] == 1
     assert flagged["cascade_wrong"] == 1
+
+
+def test_the_checker_judges_sequences(chaos_db: str) -> None:
+    """Two jobs of one key run one after the other, a third of the key is cancelled while it
+    waits: a clean history passes. Then the second's execution moved to before the first's
+    end is flagged as out of order and as an overlap, and a job of a key left waiting as not
+    ended; a claim's stamp alone before the previous end is only counted."""
+    app = App(chaos_db)
+    app.task(lambda n, kind: None, name="seq.plain", lease=3)  # no effect to judge
+
+    def now() -> datetime:
+        return datetime.now(UTC)
+
+    def run(job_id: int) -> None:
+        claim = _claim_and_log(app, chaos_db, job_id)
+        assert app.store.finish(claim.lease, Outcome(Event.SUCCEED), now())
+
+    try:
+        first = app.enqueue("seq.plain", {"n": 1, "kind": "seq"}, sequence="acct-1")
+        second = app.enqueue("seq.plain", {"n": 2, "kind": "seq"}, sequence="acct-1")
+        third = app.enqueue("seq.plain", {"n": 3, "kind": "seq"}, sequence="acct-1")
+        app.cancel(third.id)  # it waits behind the second: ends without an attempt
+        run(first.id)
+        run(second.id)
+    finally:
+        app.close()
+    report = checker.check(chaos_db)
+    assert report.ok, report.text()
+    assert report.counts["sequence_keys"] == 1
+    assert report.counts["sequence_jobs"] == 3
+    assert report.counts["sequence_attempts"] == 2
+
+    with psycopg.connect(chaos_db, autocommit=True) as conn:
+        conn.execute(
+            "UPDATE duetime_attempts SET started_at = (SELECT finished_at - interval '1 ms'"
+            " FROM duetime_attempts WHERE job_id = %s) WHERE job_id = %s",
+            (first.id, second.id),
+        )
+    stamped = checker.check(chaos_db)
+    assert stamped.ok, stamped.text()
+    assert stamped.counts["sequence_claims_stamped_before_the_previous_end"] == 1
+
+    with psycopg.connect(chaos_db, autocommit=True) as conn:
+        conn.execute(
+            "UPDATE chaos_executions SET db_started_at = (SELECT finished_at - interval '1 ms'"
+            " FROM duetime_attempts WHERE job_id = %s) WHERE job_id = %s",
+            (first.id, second.id),
+        )
+        conn.execute("UPDATE duetime_jobs SET status = 'waiting' WHERE id = %s", (third.id,))
+    flagged = checker.check(chaos_db).totals
+    assert flagged["sequence_order_broken"] == 1
+    assert flagged["sequence_overlap"] == 1
+    assert flagged["sequence_job_not_ended"] == 1
+
+
+def _at(seconds: float) -> datetime:
+    return datetime(2026, 12, 2, tzinfo=UTC) + timedelta(seconds=seconds)
+
+
+def _seq_attempt(
+    job_id: int, generation: int, status: str, start: float, end: float, lease: float
+) -> checker.SeqAttempt:
+    return checker.SeqAttempt(
+        job_id, generation, status, _at(start), _at(end), _at(lease), executed_at=_at(start)
+    )
+
+
+def test_judge_sequences_flags_each_kind_alone() -> None:
+    """Each violation alone: a lost attempt counts until its lease's end (a zombie's overlap
+    with its own job's next generation), a later job started before an earlier one ended
+    without any attempt (out of order, no overlap), a job not ended. An attempt that ran no
+    handler code, or a zombie that began only after its lease's end, is not judged."""
+    jobs = [checker.SeqJob(1, "k", "succeeded", _at(10)), checker.SeqJob(2, "k", "dead", _at(20))]
+    clean = [
+        _seq_attempt(1, 1, "lost", 0, 1, 3),  # killed: its lease ran until 3
+        _seq_attempt(1, 2, "succeeded", 3, 10, 13),  # taken over at its lease's end
+        _seq_attempt(2, 1, "failed", 10, 20, 23),
+    ]
+    verdict = checker.judge_sequences(jobs, clean)
+    assert (verdict.not_ended, verdict.out_of_order, verdict.overlaps) == ([], [], [])
+
+    zombie = [_seq_attempt(1, 1, "lost", 0, 1, 3.5), *clean[1:]]
+    verdict = checker.judge_sequences(jobs, zombie)
+    assert len(verdict.overlaps) == 1 and "job 1 gen 2" in verdict.overlaps[0]
+    assert verdict.out_of_order == [] and verdict.not_ended == []
+
+    # job 1 cancelled at 12 without an attempt; job 2 started at 10
+    early = checker.judge_sequences(
+        [checker.SeqJob(1, "k", "cancelled", _at(12)), jobs[1]], clean[2:]
+    )
+    assert len(early.out_of_order) == 1 and "earlier job 1" in early.out_of_order[0]
+    assert early.overlaps == [] and early.not_ended == []
+
+    unexecuted = [
+        *clean,
+        checker.SeqAttempt(2, 2, "lost", _at(11), _at(12), _at(14)),  # claimed, never began
+        checker.SeqAttempt(1, 3, "lost", _at(1), _at(2), _at(3), executed_at=_at(30)),  # late
+    ]
+    verdict = checker.judge_sequences(jobs, unexecuted)
+    assert (verdict.out_of_order, verdict.overlaps) == ([], [])
+    assert verdict.not_executed == 1
+
+    lost = checker.judge_sequences([*jobs, checker.SeqJob(3, "k", "scheduled", _at(20))], clean)
+    assert len(lost.not_ended) == 1 and lost.out_of_order == [] and lost.overlaps == []
+    other_key = checker.judge_sequences(
+        [*jobs, checker.SeqJob(3, "j", "succeeded", _at(0))],
+        [*clean, _seq_attempt(3, 1, "succeeded", 0, 30, 33)],
+    )
+    assert (other_key.out_of_order, other_key.overlaps) == ([], [])  # another key runs beside

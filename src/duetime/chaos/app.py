@@ -78,7 +78,9 @@ CREATE TABLE IF NOT EXISTS chaos_faults (
 """
 
 # tasks whose success applies a local effect through the completion transaction
-EFFECT_TASKS = ("chaos.effect", "chaos.slow", "chaos.flaky", "chaos.provider", "chaos.tick")
+EFFECT_TASKS = (
+    "chaos.effect", "chaos.slow", "chaos.flaky", "chaos.provider", "chaos.tick", "chaos.posting"
+)  # fmt: skip
 PROVIDER_TASKS = ("chaos.provider",)
 
 FAST_RETRY = duetime.RetryPolicy(base=0.5, cap=2.0)
@@ -207,6 +209,18 @@ def provider(n: int, kind: str, pause: float = 0.0) -> None:
     _apply(ctx)
 
 
+def posting(n: int, kind: str, account: str) -> None:
+    """A job of the sequence `account` (the task's template, --sequences): a kind ending in
+    "doomed" dies (and holds its sequence until the run's operator dismisses it), one ending
+    in "flaky" fails its first attempt."""
+    ctx = _begin(kind)
+    if kind.endswith("doomed"):
+        raise duetime.PermanentError("chaos: this posting can never succeed")
+    if kind.endswith("flaky") and ctx.attempt == 1:
+        raise RuntimeError("chaos: the first attempt fails on purpose")
+    _apply(ctx)
+
+
 def tick(kind: str = "recurring") -> None:
     _apply(_begin(kind))
 
@@ -217,4 +231,8 @@ app.task(slow, name="chaos.slow", lease=2, retry=FAST_RETRY, max_attempts=MAX_AT
 app.task(flaky, name="chaos.flaky", lease=3, retry=FAST_RETRY, max_attempts=MAX_ATTEMPTS)
 app.task(doomed, name="chaos.doomed", lease=3, retry=FAST_RETRY, max_attempts=MAX_ATTEMPTS)
 app.task(provider, name="chaos.provider", lease=2, retry=FAST_RETRY, max_attempts=MAX_ATTEMPTS)
+app.task(
+    posting, name="chaos.posting", lease=3, retry=FAST_RETRY, max_attempts=MAX_ATTEMPTS,
+    sequence="{account}", sequence_on_dead="hold",
+)  # fmt: skip
 app.task(tick, name="chaos.tick", lease=3, retry=FAST_RETRY, max_attempts=MAX_ATTEMPTS)

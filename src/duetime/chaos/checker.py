@@ -23,7 +23,11 @@ Reads duetime's tables and the chaos tables (see duetime.chaos.app) and verifies
 * dependencies (when the run made any): no child started before its parents ended as it needs,
   a released child had every parent's end told, every cascade of a failed parent
   is right (the child cancelled, never run, its reason naming the parent), every link holds
-  its parent's end; a child never released stays blocked, which the first check counts.
+  its parent's end; a child never released stays blocked, which the first check counts;
+* sequences (when the run made any): every job of a sequence ended; no job of a key started
+  before every job of that key enqueued before it had ended (order kept); no two attempts of
+  one key's jobs ran at once (no overlap), a lost attempt (a killed worker's, or a paused
+  worker's fenced-out zombie) counting until its lease's end (judge_sequences).
 
 Exit status 1 on any violation, 0 otherwise.
 """
@@ -36,6 +40,7 @@ import sys
 from collections import Counter, defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 import psycopg
@@ -347,7 +352,177 @@ def _check(conn: psycopg.Connection[Any]) -> Report:
     report.counts["jobs_with_deadline"] = sum(1 for j in jobs.values() if j[5] is not None)
 
     _check_dependencies(conn, report, jobs, executions)
+    _check_sequences(conn, report)
     return report
+
+
+ENDED = ("succeeded", "dead", "cancelled", "expired")
+
+
+@dataclass(frozen=True)
+class SeqJob:
+    """A job of a sequence as the checker judges it: its key, status, and the instant of its
+    last change (updated_at: for an ended job, the instant it ended; a dismissed hold's, its
+    dismissal)."""
+
+    id: int
+    key: str
+    status: str
+    updated_at: datetime
+
+
+@dataclass(frozen=True)
+class SeqAttempt:
+    """An attempt of a job of a sequence: when its handler began, by the database's clock
+    (executed_at: its execution's db_started_at; None when it never logged one: it ran no
+    handler code), and the store's instants of its claim (started_at), finish (finished_at)
+    and lease's end (lease_expires_at)."""
+
+    job_id: int
+    generation: int
+    status: str
+    started_at: datetime
+    finished_at: datetime | None
+    lease_expires_at: datetime
+    executed_at: datetime | None = None
+
+    @property
+    def ended_at(self) -> datetime:
+        """Until when it counts as running: a lost attempt (its worker killed, paused or cut
+        off) until its lease's end, since its worker may still be executing until then and is
+        fenced only after (docs/fencing.md); one still running at check time too; any other
+        until its finish was recorded."""
+        if self.status in ("lost", "running") or self.finished_at is None:
+            return max(self.lease_expires_at, self.finished_at or self.lease_expires_at)
+        return self.finished_at
+
+
+@dataclass
+class SequenceVerdict:
+    not_ended: list[str] = field(default_factory=list)
+    out_of_order: list[str] = field(default_factory=list)
+    overlaps: list[str] = field(default_factory=list)
+    not_executed: int = 0  # attempts that ran no handler code: nothing of theirs to judge
+    # attempts whose claim's instant (started_at) is before the end of a job before them,
+    # though their handler began after it: the claim's `now` was taken before the claim ran
+    # (it waited for a store thread or a connection), not a violation; counted, with the
+    # largest gap in seconds
+    claim_stamped_early: int = 0
+    claim_stamped_early_max_s: float = 0.0
+
+
+def judge_sequences(jobs: Sequence[SeqJob], attempts: Sequence[SeqAttempt]) -> SequenceVerdict:
+    """Judge the sequences (docs/chaos.md, "Sequences"), per key, in enqueue order (ids):
+
+    * not ended: a job of a sequence is not succeeded, dead, cancelled or expired;
+    * out of order: an attempt of a job began (executed_at) before a job of its key enqueued
+      earlier had ended: that job not ended at all, or its end (the latest of its updated_at
+      and its attempts' ends, SeqAttempt.ended_at) after the start;
+    * overlap: two attempts of one key's jobs (two generations of one job included) whose
+      spans [executed_at, ended_at) intersect (a zombie that began only after its lease's end
+      has an empty span: fencing voids whatever it does).
+
+    A start is the database's own instant (clock_timestamp() as the handler logged it); an
+    end is an instant the store stamped by a worker's corrected clock, a lower bound of the
+    true one: a violation found is a real one. The claim's stamp (started_at) is not used as
+    a start: it is taken before the claim waits for a thread and a connection, so it can
+    precede the end the claim saw committed (claim_stamped_early counts these)."""
+    verdict = SequenceVerdict()
+    by_job: dict[int, list[SeqAttempt]] = defaultdict(list)
+    for a in attempts:
+        by_job[a.job_id].append(a)
+    by_key: dict[str, list[SeqJob]] = defaultdict(list)
+    for j in jobs:
+        by_key[j.key].append(j)
+        if j.status not in ENDED:
+            verdict.not_ended.append(f"job {j.id} of sequence {j.key} is {j.status}")
+    for key, members in by_key.items():
+        members.sort(key=lambda j: j.id)
+        # the latest end so far among the earlier jobs, and which; None: one has not ended
+        ended_by: tuple[datetime, int] | None = None
+        open_before: int | None = None
+        spans: list[tuple[datetime, datetime, int, int]] = []
+        for j in members:
+            mine = sorted(by_job.get(j.id, []), key=lambda a: a.started_at)
+            for a in mine:
+                if ended_by is not None and a.started_at < ended_by[0]:
+                    verdict.claim_stamped_early += 1
+                    gap = (ended_by[0] - a.started_at).total_seconds()
+                    verdict.claim_stamped_early_max_s = max(verdict.claim_stamped_early_max_s, gap)
+                began = a.executed_at
+                if began is None:
+                    verdict.not_executed += 1
+                    continue
+                if began < a.ended_at:
+                    spans.append((began, a.ended_at, j.id, a.generation))
+                if open_before is not None:
+                    verdict.out_of_order.append(
+                        f"sequence {key}: job {j.id} gen {a.generation} began {began}"
+                        f" while earlier job {open_before} never ended"
+                    )
+                elif ended_by is not None and began < ended_by[0]:
+                    verdict.out_of_order.append(
+                        f"sequence {key}: job {j.id} gen {a.generation} began {began}"
+                        f" before earlier job {ended_by[1]} ended at {ended_by[0]}"
+                    )
+            if j.status not in ENDED:
+                open_before = open_before if open_before is not None else j.id
+                continue
+            end = max([j.updated_at, *(a.ended_at for a in mine)])
+            if ended_by is None or end > ended_by[0]:
+                ended_by = (end, j.id)
+        spans.sort()
+        latest: tuple[datetime, int, int] | None = None  # the latest end so far, whose
+        for start, end, job_id, generation in spans:
+            if latest is not None and start < latest[0]:
+                verdict.overlaps.append(
+                    f"sequence {key}: job {job_id} gen {generation} began {start} while job"
+                    f" {latest[1]} gen {latest[2]} ran until {latest[0]}"
+                )
+            if latest is None or end > latest[0]:
+                latest = (end, job_id, generation)
+    return verdict
+
+
+def _check_sequences(conn: psycopg.Connection[Any], report: Report) -> None:
+    """10. sequences (docs/workflows.md; the --sequences run), by judge_sequences. Nothing to
+    judge without jobs in sequences."""
+    jobs = [
+        SeqJob(int(r[0]), str(r[1]), str(r[2]), r[3])
+        for r in _rows(
+            conn,
+            "SELECT id, sequence_key, status, updated_at FROM duetime_jobs"
+            " WHERE sequence_key IS NOT NULL",
+        )
+    ]
+    if not jobs:
+        return
+    attempts = [
+        SeqAttempt(int(r[0]), int(r[1]), str(r[2]), r[3], r[4], r[5], r[6])
+        for r in _rows(
+            conn,
+            "SELECT a.job_id, a.generation, a.status, a.started_at, a.finished_at,"
+            " a.lease_expires_at, (SELECT min(e.db_started_at) FROM chaos_executions e"
+            " WHERE e.job_id = a.job_id AND e.generation = a.generation)"
+            " FROM duetime_attempts a JOIN duetime_jobs j ON j.id = a.job_id"
+            " WHERE j.sequence_key IS NOT NULL",
+        )
+    ]
+    verdict = judge_sequences(jobs, attempts)
+    report.violate("sequence_job_not_ended", verdict.not_ended)
+    report.violate("sequence_order_broken", verdict.out_of_order)
+    report.violate("sequence_overlap", verdict.overlaps)
+    report.counts["sequence_keys"] = len({j.key for j in jobs})
+    report.counts["sequence_jobs"] = len(jobs)
+    report.counts["sequence_jobs_by_status"] = dict(Counter(j.status for j in jobs))
+    report.counts["sequence_attempts"] = len(attempts)
+    report.counts["sequence_attempts_by_status"] = dict(Counter(a.status for a in attempts))
+    report.counts["sequence_jobs_lost"] = len(verdict.not_ended)
+    report.counts["sequence_order_violations"] = len(verdict.out_of_order)
+    report.counts["sequence_overlaps"] = len(verdict.overlaps)
+    report.counts["sequence_attempts_not_executed"] = verdict.not_executed
+    report.counts["sequence_claims_stamped_before_the_previous_end"] = verdict.claim_stamped_early
+    report.counts["sequence_claim_stamp_early_max_s"] = round(verdict.claim_stamped_early_max_s, 3)
 
 
 FAILED = ("dead", "cancelled", "expired")

@@ -8,7 +8,9 @@
 2. start K `duetime worker --app duetime.chaos.app:app` processes (JSON logs per process);
 3. enqueue N jobs spread over the first part of the run (immediate, delayed, failing then
    succeeding, permanently failing, slow, external-provider, with deadlines, cancelled right
-   after enqueue) plus an every-2-seconds schedule;
+   after enqueue) plus an every-2-seconds schedule; with --dependencies a share come as groups
+   and chains, with --sequences a share go into sequences (a thread dismisses dead jobs that
+   hold theirs) and a few are unique enqueues made twice;
 4. for `duration` seconds: SIGKILL a random worker every few seconds and start a replacement,
    SIGSTOP a worker past its lease and SIGCONT it, restart PostgreSQL (pg_ctl restart -m fast)
    at least twice;
@@ -252,10 +254,49 @@ def _graph_for(n: int, rng: random.Random) -> tuple[str, Callable[[], list[Any]]
     return "chain", lambda: chaos_app.chain(*steps)
 
 
+# --sequences: this share of the jobs' numbers makes a job of a sequence instead, of one of
+# `sequence_keys` keys ("acct-K"): most are enqueued with `sequence=` per enqueue, of these kinds
+# of _job_for; a share (POSTING_SHARE) are chaos.posting jobs, in the key by the task's template
+# ("{account}"), whose dead jobs hold their sequence until the run's operator dismisses them
+SEQUENCE_SHARE = 0.4
+SEQUENCE_KINDS: list[tuple[str, float]] = [
+    ("immediate", 0.45),
+    ("flaky", 0.15),
+    ("provider", 0.1),
+    ("doomed", 0.05),
+    ("slow", 0.05),
+    ("delayed", 0.05),
+    ("deadline", 0.1),
+    ("cancelled", 0.05),
+]
+POSTING_SHARE = 0.3
+POSTING_KINDS: list[tuple[str, float]] = [("posting", 0.6), ("flaky", 0.3), ("doomed", 0.1)]
+UNIQUE_SHARE = 0.02  # --sequences: numbers enqueued twice with unique_for (one job expected)
+
+
+def _sequence_job_for(
+    n: int, rng: random.Random, keys: int
+) -> tuple[str, str, dict[str, Any], dict[str, Any]]:
+    """(kind, task, args, enqueue options) of number n as a job of a sequence."""
+    account = f"acct-{rng.randrange(keys)}"
+    if rng.random() < POSTING_SHARE:
+        kind = "seq-posting-" + rng.choices(*zip(*POSTING_KINDS, strict=True))[0]
+        args = {"n": n, "kind": kind, "account": account}
+        return kind, "chaos.posting", args, {"key": f"chaos-{n}"}
+    kind = rng.choices(*zip(*SEQUENCE_KINDS, strict=True))[0]
+    task, args, options = _job_for(kind, n, rng)
+    args["kind"] = "seq-" + kind
+    return "seq-" + kind, task, args, {**options, "sequence": account}
+
+
 @dataclass
 class Stats:
     enqueued: int = 0
     graphs: int = 0  # --dependencies: graphs enqueued (their jobs count in enqueued)
+    sequence_jobs: int = 0  # --sequences: jobs enqueued into sequences
+    unique_enqueues: int = 0  # --sequences: numbers enqueued twice with unique_for
+    unique_duplicates: int = 0  # ... whose second enqueue made a second job (must stay 0)
+    holds_dismissed: int = 0  # --sequences: dead jobs holding a sequence, cancelled
     enqueue_retries: int = 0
     cancelled: int = 0
     kills: int = 0
@@ -312,10 +353,14 @@ def enqueue_all(
     stats: Stats,
     stop_at: float,
     dependencies: bool = False,
+    sequence_keys: int = 0,
 ) -> None:
     """Enqueue `jobs` jobs evenly over `spread` seconds; record each accepted job. With
     `dependencies`, a share of the numbers (GRAPH_SHARE) each enqueue a graph (_graph_for)
-    instead, whose first job is sometimes cancelled at once (a cascade by an operator)."""
+    instead, whose first job is sometimes cancelled at once (a cascade by an operator). With
+    `sequence_keys`, a share (SEQUENCE_SHARE) each enqueue a job into one of that many
+    sequences (_sequence_job_for), and a few (UNIQUE_SHARE) a job enqueued twice with
+    `unique_for` (the second call must return the first job)."""
     rng = random.Random(seed)
     names = [k for k, _ in KINDS]
     weights = [w for _, w in KINDS]
@@ -334,9 +379,26 @@ def enqueue_all(
                 stats.graphs += 1
                 if rng.random() < 0.1:
                     kind += "-cancelled"
+            elif sequence_keys and rng.random() < UNIQUE_SHARE:
+                kind, args = "unique", {"n": n, "kind": "unique"}
+                # no idempotency key (refused with unique_for): a call retried after its
+                # commit returns the first job, as the second call must
+                enqueue = functools.partial(
+                    _timed, stats, _enqueue, "chaos.effect", args, {"unique_for": 600}
+                )
+                job, tries = _retrying(f"enqueue {n}", enqueue, stop_at)
+                again, more = _retrying(f"enqueue {n} again", enqueue, stop_at)
+                tries += more - 1
+                stats.unique_enqueues += 1
+                made = [job] if again.id == job.id else [job, again]
+                stats.unique_duplicates += len(made) - 1
             else:
-                kind = rng.choices(names, weights)[0]
-                task, args, options = _job_for(kind, n, rng)
+                if sequence_keys and rng.random() < SEQUENCE_SHARE:
+                    kind, task, args, options = _sequence_job_for(n, rng, sequence_keys)
+                    stats.sequence_jobs += 1
+                else:
+                    kind = rng.choices(names, weights)[0]
+                    task, args, options = _job_for(kind, n, rng)
                 job, tries = _retrying(
                     f"enqueue {n}",
                     functools.partial(_timed, stats, _enqueue, task, args, options),
@@ -367,6 +429,24 @@ def enqueue_all(
                     pass  # an outage or it started already: it runs; either way it is checked
     finally:
         side.close()
+
+
+def dismiss_holds(url: str, stats: Stats, stop: threading.Event) -> None:
+    """The run's operator (--sequences): every second, cancel each dead job that holds its
+    sequence (chaos.posting's sequence_on_dead="hold"), which dismisses it and lets the next
+    job of its key run (docs/workflows.md). Runs until `stop` is set; an outage just skips a
+    round."""
+    while not stop.wait(1.0):
+        try:
+            with psycopg.connect(url, autocommit=True, connect_timeout=2) as conn:
+                rows = conn.execute(
+                    "SELECT id FROM duetime_jobs WHERE status = 'dead' AND sequence_hold = 1"
+                ).fetchall()
+            for (job_id,) in rows:
+                chaos_app.cancel(int(job_id))
+                stats.holds_dismissed += 1
+        except Exception:
+            continue  # the database restarting: the next round tries again
 
 
 # -- the partition ---------------------------------------------------------------------------
@@ -554,6 +634,7 @@ def run(
     partition: bool = False,
     partition_hold: float = 10.0,
     dependencies: bool = False,
+    sequence_keys: int = 0,
 ) -> dict[str, Any]:
     """With broker_url: the outbox variant (docs/outbox.md). Every chaos job goes through
     RabbitMQ: `relays` relay processes dispatch and publish, the workers are broker-fed, and
@@ -562,7 +643,9 @@ def run(
     partition (with failover): one more worker in its own network namespace, cut off from the
     database once for partition_hold seconds (Partition). dependencies: a share of the jobs
     come as graphs (groups with a callback, chains: enqueue_all), judged by the checker's
-    dependency checks."""
+    dependency checks. sequence_keys: a share of the jobs go into that many sequences
+    (enqueue_all), dead holds dismissed by dismiss_holds, judged by the checker's sequence
+    checks."""
     logging.getLogger("psycopg.pool").setLevel(logging.CRITICAL)  # outages are expected here
     rng = random.Random(seed)
     root = Path(tempfile.mkdtemp(prefix="duetime-chaos-"))
@@ -585,6 +668,7 @@ def run(
     extras: list[Workers] = []
     cut: Partition | None = None
     cutter: threading.Thread | None = None
+    stop_dismissing = threading.Event()
     t0 = time.monotonic()
     try:
         if ns is not None:
@@ -653,11 +737,19 @@ def run(
         stop_at = time.monotonic() + duration + drain_timeout
         enqueuer = threading.Thread(
             target=enqueue_all,
-            args=(url, jobs, duration * 0.6, seed, stats, stop_at, dependencies),
+            args=(url, jobs, duration * 0.6, seed, stats, stop_at, dependencies, sequence_keys),
             name="chaos-enqueue",
             daemon=True,
         )
         enqueuer.start()
+        if sequence_keys:
+            dismisser = threading.Thread(
+                target=dismiss_holds,
+                args=(url, stats, stop_dismissing),
+                name="chaos-dismiss",
+                daemon=True,
+            )
+            dismisser.start()
         inject_faults(cluster, pool, rng, duration, stats, outage, relay_pool, pair, extras)
         if cutter is not None:
             cutter.join(timeout=partition_hold + 30)
@@ -682,6 +774,7 @@ def run(
             if remaining == 0:
                 break
             time.sleep(0.5)
+        stop_dismissing.set()
         say(f"drained: {remaining} jobs not terminal")
         everyone = pool.procs + (relay_pool.procs if relay_pool is not None else [])
         everyone += [p for extra in extras for p in extra.procs]
@@ -711,6 +804,11 @@ def run(
             "driver": {
                 "enqueued": stats.enqueued,
                 "graphs": stats.graphs,
+                "sequence_keys": sequence_keys,
+                "sequence_jobs": stats.sequence_jobs,
+                "sequence_holds_dismissed": stats.holds_dismissed,
+                "unique_enqueues": stats.unique_enqueues,
+                "unique_duplicates": stats.unique_duplicates,
                 "enqueue_retries": stats.enqueue_retries,
                 "cancelled_after_enqueue": stats.cancelled,
                 "sigkills": stats.kills,
@@ -743,6 +841,7 @@ def run(
         say(report.text())
         return result
     finally:
+        stop_dismissing.set()
         if pool is not None:
             pool.kill_all()
         if relay_pool is not None:
@@ -1048,6 +1147,15 @@ def main(argv: list[str] | None = None) -> int:
         help="a share of the jobs come as graphs: groups with a callback and chains "
         "(docs/workflows.md), judged by the checker's dependency checks",
     )
+    parser.add_argument(
+        "--sequences",
+        action="store_true",
+        help="a share of the jobs go into sequences (docs/workflows.md), some held when dead "
+        "and dismissed by the run; judged by the checker's sequence checks",
+    )
+    parser.add_argument(
+        "--sequence-keys", type=int, default=16, help="with --sequences: how many keys (16)"
+    )
     parser.add_argument("--report", help="write the run's report as JSON to this file")
     parser.add_argument("--keep", action="store_true", help="keep the cluster dir and logs")
     args = parser.parse_args(argv)
@@ -1080,6 +1188,7 @@ def main(argv: list[str] | None = None) -> int:
         partition=args.partition,
         partition_hold=args.partition_hold,
         dependencies=args.dependencies,
+        sequence_keys=args.sequence_keys if args.sequences else 0,
     )
     summary = {k: v for k, v in result.items() if k != "check"}
     sys.stdout.write(json.dumps(summary, indent=2, default=str) + "\n")

@@ -1,0 +1,110 @@
+"""The claim's instant (docs/at-least-once.md), on every dialect: a claim given the clock's
+`now` (a callable) reads it once its connection is held, not before it waited for one. A
+wait for a pooled connection (a database restart, an exhausted pool) then neither stamps the
+attempt early (started_at, lease end) nor lets a job start after its deadline."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from datetime import datetime, timedelta
+from typing import Any
+
+import pytest
+
+from duetime.core.clock import ManualClock
+from duetime.core.limits import LimitSettings
+from duetime.core.models import Claim
+from duetime.core.requests import TaskDefaults
+from duetime.core.states import JobStatus
+from duetime.store.base import Store
+from jobhelpers import enqueue
+
+WAIT = 0.66  # how long the claim waited for its connection (the chaos run's)
+LEASE = 30.0
+
+
+def claim(store: Store, now: Callable[[], datetime]) -> list[Claim]:
+    return store.claim(worker_id="w", queues=None, limit=5, now=now)
+
+
+def stamped_after_the_wait(claims: list[Claim], clock: ManualClock) -> None:
+    assert len(claims) == 1
+    attempt = claims[0].attempt
+    assert attempt.started_at == clock.now()  # the instant read once the connection was held
+    assert attempt.lease_expires_at == clock.now() + timedelta(seconds=LEASE)
+
+
+def plain(store: Store, clock: ManualClock) -> None:
+    """No control, no limit: the claim statement alone (Driver.rows_alone)."""
+
+
+def limited(store: Store, clock: ManualClock) -> None:
+    """A limit per dependency exists: the limited pick, in a transaction."""
+    store.set_limit(LimitSettings("other", concurrency=3), clock.now())
+
+
+def controlled(store: Store, clock: ManualClock) -> None:
+    """A capped queue: the controlled pick (flow control), in a transaction."""
+    store.set_queue("default", clock.now(), concurrency=10)
+
+
+PATHS = [plain, limited, controlled]
+
+
+@pytest.mark.parametrize("path", PATHS, ids=lambda p: p.__name__)
+def test_the_attempt_is_stamped_with_the_instant_read_after_the_connection_is_held(
+    store: Store, clock: ManualClock, path: Callable[[Store, ManualClock], None]
+) -> None:
+    path(store, clock)
+    enqueue(store, clock, defaults=TaskDefaults(lease_seconds=LEASE))
+    with slow_connections_on(store, clock):
+        claims = claim(store, clock.now)
+    stamped_after_the_wait(claims, clock)
+
+
+@pytest.mark.parametrize("path", PATHS, ids=lambda p: p.__name__)
+def test_a_job_whose_deadline_passes_during_the_wait_is_not_started(
+    store: Store, clock: ManualClock, path: Callable[[Store, ManualClock], None]
+) -> None:
+    path(store, clock)
+    job = enqueue(store, clock, deadline=clock.now() + timedelta(seconds=WAIT / 2))
+    with slow_connections_on(store, clock):
+        assert claim(store, clock.now) == []
+    assert store.expire_overdue(clock.now(), 10) == 1  # the usual path expires it
+    got = store.get_job(job.id)
+    assert got is not None and got.status is JobStatus.EXPIRED
+
+
+def test_a_plain_datetime_is_the_claim_instant_as_before(
+    store: Store, clock: ManualClock
+) -> None:
+    enqueue(store, clock, defaults=TaskDefaults(lease_seconds=LEASE))
+    at = clock.now()
+    with slow_connections_on(store, clock):
+        claims = store.claim(worker_id="w", queues=None, limit=5, now=at)
+    assert [c.attempt.started_at for c in claims] == [at]
+
+
+@contextmanager
+def slow_connections_on(store: Store, clock: ManualClock) -> Iterator[None]:
+    """Every transaction the store's driver opens from here (rows_alone's too) waits WAIT
+    seconds of `clock` for its connection, as a claim waits for a pooled one."""
+    with pytest.MonkeyPatch.context() as patch:
+        driver = store.driver  # type: ignore[attr-defined]
+        transaction = driver.transaction
+        rows_alone = driver.rows_alone
+
+        @contextmanager
+        def slow_transaction(*args: Any, **kwargs: Any) -> Iterator[Any]:
+            clock.advance(WAIT)
+            with transaction(*args, **kwargs) as c:
+                yield c
+
+        def slow_rows_alone(name: str, /, **params: Any) -> Any:
+            clock.advance(WAIT)
+            return rows_alone(name, **params)
+
+        patch.setattr(driver, "transaction", slow_transaction)
+        patch.setattr(driver, "rows_alone", slow_rows_alone)
+        yield

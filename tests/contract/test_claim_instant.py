@@ -76,9 +76,7 @@ def test_a_job_whose_deadline_passes_during_the_wait_is_not_started(
     assert got is not None and got.status is JobStatus.EXPIRED
 
 
-def test_a_plain_datetime_is_the_claim_instant_as_before(
-    store: Store, clock: ManualClock
-) -> None:
+def test_a_plain_datetime_is_the_claim_instant_as_before(store: Store, clock: ManualClock) -> None:
     enqueue(store, clock, defaults=TaskDefaults(lease_seconds=LEASE))
     at = clock.now()
     with slow_connections_on(store, clock):

@@ -153,10 +153,12 @@ class Slots(Service):
         job, and the prefetch room left."""
         return self.free() + self.ahead() - len(self.ready)
 
-    def _claim(self, limit: int, now: datetime) -> list[Claim]:
-        """One claim (in a store thread). While limits per dependency exist
-        (docs/flow-control.md) nothing is held ahead: held jobs started together could outrun
-        a rate limit, and a breaker's probe must start when it is let through."""
+    def _claim(self, limit: int) -> list[Claim]:
+        """One claim (in a store thread), at the instant the clock tells once the claim's
+        connection is held (Store.claim's `now`), not before it waited for one. While limits
+        per dependency exist (docs/flow-control.md) nothing is held ahead: held jobs started
+        together could outrun a rate limit, and a breaker's probe must start when it is let
+        through."""
         store = self.runner.store
         self.fairness.set_share(self.share())  # it may change while we run
         claimed = self.fairness.claim(
@@ -164,7 +166,7 @@ class Slots(Service):
             worker_id=self.worker_id,
             queues=self.queues,
             limit=limit,
-            now=now,
+            now=self.runner.clock.now,
             tasks=self.tasks,  # only what it has handlers for
         )
         self.controlled = bool(store.limit_names())
@@ -232,8 +234,10 @@ class Slots(Service):
             if room > 0:
                 began = time.monotonic()
                 try:
+                    # the claim reads its own instant once its connection is held; the due
+                    # timer pops what was due before it began (it looked at all of that)
                     now = runner.clock.now()
-                    claims = await runner.calls(functools.partial(self._claim, room, now))
+                    claims = await runner.calls(functools.partial(self._claim, room))
                     backoff = 0.0
                     self._paced(began, time.monotonic())
                     if self.due is not None:

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol
 
+from duetime.core.clock import Instant
 from duetime.core.flow.parsers import KEEP, Keep
 from duetime.core.flow.records import FlowControls, FlowCounts, TenantSettings
 from duetime.core.flow.rotation import TenantRotation
@@ -198,7 +199,7 @@ class Store(Protocol):
         worker_id: str,
         queues: Sequence[str] | None,
         limit: int,
-        now: datetime,
+        now: Instant,
         tasks: Sequence[str] | None = None,
     ) -> list[Claim]:
         """Atomically take up to `limit` due jobs and start one attempt on each.
@@ -216,6 +217,10 @@ class Store(Protocol):
         Concurrent callers never receive the same job. Jobs carrying a limit key take only
         what every limit of theirs allows now (docs/flow-control.md); the others are skipped,
         their attempts untouched, and the claim fills up with other due work.
+        `now` is the claim's instant, or a callable telling it (a clock's `now`, Instant):
+        then read once the claim's connection is held (in each transaction it opens), so a
+        wait for a pooled connection neither stamps started_at and the lease end early nor
+        lets a job start past its deadline. A worker passes its clock's `now`.
         """
         ...
 
@@ -226,7 +231,7 @@ class Store(Protocol):
         worker_id: str,
         queues: Sequence[str] | None,
         limit: int,
-        now: datetime,
+        now: Instant,
         tasks: Sequence[str] | None = None,
     ) -> Claimed:
         """claim() as a claimer's policy plans it (ClaimPlan): under saturation each lower

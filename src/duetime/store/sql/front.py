@@ -27,6 +27,7 @@ from contextlib import AbstractContextManager
 from datetime import UTC, datetime
 from typing import Any
 
+from duetime.core.clock import Instant
 from duetime.core.errors import SchemaError
 from duetime.core.flow.parsers import KEEP, Keep
 from duetime.core.flow.records import FlowControls, FlowCounts, TenantSettings
@@ -176,7 +177,7 @@ class SQLStore:
         worker_id: str,
         queues: Sequence[str] | None,
         limit: int,
-        now: datetime,
+        now: Instant,
         tasks: Sequence[str] | None = None,
     ) -> list[Claim]:
         return self.claimer.claim(
@@ -190,7 +191,7 @@ class SQLStore:
         worker_id: str,
         queues: Sequence[str] | None,
         limit: int,
-        now: datetime,
+        now: Instant,
         tasks: Sequence[str] | None = None,
     ) -> Claimed:
         return self.claimer.claim(

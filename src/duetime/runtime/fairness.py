@@ -14,7 +14,6 @@ what the claim found (Claimed.found) whether it took every due job.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import datetime
 
 from duetime.core.clock import Instant
 from duetime.core.flow.rotation import TenantRotation
@@ -81,7 +80,7 @@ class DispatchFairness:
         self.rotation = TenantRotation()
 
     def dispatch(
-        self, store: Store, now: datetime, limit: int, lease_seconds: float
+        self, store: Store, now: Instant, limit: int, lease_seconds: float
     ) -> DispatchedEvents:
         """One dispatch of `store` as this policy plans it: after a saturated dispatch of
         outbox-mode queues, the next rotates over the tenants with due work."""

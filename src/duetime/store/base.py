@@ -556,7 +556,7 @@ class Store(Protocol):
         long the oldest of them has been due at `now` (waiting_seconds)."""
         ...
 
-    def dispatch_outbox(self, now: datetime, limit: int, lease_seconds: float) -> list[OutboxEvent]:
+    def dispatch_outbox(self, now: Instant, limit: int, lease_seconds: float) -> list[OutboxEvent]:
         """The relay's claim: take up to `limit` due jobs of outbox-mode queues (as claim()
         picks them), start an attempt on each held by DISPATCH_HOLDER with a lease of
         `lease_seconds`, and write one outbox event per attempt, in one transaction. Only
@@ -565,12 +565,14 @@ class Store(Protocol):
         attempts it starts count as running against those caps from now.
 
         While its event is unpublished the attempt is not reaped (expired_leases skips it).
+        `now` as claim()'s: a callable (the relay's clock's `now`) is read once the
+        dispatch's connection is held.
         """
         ...
 
     def dispatch_planned(
         self,
-        now: datetime,
+        now: Instant,
         limit: int,
         lease_seconds: float,
         *,
@@ -593,12 +595,13 @@ class Store(Protocol):
         attempts no worker accepted yet a lease of `lease_seconds` from now."""
         ...
 
-    def accept_dispatch(self, message: Dispatched, worker_id: str, now: datetime) -> Claim | None:
+    def accept_dispatch(self, message: Dispatched, worker_id: str, now: Instant) -> Claim | None:
         """A broker-fed worker takes the attempt a message names: only when the job still
         holds that generation (and version, unless cancellation was requested) and no worker
         took the attempt before. The attempt is then the worker's, with the job's own lease
         from now, and is returned as a claim; None: the message is stale or a duplicate
-        (acknowledge and drop it)."""
+        (acknowledge and drop it). `now` as claim()'s: a callable (the worker's clock's
+        `now`) is read once the connection is held."""
         ...
 
     def withdraw_stranded(self, now: datetime) -> int:

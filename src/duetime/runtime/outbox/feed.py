@@ -206,7 +206,10 @@ class BrokerFeed(Service):
         try:
             claim = await self.calls(
                 lambda: self.store.accept_dispatch(
-                    dispatched, self.slots.worker_id, self.clock.now()
+                    # the clock's `now`: read once the connection is held
+                    dispatched,
+                    self.slots.worker_id,
+                    self.clock.now,
                 )
             )
         except Exception as exc:

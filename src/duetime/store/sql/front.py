@@ -403,12 +403,12 @@ class SQLStore:
     def flow_counts(self, now: datetime) -> list[tuple[str, str, FlowCounts]]:
         return self.flow.flow_counts(now)
 
-    def dispatch_outbox(self, now: datetime, limit: int, lease_seconds: float) -> list[OutboxEvent]:
+    def dispatch_outbox(self, now: Instant, limit: int, lease_seconds: float) -> list[OutboxEvent]:
         return self.outbox.dispatch(now, limit, lease_seconds).events
 
     def dispatch_planned(
         self,
-        now: datetime,
+        now: Instant,
         limit: int,
         lease_seconds: float,
         *,
@@ -424,7 +424,7 @@ class SQLStore:
     def mark_published(self, event_ids: Sequence[int], now: datetime, lease_seconds: float) -> int:
         return self.outbox.mark_published(event_ids, now, lease_seconds)
 
-    def accept_dispatch(self, message: Dispatched, worker_id: str, now: datetime) -> Claim | None:
+    def accept_dispatch(self, message: Dispatched, worker_id: str, now: Instant) -> Claim | None:
         return self.outbox.accept_dispatch(message, worker_id, now)
 
     def withdraw_stranded(self, now: datetime) -> int:

@@ -15,6 +15,7 @@ import pytest
 from duetime.core.clock import ManualClock
 from duetime.core.limits import LimitSettings
 from duetime.core.models import Claim
+from duetime.core.outbox import Dispatch, Dispatched
 from duetime.core.requests import TaskDefaults
 from duetime.core.states import JobStatus
 from duetime.store.base import Store
@@ -82,6 +83,52 @@ def test_a_plain_datetime_is_the_claim_instant_as_before(store: Store, clock: Ma
     with slow_connections_on(store, clock):
         claims = store.claim(worker_id="w", queues=None, limit=5, now=at)
     assert [c.attempt.started_at for c in claims] == [at]
+
+
+def dispatch_plain(store: Store, clock: ManualClock) -> None:
+    """The relay's dispatch with no control: the dispatch statement alone."""
+    store.set_queue("default", clock.now(), dispatch=Dispatch.OUTBOX)
+
+
+def dispatch_controlled(store: Store, clock: ManualClock) -> None:
+    """A capped outbox-mode queue: the controlled choice (Claimer.start_controlled)."""
+    store.set_queue("default", clock.now(), dispatch=Dispatch.OUTBOX, concurrency=10)
+
+
+DISPATCHES = [dispatch_plain, dispatch_controlled]
+
+
+@pytest.mark.parametrize("path", DISPATCHES, ids=lambda p: p.__name__)
+def test_a_dispatch_stamps_its_attempt_after_the_wait_and_skips_a_job_past_its_deadline(
+    store: Store, clock: ManualClock, path: Callable[[Store, ManualClock], None]
+) -> None:
+    path(store, clock)
+    late = enqueue(store, clock, deadline=clock.now() + timedelta(seconds=WAIT / 2))
+    job = enqueue(store, clock)
+    with slow_connections_on(store, clock):
+        [event] = store.dispatch_outbox(clock.now, 10, lease_seconds=LEASE)
+    assert event.job_id == job.id and event.created_at == clock.now()
+    got = store.get_job(job.id)
+    assert got is not None
+    attempt = got.attempt_history[-1]
+    assert attempt.started_at == clock.now()
+    assert attempt.lease_expires_at == clock.now() + timedelta(seconds=LEASE)
+    assert store.expire_overdue(clock.now(), 10) == 1
+    expired = store.get_job(late.id)
+    assert expired is not None and expired.status is JobStatus.EXPIRED
+
+
+def test_a_broker_fed_worker_takes_its_attempt_at_the_instant_after_the_wait(
+    store: Store, clock: ManualClock
+) -> None:
+    dispatch_plain(store, clock)
+    enqueue(store, clock, defaults=TaskDefaults(lease_seconds=LEASE))
+    [event] = store.dispatch_outbox(clock.now(), 10, lease_seconds=300)
+    with slow_connections_on(store, clock):
+        claim = store.accept_dispatch(Dispatched.from_body(event.body()), "w", clock.now)
+    assert claim is not None
+    assert claim.attempt.started_at == clock.now()
+    assert claim.attempt.lease_expires_at == clock.now() + timedelta(seconds=LEASE)
 
 
 @contextmanager

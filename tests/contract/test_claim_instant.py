@@ -5,6 +5,7 @@ attempt early (started_at, lease end) nor lets a job start after its deadline.""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import datetime, timedelta
@@ -12,14 +13,16 @@ from typing import Any
 
 import pytest
 
-from duetime.core.clock import ManualClock
+import duetime
+from duetime.core.clock import ManualClock, SystemClock
 from duetime.core.limits import LimitSettings
 from duetime.core.models import Claim
 from duetime.core.outbox import Dispatch, Dispatched
 from duetime.core.requests import TaskDefaults
 from duetime.core.states import JobStatus
+from duetime.runtime.worker import Worker
 from duetime.store.base import Store
-from jobhelpers import enqueue
+from jobhelpers import enqueue, run_until
 
 WAIT = 0.66  # how long the claim waited for its connection (the chaos run's)
 LEASE = 30.0
@@ -129,6 +132,53 @@ def test_a_broker_fed_worker_takes_its_attempt_at_the_instant_after_the_wait(
     assert claim is not None
     assert claim.attempt.started_at == clock.now()
     assert claim.attempt.lease_expires_at == clock.now() + timedelta(seconds=LEASE)
+
+
+class SlowDriver:
+    """A claimer's driver whose every connection (a transaction's, rows_alone's) is held
+    WAIT seconds of `clock` after it was asked for; the rest as the driver's."""
+
+    def __init__(self, driver: Any, clock: ManualClock) -> None:
+        self.driver = driver
+        self.clock = clock
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.driver, name)
+
+    def transaction(self, *args: Any, **kwargs: Any) -> Any:
+        self.clock.advance(WAIT)
+        return self.driver.transaction(*args, **kwargs)
+
+    def rows_alone(self, name: str, /, **params: Any) -> Any:
+        self.clock.advance(WAIT)
+        return self.driver.rows_alone(name, **params)
+
+
+def test_a_worker_claims_at_the_instant_after_its_wait_for_a_connection(
+    store_url: str,
+) -> None:
+    """The worker gives its claim the clock's `now`, not an instant read before the store
+    thread and the connection were taken: a job whose deadline passes while the claim waits
+    for its connection is not started, and the reaper expires it."""
+    clock = ManualClock(SystemClock().now())
+    app = duetime.App(store_url, clock=clock)
+    try:
+        ran: list[int] = []
+
+        @app.task(name="late")
+        def late() -> None:
+            ran.append(1)
+
+        job = app.enqueue("late", deadline=clock.now() + timedelta(seconds=WAIT / 2))
+        claimer = app.store.claimer  # type: ignore[attr-defined]
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(claimer, "driver", SlowDriver(claimer.driver, clock))
+            worker = Worker(app, poll_interval=0.02, reap_interval=0.05)
+            asyncio.run(run_until(worker, lambda: app.get_job(job.id).terminal, timeout=10))
+        got = app.get_job(job.id)
+        assert got.status is JobStatus.EXPIRED and got.attempt_history == () and ran == []
+    finally:
+        app.close()
 
 
 @contextmanager

@@ -56,6 +56,13 @@ def controlled(store: Store, clock: ManualClock) -> None:
 PATHS = [plain, limited, controlled]
 
 
+def expired_by_the_usual_path(store: Store, clock: ManualClock, job_id: int) -> None:
+    """The job left unstarted is expired by expire_overdue, as any job past its deadline."""
+    assert store.expire_overdue(clock.now(), 10) == 1
+    got = store.get_job(job_id)
+    assert got is not None and got.status is JobStatus.EXPIRED
+
+
 @pytest.mark.parametrize("path", PATHS, ids=lambda p: p.__name__)
 def test_the_attempt_is_stamped_with_the_instant_read_after_the_connection_is_held(
     store: Store, clock: ManualClock, path: Callable[[Store, ManualClock], None]
@@ -75,9 +82,7 @@ def test_a_job_whose_deadline_passes_during_the_wait_is_not_started(
     job = enqueue(store, clock, deadline=clock.now() + timedelta(seconds=WAIT / 2))
     with slow_connections_on(store, clock):
         assert claim(store, clock.now) == []
-    assert store.expire_overdue(clock.now(), 10) == 1  # the usual path expires it
-    got = store.get_job(job.id)
-    assert got is not None and got.status is JobStatus.EXPIRED
+    expired_by_the_usual_path(store, clock, job.id)
 
 
 def test_a_plain_datetime_is_the_claim_instant_as_before(store: Store, clock: ManualClock) -> None:
@@ -116,9 +121,7 @@ def test_a_dispatch_stamps_its_attempt_after_the_wait_and_skips_a_job_past_its_d
     attempt = got.attempt_history[-1]
     assert attempt.started_at == clock.now()
     assert attempt.lease_expires_at == clock.now() + timedelta(seconds=LEASE)
-    assert store.expire_overdue(clock.now(), 10) == 1
-    expired = store.get_job(late.id)
-    assert expired is not None and expired.status is JobStatus.EXPIRED
+    expired_by_the_usual_path(store, clock, late.id)
 
 
 def test_a_broker_fed_worker_takes_its_attempt_at_the_instant_after_the_wait(
@@ -183,23 +186,9 @@ def test_a_worker_claims_at_the_instant_after_its_wait_for_a_connection(
 
 @contextmanager
 def slow_connections_on(store: Store, clock: ManualClock) -> Iterator[None]:
-    """Every transaction the store's driver opens from here (rows_alone's too) waits WAIT
-    seconds of `clock` for its connection, as a claim waits for a pooled one."""
+    """Every connection the store's claims, dispatches and accepts take from here waits WAIT
+    seconds of `clock` (SlowDriver), as a claim waits for a pooled one."""
     with pytest.MonkeyPatch.context() as patch:
-        driver = store.driver  # type: ignore[attr-defined]
-        transaction = driver.transaction
-        rows_alone = driver.rows_alone
-
-        @contextmanager
-        def slow_transaction(*args: Any, **kwargs: Any) -> Iterator[Any]:
-            clock.advance(WAIT)
-            with transaction(*args, **kwargs) as c:
-                yield c
-
-        def slow_rows_alone(name: str, /, **params: Any) -> Any:
-            clock.advance(WAIT)
-            return rows_alone(name, **params)
-
-        patch.setattr(driver, "transaction", slow_transaction)
-        patch.setattr(driver, "rows_alone", slow_rows_alone)
+        for part in (store.claimer, store.outbox):  # type: ignore[attr-defined]
+            patch.setattr(part, "driver", SlowDriver(part.driver, clock))
         yield

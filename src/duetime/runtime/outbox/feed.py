@@ -206,10 +206,9 @@ class BrokerFeed(Service):
         try:
             claim = await self.calls(
                 lambda: self.store.accept_dispatch(
-                    # the clock's `now`: read once the connection is held
                     dispatched,
                     self.slots.worker_id,
-                    self.clock.now,
+                    self.clock.now,  # read once the connection is held
                 )
             )
         except Exception as exc:

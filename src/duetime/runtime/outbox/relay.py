@@ -85,9 +85,8 @@ class Dispatcher(IntervalService):
         while not self.stopping:
             dispatched = await self.calls(
                 lambda: self.fairness.dispatch(
-                    # the clock's `now`: read once the dispatch's connection is held
                     self.store,
-                    self.clock.now,
+                    self.clock.now,  # read once the dispatch's connection is held
                     self.batch,
                     self.dispatch_lease,
                 )

@@ -10,6 +10,15 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Protocol
 
+Instant = datetime | Callable[[], datetime]
+"""An instant, or what tells it when asked (a clock's `now`): a claim given the latter reads
+it once its connection is held, so a wait for one stamps nothing early (read_instant)."""
+
+
+def read_instant(at: Instant) -> datetime:
+    """The instant `at` is, or tells now when it is a callable."""
+    return at if isinstance(at, datetime) else at()
+
 
 class Clock(Protocol):
     """Something that tells the current instant as an aware UTC datetime."""

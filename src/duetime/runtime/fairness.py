@@ -14,8 +14,8 @@ what the claim found (Claimed.found) whether it took every due job.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import datetime
 
+from duetime.core.clock import Instant
 from duetime.core.flow.rotation import TenantRotation
 from duetime.core.flow.share import PRIORITY_SHARE, PriorityShare
 from duetime.store.base import Claimed, ClaimPlan, DispatchedEvents, Store
@@ -59,10 +59,10 @@ class ClaimFairness:
         worker_id: str,
         queues: Sequence[str] | None,
         limit: int,
-        now: datetime,
+        now: Instant,
         tasks: Sequence[str] | None = None,
     ) -> Claimed:
-        """One claim of `store` as this policy plans it."""
+        """One claim of `store` as this policy plans it (`now`: Store.claim's)."""
         if limit <= 0:
             return Claimed([], 0)
         got = store.claim_planned(
@@ -80,7 +80,7 @@ class DispatchFairness:
         self.rotation = TenantRotation()
 
     def dispatch(
-        self, store: Store, now: datetime, limit: int, lease_seconds: float
+        self, store: Store, now: Instant, limit: int, lease_seconds: float
     ) -> DispatchedEvents:
         """One dispatch of `store` as this policy plans it: after a saturated dispatch of
         outbox-mode queues, the next rotates over the tenants with due work."""

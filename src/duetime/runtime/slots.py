@@ -16,6 +16,7 @@ from collections import deque
 from collections.abc import Callable, Mapping
 from datetime import datetime
 
+from duetime.core.clock import Instant
 from duetime.core.flow.share import PRIORITY_SHARE
 from duetime.core.models import Claim, Lease
 from duetime.logs import log_event
@@ -153,10 +154,12 @@ class Slots(Service):
         job, and the prefetch room left."""
         return self.free() + self.ahead() - len(self.ready)
 
-    def _claim(self, limit: int, now: datetime) -> list[Claim]:
-        """One claim (in a store thread). While limits per dependency exist
-        (docs/flow-control.md) nothing is held ahead: held jobs started together could outrun
-        a rate limit, and a breaker's probe must start when it is let through."""
+    def _claim(self, limit: int, now: Instant) -> list[Claim]:
+        """One claim (in a store thread) at `now`: the clock's `now`, read once the claim's
+        connection is held (Store.claim's), not before it waited for one. While limits
+        per dependency exist (docs/flow-control.md) nothing is held ahead: held jobs started
+        together could outrun a rate limit, and a breaker's probe must start when it is let
+        through."""
         store = self.runner.store
         self.fairness.set_share(self.share())  # it may change while we run
         claimed = self.fairness.claim(
@@ -232,8 +235,12 @@ class Slots(Service):
             if room > 0:
                 began = time.monotonic()
                 try:
+                    # the claim reads its own instant once its connection is held; the due
+                    # timer pops what was due before it began (it looked at all of that)
                     now = runner.clock.now()
-                    claims = await runner.calls(functools.partial(self._claim, room, now))
+                    claims = await runner.calls(
+                        functools.partial(self._claim, room, runner.clock.now)
+                    )
                     backoff = 0.0
                     self._paced(began, time.monotonic())
                     if self.due is not None:

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol
 
+from duetime.core.clock import Instant
 from duetime.core.flow.parsers import KEEP, Keep
 from duetime.core.flow.records import FlowControls, FlowCounts, TenantSettings
 from duetime.core.flow.rotation import TenantRotation
@@ -198,7 +199,7 @@ class Store(Protocol):
         worker_id: str,
         queues: Sequence[str] | None,
         limit: int,
-        now: datetime,
+        now: Instant,
         tasks: Sequence[str] | None = None,
     ) -> list[Claim]:
         """Atomically take up to `limit` due jobs and start one attempt on each.
@@ -216,6 +217,10 @@ class Store(Protocol):
         Concurrent callers never receive the same job. Jobs carrying a limit key take only
         what every limit of theirs allows now (docs/flow-control.md); the others are skipped,
         their attempts untouched, and the claim fills up with other due work.
+        `now` is the claim's instant, or a callable telling it (a clock's `now`, Instant):
+        then read once the claim's connection is held (in each transaction it opens), so a
+        wait for a pooled connection neither stamps started_at and the lease end early nor
+        lets a job start past its deadline. A worker passes its clock's `now`.
         """
         ...
 
@@ -226,7 +231,7 @@ class Store(Protocol):
         worker_id: str,
         queues: Sequence[str] | None,
         limit: int,
-        now: datetime,
+        now: Instant,
         tasks: Sequence[str] | None = None,
     ) -> Claimed:
         """claim() as a claimer's policy plans it (ClaimPlan): under saturation each lower
@@ -551,7 +556,7 @@ class Store(Protocol):
         long the oldest of them has been due at `now` (waiting_seconds)."""
         ...
 
-    def dispatch_outbox(self, now: datetime, limit: int, lease_seconds: float) -> list[OutboxEvent]:
+    def dispatch_outbox(self, now: Instant, limit: int, lease_seconds: float) -> list[OutboxEvent]:
         """The relay's claim: take up to `limit` due jobs of outbox-mode queues (as claim()
         picks them), start an attempt on each held by DISPATCH_HOLDER with a lease of
         `lease_seconds`, and write one outbox event per attempt, in one transaction. Only
@@ -560,12 +565,14 @@ class Store(Protocol):
         attempts it starts count as running against those caps from now.
 
         While its event is unpublished the attempt is not reaped (expired_leases skips it).
+        `now` as claim()'s: a callable (the relay's clock's `now`) is read once the
+        dispatch's connection is held.
         """
         ...
 
     def dispatch_planned(
         self,
-        now: datetime,
+        now: Instant,
         limit: int,
         lease_seconds: float,
         *,
@@ -588,12 +595,13 @@ class Store(Protocol):
         attempts no worker accepted yet a lease of `lease_seconds` from now."""
         ...
 
-    def accept_dispatch(self, message: Dispatched, worker_id: str, now: datetime) -> Claim | None:
+    def accept_dispatch(self, message: Dispatched, worker_id: str, now: Instant) -> Claim | None:
         """A broker-fed worker takes the attempt a message names: only when the job still
         holds that generation (and version, unless cancellation was requested) and no worker
         took the attempt before. The attempt is then the worker's, with the job's own lease
         from now, and is returned as a claim; None: the message is stale or a duplicate
-        (acknowledge and drop it)."""
+        (acknowledge and drop it). `now` as claim()'s: a callable (the worker's clock's
+        `now`) is read once the connection is held."""
         ...
 
     def withdraw_stranded(self, now: datetime) -> int:

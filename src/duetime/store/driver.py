@@ -180,9 +180,11 @@ class Driver(ABC):
     def rows_alone(self, name: str, /, **params: Any) -> list[Row]:
         """The rows of a named statement run in a transaction of its own, committed before
         they are returned. A dialect may send it in fewer round trips (PostgreSQL: BEGIN, the
-        statements and COMMIT at once); the default opens a transaction as any other."""
+        statements and COMMIT at once); the default opens a transaction as any other.
+        A parameter given as an Instant's callable (a clock's `now`) is read once the
+        connection is held (at_connection): a wait for one stamps nothing early."""
         with self.transaction() as c:
-            return c.rows(name, **params)
+            return c.rows(name, **at_connection(params))
 
     @abstractmethod
     def joined(self, native: Any) -> AbstractContextManager[Connection]:
@@ -331,3 +333,9 @@ def unexpected(dialect: str, exc: BaseException) -> StoreError:
     """The error for a database failure duetime has no specific meaning for."""
     first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
     return StoreError(f"the {dialect} database refused a statement: {first}")
+
+
+def at_connection(params: Mapping[str, Any]) -> dict[str, Any]:
+    """`params` with each callable (an Instant's, core/clock.py) replaced by what it tells
+    now: called once the statement's connection is held."""
+    return {k: v() if callable(v) else v for k, v in params.items()}

@@ -206,7 +206,9 @@ class BrokerFeed(Service):
         try:
             claim = await self.calls(
                 lambda: self.store.accept_dispatch(
-                    dispatched, self.slots.worker_id, self.clock.now()
+                    dispatched,
+                    self.slots.worker_id,
+                    self.clock.now,  # read once the connection is held
                 )
             )
         except Exception as exc:

@@ -85,7 +85,10 @@ class Dispatcher(IntervalService):
         while not self.stopping:
             dispatched = await self.calls(
                 lambda: self.fairness.dispatch(
-                    self.store, self.clock.now(), self.batch, self.dispatch_lease
+                    self.store,
+                    self.clock.now,  # read once the dispatch's connection is held
+                    self.batch,
+                    self.dispatch_lease,
                 )
             )
             self.limit_at = dispatched.next_start

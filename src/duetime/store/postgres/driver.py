@@ -36,7 +36,14 @@ from duetime.core.errors import (
 )
 from duetime.core.models import Wakeup
 from duetime.store.base import Listener
-from duetime.store.driver import Connection, Driver, Row, driver_connection, unexpected
+from duetime.store.driver import (
+    Connection,
+    Driver,
+    Row,
+    at_connection,
+    driver_connection,
+    unexpected,
+)
 
 
 class PostgresDriver(Driver):
@@ -133,10 +140,10 @@ class PostgresDriver(Driver):
         claim: 4). psycopg would wait for an implicit BEGIN's answer in pipeline mode, so the
         connection is in autocommit mode for the block and sends its own BEGIN. A statement
         that fails aborts the rest (COMMIT included), and the transaction is rolled back."""
-        encoded = self.encode(params)
         *before, last = self.statements(name)
         with self.translated():
             with self._pool.connection() as native:
+                encoded = self.encode(at_connection(params))  # its instant read once held
                 native.autocommit = True
                 try:
                     with native.cursor(row_factory=dict_row) as cur:

@@ -24,6 +24,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
+from duetime.core.clock import Instant, read_instant
 from duetime.core.flow.choice import (
     MAX_PROBES,
     MAX_ROUNDS,
@@ -76,9 +77,12 @@ class Claimer(Part):
         worker_id: str,
         queues: Sequence[str] | None,
         limit: int,
-        now: datetime,
+        now: Instant,
         tasks: Sequence[str] | None = None,
     ) -> Claimed:
+        """`now` a callable (a clock's): read in each transaction once its connection is held,
+        so a wait for one neither stamps the attempts early nor starts a job past its
+        deadline; a datetime: that instant."""
         if limit <= 0:
             return Claimed([], 0)
         controls = self.flow.flow_controls()  # pause, caps, weights (docs/flow-control.md)
@@ -117,7 +121,7 @@ class Claimer(Part):
         worker_id: str,
         queues: Sequence[str] | None,
         limit: int,
-        now: datetime,
+        now: Instant,
         tasks: Sequence[str] | None,
     ) -> tuple[list[Claim], datetime | None, bool]:
         """The claim without flow control: the limited path while limits exist, else the claim
@@ -126,12 +130,13 @@ class Claimer(Part):
         outbox = self.flow.outbox_queues()
         if self.limits.limit_names():  # limits exist: the limited path (store/sql/limits.py)
             with self.driver.transaction() as c:
+                at_start = read_instant(now)  # once the connection is held
                 # the pick leaves out the paused queues as their rows say now (claim_chosen
                 # checks again as it starts the jobs), not as the copy of the control rows does
                 leave_out = sorted(set(outbox) | self.flow.paused_now(c))
                 rows, at = self._limited(
                     c,
-                    now,
+                    at_start,
                     limit,
                     worker_id,
                     {
@@ -142,7 +147,7 @@ class Claimer(Part):
                 )
             return claims_from_rows(rows, self._t, worker_id), at, True
         # a transaction of its own, in as few round trips as the dialect can
-        # (Driver.rows_alone)
+        # (Driver.rows_alone, which reads a callable `now` once its connection is held)
         rows = self.driver.rows_alone(
             claim_statement(queues),
             now=now,
@@ -163,7 +168,7 @@ class Claimer(Part):
         worker_id: str,
         queues: Sequence[str] | None,
         limit: int,
-        now: datetime,
+        now: Instant,
         tasks: Sequence[str] | None,
     ) -> tuple[list[Claim], int, datetime | None]:
         """The controlled claim's claims, how many due jobs it chose (more than it started
@@ -178,7 +183,7 @@ class Claimer(Part):
                 worker_id=worker_id,
                 queues=queues,
                 limit=limit,
-                now=now,
+                now=read_instant(now),  # once the connection is held
                 tasks=tasks,
                 per_class=plan.per_class,
                 priorities=plan.priorities,

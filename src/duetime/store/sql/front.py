@@ -27,6 +27,7 @@ from contextlib import AbstractContextManager
 from datetime import UTC, datetime
 from typing import Any
 
+from duetime.core.clock import Instant
 from duetime.core.errors import SchemaError
 from duetime.core.flow.parsers import KEEP, Keep
 from duetime.core.flow.records import FlowControls, FlowCounts, TenantSettings
@@ -176,7 +177,7 @@ class SQLStore:
         worker_id: str,
         queues: Sequence[str] | None,
         limit: int,
-        now: datetime,
+        now: Instant,
         tasks: Sequence[str] | None = None,
     ) -> list[Claim]:
         return self.claimer.claim(
@@ -190,7 +191,7 @@ class SQLStore:
         worker_id: str,
         queues: Sequence[str] | None,
         limit: int,
-        now: datetime,
+        now: Instant,
         tasks: Sequence[str] | None = None,
     ) -> Claimed:
         return self.claimer.claim(
@@ -402,12 +403,12 @@ class SQLStore:
     def flow_counts(self, now: datetime) -> list[tuple[str, str, FlowCounts]]:
         return self.flow.flow_counts(now)
 
-    def dispatch_outbox(self, now: datetime, limit: int, lease_seconds: float) -> list[OutboxEvent]:
+    def dispatch_outbox(self, now: Instant, limit: int, lease_seconds: float) -> list[OutboxEvent]:
         return self.outbox.dispatch(now, limit, lease_seconds).events
 
     def dispatch_planned(
         self,
-        now: datetime,
+        now: Instant,
         limit: int,
         lease_seconds: float,
         *,
@@ -423,7 +424,7 @@ class SQLStore:
     def mark_published(self, event_ids: Sequence[int], now: datetime, lease_seconds: float) -> int:
         return self.outbox.mark_published(event_ids, now, lease_seconds)
 
-    def accept_dispatch(self, message: Dispatched, worker_id: str, now: datetime) -> Claim | None:
+    def accept_dispatch(self, message: Dispatched, worker_id: str, now: Instant) -> Claim | None:
         return self.outbox.accept_dispatch(message, worker_id, now)
 
     def withdraw_stranded(self, now: datetime) -> int:

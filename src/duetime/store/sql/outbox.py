@@ -14,6 +14,7 @@ import logging
 from collections.abc import Sequence
 from datetime import datetime, timedelta
 
+from duetime.core.clock import Instant, read_instant
 from duetime.core.flow.records import FlowControls
 from duetime.core.flow.rotation import TenantRotation
 from duetime.core.models import Claim, Lease, Outcome
@@ -51,7 +52,7 @@ class Outbox(Part):
     @conflicts_retried
     def dispatch(
         self,
-        now: datetime,
+        now: Instant,
         limit: int,
         lease_seconds: float,
         rotation: TenantRotation | None = None,
@@ -63,7 +64,7 @@ class Outbox(Part):
         their attempts held by DISPATCH_HOLDER with lease_seconds, and one event per started
         attempt, in one transaction. With `rotation` (the relay's TenantRotation, after a
         saturated dispatch) it rotates over the tenants with due work, through the controlled
-        choice too."""
+        choice too. A callable `now` (a clock's) is read once the transaction is held."""
         if limit <= 0:
             return DispatchedEvents([])
         controls = self.flow.flow_controls()
@@ -78,12 +79,13 @@ class Outbox(Part):
         self,
         controls: FlowControls,
         outbox: list[str],
-        now: datetime,
+        now: Instant,
         limit: int,
         lease_seconds: float,
         rotation: TenantRotation | None,
     ) -> DispatchedEvents:
         with self.driver.transaction() as c:
+            at = read_instant(now)  # once the connection is held
             started = self.claimer.start_controlled(
                 c,
                 controls,
@@ -92,7 +94,7 @@ class Outbox(Part):
                 worker_id=DISPATCH_HOLDER,
                 queues=outbox,
                 limit=limit,
-                now=now,
+                now=at,
                 tasks=None,
                 dispatch_lease=lease_seconds,
             )
@@ -101,7 +103,7 @@ class Outbox(Part):
             rows = c.rows(
                 "insert_outbox_events",
                 attempt_ids=sorted(int(r["attempt_id"]) for r in started.rows),
-                now=now,
+                now=at,
                 holder=DISPATCH_HOLDER,
             )
             if len(rows) != len(started.rows):
@@ -119,13 +121,13 @@ class Outbox(Part):
 
     # -- the relay ----------------------------------------------------------------------------
 
-    def _dispatch_plain(self, now: datetime, limit: int, lease_seconds: float) -> list[OutboxEvent]:
+    def _dispatch_plain(self, now: Instant, limit: int, lease_seconds: float) -> list[OutboxEvent]:
         """The relay's dispatch when no control but pauses concerns it: one statement
         (dispatch_outbox)."""
         with self.driver.transaction() as c:
             rows = c.rows(
                 "dispatch_outbox",
-                now=now,
+                now=read_instant(now),  # once the connection is held
                 limit=limit,
                 moves=moves_json(Event.CLAIM),
                 holder=DISPATCH_HOLDER,
@@ -174,8 +176,9 @@ class Outbox(Part):
     # -- broker-fed workers -------------------------------------------------------------------
 
     @conflicts_retried
-    def accept_dispatch(self, message: Dispatched, worker_id: str, now: datetime) -> Claim | None:
+    def accept_dispatch(self, message: Dispatched, worker_id: str, now: Instant) -> Claim | None:
         with self.driver.transaction() as c:
+            at = read_instant(now)  # once the connection is held
             taken = c.run(
                 "accept_dispatch",
                 job_id=message.job_id,
@@ -184,13 +187,13 @@ class Outbox(Part):
                 version=message.version,
                 worker_id=worker_id,
                 holder=DISPATCH_HOLDER,
-                now=now,
+                now=at,
             )
             # found by its job and claim token, never by the attempt id alone (None: refused)
             row = c.one("select_claim", job_id=message.job_id, claim_token=message.claim_token)
             if taken != 1:
-                if row is not None and self._too_late(row, message, now):
-                    self._release_too_late(c, message, now)
+                if row is not None and self._too_late(row, message, at):
+                    self._release_too_late(c, message, at)
                 return None
         assert row is not None  # taken under the job's lock in this transaction
         return Claim(

@@ -1,4 +1,5 @@
-"""The history checker: judge a chaos run from the store and the execution log.
+"""The history checker: judge a chaos run from the store and the execution log. One module
+because every verdict reads the same loaded history (jobs, attempts, the execution log).
 
     python -m duetime.chaos.checker --database-url URL [--json]
 

@@ -200,12 +200,13 @@ class Dependencies(Part):
             c.run("count_parents_left", batch=counted)
         return told
 
-    def relatives(
-        self, c: Connection, job_id: int
-    ) -> tuple[tuple[Relative, ...], tuple[Relative, ...]]:
-        """Job `job_id`'s parents and children (the first MAX_RELATIVES_SHOWN of each, by id),
-        with their statuses."""
-        return self._relatives(c, "job_parents", job_id), self._relatives(c, "job_children", job_id)
+    def parents_of(self, c: Connection, job_id: int) -> tuple[Relative, ...]:
+        """Job `job_id`'s parents (the first MAX_RELATIVES_SHOWN, by id), with their statuses."""
+        return self._relatives(c, "job_parents", job_id)
+
+    def children_of(self, c: Connection, job_id: int) -> tuple[Relative, ...]:
+        """Job `job_id`'s children (the first MAX_RELATIVES_SHOWN, by id), with their statuses."""
+        return self._relatives(c, "job_children", job_id)
 
     def parent_results(self, job_id: int) -> dict[int, Any]:
         """The results of job `job_id`'s parents that succeeded (id -> result, None when the

@@ -14,6 +14,8 @@ Every rule lives in the parts: which statements run in which transaction, in whi
 are locked, how a fenced write is recognised, how an idempotency key is honoured. A Driver
 (store/driver.py) supplies only what differs between databases. The front owns the parts and
 gives each the others it needs in its constructor; it adds no rule of its own but the schema's.
+It is past 450 lines only because it is the whole Store contract, one short forwarding method
+per Store method.
 It keeps no claim policy (the runtime's, runtime/fairness.py, passed in as a ClaimPlan) and no
 clock but the monotonic one it injects into the parts' caches (cache.py).
 Past 400 lines because it delegates every method of the Store contract, one by one.

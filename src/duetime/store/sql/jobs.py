@@ -2,7 +2,9 @@
 reads of jobs, the next due instants, and the operators' moves of a job (transition).
 
 An enqueue or a replay into a queue or tenant with a max_backlog is admitted by the flow part
-(store/sql/flow.py admit, admit_replay) in the same transaction.
+(store/sql/flow.py admit, admit_replay) in the same transaction. One module past 450 lines
+because every enqueue path (one, a batch, keyed jobs of a sequence or window, a graph) shares
+its insert and original-job lookups, and the operators' moves share its sequence follow-up.
 """
 
 from __future__ import annotations
@@ -304,7 +306,11 @@ class Jobs(Part):
                     "sequence_ahead", tenant=job.tenant, sequence_key=job.sequence_key, id=job.id
                 )
                 job = variant(job, sequence_ahead=int(row["ahead"]) if row else 0)
-            parents, children = self.dependencies.relatives(c, job_id)
+            # a job has parents only when enqueued with depends_on (on_parent_failure set): the
+            # others (most, and every look of app.result()) skip that read
+            waits = job.on_parent_failure is not None
+            parents = self.dependencies.parents_of(c, job_id) if waits else ()
+            children = self.dependencies.children_of(c, job_id)
         if parents or children:
             job = variant(job, parents=parents, children=children)
         return job

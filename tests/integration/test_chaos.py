@@ -257,6 +257,11 @@ def chaos_db() -> Iterator[str]:
 
 def _one_succeeded_effect_job(url: str) -> int:
     """Run one chaos.effect job by hand, as a worker would: log, effect, fenced success."""
+    return _succeeded_effect_claim(url).job.id
+
+
+def _succeeded_effect_claim(url: str) -> Any:
+    """_one_succeeded_effect_job's claim (its job and lease)."""
     app = App(url)
     app.task(lambda n, kind: None, name="chaos.effect", lease=3)
     try:
@@ -283,7 +288,7 @@ def _one_succeeded_effect_job(url: str) -> int:
                 " VALUES (%s, 1, %s, 4242)",
                 (job.id, job.business_key),
             )
-        return job.id
+        return claim
     finally:
         app.close()
 
@@ -318,6 +323,42 @@ def test_checker_passes_a_clean_history_and_flags_a_double_effect(
     assert "VIOLATION business_key_effect_twice" in out
     assert "VIOLATION attempt_executed_twice" in out
     assert "VIOLATION executed_before_due" in out
+
+
+def test_a_failure_reported_after_its_own_committed_success_is_not_a_stale_completion(
+    chaos_db: str,
+) -> None:
+    """A handler's completion transaction commits its success, but the answer to the COMMIT
+    is lost (the primary killed at that moment): the handler sees an error and the worker
+    reports a failure for the same claim, which is refused and kept as a late report on the
+    succeeded attempt. Nothing stale was accepted (the success was the live claim's, before
+    the report), so the checker counts it apart; a late report recorded before the success
+    was accepted is still a violation."""
+    claim = _succeeded_effect_claim(chaos_db)
+    store = open_store(chaos_db)
+    try:
+        failed = Outcome(
+            Event.RETRY,
+            due_at=datetime.now(UTC),
+            error_category=ErrorCategory.RETRYABLE,
+            error_message="the COMMIT's answer was lost",
+        )
+        assert not store.finish(claim.lease, failed, datetime.now(UTC) + timedelta(seconds=1))
+    finally:
+        store.close()
+    report = checker.check(chaos_db)
+    assert report.ok, report.text()
+    assert report.counts["late_reports_after_own_success"] == 1
+    assert report.counts["stale_completions_accepted"] == 0
+
+    with psycopg.connect(chaos_db, autocommit=True) as conn:  # the report came first
+        conn.execute(
+            "UPDATE duetime_attempts SET late_reported_at = finished_at - interval '1 second'"
+            " WHERE job_id = %s",
+            (claim.job.id,),
+        )
+    flagged = checker.check(chaos_db)
+    assert flagged.totals.get("stale_completion_accepted") == 1, flagged.text()
 
 
 def test_an_execution_logged_again_after_a_lost_commit_answer_is_one_row(chaos_db: str) -> None:

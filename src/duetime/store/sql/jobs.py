@@ -16,7 +16,16 @@ from datetime import datetime
 from typing import Any
 
 from duetime.core.errors import IdempotencyConflict, InvalidRequest, JobNotFound, StoreError
-from duetime.core.models import Attempt, Enqueued, Job, JobFilter, NewJob, NewJobs, variant
+from duetime.core.models import (
+    Attempt,
+    Enqueued,
+    Job,
+    JobFilter,
+    NewJob,
+    NewJobs,
+    batch_records,
+    variant,
+)
 from duetime.core.states import HELD, Event, JobStatus
 from duetime.store.base import Listener
 from duetime.store.driver import Connection, Driver, Row
@@ -248,40 +257,32 @@ class Jobs(Part):
         """enqueue_many's jobs (no keys, no occurrences): an insert per slice of jobs, with
         what they share sent once and a JSON array of what differs. Where the driver pipelines
         (PostgreSQL), the database inserts one slice while the next is made and checked, and
-        the records (built from the template) are made while it inserts the last."""
-        jobs[:BATCH_SLICE]  # the first slice is checked before anything is sent
+        the records (built from the template) are made while it inserts the last. The jobs
+        are read as their parts (NewJobs.parts): no NewJob is built for any of them."""
+        jobs.parts(0, BATCH_SLICE)  # the first slice is checked before anything is sent
         ids = reserve_ids(c, len(jobs))
-        shared = job_params(0, jobs.template, now)
-        shared_due = jobs.template.due_at
+        template = jobs.template
+        shared = job_params(0, template, now)
+        shared_due = template.due_at
         json_time = self.driver.json_time
+        earliest_due: datetime | None = None  # of the batch: its wake-up
         with self.driver.pipeline(c):
             for start in range(0, len(jobs), BATCH_SLICE):
                 stop = min(start + BATCH_SLICE, len(jobs))
-                rows = [
-                    [
-                        job_id,
-                        job.args_json,
-                        None if job.due_at is shared_due else json_time(job.due_at),
-                        job.business_key,
-                    ]
-                    for job_id, job in zip(ids[start:stop], jobs[start:stop], strict=True)
-                ]
+                rows = []
+                for job_id, (_, args_json, due_at, business_key) in zip(
+                    ids[start:stop], jobs.parts(start, stop), strict=True
+                ):
+                    if due_at is shared_due:
+                        rows.append([job_id, args_json, None, business_key])
+                    else:
+                        rows.append([job_id, args_json, json_time(due_at), business_key])
+                    if earliest_due is None or due_at < earliest_due:
+                        earliest_due = due_at
                 c.send("insert_job_batch", **shared, rows=json.dumps(rows))
-            self.driver.notify(c, earliest(jobs))
-            record = new_job_record(0, jobs.template, now)
-            return [
-                Enqueued(
-                    variant(
-                        record,
-                        id=job_id,
-                        args=job.args,
-                        due_at=job.due_at,
-                        business_key=job.business_key,
-                    ),
-                    True,
-                )
-                for job_id, job in zip(ids, jobs, strict=True)
-            ]
+            self.driver.notify(c, {template.queue: earliest_due} if earliest_due else {})
+            made = batch_records(new_job_record(0, template, now), ids, jobs.parts(0, len(jobs)))
+            return [Enqueued(job, True) for job in made]
 
     def _jobs_by_key(
         self, c: Connection, jobs: Sequence[NewJob]

@@ -143,6 +143,19 @@ def test_flat_args_are_copied_as_parsing_their_json_would_give_them() -> None:
         dump_args({1: "x"}, 1024)
 
 
+def test_args_are_encoded_as_the_shared_encoder_would_and_a_circular_value_is_refused() -> None:
+    from duetime.core.requests import _ARGS_ENCODER, dump_args
+
+    for given in ({"b": [1, 2.5, -0.0, None, True, "é\u2603\U0001f600"], "a": {"z": [{}]}}, {}):
+        assert dump_args(given, 1024)[1] == _ARGS_ENCODER.encode(given)
+    loop: dict[str, Any] = {}
+    loop["self"] = [loop]
+    with pytest.raises(InvalidRequest, match="nest"):
+        dump_args({"x": loop}, 1024)
+    with pytest.raises(InvalidRequest, match="plain JSON"):
+        dump_args({"x": float("inf")}, 1024)
+
+
 def test_a_batch_is_made_and_checked_in_order_as_it_is_read() -> None:
     from duetime.core.requests import build_new_jobs
 

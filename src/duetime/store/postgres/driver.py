@@ -15,7 +15,7 @@ import json
 import re
 import time
 import weakref
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -34,7 +34,7 @@ from duetime.core.errors import (
     StoreError,
     StoreUnavailable,
 )
-from duetime.core.models import Wakeup
+from duetime.core.models import JobParts, Wakeup
 from duetime.store.base import Listener
 from duetime.store.driver import (
     Connection,
@@ -302,6 +302,26 @@ class PostgresDriver(Driver):
             return unexpected(self.dialect, exc)
         return None
 
+    def job_batch(self, ids: Sequence[int], parts: Sequence[JobParts], shared_due: datetime) -> str:
+        """insert_job_batch's `rows`, each job's args as its JSON object, not as a string of
+        it: the server parses them once, with the array (as a string, each was parsed again
+        on its own: about 0.5 us of the server's 12 per job), and the array is written here
+        without json.dumps escaping each job's args text. [id, args, due_at or null where
+        it is `shared_due`, business_key]."""
+        text = _json_string
+        return (
+            "["
+            + ",".join(
+                [
+                    f"[{job_id},{args_json},null,{text(key)}]"
+                    if due_at is shared_due
+                    else f"[{job_id},{args_json},{text(due_at.isoformat())},{text(key)}]"
+                    for job_id, (_, args_json, due_at, key) in zip(ids, parts, strict=True)
+                ]
+            )
+            + "]"
+        )
+
     def wake_payload(self, queue: str, at: datetime) -> str:
         return f"{queue}\t{_micros(at)}"
 
@@ -477,6 +497,10 @@ def _wakeup(payload: str) -> Wakeup:
 
 
 _COPY = re.compile(r"\s*COPY\s+(\w+)\s*\(([^)]*)\)", re.IGNORECASE)
+
+
+# a str as JSON text (quoted, escaped, ASCII): json's own C function
+_json_string: Callable[[str], str] = json.encoder.encode_basestring_ascii
 
 
 def _json_text(obj: Any) -> str:

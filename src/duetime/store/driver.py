@@ -148,6 +148,8 @@ class Driver(ABC):
     lock_wait: float | None = None
     # the database reads the clock of the process that opened it (SQLite): nothing to measure
     clock_is_local: ClassVar[bool] = False
+    # pipeline() lets the database run sent statements while the caller goes on (PostgreSQL)
+    pipelines: ClassVar[bool] = False
 
     _converters: dict[type, Callable[[Any], Any]] | None = None
 

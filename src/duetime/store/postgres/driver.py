@@ -49,6 +49,7 @@ from duetime.store.driver import (
 class PostgresDriver(Driver):
     dialect = "postgres"
     package = "duetime.store.postgres"
+    pipelines = True
 
     def __init__(
         self, url: str, *, min_size: int = 1, max_size: int = 10, pool_timeout: float = 30.0

@@ -47,7 +47,9 @@ from duetime.store.sql.shared import (
 )
 
 BATCH_SLICE = 250  # jobs per insert of a bulk enqueue
-FIRST_SLICE = 50  # ... but the first: the database starts inserting while the rest is made
+# ... but the first, where the driver pipelines: the database starts inserting while the rest
+# is made
+FIRST_SLICE = 50
 
 
 class Jobs(Part):
@@ -258,9 +260,11 @@ class Jobs(Part):
         what they share sent once and a JSON array of what differs. Where the driver pipelines
         (PostgreSQL), the database inserts one slice while the next is made and checked, and
         the records (built from the template) are made while it inserts the last; the first
-        slice is short (FIRST_SLICE), so that the database starts early. The jobs are read
+        slice is short there (FIRST_SLICE), so that the database starts early. The jobs are read
         as their parts (NewJobs.parts): no NewJob is built for any of them."""
-        jobs.parts(0, FIRST_SLICE)  # the first slice is checked before anything is sent
+        # a short first slice where the driver pipelines: the database starts on it early
+        first = FIRST_SLICE if self.driver.pipelines else BATCH_SLICE
+        jobs.parts(0, first)  # the first slice is checked before anything is sent
         ids = reserve_ids(c, len(jobs))
         template = jobs.template
         shared = job_params(0, template, now)
@@ -268,8 +272,8 @@ class Jobs(Part):
         job_batch = self.driver.job_batch
         earliest_due: datetime | None = None  # of the batch: its wake-up
         with self.driver.pipeline(c):
-            for start in (0, *range(FIRST_SLICE, len(jobs), BATCH_SLICE)):
-                stop = min(start + (FIRST_SLICE if start == 0 else BATCH_SLICE), len(jobs))
+            for start in (0, *range(first, len(jobs), BATCH_SLICE)):
+                stop = min(start + (first if start == 0 else BATCH_SLICE), len(jobs))
                 parts = jobs.parts(start, stop)
                 rows = job_batch(ids[start:stop], parts, shared_due)
                 c.send("insert_job_batch", **shared, rows=rows)

@@ -116,9 +116,13 @@ class Task(Generic[P, R]):
         the names only), so that a batch of jobs with the same names binds once."""
         return set()
 
-    def check_args(self, args: Mapping[str, Any], where: str = "") -> None:
+    def check_args(
+        self, args: Mapping[str, Any], where: str = "", *, job: tuple[int, int] | None = None
+    ) -> None:
         """Raise ArgsMismatch unless the handler can be called with `args` as keywords
-        (the way a worker calls it)."""
+        (the way a worker calls it). `where` ends its reason; `job` (number, count), the job
+        of a batch it is about, adds " (job number of count)" to it (formatted only then: a
+        batch checks every job)."""
         sig = self.signature
         if sig is None:
             return
@@ -131,6 +135,8 @@ class Task(Generic[P, R]):
         except TypeError as exc:
             name = getattr(self.fn, "__name__", self.name)
             reason = misfit(sig, args) or str(exc)
+            if job is not None:
+                where = f"{where} (job {job[0]} of {job[1]})"
             raise ArgsMismatch(self.name, f"{name}{sig}", f"{reason}{where}") from None
         if len(accepted) < _ACCEPTED_LIMIT:
             accepted.add(names)

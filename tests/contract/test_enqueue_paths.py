@@ -76,6 +76,25 @@ def test_a_bulk_enqueue_of_several_inserts_returns_the_jobs_as_stored(
     assert len(app.list_jobs(limit=1000)) == MANY
 
 
+def test_text_that_json_escapes_comes_back_from_a_bulk_enqueue_as_given(
+    app: duetime.App,
+) -> None:
+    # the batch travels as one JSON document holding each job's args as JSON text: escapes
+    # of both layers (quotes, backslashes, \u sequences, pairs of surrogates) must survive
+    tricky = [
+        'say "hi"',
+        "back\\slash \\u00e9 \\n not an escape",
+        "tab\tnew\nline",
+        "é\u2603\U0001f600",
+        "\u007f\u0001",
+        "[1, {",
+    ]
+    args = [{"t": t, "key \"'\\": [t, {"k": t}], "n": i} for i, t in enumerate(tricky * 3)]
+    jobs = app.enqueue_many("report", args)
+    assert [j.args for j in jobs] == args
+    assert [app.get_job(j.id).args for j in jobs] == args
+
+
 def test_a_bulk_enqueue_shares_one_due_time_unless_given_one_each(
     app: duetime.App, clock: ManualClock
 ) -> None:

@@ -143,15 +143,28 @@ def test_flat_args_are_copied_as_parsing_their_json_would_give_them() -> None:
         dump_args({1: "x"}, 1024)
 
 
+def test_args_are_encoded_as_the_shared_encoder_would_and_a_circular_value_is_refused() -> None:
+    from duetime.core.requests import _ARGS_ENCODER, dump_args
+
+    for given in ({"b": [1, 2.5, -0.0, None, True, "é\u2603\U0001f600"], "a": {"z": [{}]}}, {}):
+        assert dump_args(given, 1024)[1] == _ARGS_ENCODER.encode(given)
+    loop: dict[str, Any] = {}
+    loop["self"] = [loop]
+    with pytest.raises(InvalidRequest, match="nest"):
+        dump_args({"x": loop}, 1024)
+    with pytest.raises(InvalidRequest, match="plain JSON"):
+        dump_args({"x": float("inf")}, 1024)
+
+
 def test_a_batch_is_made_and_checked_in_order_as_it_is_read() -> None:
     from duetime.core.requests import build_new_jobs
 
     template = build(task="t", delay=5)
     checked: list[int] = []
 
-    def check(job: Any, number: int, count: int) -> None:
+    def check(job_args: Any, number: int, count: int) -> None:
         checked.append(number)
-        if job.args.get("bad"):
+        if job_args.get("bad"):
             raise InvalidRequest(f"job {number} of {count} is bad")
 
     args: list[Any] = [{"i": i} for i in range(600)]
@@ -169,6 +182,14 @@ def test_a_batch_is_made_and_checked_in_order_as_it_is_read() -> None:
     assert all(j.request_hash == "" and j.idempotency_key is None for j in first)
     assert len({j.business_key for j in first}) == 250
     assert all(j.business_key.startswith("default/t:") for j in first)
+    # what a bulk insert reads: each job's parts, the same as its NewJob's fields
+    assert [(j.args, j.args_json, j.due_at, j.business_key) for j in first] == jobs.parts(0, 250)
+    assert jobs.parts(0, 2)[1] == (
+        {"i": 1},
+        '{"i":1}',
+        NOW + timedelta(seconds=5),
+        first[1].business_key,
+    )
 
 
 def test_a_request_without_a_key_has_no_fingerprint() -> None:

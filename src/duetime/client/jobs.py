@@ -15,7 +15,7 @@ from duetime.client.lookup import job_of, new_job_of, schedule_of
 from duetime.client.part import AppPart
 from duetime.core.clock import Clock, CorrectedClock
 from duetime.core.errors import InvalidRequest
-from duetime.core.models import Enqueued, Job, JobFilter, NewJob, unserved
+from duetime.core.models import Enqueued, Job, JobFilter, JSONObject, NewJob, unserved
 from duetime.core.requests import TaskDefaults, build_new_jobs, job_keys, parse_instant
 from duetime.core.states import Event, JobStatus
 from duetime.logs import log_event
@@ -198,9 +198,9 @@ class Jobs(AppPart):
             given = parse_instant(deadline, "deadline") if deadline is not None else None
             template = replace(template, deadline_at=given)
 
-        def check(new: NewJob, number: int, count: int) -> None:
+        def check(args: JSONObject, number: int, count: int) -> None:
             if task is not None:
-                task.check_args(new.args, f" (job {number} of {count})")
+                task.check_args(args, job=(number, count))
 
         def enqueue(template: NewJob) -> list[Job]:
             # each job's args are checked as the store reads them (raising from there, before

@@ -23,6 +23,7 @@ from importlib import resources
 from typing import Any, ClassVar
 
 from duetime.core.errors import ConfigurationError, DuetimeError, SchemaError, StoreError
+from duetime.core.models import JobParts
 from duetime.store.base import Listener
 
 Row = Mapping[str, Any]
@@ -147,6 +148,8 @@ class Driver(ABC):
     lock_wait: float | None = None
     # the database reads the clock of the process that opened it (SQLite): nothing to measure
     clock_is_local: ClassVar[bool] = False
+    # pipeline() lets the database run sent statements while the caller goes on (PostgreSQL)
+    pipelines: ClassVar[bool] = False
 
     _converters: dict[type, Callable[[Any], Any]] | None = None
 
@@ -254,6 +257,18 @@ class Driver(ABC):
     def json_time(self, value: datetime) -> Any:
         """An instant inside a Rows batch (JSON): ISO 8601 unless the dialect reads another."""
         return value.isoformat()
+
+    def job_batch(self, ids: Sequence[int], parts: Sequence[JobParts], shared_due: datetime) -> str:
+        """insert_job_batch's `rows` for these jobs (ids, and each job's parts): a JSON array
+        of [id, args JSON text, due_at as json_time or null where it is `shared_due`,
+        business_key]. A dialect may write it otherwise, as its statement reads it."""
+        json_time = self.json_time
+        return json.dumps(
+            [
+                [job_id, args_json, None if due_at is shared_due else json_time(due_at), key]
+                for job_id, (_, args_json, due_at, key) in zip(ids, parts, strict=True)
+            ]
+        )
 
     def encode_rows(self, rows: Rows) -> str:
         """A batch as JSON, its instants as json_time writes them (json's C encoder writes the

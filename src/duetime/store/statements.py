@@ -31,8 +31,9 @@ STATEMENTS: dict[str, str] = {
     "no occurrence), one parameter set each, as fast as the dialect can (PostgreSQL: COPY)",
     "insert_job_batch": "inserts many jobs without idempotency key or occurrence that share "
     "every column but id, args, due_at and business_key: those of insert_job as parameters, and "
-    "`rows`, a JSON array of [id, args JSON text, due_at as Driver.json_time or null for the "
-    "shared due_at, business_key]",
+    "`rows`, a JSON array of [id, args, due_at as Driver.json_time or null for the shared "
+    "due_at, business_key] as Driver.job_batch writes it (args as JSON text, or on PostgreSQL "
+    "as the JSON object itself)",
     "jobs_by_ids": "returns the jobs whose id is in ids",
     "jobs_by_keys": "returns the jobs with an idempotency key, whose tenant is in tenants "
     "and whose key is in keys",

@@ -27,8 +27,10 @@ VALUES (%(version)s, %(name)s, %(now)s);
 
 -- name: reserve_job_ids
 -- from the jobs' own sequence: never handed out twice, whatever commits or rolls back. The
--- sequence is looked up once (a sub-select), not per id; the ids come back as one array.
-SELECT array_agg(nextval((SELECT pg_get_serial_sequence('duetime_jobs', 'id')))) AS ids
+-- sequence is looked up once (a sub-select), not per id, and cast to regclass inside it: cast
+-- outside, the name was looked up again for each id (0.58 ms of 1,000 ids, 0.32 without);
+-- the ids come back as one array.
+SELECT array_agg(nextval((SELECT pg_get_serial_sequence('duetime_jobs', 'id')::regclass))) AS ids
 FROM generate_series(1, %(count)s);
 
 -- name: enqueue_one
@@ -74,19 +76,22 @@ FROM STDIN (FORMAT BINARY);
 
 -- name: insert_job_batch
 -- enqueue_many's jobs: what they share as parameters, what differs in `rows`, a JSON array of
--- [id, args (JSON text), due_at (null: the shared one), business_key]. One statement.
+-- [id, args (its JSON object), due_at (null: the shared one), business_key] (the driver's
+-- job_batch). One statement. The array is read as jsonb, parsed once: as json, each ->> below
+-- parsed its row's text again (about 1 us of the server's 11 to 13 per job), and args given
+-- as a string of JSON text were parsed a second time.
 INSERT INTO duetime_jobs (id, tenant, queue, task, args, priority, due_at, deadline_at, status,
     max_attempts, retry_base, retry_cap, lease_seconds, timeout_seconds, idempotency_key,
     request_hash, business_key, created_at, updated_at, schedule_id, schedule_name, nominal_at,
     covers, origin, limits, trace_context)
-SELECT (r ->> 0)::bigint, %(tenant)s::text, %(queue)s::text, %(task)s::text, (r ->> 1)::jsonb,
+SELECT (r ->> 0)::bigint, %(tenant)s::text, %(queue)s::text, %(task)s::text, r -> 1,
     %(priority)s::int, COALESCE((r ->> 2)::timestamptz, %(due_at)s::timestamptz),
     %(deadline_at)s::timestamptz, %(status)s::text, %(max_attempts)s::int,
     %(retry_base)s::float8, %(retry_cap)s::float8, %(lease_seconds)s::float8,
     %(timeout_seconds)s::float8, NULL, %(request_hash)s::text, r ->> 3,
     %(now)s::timestamptz, %(now)s::timestamptz, NULL, NULL, NULL, NULL, %(origin)s::text,
     %(limits)s::text, %(trace_context)s::text
-FROM json_array_elements(%(rows)s::json) AS r;
+FROM jsonb_array_elements(%(rows)s::jsonb) AS r;
 
 -- name: jobs_by_ids
 SELECT * FROM duetime_jobs WHERE id = ANY (%(ids)s::bigint[]);

@@ -9,14 +9,22 @@ its insert and original-job lookups, and the operators' moves share its sequence
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
 from duetime.core.errors import IdempotencyConflict, InvalidRequest, JobNotFound, StoreError
-from duetime.core.models import Attempt, Enqueued, Job, JobFilter, NewJob, NewJobs, variant
+from duetime.core.models import (
+    Attempt,
+    Enqueued,
+    Job,
+    JobFilter,
+    NewJob,
+    NewJobs,
+    batch_records,
+    variant,
+)
 from duetime.core.states import HELD, Event, JobStatus
 from duetime.store.base import Listener
 from duetime.store.driver import Connection, Driver, Row
@@ -39,6 +47,9 @@ from duetime.store.sql.shared import (
 )
 
 BATCH_SLICE = 250  # jobs per insert of a bulk enqueue
+# ... but the first, where the driver pipelines: the database starts inserting while the rest
+# is made
+FIRST_SLICE = 50
 
 
 class Jobs(Part):
@@ -252,40 +263,30 @@ class Jobs(Part):
         """enqueue_many's jobs (no keys, no occurrences): an insert per slice of jobs, with
         what they share sent once and a JSON array of what differs. Where the driver pipelines
         (PostgreSQL), the database inserts one slice while the next is made and checked, and
-        the records (built from the template) are made while it inserts the last."""
-        jobs[:BATCH_SLICE]  # the first slice is checked before anything is sent
+        the records (built from the template) are made while it inserts the last; the first
+        slice is short there (FIRST_SLICE), so that the database starts early. The jobs are read
+        as their parts (NewJobs.parts): no NewJob is built for any of them."""
+        # a short first slice where the driver pipelines: the database starts on it early
+        first = FIRST_SLICE if self.driver.pipelines else BATCH_SLICE
+        jobs.parts(0, first)  # the first slice is checked before anything is sent
         ids = reserve_ids(c, len(jobs))
-        shared = job_params(0, jobs.template, now)
-        shared_due = jobs.template.due_at
-        json_time = self.driver.json_time
+        template = jobs.template
+        shared = job_params(0, template, now)
+        shared_due = template.due_at
+        job_batch = self.driver.job_batch
+        earliest_due: datetime | None = None  # of the batch: its wake-up
         with self.driver.pipeline(c):
-            for start in range(0, len(jobs), BATCH_SLICE):
-                stop = min(start + BATCH_SLICE, len(jobs))
-                rows = [
-                    [
-                        job_id,
-                        job.args_json,
-                        None if job.due_at is shared_due else json_time(job.due_at),
-                        job.business_key,
-                    ]
-                    for job_id, job in zip(ids[start:stop], jobs[start:stop], strict=True)
-                ]
-                c.send("insert_job_batch", **shared, rows=json.dumps(rows))
-            self.driver.notify(c, earliest(jobs))
-            record = new_job_record(0, jobs.template, now)
-            return [
-                Enqueued(
-                    variant(
-                        record,
-                        id=job_id,
-                        args=job.args,
-                        due_at=job.due_at,
-                        business_key=job.business_key,
-                    ),
-                    True,
-                )
-                for job_id, job in zip(ids, jobs, strict=True)
-            ]
+            for start in (0, *range(first, len(jobs), BATCH_SLICE)):
+                stop = min(start + (first if start == 0 else BATCH_SLICE), len(jobs))
+                parts = jobs.parts(start, stop)
+                rows = job_batch(ids[start:stop], parts, shared_due)
+                c.send("insert_job_batch", **shared, rows=rows)
+                due_at = min(p[2] for p in parts)
+                if earliest_due is None or due_at < earliest_due:
+                    earliest_due = due_at
+            self.driver.notify(c, {template.queue: earliest_due} if earliest_due else {})
+            made = batch_records(new_job_record(0, template, now), ids, jobs.parts(0, len(jobs)))
+            return [Enqueued(job, True) for job in made]
 
     def _jobs_by_key(
         self, c: Connection, jobs: Sequence[NewJob]

@@ -481,7 +481,11 @@ class Partition:
             time.sleep(0.05)
         self.ns.cut()
         self.cut_at = time.time()
-        held = sorted({*held, *_held_by(self.url, pids)})  # claimed in the meantime too
+        # what it holds once cut off: read again after the packets in flight have landed (a
+        # job it held a moment before may have ended just before the cut, and nothing needs
+        # to take that one over; one claimed meanwhile counts)
+        time.sleep(0.5)
+        held = _held_by(self.url, pids)
         self.cut_pid = next(iter(pids), None)
         self.held_jobs = held
         note("partition_cut", self.cut_pid, f"{self.hold:g}s, holding jobs {held}")
@@ -525,6 +529,15 @@ class Partition:
             ).fetchall()
             taken = [(checker.pid_of(str(w)), float(t)) for w, t, _ in rows]
             claimed_again = len({int(j) for _, _, j in rows})
+            # held jobs the reaper ended instead (its deadline passed, or a cancel the driver
+            # asked for): nothing takes those over
+            ended = conn.execute(
+                "SELECT count(*) FROM duetime_jobs j"
+                " JOIN unnest(%s::bigint[], %s::bigint[]) AS h(job_id, generation)"
+                " ON j.id = h.job_id AND j.generation = h.generation"
+                " WHERE j.status IN ('expired', 'cancelled', 'dead')",
+                ([j for j, _ in self.held_jobs], [g for _, g in self.held_jobs]),
+            ).fetchone()
             # a claim made after the heal (an execution logged late, blocked by the cut, is not
             # serving again), timed by the execution log's database stamp
             rows = conn.execute(
@@ -539,6 +552,7 @@ class Partition:
         result["taken_over_after_cut_s"] = round(taken[0][1] - self.cut_at, 2) if taken else None
         result["taken_over_by_another_worker"] = bool(taken) and taken[0][0] not in pids
         result["held_jobs_claimed_again"] = claimed_again
+        result["held_jobs_ended_by_the_reaper"] = int(ended[0]) if ended else 0
         result["served_again_at"] = _iso(again[0][1]) if again else None
         result["served_again_after_heal_s"] = (
             round(again[0][1] - self.healed_at, 2) if again else None

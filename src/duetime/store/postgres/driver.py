@@ -26,6 +26,7 @@ from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from psycopg.rows import dict_row
 from psycopg.types.json import set_json_dumps
+from psycopg_pool.pool import AddConnection, MaintenanceTask
 
 from duetime.core.errors import (
     DuetimeError,
@@ -69,21 +70,19 @@ class PostgresDriver(Driver):
             raise StoreUnavailable(
                 f"cannot connect to PostgreSQL at {self.where()}: {_reason(exc)}"
             ) from None
-        self._pool: psycopg_pool.ConnectionPool[psycopg.Connection[Any]] = (
-            psycopg_pool.ConnectionPool(
-                self.conninfo,
-                min_size=min_size,
-                max_size=max_size,
-                open=True,
-                # nothing is prepared server-side unless asked (execute's prepare=True):
-                # each statement is planned for its own parameters (see _configure)
-                kwargs={"autocommit": False, "prepare_threshold": _PREPARE_ONLY_WHEN_ASKED},
-                configure=_configure,
-                # a connection that died (server restart, network drop) is replaced on checkout
-                check=_check_if_idle,
-                name="duetime",
-                timeout=pool_timeout,  # how long a caller waits for a connection in an outage
-            )
+        self._pool: _ReconnectingPool = _ReconnectingPool(
+            self.conninfo,
+            min_size=min_size,
+            max_size=max_size,
+            open=True,
+            # nothing is prepared server-side unless asked (execute's prepare=True):
+            # each statement is planned for its own parameters (see _configure)
+            kwargs={"autocommit": False, "prepare_threshold": _PREPARE_ONLY_WHEN_ASKED},
+            configure=_configure,
+            # a connection that died (server restart, network drop) is replaced on checkout
+            check=_check_if_idle,
+            name="duetime",
+            timeout=pool_timeout,  # how long a caller waits for a connection in an outage
         )
         # the first call then finds its connection ready: one waiting for it would make the
         # pool open a second one as well (a one-shot command would open three in all)
@@ -318,6 +317,25 @@ class PostgresDriver(Driver):
 
     def close(self) -> None:
         self._pool.close()
+
+
+# the longest wait between two attempts to replace a lost connection (s), see _ReconnectingPool
+RECONNECT_DELAY_MAX = 2.0
+
+
+class _ReconnectingPool(psycopg_pool.ConnectionPool[psycopg.Connection[Any]]):
+    """psycopg_pool's pool, but a lost connection is tried again at most RECONNECT_DELAY_MAX s
+    apart. psycopg_pool doubles the delay after each failed attempt (1, 2, 4, 8, 16, 32 s ...,
+    for up to reconnect_timeout, 5 minutes) and has no setting to bound it: after an outage of
+    T s its next attempt came up to T s after the database was back (a 52 s failover: the
+    workers started again 6 to 20 s after the promotion, docs/production.md). The attempts
+    still back off, 1 s then 2 s apart; each costs a refused connection or, on a standby or a
+    node kept read-only, libpq's target_session_attrs check, and logs one warning."""
+
+    def schedule_task(self, task: MaintenanceTask, delay: float) -> None:
+        if isinstance(task, AddConnection):
+            delay = min(delay, RECONNECT_DELAY_MAX)
+        super().schedule_task(task, delay)
 
 
 # a count of executions no statement reaches: psycopg then prepares only what is asked for

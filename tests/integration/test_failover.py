@@ -163,6 +163,7 @@ class Figures:
     ack_max_s: float
     duplicates: dict[str, str]
     resume_s: float
+    worker_resume_s: dict[str, float | None]
     api_recovery_s: float | None
     cli_outage: str
 
@@ -344,14 +345,16 @@ def drill(
         default=None,
     )
     assert first is not None, "nothing started after the promotion"
+    # and each worker's own first start after it (None: it started nothing)
+    worker_resume: dict[str, float | None] = {}
     for w in workers:
         assert w.alive()
         starts_after = [
-            e
+            float(e["start"])  # type: ignore[arg-type]
             for e in executions(procs.out_dir)
             if e["pid"] == w.pid and float(e["start"]) > promoted  # type: ignore[arg-type]
         ]
-        assert starts_after, f"{w.name} ran nothing after the promotion\n{w.tail()}"
+        worker_resume[w.name] = round(min(starts_after) - promoted, 2) if starts_after else None
     # the schedule kept ticking on the new primary: no occurrence twice
     ticks_after = [
         e
@@ -375,6 +378,7 @@ def drill(
         ack_max_s=round(load.ack_max_s, 2),
         duplicates=duplicates,
         resume_s=round(first - promoted, 2),
+        worker_resume_s=worker_resume,
         api_recovery_s=round(api_recovery, 2),
         cli_outage=f"exit {cli.returncode} in {cli_s:.1f}s: {cli.stderr.strip()}",
     )
@@ -386,6 +390,9 @@ def drill(
     assert figures.ack_max_s <= REFUSAL_BOUND, figures  # none waited past the bound either
     assert {e for _, e, _, _ in load.refused} <= {"StoreUnavailable"}
     assert figures.resume_s <= resume_bound, figures
+    for w in workers:
+        resumed = worker_resume[w.name]
+        assert resumed is not None, f"{w.name} ran nothing after the promotion\n{w.tail()}"
     assert api_recovery <= SERVE_RECOVERY_BOUND, figures
     if pair.synchronous:
         assert not lost, f"{len(lost)} acknowledged enqueues lost: {lost[:10]}"

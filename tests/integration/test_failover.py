@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import psycopg
 import pytest
 
 from duetime import App
@@ -476,6 +477,58 @@ def test_the_pool_reconnects_promptly_after_a_long_outage(async_pair: Replicated
         assert took <= RECONNECT_BOUND, f"reconnected {took:.1f} s after the promotion"
     finally:
         driver.close()
+
+
+def test_connections_left_on_a_node_turned_read_only_are_replaced(
+    async_pair: ReplicatedPair,
+) -> None:
+    """The pool's connections are on the primary; it is fenced in place (still running, made
+    read-only with default_transaction_read_only, as a failover manager that demotes a
+    reachable old primary does) and the standby is promoted. The pooled sessions stay open
+    on the fenced node and their writes fail with SQLSTATE 25006 (cannot execute ... in a
+    read-only transaction): duetime must report that as StoreUnavailable, as a lost primary,
+    and drop those connections, so that the next write reconnects (libpq skips the read-only
+    node) and lands on the new primary, not keep failing on the old one."""
+    from duetime.store.postgres.driver import PostgresDriver
+
+    pair = async_pair
+    old = pair.primary
+    with psycopg.connect(pair.primary_url(), autocommit=True) as conn:
+        conn.execute("CREATE TABLE fenced (n int)")
+    pair.wait_replayed()
+    driver = PostgresDriver(pair.url(), pool_timeout=5.0)
+    try:
+        # three connections in the pool, all on the old primary
+        with driver.transaction() as a, driver.transaction() as b, driver.transaction() as c:
+            for x in (a, b, c):
+                x.native.execute("SELECT 1")
+        with psycopg.connect(pair.primary_url(), autocommit=True) as conn:
+            conn.execute("ALTER SYSTEM SET default_transaction_read_only = on")
+            conn.execute("SELECT pg_reload_conf()")
+        pair.promote()  # the old primary keeps running, read-only
+
+        def write(n: int) -> None:
+            with driver.transaction() as c, driver.translated():  # as duetime's statements are
+                c.native.execute("INSERT INTO fenced VALUES (%s)", (n,))
+
+        errors: list[BaseException] = []
+        written = None
+        for n in range(1, 6):
+            try:
+                write(n)
+            except Exception as exc:
+                errors.append(exc)
+                time.sleep(0.2)
+            else:
+                written = n
+                break
+        assert all(isinstance(e, StoreUnavailable) for e in errors), errors
+        assert written is not None, f"every write failed: {errors}"
+        assert len(errors) <= 1, errors  # one failed write, then the new primary
+        assert scalar(pair.primary_url(), "SELECT count(*) FROM fenced WHERE n = ?", (written,))
+    finally:
+        driver.close()
+        old.stop()
 
 
 # -- fencing across a promotion ----------------------------------------------------------------

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import re
+import threading
 import time
 import weakref
 from collections.abc import Iterator, Mapping
@@ -60,6 +61,8 @@ class PostgresDriver(Driver):
         # parameters: the URL's own values win); the session's timeouts are set in _configure
         self.conninfo = with_connection_defaults(url)
         self._copy_types: dict[str, tuple[list[str], list[str]]] = {}
+        self._drain_lock = threading.Lock()
+        self._drained_at = 0.0  # time.monotonic() of the last drain (_dropped_if_read_only)
         # prepared server-side (the pool's connections prepare nothing else, see _configure):
         # a plain insert, whose plan cannot depend on its parameters; one-at-a-time enqueue
         # then skips its parse and plan on every call
@@ -124,10 +127,13 @@ class PostgresDriver(Driver):
                     native.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
             yield Connection(self, native)
         except BaseException as exc:
+            lost = self._dropped_if_read_only(native, exc)
             try:
                 pooled.__exit__(type(exc), exc, exc.__traceback__)  # rolls back
             except Exception:
                 pass
+            if lost is not None:
+                raise lost from exc
             raise
         with self.translated():
             pooled.__exit__(None, None, None)  # commits
@@ -155,12 +161,15 @@ class PostgresDriver(Driver):
                         rows: list[Row] = []
                         if cur.description is not None:
                             rows = list(cur.fetchall())
-                except BaseException:
+                except BaseException as exc:
                     try:
                         if native.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
                             native.rollback()
                     except psycopg.Error:
                         pass  # closed below: the statement's error is the one to raise
+                    lost = self._dropped_if_read_only(native, exc)
+                    if lost is not None:
+                        raise lost from exc
                     raise
                 finally:
                     if native.info.transaction_status == psycopg.pq.TransactionStatus.IDLE:
@@ -181,11 +190,14 @@ class PostgresDriver(Driver):
             native.autocommit = True
             yield Connection(self, native)
         except BaseException as exc:
+            lost = self._dropped_if_read_only(native, exc)
             _no_autocommit(native)
             try:
                 pooled.__exit__(type(exc), exc, exc.__traceback__)
             except Exception:
                 pass
+            if lost is not None:
+                raise lost from exc
             raise
         _no_autocommit(native)
         with self.translated():
@@ -277,6 +289,28 @@ class PostgresDriver(Driver):
     def encode_time(self, value: datetime) -> datetime:
         return value
 
+    def _dropped_if_read_only(
+        self, native: psycopg.Connection[Any], exc: BaseException
+    ) -> StoreUnavailable | None:
+        """A pooled session that found its node read-only (_read_only_node) is closed, so
+        the pool replaces it by one to the read-write host, and so are the pool's other
+        connections opened before (drain: the idle ones now, those in use when given back;
+        they are on that node too). Returns the error to raise then, StoreUnavailable, as a
+        lost primary's (callers retry), not a statement's; None for any other error."""
+        if not _read_only_node(native, exc):
+            return None
+        native.close()
+        with self._drain_lock:
+            drain = _opened.get(native, 0.0) > self._drained_at  # else that drain covers it
+            if drain:
+                self._drained_at = time.monotonic()
+        if drain:
+            self._pool.drain()
+        return StoreUnavailable(
+            f"PostgreSQL at {self.where()} failed: {_reason(exc)}: the server is read-only "
+            "now (a standby, or a primary demoted or fenced by a failover); reconnecting"
+        )
+
     def translate(self, exc: BaseException) -> DuetimeError | None:
         if isinstance(exc, psycopg_pool.PoolTimeout):
             return StoreUnavailable(f"no connection to PostgreSQL at {self.where()} in time")
@@ -345,6 +379,30 @@ _PREPARE_ONLY_WHEN_ASKED = 2**62
 # when each pooled connection last finished a transaction (weak keys: the pool discards some)
 _used: weakref.WeakKeyDictionary[Any, float] = weakref.WeakKeyDictionary()
 _CHECK_AFTER_IDLE = 2.0  # seconds: a connection idle longer is checked before it is reused
+# when each pooled connection was opened (time.monotonic(), set in _configure)
+_opened: weakref.WeakKeyDictionary[Any, float] = weakref.WeakKeyDictionary()
+
+
+def _read_only_node(native: psycopg.Connection[Any], exc: BaseException) -> bool:
+    """True when `exc` (or the error it was raised from) is a write refused because the
+    session's server is read-only as a whole: SQLSTATE 25006 (cannot execute ... in a
+    read-only transaction) in a session whose server reports default_transaction_read_only
+    or in_hot_standby on (PostgreSQL 14+ reports both to the client at every change; an
+    older server reports neither, and then a 25006 counts as well: duetime's own read-only
+    transactions never write). The pooled connection was opened on a read-write primary
+    (target_session_attrs) since demoted or fenced, for instance by a failover manager that
+    keeps the old primary running read-only. A write in a transaction declared READ ONLY
+    on a read-write server is not that."""
+    if not any(isinstance(e, psycopg.errors.ReadOnlySqlTransaction) for e in (exc, exc.__cause__)):
+        return False
+    try:
+        reported = [
+            native.info.parameter_status(name)
+            for name in ("default_transaction_read_only", "in_hot_standby")
+        ]
+    except psycopg.Error:
+        return True  # closed meanwhile: replaced either way
+    return "on" in reported or reported == [None, None]
 
 
 def _no_autocommit(native: psycopg.Connection[Any]) -> None:
@@ -390,7 +448,7 @@ def _configure(conn: psycopg.Connection[Any]) -> None:
             pass
     finally:
         conn.autocommit = autocommit
-    _used[conn] = time.monotonic()
+    _used[conn] = _opened[conn] = time.monotonic()
 
 
 # Settings of each session, so that a connection lost in the middle of a transaction (a

@@ -12,7 +12,7 @@ from urllib.parse import quote
 
 import pytest
 
-from duetime.core.errors import ConfigurationError, StoreUnavailable
+from duetime.core.errors import ConfigurationError, StoreError, StoreUnavailable
 from kit import kit_named
 
 
@@ -154,6 +154,24 @@ def test_postgres_a_session_idle_in_a_transaction_is_ended_and_replaced(
                 c.native.execute("SELECT 2")
     with driver.transaction() as c:
         assert c.native.execute("SELECT 3").fetchone()[0] == 3
+
+
+def test_postgres_a_write_in_a_read_only_transaction_on_a_writable_server_is_no_outage(
+    pg_driver_factory: Any,
+) -> None:
+    """25006 (cannot execute ... in a read-only transaction) means a lost primary only when
+    the server itself is read-only (tests/integration/test_failover.py); a write in a
+    transaction declared READ ONLY on a writable one stays a statement's error, and the
+    session stays in the pool."""
+    driver = pg_driver_factory()
+    with driver.transaction() as c:
+        pid = c.native.execute("SELECT pg_backend_pid()").fetchone()[0]
+    with pytest.raises(StoreError, match="read-only transaction") as raised:
+        with driver.transaction(snapshot=True) as c, driver.translated():
+            c.native.execute("CREATE TEMP TABLE written (n int)")
+    assert not isinstance(raised.value, StoreUnavailable)
+    with driver.transaction() as c:
+        assert c.native.execute("SELECT pg_backend_pid()").fetchone()[0] == pid
 
 
 # -- MariaDB / MySQL ----------------------------------------------------------------------------

@@ -62,7 +62,7 @@ class PostgresDriver(Driver):
         self.conninfo = with_connection_defaults(url)
         self._copy_types: dict[str, tuple[list[str], list[str]]] = {}
         self._drain_lock = threading.Lock()
-        self._drained_at = 0.0  # time.monotonic() of the last drain (_dropped_if_read_only)
+        self._drained_at = 0.0  # time.monotonic() of the last drain (_drain_opened_before)
         # prepared server-side (the pool's connections prepare nothing else, see _configure):
         # a plain insert, whose plan cannot depend on its parameters; one-at-a-time enqueue
         # then skips its parse and plan on every call
@@ -83,7 +83,7 @@ class PostgresDriver(Driver):
             kwargs={"autocommit": False, "prepare_threshold": _PREPARE_ONLY_WHEN_ASKED},
             configure=_configure,
             # a connection that died (server restart, network drop) is replaced on checkout
-            check=_check_if_idle,
+            check=self._check_if_idle,
             name="duetime",
             timeout=pool_timeout,  # how long a caller waits for a connection in an outage
         )
@@ -300,16 +300,38 @@ class PostgresDriver(Driver):
         if not _read_only_node(native, exc):
             return None
         native.close()
-        with self._drain_lock:
-            drain = _opened.get(native, 0.0) > self._drained_at  # else that drain covers it
-            if drain:
-                self._drained_at = time.monotonic()
-        if drain:
-            self._pool.drain()
+        self._drain_opened_before(native)
         return StoreUnavailable(
             f"PostgreSQL at {self.where()} failed: {_reason(exc)}: the server is read-only "
             "now (a standby, or a primary demoted or fenced by a failover); reconnecting"
         )
+
+    def _check_if_idle(self, conn: psycopg.Connection[Any]) -> None:
+        """The pool's checkout check: a round trip only for a connection that sat idle (one in
+        use moments ago is alive; a dead one fails its statement and is replaced). One found
+        dead drains the pool: the others opened before it are most likely dead as well (a
+        server restart, a failover), and psycopg_pool pauses after each failed check but the
+        first, 1 s, then 2, 4, 8 s... (14 s for five dead connections), where a fresh
+        connection takes milliseconds."""
+        if time.monotonic() - _used.get(conn, 0.0) <= _CHECK_AFTER_IDLE:
+            return
+        try:
+            psycopg_pool.ConnectionPool.check_connection(conn)
+        except psycopg.Error:
+            self._drain_opened_before(conn)
+            raise
+
+    def _drain_opened_before(self, native: psycopg.Connection[Any]) -> None:
+        """`native` was found dead or on a read-only node: drop every connection the pool
+        holds (psycopg_pool's drain: the idle ones now, those in use when given back; the
+        pool opens new ones), since those opened before `native` are most likely in the
+        same state; unless a drain since `native` was opened did it already. The younger
+        ones go too: a reconnection each."""
+        with self._drain_lock:
+            if _opened.get(native, 0.0) <= self._drained_at:
+                return
+            self._drained_at = time.monotonic()
+        self._pool.drain()
 
     def translate(self, exc: BaseException) -> DuetimeError | None:
         if isinstance(exc, psycopg_pool.PoolTimeout):
@@ -412,13 +434,6 @@ def _no_autocommit(native: psycopg.Connection[Any]) -> None:
         native.autocommit = False
     except Exception:
         native.close()
-
-
-def _check_if_idle(conn: psycopg.Connection[Any]) -> None:
-    """The pool's checkout check: a round trip only for a connection that sat idle (one in
-    use moments ago is alive; a dead one fails its statement and is replaced)."""
-    if time.monotonic() - _used.get(conn, 0.0) > _CHECK_AFTER_IDLE:
-        psycopg_pool.ConnectionPool.check_connection(conn)
 
 
 def _configure(conn: psycopg.Connection[Any]) -> None:

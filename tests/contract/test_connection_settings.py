@@ -7,12 +7,13 @@ from __future__ import annotations
 import socket
 import time
 from collections.abc import Iterator
+from contextlib import ExitStack
 from typing import Any
 from urllib.parse import quote
 
 import pytest
 
-from duetime.core.errors import ConfigurationError, StoreUnavailable
+from duetime.core.errors import ConfigurationError, StoreError, StoreUnavailable
 from kit import kit_named
 
 
@@ -154,6 +155,50 @@ def test_postgres_a_session_idle_in_a_transaction_is_ended_and_replaced(
                 c.native.execute("SELECT 2")
     with driver.transaction() as c:
         assert c.native.execute("SELECT 3").fetchone()[0] == 3
+
+
+def test_postgres_connections_that_died_idle_cost_no_pause_each(
+    pg_driver_factory: Any, pg_database_url: str
+) -> None:
+    """A server restart or a failover while the pool sat idle ends every pooled session; the
+    first call then finds them dead one by one as it checks them (each idle past
+    _CHECK_AFTER_IDLE), and psycopg_pool pauses after each dead one, doubling (1 + 2 + 4 + 8 s
+    for five: 14 s measured). The first dead one found must drain the others, so the call
+    waits for one fresh connection, not a pause per dead one."""
+    import psycopg
+
+    from duetime.store.postgres.driver import _CHECK_AFTER_IDLE
+
+    driver = pg_driver_factory()
+    with ExitStack() as stack:
+        held = [stack.enter_context(driver.transaction()) for _ in range(5)]
+        pids = [c.native.execute("SELECT pg_backend_pid()").fetchone()[0] for c in held]
+    time.sleep(_CHECK_AFTER_IDLE + 0.5)  # each is checked when next taken
+    with psycopg.connect(pg_database_url, autocommit=True) as admin:
+        admin.execute("SELECT pg_terminate_backend(pid) FROM unnest(%s::int[]) AS pid", (pids,))
+    started = time.monotonic()
+    with driver.single() as c:
+        assert c.native.execute("SELECT pg_backend_pid()").fetchone()[0] not in pids
+    took = time.monotonic() - started
+    assert took < 4.0, f"the first call after the pool's sessions died took {took:.1f} s"
+
+
+def test_postgres_a_write_in_a_read_only_transaction_on_a_writable_server_is_no_outage(
+    pg_driver_factory: Any,
+) -> None:
+    """25006 (cannot execute ... in a read-only transaction) means a lost primary only when
+    the server itself is read-only (tests/integration/test_failover.py); a write in a
+    transaction declared READ ONLY on a writable one stays a statement's error, and the
+    session stays in the pool."""
+    driver = pg_driver_factory()
+    with driver.transaction() as c:
+        pid = c.native.execute("SELECT pg_backend_pid()").fetchone()[0]
+    with pytest.raises(StoreError, match="read-only transaction") as raised:
+        with driver.transaction(snapshot=True) as c, driver.translated():
+            c.native.execute("CREATE TEMP TABLE written (n int)")
+    assert not isinstance(raised.value, StoreUnavailable)
+    with driver.transaction() as c:
+        assert c.native.execute("SELECT pg_backend_pid()").fetchone()[0] == pid
 
 
 # -- MariaDB / MySQL ----------------------------------------------------------------------------

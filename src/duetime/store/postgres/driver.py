@@ -3,16 +3,19 @@ locks (FOR UPDATE SKIP LOCKED) for races between processes and machines.
 
 Instants are timestamptz; lists travel as arrays.
 
-Past 450 lines because one dialect's connection life lives here whole: the pool, the session
-settings each connection gets (keepalives, server-side timeouts, each only where the URL or the
-server set nothing), how errors map to duetime's (a lost session reads as StoreUnavailable),
-and the LISTEN connection; splitting them would spread one connection's story over files.
+Past 450 lines because one dialect's connection life lives here whole: the pool and how it
+replaces lost connections (at most 2 s apart; all of them once one is found dead or on a node
+turned read-only), the session settings each connection gets (keepalives, server-side
+timeouts, each only where the URL or the server set nothing), how errors map to duetime's (a
+lost session, or one on a demoted primary, reads as StoreUnavailable), and the LISTEN
+connection; splitting them would spread one connection's story over files.
 """
 
 from __future__ import annotations
 
 import json
 import re
+import threading
 import time
 import weakref
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -26,6 +29,7 @@ from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from psycopg.rows import dict_row
 from psycopg.types.json import set_json_dumps
+from psycopg_pool.pool import AddConnection, MaintenanceTask
 
 from duetime.core.errors import (
     DuetimeError,
@@ -60,6 +64,8 @@ class PostgresDriver(Driver):
         # parameters: the URL's own values win); the session's timeouts are set in _configure
         self.conninfo = with_connection_defaults(url)
         self._copy_types: dict[str, tuple[list[str], list[str]]] = {}
+        self._drain_lock = threading.Lock()
+        self._drained_at = 0.0  # time.monotonic() of the last drain (_drain_opened_before)
         # prepared server-side (the pool's connections prepare nothing else, see _configure):
         # two plain inserts, whose plans cannot depend on their parameters; one-at-a-time
         # enqueue then skips its parse and plan on every call, and enqueue_many on every slice
@@ -72,21 +78,19 @@ class PostgresDriver(Driver):
             raise StoreUnavailable(
                 f"cannot connect to PostgreSQL at {self.where()}: {_reason(exc)}"
             ) from None
-        self._pool: psycopg_pool.ConnectionPool[psycopg.Connection[Any]] = (
-            psycopg_pool.ConnectionPool(
-                self.conninfo,
-                min_size=min_size,
-                max_size=max_size,
-                open=True,
-                # nothing is prepared server-side unless asked (execute's prepare=True):
-                # each statement is planned for its own parameters (see _configure)
-                kwargs={"autocommit": False, "prepare_threshold": _PREPARE_ONLY_WHEN_ASKED},
-                configure=_configure,
-                # a connection that died (server restart, network drop) is replaced on checkout
-                check=_check_if_idle,
-                name="duetime",
-                timeout=pool_timeout,  # how long a caller waits for a connection in an outage
-            )
+        self._pool: _ReconnectingPool = _ReconnectingPool(
+            self.conninfo,
+            min_size=min_size,
+            max_size=max_size,
+            open=True,
+            # nothing is prepared server-side unless asked (execute's prepare=True):
+            # each statement is planned for its own parameters (see _configure)
+            kwargs={"autocommit": False, "prepare_threshold": _PREPARE_ONLY_WHEN_ASKED},
+            configure=_configure,
+            # a connection that died (server restart, network drop) is replaced on checkout
+            check=self._check_if_idle,
+            name="duetime",
+            timeout=pool_timeout,  # how long a caller waits for a connection in an outage
         )
         # the first call then finds its connection ready: one waiting for it would make the
         # pool open a second one as well (a one-shot command would open three in all)
@@ -128,10 +132,13 @@ class PostgresDriver(Driver):
                     native.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
             yield Connection(self, native)
         except BaseException as exc:
+            lost = self._dropped_if_read_only(native, exc)
             try:
                 pooled.__exit__(type(exc), exc, exc.__traceback__)  # rolls back
             except Exception:
                 pass
+            if lost is not None:
+                raise lost from exc
             raise
         with self.translated():
             pooled.__exit__(None, None, None)  # commits
@@ -159,12 +166,15 @@ class PostgresDriver(Driver):
                         rows: list[Row] = []
                         if cur.description is not None:
                             rows = list(cur.fetchall())
-                except BaseException:
+                except BaseException as exc:
                     try:
                         if native.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
                             native.rollback()
                     except psycopg.Error:
                         pass  # closed below: the statement's error is the one to raise
+                    lost = self._dropped_if_read_only(native, exc)
+                    if lost is not None:
+                        raise lost from exc
                     raise
                 finally:
                     if native.info.transaction_status == psycopg.pq.TransactionStatus.IDLE:
@@ -185,11 +195,14 @@ class PostgresDriver(Driver):
             native.autocommit = True
             yield Connection(self, native)
         except BaseException as exc:
+            lost = self._dropped_if_read_only(native, exc)
             _no_autocommit(native)
             try:
                 pooled.__exit__(type(exc), exc, exc.__traceback__)
             except Exception:
                 pass
+            if lost is not None:
+                raise lost from exc
             raise
         _no_autocommit(native)
         with self.translated():
@@ -282,6 +295,50 @@ class PostgresDriver(Driver):
     def encode_time(self, value: datetime) -> datetime:
         return value
 
+    def _dropped_if_read_only(
+        self, native: psycopg.Connection[Any], exc: BaseException
+    ) -> StoreUnavailable | None:
+        """A pooled session that found its node read-only (_read_only_node) is closed, so
+        the pool replaces it by one to the read-write host, and so are the pool's other
+        connections opened before (drain: the idle ones now, those in use when given back;
+        they are on that node too). Returns the error to raise then, StoreUnavailable, as a
+        lost primary's (callers retry), not a statement's; None for any other error."""
+        if not _read_only_node(native, exc):
+            return None
+        native.close()
+        self._drain_opened_before(native)
+        return StoreUnavailable(
+            f"PostgreSQL at {self.where()} failed: {_reason(exc)}: the server is read-only "
+            "now (a standby, or a primary demoted or fenced by a failover); reconnecting"
+        )
+
+    def _check_if_idle(self, conn: psycopg.Connection[Any]) -> None:
+        """The pool's checkout check: a round trip only for a connection that sat idle (one in
+        use moments ago is alive; a dead one fails its statement and is replaced). One found
+        dead drains the pool: the others opened before it are most likely dead as well (a
+        server restart, a failover), and psycopg_pool pauses after each failed check but the
+        first, 1 s, then 2, 4, 8 s... (14 s for five dead connections), where a fresh
+        connection takes milliseconds."""
+        if time.monotonic() - _used.get(conn, 0.0) <= _CHECK_AFTER_IDLE:
+            return
+        try:
+            psycopg_pool.ConnectionPool.check_connection(conn)
+        except psycopg.Error:
+            self._drain_opened_before(conn)
+            raise
+
+    def _drain_opened_before(self, native: psycopg.Connection[Any]) -> None:
+        """`native` was found dead or on a read-only node: drop every connection the pool
+        holds (psycopg_pool's drain: the idle ones now, those in use when given back; the
+        pool opens new ones), since those opened before `native` are most likely in the
+        same state; unless a drain since `native` was opened did it already. The younger
+        ones go too: a reconnection each."""
+        with self._drain_lock:
+            if _opened.get(native, 0.0) <= self._drained_at:
+                return
+            self._drained_at = time.monotonic()
+        self._pool.drain()
+
     def translate(self, exc: BaseException) -> DuetimeError | None:
         if isinstance(exc, psycopg_pool.PoolTimeout):
             return StoreUnavailable(f"no connection to PostgreSQL at {self.where()} in time")
@@ -344,6 +401,25 @@ class PostgresDriver(Driver):
         self._pool.close()
 
 
+# the longest wait between two attempts to replace a lost connection (s), see _ReconnectingPool
+RECONNECT_DELAY_MAX = 2.0
+
+
+class _ReconnectingPool(psycopg_pool.ConnectionPool[psycopg.Connection[Any]]):
+    """psycopg_pool's pool, but a lost connection is tried again at most RECONNECT_DELAY_MAX s
+    apart. psycopg_pool doubles the delay after each failed attempt (1, 2, 4, 8, 16, 32 s ...,
+    for up to reconnect_timeout, 5 minutes) and has no setting to bound it: after an outage of
+    T s its next attempt came up to T s after the database was back (a 52 s failover: the
+    workers started again 6 to 20 s after the promotion, docs/production.md). The attempts
+    still back off, 1 s then 2 s apart; each costs a refused connection or, on a standby or a
+    node kept read-only, libpq's target_session_attrs check, and logs one warning."""
+
+    def schedule_task(self, task: MaintenanceTask, delay: float) -> None:
+        if isinstance(task, AddConnection):
+            delay = min(delay, RECONNECT_DELAY_MAX)
+        super().schedule_task(task, delay)
+
+
 # a count of executions no statement reaches: psycopg then prepares only what is asked for
 # (None would refuse even that)
 _PREPARE_ONLY_WHEN_ASKED = 2**62
@@ -351,6 +427,30 @@ _PREPARE_ONLY_WHEN_ASKED = 2**62
 # when each pooled connection last finished a transaction (weak keys: the pool discards some)
 _used: weakref.WeakKeyDictionary[Any, float] = weakref.WeakKeyDictionary()
 _CHECK_AFTER_IDLE = 2.0  # seconds: a connection idle longer is checked before it is reused
+# when each pooled connection was opened (time.monotonic(), set in _configure)
+_opened: weakref.WeakKeyDictionary[Any, float] = weakref.WeakKeyDictionary()
+
+
+def _read_only_node(native: psycopg.Connection[Any], exc: BaseException) -> bool:
+    """True when `exc` (or the error it was raised from) is a write refused because the
+    session's server is read-only as a whole: SQLSTATE 25006 (cannot execute ... in a
+    read-only transaction) in a session whose server reports default_transaction_read_only
+    or in_hot_standby on (PostgreSQL 14+ reports both to the client at every change; an
+    older server reports neither, and then a 25006 counts as well: duetime's own read-only
+    transactions never write). The pooled connection was opened on a read-write primary
+    (target_session_attrs) since demoted or fenced, for instance by a failover manager that
+    keeps the old primary running read-only. A write in a transaction declared READ ONLY
+    on a read-write server is not that."""
+    if not any(isinstance(e, psycopg.errors.ReadOnlySqlTransaction) for e in (exc, exc.__cause__)):
+        return False
+    try:
+        reported = [
+            native.info.parameter_status(name)
+            for name in ("default_transaction_read_only", "in_hot_standby")
+        ]
+    except psycopg.Error:
+        return True  # closed meanwhile: replaced either way
+    return "on" in reported or reported == [None, None]
 
 
 def _no_autocommit(native: psycopg.Connection[Any]) -> None:
@@ -360,13 +460,6 @@ def _no_autocommit(native: psycopg.Connection[Any]) -> None:
         native.autocommit = False
     except Exception:
         native.close()
-
-
-def _check_if_idle(conn: psycopg.Connection[Any]) -> None:
-    """The pool's checkout check: a round trip only for a connection that sat idle (one in
-    use moments ago is alive; a dead one fails its statement and is replaced)."""
-    if time.monotonic() - _used.get(conn, 0.0) > _CHECK_AFTER_IDLE:
-        psycopg_pool.ConnectionPool.check_connection(conn)
 
 
 def _configure(conn: psycopg.Connection[Any]) -> None:
@@ -396,7 +489,7 @@ def _configure(conn: psycopg.Connection[Any]) -> None:
             pass
     finally:
         conn.autocommit = autocommit
-    _used[conn] = time.monotonic()
+    _used[conn] = _opened[conn] = time.monotonic()
 
 
 # Settings of each session, so that a connection lost in the middle of a transaction (a

@@ -150,7 +150,7 @@ def test_args_are_encoded_as_the_shared_encoder_would_and_a_circular_value_is_re
         assert dump_args(given, 1024)[1] == _ARGS_ENCODER.encode(given)
     loop: dict[str, Any] = {}
     loop["self"] = [loop]
-    with pytest.raises(InvalidRequest, match="nest"):
+    with pytest.raises(InvalidRequest, match="contain themselves"):
         dump_args({"x": loop}, 1024)
     with pytest.raises(InvalidRequest, match="plain JSON"):
         dump_args({"x": float("inf")}, 1024)

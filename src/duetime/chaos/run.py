@@ -475,7 +475,7 @@ class Partition:
         give_up = time.monotonic() + 20
         while True:
             pids = {p.pid for p in self.pool.alive()}
-            held = _held_by(self.url, pids)
+            held = _held_by(self.url, pids) or []
             if held or time.monotonic() > give_up:
                 break
             time.sleep(0.05)
@@ -485,7 +485,8 @@ class Partition:
         # job it held a moment before may have ended just before the cut, and nothing needs
         # to take that one over; one claimed meanwhile counts)
         time.sleep(0.5)
-        held = _held_by(self.url, pids)
+        after = _held_by(self.url, pids, tries=10)
+        held = held if after is None else after  # unreadable: what it held before the cut
         self.cut_pid = next(iter(pids), None)
         self.held_jobs = held
         note("partition_cut", self.cut_pid, f"{self.hold:g}s, holding jobs {held}")
@@ -577,20 +578,26 @@ def _iso(at: float | None) -> str | None:
     )
 
 
-def _held_by(url: str, pids: set[int]) -> list[tuple[int, int]]:
-    """The (job id, generation) of the running attempts of these worker pids."""
-    try:
-        with psycopg.connect(url, autocommit=True, connect_timeout=2) as conn:
-            rows = conn.execute(
-                # through the running jobs (migration 17: no index on running attempts)
-                "SELECT a.job_id, a.generation, a.worker_id FROM duetime_jobs j"
-                " JOIN duetime_attempts a ON a.job_id = j.id AND a.generation = j.generation"
-                " AND a.claim_token = j.claim_token"
-                " WHERE j.status IN ('running', 'cancel_requested') AND a.status = 'running'"
-            ).fetchall()
-    except psycopg.Error:
-        return []
-    return sorted((int(j), int(g)) for j, g, w in rows if checker.pid_of(str(w)) in pids)
+def _held_by(url: str, pids: set[int], tries: int = 1) -> list[tuple[int, int]] | None:
+    """The (job id, generation) of the running attempts of these worker pids; None if the
+    database did not answer in `tries` attempts half a second apart (a failover)."""
+    for attempt in range(tries):
+        if attempt:
+            time.sleep(0.5)
+        try:
+            with psycopg.connect(url, autocommit=True, connect_timeout=2) as conn:
+                rows = conn.execute(
+                    # through the running jobs (migration 17: no index on running attempts)
+                    "SELECT a.job_id, a.generation, a.worker_id FROM duetime_jobs j"
+                    " JOIN duetime_attempts a ON a.job_id = j.id"
+                    " AND a.generation = j.generation AND a.claim_token = j.claim_token"
+                    " WHERE j.status IN ('running', 'cancel_requested')"
+                    " AND a.status = 'running'"
+                ).fetchall()
+        except psycopg.Error:
+            continue
+        return sorted((int(j), int(g)) for j, g, w in rows if checker.pid_of(str(w)) in pids)
+    return None
 
 
 # -- the run --------------------------------------------------------------------------------

@@ -211,13 +211,14 @@ def dump_args(args: Any, max_bytes: int) -> tuple[dict[str, Any], str]:
         raise InvalidRequest("args must be a JSON object: every key must be a string")
     try:
         text = _encode_args(args)
-    except RecursionError:
-        text = ""  # far too deep (or circular): refused below
+    except RecursionError:  # far too deep, or circular (the encoder keeps no record of that)
+        raise InvalidRequest(
+            f"args nest more than {MAX_ARGS_DEPTH} levels deep or contain themselves; "
+            "flatten the structure"
+        ) from None
     except (TypeError, ValueError) as exc:
         raise InvalidRequest(f"args must be plain JSON values: {exc}") from None
-    if not text or (
-        text.count("{") + text.count("[") > MAX_ARGS_DEPTH and _nesting(args) > MAX_ARGS_DEPTH
-    ):
+    if text.count("{") + text.count("[") > MAX_ARGS_DEPTH and _nesting(args) > MAX_ARGS_DEPTH:
         raise InvalidRequest(
             f"args nest more than {MAX_ARGS_DEPTH} levels deep; flatten the structure"
         )

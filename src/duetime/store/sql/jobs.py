@@ -136,10 +136,11 @@ class Jobs(Part):
     def _enqueue(self, c: Connection, jobs: Sequence[NewJob], now: datetime) -> list[Enqueued]:
         if not isinstance(jobs, NewJobs) and any(_keyed(j) for j in jobs):
             # jobs of a sequence or with a unique window go one at a time, in the request's
-            # order; the others as one job each. The batch's sequence rows are locked first,
-            # in key order (as settle_sequences does), so that two batches naming the same
-            # sequences in other orders take turns instead of deadlocking
-            for tenant, key in sorted({(j.tenant, j.sequence_key) for j in jobs if j.sequence_key}):
+            # order; the others as one job each. A batch of several sequences locks their
+            # rows in key order first (as settle_sequences does), so that two batches naming
+            # the same sequences in other orders take turns instead of deadlocking
+            keys = sorted({(j.tenant, j.sequence_key) for j in jobs if j.sequence_key})
+            for tenant, key in keys if len(keys) > 1 else ():
                 c.run("lock_sequence", tenant=tenant, sequence_key=key)
             return [
                 self._enqueue_keyed(c, j, now) if _keyed(j) else self._enqueue(c, [j], now)[0]

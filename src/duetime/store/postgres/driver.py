@@ -604,23 +604,50 @@ def _micros(at: datetime) -> int:
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
+# how often (s) a listener asks its server whether it is read-only now (_Listener.wait)
+LISTENER_CHECK_EVERY = 5.0
+_READ_ONLY_NOW = (
+    "SELECT pg_is_in_recovery() OR current_setting('default_transaction_read_only')::boolean"
+)
+
+
 class _Listener:
-    """LISTEN on a connection of its own (autocommit): the worker's wake-ups."""
+    """LISTEN on a connection of its own (autocommit): the worker's wake-ups.
+
+    It never writes, so a node turned read-only under it (a primary fenced in place by a
+    failover manager, the standby promoted) would never show it the 25006 the pool's
+    connections meet, and it would hear nothing from the new primary until the process
+    restarted. So every LISTENER_CHECK_EVERY s, and in its first wait, it asks the server
+    (one round trip); on a read-only node it fails with StoreUnavailable, and the worker
+    opens it again (runtime/wakeups.py), where target_session_attrs=read-write leads."""
 
     def __init__(self, url: str, driver: PostgresDriver) -> None:
         self.driver = driver
         self.conn = psycopg.connect(url, autocommit=True, connect_timeout=10)
         _configure(self.conn)  # its keepalives tell a silently lost server within seconds
         self.conn.execute(f"LISTEN {CHANNEL}")
+        self._checked = 0.0  # time.monotonic() of the last _READ_ONLY_NOW
 
     def wait(self, timeout: float) -> list[Wakeup]:
         found: list[Wakeup] = []
         with self.driver.translated():
+            if time.monotonic() - self._checked >= LISTENER_CHECK_EVERY:
+                self._check_writable()
             for note in self.conn.notifies(timeout=timeout, stop_after=1):
                 found.append(_wakeup(note.payload))
             if found:  # and whatever else is waiting, without waiting
                 found.extend(_wakeup(n.payload) for n in self.conn.notifies(timeout=0))
         return found
+
+    def _check_writable(self) -> None:
+        row = self.conn.execute(_READ_ONLY_NOW).fetchone()
+        self._checked = time.monotonic()
+        if row is not None and row[0]:
+            raise StoreUnavailable(
+                f"PostgreSQL at {self.driver.where()}: the listener's server is read-only now "
+                "(a standby, or a primary demoted or fenced by a failover); its wake-ups "
+                "stopped, reconnecting"
+            )
 
     def close(self) -> None:
         self.conn.close()

@@ -4,11 +4,12 @@ locks (FOR UPDATE SKIP LOCKED) for races between processes and machines.
 Instants are timestamptz; lists travel as arrays.
 
 Past 450 lines because one dialect's connection life lives here whole: the pool and how it
-replaces lost connections (at most 2 s apart; all of them once one is found dead or on a node
-turned read-only), the session settings each connection gets (keepalives, server-side
-timeouts, each only where the URL or the server set nothing), how errors map to duetime's (a
-lost session, or one on a demoted primary, reads as StoreUnavailable), and the LISTEN
-connection; splitting them would spread one connection's story over files.
+replaces lost connections (at most 2 s apart, jittered; all of them once two in a row are
+found dead or one on a node turned read-only), the session settings each connection gets
+(keepalives, server-side timeouts, each only where the URL or the server set nothing), how
+errors map to duetime's (a lost session, or one on a demoted primary, reads as
+StoreUnavailable), and the LISTEN connection (which checks that its node still takes
+writes); splitting them would spread one connection's story over files.
 """
 
 from __future__ import annotations

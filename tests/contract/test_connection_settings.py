@@ -157,30 +157,79 @@ def test_postgres_a_session_idle_in_a_transaction_is_ended_and_replaced(
         assert c.native.execute("SELECT 3").fetchone()[0] == 3
 
 
-def test_postgres_connections_that_died_idle_cost_no_pause_each(
-    pg_driver_factory: Any, pg_database_url: str
-) -> None:
-    """A server restart or a failover while the pool sat idle ends every pooled session; the
-    first call then finds them dead one by one as it checks them (each idle past
-    _CHECK_AFTER_IDLE), and psycopg_pool pauses after each dead one, doubling (1 + 2 + 4 + 8 s
-    for five: 14 s measured). The first dead one found must drain the others, so the call
-    waits for one fresh connection, not a pause per dead one."""
+def _pool_pids(driver: Any, count: int) -> set[int]:
+    """The backend pids of `count` pooled connections held at once."""
+    with ExitStack() as stack:
+        held = [stack.enter_context(driver.transaction()) for _ in range(count)]
+        return {c.native.execute("SELECT pg_backend_pid()").fetchone()[0] for c in held}
+
+
+def _every_pool_pid(driver: Any) -> set[int]:
+    """The backend pids of every connection the pool holds (all taken at once)."""
+    return _pool_pids(driver, driver._pool.get_stats()["pool_size"])
+
+
+def _terminate(url: str, pids: set[int]) -> None:
     import psycopg
 
-    from duetime.store.postgres.driver import _CHECK_AFTER_IDLE
+    with psycopg.connect(url, autocommit=True) as admin:
+        admin.execute(
+            "SELECT pg_terminate_backend(pid) FROM unnest(%s::int[]) AS pid", (sorted(pids),)
+        )
 
+
+@pytest.fixture
+def failed_checks(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Every pooled connection is checked at checkout (as if each sat idle past
+    _CHECK_AFTER_IDLE); the list grows by one per check that found its connection dead."""
+    import psycopg_pool
+
+    from duetime.store.postgres import driver as pg
+
+    monkeypatch.setattr(pg, "_CHECK_AFTER_IDLE", -1.0)
+    failed: list[int] = []
+    check = psycopg_pool.ConnectionPool.check_connection
+
+    def counted(conn: Any) -> None:
+        try:
+            check(conn)
+        except Exception:
+            failed.append(1)
+            raise
+
+    monkeypatch.setattr(psycopg_pool.ConnectionPool, "check_connection", staticmethod(counted))
+    return failed
+
+
+def test_postgres_connections_that_died_idle_cost_no_check_each(
+    pg_driver_factory: Any, pg_database_url: str, failed_checks: list[int]
+) -> None:
+    """A server restart or a failover while the pool sat idle ends every pooled session; the
+    first call then finds them dead one by one as it checks them, and psycopg_pool pauses
+    after each dead one but the first, doubling (1 + 2 + 4 + 8 s for five: 14 s measured).
+    A second dead one in a row must drain the others, so the call checks two and waits for
+    one fresh connection."""
     driver = pg_driver_factory()
-    with ExitStack() as stack:
-        held = [stack.enter_context(driver.transaction()) for _ in range(5)]
-        pids = [c.native.execute("SELECT pg_backend_pid()").fetchone()[0] for c in held]
-    time.sleep(_CHECK_AFTER_IDLE + 0.5)  # each is checked when next taken
-    with psycopg.connect(pg_database_url, autocommit=True) as admin:
-        admin.execute("SELECT pg_terminate_backend(pid) FROM unnest(%s::int[]) AS pid", (pids,))
-    started = time.monotonic()
+    pids = _pool_pids(driver, 5)
+    _terminate(pg_database_url, pids)
     with driver.single() as c:
         assert c.native.execute("SELECT pg_backend_pid()").fetchone()[0] not in pids
-    took = time.monotonic() - started
-    assert took < 4.0, f"the first call after the pool's sessions died took {took:.1f} s"
+    assert len(failed_checks) <= 2  # not one per dead session
+
+
+def test_postgres_one_pooled_session_ended_alone_costs_that_session_only(
+    pg_driver_factory: Any, pg_database_url: str, failed_checks: list[int]
+) -> None:
+    """One pooled session ended alone (the server's idle_session_timeout, a load balancer's
+    idle reset, pg_terminate_backend) is replaced on its own: the next connection checked is
+    alive, so the pool is not drained, and its other sessions stay (their backends)."""
+    driver = pg_driver_factory()
+    before = _pool_pids(driver, 4)
+    ended = min(before)
+    _terminate(pg_database_url, {ended})
+    _pool_pids(driver, 4)  # meets the dead one among them
+    assert failed_checks == [1]
+    assert before - {ended} <= _every_pool_pid(driver)
 
 
 def test_postgres_a_write_in_a_read_only_transaction_on_a_writable_server_is_no_outage(
@@ -189,16 +238,17 @@ def test_postgres_a_write_in_a_read_only_transaction_on_a_writable_server_is_no_
     """25006 (cannot execute ... in a read-only transaction) means a lost primary only when
     the server itself is read-only (tests/integration/test_failover.py); a write in a
     transaction declared READ ONLY on a writable one stays a statement's error, and the
-    session stays in the pool."""
+    session stays in the pool, as do the pool's others."""
     driver = pg_driver_factory()
-    with driver.transaction() as c:
-        pid = c.native.execute("SELECT pg_backend_pid()").fetchone()[0]
+    before = _pool_pids(driver, 3)
     with pytest.raises(StoreError, match="read-only transaction") as raised:
         with driver.transaction(snapshot=True) as c, driver.translated():
-            c.native.execute("CREATE TEMP TABLE written (n int)")
+            native = c.native
+            pid = native.execute("SELECT pg_backend_pid()").fetchone()[0]
+            native.execute("CREATE TEMP TABLE written (n int)")
     assert not isinstance(raised.value, StoreUnavailable)
-    with driver.transaction() as c:
-        assert c.native.execute("SELECT pg_backend_pid()").fetchone()[0] == pid
+    assert pid in before and not native.closed
+    assert before <= _every_pool_pid(driver)  # none closed, none drained
 
 
 # -- MariaDB / MySQL ----------------------------------------------------------------------------

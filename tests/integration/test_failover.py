@@ -531,6 +531,47 @@ def test_connections_left_on_a_node_turned_read_only_are_replaced(
         old.stop()
 
 
+def test_a_listener_on_a_node_turned_read_only_moves_to_the_new_primary(
+    async_pair: ReplicatedPair,
+) -> None:
+    """A worker's LISTEN connection never writes, so it never meets 25006: left on a primary
+    fenced in place (read-only) after the standby's promotion, it would hear nothing of the
+    new primary's NOTIFYs until the process restarted. It must find its node read-only
+    itself (every LISTENER_CHECK_EVERY s) and fail with StoreUnavailable; the worker opens it
+    again (runtime/wakeups.py), on the new primary, whose wake-ups it then hears."""
+    from duetime.store.postgres.driver import CHANNEL, PostgresDriver
+
+    pair = async_pair
+    old = pair.primary
+    driver = PostgresDriver(pair.url(), pool_timeout=5.0)
+    listener = driver.listener()
+    try:
+        assert listener.wait(0.1) == []
+        with psycopg.connect(pair.primary_url(), autocommit=True) as conn:
+            conn.execute("ALTER SYSTEM SET default_transaction_read_only = on")
+            conn.execute("SELECT pg_reload_conf()")
+        pair.promote()  # the old primary keeps running, read-only
+        failures: list[BaseException] = []
+        heard = False
+        deadline = time.monotonic() + 60  # no fix: the old node's listener hears nothing
+        while not heard and time.monotonic() < deadline:
+            with psycopg.connect(pair.primary_url(), autocommit=True) as conn:
+                conn.execute("SELECT pg_notify(%s, %s)", (CHANNEL, "fenced\t0"))
+            try:
+                heard = any(w.queue == "fenced" for w in listener.wait(0.5))
+            except StoreUnavailable as exc:  # as the worker does: closed, opened again
+                failures.append(exc)
+                listener.close()
+                listener = driver.listener()
+        assert heard, "no wake-up from the new primary reached the listener"
+        assert len(failures) == 1, failures
+        assert "read-only" in str(failures[0])
+    finally:
+        listener.close()
+        driver.close()
+        old.stop()
+
+
 # -- fencing across a promotion ----------------------------------------------------------------
 
 

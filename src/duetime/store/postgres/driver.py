@@ -4,16 +4,19 @@ locks (FOR UPDATE SKIP LOCKED) for races between processes and machines.
 Instants are timestamptz; lists travel as arrays.
 
 Past 450 lines because one dialect's connection life lives here whole: the pool and how it
-replaces lost connections (at most 2 s apart; all of them once one is found dead or on a node
-turned read-only), the session settings each connection gets (keepalives, server-side
-timeouts, each only where the URL or the server set nothing), how errors map to duetime's (a
-lost session, or one on a demoted primary, reads as StoreUnavailable), and the LISTEN
-connection; splitting them would spread one connection's story over files.
+replaces lost connections (at most 2 s apart, jittered; all of them once two in a row are
+found dead or one on a node turned read-only), the session settings each connection gets
+(keepalives, server-side timeouts, each only where the URL or the server set nothing), how
+errors map to duetime's (a lost session, or one on a demoted primary, reads as
+StoreUnavailable), and the LISTEN connection (which checks that its node still takes
+writes); splitting them would spread one connection's story over files.
 """
 
 from __future__ import annotations
 
 import json
+import logging
+import random
 import re
 import threading
 import time
@@ -25,11 +28,11 @@ from typing import Any
 
 import psycopg
 import psycopg_pool
+import psycopg_pool.pool
 from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from psycopg.rows import dict_row
 from psycopg.types.json import set_json_dumps
-from psycopg_pool.pool import AddConnection, MaintenanceTask
 
 from duetime.core.errors import (
     DuetimeError,
@@ -64,8 +67,6 @@ class PostgresDriver(Driver):
         # parameters: the URL's own values win); the session's timeouts are set in _configure
         self.conninfo = with_connection_defaults(url)
         self._copy_types: dict[str, tuple[list[str], list[str]]] = {}
-        self._drain_lock = threading.Lock()
-        self._drained_at = 0.0  # time.monotonic() of the last drain (_drain_opened_before)
         # prepared server-side (the pool's connections prepare nothing else, see _configure):
         # two plain inserts, whose plans cannot depend on their parameters; one-at-a-time
         # enqueue then skips its parse and plan on every call, and enqueue_many on every slice
@@ -78,6 +79,13 @@ class PostgresDriver(Driver):
             raise StoreUnavailable(
                 f"cannot connect to PostgreSQL at {self.where()}: {_reason(exc)}"
             ) from None
+        if not RECONNECTS_CAPPED:
+            log.warning(
+                "psycopg_pool %s lacks the internals duetime caps its reconnection delay with "
+                "(duetime supports psycopg-pool 3.3): after an outage, lost connections are "
+                "tried again up to minutes apart",
+                psycopg_pool.__version__,
+            )
         self._pool: _ReconnectingPool = _ReconnectingPool(
             self.conninfo,
             min_size=min_size,
@@ -87,8 +95,8 @@ class PostgresDriver(Driver):
             # each statement is planned for its own parameters (see _configure)
             kwargs={"autocommit": False, "prepare_threshold": _PREPARE_ONLY_WHEN_ASKED},
             configure=_configure,
-            # a connection that died (server restart, network drop) is replaced on checkout
-            check=self._check_if_idle,
+            # no check=: a connection that died (server restart, network drop) is replaced on
+            # checkout by _ReconnectingPool.getconn
             name="duetime",
             timeout=pool_timeout,  # how long a caller waits for a connection in an outage
         )
@@ -306,38 +314,11 @@ class PostgresDriver(Driver):
         if not _read_only_node(native, exc):
             return None
         native.close()
-        self._drain_opened_before(native)
+        self._pool.drain_opened_before(native)
         return StoreUnavailable(
             f"PostgreSQL at {self.where()} failed: {_reason(exc)}: the server is read-only "
             "now (a standby, or a primary demoted or fenced by a failover); reconnecting"
         )
-
-    def _check_if_idle(self, conn: psycopg.Connection[Any]) -> None:
-        """The pool's checkout check: a round trip only for a connection that sat idle (one in
-        use moments ago is alive; a dead one fails its statement and is replaced). One found
-        dead drains the pool: the others opened before it are most likely dead as well (a
-        server restart, a failover), and psycopg_pool pauses after each failed check but the
-        first, 1 s, then 2, 4, 8 s... (14 s for five dead connections), where a fresh
-        connection takes milliseconds."""
-        if time.monotonic() - _used.get(conn, 0.0) <= _CHECK_AFTER_IDLE:
-            return
-        try:
-            psycopg_pool.ConnectionPool.check_connection(conn)
-        except psycopg.Error:
-            self._drain_opened_before(conn)
-            raise
-
-    def _drain_opened_before(self, native: psycopg.Connection[Any]) -> None:
-        """`native` was found dead or on a read-only node: drop every connection the pool
-        holds (psycopg_pool's drain: the idle ones now, those in use when given back; the
-        pool opens new ones), since those opened before `native` are most likely in the
-        same state; unless a drain since `native` was opened did it already. The younger
-        ones go too: a reconnection each."""
-        with self._drain_lock:
-            if _opened.get(native, 0.0) <= self._drained_at:
-                return
-            self._drained_at = time.monotonic()
-        self._pool.drain()
 
     def translate(self, exc: BaseException) -> DuetimeError | None:
         if isinstance(exc, psycopg_pool.PoolTimeout):
@@ -404,20 +385,81 @@ class PostgresDriver(Driver):
 # the longest wait between two attempts to replace a lost connection (s), see _ReconnectingPool
 RECONNECT_DELAY_MAX = 2.0
 
+# psycopg_pool's private names the cap relies on (pyproject pins psycopg-pool to 3.3.x; the
+# unit test test_postgres_reconnect fails on a psycopg_pool that moved them)
+AddConnection: Any = getattr(psycopg_pool.pool, "AddConnection", None)
+RECONNECTS_CAPPED = isinstance(AddConnection, type) and callable(
+    getattr(psycopg_pool.ConnectionPool, "schedule_task", None)
+)
+log = logging.getLogger("duetime.store")
+
 
 class _ReconnectingPool(psycopg_pool.ConnectionPool[psycopg.Connection[Any]]):
     """psycopg_pool's pool, but a lost connection is tried again at most RECONNECT_DELAY_MAX s
-    apart. psycopg_pool doubles the delay after each failed attempt (1, 2, 4, 8, 16, 32 s ...,
-    for up to reconnect_timeout, 5 minutes) and has no setting to bound it: after an outage of
-    T s its next attempt came up to T s after the database was back (a 52 s failover: the
-    workers started again 6 to 20 s after the promotion, docs/production.md). The attempts
-    still back off, 1 s then 2 s apart; each costs a refused connection or, on a standby or a
-    node kept read-only, libpq's target_session_attrs check, and logs one warning."""
+    apart, and a checkout replaces a dead connection without psycopg_pool's pauses.
 
-    def schedule_task(self, task: MaintenanceTask, delay: float) -> None:
-        if isinstance(task, AddConnection):
-            delay = min(delay, RECONNECT_DELAY_MAX)
+    psycopg_pool doubles the delay after each failed attempt (1, 2, 4, 8, 16, 32 s ..., for up
+    to reconnect_timeout, 5 minutes) and has no setting to bound it: after an outage of T s
+    its next attempt came up to T s after the database was back (a 52 s failover: the workers
+    started again 6 to 20 s after the promotion, docs/production.md). The attempts still back
+    off, 1 s then 2 s apart, each capped delay drawn between half the cap and the cap, so that
+    the processes that lost the server together do not retry in step; each costs a refused
+    connection or, on a standby or a node kept read-only, libpq's target_session_attrs check,
+    and logs one warning per connection being replaced. Without the private names the cap
+    needs (RECONNECTS_CAPPED false), psycopg_pool's own delays apply, and the driver warns."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        self._drain_lock = threading.Lock()
+        self._last_drain = 0.0  # time.monotonic() of the last drain_opened_before's drain
+        super().__init__(*args, **kwargs)
+
+    def schedule_task(self, task: Any, delay: float) -> None:
+        if RECONNECTS_CAPPED and isinstance(task, AddConnection):
+            delay = min(delay, RECONNECT_DELAY_MAX * random.uniform(0.5, 1.0))
         super().schedule_task(task, delay)
+
+    def getconn(self, timeout: float | None = None) -> psycopg.Connection[Any]:
+        """psycopg_pool's, and a connection that sat idle past _CHECK_AFTER_IDLE is checked
+        first, a round trip (one in use moments ago is alive; a dead one fails its statement
+        and is replaced). One found dead is given back (the pool opens another in its place)
+        and the next one is checked, idle or not: a single session ended alone (the server's
+        idle_session_timeout, a load balancer's idle reset, pg_terminate_backend) costs that
+        session only. When the next one is dead too, the pool is drained (a restart, a
+        failover: the rest are most likely dead as well), so the caller waits for one fresh
+        connection, not a check per dead one (psycopg_pool's own check loop pauses after each
+        dead connection but the first, 1 s, then 2, 4, 8 s...: 14 s for five)."""
+        deadline = time.monotonic() + (self.timeout if timeout is None else timeout)
+        found_dead = False
+        while True:
+            conn = super().getconn(timeout=max(deadline - time.monotonic(), 0.0))
+            if not found_dead and time.monotonic() - _used.get(conn, 0.0) <= _CHECK_AFTER_IDLE:
+                return conn
+            try:
+                psycopg_pool.ConnectionPool.check_connection(conn)
+            except psycopg.Error:
+                pass
+            except BaseException:
+                self.putconn(conn)
+                raise
+            else:
+                return conn
+            conn.close()  # closed already; the pool discards it and opens another
+            self.putconn(conn)
+            if found_dead:
+                self.drain_opened_before(conn)
+            found_dead = True
+
+    def drain_opened_before(self, conn: psycopg.Connection[Any]) -> None:
+        """`conn` was found on a read-only node, or dead after another: drop every connection
+        the pool holds (psycopg_pool's drain: the idle ones now, those in use when given back;
+        the pool opens new ones), since those opened before `conn` are most likely in the
+        same state; unless a drain since `conn` was opened did it already. The younger ones go
+        too: a reconnection each."""
+        with self._drain_lock:
+            if _opened.get(conn, 0.0) <= self._last_drain:
+                return
+            self._last_drain = time.monotonic()
+        self.drain()
 
 
 # a count of executions no statement reaches: psycopg then prepares only what is asked for
@@ -478,7 +520,7 @@ def _configure(conn: psycopg.Connection[Any]) -> None:
     client_connection_check_interval, which a server on a system without the kernel events it
     needs (Windows) refuses: there it stays off. Both in autocommit (the settings are the
     session's either way), so no BEGIN and COMMIT round trips; and the connection counts as just
-    used, so its first checkout sends no check (_check_if_idle)."""
+    used, so its first checkout sends no check (_ReconnectingPool.getconn)."""
     autocommit = conn.autocommit
     conn.autocommit = True
     try:
@@ -563,23 +605,50 @@ def _micros(at: datetime) -> int:
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
+# how often (s) a listener asks its server whether it is read-only now (_Listener.wait)
+LISTENER_CHECK_EVERY = 5.0
+_READ_ONLY_NOW = (
+    "SELECT pg_is_in_recovery() OR current_setting('default_transaction_read_only')::boolean"
+)
+
+
 class _Listener:
-    """LISTEN on a connection of its own (autocommit): the worker's wake-ups."""
+    """LISTEN on a connection of its own (autocommit): the worker's wake-ups.
+
+    It never writes, so a node turned read-only under it (a primary fenced in place by a
+    failover manager, the standby promoted) would never show it the 25006 the pool's
+    connections meet, and it would hear nothing from the new primary until the process
+    restarted. So every LISTENER_CHECK_EVERY s, and in its first wait, it asks the server
+    (one round trip); on a read-only node it fails with StoreUnavailable, and the worker
+    opens it again (runtime/wakeups.py), where target_session_attrs=read-write leads."""
 
     def __init__(self, url: str, driver: PostgresDriver) -> None:
         self.driver = driver
         self.conn = psycopg.connect(url, autocommit=True, connect_timeout=10)
         _configure(self.conn)  # its keepalives tell a silently lost server within seconds
         self.conn.execute(f"LISTEN {CHANNEL}")
+        self._checked = 0.0  # time.monotonic() of the last _READ_ONLY_NOW
 
     def wait(self, timeout: float) -> list[Wakeup]:
         found: list[Wakeup] = []
         with self.driver.translated():
+            if time.monotonic() - self._checked >= LISTENER_CHECK_EVERY:
+                self._check_writable()
             for note in self.conn.notifies(timeout=timeout, stop_after=1):
                 found.append(_wakeup(note.payload))
             if found:  # and whatever else is waiting, without waiting
                 found.extend(_wakeup(n.payload) for n in self.conn.notifies(timeout=0))
         return found
+
+    def _check_writable(self) -> None:
+        row = self.conn.execute(_READ_ONLY_NOW).fetchone()
+        self._checked = time.monotonic()
+        if row is not None and row[0]:
+            raise StoreUnavailable(
+                f"PostgreSQL at {self.driver.where()}: the listener's server is read-only now "
+                "(a standby, or a primary demoted or fenced by a failover); its wake-ups "
+                "stopped, reconnecting"
+            )
 
     def close(self) -> None:
         self.conn.close()

@@ -60,9 +60,12 @@ class PostgresDriver(Driver):
         self.conninfo = with_connection_defaults(url)
         self._copy_types: dict[str, tuple[list[str], list[str]]] = {}
         # prepared server-side (the pool's connections prepare nothing else, see _configure):
-        # a plain insert, whose plan cannot depend on its parameters; one-at-a-time enqueue
-        # then skips its parse and plan on every call
-        self._prepared = frozenset(self.statements("enqueue_one"))
+        # statements whose plan cannot depend on their parameters, which then skip their parse
+        # and plan on every call: one-at-a-time enqueue (a plain insert) and the finish of a
+        # batch (its rows come from jsonb_to_recordset, whose row estimate is the same for
+        # every batch; parsing and planning it was 3 to 5% of PostgreSQL's CPU per job of a
+        # drain, docs/performance.md)
+        self._prepared = frozenset(self.statements("enqueue_one") + self.statements("finish_jobs"))
         try:  # fail fast and clearly when the server is not there
             psycopg.connect(self.conninfo, connect_timeout=10).close()
         except psycopg.Error as exc:
@@ -346,22 +349,24 @@ def _check_if_idle(conn: psycopg.Connection[Any]) -> None:
 
 
 def _configure(conn: psycopg.Connection[Any]) -> None:
-    """Each new connection plans every statement of duetime's for its own parameters: the
-    pool's connections prepare no statement server-side but enqueue_one (a plain insert), so
-    each is planned as it is sent. A cached generic plan cannot know that `due_at <= now` selects
-    only the due rows, and reads them all. plan_cache_mode stays as it is: forcing custom
-    plans session-wide would also re-plan the foreign-key check of every attempt inserted (the
-    server's own cached query), 3 to 6 ms of a 40-job claim's 7. No JIT: its compiling costs
-    hundreds of milliseconds, and these statements run in one or two (claim and next_due turn
-    sorting off, which makes their estimated cost look huge). Instants come back in UTC, the
-    zone duetime hands them out in (no conversion per value; no statement depends on the
-    session's time zone). And the session's timeouts (SESSION_DEFAULTS), each only where the
-    server is at its built-in default: a value set in the URL (options=-c ...), PGOPTIONS,
-    ALTER ROLE/DATABASE ... SET or the server's configuration wins. One round trip, and one
-    more for client_connection_check_interval, which a server on a system without the kernel
-    events it needs (Windows) refuses: there it stays off. Both in autocommit (the settings are
-    the session's either way), so no BEGIN and COMMIT round trips; and the connection counts as
-    just used, so its first checkout sends no check (_check_if_idle)."""
+    """Each new connection plans every statement of duetime's for its own parameters: the pool's
+    connections prepare no statement server-side but enqueue_one (a plain insert) and
+    finish_jobs (a batch from JSON), so each other is planned as it is sent. A cached generic
+    plan cannot know that `due_at <= now` selects only the due rows, and reads them all.
+    plan_cache_mode stays as it is: forcing custom plans session-wide would also re-plan the
+    foreign-key check of every attempt inserted (the server's own cached query), 3 to 6 ms of a
+    40-job claim's 7. No JIT: its compiling costs hundreds of milliseconds, and these statements
+    run in one or two (claim and next_due turn sorting off, which makes their estimated cost
+    look huge). Instants come back in UTC, the zone duetime hands them out in (no conversion per
+    value; no statement depends on the session's time zone). And the session's timeouts
+    (SESSION_DEFAULTS), each only where the server is at its built-in default: a value set in
+    the URL (options=-c ...), PGOPTIONS, ALTER ROLE/DATABASE ... SET or the server's
+    configuration wins. One round trip, and one more for client_connection_check_interval, which
+    a server on a system without the kernel events it needs (Windows) refuses: there it stays
+    off. Both in autocommit (the settings are the session's either way), so no BEGIN and COMMIT
+    round trips; and the connection counts as just used, so its first checkout sends no check
+    (_check_if_idle).
+    """
     autocommit = conn.autocommit
     conn.autocommit = True
     try:

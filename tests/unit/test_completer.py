@@ -223,3 +223,33 @@ def test_batches_that_failed_side_by_side_are_each_written_once_when_the_store_a
     assert answers == [True, True, True, True]
     assert ledger.failures == 0  # both tries failed, then the outcomes were written
     assert sorted(le.job_id for batch in ledger.batches for le, _ in batch) == [1, 2, 3, 4]
+
+
+def test_a_second_write_waits_for_a_quarter_of_a_batch() -> None:
+    """While a batch is being written, a few outcomes wait for the next write instead of a
+    commit of their own: another write starts once a quarter of a full batch waits."""
+
+    async def scenario() -> Overlapping:
+        ledger = Overlapping()
+        c = Completer(ledger, ManualClock(), BlockingCalls(2), max_batch=8, linger=0, max_writes=2)
+        running = asyncio.create_task(c.run())
+
+        def record(i: int) -> asyncio.Task[bool | None]:
+            return asyncio.create_task(c.record(lease(i), Outcome(Event.SUCCEED), give_up_after=60))
+
+        records = [record(1)]
+        assert await asyncio.to_thread(ledger.reached, 1)  # the first batch, held
+        records.append(record(2))
+        for _ in range(10):  # the completer's loop looks at it: too few for a write of its own
+            await asyncio.sleep(0)
+        records.append(record(3))  # a quarter of a batch waits: the second write takes both
+        assert await asyncio.to_thread(ledger.reached, 2)
+        ledger.hold.set()
+        assert await asyncio.gather(*records) == [True, True, True]
+        c.stop()
+        await running
+        return ledger
+
+    ledger = asyncio.run(scenario())
+    batches = sorted([le.job_id for le, _ in batch] for batch in ledger.batches)
+    assert batches == [[1], [2, 3]]

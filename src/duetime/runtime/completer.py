@@ -64,6 +64,7 @@ class Completer(Service):
         self.max_batch = max_batch
         self.linger = linger
         self.max_writes = max_writes  # batches written at once (each in its own transaction)
+        self.overlap_at = max(1, max_batch // 4)  # outcomes waiting that start another write
         self._delay = 0.1  # the wait before a failed write is tried again
         self._waiting: list[_Pending] = []
         self.flushed = Pulse()  # a batch was written (or given up on)
@@ -83,7 +84,8 @@ class Completer(Service):
         self._waiting.append(
             _Pending(lease, outcome, queued_at, time.monotonic() + give_up_after, answer)
         )
-        self.wake()
+        if len(self._waiting) in (1, self.overlap_at):  # what the loop may be waiting for
+            self.wake()
         return await answer
 
     @property
@@ -93,13 +95,13 @@ class Completer(Service):
     async def run(self) -> None:
         writes: set[asyncio.Task[None]] = set()
         while True:
-            if not self._waiting or len(writes) >= self._writes_allowed():
+            if not self._ready(len(writes)):
                 if self.stopping and not self._waiting and not writes:
                     return
-                if writes and (self._waiting or self.stopping):
+                if writes and self.stopping:
                     await asyncio.wait(writes, return_when=asyncio.FIRST_COMPLETED)
-                else:
-                    await self.pause(3600)  # until an outcome is handed over
+                else:  # until an outcome is handed over, enough wait, or a write ends
+                    await self.pause(3600)
                 continue
             if len(self._waiting) < self.max_batch and self.linger > 0 and not self.stopping:
                 await asyncio.sleep(self.linger)  # let more outcomes join this commit
@@ -109,6 +111,16 @@ class Completer(Service):
             write = asyncio.create_task(self._write(batch))
             writes.add(write)
             write.add_done_callback(functools.partial(self._written, writes))
+
+    def _ready(self, under_way: int) -> bool:
+        """Whether to write a batch now: outcomes wait and no batch is being written, or
+        fewer than allowed are and a quarter of a full batch waits (a few outcomes go with
+        the next write instead: a commit of its own each would cost more than it saves)."""
+        if not self._waiting:
+            return False
+        if not under_way:
+            return True
+        return under_way < self._writes_allowed() and len(self._waiting) >= self.overlap_at
 
     def _writes_allowed(self) -> int:
         """Batches written at once: `max_writes` while the store answers, one while its writes

@@ -8,6 +8,8 @@ import socket
 import time
 from collections.abc import Iterator
 from contextlib import ExitStack
+from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
@@ -125,6 +127,32 @@ def test_postgres_a_pool_that_cannot_get_its_first_connection_is_closed(
     monkeypatch.setattr(psycopg_pool.ConnectionPool, "wait", real_wait)
     [pool] = pools
     assert pool.closed
+
+
+def test_postgres_the_finish_statement_is_prepared_server_side(tmp_path: Path) -> None:
+    """finish_jobs, whose plan cannot depend on its parameters (its rows come from a JSON
+    batch), is prepared once per connection instead of parsed and planned per batch."""
+    from duetime.store import open_store
+    from duetime.store.driver import Rows
+    from duetime.store.postgres.driver import PostgresDriver
+
+    url = kit_named("postgres").fresh_url(tmp_path)
+    store = open_store(url)
+    store.migrate()
+    store.close()
+    driver = PostgresDriver(url, max_size=1)
+    try:
+        for _ in range(2):
+            with driver.transaction() as c:
+                c.run("finish_jobs", batch=Rows(), now=datetime.now(UTC))
+        with driver.transaction() as c:
+            prepared = [
+                str(r[0])
+                for r in c.native.execute("SELECT statement FROM pg_prepared_statements").fetchall()
+            ]
+    finally:
+        driver.close()
+    assert any("jsonb_to_recordset" in s and "duetime_attempts" in s for s in prepared)
 
 
 def test_postgres_values_in_the_url_win(pg_driver_factory: Any) -> None:

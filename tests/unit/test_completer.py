@@ -149,3 +149,107 @@ def test_a_retry_without_decided_at_counts_its_delay_from_when_it_was_handed_ove
     [[(_, written), (_, succeeded)]] = ledger.batches
     assert written.due_at == written.decided_at == handed + timedelta(seconds=20)
     assert succeeded == Outcome(Event.SUCCEED)
+
+
+class Overlapping(Ledger):
+    """A Ledger that holds every write until told, counting the writes under way at once."""
+
+    def __init__(self, failures: int = 0) -> None:
+        super().__init__(failures=failures)
+        self.hold.clear()
+        self.lock = threading.Condition()
+        self.under_way = 0
+        self.most = 0
+
+    def finish_many(
+        self, items: Sequence[tuple[Lease, Outcome]], now: datetime, **kw: Any
+    ) -> list[bool]:
+        with self.lock:
+            self.under_way += 1
+            self.most = max(self.most, self.under_way)
+            self.lock.notify_all()
+        try:
+            return super().finish_many(items, now, **kw)
+        finally:
+            with self.lock:
+                self.under_way -= 1
+
+    def reached(self, writes: int) -> bool:
+        """Wait (a thread's wait, bounded) until `writes` writes are under way at once."""
+        with self.lock:
+            return self.lock.wait_for(lambda: self.under_way >= writes, timeout=10)
+
+
+def test_a_second_batch_is_written_while_the_first_is_under_way() -> None:
+    async def scenario() -> tuple[list[bool | None], Overlapping]:
+        ledger = Overlapping()
+        c = Completer(ledger, ManualClock(), BlockingCalls(2), max_batch=2, linger=0, max_writes=2)
+        running = asyncio.create_task(c.run())
+        records = [
+            asyncio.create_task(c.record(lease(i), Outcome(Event.SUCCEED), give_up_after=60))
+            for i in (1, 2, 3, 4)
+        ]
+        assert await asyncio.to_thread(ledger.reached, 2)  # both batches sent, none committed
+        assert not any(r.done() for r in records)
+        ledger.hold.set()
+        answers = await asyncio.gather(*records)
+        c.stop()
+        await running
+        return answers, ledger
+
+    answers, ledger = asyncio.run(scenario())
+    assert answers == [True, True, True, True]
+    assert sorted(le.job_id for batch in ledger.batches for le, _ in batch) == [1, 2, 3, 4]
+    assert ledger.most == 2
+
+
+def test_batches_that_failed_side_by_side_are_each_written_once_when_the_store_answers() -> None:
+    async def scenario() -> tuple[list[bool | None], Overlapping]:
+        ledger = Overlapping(failures=2)  # both batches under way fail
+        c = Completer(ledger, ManualClock(), BlockingCalls(2), max_batch=2, linger=0, max_writes=2)
+        running = asyncio.create_task(c.run())
+        records = [
+            asyncio.create_task(c.record(lease(i), Outcome(Event.SUCCEED), give_up_after=60))
+            for i in (1, 2, 3, 4)
+        ]
+        assert await asyncio.to_thread(ledger.reached, 2)
+        ledger.hold.set()
+        answers = await asyncio.gather(*records)
+        c.stop()
+        await running
+        return answers, ledger
+
+    answers, ledger = asyncio.run(scenario())
+    assert answers == [True, True, True, True]
+    assert ledger.failures == 0  # both tries failed, then the outcomes were written
+    assert sorted(le.job_id for batch in ledger.batches for le, _ in batch) == [1, 2, 3, 4]
+
+
+def test_a_second_write_waits_for_a_quarter_of_a_batch() -> None:
+    """While a batch is being written, a few outcomes wait for the next write instead of a
+    commit of their own: another write starts once a quarter of a full batch waits."""
+
+    async def scenario() -> Overlapping:
+        ledger = Overlapping()
+        c = Completer(ledger, ManualClock(), BlockingCalls(2), max_batch=8, linger=0, max_writes=2)
+        running = asyncio.create_task(c.run())
+
+        def record(i: int) -> asyncio.Task[bool | None]:
+            return asyncio.create_task(c.record(lease(i), Outcome(Event.SUCCEED), give_up_after=60))
+
+        records = [record(1)]
+        assert await asyncio.to_thread(ledger.reached, 1)  # the first batch, held
+        records.append(record(2))
+        for _ in range(10):  # the completer's loop looks at it: too few for a write of its own
+            await asyncio.sleep(0)
+        records.append(record(3))  # a quarter of a batch waits: the second write takes both
+        assert await asyncio.to_thread(ledger.reached, 2)
+        ledger.hold.set()
+        assert await asyncio.gather(*records) == [True, True, True]
+        c.stop()
+        await running
+        return ledger
+
+    ledger = asyncio.run(scenario())
+    batches = sorted([le.job_id for le, _ in batch] for batch in ledger.batches)
+    assert batches == [[1], [2, 3]]

@@ -54,6 +54,13 @@ def default_worker_id() -> str:
     return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
 
 
+def concurrent_finishes(store: Store) -> int:
+    """Finish batches a worker writes at once: two on PostgreSQL, whose row locks let two
+    transactions on disjoint jobs commit side by side (one batch is written while the next
+    fills); one elsewhere (SQLite takes one writer at a time)."""
+    return 2 if store.dialect == "postgres" else 1
+
+
 class Worker:
     """One worker process: `run(stop)` in an event loop, or `serve()` until SIGTERM/SIGINT.
 
@@ -109,7 +116,9 @@ class Worker:
         self.planner = Planner(self.store, self.clock) if planner else None
         self._calls = BlockingCalls(4)
         self._threads = HandlerThreads(concurrency)
-        self.completer = Completer(self.store, self.clock, self._calls)
+        self.completer = Completer(
+            self.store, self.clock, self._calls, max_writes=concurrent_finishes(self.store)
+        )
         # handlers' progress reports, written coalesced (runtime/progress.py)
         self.progress = ProgressWriter(self.store, self.clock, self._calls)
         runner = AttemptRunner(

@@ -68,10 +68,15 @@ class PostgresDriver(Driver):
         self.conninfo = with_connection_defaults(url)
         self._copy_types: dict[str, tuple[list[str], list[str]]] = {}
         # prepared server-side (the pool's connections prepare nothing else, see _configure):
-        # two plain inserts, whose plans cannot depend on their parameters; one-at-a-time
-        # enqueue then skips its parse and plan on every call, and enqueue_many on every slice
+        # statements whose plan cannot depend on their parameters, which then skip their parse
+        # and plan on every call: one-at-a-time enqueue and enqueue_many's slices (plain
+        # inserts), and the finish of a batch (its rows come from jsonb_to_recordset, whose row
+        # estimate is the same for every batch; parsing and planning it was 3 to 5% of
+        # PostgreSQL's CPU per job of a drain, docs/performance.md)
         self._prepared = frozenset(
-            self.statements("enqueue_one") + self.statements("insert_job_batch")
+            self.statements("enqueue_one")
+            + self.statements("insert_job_batch")
+            + self.statements("finish_jobs")
         )
         try:  # fail fast and clearly when the server is not there
             psycopg.connect(self.conninfo, connect_timeout=10).close()
@@ -507,8 +512,9 @@ def _no_autocommit(native: psycopg.Connection[Any]) -> None:
 def _configure(conn: psycopg.Connection[Any]) -> None:
     """Each new connection plans every statement of duetime's for its own parameters: the pool's
     connections prepare no statement server-side but enqueue_one and insert_job_batch (plain
-    inserts), so each is planned as it is sent. A cached generic plan cannot know that `due_at
-    <= now` selects only the due rows, and reads them all. plan_cache_mode stays as it is:
+    inserts) and finish_jobs (a batch from JSON), so each other is planned as it is sent. A
+    cached generic plan cannot know that `due_at <= now` selects only the due rows, and reads
+    them all. plan_cache_mode stays as it is:
     forcing custom plans session-wide would also re-plan the foreign-key check of every attempt
     inserted (the server's own cached query), 3 to 6 ms of a 40-job claim's 7. No JIT: its
     compiling costs hundreds of milliseconds, and these statements run in one or two (claim and

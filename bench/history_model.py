@@ -33,10 +33,10 @@ import json
 import os
 import time
 from dataclasses import dataclass, field
-from urllib.parse import urlsplit, urlunsplit
 
 import psycopg
 
+from bench.dbs import Servers
 from duetime.store import open_store
 
 PAYLOAD = json.dumps({"i": 0, "pad": "x" * 238}, separators=(",", ":"))  # 256 bytes
@@ -190,10 +190,8 @@ def main(argv: list[str] | None = None) -> int:
     unknown = [m for m in modes if m not in MODES]
     if unknown or args.n < CLAIM_BATCH:
         parser.error(f"modes are some of {', '.join(MODES)}; -n at least {CLAIM_BATCH}")
-    name = f"duetime_model_{os.getpid()}"
-    admin = psycopg.connect(args.pg_url, autocommit=True)
-    admin.execute(f"CREATE DATABASE {name}")
-    url = urlunsplit(urlsplit(args.pg_url)._replace(path=f"/{name}"))
+    servers = Servers(pg_url=args.pg_url)
+    url = servers.create("postgres", f"duetime_model_{os.getpid()}").url
     try:
         store = open_store(url)
         try:
@@ -203,8 +201,7 @@ def main(argv: list[str] | None = None) -> int:
         results = [run(url, mode, args.n) for mode in modes]
         print(table(results))  # noqa: T201 - a command's output
     finally:
-        admin.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
-        admin.close()
+        servers.drop_all()
     return 0
 
 

@@ -180,9 +180,12 @@ class Overlapping(Ledger):
             return self.lock.wait_for(lambda: self.under_way >= writes, timeout=10)
 
 
-def test_a_second_batch_is_written_while_the_first_is_under_way() -> None:
-    async def scenario() -> tuple[list[bool | None], Overlapping]:
-        ledger = Overlapping()
+def _four_outcomes_in_two_writes(ledger: Overlapping) -> tuple[list[bool | None], bool]:
+    """Four outcomes recorded through a completer that writes batches of 2, two at once, into
+    `ledger`, which holds both writes until both are under way; the answers, and whether any
+    was answered before the ledger let the writes go."""
+
+    async def scenario() -> tuple[list[bool | None], bool]:
         c = Completer(ledger, ManualClock(), BlockingCalls(2), max_batch=2, linger=0, max_writes=2)
         running = asyncio.create_task(c.run())
         records = [
@@ -190,36 +193,28 @@ def test_a_second_batch_is_written_while_the_first_is_under_way() -> None:
             for i in (1, 2, 3, 4)
         ]
         assert await asyncio.to_thread(ledger.reached, 2)  # both batches sent, none committed
-        assert not any(r.done() for r in records)
+        answered_early = any(r.done() for r in records)
         ledger.hold.set()
         answers = await asyncio.gather(*records)
         c.stop()
         await running
-        return answers, ledger
+        return answers, answered_early
 
-    answers, ledger = asyncio.run(scenario())
+    return asyncio.run(scenario())
+
+
+def test_a_second_batch_is_written_while_the_first_is_under_way() -> None:
+    ledger = Overlapping()
+    answers, answered_early = _four_outcomes_in_two_writes(ledger)
+    assert not answered_early
     assert answers == [True, True, True, True]
     assert sorted(le.job_id for batch in ledger.batches for le, _ in batch) == [1, 2, 3, 4]
     assert ledger.most == 2
 
 
 def test_batches_that_failed_side_by_side_are_each_written_once_when_the_store_answers() -> None:
-    async def scenario() -> tuple[list[bool | None], Overlapping]:
-        ledger = Overlapping(failures=2)  # both batches under way fail
-        c = Completer(ledger, ManualClock(), BlockingCalls(2), max_batch=2, linger=0, max_writes=2)
-        running = asyncio.create_task(c.run())
-        records = [
-            asyncio.create_task(c.record(lease(i), Outcome(Event.SUCCEED), give_up_after=60))
-            for i in (1, 2, 3, 4)
-        ]
-        assert await asyncio.to_thread(ledger.reached, 2)
-        ledger.hold.set()
-        answers = await asyncio.gather(*records)
-        c.stop()
-        await running
-        return answers, ledger
-
-    answers, ledger = asyncio.run(scenario())
+    ledger = Overlapping(failures=2)  # both batches under way fail
+    answers, _ = _four_outcomes_in_two_writes(ledger)
     assert answers == [True, True, True, True]
     assert ledger.failures == 0  # both tries failed, then the outcomes were written
     assert sorted(le.job_id for batch in ledger.batches for le, _ in batch) == [1, 2, 3, 4]

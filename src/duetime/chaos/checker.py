@@ -1,5 +1,6 @@
-"""The history checker: judge a chaos run from the store and the execution log. One module
-because every verdict reads the same loaded history (jobs, attempts, the execution log).
+"""The history checker: judge a chaos run from the store and the execution log. It is past 450
+lines because every verdict reads the same loaded history (jobs, attempts, the execution
+log): one module, one load, the verdicts side by side.
 
     python -m duetime.chaos.checker --database-url URL [--json]
 

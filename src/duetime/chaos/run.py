@@ -578,6 +578,15 @@ def _iso(at: float | None) -> str | None:
     )
 
 
+# the running attempts (a), with their jobs (j): through the running jobs (migration 17: no
+# index on running attempts)
+_RUNNING_ATTEMPTS = (
+    " FROM duetime_jobs j JOIN duetime_attempts a ON a.job_id = j.id"
+    " AND a.generation = j.generation AND a.claim_token = j.claim_token"
+    " WHERE j.status IN ('running', 'cancel_requested') AND a.status = 'running'"
+)
+
+
 def _held_by(url: str, pids: set[int], tries: int = 1) -> list[tuple[int, int]] | None:
     """The (job id, generation) of the running attempts of these worker pids; None if the
     database did not answer in `tries` attempts half a second apart (a failover)."""
@@ -587,12 +596,7 @@ def _held_by(url: str, pids: set[int], tries: int = 1) -> list[tuple[int, int]] 
         try:
             with psycopg.connect(url, autocommit=True, connect_timeout=2) as conn:
                 rows = conn.execute(
-                    # through the running jobs (migration 17: no index on running attempts)
-                    "SELECT a.job_id, a.generation, a.worker_id FROM duetime_jobs j"
-                    " JOIN duetime_attempts a ON a.job_id = j.id"
-                    " AND a.generation = j.generation AND a.claim_token = j.claim_token"
-                    " WHERE j.status IN ('running', 'cancel_requested')"
-                    " AND a.status = 'running'"
+                    "SELECT a.job_id, a.generation, a.worker_id" + _RUNNING_ATTEMPTS
                 ).fetchall()
         except psycopg.Error:
             continue
@@ -1097,11 +1101,8 @@ def _busiest_pid(url: str, pids: set[int]) -> int | None:
         with psycopg.connect(url, autocommit=True, connect_timeout=2) as conn:
             rows = conn.execute(
                 "SELECT a.worker_id, count(*) FILTER (WHERE j.task = 'chaos.slow'), count(*)"
-                " FROM duetime_jobs j"
-                " JOIN duetime_attempts a ON a.job_id = j.id AND a.generation = j.generation"
-                " AND a.claim_token = j.claim_token"
-                " WHERE j.status IN ('running', 'cancel_requested') AND a.status = 'running'"
-                " GROUP BY a.worker_id ORDER BY 2 DESC, 3 DESC"
+                + _RUNNING_ATTEMPTS
+                + " GROUP BY a.worker_id ORDER BY 2 DESC, 3 DESC"
             ).fetchall()
     except psycopg.Error:
         return None

@@ -115,7 +115,7 @@ def test_an_attempt_from_its_row_has_every_field_as_init_makes_it() -> None:
 
 
 def test_built_records_stay_frozen_and_hashable_as_init_made_ones() -> None:
-    attempt = built(Attempt, **vars(attempt_from_row(ATTEMPT_ROW, same_time)))
+    attempt = built(Attempt, vars(attempt_from_row(ATTEMPT_ROW, same_time)))
     with pytest.raises(dataclasses.FrozenInstanceError):
         attempt.worker_id = "other"  # type: ignore[misc]
     assert hash(attempt) == hash(Attempt(**vars(attempt)))

@@ -16,11 +16,13 @@ JSONObject = dict[str, Any]
 _Record = TypeVar("_Record")
 
 
-def built(cls: type[_Record], **fields: Any) -> _Record:
-    """A frozen record of `cls` from every one of its fields, made without running its
-    __init__: a claim builds a job and an attempt per row, and this is several times cheaper
-    than __init__ for records of 14 and 29 fields. Only for values of the types the fields
-    declare, with no field left out (tests/unit/test_rows.py checks the stores' builders)."""
+def built(cls: type[_Record], fields: dict[str, Any]) -> _Record:
+    """A frozen record of `cls` from a dict of every one of its fields, made without running
+    its __init__: a claim builds a job and an attempt per row, and this is several times
+    cheaper than __init__ for records of 16 and 45 fields. The fields come as a dict (a dict
+    display at the caller), not as keywords: a call with 45 keywords costs 2 us of its own.
+    Only for values of the types the fields declare, with no field left out
+    (tests/unit/test_rows.py checks the stores' builders)."""
     return _filled(cls, fields)
 
 

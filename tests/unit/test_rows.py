@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from duetime.core.models import Attempt, Claim, Job, built
+from duetime.core.models import Attempt, Claim, Job, Lease, built
 from duetime.core.retry import ErrorCategory
 from duetime.core.states import AttemptStatus, JobStatus
 from duetime.store.rows import ATTEMPT_COLUMNS, attempt_from_row, claims_from_rows, job_from_row
@@ -148,4 +148,8 @@ def test_a_claim_from_its_row_has_every_field_of_its_job_and_new_attempt() -> No
         epoch=3,
     )
     assert claim.lease.claim_token == 5_000_000_000_000_000_001
+    # made once per claim, without Lease's __init__, equal to what it makes
+    assert claim.lease == Lease(7, 11, 2, 5_000_000_000_000_000_001)
+    assert hash(claim.lease) == hash(Lease(7, 11, 2, 5_000_000_000_000_000_001))
+    assert claim.lease is claim.lease
     assert attempt.fencing_token == (3 << 32) | 2

@@ -3,6 +3,7 @@ Past 400 lines because each record carries its JSON form and documented fields."
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -390,10 +391,20 @@ class Claim:
     job: Job
     attempt: Attempt
 
-    @property
+    @functools.cached_property
     def lease(self) -> Lease:
+        """The attempt's lease, made once per claim (the completer, heartbeats and progress
+        reports each ask for it) as built() makes records: Lease's frozen __init__ costs more."""
         a = self.attempt
-        return Lease(self.job.id, a.id, a.generation, a.claim_token)
+        return built(
+            Lease,
+            {
+                "job_id": self.job.id,
+                "attempt_id": a.id,
+                "generation": a.generation,
+                "claim_token": a.claim_token,
+            },
+        )
 
 
 @dataclass(frozen=True)

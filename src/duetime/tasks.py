@@ -93,8 +93,9 @@ class Task(Generic[P, R]):
     # the bound of its results' compact JSON (None: the App's; docs/workflows.md, "Results")
     result_max_bytes: int | None = None
 
-    @property
+    @functools.cached_property
     def is_async(self) -> bool:
+        """Whether the handler is a coroutine function (asked once per job: read once)."""
         return inspect.iscoroutinefunction(self.fn)
 
     @functools.cached_property

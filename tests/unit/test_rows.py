@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from duetime.core.models import Attempt, Claim, Job, built
+from duetime.core.models import Attempt, Claim, Job, Lease, built
 from duetime.core.retry import ErrorCategory
 from duetime.core.states import AttemptStatus, JobStatus
 from duetime.store.rows import ATTEMPT_COLUMNS, attempt_from_row, claims_from_rows, job_from_row
@@ -115,7 +115,7 @@ def test_an_attempt_from_its_row_has_every_field_as_init_makes_it() -> None:
 
 
 def test_built_records_stay_frozen_and_hashable_as_init_made_ones() -> None:
-    attempt = built(Attempt, **vars(attempt_from_row(ATTEMPT_ROW, same_time)))
+    attempt = built(Attempt, vars(attempt_from_row(ATTEMPT_ROW, same_time)))
     with pytest.raises(dataclasses.FrozenInstanceError):
         attempt.worker_id = "other"  # type: ignore[misc]
     assert hash(attempt) == hash(Attempt(**vars(attempt)))
@@ -148,4 +148,8 @@ def test_a_claim_from_its_row_has_every_field_of_its_job_and_new_attempt() -> No
         epoch=3,
     )
     assert claim.lease.claim_token == 5_000_000_000_000_000_001
+    # made once per claim, without Lease's __init__, equal to what it makes
+    assert claim.lease == Lease(7, 11, 2, 5_000_000_000_000_000_001)
+    assert hash(claim.lease) == hash(Lease(7, 11, 2, 5_000_000_000_000_000_001))
+    assert claim.lease is claim.lease
     assert attempt.fencing_token == (3 << 32) | 2

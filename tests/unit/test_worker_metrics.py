@@ -9,7 +9,7 @@ import pytest
 from duetime.core.models import Attempt, Claim, Job
 from duetime.core.states import AttemptStatus, JobStatus
 from duetime.runtime.attempt import RECORDED
-from duetime.runtime.metrics import STALE, WorkerMetrics
+from duetime.runtime.metrics import FOLD_EVERY, STALE, WorkerMetrics, observe_all
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 
@@ -148,3 +148,38 @@ def test_every_recorded_outcome_has_a_distinct_label() -> None:
     assert len(set(labels)) == len(labels)
     assert STALE not in labels
     assert {"succeeded", "retried", "dead", "cancelled", "parked"} <= set(labels)
+
+
+def test_many_values_at_once_count_as_one_at_a_time() -> None:
+    """observe_all (a claim's lags, a batch's durations) leaves every bucket, the sum and the
+    count as observing each value does, bounds and the +Inf bucket included."""
+    values = [0.0, 0.001, 0.0011, 0.005, 0.7, 600.0, 600.5, 1e9, 0.001]
+    one, many = WorkerMetrics(process=False), WorkerMetrics(process=False)
+    for value in values:
+        one.lag.labels("q").observe(value)
+    observe_all(many.lag.labels("q"), values)
+
+    def samples(metrics: WorkerMetrics) -> list[str]:  # but when each metric was created
+        return [line for line in metrics.render().decode().splitlines() if "_created" not in line]
+
+    assert samples(many) == samples(one)
+
+
+def test_ends_are_counted_before_any_read_and_in_batches(metrics: WorkerMetrics) -> None:
+    """An end noted is in the next read, a scrape's (registry.collect) as well as value()'s,
+    and the notes do not pile up between reads (counted every FOLD_EVERY)."""
+    metrics.finished("t", "succeeded", 0.1)
+    scraped = {
+        (s.name, tuple(sorted(s.labels.items()))): s.value
+        for m in metrics.registry.collect()
+        for s in m.samples
+    }
+    key = ("duetime_attempts_total", (("outcome", "succeeded"), ("task", "t")))
+    assert scraped[key] == 1
+    for _ in range(FOLD_EVERY * 2 + 1):
+        metrics.finished("t", "succeeded", 0.1)
+    assert len(metrics._ended) <= FOLD_EVERY
+    assert (
+        metrics.value("duetime_attempts_total", task="t", outcome="succeeded") == 2 * FOLD_EVERY + 2
+    )
+    assert metrics.value("duetime_attempt_duration_seconds_count", task="t") == 2 * FOLD_EVERY + 2

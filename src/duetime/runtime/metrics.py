@@ -12,7 +12,9 @@ from __future__ import annotations
 import errno
 import logging
 import threading
-from collections.abc import Callable, Sequence
+from bisect import bisect_left
+from collections import Counter as Tally
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -77,6 +79,7 @@ DURATION_BUCKETS = (
     3600.0,
 )
 STALE = "rejected_stale"  # the attempts_total outcome of a completion fenced out by the store
+FOLD_EVERY = 200  # attempts' ends noted before they are counted (any read counts them first)
 
 
 class WorkerMetrics:
@@ -85,11 +88,19 @@ class WorkerMetrics:
 
     process=True also registers the standard process, platform and GC collectors
     (process_cpu_seconds_total, process_resident_memory_bytes, python_info...).
+
+    What runs per job costs little: an attempt's end (finished) is noted in a list and
+    counted with up to FOLD_EVERY others at once, and the registry counts what is noted before
+    anything reads it (a scrape, render, value), so every read sees every end noted before it;
+    a claim's lags go into their histogram together (observe_all).
     """
 
     def __init__(self, *, process: bool = True) -> None:
         self.registry = CollectorRegistry()
         r = self.registry
+        self._ended: list[tuple[str, str, float]] = []  # (task, outcome, seconds) not counted
+        self._ended_lock = threading.Lock()  # noted on the loop, counted by any reader too
+        r.register(_CountFirst(self._fold))  # first: what is noted is counted before a read
         self.lag = Histogram(
             "duetime_scheduling_lag_seconds",
             "How long after its due time an attempt started (start minus due), at claim time.",
@@ -199,14 +210,28 @@ class WorkerMetrics:
             per_queue.setdefault(claim.job.queue, []).append(lag)
         for queue, lags in per_queue.items():
             self._child(self.claims, queue).inc(len(lags))
-            observe = self._child(self.lag, queue).observe
-            for lag in lags:
-                observe(max(0.0, lag))
+            observe_all(self._child(self.lag, queue), [max(0.0, lag) for lag in lags])
 
     def finished(self, task: str, outcome: str, seconds: float) -> None:
-        """An attempt whose outcome was recorded (`outcome`: see runtime.attempt.RECORDED)."""
-        self._child(self.attempts, task, outcome).inc()
-        self._child(self.duration, task).observe(max(0.0, seconds))
+        """An attempt whose outcome was recorded (`outcome`: see runtime.attempt.RECORDED):
+        noted, and counted with others (see the class)."""
+        with self._ended_lock:
+            self._ended.append((task, outcome, seconds))
+            full = len(self._ended) >= FOLD_EVERY
+        if full:
+            self._fold()
+
+    def _fold(self) -> None:
+        """Count the attempts' ends noted so far: each (task, outcome) once, each task's
+        durations together."""
+        with self._ended_lock:
+            ended, self._ended = self._ended, []
+        durations: dict[tuple[str, str], list[float]] = {}
+        for task, outcome, seconds in ended:
+            durations.setdefault((task, outcome), []).append(max(0.0, seconds))
+        for (task, outcome), values in durations.items():
+            self._child(self.attempts, task, outcome).inc(len(values))
+            observe_all(self._child(self.duration, task), values)
 
     def late(self, task: str) -> None:
         """An attempt started later than its task's max_lateness (and runs anyway)."""
@@ -251,6 +276,42 @@ class WorkerMetrics:
     def render(self) -> bytes:
         """The registry in the Prometheus text format."""
         return generate_latest(self.registry)
+
+
+def observe_all(histogram: Any, values: Sequence[float]) -> None:
+    """histogram.observe(v) for each of `values` (a labelled child of a Histogram), with its
+    sum and each bucket added to once: observe() takes two locks and walks the buckets in
+    Python per value, and this runs for every job. It reads prometheus_client's Histogram
+    internals (_upper_bounds, _buckets, _sum, as in 0.26); without them, it observes one value
+    at a time (tests/unit/test_worker_metrics.py compares the two)."""
+    bounds = getattr(histogram, "_upper_bounds", None)
+    buckets = getattr(histogram, "_buckets", None)
+    total = getattr(histogram, "_sum", None)
+    if bounds is None or buckets is None or total is None or len(bounds) != len(buckets):
+        for value in values:
+            histogram.observe(value)
+        return
+    if not values:
+        return
+    total.inc(sum(values))
+    # observe() counts a value in the first bucket whose bound is at least the value
+    for index, count in Tally(bisect_left(bounds, value) for value in values).items():
+        buckets[index].inc(count)
+
+
+class _CountFirst:
+    """A collector of no metric, registered first in a registry: each collection (a scrape,
+    render, value) calls `fold` before the registry's metrics are read."""
+
+    def __init__(self, fold: Callable[[], None]) -> None:
+        self._fold = fold
+
+    def describe(self) -> list[Any]:
+        return []
+
+    def collect(self) -> Iterable[Any]:
+        self._fold()
+        return []
 
 
 @dataclass

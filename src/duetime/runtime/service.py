@@ -32,6 +32,8 @@ class Pulse:
 
     def fire(self) -> None:
         self.count += 1
+        if not self._waiters:  # the usual case: fired for every job, awaited by few
+            return
         waiting = []
         for target, waiter in self._waiters:
             if waiter.done():

@@ -28,7 +28,7 @@ from duetime.store.base import Listener
 
 Row = Mapping[str, Any]
 # parameter types every dialect takes as they are (exact types: bool is a subclass of int)
-_PLAIN = frozenset({str, int, float, type(None)})
+PLAIN: frozenset[type] = frozenset({str, int, float, type(None)})
 
 _NAME = re.compile(r"^--\s*name:\s*(\w+)\s*$", re.MULTILINE)
 _STATEMENT_END = re.compile(r";[ \t]*(?:--[^\n]*)?\n")
@@ -150,6 +150,9 @@ class Driver(ABC):
     clock_is_local: ClassVar[bool] = False
     # pipeline() lets the database run sent statements while the caller goes on (PostgreSQL)
     pipelines: ClassVar[bool] = False
+    # parameter types encode passes as they are (exact types): those every dialect takes, and
+    # a dialect's own whose encode_time or encode_bool returns the value itself
+    unchanged: ClassVar[frozenset[type]] = PLAIN
 
     _converters: dict[type, Callable[[Any], Any]] | None = None
     _translating: _Translating | None = None
@@ -286,6 +289,7 @@ class Driver(ABC):
         """Parameters as the dialect takes them: instants, booleans, lists and Rows converted
         (found by exact type: this runs for every row of a bulk insert)."""
         converters = self._converters
+        unchanged = self.unchanged
         if converters is None:
             converters = self._converters = {
                 datetime: self.encode_time,
@@ -297,7 +301,7 @@ class Driver(ABC):
         out = dict(params)
         for key, value in params.items():
             kind = type(value)
-            if kind in _PLAIN:
+            if kind in unchanged:
                 continue
             convert = converters.get(kind)
             if convert is not None:

@@ -1,5 +1,5 @@
-"""The records the stores build from rows without running __init__ (core/models.built): every
-field set, each equal to what __init__ makes of the same values."""
+"""The records the stores build from rows without running __init__ (core/models.built, made):
+every field set, each equal to what __init__ makes of the same values."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from duetime.core.models import Attempt, Claim, Job, Lease, built
+from duetime.core.models import Attempt, Claim, Job, Lease, built, made
 from duetime.core.retry import ErrorCategory
 from duetime.core.states import AttemptStatus, JobStatus
 from duetime.store.rows import ATTEMPT_COLUMNS, attempt_from_row, claims_from_rows, job_from_row
@@ -153,3 +153,21 @@ def test_a_claim_from_its_row_has_every_field_of_its_job_and_new_attempt() -> No
     assert hash(claim.lease) == hash(Lease(7, 11, 2, 5_000_000_000_000_000_001))
     assert claim.lease is claim.lease
     assert attempt.fencing_token == (3 << 32) | 2
+
+
+def test_made_records_equal_init_ones_with_the_defaults_of_fields_left_out() -> None:
+    given = vars(job_from_row(JOB_ROW, same_time)) | {}
+    del given["result"], given["progress"]  # set in JOB_ROW, left out here
+    job = made(Job, **given)
+    assert set(vars(job)) == field_names(Job)
+    assert job == Job(**given)
+    assert (job.result, job.progress) == (None, None)
+
+
+def test_made_refuses_a_record_with_a_default_factory() -> None:
+    @dataclasses.dataclass(frozen=True)
+    class Listed:
+        items: list[int] = dataclasses.field(default_factory=list)
+
+    with pytest.raises(TypeError, match="default_factory"):
+        made(Listed)

@@ -127,13 +127,14 @@ class Jobs(AppPart):
                 span.created([result.job.id])
         else:
             result = store.enqueue([new], self.clock.now(), connection=connection)[0]
-        log_event(
-            log,
-            "job.enqueued" if result.created else "job.enqueue_deduplicated",
-            job_id=result.job.id,
-            task=task_name,
-            due_at=result.job.due_at.isoformat(),
-        )
+        if log.isEnabledFor(logging.INFO):  # the due time's text only for a line written
+            log_event(
+                log,
+                "job.enqueued" if result.created else "job.enqueue_deduplicated",
+                job_id=result.job.id,
+                task=task_name,
+                due_at=result.job.due_at.isoformat(),
+            )
         return result
 
     def enqueue_many(

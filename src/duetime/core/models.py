@@ -3,6 +3,7 @@ Past 400 lines because each record carries its JSON form and documented fields."
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -25,6 +26,31 @@ def built(cls: type[_Record], fields: dict[str, Any]) -> _Record:
     Only for values of the types the fields declare, with no field left out
     (tests/unit/test_rows.py checks the stores' builders)."""
     return _filled(cls, fields)
+
+
+def made(cls: type[_Record], **fields: Any) -> _Record:
+    """A frozen record of `cls` made as built() makes it, but with the fields left out at
+    their declared defaults: each one-job enqueue makes a NewJob and a Job this way (36 and 44
+    fields; their __init__ took about a quarter of the client's Python per call)."""
+    return _filled(cls, _defaults(cls), fields)
+
+
+_DEFAULTS: dict[type, dict[str, Any]] = {}
+
+
+def _defaults(cls: type) -> dict[str, Any]:
+    """The declared default of each field of the dataclass `cls` that has one (a field with
+    a default_factory is refused: its value would be shared between records)."""
+    found = _DEFAULTS.get(cls)
+    if found is None:
+        found = {}
+        for f in dataclasses.fields(cls):
+            if f.default_factory is not dataclasses.MISSING:
+                raise TypeError(f"{cls.__name__}.{f.name} has a default_factory; use __init__")
+            if f.default is not dataclasses.MISSING:
+                found[f.name] = f.default
+        _DEFAULTS[cls] = found
+    return found
 
 
 def variant(base: _Record, **changes: Any) -> _Record:

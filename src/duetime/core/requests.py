@@ -9,7 +9,6 @@ import json
 import os
 import re
 import string
-import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -21,7 +20,7 @@ from duetime.core.dependencies import parent_ids
 from duetime.core.durations import bounded_duration, parse_duration
 from duetime.core.errors import InvalidRequest, PayloadTooLarge
 from duetime.core.limits import check_limit_keys
-from duetime.core.models import JobParts, JSONObject, NewJob, NewJobs, variant
+from duetime.core.models import JobParts, JSONObject, NewJob, NewJobs, made, variant
 from duetime.core.retry import RetryPolicy
 
 DEFAULT_MAX_PAYLOAD_BYTES = 1024 * 1024
@@ -518,7 +517,7 @@ def build_new_job(
             json.dumps(fingerprint, sort_keys=True, separators=(",", ":")).encode()
         ).hexdigest()
     if business_key is None:
-        business_key = f"{tenant}/{task}:{uuid.uuid4().hex}"
+        business_key = f"{tenant}/{task}:{os.urandom(16).hex()}"  # as enqueue_many's
     keys = job_keys(
         task, defaults, key=key, sequence=sequence, unique_for=unique_for, unique_key=unique_key
     )
@@ -527,7 +526,8 @@ def build_new_job(
             "depends_on cannot be combined with a sequence or unique_for yet (the task's or "
             "this enqueue's); enqueue the job without one of them"
         )
-    job = NewJob(
+    job = made(
+        NewJob,
         tenant=tenant,
         task=task,
         args=args_obj,

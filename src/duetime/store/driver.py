@@ -15,12 +15,12 @@ from __future__ import annotations
 import json
 import re
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import AbstractContextManager, contextmanager, nullcontext
+from collections.abc import Callable, Mapping, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from datetime import datetime
 from importlib import resources
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 from duetime.core.errors import ConfigurationError, DuetimeError, SchemaError, StoreError
 from duetime.core.models import JobParts
@@ -28,7 +28,7 @@ from duetime.store.base import Listener
 
 Row = Mapping[str, Any]
 # parameter types every dialect takes as they are (exact types: bool is a subclass of int)
-_PLAIN = frozenset({str, int, float, type(None)})
+PLAIN: frozenset[type] = frozenset({str, int, float, type(None)})
 
 _NAME = re.compile(r"^--\s*name:\s*(\w+)\s*$", re.MULTILINE)
 _STATEMENT_END = re.compile(r";[ \t]*(?:--[^\n]*)?\n")
@@ -150,8 +150,12 @@ class Driver(ABC):
     clock_is_local: ClassVar[bool] = False
     # pipeline() lets the database run sent statements while the caller goes on (PostgreSQL)
     pipelines: ClassVar[bool] = False
+    # parameter types encode passes as they are (exact types): those every dialect takes, and
+    # a dialect's own whose encode_time or encode_bool returns the value itself
+    unchanged: ClassVar[frozenset[type]] = PLAIN
 
     _converters: dict[type, Callable[[Any], Any]] | None = None
+    _translating: _Translating | None = None
 
     def __init__(self) -> None:
         self.queries = load_queries(self.package)
@@ -285,6 +289,7 @@ class Driver(ABC):
         """Parameters as the dialect takes them: instants, booleans, lists and Rows converted
         (found by exact type: this runs for every row of a bulk insert)."""
         converters = self._converters
+        unchanged = self.unchanged
         if converters is None:
             converters = self._converters = {
                 datetime: self.encode_time,
@@ -296,7 +301,7 @@ class Driver(ABC):
         out = dict(params)
         for key, value in params.items():
             kind = type(value)
-            if kind in _PLAIN:
+            if kind in unchanged:
                 continue
             convert = converters.get(kind)
             if convert is not None:
@@ -305,18 +310,35 @@ class Driver(ABC):
                 out[key] = converters[next(t for t in converters if isinstance(value, t))](value)
         return out
 
-    @contextmanager
-    def translated(self) -> Iterator[None]:
+    def translated(self) -> AbstractContextManager[None]:
         """Raise the database's errors as duetime's own (StoreUnavailable, InvalidRequest...)."""
-        try:
-            yield
-        except DuetimeError:
-            raise
-        except Exception as exc:
-            mine = self.translate(exc)
-            if mine is None:
-                raise
-            raise mine from exc
+        translating = self._translating
+        if translating is None:
+            translating = self._translating = _Translating(self)
+        return translating
+
+
+class _Translating:
+    """Driver.translated's block: an exception of the database driver's leaves it as
+    duetime's own, one that is duetime's or no database's passes through. One object serves
+    every block of its driver (it keeps no state), and a class's __exit__ costs less than a
+    generator's context manager, which every statement went through (docs/performance.md)."""
+
+    def __init__(self, driver: Driver) -> None:
+        self.driver = driver
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: Any
+    ) -> Literal[False]:
+        if exc is None or isinstance(exc, DuetimeError) or not isinstance(exc, Exception):
+            return False
+        mine = self.driver.translate(exc)
+        if mine is None:
+            return False
+        raise mine from exc
 
 
 def driver_connection(connection: Any, kind: type[Any], accepted: str) -> Any:

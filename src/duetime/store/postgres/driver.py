@@ -20,7 +20,6 @@ import random
 import re
 import threading
 import time
-import weakref
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
@@ -44,6 +43,7 @@ from duetime.core.errors import (
 from duetime.core.models import JobParts, Wakeup
 from duetime.store.base import Listener
 from duetime.store.driver import (
+    PLAIN,
     Connection,
     Driver,
     Row,
@@ -57,6 +57,7 @@ class PostgresDriver(Driver):
     dialect = "postgres"
     package = "duetime.store.postgres"
     pipelines = True
+    unchanged = PLAIN | frozenset({datetime, bool})  # psycopg adapts instants, booleans itself
 
     def __init__(
         self, url: str, *, min_size: int = 1, max_size: int = 10, pool_timeout: float = 30.0
@@ -99,7 +100,8 @@ class PostgresDriver(Driver):
             # nothing is prepared server-side unless asked (execute's prepare=True):
             # each statement is planned for its own parameters (see _configure)
             kwargs={"autocommit": False, "prepare_threshold": _PREPARE_ONLY_WHEN_ASKED},
-            configure=_configure,
+            configure=_configure_pooled,
+            connection_class=_PooledConnection,
             # no check=: a connection that died (server restart, network drop) is replaced on
             # checkout by _ReconnectingPool.getconn
             name="duetime",
@@ -155,7 +157,7 @@ class PostgresDriver(Driver):
             raise
         with self.translated():
             pooled.__exit__(None, None, None)  # commits
-        _used[native] = time.monotonic()
+        native.used_at = time.monotonic()
 
     def rows_alone(self, name: str, /, **params: Any) -> list[Row]:
         """BEGIN, the statements and COMMIT in one pipeline: one round trip where a
@@ -194,16 +196,17 @@ class PostgresDriver(Driver):
                         native.autocommit = False
                     else:  # never back in the pool in autocommit mode: the pool discards it
                         native.close()
-                _used[native] = time.monotonic()
+                native.used_at = time.monotonic()
         return rows
 
     @contextmanager
     def single(self) -> Iterator[Connection]:
         """A pooled connection in autocommit: its one statement is its own transaction, sent
-        in one round trip (no BEGIN, no COMMIT)."""
+        in one round trip (no BEGIN, no COMMIT). Taken and given back with the pool's getconn
+        and putconn: its connection() block would also commit (nothing to commit here: a
+        lock and a wait of psycopg's per call)."""
         with self.translated():
-            pooled = self._pool.connection()
-            native = pooled.__enter__()
+            native = self._pool.getconn()
         try:
             native.autocommit = True
             yield Connection(self, native)
@@ -211,7 +214,7 @@ class PostgresDriver(Driver):
             lost = self._dropped_if_read_only(native, exc)
             _no_autocommit(native)
             try:
-                pooled.__exit__(type(exc), exc, exc.__traceback__)
+                self._pool.putconn(native)
             except Exception:
                 pass
             if lost is not None:
@@ -219,8 +222,8 @@ class PostgresDriver(Driver):
             raise
         _no_autocommit(native)
         with self.translated():
-            pooled.__exit__(None, None, None)
-        _used[native] = time.monotonic()
+            self._pool.putconn(native)
+        native.used_at = time.monotonic()
 
     @contextmanager
     def joined(self, native: Any) -> Iterator[Connection]:
@@ -244,10 +247,11 @@ class PostgresDriver(Driver):
     def execute(
         self, native: Any, sql: str, params: Mapping[str, Any]
     ) -> tuple[list[Row] | None, int]:
-        with native.cursor(row_factory=dict_row) as cur:
-            cur.execute(sql, params, prepare=True if sql in self._prepared else None)
-            rows = cur.fetchall() if cur.description is not None else None
-            return rows, cur.rowcount
+        prepare = True if sql in self._prepared else None
+        if isinstance(native, _PooledConnection):
+            return _rows(native.statement_cursor(), sql, params, prepare)
+        with native.cursor(row_factory=dict_row) as cur:  # an application's connection
+            return _rows(cur, sql, params, prepare)
 
     def send(self, native: Any, sql: str, params: Mapping[str, Any]) -> None:
         # in pipeline mode: sent, its result read at the end
@@ -309,7 +313,7 @@ class PostgresDriver(Driver):
         return value
 
     def _dropped_if_read_only(
-        self, native: psycopg.Connection[Any], exc: BaseException
+        self, native: _PooledConnection, exc: BaseException
     ) -> StoreUnavailable | None:
         """A pooled session that found its node read-only (_read_only_node) is closed, so
         the pool replaces it by one to the read-write host, and so are the pool's other
@@ -399,7 +403,26 @@ RECONNECTS_CAPPED = isinstance(AddConnection, type) and callable(
 log = logging.getLogger("duetime.store")
 
 
-class _ReconnectingPool(psycopg_pool.ConnectionPool[psycopg.Connection[Any]]):
+class _PooledConnection(psycopg.Connection[Any]):
+    """A connection of the driver's pool. It keeps one cursor for the statements the driver
+    executes (each reads its rows before the next is sent, so they take turns): a cursor made
+    per statement (its map of adapters, its row maker) was about 30 us of the 250 us of client
+    CPU a one-job enqueue took (docs/performance.md). The cursor holds the last result until
+    the next statement. It also keeps when it was opened and last used, which
+    _ReconnectingPool reads."""
+
+    _statement_cursor: psycopg.Cursor[dict[str, Any]] | None = None
+    opened_at = 0.0  # time.monotonic() when it was opened (set by _configure)
+    used_at = 0.0  # ... when it last finished a transaction
+
+    def statement_cursor(self) -> psycopg.Cursor[dict[str, Any]]:
+        cur = self._statement_cursor
+        if cur is None or cur.closed:
+            cur = self._statement_cursor = self.cursor(row_factory=dict_row)
+        return cur
+
+
+class _ReconnectingPool(psycopg_pool.ConnectionPool[_PooledConnection]):
     """psycopg_pool's pool, but a lost connection is tried again at most RECONNECT_DELAY_MAX s
     apart, and a checkout replaces a dead connection without psycopg_pool's pauses.
 
@@ -423,7 +446,7 @@ class _ReconnectingPool(psycopg_pool.ConnectionPool[psycopg.Connection[Any]]):
             delay = min(delay, RECONNECT_DELAY_MAX * random.uniform(0.5, 1.0))
         super().schedule_task(task, delay)
 
-    def getconn(self, timeout: float | None = None) -> psycopg.Connection[Any]:
+    def getconn(self, timeout: float | None = None) -> _PooledConnection:
         """psycopg_pool's, and a connection that sat idle past _CHECK_AFTER_IDLE is checked
         first, a round trip (one in use moments ago is alive; a dead one fails its statement
         and is replaced). One found dead is given back (the pool opens another in its place)
@@ -437,7 +460,7 @@ class _ReconnectingPool(psycopg_pool.ConnectionPool[psycopg.Connection[Any]]):
         found_dead = False
         while True:
             conn = super().getconn(timeout=max(deadline - time.monotonic(), 0.0))
-            if not found_dead and time.monotonic() - _used.get(conn, 0.0) <= _CHECK_AFTER_IDLE:
+            if not found_dead and time.monotonic() - conn.used_at <= _CHECK_AFTER_IDLE:
                 return conn
             try:
                 psycopg_pool.ConnectionPool.check_connection(conn)
@@ -454,14 +477,14 @@ class _ReconnectingPool(psycopg_pool.ConnectionPool[psycopg.Connection[Any]]):
                 self.drain_opened_before(conn)
             found_dead = True
 
-    def drain_opened_before(self, conn: psycopg.Connection[Any]) -> None:
+    def drain_opened_before(self, conn: _PooledConnection) -> None:
         """`conn` was found on a read-only node, or dead after another: drop every connection
         the pool holds (psycopg_pool's drain: the idle ones now, those in use when given back;
         the pool opens new ones), since those opened before `conn` are most likely in the
         same state; unless a drain since `conn` was opened did it already. The younger ones go
         too: a reconnection each."""
         with self._drain_lock:
-            if _opened.get(conn, 0.0) <= self._last_drain:
+            if conn.opened_at <= self._last_drain:
                 return
             self._last_drain = time.monotonic()
         self.drain()
@@ -471,11 +494,7 @@ class _ReconnectingPool(psycopg_pool.ConnectionPool[psycopg.Connection[Any]]):
 # (None would refuse even that)
 _PREPARE_ONLY_WHEN_ASKED = 2**62
 
-# when each pooled connection last finished a transaction (weak keys: the pool discards some)
-_used: weakref.WeakKeyDictionary[Any, float] = weakref.WeakKeyDictionary()
 _CHECK_AFTER_IDLE = 2.0  # seconds: a connection idle longer is checked before it is reused
-# when each pooled connection was opened (time.monotonic(), set in _configure)
-_opened: weakref.WeakKeyDictionary[Any, float] = weakref.WeakKeyDictionary()
 
 
 def _read_only_node(native: psycopg.Connection[Any], exc: BaseException) -> bool:
@@ -498,6 +517,22 @@ def _read_only_node(native: psycopg.Connection[Any], exc: BaseException) -> bool
     except psycopg.Error:
         return True  # closed meanwhile: replaced either way
     return "on" in reported or reported == [None, None]
+
+
+def _rows(
+    cur: psycopg.Cursor[Any], sql: str, params: Mapping[str, Any], prepare: bool | None
+) -> tuple[list[Row] | None, int]:
+    """Run one statement on `cur`: its rows (None when it returns none) and its row count.
+    Whether it returned rows is read from the result's status (cursor.description would build
+    a Column per column)."""
+    cur.execute(sql, params, prepare=prepare)
+    result = cur.pgresult
+    if result is None or result.status != _TUPLES_OK:
+        return None, cur.rowcount
+    return cur.fetchall(), cur.rowcount
+
+
+_TUPLES_OK = psycopg.pq.ExecStatus.TUPLES_OK
 
 
 def _no_autocommit(native: psycopg.Connection[Any]) -> None:
@@ -525,8 +560,7 @@ def _configure(conn: psycopg.Connection[Any]) -> None:
     ROLE/DATABASE ... SET or the server's configuration wins. One round trip, and one more for
     client_connection_check_interval, which a server on a system without the kernel events it
     needs (Windows) refuses: there it stays off. Both in autocommit (the settings are the
-    session's either way), so no BEGIN and COMMIT round trips; and the connection counts as just
-    used, so its first checkout sends no check (_ReconnectingPool.getconn)."""
+    session's either way), so no BEGIN and COMMIT round trips."""
     autocommit = conn.autocommit
     conn.autocommit = True
     try:
@@ -537,7 +571,13 @@ def _configure(conn: psycopg.Connection[Any]) -> None:
             pass
     finally:
         conn.autocommit = autocommit
-    _used[conn] = _opened[conn] = time.monotonic()
+
+
+def _configure_pooled(conn: _PooledConnection) -> None:
+    """A new connection of the pool, configured; it counts as just used, so its first checkout
+    sends no check (_ReconnectingPool.getconn)."""
+    _configure(conn)
+    conn.used_at = conn.opened_at = time.monotonic()
 
 
 # Settings of each session, so that a connection lost in the middle of a transaction (a

@@ -13,7 +13,7 @@ from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from duetime.core.errors import StoreConflict, StoreError
 from duetime.core.limits import limits_text
-from duetime.core.models import Attempt, Job, NewJob
+from duetime.core.models import Attempt, Job, NewJob, made
 from duetime.core.outbox import DISPATCH_HOLDER
 from duetime.core.states import TRANSITIONS, Event, JobStatus, withdrawn_for
 from duetime.store.driver import Connection, Driver, Row
@@ -198,7 +198,8 @@ def earliest(jobs: Iterable[Job | NewJob]) -> dict[str, datetime]:
 
 def new_job_record(job_id: int, new: NewJob, now: datetime) -> Job:
     """The record of a job just inserted from `new` (as select_job would read it back)."""
-    return Job(
+    return made(
+        Job,
         id=job_id,
         tenant=new.tenant,
         queue=new.queue,

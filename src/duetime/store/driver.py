@@ -155,10 +155,10 @@ class Driver(ABC):
     unchanged: ClassVar[frozenset[type]] = PLAIN
 
     _converters: dict[type, Callable[[Any], Any]] | None = None
-    _translating: _Translating | None = None
 
     def __init__(self) -> None:
         self.queries = load_queries(self.package)
+        self._translating = _Translating(self)  # one block object serves every statement
         self.migrations = load_migrations(self.package)
 
     def statements(self, name: str) -> tuple[str, ...]:
@@ -312,10 +312,7 @@ class Driver(ABC):
 
     def translated(self) -> AbstractContextManager[None]:
         """Raise the database's errors as duetime's own (StoreUnavailable, InvalidRequest...)."""
-        translating = self._translating
-        if translating is None:
-            translating = self._translating = _Translating(self)
-        return translating
+        return self._translating
 
 
 class _Translating:

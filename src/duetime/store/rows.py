@@ -197,7 +197,6 @@ def claims_from_rows(rows: Iterable[Row], t: ToTime, worker_id: str) -> list[Cla
     back: it is the job's (generation, claim token, due_at; started_at is the claim's now, as
     the job's updated_at), the worker's, or what every new attempt has (running, no outcome)."""
     claims = []
-    new = object.__new__
     for row in rows:
         job = job_from_row(row, t)
         attempt = built(
@@ -221,9 +220,7 @@ def claims_from_rows(rows: Iterable[Row], t: ToTime, worker_id: str) -> list[Cla
                 "epoch": int(row["claim_epoch"]),
             },
         )
-        claim = new(Claim)  # as built() makes records: Claim's frozen __init__ costs more
-        claim.__dict__.update(job=job, attempt=attempt)
-        claims.append(claim)
+        claims.append(built(Claim, {"job": job, "attempt": attempt}))
     return claims
 
 

@@ -1,5 +1,6 @@
 """SQLStore: the Store contract (store/base.py), implemented once for every SQL dialect, as a
-thin front over the parts of the SQL store, each a use case:
+thin front over the parts of the SQL store, each a use case. It is past 450 lines only
+because it is the whole Store contract, one short forwarding method per Store method:
 
   jobs.py       Jobs: enqueue, reads of jobs, next due instants, operators' moves
   claim.py      Claimer: the worker's claim (plain, limited and controlled picks)
@@ -14,11 +15,8 @@ Every rule lives in the parts: which statements run in which transaction, in whi
 are locked, how a fenced write is recognised, how an idempotency key is honoured. A Driver
 (store/driver.py) supplies only what differs between databases. The front owns the parts and
 gives each the others it needs in its constructor; it adds no rule of its own but the schema's.
-It is past 450 lines only because it is the whole Store contract, one short forwarding method
-per Store method.
 It keeps no claim policy (the runtime's, runtime/fairness.py, passed in as a ClaimPlan) and no
 clock but the monotonic one it injects into the parts' caches (cache.py).
-Past 400 lines because it delegates every method of the Store contract, one by one.
 """
 
 from __future__ import annotations

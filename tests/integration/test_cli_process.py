@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from duetime import App
-from integration.procs import DUETIME, base_env, describe, run_cli, scalar
+from integration.procs import APP_SPEC, DUETIME, base_env, describe, run_cli, scalar
 
 # -- a reader that goes away --------------------------------------------------------------------
 
@@ -174,3 +174,52 @@ def test_commands_that_create_still_create_and_then_reading_works(tmp_path: Path
     done = run_cli(["jobs", "list", "--json", "--database-url", "sqlite:///typo.db"], cwd=tmp_path)
     assert done.returncode == 0, describe(done)
     assert scalar(f"sqlite:///{tmp_path / 'typo.db'}", "SELECT count(*) FROM duetime_jobs") == 1
+
+
+# -- a stop request at any moment of a worker's life ----------------------------------------------
+
+# Runs `duetime worker` in-process with one step of its start-up or shutdown replaced by a
+# SIGTERM to itself (as a supervisor's stop that lands at that moment), then the step.
+STOP_HARNESS = """
+import os, signal, sys, time
+import duetime.cli.worker as cli_worker
+from duetime import App
+from duetime.cli import main
+from duetime.runtime.worker import Worker
+
+def stop_request():
+    os.kill(os.getpid(), signal.SIGTERM)
+    time.sleep(5)  # the handler runs at the next bytecode: this sleep is cut short, or not
+
+where = sys.argv[2]
+if where == "start-up":
+    cli_worker.tune_gc = stop_request  # after the store answered, before the worker runs
+elif where == "shutdown":
+    Worker.serve = lambda self: None  # as if a first stop request had ended the run
+    close = App.close
+    def closing(self):
+        stop_request()
+        close(self)
+    App.close = closing
+sys.exit(main(["worker", "--app", sys.argv[3], "--database-url", sys.argv[1]]))
+"""
+
+
+@pytest.mark.parametrize(("where", "status"), [("start-up", 0), ("shutdown", 1)])
+def test_a_stop_request_during_start_up_or_shutdown_ends_the_worker_with_a_status(
+    tmp_path: Path, where: str, status: int
+) -> None:
+    """SIGTERM before the worker's loop runs ends it cleanly (0: nothing was claimed yet); one
+    during its shutdown is a repeated request, which exits at once with 1, as while it runs
+    (docs/workers.md). Before the fix both died of the signal itself (-15)."""
+    url = f"sqlite:///{tmp_path / 'stop.db'}"
+    App(url).close()  # the database exists and is migrated
+    done = subprocess.run(
+        [str(DUETIME.parent / "python"), "-c", STOP_HARNESS, url, where, APP_SPEC],
+        capture_output=True,
+        env=base_env(),
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == status, describe(done)

@@ -144,6 +144,8 @@ def test_a_weighted_small_tenant_starts_within_a_bound_under_a_flood(
     for _ in range(0, FLOOD, 500):
         app.scoped("flood").enqueue_many("flow.hold", [{"seconds": 0.05} for _ in range(500)])
     workers = [procs.worker(db_url, "--concurrency", "4") for _ in range(2)]
+    for w in workers:  # both take part in the flood (one still starting could do nothing)
+        w.wait_event("worker.started", 60)
 
     def flood_done() -> int:
         return int(scalar(db_url, "SELECT count(*) FROM duetime_jobs WHERE status = 'succeeded'"))

@@ -148,6 +148,9 @@ def cmd_worker(args: argparse.Namespace, app: App | None = None) -> int:
     from duetime.runtime import metrics as worker_metrics
     from duetime.runtime.worker import Worker, default_worker_id
 
+    # a stop request before the worker runs ends the process cleanly: nothing is claimed yet
+    # (the worker's loop takes SIGTERM over once it runs: runtime.node.run_until_signalled)
+    signal.signal(signal.SIGTERM, _stop_before_running)
     if args.relay and not args.broker_url:
         args.usage_error("--relay needs the broker: --broker-url URL or DUETIME_BROKER_URL")
     if args.broker_url:
@@ -198,6 +201,9 @@ def cmd_worker(args: argparse.Namespace, app: App | None = None) -> int:
     if not args.no_gc_tuning:
         tune_gc()
     worker.serve()  # until SIGTERM or SIGINT; a second signal exits at once with status 1
+    # the loop is gone (and with it its handler): a stop request while shutting down is a
+    # repeated one, which exits at once, as while the worker runs
+    signal.signal(signal.SIGTERM, _stop_at_once)
     if calls is not None:
         calls.close()
     if exporter is not None:
@@ -215,14 +221,24 @@ def cmd_worker(args: argparse.Namespace, app: App | None = None) -> int:
 def _wait_for_store(app: App) -> None:
     """A worker started while its database is down waits for it (a bad URL fails at once)."""
     delay = 1.0
-    # nothing runs yet, so a stop request while waiting simply ends the process cleanly
-    previous = signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
-    while True:
+    while True:  # a stop request meanwhile ends the process cleanly (_stop_before_running)
         try:
             app.store  # noqa: B018 - opens and checks the store
-            signal.signal(signal.SIGTERM, previous)
             return
         except StoreUnavailable as exc:
             log.warning("database unavailable (%s); retrying in %.0fs", exc, delay)
             time.sleep(delay)
             delay = min(delay * 2, 30.0)
+
+
+def _stop_before_running(signum: int, frame: object) -> None:
+    """SIGTERM before the worker's loop runs: nothing is claimed yet, so exit with status 0."""
+    sys.exit(0)
+
+
+def _stop_at_once(signum: int, frame: object) -> None:
+    """SIGTERM while the worker shuts down: a repeated stop request, which exits at once with
+    status 1 (docs/workers.md), as one while the worker runs does."""
+    log.warning("second signal: exiting now")
+    logging.shutdown()
+    os._exit(1)

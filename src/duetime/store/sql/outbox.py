@@ -103,6 +103,7 @@ class Outbox(Part):
             rows = c.rows(
                 "insert_outbox_events",
                 attempt_ids=sorted(int(r["attempt_id"]) for r in started.rows),
+                job_ids=sorted(int(r["id"]) for r in started.rows),
                 now=at,
                 holder=DISPATCH_HOLDER,
             )

@@ -84,7 +84,7 @@ def test_jobs_survive_migration_20_and_dependencies_work(
     after = store.list_jobs(listed)
     assert after == before
     assert [j.attempt_history for j in after] == [j.attempt_history for j in before]
-    assert kit.execute(url, "SELECT COUNT(*) FROM duetime_attempts")[0][0] == attempts
+    assert kit.execute(url, "SELECT COUNT(*) FROM duetime_all_attempts")[0][0] == attempts
     with pytest.raises(Exception, match=r"(?i)check|constraint"):
         kit.execute(url, "UPDATE duetime_jobs SET status = 'bogus' WHERE id = ?", (running.id,))
     child = enqueue(store, clock, depends_on=[running.id])

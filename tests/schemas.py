@@ -52,21 +52,18 @@ def attempt_guard(
     restore = [create] if view else []
     if not refusal:
         pass
-    elif dialect == "postgres":
+    elif dialect == "sqlite":  # triggers (SQLite adds no constraint to a table)
+        for part in script.split("END;"):
+            if "CREATE TRIGGER" in part:
+                trigger = part[part.index("CREATE TRIGGER") :].strip() + "\nEND"
+                lift.append(f"DROP TRIGGER {trigger.split()[2]}")
+                restore.append(trigger)
+    else:  # a CHECK constraint (PostgreSQL, MariaDB/MySQL)
         name = "duetime_attempts_ended_only_upgrade_every_worker"
         lift.append(f"ALTER TABLE duetime_attempts DROP CONSTRAINT {name}")
         restore.append(
             f"ALTER TABLE duetime_attempts ADD CONSTRAINT {name} CHECK (status <> 'running')"
         )
-    else:
-        triggers = [
-            part[part.index("CREATE TRIGGER") :].strip()
-            for part in script.split("END;")
-            if "CREATE TRIGGER" in part
-        ]
-        for trigger in triggers:
-            lift.append(f"DROP TRIGGER {trigger.split()[2]}")
-            restore.append(trigger + "\nEND" if dialect == "sqlite" else trigger + "\nEND")
     return lift, restore
 
 
@@ -76,4 +73,5 @@ def run_all(store: Store, statements: list[str]) -> None:
     with driver.transaction() as c, driver.translated():
         c.run("schema_version")  # as migrate does first (SQLite re-reads the schema)
         for statement in statements:
-            driver.run_script(c.native, statement + ";" if driver.dialect == "sqlite" else statement)
+            end = ";" if driver.dialect == "sqlite" else ""  # a complete statement, for SQLite
+            driver.run_script(c.native, statement + end)

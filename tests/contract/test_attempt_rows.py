@@ -80,8 +80,9 @@ def test_a_finish_writes_exactly_one_attempt_row_with_its_outcome(
     error = ErrorCategory.RETRYABLE if event is not Event.SUCCEED else None
     assert store.finish(lease, Outcome(event, error_category=error), clock.now())
     rows = rows_of(kit, store_url, job.id)
+    category = error and str(error)
     assert rows == [
-        (lease.attempt_id, lease.generation, lease.claim_token, "w-fin", ended, error and str(error))
+        (lease.attempt_id, lease.generation, lease.claim_token, "w-fin", ended, category)
     ]
     seen = store.get_job(job.id)
     assert seen is not None
@@ -138,7 +139,7 @@ def test_an_old_style_running_attempt_insert_is_refused(
     """What a worker of an earlier version does at its claim fails (and its claim with it)."""
     job = enqueue(store, clock)
     at = kit.instant(clock.now())
-    with pytest.raises(Exception, match="(?i)ended.only|upgrade|running"):
+    with pytest.raises(Exception, match=r"(?i)ended.only|upgrade|running"):
         kit.execute(
             store_url,
             "INSERT INTO duetime_attempts (job_id, generation, claim_token, worker_id, status, "

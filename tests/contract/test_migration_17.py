@@ -28,7 +28,6 @@ from duetime.store.base import Store
 from jobhelpers import claim_one, enqueue, job_in
 from kit import DialectKit
 
-
 # a job's row without the attempt it ran (migration 22's columns), as after its end
 UNHELD = (
     "UPDATE duetime_jobs SET attempt_id = NULL, worker_id = NULL, lease_expires_at = NULL, "

@@ -118,8 +118,7 @@ def test_jobs_in_every_state_survive_migration_22(
     cancelling = enqueue(store, clock)
     asked = old.claim(cancelling.id, "w2")
     old.sql(
-        "UPDATE duetime_jobs SET status = 'cancel_requested', cancel_requested_at = ? "
-        "WHERE id = ?",
+        "UPDATE duetime_jobs SET status = 'cancel_requested', cancel_requested_at = ? WHERE id = ?",
         old.at(),
         cancelling.id,
     )
@@ -193,5 +192,5 @@ def test_jobs_in_every_state_survive_migration_22(
     assert after is not None and [a.worker_id for a in after.attempt_history] == ["w3"]
 
     # a worker of version 21 cannot claim any more: its attempt insert is refused
-    with pytest.raises(Exception, match="(?i)ended.only|upgrade|running"):
+    with pytest.raises(Exception, match=r"(?i)ended.only|upgrade|running"):
         old.claim(scheduled.id, "old-worker")

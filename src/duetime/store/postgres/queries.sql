@@ -25,6 +25,11 @@ SELECT COALESCE(MAX(version), 0) AS version FROM duetime_migrations;
 INSERT INTO duetime_migrations (version, name, applied_at)
 VALUES (%(version)s, %(name)s, %(now)s);
 
+-- name: reserve_attempt_ids
+-- The claim gives each attempt its id itself (nextval of the attempts' sequence, migration
+-- 22): nothing to reserve (store/sql/attempt_ids.py).
+SELECT NULL::bigint AS first_id;
+
 -- name: reserve_job_ids
 -- from the jobs' own sequence: never handed out twice, whatever commits or rolls back. The
 -- sequence is looked up once (a sub-select), not per id, and cast to regclass inside it: cast

@@ -23,6 +23,11 @@ SELECT COALESCE(MAX(version), 0) AS version FROM duetime_migrations;
 -- name: insert_migration
 INSERT INTO duetime_migrations (version, name, applied_at) VALUES (:version, :name, :now);
 
+-- name: reserve_attempt_ids
+-- The claim gives each attempt its id itself (the counter row, under the write lock,
+-- migration 22): nothing to reserve (store/sql/attempt_ids.py).
+SELECT NULL AS first_id;
+
 -- name: reserve_job_ids
 -- Under the write lock: the next ids after every id ever used (AUTOINCREMENT keeps the
 -- highest in sqlite_sequence, also for ids given explicitly).

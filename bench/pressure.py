@@ -308,6 +308,7 @@ def db_sample(conn: psycopg.Connection[Any]) -> dict[str, Any]:
 
 
 # -- afterwards: the attempts the run kept -----------------------------------------------------
+# (the starts read every attempt, the running ones from their jobs' rows: migration 22)
 
 SERIES_FINISHED_SQL = """
 SELECT floor((extract(epoch FROM finished_at) - %(origin)s) / %(step)s)::int AS b, count(*)
@@ -321,7 +322,7 @@ SERIES_STARTED_SQL = """
 SELECT floor((extract(epoch FROM started_at) - %(origin)s) / %(step)s)::int AS b, count(*),
        percentile_cont(0.5) WITHIN GROUP (ORDER BY extract(epoch FROM started_at - due_at)),
        percentile_cont(0.99) WITHIN GROUP (ORDER BY extract(epoch FROM started_at - due_at))
-FROM duetime_attempts GROUP BY b
+FROM duetime_all_attempts GROUP BY b
 """
 PHASE_FINISHED_SQL = """
 SELECT width_bucket(extract(epoch FROM finished_at) - %(origin)s, %(bounds)s) AS b, count(*)
@@ -331,7 +332,7 @@ PHASE_STARTED_SQL = """
 SELECT width_bucket(extract(epoch FROM due_at) - %(origin)s, %(bounds)s) AS b, count(*),
        percentile_cont(0.5) WITHIN GROUP (ORDER BY extract(epoch FROM started_at - due_at)),
        percentile_cont(0.99) WITHIN GROUP (ORDER BY extract(epoch FROM started_at - due_at))
-FROM duetime_attempts GROUP BY b
+FROM duetime_all_attempts GROUP BY b
 """
 PHASE_OFFERED_SQL = """
 SELECT width_bucket(extract(epoch FROM due_at) - %(origin)s, %(bounds)s) AS b, count(*),

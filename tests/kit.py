@@ -202,7 +202,8 @@ class MySQLKit(DialectKit):
     schemes = ("mysql", "mariadb")
     tables_sql = (
         "SELECT table_name FROM information_schema.tables "
-        "WHERE table_schema = DATABASE() AND table_name LIKE 'duetime%%'"
+        "WHERE table_schema = DATABASE() AND table_name LIKE 'duetime%%' "
+        "AND table_type = 'BASE TABLE'"
     )
     _url: str | None = None
 
@@ -247,8 +248,11 @@ class MySQLKit(DialectKit):
                 for name in tables:
                     if name != "duetime_migrations":
                         cur.execute(f"DELETE FROM `{name}`")
+                # the attempt id counter's one row, as migration 22 makes it
+                cur.execute("INSERT INTO duetime_attempt_ids (id, next_id) VALUES (1, 1)")
                 cur.execute("COMMIT")
             elif tables:
+                cur.execute("DROP VIEW IF EXISTS duetime_all_attempts")  # migration 22's
                 cur.execute("DROP TABLE IF EXISTS " + ", ".join(f"`{n}`" for n in tables))
         return url
 

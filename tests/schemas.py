@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from duetime.store.base import Store
+from duetime.store.driver import load_migrations
 
 
 def before(store: Store, version: int) -> list[Any]:
@@ -33,3 +34,44 @@ def before(store: Store, version: int) -> list[Any]:
 def restore(store: Store, every: list[Any]) -> None:
     """The store's migrations as they were before `before` (for a store that is closed next)."""
     store.driver.migrations = every  # type: ignore[attr-defined]
+
+
+def attempt_guard(
+    store: Store, *, view: bool = True, refusal: bool = True
+) -> tuple[list[str], list[str]]:
+    """Migration 22's statements that a test probing an earlier schema lifts and puts back:
+    (lift, restore). The view of every attempt (duetime_all_attempts) names columns such a test
+    drops, and the refusal of 'running' attempt rows keeps it from writing one as an earlier
+    version stored it."""
+    dialect = store.driver.dialect  # type: ignore[attr-defined]
+    driver = store.driver  # type: ignore[attr-defined]
+    [m22] = [m for m in load_migrations(driver.package) if m.version == 22]
+    script: str = m22.script
+    create = script[script.index("CREATE VIEW duetime_all_attempts") :].split(";\n")[0]
+    lift = ["DROP VIEW duetime_all_attempts"] if view else []
+    restore = [create] if view else []
+    if not refusal:
+        pass
+    elif dialect == "sqlite":  # triggers (SQLite adds no constraint to a table)
+        for part in script.split("END;"):
+            if "CREATE TRIGGER" in part:
+                trigger = part[part.index("CREATE TRIGGER") :].strip() + "\nEND"
+                lift.append(f"DROP TRIGGER {trigger.split()[2]}")
+                restore.append(trigger)
+    else:  # a CHECK constraint (PostgreSQL, MariaDB/MySQL)
+        name = "duetime_attempts_ended_only_upgrade_every_worker"
+        lift.append(f"ALTER TABLE duetime_attempts DROP CONSTRAINT {name}")
+        restore.append(
+            f"ALTER TABLE duetime_attempts ADD CONSTRAINT {name} CHECK (status <> 'running')"
+        )
+    return lift, restore
+
+
+def run_all(store: Store, statements: list[str]) -> None:
+    """Run raw statements (migration text) in one transaction of the store's driver."""
+    driver = store.driver  # type: ignore[attr-defined]
+    with driver.transaction() as c, driver.translated():
+        c.run("schema_version")  # as migrate does first (SQLite re-reads the schema)
+        for statement in statements:
+            end = ";" if driver.dialect == "sqlite" else ""  # a complete statement, for SQLite
+            driver.run_script(c.native, statement + end)

@@ -191,8 +191,11 @@ def test_a_withdraw_that_waits_on_a_workers_accept_leaves_the_attempt_to_the_wor
     with closing(kit.connect(url)) as worker:  # accept_dispatch, between its lock and commit
         kit.execute_on(worker, "BEGIN")  # the kit's connections autocommit
         kit.execute_on(worker, "SELECT id FROM duetime_jobs WHERE id = ? FOR UPDATE", [job.id])
+        # the dispatched attempt is its job's row's (migration 22)
         kit.execute_on(
-            worker, "UPDATE duetime_attempts SET worker_id = 'w' WHERE id = ?", [event.attempt_id]
+            worker,
+            "UPDATE duetime_jobs SET worker_id = 'w' WHERE id = ? AND attempt_id = ?",
+            [job.id, event.attempt_id],
         )
         racing = threading.Thread(target=reschedule)
         racing.start()

@@ -89,13 +89,26 @@ BEGIN
 END $$""",
     "CREATE TRIGGER duetime_clock_probe_jobs BEFORE INSERT ON duetime_jobs "
     "FOR EACH ROW EXECUTE FUNCTION duetime_clock_probe_f('job')",
-    "CREATE TRIGGER duetime_clock_probe_attempts BEFORE INSERT ON duetime_attempts "
-    "FOR EACH ROW EXECUTE FUNCTION duetime_clock_probe_f('attempt')",
+    # an attempt starts on its job's row (migration 22): the claim's update gives it its id
+    """CREATE OR REPLACE FUNCTION duetime_clock_probe_start_f() RETURNS trigger
+LANGUAGE plpgsql AS $$
+BEGIN
+  IF NEW.attempt_id IS NOT NULL AND NEW.attempt_id IS DISTINCT FROM OLD.attempt_id THEN
+    BEGIN
+      INSERT INTO duetime_clock_probe VALUES ('attempt', NEW.attempt_id, clock_timestamp());
+    EXCEPTION WHEN undefined_table THEN NULL;  -- left over by a test that died: harmless
+    END;
+  END IF;
+  RETURN NEW;
+END $$""",
+    "CREATE TRIGGER duetime_clock_probe_attempts BEFORE UPDATE ON duetime_jobs "
+    "FOR EACH ROW EXECUTE FUNCTION duetime_clock_probe_start_f()",
 ]
 UNPROBE_PG = [
     "DROP TRIGGER IF EXISTS duetime_clock_probe_jobs ON duetime_jobs",
-    "DROP TRIGGER IF EXISTS duetime_clock_probe_attempts ON duetime_attempts",
+    "DROP TRIGGER IF EXISTS duetime_clock_probe_attempts ON duetime_jobs",
     "DROP FUNCTION IF EXISTS duetime_clock_probe_f()",
+    "DROP FUNCTION IF EXISTS duetime_clock_probe_start_f()",
     "DROP TABLE IF EXISTS duetime_clock_probe",
 ]
 # AFTER INSERT: an AUTO_INCREMENT id is known only then; UTC_TIMESTAMP(6) is the statement's
@@ -103,13 +116,17 @@ UNPROBE_PG = [
 PROBE_MYSQL = [
     "CREATE TABLE duetime_clock_probe (kind VARCHAR(10) NOT NULL, id BIGINT NOT NULL, "
     "db_at DATETIME(6) NOT NULL)",
-    *(
-        f"CREATE TRIGGER duetime_clock_probe_{table} AFTER INSERT ON duetime_{table} "
-        "FOR EACH ROW BEGIN "
-        "DECLARE CONTINUE HANDLER FOR SQLSTATE '42S02' BEGIN END; "
-        f"INSERT INTO duetime_clock_probe VALUES ('{kind}', NEW.id, UTC_TIMESTAMP(6)); END"
-        for table, kind in (("jobs", "job"), ("attempts", "attempt"))
-    ),
+    "CREATE TRIGGER duetime_clock_probe_jobs AFTER INSERT ON duetime_jobs "
+    "FOR EACH ROW BEGIN "
+    "DECLARE CONTINUE HANDLER FOR SQLSTATE '42S02' BEGIN END; "
+    "INSERT INTO duetime_clock_probe VALUES ('job', NEW.id, UTC_TIMESTAMP(6)); END",
+    # an attempt starts on its job's row (migration 22): the claim's update gives it its id
+    "CREATE TRIGGER duetime_clock_probe_attempts AFTER UPDATE ON duetime_jobs "
+    "FOR EACH ROW BEGIN "
+    "DECLARE CONTINUE HANDLER FOR SQLSTATE '42S02' BEGIN END; "
+    "IF NEW.attempt_id IS NOT NULL AND NOT (NEW.attempt_id <=> OLD.attempt_id) THEN "
+    "INSERT INTO duetime_clock_probe VALUES ('attempt', NEW.attempt_id, UTC_TIMESTAMP(6)); "
+    "END IF; END",
 ]
 UNPROBE_MYSQL = [
     "DROP TRIGGER IF EXISTS duetime_clock_probe_jobs",
@@ -162,7 +179,7 @@ def attempts(url: str) -> list[dict[str, Any]]:
     rows = query(
         url,
         "SELECT a.id, a.job_id, a.status, a.started_at, a.lease_expires_at, a.worker_id, "
-        "j.due_at, j.nominal_at, j.schedule_id, j.queue FROM duetime_attempts a "
+        "j.due_at, j.nominal_at, j.schedule_id, j.queue FROM duetime_all_attempts a "
         "JOIN duetime_jobs j ON j.id = a.job_id ORDER BY a.id",
     )
     keys = [

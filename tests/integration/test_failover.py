@@ -309,7 +309,7 @@ def drill(
             attempts = query(
                 new,
                 "SELECT generation, status, worker_id, error_category, "
-                "left(coalesce(error_message, ''), 120) FROM duetime_attempts WHERE job_id = ? "
+                "left(coalesce(error_message, ''), 120) FROM duetime_all_attempts WHERE job_id = ? "
                 "ORDER BY generation",
                 (present[key],),
             )
@@ -606,7 +606,7 @@ def test_a_stale_worker_from_the_lost_history_is_fenced(
     # primary, and handed out again by the new one (as in the drill of issue 23).
     for _ in range(5):
         (left,) = query(url, "SELECT log_cnt FROM duetime_attempts_id_seq")[0]
-        if int(left) == 0 and int(scalar(url, "SELECT count(*) FROM duetime_attempts")) > 0:
+        if int(left) == 0 and int(scalar(url, "SELECT count(*) FROM duetime_all_attempts")) > 0:
             break
         warm = enqueuer.enqueue_many("fo.record", [{} for _ in range(max(1, int(left)))], queue="a")
         ids = {w.id for w in warm}
@@ -624,7 +624,9 @@ def test_a_stale_worker_from_the_lost_history_is_fenced(
     pair.proxy.hold()  # from here on, nothing the primary commits reaches the standby
     start_a = wait_until(lambda: hold_marker(procs.out_dir, j.id, a), 30, lambda: a.tail())
     a_attempt = query(
-        pair.primary_url(), "SELECT id, generation FROM duetime_attempts WHERE job_id = ?", (j.id,)
+        pair.primary_url(),
+        "SELECT id, generation FROM duetime_all_attempts WHERE job_id = ?",
+        (j.id,),
     )
     assert len(a_attempt) == 1, a_attempt
     a_attempt_id, a_generation = a_attempt[0]
@@ -633,7 +635,7 @@ def test_a_stale_worker_from_the_lost_history_is_fenced(
     pair.promote()
     new = pair.primary_url()  # the promoted standby
     assert scalar(new, "SELECT status FROM duetime_jobs WHERE id = ?", (j.id,)) == "scheduled" or (
-        scalar(new, "SELECT count(*) FROM duetime_attempts WHERE job_id = ?", (j.id,)) == 0
+        scalar(new, "SELECT count(*) FROM duetime_all_attempts WHERE job_id = ?", (j.id,)) == 0
     ), "A's claim reached the standby: the drill did not lose it"
     # C takes K first, so K's attempt gets the id the lost history gave A's attempt
     after = make_app(url)
@@ -643,10 +645,10 @@ def test_a_stale_worker_from_the_lost_history_is_fenced(
     b = procs.worker(url, "--queues", "a", "--no-planner", app=APP, name="B")
     wait_until(lambda: hold_marker(procs.out_dir, j.id, b), 30, lambda: b.tail())
     ((k_attempt_id, k_generation, k_worker),) = query(
-        new, "SELECT id, generation, worker_id FROM duetime_attempts WHERE job_id = ?", (k.id,)
+        new, "SELECT id, generation, worker_id FROM duetime_all_attempts WHERE job_id = ?", (k.id,)
     )
     ((b_attempt_id, b_generation, b_worker),) = query(
-        new, "SELECT id, generation, worker_id FROM duetime_attempts WHERE job_id = ?", (j.id,)
+        new, "SELECT id, generation, worker_id FROM duetime_all_attempts WHERE job_id = ?", (j.id,)
     )
     log.warning(
         f"A: attempt {a_attempt_id} gen {a_generation}; new primary: K attempt {k_attempt_id} "
@@ -689,13 +691,13 @@ def test_a_stale_worker_from_the_lost_history_is_fenced(
     # B's outcome stands, in B's attempt; K's attempt is C's, untouched by A
     j_attempts = query(
         new,
-        "SELECT id, generation, worker_id, status FROM duetime_attempts WHERE job_id = ?",
+        "SELECT id, generation, worker_id, status FROM duetime_all_attempts WHERE job_id = ?",
         (j.id,),
     )
     assert j_attempts == [(b_attempt_id, b_generation, b_worker, "succeeded")], j_attempts
     k_attempts = query(
         new,
-        "SELECT id, generation, worker_id, status FROM duetime_attempts WHERE job_id = ?",
+        "SELECT id, generation, worker_id, status FROM duetime_all_attempts WHERE job_id = ?",
         (k.id,),
     )
     assert k_attempts == [(k_attempt_id, k_generation, k_worker, "succeeded")], k_attempts
@@ -708,7 +710,7 @@ def test_a_stale_worker_from_the_lost_history_is_fenced(
     )
     j_finished = scalar(
         new,
-        "SELECT extract(epoch FROM finished_at) FROM duetime_attempts WHERE id = ?",
+        "SELECT extract(epoch FROM finished_at) FROM duetime_all_attempts WHERE id = ?",
         (b_attempt_id,),
     )
     assert float(j_finished) >= b_end - 0.5, (

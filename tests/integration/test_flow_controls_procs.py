@@ -52,11 +52,11 @@ def kit(request: pytest.FixtureRequest) -> DialectKit:
 
 
 RUNNING_OF_TENANT = (
-    "SELECT count(*) FROM duetime_attempts a JOIN duetime_jobs j ON j.id = a.job_id "
+    "SELECT count(*) FROM duetime_all_attempts a JOIN duetime_jobs j ON j.id = a.job_id "
     "WHERE a.status = 'running' AND j.tenant = ?"
 )
 RUNNING_OF_QUEUE = (
-    "SELECT count(*) FROM duetime_attempts a JOIN duetime_jobs j ON j.id = a.job_id "
+    "SELECT count(*) FROM duetime_all_attempts a JOIN duetime_jobs j ON j.id = a.job_id "
     "WHERE a.status = 'running' AND j.queue = ?"
 )
 
@@ -192,14 +192,14 @@ def test_queue_weights_split_the_starts_across_processes(
     def started() -> int:
         for w in workers:
             w.alive()
-        return int(scalar(db_url, "SELECT count(*) FROM duetime_attempts"))
+        return int(scalar(db_url, "SELECT count(*) FROM duetime_all_attempts"))
 
     wait_until(lambda: started() >= WINDOW, 60, lambda: workers[0].tail(10))
     stop(workers)
 
     rows = query(
         db_url,
-        "SELECT j.queue, a.worker_id FROM duetime_attempts a "
+        "SELECT j.queue, a.worker_id FROM duetime_all_attempts a "
         "JOIN duetime_jobs j ON j.id = a.job_id ORDER BY a.id",
     )
     first = [q for q, _ in rows[:WINDOW]]

@@ -38,7 +38,7 @@ def test_low_priority_keeps_its_share_under_a_high_priority_flood(
     workers = [procs.worker(db_url, "--concurrency", str(SLOTS)) for _ in range(WORKERS)]
 
     def started() -> int:
-        return int(scalar(db_url, "SELECT count(*) FROM duetime_attempts"))
+        return int(scalar(db_url, "SELECT count(*) FROM duetime_all_attempts"))
 
     wait_until(lambda: started() >= WINDOW, 120, lambda: workers[0].tail(10))
     for w in workers:
@@ -47,7 +47,7 @@ def test_low_priority_keeps_its_share_under_a_high_priority_flood(
 
     rows = query(
         db_url,
-        "SELECT j.priority, a.worker_id FROM duetime_attempts a "
+        "SELECT j.priority, a.worker_id FROM duetime_all_attempts a "
         "JOIN duetime_jobs j ON j.id = a.job_id ORDER BY a.id",
     )
     first = [int(p) for p, _ in rows[:WINDOW]]

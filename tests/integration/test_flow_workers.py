@@ -23,7 +23,7 @@ HOLD_SECONDS = 0.15
 
 
 RUNNING_CAPPED = (
-    "SELECT count(*) FROM duetime_attempts a JOIN duetime_jobs j ON j.id = a.job_id "
+    "SELECT count(*) FROM duetime_all_attempts a JOIN duetime_jobs j ON j.id = a.job_id "
     "WHERE a.status = 'running' AND j.queue = 'capped'"
 )
 
@@ -91,7 +91,7 @@ def test_a_queue_cap_holds_across_worker_processes_and_a_paused_queue_starts_not
     # the paused queue: every worker ran for the whole drain, and none started its jobs
     attempts = scalar(
         db_url,
-        "SELECT count(*) FROM duetime_attempts a JOIN duetime_jobs j ON j.id = a.job_id "
+        "SELECT count(*) FROM duetime_all_attempts a JOIN duetime_jobs j ON j.id = a.job_id "
         "WHERE j.queue = 'held'",
     )
     assert attempts == 0, f"a paused queue started {attempts} attempts"
@@ -115,7 +115,7 @@ def test_a_queue_cap_holds_across_worker_processes_and_a_paused_queue_starts_not
     statuses = dict(
         query(
             db_url,
-            "SELECT a.status, count(*) FROM duetime_attempts a JOIN duetime_jobs j "
+            "SELECT a.status, count(*) FROM duetime_all_attempts a JOIN duetime_jobs j "
             "ON j.id = a.job_id WHERE j.queue = 'capped' GROUP BY a.status",
         )
     )

@@ -405,8 +405,9 @@ def test_a_cut_inside_a_claim_holds_up_nothing(
     locks past the timeouts, A never runs the job, and B runs it once."""
     ns = scene.site.ns
     blocker = psycopg.connect(scene.blocker_url)
-    blocker.execute("LOCK TABLE duetime_attempts IN SHARE MODE")  # claims wait to write
     job = scene.app.enqueue("partition.effect", {})
+    # claims wait to write (a claim writes the job's row alone: migration 22)
+    blocker.execute("LOCK TABLE duetime_jobs IN SHARE MODE")
     a = _worker(scene, "A-partitioned", inside=True)
     wait_until(
         lambda: a.alive() and "Lock" in scene.waits_of_the_namespace(),

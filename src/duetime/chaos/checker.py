@@ -117,7 +117,7 @@ def _check(conn: psycopg.Connection[Any]) -> Report:
         for r in _rows(
             conn,
             "SELECT job_id, generation, status, worker_id, started_at, error_category, "
-            "late_outcome, finished_at, late_reported_at FROM duetime_attempts",
+            "late_outcome, finished_at, late_reported_at FROM duetime_all_attempts",
         )
     }
     accepted = {r[0]: r for r in _rows(conn, "SELECT job_id, kind, due_at FROM chaos_accepted")}
@@ -517,7 +517,7 @@ def _check_sequences(conn: psycopg.Connection[Any], report: Report) -> None:
             "SELECT a.job_id, a.generation, a.status, a.started_at, a.finished_at,"
             " a.lease_expires_at, (SELECT min(e.db_started_at) FROM chaos_executions e"
             " WHERE e.job_id = a.job_id AND e.generation = a.generation)"
-            " FROM duetime_attempts a JOIN duetime_jobs j ON j.id = a.job_id"
+            " FROM duetime_all_attempts a JOIN duetime_jobs j ON j.id = a.job_id"
             " WHERE j.sequence_key IS NOT NULL",
         )
     ]

@@ -522,7 +522,7 @@ class Partition:
             # estimate of the database's clock as it began the claim)
             rows = conn.execute(
                 "SELECT a.worker_id, extract(epoch FROM a.started_at), a.job_id"
-                " FROM duetime_attempts a"
+                " FROM duetime_all_attempts a"
                 " JOIN unnest(%s::bigint[], %s::bigint[]) AS h(job_id, generation)"
                 " ON a.job_id = h.job_id AND a.generation > h.generation"
                 " ORDER BY a.started_at",
@@ -543,7 +543,8 @@ class Partition:
             # serving again), timed by the execution log's database stamp
             rows = conn.execute(
                 "SELECT e.pid, extract(epoch FROM e.db_started_at) FROM chaos_executions e"
-                " JOIN duetime_attempts a ON a.job_id = e.job_id AND a.generation = e.generation"
+                " JOIN duetime_all_attempts a"
+                " ON a.job_id = e.job_id AND a.generation = e.generation"
                 " WHERE a.started_at > to_timestamp(%s) AND e.pid = ANY(%s)"
                 " ORDER BY e.db_started_at LIMIT 1",
                 (self.healed_at, pids),
@@ -578,10 +579,10 @@ def _iso(at: float | None) -> str | None:
     )
 
 
-# the running attempts (a), with their jobs (j): through the running jobs (migration 17: no
-# index on running attempts)
+# the running attempts (a), with their jobs (j): on the running jobs' rows (migration 22,
+# duetime_all_attempts)
 _RUNNING_ATTEMPTS = (
-    " FROM duetime_jobs j JOIN duetime_attempts a ON a.job_id = j.id"
+    " FROM duetime_jobs j JOIN duetime_all_attempts a ON a.job_id = j.id"
     " AND a.generation = j.generation AND a.claim_token = j.claim_token"
     " WHERE j.status IN ('running', 'cancel_requested') AND a.status = 'running'"
 )
@@ -1015,7 +1016,7 @@ def failover_figures(url: str, mode: str, stats: Stats, counts: dict[str, Any]) 
         lost = int(row[0]) if row else 0
         for promoted in stats.promotions:
             row = conn.execute(
-                "SELECT extract(epoch FROM min(started_at)) FROM duetime_attempts "
+                "SELECT extract(epoch FROM min(started_at)) FROM duetime_all_attempts "
                 "WHERE started_at > to_timestamp(%s)",
                 (promoted,),
             ).fetchone()

@@ -19,6 +19,9 @@ STATEMENTS: dict[str, str] = {
     "schema_version": "returns version: the newest applied (0 when none)",
     "insert_migration": "records migration (version, name) applied at now",
     # -- jobs
+    "reserve_attempt_ids": "returns first_id: the first of `count` consecutive attempt ids "
+    "never given out before, reserved in a transaction of their own for this process's claims "
+    "(store/sql/attempt_ids.py); NULL where the claim gives attempt ids itself",
     "reserve_job_ids": "returns ids: `count` new job ids, never given out before, in one "
     "row (an array, or a JSON array as text)",
     "enqueue_one": "inserts one job, its id given by the database, and returns its id; returns "
@@ -48,8 +51,11 @@ STATEMENTS: dict[str, str] = {
     "priority desc, due_at, id, skipping rows "
     "another transaction locked, and not of `outbox_queues` (none when all_direct); moves "
     "each by `moves` with generation + 1, attempts + 1 and a fresh random positive claim_token, "
-    "and starts a running attempt of that generation and claim_token for worker_id (started_at "
-    "now, lease until now + lease_seconds, the job's due_at); returns each job's columns as "
+    "and starts a running attempt of that generation and claim_token for worker_id on the job's "
+    "row (migration 22: attempt_id a new attempt id, from first_attempt_id on in job id order "
+    "where the dialect reserves them (store/sql/attempt_ids.py), worker_id, started_at now, "
+    "lease_expires_at now + lease_seconds; the attempt's due_at is the job's; no attempt row); "
+    "returns each job's columns as "
     "the claim left them (updated_at now) with its attempt's id and lease end as attempt_id "
     "and attempt_lease_expires_at (the rest of the attempt is the job's or the claim's) and "
     "the database's epoch as claim_epoch (PostgreSQL: its timeline; else 0), in the same order",
@@ -59,7 +65,7 @@ STATEMENTS: dict[str, str] = {
     "queues)",
     "renew_leases": "changes: the running attempts of `leases` (job_id, claim_token), each "
     "while its job holds that claim token, get a lease until now + their job's lease_seconds "
-    "(their jobs' rows locked first, in id order)",
+    "(on their jobs' rows, locked in id order; no attempt row is written)",
     "lease_states": "returns attempt_id, job_id, generation, claim_token, lease_expires_at, "
     "job_status of the running attempts of `leases` (job_id, claim_token) whose job holds that "
     "claim token",
@@ -71,10 +77,10 @@ STATEMENTS: dict[str, str] = {
     "finish_jobs": "changes: each job of `batch` (job_id, generation, claim_token, from_status, "
     "to_status, due_at, only_if_expired) to to_status (and due_at when given) if it still has "
     "that generation, claim_token and from_status (and with only_if_expired, its attempt of "
-    "that claim_token is running with a lease that ended at now); then ends the running "
-    "attempt of that claim_token of each job that moved, never found by its id alone (status, "
-    "error_category, error_message, error_traceback, finished_at now); counts the attempts "
-    "ended",
+    "that claim_token is running with a lease that ended at now); inserts the row of the "
+    "attempt each job that moved was running, once, from the job's row (status, "
+    "error_category, error_message, error_traceback, finished_at now) and clears the job's "
+    "attempt columns (migration 22); counts the attempts ended",
     "keep_results": "changes: the job job_id, if it still has generation, claim_token and "
     "status to_status (the finish just moved it, in this transaction): its result set to "
     "`result` when that is not NULL, and when `progress` is not NULL its progress, "
@@ -83,7 +89,8 @@ STATEMENTS: dict[str, str] = {
     "and is running or cancel_requested: progress, progress_message and progress_at (now) "
     "set; counts the jobs changed",
     "late_reports": "records each refused outcome of `batch` (job_id, generation, claim_token, "
-    "outcome) on the job's attempt of that generation and claim_token (if any), at now",
+    "outcome) on the job's attempt of that generation and claim_token (if any), at now: its row "
+    "once it ended, the job's row while it runs (its row takes the report at its end)",
     "expired_leases": "returns attempt_id, job_id, generation, claim_token, status, attempts, "
     "max_attempts, retry_base, retry_cap of up to `limit` running attempts whose lease ended "
     "at now, oldest first; not an attempt still held by `holder` whose outbox event is unpublished",

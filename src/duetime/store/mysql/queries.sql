@@ -27,6 +27,13 @@ SELECT COALESCE(MAX(version), 0) AS version FROM duetime_migrations;
 INSERT INTO duetime_migrations (version, name, applied_at)
 VALUES (%(version)s, %(name)s, %(now)s);
 
+-- name: reserve_attempt_ids
+-- A block of `count` attempt ids for this process (store/sql/attempt_ids.py), in a short
+-- transaction of its own: the counter row is locked only until it commits. No row: the
+-- counter is missing (the caller refuses to guess).
+SELECT next_id AS first_id FROM duetime_attempt_ids WHERE id = 1 FOR UPDATE;
+UPDATE duetime_attempt_ids SET next_id = next_id + %(count)s WHERE id = 1;
+
 -- name: reserve_job_ids
 -- AUTO_INCREMENT hands out the ids (never twice, whatever commits); the rows are this
 -- connection's own and are gone again when the transaction ends. JSON_TABLE makes `count` rows.
@@ -111,10 +118,11 @@ SELECT * FROM duetime_jobs
 WHERE id = %(id)s AND (%(tenant)s IS NULL OR tenant = %(tenant)s);
 
 -- name: select_attempts
-SELECT * FROM duetime_attempts WHERE job_id = %(id)s ORDER BY generation;
+-- every attempt, the running one from its job's row (migration 22: duetime_all_attempts)
+SELECT * FROM duetime_all_attempts WHERE job_id = %(id)s ORDER BY generation;
 
 -- name: select_attempts_of_jobs
-SELECT * FROM duetime_attempts WHERE job_id IN %(ids)s
+SELECT * FROM duetime_all_attempts WHERE job_id IN %(ids)s
 ORDER BY job_id, generation;
 
 -- name: list_jobs
@@ -174,24 +182,25 @@ SELECT JSON_ARRAYAGG(queue) INTO @duetime_paused FROM duetime_queues WHERE pause
 DELETE c FROM duetime_claim c
 JOIN duetime_jobs j ON j.id = c.id
 WHERE JSON_CONTAINS(COALESCE(@duetime_paused, '[]'), JSON_QUOTE(j.queue));
-UPDATE duetime_jobs
-SET generation = generation + 1, attempts = attempts + 1, updated_at = %(now)s,
-    claim_token = CAST(CONV(LEFT(MD5(CONCAT(UUID(), RAND())), 15), 16, 10) AS UNSIGNED) + 1,
-    status = JSON_UNQUOTE(JSON_EXTRACT(%(moves)s, CONCAT('$.', status)))
-WHERE id IN (SELECT id FROM duetime_claim)
-  AND JSON_EXTRACT(%(moves)s, CONCAT('$.', status)) IS NOT NULL;
-INSERT INTO duetime_attempts (job_id, generation, claim_token, worker_id, status,
-    lease_expires_at, started_at, due_at)
-SELECT id, generation, claim_token, %(worker_id)s, 'running', DATE_ADD(%(now)s, INTERVAL FLOOR(lease_seconds * 1000000) MICROSECOND), %(now)s, due_at
-FROM duetime_jobs WHERE id IN (SELECT id FROM duetime_claim)
-ORDER BY id;
+-- the attempts start on their jobs' rows (migration 22), their ids the block this process
+-- reserved (first_attempt_id on, store/sql/attempt_ids.py) in job id order; status goes last
+-- (MySQL assigns left to right)
+UPDATE duetime_jobs AS j
+JOIN (SELECT id, ROW_NUMBER() OVER (ORDER BY id) AS n FROM duetime_claim) AS c ON c.id = j.id
+SET j.generation = j.generation + 1, j.attempts = j.attempts + 1, j.updated_at = %(now)s,
+    j.claim_token = CAST(CONV(LEFT(MD5(CONCAT(UUID(), RAND())), 15), 16, 10) AS UNSIGNED) + 1,
+    j.attempt_id = %(first_attempt_id)s + c.n - 1, j.worker_id = %(worker_id)s,
+    j.lease_expires_at = DATE_ADD(%(now)s, INTERVAL FLOOR(j.lease_seconds * 1000000) MICROSECOND),
+    j.started_at = %(now)s, j.late_outcome = NULL, j.late_reported_at = NULL,
+    j.status = JSON_UNQUOTE(JSON_EXTRACT(%(moves)s, CONCAT('$.', j.status)))
+WHERE JSON_EXTRACT(%(moves)s, CONCAT('$.', j.status)) IS NOT NULL;
 -- of the attempt only what the job's row does not say: the rest of a started attempt is
--- the job's (generation, claim_token, due_at; started_at = updated_at = now), the
--- worker's or a constant (store/rows.py claims_from_rows)
-SELECT j.*, a.id AS attempt_id, a.lease_expires_at AS attempt_lease_expires_at,
-       0 AS claim_epoch
-FROM duetime_jobs j JOIN duetime_attempts a ON a.job_id = j.id AND a.generation = j.generation
-WHERE j.id IN (SELECT id FROM duetime_claim)
+-- the job's (attempt_id, generation, claim_token, due_at; started_at = updated_at = now),
+-- the worker's or a constant (store/rows.py claims_from_rows)
+SELECT j.*, j.lease_expires_at AS attempt_lease_expires_at, 0 AS claim_epoch
+FROM duetime_jobs j
+WHERE j.id IN (SELECT id FROM duetime_claim) AND j.status = 'running'
+  AND j.attempt_id IS NOT NULL
 ORDER BY j.priority DESC, j.due_at, j.id;
 
 -- name: claim_queues
@@ -200,50 +209,67 @@ ORDER BY j.priority DESC, j.due_at, j.id;
 
 -- name: renew_leases
 -- The leases of `leases` (job_id, claim_token): an attempt is renewed only while its job
--- holds its claim token. The jobs' rows are share-locked first (in id order), as every writer
--- locks the job before its attempt: a renewal and a reap (which locks the job, then checks the
--- lease) are serialized.
+-- holds its claim token and runs it. The running attempt is the job's row's (migration 22):
+-- the jobs' rows are locked in id order, then only their lease_expires_at changes; no
+-- attempt row is written.
 SELECT j.id FROM duetime_jobs j
 JOIN JSON_TABLE(%(leases)s, '$[*]' COLUMNS (
         job_id BIGINT PATH '$.job_id', claim_token BIGINT PATH '$.claim_token')) AS v ON v.job_id = j.id AND v.claim_token = j.claim_token
 ORDER BY j.id
-LOCK IN SHARE MODE;
+FOR UPDATE;
 UPDATE JSON_TABLE(%(leases)s, '$[*]' COLUMNS (
         job_id BIGINT PATH '$.job_id', claim_token BIGINT PATH '$.claim_token')) AS v
 STRAIGHT_JOIN duetime_jobs AS j ON j.id = v.job_id AND j.claim_token = v.claim_token
-STRAIGHT_JOIN duetime_attempts AS a
-    ON a.job_id = j.id AND a.generation = j.generation AND a.claim_token = j.claim_token
-SET a.lease_expires_at = DATE_ADD(%(now)s, INTERVAL FLOOR(j.lease_seconds * 1000000) MICROSECOND)
-WHERE a.status = 'running';
+SET j.lease_expires_at = DATE_ADD(%(now)s, INTERVAL FLOOR(j.lease_seconds * 1000000) MICROSECOND)
+WHERE j.status IN ('running', 'cancel_requested') AND j.attempt_id IS NOT NULL;
 
 -- name: lease_states
--- Each job by its id, then its attempt by (job_id, generation, claim_token).
-SELECT a.id AS attempt_id, a.job_id, a.generation, a.claim_token, a.lease_expires_at,
+-- Each job by its id and claim token, with the attempt it runs (its row's, migration 22).
+SELECT j.attempt_id, j.id AS job_id, j.generation, j.claim_token, j.lease_expires_at,
        j.status AS job_status
 FROM JSON_TABLE(%(leases)s, '$[*]' COLUMNS (
         job_id BIGINT PATH '$.job_id', claim_token BIGINT PATH '$.claim_token')) AS v
 STRAIGHT_JOIN duetime_jobs j ON j.id = v.job_id AND j.claim_token = v.claim_token
-STRAIGHT_JOIN duetime_attempts a
-    ON a.job_id = j.id AND a.generation = j.generation AND a.claim_token = j.claim_token
-WHERE a.status = 'running';
+WHERE j.status IN ('running', 'cancel_requested') AND j.attempt_id IS NOT NULL;
 
 -- name: lock_jobs
--- The jobs' rows locked in id order (their current attempts' rows after each), each with its
--- current attempt (of its generation and claim token), if any.
+-- The jobs' rows locked in id order, each with the attempt it runs (on its row: migration
+-- 22), if any.
 SELECT j.id, j.generation, j.claim_token, j.status, j.queue, j.has_children, j.tenant, j.sequence_key,
-       a.status AS attempt_status, a.lease_expires_at AS attempt_lease_expires_at
+       CASE WHEN j.attempt_id IS NOT NULL THEN 'running' END AS attempt_status,
+       j.lease_expires_at AS attempt_lease_expires_at
 FROM duetime_jobs j
-LEFT JOIN duetime_attempts a
-    ON a.job_id = j.id AND a.generation = j.generation AND a.claim_token = j.claim_token
 WHERE j.id IN %(ids)s
 ORDER BY j.id
 FOR UPDATE;
 
 -- name: finish_jobs
--- The jobs move (fenced by generation, claim token, status and, for a reap, the expired
--- lease), then the attempts of the jobs that moved end, each found by its job and claim token
--- (never by its id alone). MySQL assigns left to right and later expressions see earlier
--- results: status goes last.
+-- Each ended attempt's row is inserted, once, with its outcome, from its job's row (fenced by
+-- generation, claim token, status, the attempt it runs and, for a reap, the expired lease;
+-- the caller locked the rows, lock_jobs); then those jobs move and their current-attempt
+-- columns are cleared (migration 22), under the same fence. MySQL assigns left to right and
+-- later expressions see earlier results: the fence's columns go last.
+INSERT INTO duetime_attempts (id, job_id, generation, claim_token, worker_id, status,
+    lease_expires_at, started_at, finished_at, error_category, error_message, error_traceback,
+    late_outcome, late_reported_at, due_at)
+SELECT j.attempt_id, j.id, j.generation, j.claim_token, j.worker_id, v.status,
+       j.lease_expires_at, j.started_at, %(now)s, v.error_category, v.error_message,
+       v.error_traceback, j.late_outcome, j.late_reported_at, j.due_at
+FROM JSON_TABLE(%(batch)s, '$[*]' COLUMNS (
+        job_id BIGINT PATH '$.job_id',
+        generation BIGINT PATH '$.generation',
+        claim_token BIGINT PATH '$.claim_token',
+        from_status VARCHAR(20) PATH '$.from_status',
+        only_if_expired BOOLEAN PATH '$.only_if_expired',
+        status VARCHAR(20) PATH '$.status',
+        error_category VARCHAR(50) PATH '$.error_category',
+        error_message LONGTEXT PATH '$.error_message',
+        error_traceback LONGTEXT PATH '$.error_traceback')) AS v
+STRAIGHT_JOIN duetime_jobs AS j ON j.id = v.job_id
+WHERE j.generation = v.generation AND j.claim_token = v.claim_token
+  AND j.status = v.from_status COLLATE utf8mb4_bin AND j.attempt_id IS NOT NULL
+  AND (NOT v.only_if_expired OR j.lease_expires_at <= %(now)s)
+ORDER BY j.id;
 UPDATE duetime_jobs AS j
 JOIN JSON_TABLE(%(batch)s, '$[*]' COLUMNS (
         job_id BIGINT PATH '$.job_id',
@@ -254,33 +280,11 @@ JOIN JSON_TABLE(%(batch)s, '$[*]' COLUMNS (
         due_at DATETIME(6) PATH '$.due_at',
         only_if_expired BOOLEAN PATH '$.only_if_expired')) AS v ON j.id = v.job_id
 SET j.due_at = COALESCE(v.due_at, j.due_at), j.updated_at = %(now)s,
-    j.status = v.to_status
+    j.worker_id = NULL, j.started_at = NULL, j.late_outcome = NULL, j.late_reported_at = NULL,
+    j.status = v.to_status, j.lease_expires_at = NULL, j.attempt_id = NULL
 WHERE j.generation = v.generation AND j.claim_token = v.claim_token
-  AND j.status = v.from_status COLLATE utf8mb4_bin
-  AND (NOT v.only_if_expired OR EXISTS (
-        SELECT 1 FROM duetime_attempts AS a
-        WHERE a.job_id = v.job_id AND a.generation = v.generation
-          AND a.claim_token = v.claim_token AND a.status = 'running'
-          AND a.lease_expires_at <= %(now)s));
-UPDATE duetime_attempts AS a
-JOIN JSON_TABLE(%(batch)s, '$[*]' COLUMNS (
-        generation BIGINT PATH '$.generation',
-        claim_token BIGINT PATH '$.claim_token',
-        status VARCHAR(20) PATH '$.status',
-        error_category VARCHAR(50) PATH '$.error_category',
-        error_message LONGTEXT PATH '$.error_message',
-        error_traceback LONGTEXT PATH '$.error_traceback',
-        job_id BIGINT PATH '$.job_id',
-        to_status VARCHAR(20) PATH '$.to_status')) AS v
-    ON a.job_id = v.job_id AND a.generation = v.generation
-SET a.finished_at = %(now)s, a.error_category = v.error_category,
-    a.error_message = v.error_message, a.error_traceback = v.error_traceback,
-    a.status = v.status
-WHERE a.claim_token = v.claim_token AND a.status = 'running'
-  AND EXISTS (SELECT 1 FROM duetime_jobs AS j  -- only where the job moved
-              WHERE j.id = v.job_id AND j.generation = v.generation
-                AND j.claim_token = v.claim_token
-                AND j.status = v.to_status COLLATE utf8mb4_bin);
+  AND j.status = v.from_status COLLATE utf8mb4_bin AND j.attempt_id IS NOT NULL
+  AND (NOT v.only_if_expired OR j.lease_expires_at <= %(now)s);
 
 -- name: keep_results
 -- A success's result and an attempt's last progress (docs/workflows.md), for the one job the
@@ -303,7 +307,18 @@ WHERE id = %(job_id)s AND generation = %(generation)s AND claim_token = %(claim_
   AND status IN ('running', 'cancel_requested');
 
 -- name: late_reports
--- On the attempt of each job with that generation and claim token (none: nothing recorded).
+-- On the attempt of each job with that generation and claim token (none: nothing recorded):
+-- the job's row while the attempt still runs there (migration 22; its row takes the report at
+-- its end), else the attempt's row.
+UPDATE duetime_jobs AS j
+JOIN JSON_TABLE(%(batch)s, '$[*]' COLUMNS (
+        job_id BIGINT PATH '$.job_id',
+        generation BIGINT PATH '$.generation',
+        claim_token BIGINT PATH '$.claim_token',
+        outcome VARCHAR(20) PATH '$.outcome')) AS v
+    ON j.id = v.job_id AND j.generation = v.generation
+SET j.late_outcome = v.outcome, j.late_reported_at = %(now)s
+WHERE j.claim_token = v.claim_token AND j.attempt_id IS NOT NULL;
 UPDATE duetime_attempts AS a
 JOIN JSON_TABLE(%(batch)s, '$[*]' COLUMNS (
         job_id BIGINT PATH '$.job_id',
@@ -315,31 +330,26 @@ SET a.late_outcome = v.outcome, a.late_reported_at = %(now)s
 WHERE a.claim_token = v.claim_token;
 
 -- name: expired_leases
--- Running attempts are reached through their jobs (migration 17: no index on the attempts'
--- status and lease): the running and cancel-requested jobs (few: what the workers hold)
--- from an index led by status, each joined to its attempt of its generation and claim token.
-SELECT a.id AS attempt_id, a.job_id, a.generation, a.claim_token, j.status, j.attempts,
+-- Running attempts are their jobs' (migration 22): the running and cancel-requested jobs
+-- (few: what the workers hold) from an index led by status.
+SELECT j.attempt_id, j.id AS job_id, j.generation, j.claim_token, j.status, j.attempts,
        j.max_attempts, j.retry_base, j.retry_cap
 FROM duetime_jobs j
-STRAIGHT_JOIN duetime_attempts a
-    ON a.job_id = j.id AND a.generation = j.generation AND a.claim_token = j.claim_token
 WHERE j.status IN ('running', 'cancel_requested')
-  AND a.status = 'running' AND a.lease_expires_at <= %(now)s
+  AND j.attempt_id IS NOT NULL AND j.lease_expires_at <= %(now)s
   -- an attempt dispatched to the broker whose event is not yet published: no lease runs yet
-  AND NOT (a.worker_id = %(holder)s AND EXISTS (
-        SELECT 1 FROM duetime_outbox o WHERE o.attempt_id = a.id AND o.published_at IS NULL))
-ORDER BY a.lease_expires_at, a.id
+  AND NOT (j.worker_id = %(holder)s AND EXISTS (
+        SELECT 1 FROM duetime_outbox o WHERE o.attempt_id = j.attempt_id AND o.published_at IS NULL))
+ORDER BY j.lease_expires_at, j.attempt_id
 LIMIT %(limit)s;
 
 -- name: held_leases
 -- Through the running jobs (few rows: what the workers hold now), as expired_leases.
-SELECT a.id AS attempt_id, a.job_id, a.generation, a.claim_token
+SELECT j.attempt_id, j.id AS job_id, j.generation, j.claim_token
 FROM duetime_jobs j
-STRAIGHT_JOIN duetime_attempts a
-    ON a.job_id = j.id AND a.generation = j.generation AND a.claim_token = j.claim_token
 WHERE j.status IN ('running', 'cancel_requested')
-  AND a.status = 'running' AND a.worker_id = %(worker_id)s
-ORDER BY a.id;
+  AND j.attempt_id IS NOT NULL AND j.worker_id = %(worker_id)s
+ORDER BY j.attempt_id;
 
 -- name: expire_overdue
 -- Candidates read without locks, then moved by primary key with the condition checked again
@@ -473,7 +483,7 @@ ON DUPLICATE KEY UPDATE job_id = VALUES(job_id), detail = VALUES(detail),
 
 -- name: list_ticks
 SELECT t.*, j.status AS job_status,
-       (SELECT MIN(a.started_at) FROM duetime_attempts a WHERE a.job_id = t.job_id) AS started_at
+       (SELECT MIN(a.started_at) FROM duetime_all_attempts a WHERE a.job_id = t.job_id) AS started_at
 FROM duetime_ticks t LEFT JOIN duetime_jobs j ON j.id = t.job_id
 WHERE t.schedule_id = %(schedule_id)s
   AND (%(before_id)s IS NULL OR t.id < %(before_id)s)
@@ -507,12 +517,10 @@ UPDATE duetime_nodes SET last_seen_at = %(now)s, stopped_at = %(now)s WHERE id =
 SELECT n.*, COALESCE(h.holding, JSON_ARRAY()) AS holding
 FROM duetime_nodes n
 LEFT JOIN (
-    SELECT a.worker_id, JSON_ARRAYAGG(a.job_id) AS holding
+    SELECT j.worker_id, JSON_ARRAYAGG(j.id) AS holding
     FROM duetime_jobs j
-    STRAIGHT_JOIN duetime_attempts a
-        ON a.job_id = j.id AND a.generation = j.generation AND a.claim_token = j.claim_token
-    WHERE j.status IN ('running', 'cancel_requested') AND a.status = 'running'
-    GROUP BY a.worker_id
+    WHERE j.status IN ('running', 'cancel_requested') AND j.attempt_id IS NOT NULL
+    GROUP BY j.worker_id
 ) AS h ON h.worker_id = n.id
 ORDER BY n.started_at DESC
 LIMIT %(limit)s;
@@ -572,8 +580,9 @@ WHERE status = 'scheduled' AND due_at <= %(now)s
 
 -- name: attempt_samples
 -- the newest attempts started since a point in time, for lag, throughput and failure figures
+-- (the running ones from their jobs' rows: duetime_all_attempts)
 SELECT j.task, j.queue, a.status, a.error_category, a.due_at, a.started_at, a.finished_at
-FROM duetime_attempts a JOIN duetime_jobs j ON j.id = a.job_id
+FROM duetime_all_attempts a JOIN duetime_jobs j ON j.id = a.job_id
 WHERE a.started_at >= %(since)s
   AND (%(tenant)s IS NULL OR j.tenant = %(tenant)s)
 ORDER BY a.started_at DESC
@@ -642,9 +651,7 @@ FOR UPDATE;
 -- Through the running jobs, as expired_leases.
 SELECT j.queue, j.tenant, COUNT(*) AS n
 FROM duetime_jobs j
-STRAIGHT_JOIN duetime_attempts a
-    ON a.job_id = j.id AND a.generation = j.generation AND a.claim_token = j.claim_token
-WHERE j.status IN ('running', 'cancel_requested') AND a.status = 'running'
+WHERE j.status IN ('running', 'cancel_requested') AND j.attempt_id IS NOT NULL
 GROUP BY j.queue, j.tenant;
 
 -- name: claim_candidates
@@ -760,27 +767,23 @@ SELECT JSON_ARRAYAGG(queue) INTO @duetime_paused FROM duetime_queues WHERE pause
 DELETE c FROM duetime_claim c
 JOIN duetime_jobs j ON j.id = c.id
 WHERE JSON_CONTAINS(COALESCE(@duetime_paused, '[]'), JSON_QUOTE(j.queue));
-UPDATE duetime_jobs
-SET generation = generation + 1, attempts = attempts + 1, updated_at = %(now)s,
-    claim_token = CAST(CONV(LEFT(MD5(CONCAT(UUID(), RAND())), 15), 16, 10) AS UNSIGNED) + 1,
-    status = JSON_UNQUOTE(JSON_EXTRACT(%(moves)s, CONCAT('$.', status)))
-WHERE id IN (SELECT id FROM duetime_claim)
-  AND JSON_EXTRACT(%(moves)s, CONCAT('$.', status)) IS NOT NULL;
-INSERT INTO duetime_attempts (job_id, generation, claim_token, worker_id, status,
-    lease_expires_at, started_at, due_at)
-SELECT id, generation, claim_token, %(worker_id)s, 'running',
-       DATE_ADD(%(now)s, INTERVAL FLOOR(COALESCE(%(lease_seconds)s, lease_seconds) * 1000000)
-                MICROSECOND),
-       %(now)s, due_at
-FROM duetime_jobs WHERE id IN (SELECT id FROM duetime_claim)
-ORDER BY id;
--- of the attempt only what the job's row does not say: the rest of a started attempt is
--- the job's (generation, claim_token, due_at; started_at = updated_at = now), the
--- worker's or a constant (store/rows.py claims_from_rows)
-SELECT j.*, a.id AS attempt_id, a.lease_expires_at AS attempt_lease_expires_at,
-       0 AS claim_epoch
-FROM duetime_jobs j JOIN duetime_attempts a ON a.job_id = j.id AND a.generation = j.generation
-WHERE j.id IN (SELECT id FROM duetime_claim)
+-- the attempts start on their jobs' rows (migration 22), their ids the block this process
+-- reserved (first_attempt_id on, store/sql/attempt_ids.py) in job id order; status goes last
+-- (MySQL assigns left to right)
+UPDATE duetime_jobs AS j
+JOIN (SELECT id, ROW_NUMBER() OVER (ORDER BY id) AS n FROM duetime_claim) AS c ON c.id = j.id
+SET j.generation = j.generation + 1, j.attempts = j.attempts + 1, j.updated_at = %(now)s,
+    j.claim_token = CAST(CONV(LEFT(MD5(CONCAT(UUID(), RAND())), 15), 16, 10) AS UNSIGNED) + 1,
+    j.attempt_id = %(first_attempt_id)s + c.n - 1, j.worker_id = %(worker_id)s,
+    j.lease_expires_at = DATE_ADD(%(now)s, INTERVAL FLOOR(COALESCE(%(lease_seconds)s, j.lease_seconds) * 1000000) MICROSECOND),
+    j.started_at = %(now)s, j.late_outcome = NULL, j.late_reported_at = NULL,
+    j.status = JSON_UNQUOTE(JSON_EXTRACT(%(moves)s, CONCAT('$.', j.status)))
+WHERE JSON_EXTRACT(%(moves)s, CONCAT('$.', j.status)) IS NOT NULL;
+-- as claim: the attempt is the job's row's (migration 22)
+SELECT j.*, j.lease_expires_at AS attempt_lease_expires_at, 0 AS claim_epoch
+FROM duetime_jobs j
+WHERE j.id IN (SELECT id FROM duetime_claim) AND j.status = 'running'
+  AND j.attempt_id IS NOT NULL
 ORDER BY j.priority DESC, j.due_at, j.id;
 
 -- name: lock_queue_backlog
@@ -825,22 +828,25 @@ INSERT INTO duetime_dispatch (id)
  ORDER BY neg_priority, due_at, id
  LIMIT %(limit)s
  FOR UPDATE SKIP LOCKED);
-UPDATE duetime_jobs
-SET generation = generation + 1, attempts = attempts + 1, updated_at = %(now)s,
-    claim_token = CAST(CONV(LEFT(MD5(CONCAT(UUID(), RAND())), 15), 16, 10) AS UNSIGNED) + 1,
-    status = JSON_UNQUOTE(JSON_EXTRACT(%(moves)s, CONCAT('$.', status)))
-WHERE id IN (SELECT id FROM duetime_dispatch)
-  AND JSON_EXTRACT(%(moves)s, CONCAT('$.', status)) IS NOT NULL;
-INSERT INTO duetime_attempts (job_id, generation, claim_token, worker_id, status,
-    lease_expires_at, started_at, due_at)
-SELECT id, generation, claim_token, %(holder)s, 'running', DATE_ADD(%(now)s, INTERVAL FLOOR(%(lease_seconds)s * 1000000) MICROSECOND), %(now)s, due_at
-FROM duetime_jobs WHERE id IN (SELECT id FROM duetime_dispatch) AND status = 'running'
-ORDER BY id;
+-- the attempts start on their jobs' rows (migration 22), their ids the block this process
+-- reserved (first_attempt_id on, store/sql/attempt_ids.py) in job id order; status goes last
+-- (MySQL assigns left to right)
+UPDATE duetime_jobs AS j
+JOIN (SELECT id, ROW_NUMBER() OVER (ORDER BY id) AS n FROM duetime_dispatch) AS c ON c.id = j.id
+SET j.generation = j.generation + 1, j.attempts = j.attempts + 1, j.updated_at = %(now)s,
+    j.claim_token = CAST(CONV(LEFT(MD5(CONCAT(UUID(), RAND())), 15), 16, 10) AS UNSIGNED) + 1,
+    j.attempt_id = %(first_attempt_id)s + c.n - 1, j.worker_id = %(holder)s,
+    j.lease_expires_at = DATE_ADD(%(now)s, INTERVAL FLOOR(%(lease_seconds)s * 1000000) MICROSECOND),
+    j.started_at = %(now)s, j.late_outcome = NULL, j.late_reported_at = NULL,
+    j.status = JSON_UNQUOTE(JSON_EXTRACT(%(moves)s, CONCAT('$.', j.status)))
+WHERE JSON_EXTRACT(%(moves)s, CONCAT('$.', j.status)) IS NOT NULL;
 INSERT INTO duetime_outbox (job_id, attempt_id, queue, task, generation, version, created_at,
     claim_token, trace_context)
-SELECT j.id, a.id, j.queue, j.task, j.generation, j.version, %(now)s, a.claim_token, j.trace_context
-FROM duetime_jobs j JOIN duetime_attempts a ON a.job_id = j.id AND a.generation = j.generation
+SELECT j.id, j.attempt_id, j.queue, j.task, j.generation, j.version, %(now)s, j.claim_token,
+       j.trace_context
+FROM duetime_jobs j
 WHERE j.id IN (SELECT id FROM duetime_dispatch) AND j.status = 'running'
+  AND j.attempt_id IS NOT NULL
 ORDER BY j.neg_priority, j.due_at, j.id;
 SELECT o.* FROM duetime_outbox o
 JOIN duetime_jobs j ON j.id = o.job_id AND j.generation = o.generation
@@ -849,15 +855,15 @@ ORDER BY o.id;
 
 -- name: insert_outbox_events
 -- The events of attempts a controlled dispatch started (claim_chosen held by `holder`): one
--- per attempt of `attempt_ids` still running and held, written in claim order; the events
--- come back.
+-- per attempt of `attempt_ids` (of the jobs of `job_ids`) still running and held, written in
+-- claim order; the events come back.
 INSERT INTO duetime_outbox (job_id, attempt_id, queue, task, generation, version, created_at,
     claim_token, trace_context)
-SELECT j.id, a.id, j.queue, j.task, j.generation, j.version, %(now)s, a.claim_token, j.trace_context
-FROM duetime_attempts a JOIN duetime_jobs j
-    ON j.id = a.job_id AND j.generation = a.generation AND j.claim_token = a.claim_token
-WHERE a.id IN %(attempt_ids)s AND a.status = 'running'
-  AND a.worker_id = %(holder)s AND j.status = 'running'
+SELECT j.id, j.attempt_id, j.queue, j.task, j.generation, j.version, %(now)s, j.claim_token,
+       j.trace_context
+FROM duetime_jobs j
+WHERE j.id IN %(job_ids)s AND j.attempt_id IN %(attempt_ids)s
+  AND j.worker_id = %(holder)s AND j.status = 'running'
 ORDER BY j.neg_priority, j.due_at, j.id;
 SELECT * FROM duetime_outbox
 WHERE attempt_id IN %(attempt_ids)s AND created_at = %(now)s
@@ -882,47 +888,45 @@ SELECT o.* FROM duetime_outbox o JOIN duetime_take t ON t.id = o.id ORDER BY o.i
 
 -- name: mark_published
 -- The events the broker confirmed; the attempts no worker accepted yet get their lease from
--- now (their jobs' rows share-locked first, in id order, as every writer locks job first).
+-- now, on their jobs' rows (migration 22), locked first in id order.
 SELECT id FROM duetime_jobs
 WHERE id IN (SELECT job_id FROM duetime_outbox WHERE id IN %(ids)s)
 ORDER BY id
-LOCK IN SHARE MODE;
-UPDATE duetime_attempts a JOIN duetime_outbox o ON o.attempt_id = a.id
-SET a.lease_expires_at = DATE_ADD(%(now)s, INTERVAL FLOOR(%(lease_seconds)s * 1000000) MICROSECOND)
-WHERE o.id IN %(ids)s AND o.published_at IS NULL AND a.status = 'running'
-  AND a.worker_id = %(holder)s;
+FOR UPDATE;
+UPDATE duetime_jobs j JOIN duetime_outbox o ON o.job_id = j.id AND o.attempt_id = j.attempt_id
+SET j.lease_expires_at = DATE_ADD(%(now)s, INTERVAL FLOOR(%(lease_seconds)s * 1000000) MICROSECOND)
+WHERE o.id IN %(ids)s AND o.published_at IS NULL
+  AND j.status IN ('running', 'cancel_requested') AND j.worker_id = %(holder)s;
 UPDATE duetime_outbox SET published_at = %(now)s WHERE id IN %(ids)s AND published_at IS NULL;
 
 -- name: accept_dispatch
 -- A worker takes a dispatched attempt, found by its job and claim token (never by its id
 -- alone): only while the job still holds that generation and claim token (and that version,
 -- unless cancellation was requested since) and no worker took it before; the job's deadline
--- has not passed; the attempt's lease becomes the job's own, from now. The job's row is
--- locked first.
-SELECT id FROM duetime_jobs WHERE id = %(job_id)s FOR UPDATE;
-UPDATE duetime_attempts a JOIN duetime_jobs j ON j.id = a.job_id
-SET a.worker_id = %(worker_id)s, a.started_at = %(now)s,
-    a.lease_expires_at = DATE_ADD(%(now)s, INTERVAL FLOOR(j.lease_seconds * 1000000) MICROSECOND)
-WHERE a.job_id = %(job_id)s AND a.generation = %(generation)s
-  AND a.claim_token = %(claim_token)s
-  AND a.status = 'running' AND a.worker_id = %(holder)s
-  AND j.generation = %(generation)s AND j.claim_token = %(claim_token)s
-  AND ((j.status = 'running' AND j.version = %(version)s) OR j.status = 'cancel_requested')
-  AND (j.deadline_at IS NULL OR j.deadline_at > %(now)s);
+-- has not passed; the attempt's lease becomes the job's own, from now. The attempt is the
+-- job's row's (migration 22). MySQL assigns left to right: worker_id (the fence) goes last.
+UPDATE duetime_jobs
+SET started_at = %(now)s,
+    lease_expires_at = DATE_ADD(%(now)s, INTERVAL FLOOR(lease_seconds * 1000000) MICROSECOND),
+    worker_id = %(worker_id)s
+WHERE id = %(job_id)s AND generation = %(generation)s AND claim_token = %(claim_token)s
+  AND ((status = 'running' AND version = %(version)s) OR status = 'cancel_requested')
+  AND (deadline_at IS NULL OR deadline_at > %(now)s)
+  AND attempt_id IS NOT NULL AND worker_id = %(holder)s;
 
 -- name: withdraw_dispatched
 -- The attempts to withdraw are found (a read without locks), their jobs' rows locked in id
 -- order and each found again under the lock (a worker's accept_dispatch that came first keeps
--- its attempt); their unpublished events and the attempts go, and the jobs move back.
+-- its attempt); their unpublished events go, and the jobs move back, their attempts cleared
+-- (a withdrawn attempt leaves no row; migration 22).
 CREATE TEMPORARY TABLE IF NOT EXISTS duetime_withdraw (
     job_id BIGINT NOT NULL PRIMARY KEY, attempt_id BIGINT NOT NULL);
 DELETE FROM duetime_withdraw;
 INSERT INTO duetime_withdraw (job_id, attempt_id)
-SELECT j.id, a.id
-FROM duetime_jobs j STRAIGHT_JOIN duetime_attempts a
-    ON a.job_id = j.id AND a.generation = j.generation AND a.claim_token = j.claim_token
+SELECT j.id, j.attempt_id
+FROM duetime_jobs j
 WHERE j.status IN ('running', 'cancel_requested')  -- through the running jobs
-  AND a.status = 'running' AND a.worker_id = %(holder)s
+  AND j.attempt_id IS NOT NULL AND j.worker_id = %(holder)s
   AND (j.id IN %(ids)s
        OR (%(direct)s AND j.queue NOT IN (
              SELECT q.queue FROM duetime_queues q WHERE q.dispatch = 'outbox')));
@@ -931,33 +935,34 @@ ORDER BY j.id
 FOR UPDATE;
 DELETE FROM duetime_withdraw
 WHERE NOT EXISTS (
-    SELECT 1 FROM duetime_attempts a JOIN duetime_jobs j ON j.id = a.job_id
-    WHERE a.id = duetime_withdraw.attempt_id AND j.id = duetime_withdraw.job_id
-      AND j.generation = a.generation AND j.claim_token = a.claim_token
-      AND a.status = 'running' AND a.worker_id = %(holder)s
+    SELECT 1 FROM duetime_jobs j
+    WHERE j.id = duetime_withdraw.job_id AND j.attempt_id = duetime_withdraw.attempt_id
+      AND j.worker_id = %(holder)s
       AND JSON_EXTRACT(%(moves)s, CONCAT('$.', j.status)) IS NOT NULL);
 DELETE o FROM duetime_outbox o JOIN duetime_withdraw w ON o.attempt_id = w.attempt_id
 WHERE o.published_at IS NULL;
-DELETE a FROM duetime_attempts a JOIN duetime_withdraw w ON a.id = w.attempt_id;
 UPDATE duetime_jobs j JOIN duetime_withdraw w ON w.job_id = j.id
 SET j.attempts = j.attempts - 1, j.version = j.version + 1, j.updated_at = %(now)s,
-    j.status = JSON_UNQUOTE(JSON_EXTRACT(%(moves)s, CONCAT('$.', j.status)));
+    j.status = JSON_UNQUOTE(JSON_EXTRACT(%(moves)s, CONCAT('$.', j.status))),
+    j.worker_id = NULL, j.lease_expires_at = NULL, j.started_at = NULL,
+    j.late_outcome = NULL, j.late_reported_at = NULL, j.attempt_id = NULL;
 SELECT j.id, j.queue, j.status, j.due_at FROM duetime_jobs j
 JOIN duetime_withdraw w ON w.job_id = j.id
 ORDER BY j.id;
 
 -- name: select_claim
-SELECT j.*,
-       a.id AS attempt_id, a.job_id AS attempt_job_id, a.generation AS attempt_generation,
+-- the attempt's columns first: a row's first column of a name is the one read by that name
+-- (j.* has the job's own attempt_id)
+SELECT a.id AS attempt_id, a.job_id AS attempt_job_id, a.generation AS attempt_generation,
        a.worker_id AS attempt_worker_id, a.status AS attempt_status,
        a.lease_expires_at AS attempt_lease_expires_at, a.started_at AS attempt_started_at,
        a.finished_at AS attempt_finished_at, a.error_category AS attempt_error_category,
        a.error_message AS attempt_error_message, a.error_traceback AS attempt_error_traceback,
        a.late_outcome AS attempt_late_outcome, a.late_reported_at AS attempt_late_reported_at,
        a.due_at AS attempt_due_at, a.claim_token AS attempt_claim_token,
-       0 AS claim_epoch
-FROM duetime_jobs j JOIN duetime_attempts a ON a.job_id = j.id
-WHERE a.job_id = %(job_id)s AND a.claim_token = %(claim_token)s;
+       0 AS claim_epoch, j.*
+FROM duetime_jobs j JOIN duetime_all_attempts a ON a.job_id = j.id
+WHERE j.id = %(job_id)s AND a.job_id = %(job_id)s AND a.claim_token = %(claim_token)s;
 
 -- name: outbox_figures
 SELECT queue,
@@ -972,12 +977,10 @@ ORDER BY queue;
 -- name: dispatched_figures
 -- Through the running jobs (as expired_leases): the attempts held by the outbox, by their
 -- job's queue.
-SELECT j.queue, COUNT(*) AS dispatched, MIN(a.started_at) AS oldest_dispatched_at
+SELECT j.queue, COUNT(*) AS dispatched, MIN(j.started_at) AS oldest_dispatched_at
 FROM duetime_jobs j
-STRAIGHT_JOIN duetime_attempts a
-    ON a.job_id = j.id AND a.generation = j.generation AND a.claim_token = j.claim_token
 WHERE j.status IN ('running', 'cancel_requested')
-  AND a.status = 'running' AND a.worker_id = %(holder)s
+  AND j.attempt_id IS NOT NULL AND j.worker_id = %(holder)s
 GROUP BY j.queue
 ORDER BY j.queue;
 
@@ -1002,14 +1005,13 @@ SELECT * FROM duetime_limits ORDER BY name FOR UPDATE;
 -- name: limit_running
 SELECT j.limits AS limits, COUNT(*) AS running
 FROM duetime_jobs j
-STRAIGHT_JOIN duetime_attempts a
-    ON a.job_id = j.id AND a.generation = j.generation AND a.claim_token = j.claim_token
 WHERE j.status IN ('running', 'cancel_requested') AND j.limits IS NOT NULL
-  AND a.status = 'running'
-  AND (a.lease_expires_at > %(now)s
+  AND j.attempt_id IS NOT NULL
+  AND (j.lease_expires_at > %(now)s
        -- dispatched to the broker, its event not yet published: running, though no lease runs
-       OR (a.worker_id = %(holder)s AND EXISTS (
-           SELECT 1 FROM duetime_outbox o WHERE o.attempt_id = a.id AND o.published_at IS NULL)))
+       OR (j.worker_id = %(holder)s AND EXISTS (
+           SELECT 1 FROM duetime_outbox o
+           WHERE o.attempt_id = j.attempt_id AND o.published_at IS NULL)))
 GROUP BY j.limits;
 
 -- name: limit_waiting

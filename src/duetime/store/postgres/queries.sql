@@ -25,6 +25,11 @@ SELECT COALESCE(MAX(version), 0) AS version FROM duetime_migrations;
 INSERT INTO duetime_migrations (version, name, applied_at)
 VALUES (%(version)s, %(name)s, %(now)s);
 
+-- name: reserve_attempt_ids
+-- The claim gives each attempt its id itself (nextval of the attempts' sequence, migration
+-- 22): nothing to reserve (store/sql/attempt_ids.py).
+SELECT NULL::bigint AS first_id;
+
 -- name: reserve_job_ids
 -- from the jobs' own sequence: never handed out twice, whatever commits or rolls back. The
 -- sequence is looked up once (a sub-select), not per id, and cast to regclass inside it: cast
@@ -105,10 +110,11 @@ SELECT * FROM duetime_jobs
 WHERE id = %(id)s AND (%(tenant)s::text IS NULL OR tenant = %(tenant)s::text);
 
 -- name: select_attempts
-SELECT * FROM duetime_attempts WHERE job_id = %(id)s ORDER BY generation;
+-- every attempt, the running one from its job's row (migration 22: duetime_all_attempts)
+SELECT * FROM duetime_all_attempts WHERE job_id = %(id)s ORDER BY generation;
 
 -- name: select_attempts_of_jobs
-SELECT * FROM duetime_attempts WHERE job_id = ANY (%(ids)s::bigint[])
+SELECT * FROM duetime_all_attempts WHERE job_id = ANY (%(ids)s::bigint[])
 ORDER BY job_id, generation;
 
 -- name: list_jobs
@@ -164,29 +170,26 @@ WITH picked AS (
     SET status = (%(moves)s::jsonb ->> j.status), generation = j.generation + 1,
         claim_token = GREATEST(('x' || substr(translate(gen_random_uuid()::text, '-', ''), 1, 16))::bit(64)::bigint
             & 9223372036854775807, 1),
-        attempts = j.attempts + 1, updated_at = %(now)s
+        attempts = j.attempts + 1, updated_at = %(now)s,
+        -- the attempt starts on the job's row (migration 22): its id from the attempts'
+        -- sequence, its row written once, at its end
+        attempt_id = nextval('duetime_attempts_id_seq'), worker_id = %(worker_id)s::text,
+        lease_expires_at = %(now)s + trunc(j.lease_seconds * 1000000)::bigint
+            * interval '1 microsecond',
+        started_at = %(now)s, late_outcome = NULL, late_reported_at = NULL
     FROM picked
     WHERE j.id = picked.id AND (%(moves)s::jsonb ->> j.status) IS NOT NULL
       AND NOT EXISTS (SELECT 1 FROM duetime_queues q WHERE q.queue = j.queue AND q.paused)
     RETURNING j.*
-), started AS (
-    INSERT INTO duetime_attempts (job_id, generation, claim_token, worker_id, status,
-        lease_expires_at, started_at, due_at)
-    SELECT id, generation, claim_token, %(worker_id)s::text, 'running',
-           %(now)s + trunc(lease_seconds * 1000000)::bigint * interval '1 microsecond', %(now)s,
-           due_at
-    FROM claimed
-    ORDER BY id
-    RETURNING *
 )
 -- of the attempt only what the job's row does not say: the rest of a started attempt is
--- the job's (generation, claim_token, due_at; started_at = updated_at = now), the
--- worker's or a constant (store/rows.py claims_from_rows)
-SELECT j.*, a.id AS attempt_id, a.lease_expires_at AS attempt_lease_expires_at,
+-- the job's (attempt_id, generation, claim_token, due_at; started_at = updated_at = now),
+-- the worker's or a constant (store/rows.py claims_from_rows)
+SELECT j.*, j.lease_expires_at AS attempt_lease_expires_at,
        -- the timeline: the first 8 hex digits of the current WAL file's name
        (SELECT ('x' || substr(pg_walfile_name(pg_current_wal_lsn()), 1, 8))::bit(32)::bigint)
            AS claim_epoch
-FROM claimed AS j JOIN started AS a ON a.job_id = j.id
+FROM claimed AS j
 ORDER BY j.priority DESC, j.due_at, j.id;
 
 -- name: claim_queues
@@ -259,102 +262,102 @@ WITH picked AS (
     SET status = (%(moves)s::jsonb ->> j.status), generation = j.generation + 1,
         claim_token = GREATEST(('x' || substr(translate(gen_random_uuid()::text, '-', ''), 1, 16))::bit(64)::bigint
             & 9223372036854775807, 1),
-        attempts = j.attempts + 1, updated_at = %(now)s
+        attempts = j.attempts + 1, updated_at = %(now)s,
+        -- the attempt starts on the job's row (migration 22): its id from the attempts'
+        -- sequence, its row written once, at its end
+        attempt_id = nextval('duetime_attempts_id_seq'), worker_id = %(worker_id)s::text,
+        lease_expires_at = %(now)s + trunc(j.lease_seconds * 1000000)::bigint
+            * interval '1 microsecond',
+        started_at = %(now)s, late_outcome = NULL, late_reported_at = NULL
     FROM picked
     WHERE j.id = picked.id AND (%(moves)s::jsonb ->> j.status) IS NOT NULL
       AND NOT EXISTS (SELECT 1 FROM duetime_queues q WHERE q.queue = j.queue AND q.paused)
     RETURNING j.*
-), started AS (
-    INSERT INTO duetime_attempts (job_id, generation, claim_token, worker_id, status,
-        lease_expires_at, started_at, due_at)
-    SELECT id, generation, claim_token, %(worker_id)s::text, 'running',
-           %(now)s + trunc(lease_seconds * 1000000)::bigint * interval '1 microsecond', %(now)s,
-           due_at
-    FROM claimed
-    ORDER BY id
-    RETURNING *
 )
 -- of the attempt only what the job's row does not say: the rest of a started attempt is
--- the job's (generation, claim_token, due_at; started_at = updated_at = now), the
--- worker's or a constant (store/rows.py claims_from_rows)
-SELECT j.*, a.id AS attempt_id, a.lease_expires_at AS attempt_lease_expires_at,
+-- the job's (attempt_id, generation, claim_token, due_at; started_at = updated_at = now),
+-- the worker's or a constant (store/rows.py claims_from_rows)
+SELECT j.*, j.lease_expires_at AS attempt_lease_expires_at,
        -- the timeline: the first 8 hex digits of the current WAL file's name
        (SELECT ('x' || substr(pg_walfile_name(pg_current_wal_lsn()), 1, 8))::bit(32)::bigint)
            AS claim_epoch
-FROM claimed AS j JOIN started AS a ON a.job_id = j.id
+FROM claimed AS j
 ORDER BY j.priority DESC, j.due_at, j.id;
 
 -- name: renew_leases
 -- The leases of `leases` (job_id, claim_token): an attempt is renewed only while its job
--- holds its claim token. The jobs' rows are share-locked first (in id order), as every writer
--- locks the job before its attempt: a renewal and a reap (which locks the job, then checks the
--- lease) are serialized. Each attempt is found by (job_id, generation, claim_token) through
--- the attempts' unique key; no index covers lease_expires_at, so a renewal can be a HOT
--- update (migration 17).
+-- holds its claim token and runs it. The running attempt is the job's row's (migration 22):
+-- the jobs' rows are locked in id order (every writer locks the job's row first) and only
+-- their lease_expires_at changes; no index covers it, so a renewal can be a HOT update. No
+-- attempt row is written.
 WITH v AS (
     SELECT * FROM jsonb_to_recordset(%(leases)s::jsonb) AS v(job_id bigint, claim_token bigint)
-), j AS (
-    SELECT j.id, j.generation, j.claim_token, j.lease_seconds
-    FROM duetime_jobs j JOIN v ON v.job_id = j.id AND v.claim_token = j.claim_token
+), held AS (
+    SELECT j.id FROM duetime_jobs j JOIN v ON v.job_id = j.id AND v.claim_token = j.claim_token
+    WHERE j.status IN ('running', 'cancel_requested') AND j.attempt_id IS NOT NULL
     ORDER BY j.id
-    FOR SHARE OF j
+    FOR UPDATE OF j
 )
-UPDATE duetime_attempts AS a
+UPDATE duetime_jobs AS j
 SET lease_expires_at = %(now)s + trunc(j.lease_seconds * 1000000)::bigint * interval '1 microsecond'
-FROM j
-WHERE a.job_id = j.id AND a.generation = j.generation AND a.claim_token = j.claim_token
-  AND a.status = 'running';
+FROM held
+WHERE j.id = held.id;
 
 -- name: lease_states
--- Each job by its id, then its attempt by (job_id, generation, claim_token).
-SELECT a.id AS attempt_id, a.job_id, a.generation, a.claim_token, a.lease_expires_at,
+-- Each job by its id and claim token, with the attempt it runs (its row's, migration 22).
+SELECT j.attempt_id, j.id AS job_id, j.generation, j.claim_token, j.lease_expires_at,
        j.status AS job_status
 FROM jsonb_to_recordset(%(leases)s::jsonb) AS v(job_id bigint, claim_token bigint)
 JOIN duetime_jobs j ON j.id = v.job_id AND j.claim_token = v.claim_token
-JOIN duetime_attempts a
-    ON a.job_id = j.id AND a.generation = j.generation AND a.claim_token = j.claim_token
-WHERE a.status = 'running';
+WHERE j.status IN ('running', 'cancel_requested') AND j.attempt_id IS NOT NULL;
 
 -- name: lock_jobs
--- The jobs' rows locked in id order, each with its current attempt (of its generation and
--- claim token), if any.
+-- The jobs' rows locked in id order, each with its current attempt (the one it runs, on its
+-- row: migration 22), if any.
 SELECT j.id, j.generation, j.claim_token, j.status, j.queue, j.has_children, j.tenant, j.sequence_key,
-       a.status AS attempt_status, a.lease_expires_at AS attempt_lease_expires_at
+       CASE WHEN j.attempt_id IS NOT NULL THEN 'running' END AS attempt_status,
+       j.lease_expires_at AS attempt_lease_expires_at
 FROM duetime_jobs j
-LEFT JOIN duetime_attempts a
-    ON a.job_id = j.id AND a.generation = j.generation AND a.claim_token = j.claim_token
 WHERE j.id = ANY (%(ids)s::bigint[])
 ORDER BY j.id
 FOR UPDATE OF j;
 
 -- name: finish_jobs
--- One statement: the jobs move (fenced by generation, claim token, status and, for a reap, the
--- expired lease), then the attempts of the jobs that moved end, each found by its job and
--- claim token (never by its id alone).
+-- One statement: the jobs move (fenced by generation, claim token, status, the attempt they
+-- run and, for a reap, its expired lease), their current-attempt columns are cleared, and
+-- each ended attempt's row is inserted, once, with its outcome (migration 22). The attempt's
+-- columns are read from the rows as they were (`ending`: the caller locked them, lock_jobs).
 WITH v AS (
     SELECT * FROM jsonb_to_recordset(%(batch)s::jsonb) AS v(job_id bigint, generation bigint,
         claim_token bigint, from_status text, to_status text, due_at timestamptz,
         only_if_expired boolean, status text, error_category text, error_message text,
         error_traceback text)
+), ending AS (
+    SELECT j.id, j.generation, j.claim_token, j.attempt_id, j.worker_id, j.lease_expires_at,
+           j.started_at, j.due_at, j.late_outcome, j.late_reported_at
+    FROM duetime_jobs j JOIN v ON j.id = v.job_id
+    WHERE j.generation = v.generation AND j.claim_token = v.claim_token
+      AND j.status = v.from_status AND j.attempt_id IS NOT NULL
+      AND (NOT v.only_if_expired OR j.lease_expires_at <= %(now)s)
+    ORDER BY j.id
+    FOR UPDATE OF j
 ), moved AS (
     UPDATE duetime_jobs AS j
-    SET status = v.to_status, due_at = COALESCE(v.due_at, j.due_at), updated_at = %(now)s
-    FROM v
-    WHERE j.id = v.job_id AND j.generation = v.generation AND j.claim_token = v.claim_token
-      AND j.status = v.from_status
-      AND (NOT v.only_if_expired OR EXISTS (
-            SELECT 1 FROM duetime_attempts AS a
-            WHERE a.job_id = v.job_id AND a.generation = v.generation
-              AND a.claim_token = v.claim_token AND a.status = 'running'
-              AND a.lease_expires_at <= %(now)s))
-    RETURNING j.id
+    SET status = v.to_status, due_at = COALESCE(v.due_at, j.due_at), updated_at = %(now)s,
+        attempt_id = NULL, worker_id = NULL, lease_expires_at = NULL, started_at = NULL,
+        late_outcome = NULL, late_reported_at = NULL
+    FROM ending JOIN v ON v.job_id = ending.id
+    WHERE j.id = ending.id
+    RETURNING ending.*
 )
-UPDATE duetime_attempts AS a
-SET status = v.status, finished_at = %(now)s, error_category = v.error_category,
-    error_message = v.error_message, error_traceback = v.error_traceback
-FROM v JOIN moved ON moved.id = v.job_id
-WHERE a.job_id = v.job_id AND a.generation = v.generation AND a.claim_token = v.claim_token
-  AND a.status = 'running';
+INSERT INTO duetime_attempts (id, job_id, generation, claim_token, worker_id, status,
+    lease_expires_at, started_at, finished_at, error_category, error_message, error_traceback,
+    late_outcome, late_reported_at, due_at)
+SELECT m.attempt_id, m.id, m.generation, m.claim_token, m.worker_id, v.status,
+       m.lease_expires_at, m.started_at, %(now)s, v.error_category, v.error_message,
+       v.error_traceback, m.late_outcome, m.late_reported_at, m.due_at
+FROM moved m JOIN v ON v.job_id = m.id
+ORDER BY m.id;
 
 -- name: keep_results
 -- A success's result and an attempt's last progress (docs/workflows.md), for the one job the
@@ -378,40 +381,45 @@ WHERE id = %(job_id)s AND generation = %(generation)s AND claim_token = %(claim_
   AND status IN ('running', 'cancel_requested');
 
 -- name: late_reports
--- On the attempt of each job with that generation and claim token (none: nothing recorded).
+-- On the attempt of each job with that generation and claim token (none: nothing recorded):
+-- its row once it ended, or the job's row while it still runs there (migration 22; the
+-- attempt's row takes the report at its end).
+WITH v AS (
+    SELECT * FROM jsonb_to_recordset(%(batch)s::jsonb) AS v(job_id bigint, generation bigint,
+        claim_token bigint, outcome text)
+), running AS (
+    UPDATE duetime_jobs AS j
+    SET late_outcome = v.outcome, late_reported_at = %(now)s
+    FROM v
+    WHERE j.id = v.job_id AND j.generation = v.generation AND j.claim_token = v.claim_token
+      AND j.attempt_id IS NOT NULL
+)
 UPDATE duetime_attempts AS a
 SET late_outcome = v.outcome, late_reported_at = %(now)s
-FROM jsonb_to_recordset(%(batch)s::jsonb) AS v(job_id bigint, generation bigint,
-    claim_token bigint, outcome text)
+FROM v
 WHERE a.job_id = v.job_id AND a.generation = v.generation AND a.claim_token = v.claim_token;
 
 -- name: expired_leases
--- Running attempts are reached through their jobs (migration 17: no index on the attempts'
--- lease, so that renewals and finishes can be HOT updates): the running and
--- cancel-requested jobs (few: what the workers hold) from the job counts index, each joined
--- to its attempt of its generation and claim token. Sorted after the join: few rows.
-SELECT a.id AS attempt_id, a.job_id, a.generation, a.claim_token, j.status, j.attempts,
+-- Running attempts are their jobs' (migration 22): the running and cancel-requested jobs
+-- (few: what the workers hold) from the job counts index. Sorted after: few rows.
+SELECT j.attempt_id, j.id AS job_id, j.generation, j.claim_token, j.status, j.attempts,
        j.max_attempts, j.retry_base, j.retry_cap
 FROM duetime_jobs j
-JOIN duetime_attempts a
-    ON a.job_id = j.id AND a.generation = j.generation AND a.claim_token = j.claim_token
 WHERE j.status IN ('running', 'cancel_requested')
-  AND a.status = 'running' AND a.lease_expires_at <= %(now)s
+  AND j.attempt_id IS NOT NULL AND j.lease_expires_at <= %(now)s
   -- an attempt dispatched to the broker whose event is not yet published: no lease runs yet
-  AND NOT (a.worker_id = %(holder)s AND EXISTS (
-        SELECT 1 FROM duetime_outbox o WHERE o.attempt_id = a.id AND o.published_at IS NULL))
-ORDER BY a.lease_expires_at, a.id
+  AND NOT (j.worker_id = %(holder)s AND EXISTS (
+        SELECT 1 FROM duetime_outbox o WHERE o.attempt_id = j.attempt_id AND o.published_at IS NULL))
+ORDER BY j.lease_expires_at, j.attempt_id
 LIMIT %(limit)s;
 
 -- name: held_leases
 -- Through the running jobs (few rows: what the workers hold now), as expired_leases.
-SELECT a.id AS attempt_id, a.job_id, a.generation, a.claim_token
+SELECT j.attempt_id, j.id AS job_id, j.generation, j.claim_token
 FROM duetime_jobs j
-JOIN duetime_attempts a
-    ON a.job_id = j.id AND a.generation = j.generation AND a.claim_token = j.claim_token
 WHERE j.status IN ('running', 'cancel_requested')
-  AND a.status = 'running' AND a.worker_id = %(worker_id)s
-ORDER BY a.id;
+  AND j.attempt_id IS NOT NULL AND j.worker_id = %(worker_id)s
+ORDER BY j.attempt_id;
 
 -- name: expire_overdue
 -- The candidates are picked once (ARRAY(...) is an init plan; see release_waiting).
@@ -545,7 +553,7 @@ DO UPDATE SET job_id = excluded.job_id, detail = excluded.detail,
 
 -- name: list_ticks
 SELECT t.*, j.status AS job_status,
-       (SELECT MIN(a.started_at) FROM duetime_attempts a WHERE a.job_id = t.job_id) AS started_at
+       (SELECT MIN(a.started_at) FROM duetime_all_attempts a WHERE a.job_id = t.job_id) AS started_at
 FROM duetime_ticks t LEFT JOIN duetime_jobs j ON j.id = t.job_id
 WHERE t.schedule_id = %(schedule_id)s
   AND (%(before_id)s::bigint IS NULL OR t.id < %(before_id)s::bigint)
@@ -577,12 +585,10 @@ UPDATE duetime_nodes SET last_seen_at = %(now)s, stopped_at = %(now)s WHERE id =
 -- What each node holds: the running attempts, read once through the running jobs (as
 -- expired_leases), grouped by worker.
 WITH held AS (
-    SELECT a.worker_id, array_agg(a.job_id ORDER BY a.job_id) AS holding
+    SELECT j.worker_id, array_agg(j.id ORDER BY j.id) AS holding
     FROM duetime_jobs j
-    JOIN duetime_attempts a
-        ON a.job_id = j.id AND a.generation = j.generation AND a.claim_token = j.claim_token
-    WHERE j.status IN ('running', 'cancel_requested') AND a.status = 'running'
-    GROUP BY a.worker_id
+    WHERE j.status IN ('running', 'cancel_requested') AND j.attempt_id IS NOT NULL
+    GROUP BY j.worker_id
 )
 SELECT n.*, COALESCE(h.holding, ARRAY[]::bigint[]) AS holding
 FROM duetime_nodes n LEFT JOIN held h ON h.worker_id = n.id
@@ -643,8 +649,9 @@ WHERE status = 'scheduled' AND due_at <= %(now)s
 
 -- name: attempt_samples
 -- the newest attempts started since a point in time, for lag, throughput and failure figures
+-- (the running ones from their jobs' rows: duetime_all_attempts)
 SELECT j.task, j.queue, a.status, a.error_category, a.due_at, a.started_at, a.finished_at
-FROM duetime_attempts a JOIN duetime_jobs j ON j.id = a.job_id
+FROM duetime_all_attempts a JOIN duetime_jobs j ON j.id = a.job_id
 WHERE a.started_at >= %(since)s
   AND (%(tenant)s::text IS NULL OR j.tenant = %(tenant)s::text)
 ORDER BY a.started_at DESC
@@ -724,9 +731,7 @@ FOR UPDATE;
 -- Through the running jobs, as expired_leases.
 SELECT j.queue, j.tenant, COUNT(*) AS n
 FROM duetime_jobs j
-JOIN duetime_attempts a
-    ON a.job_id = j.id AND a.generation = j.generation AND a.claim_token = j.claim_token
-WHERE j.status IN ('running', 'cancel_requested') AND a.status = 'running'
+WHERE j.status IN ('running', 'cancel_requested') AND j.attempt_id IS NOT NULL
 GROUP BY j.queue, j.tenant;
 
 -- name: claim_candidates
@@ -815,31 +820,23 @@ WITH picked AS (
     SET status = (%(moves)s::jsonb ->> j.status), generation = j.generation + 1,
         claim_token = GREATEST(('x' || substr(translate(gen_random_uuid()::text, '-', ''), 1, 16))::bit(64)::bigint
             & 9223372036854775807, 1),
-        attempts = j.attempts + 1, updated_at = %(now)s
+        attempts = j.attempts + 1, updated_at = %(now)s,
+        attempt_id = nextval('duetime_attempts_id_seq'), worker_id = %(worker_id)s::text,
+        lease_expires_at = %(now)s
+            + trunc(COALESCE(%(lease_seconds)s::double precision, j.lease_seconds) * 1000000)::bigint
+            * interval '1 microsecond',
+        started_at = %(now)s, late_outcome = NULL, late_reported_at = NULL
     FROM picked
     WHERE j.id = picked.id AND (%(moves)s::jsonb ->> j.status) IS NOT NULL
       AND NOT EXISTS (SELECT 1 FROM duetime_queues q WHERE q.queue = j.queue AND q.paused)
     RETURNING j.*
-), started AS (
-    INSERT INTO duetime_attempts (job_id, generation, claim_token, worker_id, status,
-        lease_expires_at, started_at, due_at)
-    SELECT id, generation, claim_token, %(worker_id)s::text, 'running',
-           %(now)s + trunc(COALESCE(%(lease_seconds)s::double precision, lease_seconds) * 1000000)::bigint
-               * interval '1 microsecond',
-           %(now)s,
-           due_at
-    FROM claimed
-    ORDER BY id
-    RETURNING *
 )
--- of the attempt only what the job's row does not say: the rest of a started attempt is
--- the job's (generation, claim_token, due_at; started_at = updated_at = now), the
--- worker's or a constant (store/rows.py claims_from_rows)
-SELECT j.*, a.id AS attempt_id, a.lease_expires_at AS attempt_lease_expires_at,
+-- as claim: the attempt is the job's row's (migration 22)
+SELECT j.*, j.lease_expires_at AS attempt_lease_expires_at,
        -- the timeline: the first 8 hex digits of the current WAL file's name
        (SELECT ('x' || substr(pg_walfile_name(pg_current_wal_lsn()), 1, 8))::bit(32)::bigint)
            AS claim_epoch
-FROM claimed AS j JOIN started AS a ON a.job_id = j.id
+FROM claimed AS j
 ORDER BY j.priority DESC, j.due_at, j.id;
 
 -- name: lock_queue_backlog
@@ -886,39 +883,35 @@ WITH picked AS (
     SET status = (%(moves)s::jsonb ->> j.status), generation = j.generation + 1,
         claim_token = GREATEST(('x' || substr(translate(gen_random_uuid()::text, '-', ''), 1, 16))::bit(64)::bigint
             & 9223372036854775807, 1),
-        attempts = j.attempts + 1, updated_at = %(now)s
+        attempts = j.attempts + 1, updated_at = %(now)s,
+        attempt_id = nextval('duetime_attempts_id_seq'), worker_id = %(holder)s::text,
+        lease_expires_at = %(now)s + trunc(%(lease_seconds)s * 1000000)::bigint
+            * interval '1 microsecond',
+        started_at = %(now)s, late_outcome = NULL, late_reported_at = NULL
     FROM picked
     WHERE j.id = picked.id AND (%(moves)s::jsonb ->> j.status) IS NOT NULL
     RETURNING j.id, j.queue, j.task, j.generation, j.version, j.priority, j.due_at,
-        j.claim_token, j.trace_context
-), started AS (
-    INSERT INTO duetime_attempts (job_id, generation, claim_token, worker_id, status,
-        lease_expires_at, started_at, due_at)
-    SELECT id, generation, claim_token, %(holder)s::text, 'running',
-           %(now)s + trunc(%(lease_seconds)s * 1000000)::bigint * interval '1 microsecond',
-           %(now)s, due_at
-    FROM claimed
-    ORDER BY id
-    RETURNING id, job_id
+        j.claim_token, j.trace_context, j.attempt_id
 )
 INSERT INTO duetime_outbox (job_id, attempt_id, queue, task, generation, version, created_at,
     claim_token, trace_context)
-SELECT c.id, s.id, c.queue, c.task, c.generation, c.version, %(now)s, c.claim_token, c.trace_context
-FROM claimed AS c JOIN started AS s ON s.job_id = c.id
+SELECT c.id, c.attempt_id, c.queue, c.task, c.generation, c.version, %(now)s, c.claim_token,
+       c.trace_context
+FROM claimed AS c
 ORDER BY c.priority DESC, c.due_at, c.id
 RETURNING *;
 
 -- name: insert_outbox_events
 -- The events of attempts a controlled dispatch started (claim_chosen held by `holder`): one
--- per attempt of `attempt_ids` still running and held, written in claim order; the events
--- come back.
+-- per attempt of `attempt_ids` (of the jobs of `job_ids`) still running and held, written in
+-- claim order; the events come back.
 INSERT INTO duetime_outbox (job_id, attempt_id, queue, task, generation, version, created_at,
     claim_token, trace_context)
-SELECT j.id, a.id, j.queue, j.task, j.generation, j.version, %(now)s, a.claim_token, j.trace_context
-FROM duetime_attempts a JOIN duetime_jobs j
-    ON j.id = a.job_id AND j.generation = a.generation AND j.claim_token = a.claim_token
-WHERE a.id = ANY (%(attempt_ids)s::bigint[]) AND a.status = 'running'
-  AND a.worker_id = %(holder)s::text AND j.status = 'running'
+SELECT j.id, j.attempt_id, j.queue, j.task, j.generation, j.version, %(now)s, j.claim_token,
+       j.trace_context
+FROM duetime_jobs j
+WHERE j.id = ANY (%(job_ids)s::bigint[]) AND j.attempt_id = ANY (%(attempt_ids)s::bigint[])
+  AND j.worker_id = %(holder)s::text AND j.status = 'running'
 ORDER BY j.priority DESC, j.due_at, j.id
 RETURNING *;
 
@@ -939,77 +932,66 @@ RETURNING *;
 
 -- name: mark_published
 -- The events the broker confirmed; the attempts no worker accepted yet get their lease from
--- now (their jobs' rows share-locked first, in id order, as every writer locks job first).
+-- now (on their jobs' rows, migration 22, locked in id order).
 WITH e AS (
     UPDATE duetime_outbox SET published_at = %(now)s
     WHERE id = ANY (%(ids)s::bigint[]) AND published_at IS NULL
     RETURNING job_id, attempt_id
-), j AS (
-    SELECT id FROM duetime_jobs WHERE id IN (SELECT job_id FROM e) ORDER BY id FOR SHARE
+), held AS (
+    SELECT j.id FROM duetime_jobs j JOIN e ON e.job_id = j.id AND e.attempt_id = j.attempt_id
+    WHERE j.status IN ('running', 'cancel_requested') AND j.worker_id = %(holder)s
+    ORDER BY j.id
+    FOR UPDATE OF j
 )
-UPDATE duetime_attempts AS a
+UPDATE duetime_jobs AS j
 SET lease_expires_at = %(now)s + trunc(%(lease_seconds)s * 1000000)::bigint
     * interval '1 microsecond'
-FROM e JOIN j ON j.id = e.job_id
-WHERE a.id = e.attempt_id AND a.status = 'running' AND a.worker_id = %(holder)s;
+FROM held
+WHERE j.id = held.id;
 
 -- name: accept_dispatch
 -- A worker takes a dispatched attempt, found by its job and claim token (never by its id
 -- alone): only while the job still holds that generation and claim token (and that version,
 -- unless cancellation was requested since) and no worker took it before; the job's deadline
--- has not passed; the attempt's lease becomes the job's own, from now. The job's row is
--- locked first.
-WITH j AS (
-    SELECT id, lease_seconds FROM duetime_jobs
-    WHERE id = %(job_id)s AND generation = %(generation)s
-      AND claim_token = %(claim_token)s::bigint
-      AND ((status = 'running' AND version = %(version)s) OR status = 'cancel_requested')
-      AND (deadline_at IS NULL OR deadline_at > %(now)s)
-    FOR UPDATE
-)
-UPDATE duetime_attempts AS a
+-- has not passed; the attempt's lease becomes the job's own, from now. The attempt is the
+-- job's row's (migration 22).
+UPDATE duetime_jobs
 SET worker_id = %(worker_id)s::text, started_at = %(now)s,
-    lease_expires_at = %(now)s + trunc(j.lease_seconds * 1000000)::bigint
+    lease_expires_at = %(now)s + trunc(lease_seconds * 1000000)::bigint
         * interval '1 microsecond'
-FROM j
-WHERE a.job_id = j.id AND a.generation = %(generation)s
-  AND a.claim_token = %(claim_token)s::bigint
-  AND a.status = 'running' AND a.worker_id = %(holder)s;
+WHERE id = %(job_id)s AND generation = %(generation)s
+  AND claim_token = %(claim_token)s::bigint
+  AND ((status = 'running' AND version = %(version)s) OR status = 'cancel_requested')
+  AND (deadline_at IS NULL OR deadline_at > %(now)s)
+  AND attempt_id IS NOT NULL AND worker_id = %(holder)s;
 
 -- name: withdraw_dispatched
--- The attempts to withdraw are found, their jobs' rows locked in id order (rechecked under
--- the lock: generation and status); each attempt goes only if still held by `holder` (a
--- worker's accept_dispatch that came first keeps it), with its unpublished events, and its
--- job moves back.
-WITH found AS (
-    -- through the running jobs, as expired_leases
-    SELECT a.id, a.job_id, a.generation
-    FROM duetime_jobs j JOIN duetime_attempts a
-        ON a.job_id = j.id AND a.generation = j.generation AND a.claim_token = j.claim_token
+-- The attempts to withdraw are found through their jobs' rows (migration 22), locked in id
+-- order (rechecked under the lock); each goes only if still held by `holder` (a worker's
+-- accept_dispatch that came first keeps it), with its unpublished events, and its job moves
+-- back. A withdrawn attempt leaves no row.
+WITH locked AS (
+    SELECT j.id, j.attempt_id
+    FROM duetime_jobs j
     WHERE j.status IN ('running', 'cancel_requested')
-      AND a.status = 'running' AND a.worker_id = %(holder)s::text
+      AND j.attempt_id IS NOT NULL AND j.worker_id = %(holder)s::text
+      AND (%(moves)s::jsonb ->> j.status) IS NOT NULL
       AND (j.id = ANY (%(ids)s::bigint[])
            OR (%(direct)s::boolean AND j.queue NOT IN (
                  SELECT q.queue FROM duetime_queues q WHERE q.dispatch = 'outbox')))
-), locked AS (
-    SELECT j.id, f.id AS attempt_id
-    FROM duetime_jobs j JOIN found f ON f.job_id = j.id
-    WHERE j.generation = f.generation AND (%(moves)s::jsonb ->> j.status) IS NOT NULL
     ORDER BY j.id
     FOR UPDATE OF j
-), gone AS (
-    DELETE FROM duetime_attempts a USING locked l
-    WHERE a.id = l.attempt_id AND a.status = 'running' AND a.worker_id = %(holder)s::text
-    RETURNING a.id, a.job_id
 ), events AS (
-    DELETE FROM duetime_outbox o USING gone g
-    WHERE o.attempt_id = g.id AND o.published_at IS NULL
+    DELETE FROM duetime_outbox o USING locked l
+    WHERE o.attempt_id = l.attempt_id AND o.published_at IS NULL
 )
 UPDATE duetime_jobs AS j
 SET status = (%(moves)s::jsonb ->> j.status), attempts = j.attempts - 1,
-    version = j.version + 1, updated_at = %(now)s
-FROM gone
-WHERE j.id = gone.job_id
+    version = j.version + 1, updated_at = %(now)s,
+    attempt_id = NULL, worker_id = NULL, lease_expires_at = NULL, started_at = NULL,
+    late_outcome = NULL, late_reported_at = NULL
+FROM locked
+WHERE j.id = locked.id
 RETURNING j.id, j.queue, j.status, j.due_at;
 
 -- name: select_claim
@@ -1024,8 +1006,8 @@ SELECT j.*,
        -- the timeline: the first 8 hex digits of the current WAL file's name
        (SELECT ('x' || substr(pg_walfile_name(pg_current_wal_lsn()), 1, 8))::bit(32)::bigint)
            AS claim_epoch
-FROM duetime_jobs j JOIN duetime_attempts a ON a.job_id = j.id
-WHERE a.job_id = %(job_id)s AND a.claim_token = %(claim_token)s::bigint;
+FROM duetime_jobs j JOIN duetime_all_attempts a ON a.job_id = j.id
+WHERE j.id = %(job_id)s AND a.job_id = %(job_id)s AND a.claim_token = %(claim_token)s::bigint;
 
 -- name: outbox_figures
 SELECT queue,
@@ -1040,12 +1022,10 @@ ORDER BY queue COLLATE "C";
 -- name: dispatched_figures
 -- Through the running jobs (as expired_leases): the attempts held by the outbox, by their
 -- job's queue.
-SELECT j.queue, COUNT(*) AS dispatched, MIN(a.started_at) AS oldest_dispatched_at
+SELECT j.queue, COUNT(*) AS dispatched, MIN(j.started_at) AS oldest_dispatched_at
 FROM duetime_jobs j
-JOIN duetime_attempts a
-    ON a.job_id = j.id AND a.generation = j.generation AND a.claim_token = j.claim_token
 WHERE j.status IN ('running', 'cancel_requested')
-  AND a.status = 'running' AND a.worker_id = %(holder)s::text
+  AND j.attempt_id IS NOT NULL AND j.worker_id = %(holder)s::text
 GROUP BY j.queue
 ORDER BY j.queue;
 
@@ -1072,14 +1052,13 @@ SELECT * FROM duetime_limits ORDER BY name FOR UPDATE;
 -- name: limit_running
 SELECT j.limits AS limits, COUNT(*) AS running
 FROM duetime_jobs j
-JOIN duetime_attempts a
-    ON a.job_id = j.id AND a.generation = j.generation AND a.claim_token = j.claim_token
 WHERE j.status IN ('running', 'cancel_requested') AND j.limits IS NOT NULL
-  AND a.status = 'running'
-  AND (a.lease_expires_at > %(now)s
+  AND j.attempt_id IS NOT NULL
+  AND (j.lease_expires_at > %(now)s
        -- dispatched to the broker, its event not yet published: running, though no lease runs
-       OR (a.worker_id = %(holder)s::text AND EXISTS (
-           SELECT 1 FROM duetime_outbox o WHERE o.attempt_id = a.id AND o.published_at IS NULL)))
+       OR (j.worker_id = %(holder)s::text AND EXISTS (
+           SELECT 1 FROM duetime_outbox o
+           WHERE o.attempt_id = j.attempt_id AND o.published_at IS NULL)))
 GROUP BY j.limits;
 
 -- name: limit_waiting

@@ -42,6 +42,7 @@ from duetime.core.states import Event
 from duetime.store.base import Claimed, ClaimPlan
 from duetime.store.driver import Connection, Driver, Row
 from duetime.store.rows import claims_from_rows, moves_json
+from duetime.store.sql.attempt_ids import AttemptIds, Reserved
 from duetime.store.sql.flow import Flow
 from duetime.store.sql.limits import Limits
 from duetime.store.sql.shared import Part, claim_statement, conflicts_retried, pick_filters
@@ -68,6 +69,7 @@ class Claimer(Part):
         super().__init__(driver)
         self.flow = flow
         self.limits = limits
+        self.attempt_ids = AttemptIds(driver)  # reserved ahead where the dialect needs it
 
     @conflicts_retried
     def claim(
@@ -85,12 +87,29 @@ class Claimer(Part):
         deadline; a datetime: that instant."""
         if limit <= 0:
             return Claimed([], 0)
+        ids = self.attempt_ids.take(limit)  # before the claim's transaction, in one of its own
+        claimed = self._claim(plan, ids, worker_id, queues, limit, now, tasks)
+        ids.used({"attempt_id": c.attempt.id} for c in claimed.claims)
+        self.attempt_ids.give_back(ids)  # not on an error: its ids may be written
+        return claimed
+
+    def _claim(
+        self,
+        plan: ClaimPlan,
+        ids: Reserved,
+        worker_id: str,
+        queues: Sequence[str] | None,
+        limit: int,
+        now: Instant,
+        tasks: Sequence[str] | None,
+    ) -> Claimed:
         controls = self.flow.flow_controls()  # pause, caps, weights (docs/flow-control.md)
         owed = plan.priorities is not None and bool(plan.priorities.owed)
         if controls.restricts_claim or plan.per_class or owed or plan.rotation is not None:
             claims, found, next_start = self._claim_controlled(
                 controls,
                 plan,
+                ids,
                 worker_id=worker_id,
                 queues=queues,
                 limit=limit,
@@ -104,13 +123,13 @@ class Claimer(Part):
                 # not empty while jobs are due (a partial detour stays as it is: its slots kept
                 # the classes' shares)
                 claims, limited_at, limited = self._claim_plain(
-                    worker_id, queues, limit, now, tasks
+                    ids, worker_id, queues, limit, now, tasks
                 )
                 found = len(claims)
                 if limited:
                     next_start = limited_at
         else:
-            claims, next_start, _ = self._claim_plain(worker_id, queues, limit, now, tasks)
+            claims, next_start, _ = self._claim_plain(ids, worker_id, queues, limit, now, tasks)
             found = len(claims)  # it skips locked rows: short only when nothing more is due
         # what the claim found due, not what it started, tells whether it took every due job:
         # a controlled claim starts fewer than it chose when concurrent claims took some first
@@ -118,6 +137,7 @@ class Claimer(Part):
 
     def _claim_plain(
         self,
+        ids: Reserved,
         worker_id: str,
         queues: Sequence[str] | None,
         limit: int,
@@ -136,6 +156,7 @@ class Claimer(Part):
                 leave_out = sorted(set(outbox) | self.flow.paused_now(c))
                 rows, at = self._limited(
                     c,
+                    ids,
                     at_start,
                     limit,
                     worker_id,
@@ -157,6 +178,7 @@ class Claimer(Part):
             worker_id=worker_id,
             all_direct=not outbox,
             outbox_queues=outbox,
+            **ids.params,
         )
         return claims_from_rows(rows, self._t, worker_id), None, False
 
@@ -164,6 +186,7 @@ class Claimer(Part):
         self,
         controls: FlowControls,
         plan: ClaimPlan,
+        ids: Reserved,
         *,
         worker_id: str,
         queues: Sequence[str] | None,
@@ -179,6 +202,7 @@ class Claimer(Part):
                 c,
                 controls,
                 plan.rotation,
+                ids,
                 leave_out=outbox,
                 worker_id=worker_id,
                 queues=queues,
@@ -200,6 +224,7 @@ class Claimer(Part):
         c: Connection,
         controls: FlowControls,
         turns: TenantRotation | None,
+        ids: Reserved,
         *,
         leave_out: Sequence[str],
         worker_id: str,
@@ -219,7 +244,8 @@ class Claimer(Part):
         job's lease. The relay's dispatch (`queues` the outbox-mode queues, leave_out empty)
         gives each attempt dispatch_lease, and takes jobs in claim order within the controls
         and the relay's own tenant rotation (`turns`): no priority share (a worker
-        process's; per_class is not used)."""
+        process's; per_class is not used). `ids`: the attempt ids reserved for it
+        (store/sql/attempt_ids.py)."""
         dispatching = dispatch_lease is not None
         queue_room: dict[str, int] = {}
         tenant_room: dict[str, int] = {}
@@ -338,6 +364,7 @@ class Claimer(Part):
             moves=moves_json(Event.CLAIM),
             worker_id=worker_id,
             lease_seconds=dispatch_lease,  # None: each job's own
+            **ids.params,
         )
         if budget is not None:
             self.limits.spend(c, budget, started, now)
@@ -477,7 +504,13 @@ class Claimer(Part):
         return found
 
     def _limited(
-        self, c: Connection, now: datetime, limit: int, worker_id: str, pick: dict[str, object]
+        self,
+        c: Connection,
+        ids: Reserved,
+        now: datetime,
+        limit: int,
+        worker_id: str,
+        pick: dict[str, object],
     ) -> tuple[list[Row], datetime | None]:
         """Claim up to `limit` jobs within every limit, in the caller's transaction; `pick`
         holds the claim's filters (queues, tasks, outbox queues). The started rows, and when a
@@ -515,6 +548,7 @@ class Claimer(Part):
             worker_id=worker_id,
             lease_seconds=None,  # each job's own
             now=now,
+            **ids.params,
         )
         self.limits.spend(c, budget, claimed, now)
         return claimed, at

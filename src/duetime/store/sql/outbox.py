@@ -30,6 +30,7 @@ from duetime.core.states import AttemptStatus, Event
 from duetime.store.base import DispatchedEvents
 from duetime.store.driver import Connection, Driver, Row
 from duetime.store.rows import attempt_from_row, job_from_row, moves_json
+from duetime.store.sql.attempt_ids import Reserved
 from duetime.store.sql.claim import Claimer
 from duetime.store.sql.finish import Finisher
 from duetime.store.sql.flow import Flow
@@ -69,16 +70,26 @@ class Outbox(Part):
             return DispatchedEvents([])
         controls = self.flow.flow_controls()
         outbox = self.flow.outbox_queues()
+        ids = self.claimer.attempt_ids.take(limit)  # before the transaction, in one of its own
         if not outbox:
-            return DispatchedEvents(self._dispatch_plain(now, limit, lease_seconds))
-        if rotation is not None or controls.restricts_dispatch(outbox) or self.limits.limit_names():
-            return self._dispatch_controlled(controls, outbox, now, limit, lease_seconds, rotation)
-        return DispatchedEvents(self._dispatch_plain(now, limit, lease_seconds))
+            dispatched = DispatchedEvents(self._dispatch_plain(ids, now, limit, lease_seconds))
+        elif (
+            rotation is not None or controls.restricts_dispatch(outbox) or self.limits.limit_names()
+        ):
+            dispatched = self._dispatch_controlled(
+                controls, outbox, ids, now, limit, lease_seconds, rotation
+            )
+        else:
+            dispatched = DispatchedEvents(self._dispatch_plain(ids, now, limit, lease_seconds))
+        ids.used({"attempt_id": e.attempt_id} for e in dispatched.events)
+        self.claimer.attempt_ids.give_back(ids)  # not on an error: its ids may be written
+        return dispatched
 
     def _dispatch_controlled(
         self,
         controls: FlowControls,
         outbox: list[str],
+        ids: Reserved,
         now: Instant,
         limit: int,
         lease_seconds: float,
@@ -90,6 +101,7 @@ class Outbox(Part):
                 c,
                 controls,
                 rotation,
+                ids,
                 leave_out=[],
                 worker_id=DISPATCH_HOLDER,
                 queues=outbox,
@@ -98,11 +110,13 @@ class Outbox(Part):
                 tasks=None,
                 dispatch_lease=lease_seconds,
             )
+            ids.used(started.rows)  # every attempt started, with an event or not
             if not started.rows:
                 return DispatchedEvents([], started.next_start)
             rows = c.rows(
                 "insert_outbox_events",
                 attempt_ids=sorted(int(r["attempt_id"]) for r in started.rows),
+                job_ids=sorted(int(r["id"]) for r in started.rows),
                 now=at,
                 holder=DISPATCH_HOLDER,
             )
@@ -121,7 +135,9 @@ class Outbox(Part):
 
     # -- the relay ----------------------------------------------------------------------------
 
-    def _dispatch_plain(self, now: Instant, limit: int, lease_seconds: float) -> list[OutboxEvent]:
+    def _dispatch_plain(
+        self, ids: Reserved, now: Instant, limit: int, lease_seconds: float
+    ) -> list[OutboxEvent]:
         """The relay's dispatch when no control but pauses concerns it: one statement
         (dispatch_outbox)."""
         with self.driver.transaction() as c:
@@ -132,6 +148,7 @@ class Outbox(Part):
                 moves=moves_json(Event.CLAIM),
                 holder=DISPATCH_HOLDER,
                 lease_seconds=lease_seconds,
+                **ids.params,
             )
         return [self._event(r) for r in rows]
 

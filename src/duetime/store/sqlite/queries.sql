@@ -23,6 +23,11 @@ SELECT COALESCE(MAX(version), 0) AS version FROM duetime_migrations;
 -- name: insert_migration
 INSERT INTO duetime_migrations (version, name, applied_at) VALUES (:version, :name, :now);
 
+-- name: reserve_attempt_ids
+-- The claim gives each attempt its id itself (the counter row, under the write lock,
+-- migration 22): nothing to reserve (store/sql/attempt_ids.py).
+SELECT NULL AS first_id;
+
 -- name: reserve_job_ids
 -- Under the write lock: the next ids after every id ever used (AUTOINCREMENT keeps the
 -- highest in sqlite_sequence, also for ids given explicitly).
@@ -92,10 +97,11 @@ WHERE tenant IN (SELECT value FROM json_each(:tenants))
 SELECT * FROM duetime_jobs WHERE id = :id AND (:tenant IS NULL OR tenant = :tenant);
 
 -- name: select_attempts
-SELECT * FROM duetime_attempts WHERE job_id = :id ORDER BY generation;
+-- every attempt, the running one from its job's row (migration 22: duetime_all_attempts)
+SELECT * FROM duetime_all_attempts WHERE job_id = :id ORDER BY generation;
 
 -- name: select_attempts_of_jobs
-SELECT * FROM duetime_attempts WHERE job_id IN (SELECT value FROM json_each(:ids))
+SELECT * FROM duetime_all_attempts WHERE job_id IN (SELECT value FROM json_each(:ids))
 ORDER BY job_id, generation;
 
 -- name: list_jobs
@@ -161,25 +167,27 @@ SELECT id FROM (
       AND queue NOT IN (SELECT queue FROM duetime_queues WHERE paused)
     ORDER BY priority DESC, due_at, id
     LIMIT :limit);
+-- the attempts start on their jobs' rows (migration 22), their ids from the counter (in
+-- job id order; the counter then moves past every id of the pick)
 UPDATE duetime_jobs
 SET status = json_extract(:moves, '$.' || status), generation = generation + 1,
     claim_token = abs(random() % 9223372036854775807) + 1,
-    attempts = attempts + 1, updated_at = :now
+    attempts = attempts + 1, updated_at = :now,
+    attempt_id = (SELECT next_id FROM duetime_attempt_ids WHERE id = 1)
+        + (SELECT COUNT(*) FROM temp.duetime_claim c WHERE c.id < duetime_jobs.id),
+    worker_id = :worker_id, lease_expires_at = :now + CAST(lease_seconds * 1000000 AS INTEGER),
+    started_at = :now, late_outcome = NULL, late_reported_at = NULL
 WHERE id IN (SELECT id FROM temp.duetime_claim)
   AND json_type(:moves, '$.' || status) IS NOT NULL;
-INSERT INTO duetime_attempts (job_id, generation, claim_token, worker_id, status,
-    lease_expires_at, started_at, due_at)
-SELECT id, generation, claim_token, :worker_id, 'running', :now + CAST(lease_seconds * 1000000 AS INTEGER),
-       :now, due_at
-FROM duetime_jobs WHERE id IN (SELECT id FROM temp.duetime_claim)
-ORDER BY id;
+UPDATE duetime_attempt_ids SET next_id = next_id + (SELECT COUNT(*) FROM temp.duetime_claim)
+WHERE id = 1;
 -- of the attempt only what the job's row does not say: the rest of a started attempt is
--- the job's (generation, claim_token, due_at; started_at = updated_at = now), the
--- worker's or a constant (store/rows.py claims_from_rows)
-SELECT j.*, a.id AS attempt_id, a.lease_expires_at AS attempt_lease_expires_at,
-       0 AS claim_epoch
-FROM duetime_jobs j JOIN duetime_attempts a ON a.job_id = j.id AND a.generation = j.generation
-WHERE j.id IN (SELECT id FROM temp.duetime_claim)
+-- the job's (attempt_id, generation, claim_token, due_at; started_at = updated_at = now),
+-- the worker's or a constant (store/rows.py claims_from_rows)
+SELECT j.*, j.lease_expires_at AS attempt_lease_expires_at, 0 AS claim_epoch
+FROM duetime_jobs j
+WHERE j.id IN (SELECT id FROM temp.duetime_claim) AND j.status = 'running'
+  AND j.updated_at = :now AND j.attempt_id IS NOT NULL
 ORDER BY j.priority DESC, j.due_at, j.id;
 
 -- name: claim_queues
@@ -188,45 +196,66 @@ ORDER BY j.priority DESC, j.due_at, j.id;
 
 -- name: renew_leases
 -- The leases of `leases` (job_id, claim_token): an attempt is renewed only while its job
--- holds its claim token (under the write lock). Each job by its id, then its attempt by
--- (job_id, generation, claim_token) through the attempts' unique key.
-UPDATE duetime_attempts
-SET lease_expires_at = :now + CAST(h.lease_seconds * 1000000 AS INTEGER)
-FROM (SELECT j.id, j.generation, j.claim_token, j.lease_seconds
-      FROM json_each(:leases) AS v
-      JOIN duetime_jobs j ON j.id = json_extract(v.value, '$.job_id')
-       AND j.claim_token = json_extract(v.value, '$.claim_token')) AS h
-WHERE duetime_attempts.job_id = h.id AND duetime_attempts.generation = h.generation
-  AND duetime_attempts.claim_token = h.claim_token AND duetime_attempts.status = 'running';
+-- holds its claim token and runs it (under the write lock). The running attempt is the job's
+-- row's (migration 22): only its lease_expires_at changes, no attempt row is written.
+UPDATE duetime_jobs
+SET lease_expires_at = :now + CAST(lease_seconds * 1000000 AS INTEGER)
+FROM (SELECT json_extract(v.value, '$.job_id') AS job_id,
+             json_extract(v.value, '$.claim_token') AS claim_token
+      FROM json_each(:leases) AS v) AS h
+WHERE duetime_jobs.id = h.job_id AND duetime_jobs.claim_token = h.claim_token
+  AND duetime_jobs.status IN ('running', 'cancel_requested')
+  AND duetime_jobs.attempt_id IS NOT NULL;
 
 -- name: lease_states
--- Each job by its id, then its attempt by (job_id, generation, claim_token).
-SELECT a.id AS attempt_id, a.job_id, a.generation, a.claim_token, a.lease_expires_at,
+-- Each job by its id and claim token, with the attempt it runs (its row's, migration 22).
+SELECT j.attempt_id, j.id AS job_id, j.generation, j.claim_token, j.lease_expires_at,
        j.status AS job_status
 FROM json_each(:leases) AS v
 JOIN duetime_jobs j ON j.id = json_extract(v.value, '$.job_id')
     AND j.claim_token = json_extract(v.value, '$.claim_token')
-JOIN duetime_attempts a
-    ON a.job_id = j.id AND a.generation = j.generation AND a.claim_token = j.claim_token
-WHERE a.status = 'running';
+WHERE j.status IN ('running', 'cancel_requested') AND j.attempt_id IS NOT NULL;
 
 -- name: lock_jobs
--- the write transaction already holds the file; each job with its current attempt (of its
--- generation and claim token), if any
+-- the write transaction already holds the file; each job with the attempt it runs (on its
+-- row: migration 22), if any
 SELECT j.id, j.generation, j.claim_token, j.status, j.queue, j.has_children, j.tenant, j.sequence_key,
-       a.status AS attempt_status, a.lease_expires_at AS attempt_lease_expires_at
+       CASE WHEN j.attempt_id IS NOT NULL THEN 'running' END AS attempt_status,
+       j.lease_expires_at AS attempt_lease_expires_at
 FROM duetime_jobs j
-LEFT JOIN duetime_attempts a
-    ON a.job_id = j.id AND a.generation = j.generation AND a.claim_token = j.claim_token
 WHERE j.id IN (SELECT value FROM json_each(:ids))
 ORDER BY j.id;
 
 -- name: finish_jobs
--- The jobs move (fenced by generation, claim token, status and, for a reap, the expired
--- lease), then the attempts of the jobs that moved end, each found by its job and claim token
--- (never by its id alone).
+-- Under the write lock: each ended attempt's row is inserted, once, with its outcome, from
+-- its job's row (fenced by generation, claim token, status, the attempt it runs and, for a
+-- reap, the expired lease); then those jobs move and their current-attempt columns are
+-- cleared (migration 22), under the same fence.
+INSERT INTO duetime_attempts (id, job_id, generation, claim_token, worker_id, status,
+    lease_expires_at, started_at, finished_at, error_category, error_message, error_traceback,
+    late_outcome, late_reported_at, due_at)
+SELECT j.attempt_id, j.id, j.generation, j.claim_token, j.worker_id, v.status,
+       j.lease_expires_at, j.started_at, :now, v.error_category, v.error_message,
+       v.error_traceback, j.late_outcome, j.late_reported_at, j.due_at
+FROM (SELECT json_extract(value, '$.job_id') AS job_id,
+             json_extract(value, '$.generation') AS generation,
+             json_extract(value, '$.claim_token') AS claim_token,
+             json_extract(value, '$.from_status') AS from_status,
+             json_extract(value, '$.only_if_expired') AS only_if_expired,
+             json_extract(value, '$.status') AS status,
+             json_extract(value, '$.error_category') AS error_category,
+             json_extract(value, '$.error_message') AS error_message,
+             json_extract(value, '$.error_traceback') AS error_traceback
+      FROM json_each(:batch)) AS v
+JOIN duetime_jobs j ON j.id = v.job_id
+WHERE j.generation = v.generation AND j.claim_token = v.claim_token
+  AND j.status = v.from_status AND j.attempt_id IS NOT NULL
+  AND (v.only_if_expired = 0 OR j.lease_expires_at <= :now)
+ORDER BY j.id;
 UPDATE duetime_jobs
-SET status = v.to_status, due_at = COALESCE(v.due_at, duetime_jobs.due_at), updated_at = :now
+SET status = v.to_status, due_at = COALESCE(v.due_at, duetime_jobs.due_at), updated_at = :now,
+    attempt_id = NULL, worker_id = NULL, lease_expires_at = NULL, started_at = NULL,
+    late_outcome = NULL, late_reported_at = NULL
 FROM (SELECT json_extract(value, '$.job_id') AS job_id,
              json_extract(value, '$.generation') AS generation,
              json_extract(value, '$.claim_token') AS claim_token,
@@ -237,28 +266,8 @@ FROM (SELECT json_extract(value, '$.job_id') AS job_id,
       FROM json_each(:batch)) AS v
 WHERE duetime_jobs.id = v.job_id AND duetime_jobs.generation = v.generation
   AND duetime_jobs.claim_token = v.claim_token AND duetime_jobs.status = v.from_status
-  AND (v.only_if_expired = 0 OR EXISTS (
-        SELECT 1 FROM duetime_attempts AS a
-        WHERE a.job_id = v.job_id AND a.generation = v.generation
-          AND a.claim_token = v.claim_token AND a.status = 'running'
-          AND a.lease_expires_at <= :now));
-UPDATE duetime_attempts
-SET status = v.status, finished_at = :now, error_category = v.error_category,
-    error_message = v.error_message, error_traceback = v.error_traceback
-FROM (SELECT json_extract(value, '$.generation') AS generation,
-             json_extract(value, '$.claim_token') AS claim_token,
-             json_extract(value, '$.status') AS status,
-             json_extract(value, '$.error_category') AS error_category,
-             json_extract(value, '$.error_message') AS error_message,
-             json_extract(value, '$.error_traceback') AS error_traceback,
-             json_extract(value, '$.job_id') AS job_id,
-             json_extract(value, '$.to_status') AS to_status
-      FROM json_each(:batch)) AS v
-WHERE duetime_attempts.job_id = v.job_id AND duetime_attempts.generation = v.generation
-  AND duetime_attempts.claim_token = v.claim_token AND duetime_attempts.status = 'running'
-  AND EXISTS (SELECT 1 FROM duetime_jobs AS j  -- only where the job moved
-              WHERE j.id = v.job_id AND j.generation = v.generation
-                AND j.claim_token = v.claim_token AND j.status = v.to_status);
+  AND duetime_jobs.attempt_id IS NOT NULL
+  AND (v.only_if_expired = 0 OR duetime_jobs.lease_expires_at <= :now);
 
 -- name: keep_results
 -- A success's result and an attempt's last progress (docs/workflows.md), for the one job the
@@ -279,7 +288,18 @@ WHERE id = :job_id AND generation = :generation AND claim_token = :claim_token
   AND status IN ('running', 'cancel_requested');
 
 -- name: late_reports
--- On the attempt of each job with that generation and claim token (none: nothing recorded).
+-- On the attempt of each job with that generation and claim token (none: nothing recorded):
+-- the job's row while the attempt still runs there (migration 22; its row takes the report at
+-- its end), else the attempt's row.
+UPDATE duetime_jobs
+SET late_outcome = v.outcome, late_reported_at = :now
+FROM (SELECT json_extract(value, '$.job_id') AS job_id,
+             json_extract(value, '$.generation') AS generation,
+             json_extract(value, '$.claim_token') AS claim_token,
+             json_extract(value, '$.outcome') AS outcome
+      FROM json_each(:batch)) AS v
+WHERE duetime_jobs.id = v.job_id AND duetime_jobs.generation = v.generation
+  AND duetime_jobs.claim_token = v.claim_token AND duetime_jobs.attempt_id IS NOT NULL;
 UPDATE duetime_attempts
 SET late_outcome = v.outcome, late_reported_at = :now
 FROM (SELECT json_extract(value, '$.job_id') AS job_id,
@@ -291,31 +311,26 @@ WHERE duetime_attempts.job_id = v.job_id AND duetime_attempts.generation = v.gen
   AND duetime_attempts.claim_token = v.claim_token;
 
 -- name: expired_leases
--- Running attempts are reached through their jobs (migration 17: no index on the attempts'
--- lease): the running and cancel-requested jobs (few: what the workers hold) from the job
--- counts index, each joined to its attempt of its generation and claim token.
-SELECT a.id AS attempt_id, a.job_id, a.generation, a.claim_token, j.status, j.attempts,
+-- Running attempts are their jobs' (migration 22): the running and cancel-requested jobs
+-- (few: what the workers hold) from the job counts index.
+SELECT j.attempt_id, j.id AS job_id, j.generation, j.claim_token, j.status, j.attempts,
        j.max_attempts, j.retry_base, j.retry_cap
 FROM duetime_jobs j
-JOIN duetime_attempts a
-    ON a.job_id = j.id AND a.generation = j.generation AND a.claim_token = j.claim_token
 WHERE j.status IN ('running', 'cancel_requested')
-  AND a.status = 'running' AND a.lease_expires_at <= :now
+  AND j.attempt_id IS NOT NULL AND j.lease_expires_at <= :now
   -- an attempt dispatched to the broker whose event is not yet published: no lease runs yet
-  AND NOT (a.worker_id = :holder AND EXISTS (
-        SELECT 1 FROM duetime_outbox o WHERE o.attempt_id = a.id AND o.published_at IS NULL))
-ORDER BY a.lease_expires_at, a.id
+  AND NOT (j.worker_id = :holder AND EXISTS (
+        SELECT 1 FROM duetime_outbox o WHERE o.attempt_id = j.attempt_id AND o.published_at IS NULL))
+ORDER BY j.lease_expires_at, j.attempt_id
 LIMIT :limit;
 
 -- name: held_leases
 -- Through the running jobs (few rows: what the workers hold now), as expired_leases.
-SELECT a.id AS attempt_id, a.job_id, a.generation, a.claim_token
+SELECT j.attempt_id, j.id AS job_id, j.generation, j.claim_token
 FROM duetime_jobs j
-JOIN duetime_attempts a
-    ON a.job_id = j.id AND a.generation = j.generation AND a.claim_token = j.claim_token
 WHERE j.status IN ('running', 'cancel_requested')
-  AND a.status = 'running' AND a.worker_id = :worker_id
-ORDER BY a.id;
+  AND j.attempt_id IS NOT NULL AND j.worker_id = :worker_id
+ORDER BY j.attempt_id;
 
 -- name: expire_overdue
 UPDATE duetime_jobs
@@ -429,7 +444,7 @@ DO UPDATE SET job_id = excluded.job_id, detail = excluded.detail,
 
 -- name: list_ticks
 SELECT t.*, j.status AS job_status,
-       (SELECT MIN(a.started_at) FROM duetime_attempts a WHERE a.job_id = t.job_id) AS started_at
+       (SELECT MIN(a.started_at) FROM duetime_all_attempts a WHERE a.job_id = t.job_id) AS started_at
 FROM duetime_ticks t LEFT JOIN duetime_jobs j ON j.id = t.job_id
 WHERE t.schedule_id = :schedule_id AND (:before_id IS NULL OR t.id < :before_id)
 ORDER BY t.id DESC
@@ -459,12 +474,11 @@ UPDATE duetime_nodes SET last_seen_at = :now, stopped_at = :now WHERE id = :id;
 -- What each node holds: the running attempts, read once through the running jobs (as
 -- expired_leases), grouped by worker.
 WITH held AS (
-    SELECT a.worker_id, json_group_array(a.job_id) AS holding
-    FROM duetime_jobs j
-    JOIN duetime_attempts a
-        ON a.job_id = j.id AND a.generation = j.generation AND a.claim_token = j.claim_token
-    WHERE j.status IN ('running', 'cancel_requested') AND a.status = 'running'
-    GROUP BY a.worker_id
+    SELECT worker_id, json_group_array(id) AS holding
+    FROM (SELECT j.worker_id, j.id FROM duetime_jobs j
+          WHERE j.status IN ('running', 'cancel_requested') AND j.attempt_id IS NOT NULL
+          ORDER BY j.id)
+    GROUP BY worker_id
 )
 SELECT n.*, COALESCE(h.holding, '[]') AS holding
 FROM duetime_nodes n LEFT JOIN held h ON h.worker_id = n.id
@@ -524,8 +538,9 @@ WHERE status = 'scheduled' AND due_at <= :now
 
 -- name: attempt_samples
 -- the newest attempts started since a point in time, for lag, throughput and failure figures
+-- (the running ones from their jobs' rows: duetime_all_attempts)
 SELECT j.task, j.queue, a.status, a.error_category, a.due_at, a.started_at, a.finished_at
-FROM duetime_attempts a JOIN duetime_jobs j ON j.id = a.job_id
+FROM duetime_all_attempts a JOIN duetime_jobs j ON j.id = a.job_id
 WHERE a.started_at >= :since
   AND (:tenant IS NULL OR j.tenant = :tenant)
 ORDER BY a.started_at DESC
@@ -593,9 +608,7 @@ SELECT tenant, concurrency FROM duetime_tenants WHERE concurrency IS NOT NULL OR
 -- Through the running jobs, as expired_leases.
 SELECT j.queue, j.tenant, COUNT(*) AS n
 FROM duetime_jobs j
-JOIN duetime_attempts a
-    ON a.job_id = j.id AND a.generation = j.generation AND a.claim_token = j.claim_token
-WHERE j.status IN ('running', 'cancel_requested') AND a.status = 'running'
+WHERE j.status IN ('running', 'cancel_requested') AND j.attempt_id IS NOT NULL
 GROUP BY j.queue, j.tenant;
 
 -- name: claim_candidates
@@ -735,23 +748,21 @@ WHERE id IN (SELECT value FROM json_each(:ids)) AND status = 'scheduled' AND due
 UPDATE duetime_jobs
 SET status = json_extract(:moves, '$.' || status), generation = generation + 1,
     claim_token = abs(random() % 9223372036854775807) + 1,
-    attempts = attempts + 1, updated_at = :now
+    attempts = attempts + 1, updated_at = :now,
+    attempt_id = (SELECT next_id FROM duetime_attempt_ids WHERE id = 1)
+        + (SELECT COUNT(*) FROM temp.duetime_claim c WHERE c.id < duetime_jobs.id),
+    worker_id = :worker_id,
+    lease_expires_at = :now + CAST(COALESCE(:lease_seconds, lease_seconds) * 1000000 AS INTEGER),
+    started_at = :now, late_outcome = NULL, late_reported_at = NULL
 WHERE id IN (SELECT id FROM temp.duetime_claim)
   AND json_type(:moves, '$.' || status) IS NOT NULL;
-INSERT INTO duetime_attempts (job_id, generation, claim_token, worker_id, status,
-    lease_expires_at, started_at, due_at)
-SELECT id, generation, claim_token, :worker_id, 'running',
-       :now + CAST(COALESCE(:lease_seconds, lease_seconds) * 1000000 AS INTEGER),
-       :now, due_at
-FROM duetime_jobs WHERE id IN (SELECT id FROM temp.duetime_claim)
-ORDER BY id;
--- of the attempt only what the job's row does not say: the rest of a started attempt is
--- the job's (generation, claim_token, due_at; started_at = updated_at = now), the
--- worker's or a constant (store/rows.py claims_from_rows)
-SELECT j.*, a.id AS attempt_id, a.lease_expires_at AS attempt_lease_expires_at,
-       0 AS claim_epoch
-FROM duetime_jobs j JOIN duetime_attempts a ON a.job_id = j.id AND a.generation = j.generation
-WHERE j.id IN (SELECT id FROM temp.duetime_claim)
+UPDATE duetime_attempt_ids SET next_id = next_id + (SELECT COUNT(*) FROM temp.duetime_claim)
+WHERE id = 1;
+-- as claim: the attempt is the job's row's (migration 22)
+SELECT j.*, j.lease_expires_at AS attempt_lease_expires_at, 0 AS claim_epoch
+FROM duetime_jobs j
+WHERE j.id IN (SELECT id FROM temp.duetime_claim) AND j.status = 'running'
+  AND j.updated_at = :now AND j.attempt_id IS NOT NULL
 ORDER BY j.priority DESC, j.due_at, j.id;
 
 -- name: lock_queue_backlog
@@ -798,20 +809,22 @@ LIMIT :limit;
 UPDATE duetime_jobs
 SET status = json_extract(:moves, '$.' || status), generation = generation + 1,
     claim_token = abs(random() % 9223372036854775807) + 1,
-    attempts = attempts + 1, updated_at = :now
+    attempts = attempts + 1, updated_at = :now,
+    attempt_id = (SELECT next_id FROM duetime_attempt_ids WHERE id = 1)
+        + (SELECT COUNT(*) FROM temp.duetime_dispatch d WHERE d.id < duetime_jobs.id),
+    worker_id = :holder, lease_expires_at = :now + CAST(:lease_seconds * 1000000 AS INTEGER),
+    started_at = :now, late_outcome = NULL, late_reported_at = NULL
 WHERE id IN (SELECT id FROM temp.duetime_dispatch)
   AND json_type(:moves, '$.' || status) IS NOT NULL;
-INSERT INTO duetime_attempts (job_id, generation, claim_token, worker_id, status,
-    lease_expires_at, started_at, due_at)
-SELECT id, generation, claim_token, :holder, 'running', :now + CAST(:lease_seconds * 1000000 AS INTEGER),
-       :now, due_at
-FROM duetime_jobs WHERE id IN (SELECT id FROM temp.duetime_dispatch) AND status = 'running'
-ORDER BY id;
+UPDATE duetime_attempt_ids SET next_id = next_id + (SELECT COUNT(*) FROM temp.duetime_dispatch)
+WHERE id = 1;
 INSERT INTO duetime_outbox (job_id, attempt_id, queue, task, generation, version, created_at,
     claim_token, trace_context)
-SELECT j.id, a.id, j.queue, j.task, j.generation, j.version, :now, a.claim_token, j.trace_context
-FROM duetime_jobs j JOIN duetime_attempts a ON a.job_id = j.id AND a.generation = j.generation
+SELECT j.id, j.attempt_id, j.queue, j.task, j.generation, j.version, :now, j.claim_token,
+       j.trace_context
+FROM duetime_jobs j
 WHERE j.id IN (SELECT id FROM temp.duetime_dispatch) AND j.status = 'running'
+  AND j.updated_at = :now AND j.attempt_id IS NOT NULL
 ORDER BY j.priority DESC, j.due_at, j.id;
 SELECT o.* FROM duetime_outbox o
 JOIN duetime_jobs j ON j.id = o.job_id AND j.generation = o.generation
@@ -820,15 +833,16 @@ ORDER BY o.id;
 
 -- name: insert_outbox_events
 -- The events of attempts a controlled dispatch started (claim_chosen held by `holder`): one
--- per attempt of `attempt_ids` still running and held, written in claim order; the events
--- come back (under the write lock).
+-- per attempt of `attempt_ids` (of the jobs of `job_ids`) still running and held, written in
+-- claim order; the events come back (under the write lock).
 INSERT INTO duetime_outbox (job_id, attempt_id, queue, task, generation, version, created_at,
     claim_token, trace_context)
-SELECT j.id, a.id, j.queue, j.task, j.generation, j.version, :now, a.claim_token, j.trace_context
-FROM duetime_attempts a JOIN duetime_jobs j
-    ON j.id = a.job_id AND j.generation = a.generation AND j.claim_token = a.claim_token
-WHERE a.id IN (SELECT value FROM json_each(:attempt_ids)) AND a.status = 'running'
-  AND a.worker_id = :holder AND j.status = 'running'
+SELECT j.id, j.attempt_id, j.queue, j.task, j.generation, j.version, :now, j.claim_token,
+       j.trace_context
+FROM duetime_jobs j
+WHERE j.id IN (SELECT value FROM json_each(:job_ids))
+  AND j.attempt_id IN (SELECT value FROM json_each(:attempt_ids))
+  AND j.worker_id = :holder AND j.status = 'running'
 ORDER BY j.priority DESC, j.due_at, j.id;
 SELECT * FROM duetime_outbox
 WHERE attempt_id IN (SELECT value FROM json_each(:attempt_ids)) AND created_at = :now
@@ -850,12 +864,14 @@ RETURNING *;
 
 -- name: mark_published
 -- The events the broker confirmed; the attempts no worker accepted yet get their lease from
--- now (under the write lock).
-UPDATE duetime_attempts
+-- now, on their jobs' rows (migration 22; under the write lock).
+UPDATE duetime_jobs
 SET lease_expires_at = :now + CAST(:lease_seconds * 1000000 AS INTEGER)
-WHERE id IN (SELECT attempt_id FROM duetime_outbox
+WHERE attempt_id IN (SELECT attempt_id FROM duetime_outbox
+                     WHERE id IN (SELECT value FROM json_each(:ids)) AND published_at IS NULL)
+  AND id IN (SELECT job_id FROM duetime_outbox
              WHERE id IN (SELECT value FROM json_each(:ids)) AND published_at IS NULL)
-  AND status = 'running' AND worker_id = :holder;
+  AND status IN ('running', 'cancel_requested') AND worker_id = :holder;
 UPDATE duetime_outbox SET published_at = :now
 WHERE id IN (SELECT value FROM json_each(:ids)) AND published_at IS NULL;
 
@@ -864,59 +880,57 @@ WHERE id IN (SELECT value FROM json_each(:ids)) AND published_at IS NULL;
 -- alone): only while the job still holds that generation and claim token (and that version,
 -- unless cancellation was requested since) and no worker took it before; the job's deadline
 -- has not passed; the attempt's lease becomes the job's own, from now (under the write lock).
-UPDATE duetime_attempts
+-- The attempt is the job's row's (migration 22).
+UPDATE duetime_jobs
 SET worker_id = :worker_id, started_at = :now,
-    lease_expires_at = :now + CAST(
-        (SELECT lease_seconds FROM duetime_jobs WHERE id = :job_id) * 1000000 AS INTEGER)
-WHERE job_id = :job_id AND generation = :generation AND claim_token = :claim_token
-  AND status = 'running' AND worker_id = :holder
-  AND EXISTS (SELECT 1 FROM duetime_jobs j
-              WHERE j.id = :job_id AND j.generation = :generation
-                AND j.claim_token = :claim_token
-                AND ((j.status = 'running' AND j.version = :version)
-                     OR j.status = 'cancel_requested')
-                AND (j.deadline_at IS NULL OR j.deadline_at > :now));
+    lease_expires_at = :now + CAST(lease_seconds * 1000000 AS INTEGER)
+WHERE id = :job_id AND generation = :generation AND claim_token = :claim_token
+  AND ((status = 'running' AND version = :version) OR status = 'cancel_requested')
+  AND (deadline_at IS NULL OR deadline_at > :now)
+  AND attempt_id IS NOT NULL AND worker_id = :holder;
 
 -- name: withdraw_dispatched
--- Under the write lock: the attempts to withdraw (held by `holder`, of their job's generation,
--- the job's status a key of `moves`) go to a temporary table; their unpublished events and the
--- attempts go, and the jobs move back; the moved jobs come back.
+-- Under the write lock: the attempts to withdraw (held by `holder`, on their jobs' rows, the
+-- job's status a key of `moves`) go to a temporary table; their unpublished events go, and
+-- the jobs move back, their attempts cleared (a withdrawn attempt leaves no row); the moved
+-- jobs come back.
 CREATE TEMP TABLE IF NOT EXISTS duetime_withdraw (
     job_id INTEGER PRIMARY KEY, attempt_id INTEGER NOT NULL);
 DELETE FROM temp.duetime_withdraw;
 INSERT INTO temp.duetime_withdraw (job_id, attempt_id)
-SELECT j.id, a.id
-FROM duetime_jobs j JOIN duetime_attempts a
-    ON a.job_id = j.id AND a.generation = j.generation AND a.claim_token = j.claim_token
+SELECT j.id, j.attempt_id
+FROM duetime_jobs j
 WHERE j.status IN ('running', 'cancel_requested')  -- through the running jobs
-  AND a.status = 'running' AND a.worker_id = :holder
+  AND j.attempt_id IS NOT NULL AND j.worker_id = :holder
   AND json_type(:moves, '$.' || j.status) IS NOT NULL
   AND (j.id IN (SELECT value FROM json_each(:ids))
        OR (:direct AND j.queue NOT IN (
              SELECT q.queue FROM duetime_queues q WHERE q.dispatch = 'outbox')));
 DELETE FROM duetime_outbox
 WHERE attempt_id IN (SELECT attempt_id FROM temp.duetime_withdraw) AND published_at IS NULL;
-DELETE FROM duetime_attempts WHERE id IN (SELECT attempt_id FROM temp.duetime_withdraw);
 UPDATE duetime_jobs
 SET status = json_extract(:moves, '$.' || status), attempts = attempts - 1,
-    version = version + 1, updated_at = :now
+    version = version + 1, updated_at = :now,
+    attempt_id = NULL, worker_id = NULL, lease_expires_at = NULL, started_at = NULL,
+    late_outcome = NULL, late_reported_at = NULL
 WHERE id IN (SELECT job_id FROM temp.duetime_withdraw);
 SELECT id, queue, status, due_at FROM duetime_jobs
 WHERE id IN (SELECT job_id FROM temp.duetime_withdraw)
 ORDER BY id;
 
 -- name: select_claim
-SELECT j.*,
-       a.id AS attempt_id, a.job_id AS attempt_job_id, a.generation AS attempt_generation,
+-- the attempt's columns first: a row's first column of a name is the one read by that name
+-- (j.* has the job's own attempt_id)
+SELECT a.id AS attempt_id, a.job_id AS attempt_job_id, a.generation AS attempt_generation,
        a.worker_id AS attempt_worker_id, a.status AS attempt_status,
        a.lease_expires_at AS attempt_lease_expires_at, a.started_at AS attempt_started_at,
        a.finished_at AS attempt_finished_at, a.error_category AS attempt_error_category,
        a.error_message AS attempt_error_message, a.error_traceback AS attempt_error_traceback,
        a.late_outcome AS attempt_late_outcome, a.late_reported_at AS attempt_late_reported_at,
        a.due_at AS attempt_due_at, a.claim_token AS attempt_claim_token,
-       0 AS claim_epoch
-FROM duetime_jobs j JOIN duetime_attempts a ON a.job_id = j.id
-WHERE a.job_id = :job_id AND a.claim_token = :claim_token;
+       0 AS claim_epoch, j.*
+FROM duetime_jobs j JOIN duetime_all_attempts a ON a.job_id = j.id
+WHERE j.id = :job_id AND a.job_id = :job_id AND a.claim_token = :claim_token;
 
 -- name: outbox_figures
 SELECT queue,
@@ -931,12 +945,10 @@ ORDER BY queue;
 -- name: dispatched_figures
 -- Through the running jobs (as expired_leases): the attempts held by the outbox, by their
 -- job's queue.
-SELECT j.queue, COUNT(*) AS dispatched, MIN(a.started_at) AS oldest_dispatched_at
+SELECT j.queue, COUNT(*) AS dispatched, MIN(j.started_at) AS oldest_dispatched_at
 FROM duetime_jobs j
-JOIN duetime_attempts a
-    ON a.job_id = j.id AND a.generation = j.generation AND a.claim_token = j.claim_token
 WHERE j.status IN ('running', 'cancel_requested')
-  AND a.status = 'running' AND a.worker_id = :holder
+  AND j.attempt_id IS NOT NULL AND j.worker_id = :holder
 GROUP BY j.queue
 ORDER BY j.queue;
 
@@ -963,14 +975,13 @@ SELECT * FROM duetime_limits ORDER BY name;
 -- name: limit_running
 SELECT j.limits AS limits, COUNT(*) AS running
 FROM duetime_jobs j
-JOIN duetime_attempts a
-    ON a.job_id = j.id AND a.generation = j.generation AND a.claim_token = j.claim_token
 WHERE j.status IN ('running', 'cancel_requested') AND j.limits IS NOT NULL
-  AND a.status = 'running'
-  AND (a.lease_expires_at > :now
+  AND j.attempt_id IS NOT NULL
+  AND (j.lease_expires_at > :now
        -- dispatched to the broker, its event not yet published: running, though no lease runs
-       OR (a.worker_id = :holder AND EXISTS (
-           SELECT 1 FROM duetime_outbox o WHERE o.attempt_id = a.id AND o.published_at IS NULL)))
+       OR (j.worker_id = :holder AND EXISTS (
+           SELECT 1 FROM duetime_outbox o
+           WHERE o.attempt_id = j.attempt_id AND o.published_at IS NULL)))
 GROUP BY j.limits;
 
 -- name: limit_waiting

@@ -1,0 +1,157 @@
+"""Attempts written once (docs/stores.md, "Attempts"; migration 22), on every dialect: a job's
+row carries the attempt it runs, so the claim and the renewals write no attempt row; the
+attempt's row is inserted once, at its end, with its outcome. Reads show the running attempt
+as before (same id, worker, lease, status 'running'), and a worker of an earlier version,
+which inserts a 'running' attempt at its claim, is refused."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+import pytest
+
+from duetime.core.clock import ManualClock
+from duetime.core.models import Outcome
+from duetime.core.retry import ErrorCategory
+from duetime.core.states import AttemptStatus, Event, JobStatus
+from duetime.runtime.reaper import Reaper
+from duetime.store.base import Store
+from jobhelpers import claim_one, enqueue
+from kit import DialectKit
+
+
+def rows_of(kit: DialectKit, url: str, job_id: int) -> list[tuple[Any, ...]]:
+    """The attempt rows the database holds for the job (ended attempts only, since 22)."""
+    return kit.execute(
+        url,
+        "SELECT id, generation, claim_token, worker_id, status, error_category "
+        "FROM duetime_attempts WHERE job_id = ? ORDER BY generation",
+        (job_id,),
+    )
+
+
+def test_a_claim_writes_no_attempt_row_and_reads_show_the_running_attempt(
+    store: Store, clock: ManualClock, kit: DialectKit, store_url: str
+) -> None:
+    job = enqueue(store, clock)
+    claimed, lease = claim_one(store, clock, "w-claim")
+    assert rows_of(kit, store_url, job.id) == []
+    seen = store.get_job(job.id)
+    assert seen is not None and seen.status is JobStatus.RUNNING
+    (attempt,) = seen.attempt_history
+    assert attempt.id == lease.attempt_id
+    assert attempt.generation == lease.generation == claimed.generation
+    assert attempt.claim_token == lease.claim_token
+    assert attempt.worker_id == "w-claim"
+    assert attempt.status is AttemptStatus.RUNNING
+    assert attempt.started_at == clock.now()
+    assert attempt.lease_expires_at == clock.now() + timedelta(seconds=job.lease_seconds)
+    assert attempt.finished_at is None and attempt.due_at == job.due_at
+    assert [h.job_id for h in store.held_leases("w-claim")] == [job.id]
+
+
+def test_renewals_write_the_jobs_lease_and_no_attempt_row(
+    store: Store, clock: ManualClock, kit: DialectKit, store_url: str
+) -> None:
+    job = enqueue(store, clock)
+    _, lease = claim_one(store, clock)
+    for _ in range(3):
+        clock.advance(5)
+        (state,) = store.heartbeat([lease], clock.now())
+        assert state.held
+        assert state.lease_expires_at == clock.now() + timedelta(seconds=job.lease_seconds)
+    assert rows_of(kit, store_url, job.id) == []
+    seen = store.get_job(job.id)
+    assert seen is not None
+    assert seen.attempt_history[0].lease_expires_at == state.lease_expires_at
+
+
+@pytest.mark.parametrize(
+    ("event", "ended"),
+    [(Event.SUCCEED, "succeeded"), (Event.GIVE_UP, "failed"), (Event.RETRY, "failed")],
+)
+def test_a_finish_writes_exactly_one_attempt_row_with_its_outcome(
+    store: Store, clock: ManualClock, kit: DialectKit, store_url: str, event: Event, ended: str
+) -> None:
+    job = enqueue(store, clock)
+    _, lease = claim_one(store, clock, "w-fin")
+    clock.advance(2)
+    error = ErrorCategory.RETRYABLE if event is not Event.SUCCEED else None
+    assert store.finish(lease, Outcome(event, error_category=error), clock.now())
+    rows = rows_of(kit, store_url, job.id)
+    category = error and str(error)
+    assert rows == [
+        (lease.attempt_id, lease.generation, lease.claim_token, "w-fin", ended, category)
+    ]
+    seen = store.get_job(job.id)
+    assert seen is not None
+    (attempt,) = seen.attempt_history
+    assert attempt.status == AttemptStatus(ended) and attempt.finished_at == clock.now()
+    assert attempt.started_at == clock.now() - timedelta(seconds=2)
+    assert store.held_leases("w-fin") == []
+    # the outcome reported again is refused (fenced) and writes no second row
+    assert not store.finish(lease, Outcome(Event.SUCCEED), clock.now())
+    assert len(rows_of(kit, store_url, job.id)) == 1
+
+
+def test_the_reaper_writes_one_lost_attempt(
+    store: Store, clock: ManualClock, kit: DialectKit, store_url: str
+) -> None:
+    job = enqueue(store, clock)
+    _, lease = claim_one(store, clock)
+    clock.advance(job.lease_seconds + 1)
+    assert Reaper(store, clock).run_once().reaped == 1
+    ((attempt_id, generation, _, _, status, category),) = rows_of(kit, store_url, job.id)
+    assert (attempt_id, generation, status) == (lease.attempt_id, lease.generation, "lost")
+    assert category == str(ErrorCategory.LEASE_EXPIRED)
+    again = store.get_job(job.id)
+    assert again is not None and again.status is JobStatus.SCHEDULED
+    # its worker's late report lands on the row the reaper wrote
+    assert not store.finish(lease, Outcome(Event.SUCCEED), clock.now())
+    seen = store.get_job(job.id)
+    assert seen is not None and seen.attempt_history[0].late_outcome == "succeeded"
+
+
+def test_a_late_report_on_a_running_attempt_is_kept_at_its_end(
+    store: Store, clock: ManualClock, kit: DialectKit, store_url: str
+) -> None:
+    """A refused report while the attempt still runs (STOP without a cancel request) is
+    recorded on the running attempt, and its row keeps it when the attempt ends."""
+    job = enqueue(store, clock)
+    _, lease = claim_one(store, clock)
+    assert not store.finish(lease, Outcome(Event.STOP), clock.now())
+    seen = store.get_job(job.id)
+    assert seen is not None and seen.attempt_history[0].late_outcome == "cancelled"
+    assert rows_of(kit, store_url, job.id) == []
+    clock.advance(1)
+    assert store.finish(lease, Outcome(Event.SUCCEED), clock.now())
+    seen = store.get_job(job.id)
+    assert seen is not None
+    (attempt,) = seen.attempt_history
+    assert attempt.status is AttemptStatus.SUCCEEDED and attempt.late_outcome == "cancelled"
+    assert attempt.late_reported_at == clock.now() - timedelta(seconds=1)
+
+
+def test_an_old_style_running_attempt_insert_is_refused(
+    store: Store, clock: ManualClock, kit: DialectKit, store_url: str
+) -> None:
+    """What a worker of an earlier version does at its claim fails (and its claim with it)."""
+    job = enqueue(store, clock)
+    at = kit.instant(clock.now())
+    with pytest.raises(Exception, match=r"(?i)ended.only|upgrade|running"):
+        kit.execute(
+            store_url,
+            "INSERT INTO duetime_attempts (job_id, generation, claim_token, worker_id, status, "
+            "lease_expires_at, started_at, due_at) VALUES (?, 1, 7, 'old', 'running', ?, ?, ?)",
+            (job.id, at, at, at),
+        )
+    assert rows_of(kit, store_url, job.id) == []
+    # an ended attempt's row is still welcome (what this version writes at the end)
+    kit.execute(
+        store_url,
+        "INSERT INTO duetime_attempts (job_id, generation, claim_token, worker_id, status, "
+        "lease_expires_at, started_at, finished_at, due_at) "
+        "VALUES (?, 1, 7, 'w', 'succeeded', ?, ?, ?, ?)",
+        (job.id, at, at, at, at),
+    )

@@ -651,12 +651,34 @@ ORDER BY a.started_at DESC
 LIMIT %(limit)s;
 
 -- name: next_due
--- As claim: the index yields the due times in order, whatever the statistics say.
+-- From the claim-order index duetime_jobs_due_any (priority DESC, due_at, id; migration 23
+-- dropped the one on due_at alone): `classes` finds each priority with scheduled jobs, one
+-- seek each (a skip scan: priorities are -1000 to 1000, a few in use), then each class's
+-- earliest instants after now are one walk of the index stopped by the limit, and those few
+-- rows (at most classes x limit) are merged. Sorting is off as in claim, so each walk keeps
+-- to the index order whatever the statistics say.
 SET LOCAL enable_sort = off;
-SELECT due_at FROM duetime_jobs
-WHERE status = 'scheduled' AND due_at > %(now)s AND due_at <= %(until)s
-  AND (%(all_queues)s::boolean OR queue = ANY (%(queues)s::text[]))
-ORDER BY due_at
+WITH RECURSIVE classes AS (
+    (SELECT priority FROM duetime_jobs WHERE status = 'scheduled'
+     ORDER BY priority DESC
+     LIMIT 1)
+    UNION ALL
+    SELECT (SELECT j.priority FROM duetime_jobs j
+            WHERE j.status = 'scheduled' AND j.priority < c.priority
+            ORDER BY j.priority DESC
+            LIMIT 1)
+    FROM classes c
+    WHERE c.priority IS NOT NULL
+)
+SELECT d.due_at FROM classes c
+CROSS JOIN LATERAL (
+    SELECT j.due_at FROM duetime_jobs j
+    WHERE j.status = 'scheduled' AND j.priority = c.priority
+      AND j.due_at > %(now)s AND j.due_at <= %(until)s
+      AND (%(all_queues)s::boolean OR j.queue = ANY (%(queues)s::text[]))
+    ORDER BY j.due_at
+    LIMIT %(limit)s) d
+ORDER BY d.due_at
 LIMIT %(limit)s;
 
 -- name: prune

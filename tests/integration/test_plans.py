@@ -561,6 +561,67 @@ def test_the_near_future_is_read_through_the_claim_order_index(
     assert backlog.next_due(NOW, NOW + timedelta(seconds=60), queues, 2) == sorted(soon)[:2]
 
 
+DUE_READS = [
+    ("oldest_overdue", {"tenant": None}),
+    ("oldest_overdue", {"tenant": "default"}),
+    ("limit_waiting", {}),
+    ("dispatch_outbox", {"limit": 10, "lease_seconds": 300.0}),
+]
+
+
+@pytest.mark.parametrize(
+    ("name", "extra"), DUE_READS, ids=["overdue", "overdue of a tenant", "limits", "outbox"]
+)
+def test_reads_of_every_due_job_walk_each_priority_class(
+    backlog: Store, name: str, extra: dict[str, Any]
+) -> None:
+    """The reads of the due jobs of every queue (the oldest overdue job, the due jobs per
+    limit key, the relay's pick of outbox-mode queues): on PostgreSQL, since migration 23
+    dropped the index on due_at alone, each walks the due rows of each priority class in the
+    claim-order index (a tenant's: its tenant index), never the jobs due later; SQLite and
+    MariaDB/MySQL read theirs through an index too."""
+    params = {
+        "now": NOW,
+        "holder": DISPATCH_HOLDER,
+        "moves": moves_json(Event.CLAIM),
+        **extra,
+    }
+    driver = backlog.driver  # type: ignore[attr-defined]
+    statements = driver.statements(name)
+    select = next(s for s in statements if "duetime_jobs" in s)
+    prefix = {
+        "postgres": "EXPLAIN (FORMAT JSON) ",
+        "sqlite": "EXPLAIN QUERY PLAN ",
+        "mysql": "EXPLAIN FORMAT=JSON ",
+    }[backlog.dialect]
+    with driver.transaction() as c:
+        for setting in statements[: statements.index(select)]:  # SET LOCAL, a temporary table
+            driver.execute(c.native, setting, driver.encode(params))
+        if select.startswith("INSERT INTO"):  # MariaDB/MySQL, SQLite: the script's pick
+            select = select.split("\n", 1)[1]
+        rows, _ = driver.execute(c.native, prefix + select, driver.encode(params))
+    if backlog.dialect == "postgres":
+        plan = json.dumps(rows[0]["QUERY PLAN"])
+        root = rows[0]["QUERY PLAN"][0]["Plan"]
+        found = set(job_scans(root))
+        allowed = {"duetime_jobs_due_any", "duetime_jobs_tenant_due", "duetime_jobs_pkey"}
+        allowed.add("ModifyTable")  # the outbox's update of the picked rows
+        assert found - {"Bitmap Heap Scan"} <= allowed, plan
+        assert "duetime_jobs_due_any" in found and sorted_scans(root) == [], plan
+        assert '"Index Cond": "((priority = c' in plan, plan  # each class's own walk
+    elif backlog.dialect == "sqlite":
+        plan = "\n".join(str(tuple(r)) for r in rows)
+        assert "SCAN duetime_jobs\n" not in plan + "\n" and "INDEX" in plan, plan
+    else:
+        plan = str(next(iter(rows[0].values())))
+        jobs = mysql_tables(json.loads(plan), ("duetime_jobs", "j"))
+        assert all(access != "ALL" for _, access, _ in jobs), plan
+        assert jobs or "Select tables optimized away" in plan, plan  # MIN from the index
+    assert backlog.oldest_overdue(None, NOW) == NOW - timedelta(seconds=1)
+    assert backlog.oldest_overdue("default", NOW) == NOW - timedelta(seconds=1)
+    assert backlog.oldest_overdue("other", NOW) is None
+
+
 def test_flow_counts_read_only_the_job_counts_index(kit: DialectKit, backlog: Store) -> None:
     """The counts per queue and tenant (docs/flow-control.md, "Visibility"), waiting and its
     oldest due_at included, come from one read of the job counts index (status, tenant,
@@ -718,19 +779,22 @@ def scans(node: dict[str, Any]) -> list[tuple[str, str]]:
     return found
 
 
-def mysql_tables(node: Any) -> list[tuple[str, str, str | None]]:
-    """MariaDB/MySQL: (alias, access type, key) of every read of the jobs or the attempts
-    (aliased j and a in these statements) in a JSON plan."""
+def mysql_tables(
+    node: Any, names: tuple[str, ...] = ("j", "a")
+) -> list[tuple[str, str, str | None]]:
+    """MariaDB/MySQL: (alias, access type, key) of every read of the tables called `names`
+    (by default the jobs and the attempts, aliased j and a in these statements) in a JSON
+    plan."""
     found = []
     if isinstance(node, dict):
         table = node.get("table")
-        if isinstance(table, dict) and table.get("table_name") in ("j", "a"):
+        if isinstance(table, dict) and table.get("table_name") in names:
             found.append((table["table_name"], table.get("access_type", ""), table.get("key")))
         for value in node.values():
-            found += mysql_tables(value)
+            found += mysql_tables(value, names)
     elif isinstance(node, list):
         for value in node:
-            found += mysql_tables(value)
+            found += mysql_tables(value, names)
     return found
 
 

@@ -898,8 +898,7 @@ SELECT COUNT(*) AS n FROM duetime_jobs
 WHERE tenant = %(tenant)s::text AND status IN ('scheduled', 'waiting');
 
 -- name: flow_counts
--- One read of the job counts index ((status, tenant, id) INCLUDE (queue, due_at) since
--- migration 23), covering.
+-- One read of the job counts index (status, tenant, queue, due_at: migration 12), covering.
 SELECT queue, tenant,
        SUM(CASE WHEN status IN ('scheduled', 'waiting') THEN 1 ELSE 0 END) AS backlog,
        SUM(CASE WHEN status IN ('running', 'cancel_requested') THEN 1 ELSE 0 END) AS running,

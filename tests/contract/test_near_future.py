@@ -38,6 +38,28 @@ def test_next_due_lists_the_near_future_instants_of_scheduled_jobs(
     assert store.next_due(now, horizon, None, 100) == [soon, later]
 
 
+def test_next_due_merges_the_instants_of_every_priority_class(
+    store: Store, clock: ManualClock
+) -> None:
+    """Jobs of several priorities (PostgreSQL reads each class's instants from the claim-order
+    index, migration 23): the earliest instants of every class, merged in time order, each
+    instant once, up to the limit, whichever class holds them."""
+    now = clock.now()
+    at = [now + timedelta(seconds=s) for s in range(1, 8)]
+    for priority, seconds in [(5, 3), (0, 1), (-3, 2), (5, 6), (0, 4), (-3, 4), (10, 7)]:
+        enqueue(store, clock, at=at[seconds - 1], priority=priority, args={"p": priority})
+    enqueue(store, clock, at=at[4], priority=5, queue="mail")
+    enqueue(store, clock, at=now + timedelta(seconds=30), priority=-3)  # past the horizon
+    enqueue(store, clock, priority=10)  # due now: not in the future
+    horizon = now + timedelta(seconds=10)
+    assert store.next_due(now, horizon, None, 100) == at
+    assert store.next_due(now, horizon, None, 3) == at[:3]
+    assert store.next_due(now, horizon, None, 5) == at[:4]  # at[3] is two jobs' instant
+    assert store.next_due(now, horizon, ["mail"], 100) == [at[4]]
+    assert store.next_due(now, horizon, ["default"], 100) == [*at[:4], at[5], at[6]]
+    assert store.next_due(at[3], horizon, None, 100) == at[4:]
+
+
 def test_prune_deletes_finished_jobs_by_age_and_keeps_the_rest(
     store: Store, clock: ManualClock
 ) -> None:

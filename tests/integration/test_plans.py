@@ -509,6 +509,119 @@ def test_finding_the_next_tenant_with_due_work_is_one_index_seek(backlog: Store)
     assert backlog.claim(worker_id="w", queues=None, limit=5, now=NOW)  # the rotation runs
 
 
+@pytest.mark.parametrize("all_queues", [True, False], ids=["every queue", "one queue"])
+def test_the_near_future_is_read_through_the_claim_order_index(
+    kit: DialectKit, filled: tuple[str, list[str]], backlog: Store, all_queues: bool
+) -> None:
+    """The timer's and the relay's read of the near future (next_due): on PostgreSQL, from
+    the claim-order index duetime_jobs_due_any, one walk per priority class with scheduled
+    jobs (found by a skip scan of the same index), each stopped by the limit, their few rows
+    merged (migration 23 dropped the index on due_at alone, one entry fewer per enqueue);
+    SQLite and MariaDB/MySQL keep their due_at index. Never a scan of the table, never a sort
+    of the backlog; then the instants come back in time order across the classes."""
+    params = {
+        "now": NOW,
+        "until": NOW + timedelta(seconds=60),
+        "all_queues": all_queues,
+        "queues": [] if all_queues else ["default"],
+        "limit": 100,
+    }
+    driver = backlog.driver  # type: ignore[attr-defined]
+    statements = driver.statements("next_due")
+    select = next(s for s in statements if "duetime_jobs" in s)
+    prefix = {
+        "postgres": "EXPLAIN (FORMAT JSON) ",
+        "sqlite": "EXPLAIN QUERY PLAN ",
+        "mysql": "EXPLAIN FORMAT=JSON ",
+    }[backlog.dialect]
+    with driver.transaction() as c:
+        for setting in statements[: statements.index(select)]:  # SET LOCAL enable_sort = off
+            driver.execute(c.native, setting, {})
+        rows, _ = driver.execute(c.native, prefix + select, driver.encode(params))
+    if backlog.dialect == "postgres":
+        root = rows[0]["QUERY PLAN"][0]["Plan"]
+        assert set(job_scans(root)) == {"duetime_jobs_due_any"}, root
+        assert sorted_scans(root) == [], root
+    elif backlog.dialect == "sqlite":
+        plan = "\n".join(str(tuple(r)) for r in rows)
+        assert "USING INDEX duetime_jobs_next_due" in plan and "TEMP B-TREE" not in plan, plan
+    else:
+        plan = str(next(iter(rows[0].values())))
+        assert '"key": "duetime_jobs_next_due"' in plan and "filesort" not in plan.lower(), plan
+    soon = [NOW + timedelta(seconds=s) for s in (3, 1, 2)]
+    for n, (at, priority) in enumerate(zip(soon, (7, 0, -2), strict=True)):
+        sql = FILL[kit.name].format(c=COLUMNS).replace("'t', '{}', 0,", f"'t', '{{}}', {priority},")
+        at_ = kit.instant(at)
+        past = kit.instant(NOW - timedelta(days=30))
+        values: Any = (DUE_FIRST + 50 + n, 1, at_, "scheduled", past)
+        if kit.name != "sqlite":
+            values = dict(zip(["first", "count", "due", "status", "at"], values, strict=True))
+        _run(kit, filled[0], sql, values)
+    queues = None if all_queues else ["default"]
+    assert backlog.next_due(NOW, NOW + timedelta(seconds=60), queues, 2) == sorted(soon)[:2]
+
+
+DUE_READS = [
+    ("oldest_overdue", {"tenant": None}),
+    ("oldest_overdue", {"tenant": "default"}),
+    ("limit_waiting", {}),
+    ("dispatch_outbox", {"limit": 10, "lease_seconds": 300.0}),
+]
+
+
+@pytest.mark.parametrize(
+    ("name", "extra"), DUE_READS, ids=["overdue", "overdue of a tenant", "limits", "outbox"]
+)
+def test_reads_of_every_due_job_walk_each_priority_class(
+    backlog: Store, name: str, extra: dict[str, Any]
+) -> None:
+    """The reads of the due jobs of every queue (the oldest overdue job, the due jobs per
+    limit key, the relay's pick of outbox-mode queues): on PostgreSQL, since migration 23
+    dropped the index on due_at alone, each walks the due rows of each priority class in the
+    claim-order index (a tenant's: its tenant index), never the jobs due later; SQLite and
+    MariaDB/MySQL read theirs through an index too."""
+    params = {
+        "now": NOW,
+        "holder": DISPATCH_HOLDER,
+        "moves": moves_json(Event.CLAIM),
+        **extra,
+    }
+    driver = backlog.driver  # type: ignore[attr-defined]
+    statements = driver.statements(name)
+    select = next(s for s in statements if "duetime_jobs" in s)
+    prefix = {
+        "postgres": "EXPLAIN (FORMAT JSON) ",
+        "sqlite": "EXPLAIN QUERY PLAN ",
+        "mysql": "EXPLAIN FORMAT=JSON ",
+    }[backlog.dialect]
+    with driver.transaction() as c:
+        for setting in statements[: statements.index(select)]:  # SET LOCAL, a temporary table
+            driver.execute(c.native, setting, driver.encode(params))
+        if select.startswith("INSERT INTO"):  # MariaDB/MySQL, SQLite: the script's pick
+            select = select.split("\n", 1)[1]
+        rows, _ = driver.execute(c.native, prefix + select, driver.encode(params))
+    if backlog.dialect == "postgres":
+        plan = json.dumps(rows[0]["QUERY PLAN"])
+        root = rows[0]["QUERY PLAN"][0]["Plan"]
+        found = set(job_scans(root))
+        allowed = {"duetime_jobs_due_any", "duetime_jobs_tenant_due", "duetime_jobs_pkey"}
+        allowed.add("ModifyTable")  # the outbox's update of the picked rows
+        assert found - {"Bitmap Heap Scan"} <= allowed, plan
+        assert "duetime_jobs_due_any" in found and sorted_scans(root) == [], plan
+        assert '"Index Cond": "((priority = c' in plan, plan  # each class's own walk
+    elif backlog.dialect == "sqlite":
+        plan = "\n".join(str(tuple(r)) for r in rows)
+        assert "SCAN duetime_jobs\n" not in plan + "\n" and "INDEX" in plan, plan
+    else:
+        plan = str(next(iter(rows[0].values())))
+        jobs = mysql_tables(json.loads(plan), ("duetime_jobs", "j"))
+        assert all(access != "ALL" for _, access, _ in jobs), plan
+        assert jobs or "Select tables optimized away" in plan, plan  # MIN from the index
+    assert backlog.oldest_overdue(None, NOW) == NOW - timedelta(seconds=1)
+    assert backlog.oldest_overdue("default", NOW) == NOW - timedelta(seconds=1)
+    assert backlog.oldest_overdue("other", NOW) is None
+
+
 def test_flow_counts_read_only_the_job_counts_index(kit: DialectKit, backlog: Store) -> None:
     """The counts per queue and tenant (docs/flow-control.md, "Visibility"), waiting and its
     oldest due_at included, come from one read of the job counts index (status, tenant,
@@ -666,19 +779,22 @@ def scans(node: dict[str, Any]) -> list[tuple[str, str]]:
     return found
 
 
-def mysql_tables(node: Any) -> list[tuple[str, str, str | None]]:
-    """MariaDB/MySQL: (alias, access type, key) of every read of the jobs or the attempts
-    (aliased j and a in these statements) in a JSON plan."""
+def mysql_tables(
+    node: Any, names: tuple[str, ...] = ("j", "a")
+) -> list[tuple[str, str, str | None]]:
+    """MariaDB/MySQL: (alias, access type, key) of every read of the tables called `names`
+    (by default the jobs and the attempts, aliased j and a in these statements) in a JSON
+    plan."""
     found = []
     if isinstance(node, dict):
         table = node.get("table")
-        if isinstance(table, dict) and table.get("table_name") in ("j", "a"):
+        if isinstance(table, dict) and table.get("table_name") in names:
             found.append((table["table_name"], table.get("access_type", ""), table.get("key")))
         for value in node.values():
-            found += mysql_tables(value)
+            found += mysql_tables(value, names)
     elif isinstance(node, list):
         for value in node:
-            found += mysql_tables(value)
+            found += mysql_tables(value, names)
     return found
 
 

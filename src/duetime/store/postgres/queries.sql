@@ -643,9 +643,27 @@ GROUP BY status, queue
 ORDER BY status, queue;
 
 -- name: oldest_overdue
-SELECT min(due_at) AS due_at FROM duetime_jobs
-WHERE status = 'scheduled' AND due_at <= %(now)s
-  AND (%(tenant)s::text IS NULL OR tenant = %(tenant)s::text);
+-- Each priority class's earliest due job (classes: as in next_due), from the claim-order
+-- index (or, for one tenant, the tenant's: duetime_jobs_tenant_due); the earliest of those.
+WITH RECURSIVE classes AS (
+    (SELECT priority FROM duetime_jobs WHERE status = 'scheduled'
+     ORDER BY priority DESC
+     LIMIT 1)
+    UNION ALL
+    SELECT (SELECT j.priority FROM duetime_jobs j
+            WHERE j.status = 'scheduled' AND j.priority < c.priority
+            ORDER BY j.priority DESC
+            LIMIT 1)
+    FROM classes c
+    WHERE c.priority IS NOT NULL
+)
+SELECT min(o.due_at) AS due_at FROM classes c
+CROSS JOIN LATERAL (
+    SELECT j.due_at FROM duetime_jobs j
+    WHERE j.status = 'scheduled' AND j.priority = c.priority AND j.due_at <= %(now)s
+      AND (%(tenant)s::text IS NULL OR j.tenant = %(tenant)s::text)
+    ORDER BY j.due_at
+    LIMIT 1) o;
 
 -- name: attempt_samples
 -- the newest attempts started since a point in time, for lag, throughput and failure figures
@@ -658,12 +676,35 @@ ORDER BY a.started_at DESC
 LIMIT %(limit)s;
 
 -- name: next_due
--- As claim: the index yields the due times in order, whatever the statistics say.
+-- From the claim-order index duetime_jobs_due_any (priority DESC, due_at, id; migration 23
+-- dropped the one on due_at alone): `classes` finds each priority with scheduled jobs, one
+-- seek each (a skip scan: priorities are -1000 to 1000, a few in use), then each class's
+-- earliest instants after now are one walk of the index stopped by the limit, and those few
+-- rows (at most classes x limit) are merged. (oldest_overdue, limit_waiting and
+-- dispatch_outbox find the classes the same way.) Sorting is off as in claim, so each walk keeps
+-- to the index order whatever the statistics say.
 SET LOCAL enable_sort = off;
-SELECT due_at FROM duetime_jobs
-WHERE status = 'scheduled' AND due_at > %(now)s AND due_at <= %(until)s
-  AND (%(all_queues)s::boolean OR queue = ANY (%(queues)s::text[]))
-ORDER BY due_at
+WITH RECURSIVE classes AS (
+    (SELECT priority FROM duetime_jobs WHERE status = 'scheduled'
+     ORDER BY priority DESC
+     LIMIT 1)
+    UNION ALL
+    SELECT (SELECT j.priority FROM duetime_jobs j
+            WHERE j.status = 'scheduled' AND j.priority < c.priority
+            ORDER BY j.priority DESC
+            LIMIT 1)
+    FROM classes c
+    WHERE c.priority IS NOT NULL
+)
+SELECT d.due_at FROM classes c
+CROSS JOIN LATERAL (
+    SELECT j.due_at FROM duetime_jobs j
+    WHERE j.status = 'scheduled' AND j.priority = c.priority
+      AND j.due_at > %(now)s AND j.due_at <= %(until)s
+      AND (%(all_queues)s::boolean OR j.queue = ANY (%(queues)s::text[]))
+    ORDER BY j.due_at
+    LIMIT %(limit)s) d
+ORDER BY d.due_at
 LIMIT %(limit)s;
 
 -- name: prune
@@ -868,16 +909,33 @@ ORDER BY queue COLLATE "C", tenant COLLATE "C";
 -- name: dispatch_outbox
 -- The claim of outbox-mode queues, for the relay: one statement picks the due jobs, moves them,
 -- starts their attempts held by `holder` (until a worker accepts one) with a lease of
--- lease_seconds, and writes one outbox event per attempt, in claim order.
-WITH picked AS (
-    SELECT id FROM duetime_jobs
-    WHERE status = 'scheduled'
-      AND due_at <= %(now)s
-      AND (deadline_at IS NULL OR deadline_at > %(now)s)
-      AND queue = ANY (ARRAY(SELECT q.queue FROM duetime_queues q WHERE q.dispatch = 'outbox' AND NOT q.paused))
-    ORDER BY priority DESC, due_at, id
+-- lease_seconds, and writes one outbox event per attempt, in claim order. The pick walks
+-- the claim-order index class by class (classes: as in next_due), highest class first, each
+-- walk in (due_at, id) order: rows come in claim order, so the limit stops the walks (and
+-- their locks) as soon as it is reached, and each walk reads the class's due rows only.
+WITH RECURSIVE classes AS (
+    (SELECT priority FROM duetime_jobs WHERE status = 'scheduled'
+     ORDER BY priority DESC
+     LIMIT 1)
+    UNION ALL
+    SELECT (SELECT j.priority FROM duetime_jobs j
+            WHERE j.status = 'scheduled' AND j.priority < c.priority
+            ORDER BY j.priority DESC
+            LIMIT 1)
+    FROM classes c
+    WHERE c.priority IS NOT NULL
+), picked AS (
+    SELECT p.id FROM classes c
+    CROSS JOIN LATERAL (
+        SELECT j.id FROM duetime_jobs j
+        WHERE j.status = 'scheduled' AND j.priority = c.priority
+          AND j.due_at <= %(now)s
+          AND (j.deadline_at IS NULL OR j.deadline_at > %(now)s)
+          AND j.queue = ANY (ARRAY(SELECT q.queue FROM duetime_queues q WHERE q.dispatch = 'outbox' AND NOT q.paused))
+        ORDER BY j.due_at, j.id
+        LIMIT %(limit)s
+        FOR UPDATE SKIP LOCKED) p
     LIMIT %(limit)s
-    FOR UPDATE SKIP LOCKED
 ), claimed AS (
     UPDATE duetime_jobs AS j
     SET status = (%(moves)s::jsonb ->> j.status), generation = j.generation + 1,
@@ -1062,9 +1120,31 @@ WHERE j.status IN ('running', 'cancel_requested') AND j.limits IS NOT NULL
 GROUP BY j.limits;
 
 -- name: limit_waiting
-SELECT limits, COUNT(*) AS waiting, MIN(due_at) AS oldest_due_at FROM duetime_jobs
-WHERE status = 'scheduled' AND due_at <= %(now)s AND limits IS NOT NULL
-GROUP BY limits;
+-- The due jobs only, read class by class from the claim-order index (classes: as in
+-- next_due), never the jobs due later. Each class's due rows are asked for in index order
+-- with sorting off (as in claim), so the planner walks the index whatever the statistics
+-- say, rather than reading every scheduled job of the job counts index once per class.
+SET LOCAL enable_sort = off;
+WITH RECURSIVE classes AS (
+    (SELECT priority FROM duetime_jobs WHERE status = 'scheduled'
+     ORDER BY priority DESC
+     LIMIT 1)
+    UNION ALL
+    SELECT (SELECT j.priority FROM duetime_jobs j
+            WHERE j.status = 'scheduled' AND j.priority < c.priority
+            ORDER BY j.priority DESC
+            LIMIT 1)
+    FROM classes c
+    WHERE c.priority IS NOT NULL
+)
+SELECT w.limits, COUNT(*) AS waiting, MIN(w.due_at) AS oldest_due_at FROM classes c
+CROSS JOIN LATERAL (
+    SELECT j.limits, j.due_at FROM duetime_jobs j
+    WHERE j.status = 'scheduled' AND j.priority = c.priority AND j.due_at <= %(now)s
+      AND j.limits IS NOT NULL
+    ORDER BY j.due_at
+    OFFSET 0) w -- a fence: joined as it is written (a walk per class), not hashed to a scan
+GROUP BY w.limits;
 
 -- name: claim_pick_limited
 -- The claim's pick when limits are set: the claim order (sorting off, as in the claim), without the

@@ -1,0 +1,3 @@
+-- One index fewer on the enqueue path (docs/performance.md, "One index fewer per enqueue"):
+-- PostgreSQL drops its index on due_at alone. Nothing changes here: this dialect's next_due
+-- keeps duetime_jobs_next_due (its claim-order index has no per-class skip scan to use).

@@ -735,3 +735,27 @@ def test_sequence_and_unique_reads_never_scan_the_jobs(
         assert "INDEX" in plan, plan
     else:
         assert '"access_type": "ALL"' not in plan, plan
+
+
+def test_a_schedules_tick_history_reads_each_jobs_attempts_through_an_index(
+    kit: DialectKit, backlog: Store
+) -> None:
+    """A schedule's tick history (API, CLI, dashboard) shows when each tick's job first
+    started: of its attempts, the ended ones' rows and the running one on its job's row
+    (migration 22). Each tick's job's attempts are reached through an index, as before
+    migration 22: never a read of every attempt (BACKLOG of them here), which a view of every
+    attempt costs where a correlated condition is not pushed into its UNION (SQLite,
+    MariaDB)."""
+    params = {"schedule_id": 1, "before_id": None, "limit": 50}
+    driver = backlog.driver  # type: ignore[attr-defined]
+    [statement] = driver.statements("list_ticks")
+    plan = plan_of(backlog, statement, params)
+    if kit.name == "postgres":
+        found = scans(json.loads(plan)[0]["Plan"])
+        assert all(how != "Seq Scan" for _, how in found), found
+    elif kit.name == "sqlite":
+        rows = plan.splitlines()
+        assert not [r for r in rows if "'SCAN " in r and "duetime_ticks" not in r], plan
+    else:
+        found = mysql_tables(json.loads(plan))
+        assert found and all(access != "ALL" for _, access, _ in found), found

@@ -101,7 +101,21 @@ SELECT * FROM duetime_jobs WHERE id = :id AND (:tenant IS NULL OR tenant = :tena
 SELECT * FROM duetime_all_attempts WHERE job_id = :id ORDER BY generation;
 
 -- name: select_attempts_of_jobs
-SELECT * FROM duetime_all_attempts WHERE job_id IN (SELECT value FROM json_each(:ids))
+-- every attempt of the jobs, as duetime_all_attempts has them (migration 22), written out:
+-- SQLite does not push an IN (subquery) into the view's UNION (it would read every attempt);
+-- each part reads the jobs of `ids` through its index
+SELECT a.id, a.job_id, a.generation, a.worker_id, a.status, a.lease_expires_at, a.started_at,
+       a.finished_at, a.error_category, a.error_message, a.error_traceback, a.late_outcome,
+       a.late_reported_at, a.due_at, a.claim_token
+FROM duetime_attempts AS a
+WHERE a.job_id IN (SELECT value FROM json_each(:ids))
+UNION ALL
+SELECT j.attempt_id, j.id, j.generation, j.worker_id, 'running', j.lease_expires_at,
+       j.started_at, NULL, NULL, NULL, NULL, j.late_outcome, j.late_reported_at, j.due_at,
+       j.claim_token
+FROM duetime_jobs AS j
+WHERE j.id IN (SELECT value FROM json_each(:ids))
+  AND j.status IN ('running', 'cancel_requested') AND j.attempt_id IS NOT NULL
 ORDER BY job_id, generation;
 
 -- name: list_jobs

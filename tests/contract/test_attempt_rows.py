@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from duetime.core.clock import ManualClock
-from duetime.core.models import Outcome
+from duetime.core.models import JobFilter, Outcome
 from duetime.core.retry import ErrorCategory
 from duetime.core.states import AttemptStatus, Event, JobStatus
 from duetime.runtime.reaper import Reaper
@@ -155,3 +155,26 @@ def test_an_old_style_running_attempt_insert_is_refused(
         "VALUES (?, 1, 7, 'w', 'succeeded', ?, ?, ?, ?)",
         (job.id, at, at, at, at),
     )
+
+
+def test_a_listing_with_attempts_shows_them_as_the_job_read_does(
+    store: Store, clock: ManualClock
+) -> None:
+    """A page of jobs with their attempts (select_attempts_of_jobs) shows each job's ended
+    attempts' rows and its running attempt (on its row) with the same fields, in the same
+    order, as reading the job alone (select_attempts)."""
+    retried = enqueue(store, clock)
+    _, lease = claim_one(store, clock, "w-1")
+    clock.advance(1)
+    store.finish(lease, Outcome(Event.RETRY, due_at=clock.now()), clock.now())
+    claim_one(store, clock, "w-2")
+    idle = enqueue(store, clock)
+    listed = {j.id: j for j in store.list_jobs(JobFilter(with_attempts=True))}
+    alone = store.get_job(retried.id)
+    assert alone is not None
+    assert [a.status for a in alone.attempt_history] == [
+        AttemptStatus.FAILED,
+        AttemptStatus.RUNNING,
+    ]
+    assert listed[retried.id].attempt_history == alone.attempt_history
+    assert listed[idle.id].attempt_history == ()

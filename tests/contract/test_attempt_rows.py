@@ -12,12 +12,13 @@ from typing import Any
 import pytest
 
 from duetime.core.clock import ManualClock
-from duetime.core.models import Outcome
+from duetime.core.models import JobFilter, Outcome
+from duetime.core.outbox import Dispatch
 from duetime.core.retry import ErrorCategory
 from duetime.core.states import AttemptStatus, Event, JobStatus
 from duetime.runtime.reaper import Reaper
 from duetime.store.base import Store
-from jobhelpers import claim_one, enqueue
+from jobhelpers import claim_one, enqueue, job_in
 from kit import DialectKit
 
 
@@ -155,3 +156,67 @@ def test_an_old_style_running_attempt_insert_is_refused(
         "VALUES (?, 1, 7, 'w', 'succeeded', ?, ?, ?, ?)",
         (job.id, at, at, at, at),
     )
+
+
+def test_a_listing_with_attempts_shows_them_as_the_job_read_does(
+    store: Store, clock: ManualClock
+) -> None:
+    """A page of jobs with their attempts (select_attempts_of_jobs) shows each job's ended
+    attempts' rows and its running attempt (on its row) with the same fields, in the same
+    order, as reading the job alone (select_attempts)."""
+    retried = enqueue(store, clock)
+    _, lease = claim_one(store, clock, "w-1")
+    clock.advance(1)
+    store.finish(lease, Outcome(Event.RETRY, due_at=clock.now()), clock.now())
+    claim_one(store, clock, "w-2")
+    idle = enqueue(store, clock)
+    listed = {j.id: j for j in store.list_jobs(JobFilter(with_attempts=True))}
+    alone = store.get_job(retried.id)
+    assert alone is not None
+    assert [a.status for a in alone.attempt_history] == [
+        AttemptStatus.FAILED,
+        AttemptStatus.RUNNING,
+    ]
+    assert listed[retried.id].attempt_history == alone.attempt_history
+    assert listed[idle.id].attempt_history == ()
+
+
+STALE = (
+    "SELECT id, status FROM duetime_jobs WHERE status NOT IN ('running', 'cancel_requested') "
+    "AND (attempt_id IS NOT NULL OR worker_id IS NOT NULL OR lease_expires_at IS NOT NULL "
+    "OR started_at IS NOT NULL OR late_outcome IS NOT NULL OR late_reported_at IS NOT NULL)"
+)
+TWICE = (
+    "SELECT job_id, generation, claim_token FROM duetime_all_attempts "
+    "GROUP BY job_id, generation, claim_token HAVING COUNT(*) > 1"
+)
+
+
+def test_no_move_leaves_a_phantom_running_attempt_or_ends_one_twice(
+    store: Store, clock: ManualClock, kit: DialectKit, store_url: str
+) -> None:
+    """Every way a job leaves running (a finish of each outcome, a stop, the reaper, a
+    withdrawn dispatch, an operator's move after it) clears its current-attempt columns, and
+    every attempt has one row at most: no job that no longer runs shows a running attempt."""
+    for status in JobStatus:
+        job_in(store, clock, status)
+    _, lease = job_in(store, clock, JobStatus.CANCEL_REQUESTED)
+    assert lease is not None and store.finish(lease, Outcome(Event.STOP), clock.now())
+    dead, _ = job_in(store, clock, JobStatus.DEAD)
+    store.transition(dead.id, Event.REPLAY, clock.now())
+    parked, _ = job_in(store, clock, JobStatus.PARKED)
+    store.transition(parked.id, Event.RESOLVE_RETRY, clock.now())
+    held = store.claim(worker_id="w-gone", queues=None, limit=100, now=clock.now())
+    assert held
+    clock.advance(max(c.job.lease_seconds for c in held) + 1)
+    assert Reaper(store, clock).run_once().reaped >= len(held)
+    store.set_queue("q", clock.now(), dispatch=Dispatch.OUTBOX)
+    for _ in range(3):
+        enqueue(store, clock, queue="q")
+    first, *_ = store.dispatch_outbox(clock.now(), 10, lease_seconds=300)
+    store.transition(first.job_id, Event.CANCEL, clock.now())  # withdrawn, then cancelled
+    store.set_queue("q", clock.now(), dispatch=Dispatch.DIRECT)  # the others withdrawn
+    assert kit.execute(store_url, STALE) == []
+    assert kit.execute(store_url, TWICE) == []
+    seen = store.get_job(held[0].job.id)
+    assert seen is not None and seen.attempt_history[-1].status is AttemptStatus.LOST

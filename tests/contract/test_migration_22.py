@@ -194,3 +194,30 @@ def test_jobs_in_every_state_survive_migration_22(
     # a worker of version 21 cannot claim any more: its attempt insert is refused
     with pytest.raises(Exception, match=r"(?i)ended.only|upgrade|running"):
         old.claim(scheduled.id, "old-worker")
+
+
+def test_the_refusal_of_old_workers_does_not_scan_the_attempts_on_postgres(
+    at_21: tuple[Store, str], kit: DialectKit
+) -> None:
+    """Migration 22 marks every 'running' attempt row it leaves lost before it adds its CHECK
+    (status <> 'running'): every row meets it, so the CHECK is added NOT VALID (as migration
+    20's), without a read of the whole attempts table under its exclusive lock; new rows are
+    checked all the same."""
+    if kit.name != "postgres":
+        pytest.skip("NOT VALID constraints are PostgreSQL's (MariaDB/MySQL: docs/stores.md)")
+    store, url = at_21
+    assert store.migrate() == [22]
+    [(validated,)] = kit.execute(
+        url,
+        "SELECT convalidated FROM pg_constraint "
+        "WHERE conname = 'duetime_attempts_ended_only_upgrade_every_worker'",
+    )
+    assert validated is False
+    enqueue(store, ManualClock())
+    with pytest.raises(Exception, match="upgrade_every_worker"):
+        kit.execute(
+            url,
+            "INSERT INTO duetime_attempts (job_id, generation, claim_token, worker_id, status, "
+            "lease_expires_at, started_at) "
+            "SELECT id, 1, 1, 'old', 'running', due_at, due_at FROM duetime_jobs",
+        )

@@ -430,3 +430,32 @@ def test_trigger_and_backfill_report_exactly_what_they_created(
     assert ("dst_skipped", "backfill") in {
         (t.outcome, t.origin) for t in app.schedule_history("early")
     }
+
+
+def test_a_ticks_history_shows_when_its_job_first_started(
+    app: duetime.App, clock: ManualClock
+) -> None:
+    """A tick's started_at is its job's first start: none before a claim, the running
+    attempt's start (on its job's row since migration 22), and after a retry the first
+    attempt's start (its row), not the running retry's."""
+    app.add_schedule("hourly", task="report", cron="0 * * * *", timezone="UTC")
+    clock.advance(31)
+    plan(app)
+    [job] = occurrences(app, "hourly")
+    [tick] = app.schedule_history("hourly", limit=10)
+    assert tick.started_at is None
+    clock.advance(1)
+    first = clock.now()
+    [claim] = app.store.claim(worker_id="w", queues=None, limit=10, now=clock.now())
+    assert claim.job.id == job.id
+    [tick] = app.schedule_history("hourly", limit=10)
+    assert tick.started_at == first  # the running attempt, on its job's row
+    clock.advance(1)
+    assert app.store.finish(claim.lease, Outcome(Event.RETRY, due_at=clock.now()), clock.now())
+    [tick] = app.schedule_history("hourly", limit=10)
+    assert tick.started_at == first  # the ended attempt's row
+    clock.advance(1)
+    [again] = app.store.claim(worker_id="w", queues=None, limit=10, now=clock.now())
+    assert again.job.id == job.id and clock.now() > first
+    [tick] = app.schedule_history("hourly", limit=10)
+    assert tick.started_at == first  # the first start, not the running retry's

@@ -851,3 +851,59 @@ def test_sequence_and_unique_reads_never_scan_the_jobs(
         assert "INDEX" in plan, plan
     else:
         assert '"access_type": "ALL"' not in plan, plan
+
+
+def test_a_schedules_tick_history_reads_each_jobs_attempts_through_an_index(
+    kit: DialectKit, backlog: Store
+) -> None:
+    """A schedule's tick history (API, CLI, dashboard) shows when each tick's job first
+    started: of its attempts, the ended ones' rows and the running one on its job's row
+    (migration 22). Each tick's job's attempts are reached through an index, as before
+    migration 22: never a read of every attempt (BACKLOG of them here), which a view of every
+    attempt costs where a correlated condition is not pushed into its UNION (SQLite,
+    MariaDB)."""
+    params = {"schedule_id": 1, "before_id": None, "limit": 50}
+    driver = backlog.driver  # type: ignore[attr-defined]
+    [statement] = driver.statements("list_ticks")
+    plan = plan_of(backlog, statement, params)
+    if kit.name == "postgres":
+        found = scans(json.loads(plan)[0]["Plan"])
+        assert all(how != "Seq Scan" for _, how in found), found
+    elif kit.name == "sqlite":
+        rows = plan.splitlines()
+        assert not [r for r in rows if "'SCAN " in r and "duetime_ticks" not in r], plan
+    else:
+        found = mysql_tables(json.loads(plan))
+        assert found and all(access != "ALL" for _, access, _ in found), found
+
+
+HISTORY_READS = [
+    ("select_attempts", {"id": BACKLOG + 7}),
+    ("select_attempts_of_jobs", {"ids": [BACKLOG + 7, BACKLOG + 9]}),
+    ("attempt_samples", {"since": NOW - timedelta(minutes=5), "tenant": None, "limit": 500}),
+    ("select_claim", {"job_id": BACKLOG + 7, "claim_token": BACKLOG + 7}),
+]
+
+
+@pytest.mark.parametrize(("name", "params"), HISTORY_READS, ids=[n for n, _ in HISTORY_READS])
+def test_attempt_history_reads_reach_the_attempts_through_an_index(
+    kit: DialectKit, backlog: Store, name: str, params: dict[str, Any]
+) -> None:
+    """The reads of attempts through the view of every attempt (migration 22: the ended
+    ones' rows and the running ones on their jobs' rows) get their condition into both of
+    its parts: a job's history, a page's, the recent samples and a dispatched claim read
+    through indexes, never every attempt (BACKLOG of them) nor every job."""
+    driver = backlog.driver  # type: ignore[attr-defined]
+    [statement] = driver.statements(name)
+    plan = plan_of(backlog, statement, params)
+    if kit.name == "postgres":
+        found = scans(json.loads(plan)[0]["Plan"])
+        assert found and all(how != "Seq Scan" for _, how in found), found
+    elif kit.name == "sqlite":
+        rows = [r.strip("()").split(", ", 3) for r in plan.splitlines()]
+        branches = {r[0] for r in rows if "SUBQUERY" in r[3] or "UNION ALL" in r[3]}
+        inner = [r for r in rows if r[1] in branches and "SCAN" in r[3]]  # in the UNION
+        assert not [r for r in inner if "json_each" not in r[3]], plan
+    else:
+        found = mysql_tables(json.loads(plan))
+        assert found and all(access != "ALL" for _, access, _ in found), found

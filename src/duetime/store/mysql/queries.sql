@@ -482,9 +482,17 @@ ON DUPLICATE KEY UPDATE job_id = VALUES(job_id), detail = VALUES(detail),
     recorded_at = VALUES(recorded_at);
 
 -- name: list_ticks
+-- started_at: the first start of the tick's job, of its ended attempts' rows (through their
+-- job's index) and the attempt running on its row (migration 22). Not through the view of
+-- every attempt (duetime_all_attempts): the correlated condition is not pushed into its
+-- UNION, and every attempt would be read.
 SELECT t.*, j.status AS job_status,
-       (SELECT MIN(a.started_at) FROM duetime_all_attempts a WHERE a.job_id = t.job_id) AS started_at
+       (SELECT CASE WHEN r.started_at IS NULL OR MIN(a.started_at) < r.started_at
+                    THEN MIN(a.started_at) ELSE r.started_at END
+        FROM duetime_attempts a WHERE a.job_id = t.job_id) AS started_at
 FROM duetime_ticks t LEFT JOIN duetime_jobs j ON j.id = t.job_id
+LEFT JOIN duetime_jobs r ON r.id = j.id AND r.status IN ('running', 'cancel_requested')
+    AND r.attempt_id IS NOT NULL
 WHERE t.schedule_id = %(schedule_id)s
   AND (%(before_id)s IS NULL OR t.id < %(before_id)s)
 ORDER BY t.id DESC

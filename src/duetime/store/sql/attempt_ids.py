@@ -86,7 +86,8 @@ class AttemptIds:
         if row is None:
             raise StoreError(
                 "the attempt id counter (duetime_attempt_ids, migration 22) has no row; "
-                "restore it from the highest attempt id (docs/stores.md, Attempts)"
+                "restore it past the highest of duetime_attempts.id and duetime_jobs.attempt_id "
+                "(docs/stores.md, Attempts)"
             )
         first = row["first_id"]
         self._needed = first is not None

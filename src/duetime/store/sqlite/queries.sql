@@ -101,7 +101,21 @@ SELECT * FROM duetime_jobs WHERE id = :id AND (:tenant IS NULL OR tenant = :tena
 SELECT * FROM duetime_all_attempts WHERE job_id = :id ORDER BY generation;
 
 -- name: select_attempts_of_jobs
-SELECT * FROM duetime_all_attempts WHERE job_id IN (SELECT value FROM json_each(:ids))
+-- every attempt of the jobs, as duetime_all_attempts has them (migration 22), written out:
+-- SQLite does not push an IN (subquery) into the view's UNION (it would read every attempt);
+-- each part reads the jobs of `ids` through its index
+SELECT a.id, a.job_id, a.generation, a.worker_id, a.status, a.lease_expires_at, a.started_at,
+       a.finished_at, a.error_category, a.error_message, a.error_traceback, a.late_outcome,
+       a.late_reported_at, a.due_at, a.claim_token
+FROM duetime_attempts AS a
+WHERE a.job_id IN (SELECT value FROM json_each(:ids))
+UNION ALL
+SELECT j.attempt_id, j.id, j.generation, j.worker_id, 'running', j.lease_expires_at,
+       j.started_at, NULL, NULL, NULL, NULL, j.late_outcome, j.late_reported_at, j.due_at,
+       j.claim_token
+FROM duetime_jobs AS j
+WHERE j.id IN (SELECT value FROM json_each(:ids))
+  AND j.status IN ('running', 'cancel_requested') AND j.attempt_id IS NOT NULL
 ORDER BY job_id, generation;
 
 -- name: list_jobs
@@ -443,9 +457,17 @@ DO UPDATE SET job_id = excluded.job_id, detail = excluded.detail,
     recorded_at = excluded.recorded_at;
 
 -- name: list_ticks
+-- started_at: the first start of the tick's job, of its ended attempts' rows (through their
+-- job's index) and the attempt running on its row (migration 22). Not through the view of
+-- every attempt (duetime_all_attempts): the correlated condition is not pushed into its
+-- UNION, and every attempt would be read.
 SELECT t.*, j.status AS job_status,
-       (SELECT MIN(a.started_at) FROM duetime_all_attempts a WHERE a.job_id = t.job_id) AS started_at
+       (SELECT CASE WHEN r.started_at IS NULL OR MIN(a.started_at) < r.started_at
+                    THEN MIN(a.started_at) ELSE r.started_at END
+        FROM duetime_attempts a WHERE a.job_id = t.job_id) AS started_at
 FROM duetime_ticks t LEFT JOIN duetime_jobs j ON j.id = t.job_id
+LEFT JOIN duetime_jobs r ON r.id = j.id AND r.status IN ('running', 'cancel_requested')
+    AND r.attempt_id IS NOT NULL
 WHERE t.schedule_id = :schedule_id AND (:before_id IS NULL OR t.id < :before_id)
 ORDER BY t.id DESC
 LIMIT :limit;

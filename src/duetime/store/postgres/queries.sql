@@ -153,18 +153,38 @@ WHERE schedule_id = %(schedule_id)s AND nominal_at = %(nominal_at)s::timestamptz
 -- burst), before autovacuum has analyzed the table, the planner would otherwise believe few
 -- rows are due and read and sort all of them (20 ms a claim at 30,000 due, not 0.3 ms).
 -- (The sorts left, of `limit` rows, then look costly: JIT is off on duetime's connections.)
+-- The pick walks the claim-order index class by class (classes: as in next_due), highest
+-- class first, each walk one range (priority = c, due_at <= now) in (due_at, id) order: rows
+-- come in claim order, so the limit stops the walks, and when fewer jobs are due than the
+-- limit each walk ends at its class's last due row (one walk of the whole index, with
+-- due_at <= now a filter, went on through every entry due later: PostgreSQL 15 has no skip
+-- scan).
 SET LOCAL enable_sort = off;
-WITH picked AS (
-    SELECT id FROM duetime_jobs
-    WHERE status = 'scheduled'
-      AND due_at <= %(now)s
-      AND (deadline_at IS NULL OR deadline_at > %(now)s)
-      AND (%(all_queues)s::boolean OR queue = ANY (%(queues)s::text[]))
-      AND (%(all_tasks)s::boolean OR task = ANY (%(tasks)s::text[]))
-      AND NOT (queue = ANY (%(outbox_queues)s::text[]))
-    ORDER BY priority DESC, due_at, id
+WITH RECURSIVE classes AS (
+    (SELECT priority FROM duetime_jobs WHERE status = 'scheduled'
+     ORDER BY priority DESC
+     LIMIT 1)
+    UNION ALL
+    SELECT (SELECT j.priority FROM duetime_jobs j
+            WHERE j.status = 'scheduled' AND j.priority < c.priority
+            ORDER BY j.priority DESC
+            LIMIT 1)
+    FROM classes c
+    WHERE c.priority IS NOT NULL
+), picked AS (
+    SELECT p.id FROM classes c
+    CROSS JOIN LATERAL (
+        SELECT j.id FROM duetime_jobs j
+        WHERE j.status = 'scheduled' AND j.priority = c.priority
+          AND j.due_at <= %(now)s
+          AND (j.deadline_at IS NULL OR j.deadline_at > %(now)s)
+          AND (%(all_queues)s::boolean OR j.queue = ANY (%(queues)s::text[]))
+          AND (%(all_tasks)s::boolean OR j.task = ANY (%(tasks)s::text[]))
+          AND NOT (j.queue = ANY (%(outbox_queues)s::text[]))
+        ORDER BY j.due_at, j.id
+        LIMIT %(limit)s
+        FOR UPDATE SKIP LOCKED) p
     LIMIT %(limit)s
-    FOR UPDATE SKIP LOCKED
 ), claimed AS (
     UPDATE duetime_jobs AS j
     SET status = (%(moves)s::jsonb ->> j.status), generation = j.generation + 1,
@@ -194,66 +214,122 @@ ORDER BY j.priority DESC, j.due_at, j.id;
 
 -- name: claim_queues
 -- The claim of a worker of 1 to 4 named queues (store/sql/shared.py claim_statement), as claim
--- otherwise. Each named queue walks its own claim-order index (duetime_jobs_due: the queue's
--- name is a constant of the plan, so the planner sees how few of the due jobs are that
--- queue's), and the best `limit` of their rows are taken: a worker of quiet queues does not
--- read the due jobs of the others one by one. Rows a queue's walk locked but the claim does
--- not take are free again at its commit. (In claim itself, these branches would cost every
--- claim of all queues 0.3 ms more to plan.)
+-- otherwise. Each named queue walks its own claim-order index (duetime_jobs_due) class by
+-- class, as claim walks duetime_jobs_due_any: classes_k finds the k-th queue's priorities
+-- with scheduled jobs (one seek each, highest first), each class's walk is one range
+-- (queue, priority = c, due_at <= now) in (due_at, id) order, and a queue's walks stop at
+-- `limit` rows; the best `limit` of the queues' rows are taken. The queue's name is a
+-- constant of the plan in each branch (a name from a join would let the planner walk
+-- duetime_jobs_due_any, filtering the queue). A worker of quiet queues
+-- does not read the due jobs of the others one by one, nor the entries of its queues' jobs
+-- due later. Rows a queue's walk locked but the claim does not take are free again at its
+-- commit. (In claim itself, this form would cost every claim of all queues more to plan.)
 SET LOCAL enable_sort = off;
-WITH picked AS (
+WITH RECURSIVE classes_1 AS (
+    (SELECT priority FROM duetime_jobs
+     WHERE status = 'scheduled' AND cardinality(%(queues)s::text[]) >= 1 AND queue = (%(queues)s::text[])[1]
+     ORDER BY priority DESC
+     LIMIT 1)
+    UNION ALL
+    SELECT (SELECT j.priority FROM duetime_jobs j
+            WHERE j.status = 'scheduled' AND j.queue = (%(queues)s::text[])[1] AND j.priority < c.priority
+            ORDER BY j.priority DESC
+            LIMIT 1)
+    FROM classes_1 c
+    WHERE c.priority IS NOT NULL
+), classes_2 AS (
+    (SELECT priority FROM duetime_jobs
+     WHERE status = 'scheduled' AND cardinality(%(queues)s::text[]) >= 2 AND queue = (%(queues)s::text[])[2]
+     ORDER BY priority DESC
+     LIMIT 1)
+    UNION ALL
+    SELECT (SELECT j.priority FROM duetime_jobs j
+            WHERE j.status = 'scheduled' AND j.queue = (%(queues)s::text[])[2] AND j.priority < c.priority
+            ORDER BY j.priority DESC
+            LIMIT 1)
+    FROM classes_2 c
+    WHERE c.priority IS NOT NULL
+), classes_3 AS (
+    (SELECT priority FROM duetime_jobs
+     WHERE status = 'scheduled' AND cardinality(%(queues)s::text[]) >= 3 AND queue = (%(queues)s::text[])[3]
+     ORDER BY priority DESC
+     LIMIT 1)
+    UNION ALL
+    SELECT (SELECT j.priority FROM duetime_jobs j
+            WHERE j.status = 'scheduled' AND j.queue = (%(queues)s::text[])[3] AND j.priority < c.priority
+            ORDER BY j.priority DESC
+            LIMIT 1)
+    FROM classes_3 c
+    WHERE c.priority IS NOT NULL
+), classes_4 AS (
+    (SELECT priority FROM duetime_jobs
+     WHERE status = 'scheduled' AND cardinality(%(queues)s::text[]) >= 4 AND queue = (%(queues)s::text[])[4]
+     ORDER BY priority DESC
+     LIMIT 1)
+    UNION ALL
+    SELECT (SELECT j.priority FROM duetime_jobs j
+            WHERE j.status = 'scheduled' AND j.queue = (%(queues)s::text[])[4] AND j.priority < c.priority
+            ORDER BY j.priority DESC
+            LIMIT 1)
+    FROM classes_4 c
+    WHERE c.priority IS NOT NULL
+), picked AS (
     SELECT id FROM (
         SELECT id, priority, due_at FROM (
-            SELECT id, priority, due_at FROM duetime_jobs
-            WHERE status = 'scheduled'
-              AND cardinality(%(queues)s::text[]) >= 1
-              AND queue = (%(queues)s::text[])[1]
-              AND due_at <= %(now)s
-              AND (deadline_at IS NULL OR deadline_at > %(now)s)
-              AND (%(all_tasks)s::boolean OR task = ANY (%(tasks)s::text[]))
-              AND NOT (queue = ANY (%(outbox_queues)s::text[]))
-            ORDER BY priority DESC, due_at, id
-            LIMIT %(limit)s
-            FOR UPDATE SKIP LOCKED) AS queue_1
+            SELECT p.id, c.priority, p.due_at FROM classes_1 c
+            CROSS JOIN LATERAL (
+                SELECT j.id, j.due_at FROM duetime_jobs j
+                WHERE j.status = 'scheduled' AND j.queue = (%(queues)s::text[])[1]
+                  AND j.priority = c.priority AND j.due_at <= %(now)s
+                  AND (j.deadline_at IS NULL OR j.deadline_at > %(now)s)
+                  AND (%(all_tasks)s::boolean OR j.task = ANY (%(tasks)s::text[]))
+                  AND NOT (j.queue = ANY (%(outbox_queues)s::text[]))
+                ORDER BY j.due_at, j.id
+                LIMIT %(limit)s
+                FOR UPDATE SKIP LOCKED) p
+            LIMIT %(limit)s) AS queue_1
         UNION ALL
         SELECT id, priority, due_at FROM (
-            SELECT id, priority, due_at FROM duetime_jobs
-            WHERE status = 'scheduled'
-              AND cardinality(%(queues)s::text[]) >= 2
-              AND queue = (%(queues)s::text[])[2]
-              AND due_at <= %(now)s
-              AND (deadline_at IS NULL OR deadline_at > %(now)s)
-              AND (%(all_tasks)s::boolean OR task = ANY (%(tasks)s::text[]))
-              AND NOT (queue = ANY (%(outbox_queues)s::text[]))
-            ORDER BY priority DESC, due_at, id
-            LIMIT %(limit)s
-            FOR UPDATE SKIP LOCKED) AS queue_2
+            SELECT p.id, c.priority, p.due_at FROM classes_2 c
+            CROSS JOIN LATERAL (
+                SELECT j.id, j.due_at FROM duetime_jobs j
+                WHERE j.status = 'scheduled' AND j.queue = (%(queues)s::text[])[2]
+                  AND j.priority = c.priority AND j.due_at <= %(now)s
+                  AND (j.deadline_at IS NULL OR j.deadline_at > %(now)s)
+                  AND (%(all_tasks)s::boolean OR j.task = ANY (%(tasks)s::text[]))
+                  AND NOT (j.queue = ANY (%(outbox_queues)s::text[]))
+                ORDER BY j.due_at, j.id
+                LIMIT %(limit)s
+                FOR UPDATE SKIP LOCKED) p
+            LIMIT %(limit)s) AS queue_2
         UNION ALL
         SELECT id, priority, due_at FROM (
-            SELECT id, priority, due_at FROM duetime_jobs
-            WHERE status = 'scheduled'
-              AND cardinality(%(queues)s::text[]) >= 3
-              AND queue = (%(queues)s::text[])[3]
-              AND due_at <= %(now)s
-              AND (deadline_at IS NULL OR deadline_at > %(now)s)
-              AND (%(all_tasks)s::boolean OR task = ANY (%(tasks)s::text[]))
-              AND NOT (queue = ANY (%(outbox_queues)s::text[]))
-            ORDER BY priority DESC, due_at, id
-            LIMIT %(limit)s
-            FOR UPDATE SKIP LOCKED) AS queue_3
+            SELECT p.id, c.priority, p.due_at FROM classes_3 c
+            CROSS JOIN LATERAL (
+                SELECT j.id, j.due_at FROM duetime_jobs j
+                WHERE j.status = 'scheduled' AND j.queue = (%(queues)s::text[])[3]
+                  AND j.priority = c.priority AND j.due_at <= %(now)s
+                  AND (j.deadline_at IS NULL OR j.deadline_at > %(now)s)
+                  AND (%(all_tasks)s::boolean OR j.task = ANY (%(tasks)s::text[]))
+                  AND NOT (j.queue = ANY (%(outbox_queues)s::text[]))
+                ORDER BY j.due_at, j.id
+                LIMIT %(limit)s
+                FOR UPDATE SKIP LOCKED) p
+            LIMIT %(limit)s) AS queue_3
         UNION ALL
         SELECT id, priority, due_at FROM (
-            SELECT id, priority, due_at FROM duetime_jobs
-            WHERE status = 'scheduled'
-              AND cardinality(%(queues)s::text[]) >= 4
-              AND queue = (%(queues)s::text[])[4]
-              AND due_at <= %(now)s
-              AND (deadline_at IS NULL OR deadline_at > %(now)s)
-              AND (%(all_tasks)s::boolean OR task = ANY (%(tasks)s::text[]))
-              AND NOT (queue = ANY (%(outbox_queues)s::text[]))
-            ORDER BY priority DESC, due_at, id
-            LIMIT %(limit)s
-            FOR UPDATE SKIP LOCKED) AS queue_4
+            SELECT p.id, c.priority, p.due_at FROM classes_4 c
+            CROSS JOIN LATERAL (
+                SELECT j.id, j.due_at FROM duetime_jobs j
+                WHERE j.status = 'scheduled' AND j.queue = (%(queues)s::text[])[4]
+                  AND j.priority = c.priority AND j.due_at <= %(now)s
+                  AND (j.deadline_at IS NULL OR j.deadline_at > %(now)s)
+                  AND (%(all_tasks)s::boolean OR j.task = ANY (%(tasks)s::text[]))
+                  AND NOT (j.queue = ANY (%(outbox_queues)s::text[]))
+                ORDER BY j.due_at, j.id
+                LIMIT %(limit)s
+                FOR UPDATE SKIP LOCKED) p
+            LIMIT %(limit)s) AS queue_4
     ) AS named
     ORDER BY priority DESC, due_at, id
     LIMIT %(limit)s

@@ -9,6 +9,7 @@ import signal
 
 import pytest
 
+from duetime.core.errors import StoreUnavailable
 from duetime.runtime.node import Node, run_until_signalled
 from duetime.runtime.service import Pulse, Service
 
@@ -87,6 +88,64 @@ def test_a_failed_start_runs_nothing() -> None:
     with pytest.raises(ConnectionError):
         asyncio.run(Node([Unregistered("registry", journal), later]).run(asyncio.Event()))
     assert journal == [] and later.running.count == 0
+
+
+class Unreachable(Recorder):
+    """A service whose start finds the database unreachable `times` times, then succeeds."""
+
+    def __init__(self, name: str, journal: list[str], times: int) -> None:
+        super().__init__(name, journal)
+        self.times = times
+
+    async def start(self) -> None:
+        if self.times:
+            self.times -= 1
+            self.journal.append(f"unreachable {self.name}")
+            raise StoreUnavailable("PostgreSQL at db:5432/app failed: terminating connection")
+        await super().start()
+
+
+def test_a_start_that_finds_the_database_unreachable_is_tried_again(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A dropped connection while a worker starts (its clock read, its node's registration)
+    is waited out, as the database's absence before it started is (the worker exited 1)."""
+    journal: list[str] = []
+    services = [Unreachable("registry", journal, times=2), Recorder("slots", journal)]
+
+    async def scenario() -> None:
+        stop = asyncio.Event()
+        node = asyncio.create_task(Node(services, start_retry=0.0).run(stop))
+        await services[1].running.wait(1)
+        stop.set()
+        await asyncio.wait_for(node, 5)
+
+    with caplog.at_level(logging.WARNING, logger="duetime.worker"):
+        asyncio.run(scenario())
+    assert journal[:4] == [
+        "unreachable registry",
+        "unreachable registry",
+        "start registry",
+        "start slots",
+    ]
+    assert "database unavailable while starting registry" in caplog.records[0].getMessage()
+
+
+def test_a_stop_while_the_database_stays_unreachable_ends_the_start() -> None:
+    journal: list[str] = []
+    later = Recorder("slots", journal)
+
+    async def scenario() -> None:
+        stop = asyncio.Event()
+        node = asyncio.create_task(
+            Node([Unreachable("registry", journal, times=10**6), later], start_retry=0.01).run(stop)
+        )
+        await asyncio.sleep(0.05)
+        stop.set()
+        await asyncio.wait_for(node, 5)
+
+    asyncio.run(scenario())
+    assert "start registry" not in journal and later.running.count == 0
 
 
 def test_the_first_signal_asks_for_a_graceful_stop(caplog: pytest.LogCaptureFixture) -> None:

@@ -24,6 +24,7 @@ from dataclasses import replace
 
 from duetime.core import models
 from duetime.core.clock import CLOCK_OFFSET_WARNING, Clock, CorrectedClock
+from duetime.core.errors import StoreUnavailable
 from duetime.logs import log_event
 from duetime.runtime.metrics import WorkerMetrics
 from duetime.runtime.service import BlockingCalls, IntervalService, Service
@@ -35,16 +36,21 @@ signal_log = logging.getLogger("duetime.cli")
 NODE_HEARTBEAT_SECONDS = 5.0  # `duetime nodes` calls a node dead after 30 s of silence
 
 
+START_RETRY_CAP = 30.0  # seconds between tries of a start that finds the database unreachable
+
+
 class Node:
     """Services run together in one event loop: started in order, stopped in reverse order."""
 
-    def __init__(self, services: Sequence[Service]) -> None:
+    def __init__(self, services: Sequence[Service], *, start_retry: float = 0.5) -> None:
         self.services = list(services)
+        self.start_retry = start_retry
 
     async def run(self, stop: asyncio.Event) -> None:
         """Start every service, run them until `stop` is set or one ends, then stop them."""
         for service in self.services:
-            await service.start()
+            if not await self._start(service, stop):
+                return  # stopped while the database was unreachable: nothing runs yet
         tasks = [asyncio.create_task(s.run(), name=f"duetime-{s.name}") for s in self.services]
         stopped = asyncio.create_task(stop.wait())
         try:
@@ -60,6 +66,28 @@ class Node:
         finally:
             for leftover in [stopped, *tasks]:
                 leftover.cancel()
+
+    async def _start(self, service: Service, stop: asyncio.Event) -> bool:
+        """Start one service; while the database is unreachable (a dropped connection as the
+        worker starts), try again with a backoff up to START_RETRY_CAP seconds. False: `stop`
+        was set meanwhile. Any other error ends the start, as before."""
+        delay = self.start_retry
+        while True:
+            try:
+                await service.start()
+                return True
+            except StoreUnavailable as exc:
+                log.warning(
+                    "database unavailable while starting %s (%s); retrying in %.1fs",
+                    service.name,
+                    exc,
+                    delay,
+                )
+            try:
+                await asyncio.wait_for(stop.wait(), delay)
+                return False
+            except TimeoutError:
+                delay = min(max(delay, 0.1) * 2, START_RETRY_CAP)
 
 
 def _report_crash(service: Service, task: asyncio.Task[None]) -> None:

@@ -582,27 +582,14 @@ def test_the_near_future_is_read_through_the_claim_order_index(
         "queues": [] if all_queues else ["default"],
         "limit": 100,
     }
-    driver = backlog.driver  # type: ignore[attr-defined]
-    statements = driver.statements("next_due")
-    select = next(s for s in statements if "duetime_jobs" in s)
-    prefix = {
-        "postgres": "EXPLAIN (FORMAT JSON) ",
-        "sqlite": "EXPLAIN QUERY PLAN ",
-        "mysql": "EXPLAIN FORMAT=JSON ",
-    }[backlog.dialect]
-    with driver.transaction() as c:
-        for setting in statements[: statements.index(select)]:  # SET LOCAL enable_sort = off
-            driver.execute(c.native, setting, {})
-        rows, _ = driver.execute(c.native, prefix + select, driver.encode(params))
+    plan = pick_plan(backlog, "next_due", params)
     if backlog.dialect == "postgres":
-        root = rows[0]["QUERY PLAN"][0]["Plan"]
+        root = json.loads(plan)[0]["Plan"]
         assert set(job_scans(root)) == {"duetime_jobs_due_any"}, root
         assert sorted_scans(root) == [], root
     elif backlog.dialect == "sqlite":
-        plan = "\n".join(str(tuple(r)) for r in rows)
         assert "USING INDEX duetime_jobs_next_due" in plan and "TEMP B-TREE" not in plan, plan
     else:
-        plan = str(next(iter(rows[0].values())))
         assert '"key": "duetime_jobs_next_due"' in plan and "filesort" not in plan.lower(), plan
     soon = [NOW + timedelta(seconds=s) for s in (3, 1, 2)]
     for n, (at, priority) in enumerate(zip(soon, (7, 0, -2), strict=True)):
@@ -642,23 +629,9 @@ def test_reads_of_every_due_job_walk_each_priority_class(
         "moves": moves_json(Event.CLAIM),
         **extra,
     }
-    driver = backlog.driver  # type: ignore[attr-defined]
-    statements = driver.statements(name)
-    select = next(s for s in statements if "duetime_jobs" in s)
-    prefix = {
-        "postgres": "EXPLAIN (FORMAT JSON) ",
-        "sqlite": "EXPLAIN QUERY PLAN ",
-        "mysql": "EXPLAIN FORMAT=JSON ",
-    }[backlog.dialect]
-    with driver.transaction() as c:
-        for setting in statements[: statements.index(select)]:  # SET LOCAL, a temporary table
-            driver.execute(c.native, setting, driver.encode(params))
-        if select.startswith("INSERT INTO"):  # MariaDB/MySQL, SQLite: the script's pick
-            select = select.split("\n", 1)[1]
-        rows, _ = driver.execute(c.native, prefix + select, driver.encode(params))
+    plan = pick_plan(backlog, name, params)
     if backlog.dialect == "postgres":
-        plan = json.dumps(rows[0]["QUERY PLAN"])
-        root = rows[0]["QUERY PLAN"][0]["Plan"]
+        root = json.loads(plan)[0]["Plan"]
         found = set(job_scans(root))
         allowed = {"duetime_jobs_due_any", "duetime_jobs_tenant_due", "duetime_jobs_pkey"}
         allowed.add("ModifyTable")  # the outbox's update of the picked rows
@@ -666,10 +639,8 @@ def test_reads_of_every_due_job_walk_each_priority_class(
         assert "duetime_jobs_due_any" in found and sorted_scans(root) == [], plan
         assert '"Index Cond": "((priority = c' in plan, plan  # each class's own walk
     elif backlog.dialect == "sqlite":
-        plan = "\n".join(str(tuple(r)) for r in rows)
         assert "SCAN duetime_jobs\n" not in plan + "\n" and "INDEX" in plan, plan
     else:
-        plan = str(next(iter(rows[0].values())))
         jobs = mysql_tables(json.loads(plan), ("duetime_jobs", "j"))
         assert all(access != "ALL" for _, access, _ in jobs), plan
         assert jobs or "Select tables optimized away" in plan, plan  # MIN from the index
@@ -806,7 +777,22 @@ def running_read(store: Store, name: str, params: dict[str, Any]) -> str:
     return plan_of(store, statement, params)
 
 
-def plan_of(store: Store, statement: str, params: dict[str, Any]) -> str:
+def pick_plan(store: Store, name: str, params: dict[str, Any]) -> str:
+    """As plan_of, for the named statement's first read of the jobs, after what runs before
+    it in the same transaction (SET LOCAL, a temporary table); a pick written as INSERT INTO
+    ... SELECT (the SQLite and MariaDB/MySQL scripts) is explained as its SELECT."""
+    driver = store.driver  # type: ignore[attr-defined]
+    statements = driver.statements(name)
+    select = next(s for s in statements if "duetime_jobs" in s)
+    with driver.transaction() as c:
+        for setting in statements[: statements.index(select)]:
+            driver.execute(c.native, setting, driver.encode(params))
+        if select.startswith("INSERT INTO"):
+            select = select.split("\n", 1)[1]
+        return plan_of(store, select, params, within=c)
+
+
+def plan_of(store: Store, statement: str, params: dict[str, Any], within: Any = None) -> str:
     """The database's plan of `statement` with `params`, on the store's own connection, as
     text: PostgreSQL's and MariaDB/MySQL's JSON, SQLite's rows of EXPLAIN QUERY PLAN."""
     driver = store.driver  # type: ignore[attr-defined]
@@ -815,8 +801,11 @@ def plan_of(store: Store, statement: str, params: dict[str, Any]) -> str:
         "sqlite": "EXPLAIN QUERY PLAN ",
         "mysql": "EXPLAIN FORMAT=JSON ",
     }[store.dialect]
-    with driver.transaction() as c:
-        rows, _ = driver.execute(c.native, prefix + statement, driver.encode(params))
+    if within is not None:  # a transaction under way (pick_plan's)
+        rows, _ = driver.execute(within.native, prefix + statement, driver.encode(params))
+    else:
+        with driver.transaction() as c:
+            rows, _ = driver.execute(c.native, prefix + statement, driver.encode(params))
     if store.dialect == "postgres":
         return json.dumps(rows[0]["QUERY PLAN"])
     if store.dialect == "sqlite":

@@ -93,6 +93,26 @@ class Claimer(Part):
         self.attempt_ids.give_back(ids)  # not on an error: its ids may be written
         return claimed
 
+    def due_classes(self) -> list[int] | None:
+        """The priority classes of the scheduled jobs in claim order, as the claim statements
+        of a dialect without a skip scan take them (Driver.names_classes; their values as its
+        claim-order index keeps them); None where the pick walks the classes itself
+        (PostgreSQL). A seek in the claim-order index each, in a read of their own before the
+        claim: a class first enqueued after it waits for the next claim."""
+        if not self.driver.names_classes:
+            return None
+        with self.driver.transaction(write=False) as c:
+            bounds = c.one("due_class_bounds")
+            if bounds is None or bounds["top_class"] is None:
+                return []  # nothing is scheduled
+            classes, end = [int(bounds["top_class"])], int(bounds["end_class"])
+            while classes[-1] != end:
+                row = c.one("due_class_after", after=classes[-1])
+                if row is None or row["class"] is None:
+                    break  # the end class went (a read without a snapshot)
+                classes.append(int(row["class"]))
+        return classes
+
     def _claim(
         self,
         plan: ClaimPlan,
@@ -167,10 +187,14 @@ class Claimer(Part):
                     },
                 )
             return claims_from_rows(rows, self._t, worker_id), at, True
+        classes = self.due_classes()
+        if classes == []:
+            return [], None, False  # nothing is scheduled: no claim transaction at all
         # a transaction of its own, in as few round trips as the dialect can
         # (Driver.rows_alone, which reads a callable `now` once its connection is held)
         rows = self.driver.rows_alone(
             claim_statement(queues),
+            **({} if classes is None else {"classes": classes}),
             now=now,
             limit=limit,
             **pick_filters(queues, tasks),

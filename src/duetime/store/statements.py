@@ -197,7 +197,8 @@ STATEMENTS: dict[str, str] = {
     "(the least due_at of those, null when none) per queue and tenant that has any backlog or "
     "running job",
     "dispatch_outbox": "takes up to `limit` scheduled jobs due at now and not past their "
-    "deadline, of unpaused queues whose dispatch is outbox, by priority desc, due_at, id, skipping "
+    "deadline, of unpaused queues whose dispatch is outbox, by priority desc, due_at, id, of the "
+    "priority classes of `classes` where the dialect takes them (as claim), skipping "
     "locked rows; moves each by `moves` with generation + 1 and attempts + 1, starts a running "
     "attempt held by `holder` (lease until now + lease_seconds), and writes one outbox event "
     "per job (job_id, attempt_id, queue, task, generation, version, claim_token, created_at "

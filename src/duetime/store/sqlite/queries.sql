@@ -839,12 +839,16 @@ ORDER BY queue, tenant;
 -- The claim of outbox-mode queues, for the relay, under the write lock: the picked ids go to a
 -- temporary table, the jobs move, their attempts start held by `holder` (until a worker
 -- accepts one) with a lease of lease_seconds, one outbox event per attempt is written in claim
--- order, and the events come back.
+-- order, and the events come back. The pick reads each outbox-mode queue's claim-order index,
+-- one range per priority class of `classes` (Claimer.due_classes) ending at now: it stops at
+-- the due rows, and sorts only those it merges across queues (SQLite took the status index
+-- and sorted every scheduled job without them).
 CREATE TEMP TABLE IF NOT EXISTS duetime_dispatch (id INTEGER PRIMARY KEY);
 DELETE FROM temp.duetime_dispatch;
 INSERT INTO temp.duetime_dispatch (id)
-SELECT id FROM duetime_jobs
-WHERE status = 'scheduled' AND due_at <= :now AND (deadline_at IS NULL OR deadline_at > :now)
+SELECT id FROM duetime_jobs INDEXED BY duetime_jobs_due
+WHERE status = 'scheduled' AND priority IN (SELECT value FROM json_each(:classes))
+  AND due_at <= :now AND (deadline_at IS NULL OR deadline_at > :now)
   AND queue IN (SELECT q.queue FROM duetime_queues q WHERE q.dispatch = 'outbox' AND NOT q.paused)
 ORDER BY priority DESC, due_at, id
 LIMIT :limit;

@@ -171,6 +171,31 @@ def test_claim_orders_by_priority_then_due_time_then_id(store: Store, clock: Man
     assert [c.job.id for c in rest] == [low_same_b.id]
 
 
+def test_a_claim_takes_the_due_jobs_of_every_priority_class_and_none_due_later(
+    store: Store, clock: ManualClock
+) -> None:
+    """Several priority classes (negative ones too), each with jobs due later than now around
+    its due ones, and a limit above the due jobs' count: the claim takes every due job, by
+    priority then due time, and none due later (SQLite's and MariaDB/MySQL's pick is given the
+    classes, Claimer.due_classes); a class first seen after a claim is taken by the next."""
+    start = clock.now()
+    due = []
+    for priority in (7, 0, -3, -1000, 1000):
+        enqueue(store, clock, priority=priority, at=start + timedelta(seconds=5))
+        due.append(enqueue(store, clock, priority=priority, at=start - timedelta(seconds=1)))
+        enqueue(store, clock, priority=priority, at=start + timedelta(days=1))
+    claims = store.claim(worker_id="w", queues=None, limit=100, now=clock.now())
+    expected = sorted(due, key=lambda j: (-j.priority, j.id))
+    assert [c.job.id for c in claims] == [j.id for j in expected]
+    late = enqueue(store, clock, priority=3, at=start)
+    named = store.claim(worker_id="w", queues=["default"], limit=100, now=clock.now())
+    assert [c.job.id for c in named] == [late.id]
+    assert store.claim(worker_id="w", queues=None, limit=100, now=clock.now()) == []
+    clock.advance(5)
+    later = store.claim(worker_id="w", queues=["default", "other"], limit=100, now=clock.now())
+    assert [c.job.priority for c in later] == [1000, 7, 0, -3, -1000]
+
+
 def test_claim_filters_by_queue(store: Store, clock: ManualClock) -> None:
     mail = enqueue(store, clock, queue="mail")
     enqueue(store, clock, queue="reports")

@@ -62,7 +62,10 @@ def test_a_queue_cap_holds_for_outbox_dispatch_across_processes(
 ) -> None:
     limits_app.set_queue(queue, dispatch="outbox", concurrency=CAP)
     task = limits_app.tasks["outbox.call"]
-    task.enqueue_many([{"seconds": 0.1}] * JOBS, queue=queue)
+    # the first dispatch's CAP jobs (claim order: by id) run long enough to overlap however
+    # far apart a loaded machine accepts and starts them (with 0.1 s each, a CI run on MariaDB
+    # saw at most 2 running at once: the cap held but looked unused)
+    task.enqueue_many([{"seconds": 1.0}] * CAP + [{"seconds": 0.1}] * (JOBS - CAP), queue=queue)
     for n in range(WORKERS):
         relay = ["--relay"] if n == 0 else []  # one of them also runs the relay
         procs.worker(

@@ -150,6 +150,10 @@ class Driver(ABC):
     clock_is_local: ClassVar[bool] = False
     # pipeline() lets the database run sent statements while the caller goes on (PostgreSQL)
     pipelines: ClassVar[bool] = False
+    # the claim statements take the priority classes of the scheduled jobs as `classes`
+    # (Claimer.due_classes): without a skip scan, their pick's range reads end at now only in
+    # a class they name (SQLite, MariaDB/MySQL; PostgreSQL's pick walks the classes itself)
+    names_classes: ClassVar[bool] = False
     # parameter types encode passes as they are (exact types): those every dialect takes, and
     # a dialect's own whose encode_time or encode_bool returns the value itself
     unchanged: ClassVar[frozenset[type]] = PLAIN

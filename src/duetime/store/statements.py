@@ -48,8 +48,10 @@ STATEMENTS: dict[str, str] = {
     # -- the worker's path
     "claim": "takes up to `limit` scheduled jobs due at now and not past their deadline, of "
     "`queues` (of any queue when all_queues) and of `tasks` (of any task when all_tasks), by "
-    "priority desc, due_at, id, skipping rows "
-    "another transaction locked, and not of `outbox_queues` (none when all_direct); moves "
+    "priority desc, due_at, id, of the priority classes of `classes` where the dialect takes "
+    "them (Driver.names_classes: every class due_class_bounds and due_class_after read), "
+    "skipping rows another transaction locked, and not of `outbox_queues` (none when "
+    "all_direct); moves "
     "each by `moves` with generation + 1, attempts + 1 and a fresh random positive claim_token, "
     "and starts a running attempt of that generation and claim_token for worker_id on the job's "
     "row (migration 22: attempt_id a new attempt id, from first_attempt_id on in job id order "
@@ -59,6 +61,11 @@ STATEMENTS: dict[str, str] = {
     "the claim left them (updated_at now) with its attempt's id and lease end as attempt_id "
     "and attempt_lease_expires_at (the rest of the attempt is the job's or the claim's) and "
     "the database's epoch as claim_epoch (PostgreSQL: its timeline; else 0), in the same order",
+    "due_class_bounds": "returns top_class, end_class: the first and the last priority class of "
+    "the scheduled jobs in claim order, as the dialect's claim-order index keeps them "
+    "(priority; MariaDB/MySQL: neg_priority), NULL when none is scheduled; a seek each",
+    "due_class_after": "returns class: the next priority class of the scheduled jobs after "
+    "`after` in claim order (as due_class_bounds gives them), NULL when none; one seek",
     "claim_queues": "as claim, for a worker of 1 to 4 distinct named queues (all_queues false; "
     "sql/shared.claim_statement): reads the due jobs of those queues only, through each queue's "
     "claim-order index (claim itself may walk every due job, filtered: the fastest plan for all "
@@ -190,7 +197,8 @@ STATEMENTS: dict[str, str] = {
     "(the least due_at of those, null when none) per queue and tenant that has any backlog or "
     "running job",
     "dispatch_outbox": "takes up to `limit` scheduled jobs due at now and not past their "
-    "deadline, of unpaused queues whose dispatch is outbox, by priority desc, due_at, id, skipping "
+    "deadline, of unpaused queues whose dispatch is outbox, by priority desc, due_at, id, of the "
+    "priority classes of `classes` where the dialect takes them (as claim), skipping "
     "locked rows; moves each by `moves` with generation + 1 and attempts + 1, starts a running "
     "attempt held by `holder` (lease until now + lease_seconds), and writes one outbox event "
     "per job (job_id, attempt_id, queue, task, generation, version, claim_token, created_at "

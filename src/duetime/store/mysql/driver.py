@@ -89,6 +89,7 @@ SESSION_VARIABLES = frozenset(
 
 class MySQLDriver(Driver):
     dialect = "mysql"
+    names_classes = True
     package = "duetime.store.mysql"
 
     def __init__(self, url: str, *, max_size: int = 10, pool_timeout: float = 30.0) -> None:

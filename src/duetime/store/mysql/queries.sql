@@ -156,11 +156,16 @@ WHERE schedule_id = %(schedule_id)s AND nominal_at = %(nominal_at)s;
 -- to the relay (dispatch_outbox); all_direct when there is none. Jobs of a paused queue are
 -- taken out of the pick as the queue's row says now (not the store's copy of the control rows:
 -- a pause made elsewhere holds at once); their rows stay as they were, free at the commit.
+-- Only the priority classes of `classes` (Claimer.due_classes: every class of the scheduled
+-- jobs, as neg_priority): named, each class's range of the index ends at now, so a claim that
+-- finds fewer due jobs than its limit stops at the due ones (no skip scan in MariaDB: without
+-- them the range runs on through every job due later).
 CREATE TEMPORARY TABLE IF NOT EXISTS duetime_claim (id BIGINT NOT NULL PRIMARY KEY);
 DELETE FROM duetime_claim;
 INSERT INTO duetime_claim (id)
 (SELECT id FROM duetime_jobs FORCE INDEX (duetime_jobs_due_any)
- WHERE %(all_queues)s AND status = 'scheduled' AND due_at <= %(now)s
+ WHERE %(all_queues)s AND status = 'scheduled' AND neg_priority IN %(classes)s
+   AND due_at <= %(now)s
    AND (deadline_at IS NULL OR deadline_at > %(now)s)
    AND (%(all_tasks)s OR task IN %(tasks)s)
    AND (%(all_direct)s OR queue NOT IN %(outbox_queues)s)
@@ -170,7 +175,7 @@ INSERT INTO duetime_claim (id)
 UNION ALL
 (SELECT id FROM duetime_jobs FORCE INDEX (duetime_jobs_due)
  WHERE NOT %(all_queues)s AND queue IN %(queues)s AND status = 'scheduled'
-   AND due_at <= %(now)s AND (deadline_at IS NULL OR deadline_at > %(now)s)
+   AND neg_priority IN %(classes)s AND due_at <= %(now)s AND (deadline_at IS NULL OR deadline_at > %(now)s)
    AND (%(all_tasks)s OR task IN %(tasks)s)
    AND (%(all_direct)s OR queue NOT IN %(outbox_queues)s)
  ORDER BY neg_priority, due_at, id
@@ -202,6 +207,17 @@ FROM duetime_jobs j
 WHERE j.id IN (SELECT id FROM duetime_claim) AND j.status = 'running'
   AND j.attempt_id IS NOT NULL
 ORDER BY j.priority DESC, j.due_at, j.id;
+
+-- name: due_class_bounds
+-- The first and the last priority class of the scheduled jobs in claim order (neg_priority;
+-- NULL: none), each read from the claim-order index's end ("Select tables optimized away").
+SELECT MIN(neg_priority) AS top_class, MAX(neg_priority) AS end_class
+FROM duetime_jobs WHERE status = 'scheduled';
+
+-- name: due_class_after
+-- The next priority class of the scheduled jobs after `after` in claim order, one seek.
+SELECT MIN(neg_priority) AS class FROM duetime_jobs
+WHERE status = 'scheduled' AND neg_priority > %(after)s;
 
 -- name: claim_queues
 -- The claim above reads each named queue through its own index already.

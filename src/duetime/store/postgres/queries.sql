@@ -212,6 +212,16 @@ SELECT j.*, j.lease_expires_at AS attempt_lease_expires_at,
 FROM claimed AS j
 ORDER BY j.priority DESC, j.due_at, j.id;
 
+-- name: due_class_bounds
+-- (Unused here: the claims walk the classes themselves; Driver.names_classes.)
+SELECT
+    (SELECT MAX(priority) FROM duetime_jobs WHERE status = 'scheduled') AS top_class,
+    (SELECT MIN(priority) FROM duetime_jobs WHERE status = 'scheduled') AS end_class;
+
+-- name: due_class_after
+SELECT MAX(priority) AS class FROM duetime_jobs
+WHERE status = 'scheduled' AND priority < %(after)s;
+
 -- name: claim_queues
 -- The claim of a worker of 1 to 4 named queues (store/sql/shared.py claim_statement), as claim
 -- otherwise. Each named queue walks its own claim-order index (duetime_jobs_due) class by

@@ -40,7 +40,7 @@ from duetime.core.flow.share import PriorityShare, Ranked
 from duetime.core.models import Claim
 from duetime.core.states import Event
 from duetime.store.base import Claimed, ClaimPlan
-from duetime.store.driver import Connection, Driver, Row
+from duetime.store.driver import Connection, Driver, Row, at_connection
 from duetime.store.rows import claims_from_rows, moves_json
 from duetime.store.sql.attempt_ids import AttemptIds, Reserved
 from duetime.store.sql.flow import Flow
@@ -92,6 +92,25 @@ class Claimer(Part):
         ids.used({"attempt_id": c.attempt.id} for c in claimed.claims)
         self.attempt_ids.give_back(ids)  # not on an error: its ids may be written
         return claimed
+
+    def due_classes(self, c: Connection) -> list[int] | None:
+        """The priority classes of the scheduled jobs in claim order, as the claim statements
+        of a dialect without a skip scan take them (Driver.names_classes; their values as its
+        claim-order index keeps them); None where the pick walks the classes itself
+        (PostgreSQL). A seek in the claim-order index each, in the caller's transaction before
+        its pick (one round trip more on MariaDB/MySQL for one class)."""
+        if not self.driver.names_classes:
+            return None
+        bounds = c.one("due_class_bounds")
+        if bounds is None or bounds["top_class"] is None:
+            return []  # nothing is scheduled
+        classes, end = [int(bounds["top_class"])], int(bounds["end_class"])
+        while classes[-1] != end:
+            row = c.one("due_class_after", after=classes[-1])
+            if row is None or row["class"] is None:
+                break  # the end class went meanwhile (READ COMMITTED)
+            classes.append(int(row["class"]))
+        return classes
 
     def _claim(
         self,
@@ -145,7 +164,8 @@ class Claimer(Part):
         tasks: Sequence[str] | None,
     ) -> tuple[list[Claim], datetime | None, bool]:
         """The claim without flow control: the limited path while limits exist, else the claim
-        statement alone. Its claims, when a limit allows a start again, and whether the
+        statement alone (after the read of the priority classes where the dialect needs them).
+        Its claims, when a limit allows a start again, and whether the
         limited path ran."""
         outbox = self.flow.outbox_queues()
         if self.limits.limit_names():  # limits exist: the limited path (store/sql/limits.py)
@@ -167,19 +187,28 @@ class Claimer(Part):
                     },
                 )
             return claims_from_rows(rows, self._t, worker_id), at, True
-        # a transaction of its own, in as few round trips as the dialect can
-        # (Driver.rows_alone, which reads a callable `now` once its connection is held)
-        rows = self.driver.rows_alone(
-            claim_statement(queues),
-            now=now,
-            limit=limit,
+        params = {
+            "now": now,
+            "limit": limit,
             **pick_filters(queues, tasks),
-            moves=moves_json(Event.CLAIM),
-            worker_id=worker_id,
-            all_direct=not outbox,
-            outbox_queues=outbox,
+            "moves": moves_json(Event.CLAIM),
+            "worker_id": worker_id,
+            "all_direct": not outbox,
+            "outbox_queues": outbox,
             **ids.params,
-        )
+        }
+        if not self.driver.names_classes:
+            # a transaction of its own, in as few round trips as the dialect can
+            # (Driver.rows_alone, which reads a callable `now` once its connection is held)
+            rows = self.driver.rows_alone(claim_statement(queues), **params)
+        else:
+            with self.driver.transaction() as c:
+                classes = self.due_classes(c)
+                rows = (
+                    c.rows(claim_statement(queues), classes=classes, **at_connection(params))
+                    if classes
+                    else []  # nothing is scheduled
+                )
         return claims_from_rows(rows, self._t, worker_id), None, False
 
     def _claim_controlled(

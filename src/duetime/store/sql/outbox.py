@@ -139,10 +139,14 @@ class Outbox(Part):
         self, ids: Reserved, now: Instant, limit: int, lease_seconds: float
     ) -> list[OutboxEvent]:
         """The relay's dispatch when no control but pauses concerns it: one statement
-        (dispatch_outbox)."""
+        (dispatch_outbox), given the priority classes where the dialect takes them."""
         with self.driver.transaction() as c:
+            classes = self.claimer.due_classes(c)
+            if classes == []:
+                return []  # nothing is scheduled
             rows = c.rows(
                 "dispatch_outbox",
+                **({} if classes is None else {"classes": classes}),
                 now=read_instant(now),  # once the connection is held
                 limit=limit,
                 moves=moves_json(Event.CLAIM),

@@ -33,6 +33,7 @@ def to_micros(value: datetime) -> int:
 
 class SQLiteDriver(Driver):
     dialect = "sqlite"
+    names_classes = True
     package = "duetime.store.sqlite"
     clock_is_local = True  # SQLite's 'now' is this machine's clock, read by this process
 

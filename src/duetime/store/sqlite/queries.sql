@@ -146,13 +146,17 @@ SELECT id FROM duetime_jobs WHERE schedule_id = :schedule_id AND nominal_at = :n
 -- (any task when all_tasks): a worker claims only what it has handlers for. Jobs of
 -- outbox_queues are left to the relay (dispatch_outbox); all_direct when there is none. Jobs of
 -- a paused queue are left out as its row says now (not as the store's copy of the control
--- rows says: a pause made elsewhere holds at once).
+-- rows says: a pause made elsewhere holds at once). Only the priority classes of `classes`
+-- (Claimer.due_classes: every class of the scheduled jobs): named, each class's range of the
+-- index ends at now, so a claim that finds fewer due jobs than its limit stops at the due ones
+-- (SQLite has no skip scan; without them the scan walks on through every job due later).
 CREATE TEMP TABLE IF NOT EXISTS duetime_claim (id INTEGER PRIMARY KEY);
 DELETE FROM temp.duetime_claim;
 INSERT INTO temp.duetime_claim (id)
 SELECT id FROM (
     SELECT id FROM duetime_jobs INDEXED BY duetime_jobs_due_any
-    WHERE :all_queues AND status = 'scheduled' AND due_at <= :now
+    WHERE :all_queues AND status = 'scheduled'
+      AND priority IN (SELECT value FROM json_each(:classes)) AND due_at <= :now
       AND (deadline_at IS NULL OR deadline_at > :now)
       AND (:all_tasks OR task IN (SELECT value FROM json_each(:tasks)))
       AND (:all_direct OR queue NOT IN (SELECT value FROM json_each(:outbox_queues)))
@@ -163,7 +167,8 @@ UNION ALL
 SELECT id FROM (
     SELECT id FROM duetime_jobs INDEXED BY duetime_jobs_due
     WHERE NOT :all_queues AND json_array_length(:queues) = 1
-      AND queue = json_extract(:queues, '$[0]') AND status = 'scheduled' AND due_at <= :now
+      AND queue = json_extract(:queues, '$[0]') AND status = 'scheduled'
+      AND priority IN (SELECT value FROM json_each(:classes)) AND due_at <= :now
       AND (deadline_at IS NULL OR deadline_at > :now)
       AND (:all_tasks OR task IN (SELECT value FROM json_each(:tasks)))
       AND (:all_direct OR queue NOT IN (SELECT value FROM json_each(:outbox_queues)))
@@ -175,6 +180,7 @@ SELECT id FROM (
     SELECT id FROM duetime_jobs INDEXED BY duetime_jobs_due
     WHERE NOT :all_queues AND json_array_length(:queues) > 1
       AND queue IN (SELECT value FROM json_each(:queues)) AND status = 'scheduled'
+      AND priority IN (SELECT value FROM json_each(:classes))
       AND due_at <= :now AND (deadline_at IS NULL OR deadline_at > :now)
       AND (:all_tasks OR task IN (SELECT value FROM json_each(:tasks)))
       AND (:all_direct OR queue NOT IN (SELECT value FROM json_each(:outbox_queues)))
@@ -203,6 +209,20 @@ FROM duetime_jobs j
 WHERE j.id IN (SELECT id FROM temp.duetime_claim) AND j.status = 'running'
   AND j.updated_at = :now AND j.attempt_id IS NOT NULL
 ORDER BY j.priority DESC, j.due_at, j.id;
+
+-- name: due_class_bounds
+-- The highest and the lowest priority class of the scheduled jobs (NULL: none), a seek each in
+-- the claim-order index (a MIN and a MAX in one SELECT would scan it).
+SELECT
+    (SELECT MAX(priority) FROM duetime_jobs INDEXED BY duetime_jobs_due_any
+     WHERE status = 'scheduled') AS top_class,
+    (SELECT MIN(priority) FROM duetime_jobs INDEXED BY duetime_jobs_due_any
+     WHERE status = 'scheduled') AS end_class;
+
+-- name: due_class_after
+-- The next priority class of the scheduled jobs after `after` in claim order (lower), one seek.
+SELECT MAX(priority) AS class FROM duetime_jobs INDEXED BY duetime_jobs_due_any
+WHERE status = 'scheduled' AND priority < :after;
 
 -- name: claim_queues
 -- The claim above reads each named queue through its own index already.
@@ -819,12 +839,16 @@ ORDER BY queue, tenant;
 -- The claim of outbox-mode queues, for the relay, under the write lock: the picked ids go to a
 -- temporary table, the jobs move, their attempts start held by `holder` (until a worker
 -- accepts one) with a lease of lease_seconds, one outbox event per attempt is written in claim
--- order, and the events come back.
+-- order, and the events come back. The pick reads each outbox-mode queue's claim-order index,
+-- one range per priority class of `classes` (Claimer.due_classes) ending at now: it stops at
+-- the due rows, and sorts only those it merges across queues (SQLite took the status index
+-- and sorted every scheduled job without them).
 CREATE TEMP TABLE IF NOT EXISTS duetime_dispatch (id INTEGER PRIMARY KEY);
 DELETE FROM temp.duetime_dispatch;
 INSERT INTO temp.duetime_dispatch (id)
-SELECT id FROM duetime_jobs
-WHERE status = 'scheduled' AND due_at <= :now AND (deadline_at IS NULL OR deadline_at > :now)
+SELECT id FROM duetime_jobs INDEXED BY duetime_jobs_due
+WHERE status = 'scheduled' AND priority IN (SELECT value FROM json_each(:classes))
+  AND due_at <= :now AND (deadline_at IS NULL OR deadline_at > :now)
   AND queue IN (SELECT q.queue FROM duetime_queues q WHERE q.dispatch = 'outbox' AND NOT q.paused)
 ORDER BY priority DESC, due_at, id
 LIMIT :limit;

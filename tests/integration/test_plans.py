@@ -304,9 +304,11 @@ def test_a_claim_with_fewer_due_jobs_than_its_limit_stops_at_the_due_ones(
         read = mysql_rows_read(backlog, name, params)
         assert read <= 100, read  # the walk on through the backlog: 100,050
     else:
-        pages, removed, got = postgres_pick_reads(
-            kit_named("postgres"), filled[0], backlog, name, params
+        pick = claim_pick(
+            postgres_analyzed(kit_named("postgres"), filled[0], backlog, name, params)
         )
+        pages, removed = scan_reads(pick)
+        got = pick.get("Actual Rows")
         assert got == 50  # the claim took the due jobs (and only them)
         # the backlog's entries fill some 400 pages of either index (the one walk on through
         # them read 500 pages); the due rows' walks and the seeks of the classes, some 10 to 20
@@ -426,11 +428,13 @@ class RolledBack(Exception):
     """Raised in a test's transaction to roll it back."""
 
 
-def postgres_read_pages(
+def postgres_analyzed(
     kit: DialectKit, url: str, store: Store, name: str, params: dict[str, Any]
-) -> tuple[int, int]:
-    """PostgreSQL: the pages a named read's first statement on the jobs read and the rows its
-    scans threw away (EXPLAIN ANALYZE, BUFFERS, after what runs before it; rolled back)."""
+) -> str:
+    """PostgreSQL: EXPLAIN (ANALYZE, BUFFERS) of a named statement's first statement on the
+    jobs, after what runs before it (SET LOCAL); the transaction is rolled back."""
+    # the index entries of the rows earlier tests claimed and reset() deleted are gone (each
+    # would cost a visit of its dead row's heap page, whatever the walk)
     _run(kit, url, "VACUUM (INDEX_CLEANUP ON) duetime_jobs", None)
     driver = store.driver  # type: ignore[attr-defined]
     statements = list(driver.statements(name))
@@ -442,33 +446,7 @@ def postgres_read_pages(
             c.native, "EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) " + read, driver.encode(params)
         )
         raise RolledBack
-    return scan_reads(rows[0]["QUERY PLAN"][0]["Plan"])
-
-
-def postgres_pick_reads(
-    kit: DialectKit, url: str, store: Store, name: str, params: dict[str, Any]
-) -> tuple[int, int, int]:
-    """PostgreSQL: the pages the claim's pick read, the rows its scans threw away and the rows
-    it picked (EXPLAIN ANALYZE, BUFFERS; the transaction is rolled back)."""
-    # the index entries of the rows earlier tests claimed and reset() deleted are gone (each
-    # would cost a visit of its dead row's heap page, whatever the walk)
-    _run(kit, url, "VACUUM (INDEX_CLEANUP ON) duetime_jobs", None)
-    driver = store.driver  # type: ignore[attr-defined]
-    statements = [s for s in driver.statements(name) if "duetime_jobs" in s]
-    with pytest.raises(RolledBack), driver.transaction() as c:
-        for setting in driver.statements(name):
-            if setting == statements[0]:
-                break
-            driver.execute(c.native, setting, {})
-        rows, _ = driver.execute(
-            c.native,
-            "EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) " + statements[0],
-            driver.encode(params),
-        )
-        raise RolledBack
-    pick = claim_pick(json.dumps(rows[0]["QUERY PLAN"]))
-    pages, removed = scan_reads(pick)
-    return pages, removed, int(pick.get("Actual Rows", -1))
+    return json.dumps(rows[0]["QUERY PLAN"])
 
 
 FLOOD_FIRST = DUE_FIRST + 50  # a flood due in another queue (reset() deletes it too)
@@ -613,9 +591,8 @@ def test_a_controlled_pick_with_fewer_due_jobs_than_its_limit_stops_at_the_due_o
                 "(docs/performance.md, SQLite and MariaDB/MySQL are given the classes)",
             )
         )
-        pages, removed = postgres_read_pages(
-            kit_named("postgres"), filled[0], backlog, name, params
-        )
+        plan = postgres_analyzed(kit_named("postgres"), filled[0], backlog, name, params)
+        pages, removed = scan_reads(json.loads(plan)[0]["Plan"])
         assert pages < 60 and removed == 0, (pages, removed)
 
 

@@ -141,12 +141,12 @@ class Outbox(Part):
         """The relay's dispatch when no control but pauses concerns it: one statement
         (dispatch_outbox), given the priority classes where the dialect takes them."""
         with self.driver.transaction() as c:
-            classes = self.claimer.classes_param(c)
-            if classes == {"classes": []}:
+            classes = self.claimer.due_classes(c)
+            if classes == []:
                 return []  # nothing is scheduled
             rows = c.rows(
                 "dispatch_outbox",
-                **classes,
+                **({} if classes is None else {"classes": classes}),
                 now=read_instant(now),  # once the connection is held
                 limit=limit,
                 moves=moves_json(Event.CLAIM),

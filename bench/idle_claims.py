@@ -2,8 +2,9 @@
 (docs/performance.md, "SQLite and MariaDB/MySQL are given the classes").
 
 Into a fresh database it enqueues N jobs due in a year and 50 due now, claims the 50, then
-times 7 claims with limit 100 that find nothing (every queue; the named queue), and, with the
-queue switched to outbox mode, 7 dispatches with limit 500 that find nothing. It prints the
+times 7 claims with limit 100 that find nothing (every queue; the named queue; every queue
+with a cap on the queue, the controlled claim), and, with the queue switched to outbox mode,
+7 dispatches with limit 500 that find nothing. It prints the
 median and the range of each, in milliseconds:
 
     .venv/bin/python bench/idle_claims.py sqlite:////tmp/idle.db 100000
@@ -68,7 +69,10 @@ def main() -> None:
     }
     for name, call in rows.items():
         sys.stdout.write(f"{name:24s} {timed(call)}\n")
-    store.set_queue("default", now, dispatch=Dispatch.OUTBOX)
+    store.set_queue("default", now, concurrency=1000)  # a cap: the controlled claim
+    capped = timed(lambda: store.claim(worker_id="w", queues=None, limit=100, now=now))
+    sys.stdout.write(f"{'claim, a capped queue':24s} {capped}\n")
+    store.set_queue("default", now, concurrency=None, dispatch=Dispatch.OUTBOX)
     dispatch = timed(lambda: store.dispatch_outbox(now, 500, 300.0))
     sys.stdout.write(f"{'dispatch, outbox queue':24s} {dispatch}\n")
     store.close()

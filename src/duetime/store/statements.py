@@ -169,7 +169,8 @@ STATEMENTS: dict[str, str] = {
     "and not past their deadline, of `queues` (any when all_queues) and `tasks` (any when "
     "all_tasks), not of skip_queues (unless open_queues), skip_tenants (unless open_tenants), "
     "skip_ids (unless no_skip_ids), whose limits text contains none of the strings of "
-    "`blocked` nor, when attempts > 0, of `retry_blocked` (JSON arrays), by priority desc, "
+    "`blocked` nor, when attempts > 0, of `retry_blocked` (JSON arrays), of the priority "
+    "classes of `classes` where the dialect takes them (as claim), by priority desc, "
     "due_at, id; locks nothing",
     "lower_candidates": "returns id, priority, queue, tenant, limits, attempts of up to "
     "`limit` jobs as claim_candidates (no skip_ids, no limits filters) of priority below "

@@ -683,8 +683,11 @@ GROUP BY j.queue, j.tenant;
 -- runs (every queue, or the queues named), each on its claim-order index. With limits, as
 -- claim_pick_limited: not the jobs carrying a blocked key, nor the retries carrying a
 -- retry_blocked one.
+-- Only the priority classes of `classes` (Claimer.due_classes), as in claim: each class's
+-- range of the index ends at now.
 (SELECT id, queue, tenant, limits, attempts FROM duetime_jobs FORCE INDEX (duetime_jobs_due_any)
  WHERE %(all_queues)s AND status = 'scheduled' AND due_at <= %(now)s
+   AND neg_priority IN %(classes)s
    AND (deadline_at IS NULL OR deadline_at > %(now)s)
    AND (%(all_tasks)s OR task IN %(tasks)s)
    AND (%(open_queues)s OR queue NOT IN %(skip_queues)s)
@@ -703,6 +706,7 @@ GROUP BY j.queue, j.tenant;
 UNION ALL
 (SELECT id, queue, tenant, limits, attempts FROM duetime_jobs FORCE INDEX (duetime_jobs_due)
  WHERE NOT %(all_queues)s AND queue IN %(queues)s AND status = 'scheduled'
+   AND neg_priority IN %(classes)s
    AND due_at <= %(now)s AND (deadline_at IS NULL OR deadline_at > %(now)s)
    AND (%(all_tasks)s OR task IN %(tasks)s)
    AND (%(open_queues)s OR queue NOT IN %(skip_queues)s)
@@ -725,6 +729,7 @@ UNION ALL
 -- Locked, skipping rows other claims hold: two workers' reservations do not pick the same jobs.
 (SELECT id, priority, queue, tenant, limits, attempts FROM duetime_jobs FORCE INDEX (duetime_jobs_due_any)
  WHERE %(all_queues)s AND status = 'scheduled' AND due_at <= %(now)s
+   AND neg_priority IN %(classes)s
    AND (deadline_at IS NULL OR deadline_at > %(now)s)
    AND (%(all_tasks)s OR task IN %(tasks)s)
    AND (%(open_queues)s OR queue NOT IN %(skip_queues)s)
@@ -735,6 +740,7 @@ UNION ALL
 UNION ALL
 (SELECT id, priority, queue, tenant, limits, attempts FROM duetime_jobs FORCE INDEX (duetime_jobs_due)
  WHERE NOT %(all_queues)s AND queue IN %(queues)s AND status = 'scheduled'
+   AND neg_priority IN %(classes)s
    AND due_at <= %(now)s AND (deadline_at IS NULL OR deadline_at > %(now)s)
    AND (%(all_tasks)s OR task IN %(tasks)s)
    AND (%(open_queues)s OR queue NOT IN %(skip_queues)s)

@@ -112,6 +112,12 @@ class Claimer(Part):
             classes.append(int(row["class"]))
         return classes
 
+    def classes_param(self, c: Connection) -> dict[str, list[int]]:
+        """due_classes as the parameters of a statement that takes them: {"classes": [...]}
+        where the dialect's do, else none."""
+        classes = self.due_classes(c)
+        return {} if classes is None else {"classes": classes}
+
     def _claim(
         self,
         plan: ClaimPlan,
@@ -294,6 +300,7 @@ class Claimer(Part):
         budget = self.limits.budget(c, now) if self.limits.exists(c) else None
         # the pauses as the rows say now, not the copy: a pause made elsewhere holds at once
         skip_queues = set(leave_out) | self.flow.paused_now(c)
+        classes = self.classes_param(c)  # the candidates' reads stop at each class's due rows
         chosen: list[int] = []
         held: list[int] = []  # read, but held back by a limit: not read again
         # the lower priority classes' reserved slots (PriorityShare): their oldest due jobs
@@ -302,6 +309,7 @@ class Claimer(Part):
         lower = (
             self._lower_classes(
                 c,
+                classes,
                 priorities,
                 per_class,
                 limit,
@@ -327,6 +335,7 @@ class Claimer(Part):
             scan = want * WEIGHTED_SCAN if controls.weighted else want
             rows = c.rows(
                 "claim_candidates",
+                **classes,
                 now=now,
                 limit=scan,
                 **pick_filters(queues, tasks),
@@ -443,6 +452,7 @@ class Claimer(Part):
     def _lower_classes(
         self,
         c: Connection,
+        classes: dict[str, list[int]],
         priorities: PriorityShare,
         per_class: int,
         limit: int,
@@ -460,6 +470,7 @@ class Claimer(Part):
         def read(below: int, n: int) -> list[Ranked]:
             rows = c.rows(
                 "lower_candidates",
+                **classes,
                 now=now,
                 limit=n,
                 below=below,

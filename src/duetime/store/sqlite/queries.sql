@@ -658,9 +658,12 @@ GROUP BY j.queue, j.tenant;
 -- runs (every queue, one queue, or several), each on its claim-order index, as in claim.
 -- With limits, as claim_pick_limited: not the jobs carrying a blocked key, nor the retries
 -- carrying a retry_blocked one.
+-- Only the priority classes of `classes` (Claimer.due_classes), as in claim: each class's
+-- range of the index ends at now.
 SELECT id, queue, tenant, limits, attempts FROM (
     SELECT id, queue, tenant, limits, attempts FROM duetime_jobs INDEXED BY duetime_jobs_due_any
     WHERE :all_queues AND status = 'scheduled' AND due_at <= :now
+      AND priority IN (SELECT value FROM json_each(:classes))
       AND (deadline_at IS NULL OR deadline_at > :now)
       AND (:all_tasks OR task IN (SELECT value FROM json_each(:tasks)))
       AND (:open_queues OR queue NOT IN (SELECT value FROM json_each(:skip_queues)))
@@ -677,6 +680,7 @@ SELECT id, queue, tenant, limits, attempts FROM (
     SELECT id, queue, tenant, limits, attempts FROM duetime_jobs INDEXED BY duetime_jobs_due
     WHERE NOT :all_queues AND json_array_length(:queues) = 1
       AND queue = json_extract(:queues, '$[0]') AND status = 'scheduled' AND due_at <= :now
+      AND priority IN (SELECT value FROM json_each(:classes))
       AND (deadline_at IS NULL OR deadline_at > :now)
       AND (:all_tasks OR task IN (SELECT value FROM json_each(:tasks)))
       AND (:open_queues OR queue NOT IN (SELECT value FROM json_each(:skip_queues)))
@@ -694,6 +698,7 @@ SELECT id, queue, tenant, limits, attempts FROM (
     WHERE NOT :all_queues AND json_array_length(:queues) > 1
       AND queue IN (SELECT value FROM json_each(:queues))
       AND status = 'scheduled' AND due_at <= :now
+      AND priority IN (SELECT value FROM json_each(:classes))
       AND (deadline_at IS NULL OR deadline_at > :now)
       AND (:all_tasks OR task IN (SELECT value FROM json_each(:tasks)))
       AND (:open_queues OR queue NOT IN (SELECT value FROM json_each(:skip_queues)))
@@ -713,6 +718,7 @@ SELECT id, queue, tenant, limits, attempts FROM (
 SELECT id, priority, queue, tenant, limits, attempts FROM (
     SELECT id, priority, queue, tenant, limits, attempts FROM duetime_jobs INDEXED BY duetime_jobs_due_any
     WHERE :all_queues AND status = 'scheduled' AND due_at <= :now
+      AND priority IN (SELECT value FROM json_each(:classes))
       AND (deadline_at IS NULL OR deadline_at > :now)
       AND (:all_tasks OR task IN (SELECT value FROM json_each(:tasks)))
       AND (:open_queues OR queue NOT IN (SELECT value FROM json_each(:skip_queues)))
@@ -725,6 +731,7 @@ SELECT id, priority, queue, tenant, limits, attempts FROM (
     SELECT id, priority, queue, tenant, limits, attempts FROM duetime_jobs INDEXED BY duetime_jobs_due
     WHERE NOT :all_queues AND json_array_length(:queues) = 1
       AND queue = json_extract(:queues, '$[0]') AND status = 'scheduled' AND due_at <= :now
+      AND priority IN (SELECT value FROM json_each(:classes))
       AND (deadline_at IS NULL OR deadline_at > :now)
       AND (:all_tasks OR task IN (SELECT value FROM json_each(:tasks)))
       AND (:open_queues OR queue NOT IN (SELECT value FROM json_each(:skip_queues)))
@@ -738,6 +745,7 @@ SELECT id, priority, queue, tenant, limits, attempts FROM (
     WHERE NOT :all_queues AND json_array_length(:queues) > 1
       AND queue IN (SELECT value FROM json_each(:queues))
       AND status = 'scheduled' AND due_at <= :now
+      AND priority IN (SELECT value FROM json_each(:classes))
       AND (deadline_at IS NULL OR deadline_at > :now)
       AND (:all_tasks OR task IN (SELECT value FROM json_each(:tasks)))
       AND (:open_queues OR queue NOT IN (SELECT value FROM json_each(:skip_queues)))

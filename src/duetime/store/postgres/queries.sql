@@ -1266,28 +1266,45 @@ CROSS JOIN LATERAL (
 GROUP BY w.limits;
 
 -- name: claim_pick_limited
--- The claim's pick when limits are set: the claim order (sorting off, as in the claim), without the
--- jobs carrying a blocked key, without the retries (attempts > 0) carrying a key of
--- retry_blocked (both JSON arrays of '"key"' strings, looked for in the limits text), and
--- without those already looked at (skip, a JSON array of ids); rows locked, others' skipped.
+-- The claim's pick when limits are set: the claim order (sorting off, walked class by class as
+-- the claim's pick is), without the jobs carrying a blocked key, without the retries
+-- (attempts > 0) carrying a key of retry_blocked (both JSON arrays of '"key"' strings, looked
+-- for in the limits text), and without those already looked at (skip, a JSON array of ids);
+-- rows locked, others' skipped.
 SET LOCAL enable_sort = off;
-SELECT id, limits, attempts FROM duetime_jobs
-WHERE status = 'scheduled'
-  AND due_at <= %(now)s
-  AND (deadline_at IS NULL OR deadline_at > %(now)s)
-  AND (%(all_queues)s::boolean OR queue = ANY (%(queues)s::text[]))
-  AND (%(all_tasks)s::boolean OR task = ANY (%(tasks)s::text[]))
-  AND NOT (queue = ANY (%(outbox_queues)s::text[]))
-  AND NOT (id = ANY (ARRAY(SELECT s::bigint FROM jsonb_array_elements_text(%(skip)s::jsonb) AS s)))
-  AND (limits IS NULL
-       OR NOT EXISTS (SELECT 1 FROM jsonb_array_elements_text(%(blocked)s::jsonb) AS b(k)
-                      WHERE strpos(limits, b.k) > 0))
-  AND (limits IS NULL OR attempts = 0
-       OR NOT EXISTS (SELECT 1 FROM jsonb_array_elements_text(%(retry_blocked)s::jsonb) AS r(k)
-                      WHERE strpos(limits, r.k) > 0))
-ORDER BY priority DESC, due_at, id
-LIMIT %(limit)s
-FOR UPDATE SKIP LOCKED;
+WITH RECURSIVE classes AS (
+    (SELECT priority FROM duetime_jobs WHERE status = 'scheduled'
+     ORDER BY priority DESC
+     LIMIT 1)
+    UNION ALL
+    SELECT (SELECT j.priority FROM duetime_jobs j
+            WHERE j.status = 'scheduled' AND j.priority < c.priority
+            ORDER BY j.priority DESC
+            LIMIT 1)
+    FROM classes c
+    WHERE c.priority IS NOT NULL
+)
+SELECT p.id, p.limits, p.attempts FROM classes c
+CROSS JOIN LATERAL (
+    SELECT j.id, j.limits, j.attempts FROM duetime_jobs j
+    WHERE j.status = 'scheduled' AND j.priority = c.priority
+      AND j.due_at <= %(now)s
+      AND (j.deadline_at IS NULL OR j.deadline_at > %(now)s)
+      AND (%(all_queues)s::boolean OR j.queue = ANY (%(queues)s::text[]))
+      AND (%(all_tasks)s::boolean OR j.task = ANY (%(tasks)s::text[]))
+      AND NOT (j.queue = ANY (%(outbox_queues)s::text[]))
+      AND NOT (j.id = ANY (ARRAY(SELECT s::bigint
+                                 FROM jsonb_array_elements_text(%(skip)s::jsonb) AS s)))
+      AND (j.limits IS NULL
+           OR NOT EXISTS (SELECT 1 FROM jsonb_array_elements_text(%(blocked)s::jsonb) AS b(k)
+                          WHERE strpos(j.limits, b.k) > 0))
+      AND (j.limits IS NULL OR j.attempts = 0
+           OR NOT EXISTS (SELECT 1 FROM jsonb_array_elements_text(%(retry_blocked)s::jsonb) AS r(k)
+                          WHERE strpos(j.limits, r.k) > 0))
+    ORDER BY j.due_at, j.id
+    LIMIT %(limit)s
+    FOR UPDATE SKIP LOCKED) p
+LIMIT %(limit)s;
 
 -- name: save_limit_state
 UPDATE duetime_limits

@@ -257,7 +257,8 @@ STATEMENTS: dict[str, str] = {
     "now and not past their deadline, of `queues` (any when all_queues), of `tasks` (any when "
     "all_tasks), not of outbox_queues (none when all_direct), not in `skip` (JSON array of "
     "ids), whose limits text contains none of the strings of `blocked` (JSON array) nor, when "
-    "attempts > 0, of `retry_blocked` (JSON array), by priority desc, due_at, id; their rows "
+    "attempts > 0, of `retry_blocked` (JSON array), of the priority classes of `classes` "
+    "where the dialect takes them (as claim), by priority desc, due_at, id; their rows "
     "locked, skipping rows another transaction locked",
     "save_limit_state": "sets the state columns of limit `name`: tokens, refilled_at, "
     "window_at, cur_/prev_ starts, retries, failures, successes, breaker, breaker_until",

@@ -1054,8 +1054,9 @@ GROUP BY limits;
 -- jobs carrying a blocked key, without the retries (attempts > 0) carrying a key of
 -- retry_blocked (both JSON arrays of '"key"' strings, looked for in the limits text), and
 -- without those already looked at (skip, a JSON array of ids); rows locked, others' skipped.
+-- Only the priority classes of `classes`, as in claim: each class's range ends at now.
 SELECT id, limits, attempts FROM duetime_jobs FORCE INDEX (duetime_jobs_due_any)
-WHERE status = 'scheduled' AND due_at <= %(now)s
+WHERE status = 'scheduled' AND neg_priority IN %(classes)s AND due_at <= %(now)s
   AND (deadline_at IS NULL OR deadline_at > %(now)s)
   AND (%(all_queues)s OR queue IN %(queues)s)
   AND (%(all_tasks)s OR task IN %(tasks)s)

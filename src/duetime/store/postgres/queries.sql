@@ -863,44 +863,77 @@ GROUP BY j.queue, j.tenant;
 
 -- name: claim_candidates
 -- A controlled claim's pick, read only (claim_chosen then takes the chosen ids); sorting off
--- as in claim, so the pick walks the claim-order index. With limits, as claim_pick_limited:
+-- as in claim, and walked class by class as claim's pick is (classes: as in claim; each
+-- class one range (priority = c, due_at <= now) of the claim-order index in (due_at, id)
+-- order; the rows come in claim order, so the limit stops the walks, and with fewer due than
+-- the limit each walk ends at its class's last due row). With limits, as claim_pick_limited:
 -- not the jobs carrying a blocked key, nor the retries carrying a retry_blocked one.
 SET LOCAL enable_sort = off;
-SELECT id, queue, tenant, limits, attempts FROM duetime_jobs
-WHERE status = 'scheduled'
-  AND due_at <= %(now)s
-  AND (deadline_at IS NULL OR deadline_at > %(now)s)
-  AND (%(all_queues)s::boolean OR queue = ANY (%(queues)s::text[]))
-  AND (%(all_tasks)s::boolean OR task = ANY (%(tasks)s::text[]))
-  AND NOT (queue = ANY (%(skip_queues)s::text[]))
-  AND NOT (tenant = ANY (%(skip_tenants)s::text[]))
-  AND NOT (id = ANY (%(skip_ids)s::bigint[]))
-  AND (limits IS NULL
-       OR NOT EXISTS (SELECT 1 FROM jsonb_array_elements_text(%(blocked)s::jsonb) AS b(k)
-                      WHERE strpos(limits, b.k) > 0))
-  AND (limits IS NULL OR attempts = 0
-       OR NOT EXISTS (SELECT 1 FROM jsonb_array_elements_text(%(retry_blocked)s::jsonb) AS r(k)
-                      WHERE strpos(limits, r.k) > 0))
-ORDER BY priority DESC, due_at, id
+WITH RECURSIVE classes AS (
+    (SELECT priority FROM duetime_jobs WHERE status = 'scheduled'
+     ORDER BY priority DESC
+     LIMIT 1)
+    UNION ALL
+    SELECT (SELECT j.priority FROM duetime_jobs j
+            WHERE j.status = 'scheduled' AND j.priority < c.priority
+            ORDER BY j.priority DESC
+            LIMIT 1)
+    FROM classes c
+    WHERE c.priority IS NOT NULL
+)
+SELECT p.id, p.queue, p.tenant, p.limits, p.attempts FROM classes c
+CROSS JOIN LATERAL (
+    SELECT j.id, j.queue, j.tenant, j.limits, j.attempts FROM duetime_jobs j
+    WHERE j.status = 'scheduled' AND j.priority = c.priority
+      AND j.due_at <= %(now)s
+      AND (j.deadline_at IS NULL OR j.deadline_at > %(now)s)
+      AND (%(all_queues)s::boolean OR j.queue = ANY (%(queues)s::text[]))
+      AND (%(all_tasks)s::boolean OR j.task = ANY (%(tasks)s::text[]))
+      AND NOT (j.queue = ANY (%(skip_queues)s::text[]))
+      AND NOT (j.tenant = ANY (%(skip_tenants)s::text[]))
+      AND NOT (j.id = ANY (%(skip_ids)s::bigint[]))
+      AND (j.limits IS NULL
+           OR NOT EXISTS (SELECT 1 FROM jsonb_array_elements_text(%(blocked)s::jsonb) AS b(k)
+                          WHERE strpos(j.limits, b.k) > 0))
+      AND (j.limits IS NULL OR j.attempts = 0
+           OR NOT EXISTS (SELECT 1 FROM jsonb_array_elements_text(%(retry_blocked)s::jsonb) AS r(k)
+                          WHERE strpos(j.limits, r.k) > 0))
+    ORDER BY j.due_at, j.id
+    LIMIT %(limit)s) p
 LIMIT %(limit)s;
 
 -- name: lower_candidates
 -- A priority reservation's read (core/flow/share.PriorityShare): claim_candidates of the jobs of
--- priority below `below`, with their priority; sorting off, so it walks the claim-order index.
--- Locked, skipping rows other claims hold: two workers' reservations do not pick the same jobs.
+-- priority below `below`, with their priority; sorting off, walked class by class from the
+-- first class below `below` (as claim_candidates). Locked, skipping rows other claims hold:
+-- two workers' reservations do not pick the same jobs.
 SET LOCAL enable_sort = off;
-SELECT id, priority, queue, tenant, limits, attempts FROM duetime_jobs
-WHERE status = 'scheduled'
-  AND due_at <= %(now)s
-  AND (deadline_at IS NULL OR deadline_at > %(now)s)
-  AND (%(all_queues)s::boolean OR queue = ANY (%(queues)s::text[]))
-  AND (%(all_tasks)s::boolean OR task = ANY (%(tasks)s::text[]))
-  AND NOT (queue = ANY (%(skip_queues)s::text[]))
-  AND NOT (tenant = ANY (%(skip_tenants)s::text[]))
-  AND priority < %(below)s::bigint
-ORDER BY priority DESC, due_at, id
-LIMIT %(limit)s
-FOR UPDATE SKIP LOCKED;
+WITH RECURSIVE classes AS (
+    (SELECT priority FROM duetime_jobs WHERE status = 'scheduled' AND priority < %(below)s::bigint
+     ORDER BY priority DESC
+     LIMIT 1)
+    UNION ALL
+    SELECT (SELECT j.priority FROM duetime_jobs j
+            WHERE j.status = 'scheduled' AND j.priority < c.priority
+            ORDER BY j.priority DESC
+            LIMIT 1)
+    FROM classes c
+    WHERE c.priority IS NOT NULL
+)
+SELECT p.id, p.priority, p.queue, p.tenant, p.limits, p.attempts FROM classes c
+CROSS JOIN LATERAL (
+    SELECT j.id, j.priority, j.queue, j.tenant, j.limits, j.attempts FROM duetime_jobs j
+    WHERE j.status = 'scheduled' AND j.priority = c.priority
+      AND j.due_at <= %(now)s
+      AND (j.deadline_at IS NULL OR j.deadline_at > %(now)s)
+      AND (%(all_queues)s::boolean OR j.queue = ANY (%(queues)s::text[]))
+      AND (%(all_tasks)s::boolean OR j.task = ANY (%(tasks)s::text[]))
+      AND NOT (j.queue = ANY (%(skip_queues)s::text[]))
+      AND NOT (j.tenant = ANY (%(skip_tenants)s::text[]))
+    ORDER BY j.due_at, j.id
+    LIMIT %(limit)s
+    FOR UPDATE SKIP LOCKED) p
+LIMIT %(limit)s;
 
 -- name: queue_candidates
 -- The candidates of one queue (a weighted queue the claim's first read did not reach).
@@ -1233,28 +1266,45 @@ CROSS JOIN LATERAL (
 GROUP BY w.limits;
 
 -- name: claim_pick_limited
--- The claim's pick when limits are set: the claim order (sorting off, as in the claim), without the
--- jobs carrying a blocked key, without the retries (attempts > 0) carrying a key of
--- retry_blocked (both JSON arrays of '"key"' strings, looked for in the limits text), and
--- without those already looked at (skip, a JSON array of ids); rows locked, others' skipped.
+-- The claim's pick when limits are set: the claim order (sorting off, walked class by class as
+-- the claim's pick is), without the jobs carrying a blocked key, without the retries
+-- (attempts > 0) carrying a key of retry_blocked (both JSON arrays of '"key"' strings, looked
+-- for in the limits text), and without those already looked at (skip, a JSON array of ids);
+-- rows locked, others' skipped.
 SET LOCAL enable_sort = off;
-SELECT id, limits, attempts FROM duetime_jobs
-WHERE status = 'scheduled'
-  AND due_at <= %(now)s
-  AND (deadline_at IS NULL OR deadline_at > %(now)s)
-  AND (%(all_queues)s::boolean OR queue = ANY (%(queues)s::text[]))
-  AND (%(all_tasks)s::boolean OR task = ANY (%(tasks)s::text[]))
-  AND NOT (queue = ANY (%(outbox_queues)s::text[]))
-  AND NOT (id = ANY (ARRAY(SELECT s::bigint FROM jsonb_array_elements_text(%(skip)s::jsonb) AS s)))
-  AND (limits IS NULL
-       OR NOT EXISTS (SELECT 1 FROM jsonb_array_elements_text(%(blocked)s::jsonb) AS b(k)
-                      WHERE strpos(limits, b.k) > 0))
-  AND (limits IS NULL OR attempts = 0
-       OR NOT EXISTS (SELECT 1 FROM jsonb_array_elements_text(%(retry_blocked)s::jsonb) AS r(k)
-                      WHERE strpos(limits, r.k) > 0))
-ORDER BY priority DESC, due_at, id
-LIMIT %(limit)s
-FOR UPDATE SKIP LOCKED;
+WITH RECURSIVE classes AS (
+    (SELECT priority FROM duetime_jobs WHERE status = 'scheduled'
+     ORDER BY priority DESC
+     LIMIT 1)
+    UNION ALL
+    SELECT (SELECT j.priority FROM duetime_jobs j
+            WHERE j.status = 'scheduled' AND j.priority < c.priority
+            ORDER BY j.priority DESC
+            LIMIT 1)
+    FROM classes c
+    WHERE c.priority IS NOT NULL
+)
+SELECT p.id, p.limits, p.attempts FROM classes c
+CROSS JOIN LATERAL (
+    SELECT j.id, j.limits, j.attempts FROM duetime_jobs j
+    WHERE j.status = 'scheduled' AND j.priority = c.priority
+      AND j.due_at <= %(now)s
+      AND (j.deadline_at IS NULL OR j.deadline_at > %(now)s)
+      AND (%(all_queues)s::boolean OR j.queue = ANY (%(queues)s::text[]))
+      AND (%(all_tasks)s::boolean OR j.task = ANY (%(tasks)s::text[]))
+      AND NOT (j.queue = ANY (%(outbox_queues)s::text[]))
+      AND NOT (j.id = ANY (ARRAY(SELECT s::bigint
+                                 FROM jsonb_array_elements_text(%(skip)s::jsonb) AS s)))
+      AND (j.limits IS NULL
+           OR NOT EXISTS (SELECT 1 FROM jsonb_array_elements_text(%(blocked)s::jsonb) AS b(k)
+                          WHERE strpos(j.limits, b.k) > 0))
+      AND (j.limits IS NULL OR j.attempts = 0
+           OR NOT EXISTS (SELECT 1 FROM jsonb_array_elements_text(%(retry_blocked)s::jsonb) AS r(k)
+                          WHERE strpos(j.limits, r.k) > 0))
+    ORDER BY j.due_at, j.id
+    LIMIT %(limit)s
+    FOR UPDATE SKIP LOCKED) p
+LIMIT %(limit)s;
 
 -- name: save_limit_state
 UPDATE duetime_limits

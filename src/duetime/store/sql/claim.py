@@ -556,12 +556,14 @@ class Claimer(Part):
         holds the claim's filters (queues, tasks, outbox queues). The started rows, and when a
         limit allows a start again."""
         budget = self.limits.budget(c, now)
+        classes = self.classes_param(c)
         chosen: list[int] = []
         seen: list[int] = []
         for _ in range(PICK_ROUNDS):
             want = limit - len(chosen)
             rows = c.rows(
                 "claim_pick_limited",
+                **classes,
                 now=now,
                 limit=want,
                 skip=json.dumps(seen),

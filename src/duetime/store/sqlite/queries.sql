@@ -1047,9 +1047,11 @@ GROUP BY limits;
 -- The claim's pick when limits are set: the claim order (the partial index), without the
 -- jobs carrying a blocked key, without the retries (attempts > 0) carrying a key of
 -- retry_blocked (both JSON arrays of '"key"' strings, looked for in the limits text), and
--- without those already looked at (skip, a JSON array of ids).
+-- without those already looked at (skip, a JSON array of ids). Only the priority classes of
+-- `classes`, as in claim: each class's range of the index ends at now.
 SELECT id, limits, attempts FROM duetime_jobs INDEXED BY duetime_jobs_due_any
-WHERE status = 'scheduled' AND due_at <= :now
+WHERE status = 'scheduled' AND priority IN (SELECT value FROM json_each(:classes))
+  AND due_at <= :now
   AND (deadline_at IS NULL OR deadline_at > :now)
   AND (:all_queues OR queue IN (SELECT value FROM json_each(:queues)))
   AND (:all_tasks OR task IN (SELECT value FROM json_each(:tasks)))

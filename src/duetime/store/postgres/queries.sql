@@ -880,22 +880,11 @@ LIMIT %(limit)s;
 
 -- name: lower_candidates
 -- A priority reservation's read (core/flow/share.PriorityShare): claim_candidates of the jobs of
--- priority below `below`, with their priority; sorting off, walked class by class from the
--- first class below `below` (as claim_candidates). Locked, skipping rows other claims hold:
+-- priority below `below`, with their priority; sorting off, walked class by class (as
+-- claim_candidates) over the classes below `below`. Locked, skipping rows other claims hold:
 -- two workers' reservations do not pick the same jobs.
 SET LOCAL enable_sort = off;
-WITH RECURSIVE classes AS (
-    (SELECT priority FROM duetime_jobs WHERE status = 'scheduled' AND priority < %(below)s::bigint
-     ORDER BY priority DESC
-     LIMIT 1)
-    UNION ALL
-    SELECT (SELECT j.priority FROM duetime_jobs j
-            WHERE j.status = 'scheduled' AND j.priority < c.priority
-            ORDER BY j.priority DESC
-            LIMIT 1)
-    FROM classes c
-    WHERE c.priority IS NOT NULL
-)
+@classes
 SELECT p.id, p.priority, p.queue, p.tenant, p.limits, p.attempts FROM classes c
 CROSS JOIN LATERAL (
     SELECT j.id, j.priority, j.queue, j.tenant, j.limits, j.attempts FROM duetime_jobs j
@@ -909,6 +898,7 @@ CROSS JOIN LATERAL (
     ORDER BY j.due_at, j.id
     LIMIT %(limit)s
     FOR UPDATE SKIP LOCKED) p
+WHERE c.priority < %(below)s::bigint
 LIMIT %(limit)s;
 
 -- name: queue_candidates

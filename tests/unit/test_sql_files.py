@@ -53,3 +53,26 @@ def test_a_block_naming_one_not_defined_above_is_refused(
     sql = "-- name: claim_queues\n@claim\n\n-- name: claim\nSELECT 1;\n"
     with pytest.raises(ValueError, match="claim_queues names claim, not defined above"):
         load_queries(a_dialect(tmp_path, monkeypatch, sql))
+
+
+def test_a_part_is_written_into_each_statement_that_names_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    sql = (
+        "-- part: classes\n-- the classes\nWITH c AS (\n    SELECT 1 AS p\n)\n\n"
+        "-- name: a\nSET x = 1;\n@classes\nSELECT p FROM c;\n\n"
+        "-- name: b\n@classes\nSELECT p + 1 FROM c;\n"
+    )
+    queries = load_queries(a_dialect(tmp_path, monkeypatch, sql))
+    assert queries == {
+        "a": ("SET x = 1", "WITH c AS (\n    SELECT 1 AS p\n)\nSELECT p FROM c"),
+        "b": ("WITH c AS (\n    SELECT 1 AS p\n)\nSELECT p + 1 FROM c",),
+    }  # a part is no statement of its own
+
+
+def test_a_statement_naming_a_part_not_defined_above_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    sql = "-- name: a\n@classes\nSELECT 1;\n\n-- part: classes\nWITH c AS (SELECT 1)\n"
+    with pytest.raises(ValueError, match="a names the part classes, not defined above"):
+        load_queries(a_dialect(tmp_path, monkeypatch, sql))

@@ -30,7 +30,8 @@ Row = Mapping[str, Any]
 # parameter types every dialect takes as they are (exact types: bool is a subclass of int)
 PLAIN: frozenset[type] = frozenset({str, int, float, type(None)})
 
-_NAME = re.compile(r"^--\s*name:\s*(\w+)\s*$", re.MULTILINE)
+_NAME = re.compile(r"^--\s*(name|part):\s*(\w+)\s*$", re.MULTILINE)
+_PART_USE = re.compile(r"^[ \t]*@(\w+)[ \t]*$", re.MULTILINE)
 _STATEMENT_END = re.compile(r";[ \t]*(?:--[^\n]*)?\n")
 _MIGRATION = re.compile(r"(\d{4})_(\w+)\.sql")
 
@@ -45,21 +46,35 @@ class Migration:
 def load_queries(package: str) -> dict[str, tuple[str, ...]]:
     """The named statements of a dialect's queries.sql (`-- name: x` starts a block). A block
     whose one statement is `@other` runs the statements of the block `other` defined above it
-    (a dialect whose one statement serves both contracts)."""
+    (a dialect whose one statement serves both contracts). A `-- part: p` block is no
+    statement: a line `@p` in a statement below it stands for its text (one piece of SQL that
+    several statements share, written once)."""
     text = resources.files(package).joinpath("queries.sql").read_text()
     parts = _NAME.split(text)
     queries: dict[str, tuple[str, ...]] = {}
-    for name, body in zip(parts[1::2], parts[2::2], strict=True):
-        if name in queries:
+    pieces: dict[str, str] = {}
+    for kind, name, body in zip(parts[1::3], parts[2::3], parts[3::3], strict=True):
+        if name in queries or name in pieces:
             raise ValueError(f"{package}/queries.sql defines {name} twice")
+        if kind == "part":
+            pieces[name] = _strip(body)
+            continue
+        body = _PART_USE.sub(lambda m: pieces.get(m.group(1), m.group(0)), body)
         statements = tuple(s for s in (_strip(p) for p in _STATEMENT_END.split(body + "\n")) if s)
         if not statements:
             raise ValueError(f"{package}/queries.sql: {name} has no statement")
-        if len(statements) == 1 and statements[0].startswith("@"):
+        if len(statements) == 1 and re.fullmatch(r"@\w+", statements[0]):
             other = statements[0][1:]
             if other not in queries:
                 raise ValueError(f"{package}/queries.sql: {name} names {other}, not defined above")
             statements = queries[other]
+        for statement in statements:
+            unknown = _PART_USE.search(statement)
+            if unknown is not None:
+                raise ValueError(
+                    f"{package}/queries.sql: {name} names the part {unknown.group(1)}, "
+                    "not defined above"
+                )
         queries[name] = statements
     return queries
 

@@ -3,6 +3,25 @@
 -- now + trunc(lease_seconds * 1e6) microseconds, as in every dialect.
 -- Every writer locks a job's row before its attempt's row.
 
+-- part: classes
+-- The priority classes of the scheduled jobs, highest first: a skip scan of the claim-order
+-- index (PostgreSQL 15 has none of its own), one seek per class. A statement that names it
+-- (@classes) walks the due rows of each class alone, one range (priority = c, due_at <= now)
+-- in (due_at, id) order, instead of every entry due later (docs/performance.md, "The claim
+-- walked class by class").
+WITH RECURSIVE classes AS (
+    (SELECT priority FROM duetime_jobs WHERE status = 'scheduled'
+     ORDER BY priority DESC
+     LIMIT 1)
+    UNION ALL
+    SELECT (SELECT j.priority FROM duetime_jobs j
+            WHERE j.status = 'scheduled' AND j.priority < c.priority
+            ORDER BY j.priority DESC
+            LIMIT 1)
+    FROM classes c
+    WHERE c.priority IS NOT NULL
+)
+
 -- name: migrations_table_exists
 SELECT 1 AS found WHERE to_regclass('duetime_migrations') IS NOT NULL;
 
@@ -153,25 +172,15 @@ WHERE schedule_id = %(schedule_id)s AND nominal_at = %(nominal_at)s::timestamptz
 -- burst), before autovacuum has analyzed the table, the planner would otherwise believe few
 -- rows are due and read and sort all of them (20 ms a claim at 30,000 due, not 0.3 ms).
 -- (The sorts left, of `limit` rows, then look costly: JIT is off on duetime's connections.)
--- The pick walks the claim-order index class by class (classes: as in next_due), highest
+-- The pick walks the claim-order index class by class (the part classes), highest
 -- class first, each walk one range (priority = c, due_at <= now) in (due_at, id) order: rows
 -- come in claim order, so the limit stops the walks, and when fewer jobs are due than the
 -- limit each walk ends at its class's last due row (one walk of the whole index, with
 -- due_at <= now a filter, went on through every entry due later: PostgreSQL 15 has no skip
 -- scan).
 SET LOCAL enable_sort = off;
-WITH RECURSIVE classes AS (
-    (SELECT priority FROM duetime_jobs WHERE status = 'scheduled'
-     ORDER BY priority DESC
-     LIMIT 1)
-    UNION ALL
-    SELECT (SELECT j.priority FROM duetime_jobs j
-            WHERE j.status = 'scheduled' AND j.priority < c.priority
-            ORDER BY j.priority DESC
-            LIMIT 1)
-    FROM classes c
-    WHERE c.priority IS NOT NULL
-), picked AS (
+@classes
+, picked AS (
     SELECT p.id FROM classes c
     CROSS JOIN LATERAL (
         SELECT j.id FROM duetime_jobs j
@@ -729,20 +738,9 @@ GROUP BY status, queue
 ORDER BY status, queue;
 
 -- name: oldest_overdue
--- Each priority class's earliest due job (classes: as in next_due), from the claim-order
+-- Each priority class's earliest due job (the part classes), from the claim-order
 -- index (or, for one tenant, the tenant's: duetime_jobs_tenant_due); the earliest of those.
-WITH RECURSIVE classes AS (
-    (SELECT priority FROM duetime_jobs WHERE status = 'scheduled'
-     ORDER BY priority DESC
-     LIMIT 1)
-    UNION ALL
-    SELECT (SELECT j.priority FROM duetime_jobs j
-            WHERE j.status = 'scheduled' AND j.priority < c.priority
-            ORDER BY j.priority DESC
-            LIMIT 1)
-    FROM classes c
-    WHERE c.priority IS NOT NULL
-)
+@classes
 SELECT min(o.due_at) AS due_at FROM classes c
 CROSS JOIN LATERAL (
     SELECT j.due_at FROM duetime_jobs j
@@ -770,18 +768,7 @@ LIMIT %(limit)s;
 -- dispatch_outbox find the classes the same way.) Sorting is off as in claim, so each walk keeps
 -- to the index order whatever the statistics say.
 SET LOCAL enable_sort = off;
-WITH RECURSIVE classes AS (
-    (SELECT priority FROM duetime_jobs WHERE status = 'scheduled'
-     ORDER BY priority DESC
-     LIMIT 1)
-    UNION ALL
-    SELECT (SELECT j.priority FROM duetime_jobs j
-            WHERE j.status = 'scheduled' AND j.priority < c.priority
-            ORDER BY j.priority DESC
-            LIMIT 1)
-    FROM classes c
-    WHERE c.priority IS NOT NULL
-)
+@classes
 SELECT d.due_at FROM classes c
 CROSS JOIN LATERAL (
     SELECT j.due_at FROM duetime_jobs j
@@ -863,24 +850,13 @@ GROUP BY j.queue, j.tenant;
 
 -- name: claim_candidates
 -- A controlled claim's pick, read only (claim_chosen then takes the chosen ids); sorting off
--- as in claim, and walked class by class as claim's pick is (classes: as in claim; each
+-- as in claim, and walked class by class as claim's pick is (the part classes; each
 -- class one range (priority = c, due_at <= now) of the claim-order index in (due_at, id)
 -- order; the rows come in claim order, so the limit stops the walks, and with fewer due than
 -- the limit each walk ends at its class's last due row). With limits, as claim_pick_limited:
 -- not the jobs carrying a blocked key, nor the retries carrying a retry_blocked one.
 SET LOCAL enable_sort = off;
-WITH RECURSIVE classes AS (
-    (SELECT priority FROM duetime_jobs WHERE status = 'scheduled'
-     ORDER BY priority DESC
-     LIMIT 1)
-    UNION ALL
-    SELECT (SELECT j.priority FROM duetime_jobs j
-            WHERE j.status = 'scheduled' AND j.priority < c.priority
-            ORDER BY j.priority DESC
-            LIMIT 1)
-    FROM classes c
-    WHERE c.priority IS NOT NULL
-)
+@classes
 SELECT p.id, p.queue, p.tenant, p.limits, p.attempts FROM classes c
 CROSS JOIN LATERAL (
     SELECT j.id, j.queue, j.tenant, j.limits, j.attempts FROM duetime_jobs j
@@ -904,22 +880,11 @@ LIMIT %(limit)s;
 
 -- name: lower_candidates
 -- A priority reservation's read (core/flow/share.PriorityShare): claim_candidates of the jobs of
--- priority below `below`, with their priority; sorting off, walked class by class from the
--- first class below `below` (as claim_candidates). Locked, skipping rows other claims hold:
+-- priority below `below`, with their priority; sorting off, walked class by class (as
+-- claim_candidates) over the classes below `below`. Locked, skipping rows other claims hold:
 -- two workers' reservations do not pick the same jobs.
 SET LOCAL enable_sort = off;
-WITH RECURSIVE classes AS (
-    (SELECT priority FROM duetime_jobs WHERE status = 'scheduled' AND priority < %(below)s::bigint
-     ORDER BY priority DESC
-     LIMIT 1)
-    UNION ALL
-    SELECT (SELECT j.priority FROM duetime_jobs j
-            WHERE j.status = 'scheduled' AND j.priority < c.priority
-            ORDER BY j.priority DESC
-            LIMIT 1)
-    FROM classes c
-    WHERE c.priority IS NOT NULL
-)
+@classes
 SELECT p.id, p.priority, p.queue, p.tenant, p.limits, p.attempts FROM classes c
 CROSS JOIN LATERAL (
     SELECT j.id, j.priority, j.queue, j.tenant, j.limits, j.attempts FROM duetime_jobs j
@@ -933,6 +898,7 @@ CROSS JOIN LATERAL (
     ORDER BY j.due_at, j.id
     LIMIT %(limit)s
     FOR UPDATE SKIP LOCKED) p
+WHERE c.priority < %(below)s::bigint
 LIMIT %(limit)s;
 
 -- name: queue_candidates
@@ -1029,21 +995,11 @@ ORDER BY queue COLLATE "C", tenant COLLATE "C";
 -- The claim of outbox-mode queues, for the relay: one statement picks the due jobs, moves them,
 -- starts their attempts held by `holder` (until a worker accepts one) with a lease of
 -- lease_seconds, and writes one outbox event per attempt, in claim order. The pick walks
--- the claim-order index class by class (classes: as in next_due), highest class first, each
+-- the claim-order index class by class (the part classes), highest class first, each
 -- walk in (due_at, id) order: rows come in claim order, so the limit stops the walks (and
 -- their locks) as soon as it is reached, and each walk reads the class's due rows only.
-WITH RECURSIVE classes AS (
-    (SELECT priority FROM duetime_jobs WHERE status = 'scheduled'
-     ORDER BY priority DESC
-     LIMIT 1)
-    UNION ALL
-    SELECT (SELECT j.priority FROM duetime_jobs j
-            WHERE j.status = 'scheduled' AND j.priority < c.priority
-            ORDER BY j.priority DESC
-            LIMIT 1)
-    FROM classes c
-    WHERE c.priority IS NOT NULL
-), picked AS (
+@classes
+, picked AS (
     SELECT p.id FROM classes c
     CROSS JOIN LATERAL (
         SELECT j.id FROM duetime_jobs j
@@ -1239,23 +1195,12 @@ WHERE j.status IN ('running', 'cancel_requested') AND j.limits IS NOT NULL
 GROUP BY j.limits;
 
 -- name: limit_waiting
--- The due jobs only, read class by class from the claim-order index (classes: as in
--- next_due), never the jobs due later. Each class's due rows are asked for in index order
+-- The due jobs only, read class by class from the claim-order index (the part classes),
+-- never the jobs due later. Each class's due rows are asked for in index order
 -- with sorting off (as in claim), so the planner walks the index whatever the statistics
 -- say, rather than reading every scheduled job of the job counts index once per class.
 SET LOCAL enable_sort = off;
-WITH RECURSIVE classes AS (
-    (SELECT priority FROM duetime_jobs WHERE status = 'scheduled'
-     ORDER BY priority DESC
-     LIMIT 1)
-    UNION ALL
-    SELECT (SELECT j.priority FROM duetime_jobs j
-            WHERE j.status = 'scheduled' AND j.priority < c.priority
-            ORDER BY j.priority DESC
-            LIMIT 1)
-    FROM classes c
-    WHERE c.priority IS NOT NULL
-)
+@classes
 SELECT w.limits, COUNT(*) AS waiting, MIN(w.due_at) AS oldest_due_at FROM classes c
 CROSS JOIN LATERAL (
     SELECT j.limits, j.due_at FROM duetime_jobs j
@@ -1272,18 +1217,7 @@ GROUP BY w.limits;
 -- for in the limits text), and without those already looked at (skip, a JSON array of ids);
 -- rows locked, others' skipped.
 SET LOCAL enable_sort = off;
-WITH RECURSIVE classes AS (
-    (SELECT priority FROM duetime_jobs WHERE status = 'scheduled'
-     ORDER BY priority DESC
-     LIMIT 1)
-    UNION ALL
-    SELECT (SELECT j.priority FROM duetime_jobs j
-            WHERE j.status = 'scheduled' AND j.priority < c.priority
-            ORDER BY j.priority DESC
-            LIMIT 1)
-    FROM classes c
-    WHERE c.priority IS NOT NULL
-)
+@classes
 SELECT p.id, p.limits, p.attempts FROM classes c
 CROSS JOIN LATERAL (
     SELECT j.id, j.limits, j.attempts FROM duetime_jobs j

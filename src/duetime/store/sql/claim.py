@@ -171,8 +171,7 @@ class Claimer(Part):
     ) -> tuple[list[Claim], datetime | None, bool]:
         """The claim without flow control: the limited path while limits exist, else the claim
         statement alone (after the read of the priority classes where the dialect needs them).
-        Its claims, when a limit allows a start again, and whether the
-        limited path ran."""
+        Its claims, when a limit allows a start again, and whether the limited path ran."""
         outbox = self.flow.outbox_queues()
         if self.limits.limit_names():  # limits exist: the limited path (store/sql/limits.py)
             with self.driver.transaction() as c:

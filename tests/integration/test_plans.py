@@ -354,7 +354,7 @@ def with_classes(store: Store, params: dict[str, Any]) -> dict[str, Any]:
     of the scheduled jobs where its dialect's pick takes them)."""
     with store.driver.transaction() as c:  # type: ignore[attr-defined]
         classes = store.claimer.due_classes(c)  # type: ignore[attr-defined]
-    return params if classes is None else {**params, "classes": classes}
+    return {**params, **classes}
 
 
 def temp_pick(store: Store, name: str) -> tuple[list[str], str]:

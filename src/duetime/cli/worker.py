@@ -219,7 +219,10 @@ def cmd_worker(args: argparse.Namespace, app: App | None = None) -> int:
 
 
 def _wait_for_store(app: App) -> None:
-    """A worker started while its database is down waits for it (a bad URL fails at once)."""
+    """A worker started while its database is down waits for it (a bad URL fails at once),
+    doubling its wait up to the cap a service's start has (runtime/node.py)."""
+    from duetime.runtime.node import START_RETRY_CAP
+
     delay = 1.0
     while True:  # a stop request meanwhile ends the process cleanly (_stop_before_running)
         try:
@@ -228,7 +231,7 @@ def _wait_for_store(app: App) -> None:
         except StoreUnavailable as exc:
             log.warning("database unavailable (%s); retrying in %.0fs", exc, delay)
             time.sleep(delay)
-            delay = min(delay * 2, 30.0)
+            delay = min(delay * 2, START_RETRY_CAP)
 
 
 def _stop_before_running(signum: int, frame: object) -> None:

@@ -48,6 +48,7 @@ from duetime.store.sql.limits import Limits
 from duetime.store.sql.shared import Part, claim_statement, conflicts_retried, pick_filters
 
 PICK_ROUNDS = 4  # the limited pick's reads at most, when a key runs out on the way
+NOTHING_SCHEDULED: dict[str, list[int]] = {"classes": []}  # Claimer.due_classes: no class
 
 
 @dataclass(frozen=True)
@@ -93,30 +94,25 @@ class Claimer(Part):
         self.attempt_ids.give_back(ids)  # not on an error: its ids may be written
         return claimed
 
-    def due_classes(self, c: Connection) -> list[int] | None:
-        """The priority classes of the scheduled jobs in claim order, as the claim statements
-        of a dialect without a skip scan take them (Driver.names_classes; their values as its
-        claim-order index keeps them); None where the pick walks the classes itself
-        (PostgreSQL). A seek in the claim-order index each, in the caller's transaction before
-        its pick (one round trip more on MariaDB/MySQL for one class)."""
+    def due_classes(self, c: Connection) -> dict[str, list[int]]:
+        """The priority classes of the scheduled jobs in claim order, as the parameters of the
+        statements that take them where the dialect has no skip scan (Driver.names_classes;
+        {"classes": [...]}, their values as its claim-order index keeps them; NOTHING_SCHEDULED
+        when none is); {} where the pick walks the classes itself (PostgreSQL). A seek in the
+        claim-order index each, in the caller's transaction before its pick (one round trip
+        more on MariaDB/MySQL for one class)."""
         if not self.driver.names_classes:
-            return None
+            return {}
         bounds = c.one("due_class_bounds")
         if bounds is None or bounds["top_class"] is None:
-            return []  # nothing is scheduled
+            return NOTHING_SCHEDULED
         classes, end = [int(bounds["top_class"])], int(bounds["end_class"])
         while classes[-1] != end:
             row = c.one("due_class_after", after=classes[-1])
             if row is None or row["class"] is None:
                 break  # the end class went meanwhile (READ COMMITTED)
             classes.append(int(row["class"]))
-        return classes
-
-    def classes_param(self, c: Connection) -> dict[str, list[int]]:
-        """due_classes as the parameters of a statement that takes them: {"classes": [...]}
-        where the dialect's do, else none."""
-        classes = self.due_classes(c)
-        return {} if classes is None else {"classes": classes}
+        return {"classes": classes}
 
     def _claim(
         self,
@@ -210,9 +206,9 @@ class Claimer(Part):
             with self.driver.transaction() as c:
                 classes = self.due_classes(c)
                 rows = (
-                    c.rows(claim_statement(queues), classes=classes, **at_connection(params))
-                    if classes
-                    else []  # nothing is scheduled
+                    c.rows(claim_statement(queues), **classes, **at_connection(params))
+                    if classes != NOTHING_SCHEDULED
+                    else []
                 )
         return claims_from_rows(rows, self._t, worker_id), None, False
 
@@ -299,7 +295,7 @@ class Claimer(Part):
         budget = self.limits.budget(c, now) if self.limits.exists(c) else None
         # the pauses as the rows say now, not the copy: a pause made elsewhere holds at once
         skip_queues = set(leave_out) | self.flow.paused_now(c)
-        classes = self.classes_param(c)  # the candidates' reads stop at each class's due rows
+        classes = self.due_classes(c)  # the candidates' reads stop at each class's due rows
         chosen: list[int] = []
         held: list[int] = []  # read, but held back by a limit: not read again
         # the lower priority classes' reserved slots (PriorityShare): their oldest due jobs
@@ -555,7 +551,7 @@ class Claimer(Part):
         holds the claim's filters (queues, tasks, outbox queues). The started rows, and when a
         limit allows a start again."""
         budget = self.limits.budget(c, now)
-        classes = self.classes_param(c)
+        classes = self.due_classes(c)
         chosen: list[int] = []
         seen: list[int] = []
         for _ in range(PICK_ROUNDS):

@@ -31,7 +31,7 @@ from duetime.store.base import DispatchedEvents
 from duetime.store.driver import Connection, Driver, Row
 from duetime.store.rows import attempt_from_row, job_from_row, moves_json
 from duetime.store.sql.attempt_ids import Reserved
-from duetime.store.sql.claim import Claimer
+from duetime.store.sql.claim import NOTHING_SCHEDULED, Claimer
 from duetime.store.sql.finish import Finisher
 from duetime.store.sql.flow import Flow
 from duetime.store.sql.limits import Limits
@@ -142,11 +142,11 @@ class Outbox(Part):
         (dispatch_outbox), given the priority classes where the dialect takes them."""
         with self.driver.transaction() as c:
             classes = self.claimer.due_classes(c)
-            if classes == []:
-                return []  # nothing is scheduled
+            if classes == NOTHING_SCHEDULED:
+                return []
             rows = c.rows(
                 "dispatch_outbox",
-                **({} if classes is None else {"classes": classes}),
+                **classes,
                 now=read_instant(now),  # once the connection is held
                 limit=limit,
                 moves=moves_json(Event.CLAIM),

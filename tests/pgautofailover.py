@@ -23,7 +23,7 @@ from pathlib import Path
 
 import psycopg
 
-from duetime.chaos.pgcluster import find_bin_dir, free_port
+from duetime.chaos.pgcluster import find_bin_dir, free_ports
 
 DATABASE = "duetime_failover"
 PG_AUTOCTL = shutil.which("pg_autoctl") or "/usr/bin/pg_autoctl"
@@ -59,8 +59,10 @@ class AutoFailoverPair:
             user = pwd.getpwnam("postgres")
             os.chown(self.root, user.pw_uid, user.pw_gid)
             self.prefix = [shutil.which("runuser") or "runuser", "-u", "postgres", "--"]
-        self.monitor_port = free_port()
-        self.ports = (free_port(), free_port())
+        # distinct: three ports picked one after another came back the same once in CI (the
+        # monitor's and node1's, 33551: node1's server could not bind)
+        self.monitor_port, *nodes = free_ports(3)
+        self.ports = (nodes[0], nodes[1])
         self.primary_index = 0
         self.keepers: list[subprocess.Popen[bytes]] = []
         self.promoted_at: float | None = None

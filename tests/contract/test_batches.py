@@ -99,6 +99,31 @@ def test_one_outcome_per_job_in_a_batch(store: Store, clock: ManualClock) -> Non
     assert job is not None and job.status is JobStatus.SUCCEEDED
 
 
+def test_a_stale_outcome_and_the_current_one_of_one_job_in_one_batch(
+    store: Store, clock: ManualClock
+) -> None:
+    # a worker whose first attempt was reaped runs the job again; both outcomes reach its
+    # completer together: the stale one is refused, the current one applies, in either order
+    for order in (0, 1):
+        job = enqueue(store, clock, args={"order": order})
+        [stale] = [c.lease for c in store.claim(worker_id="w", queues=None, limit=1, now=clock.now())]
+        clock.advance(31)
+        lost = Outcome(Event.RETRY, due_at=clock.now(), attempt_status=AttemptStatus.LOST)
+        assert store.finish_many([(stale, lost)], clock.now(), only_if_expired=True) == [True]
+        [current] = [c.lease for c in store.claim(worker_id="w", queues=None, limit=1, now=clock.now())]
+        assert current.job_id == job.id and current.generation == stale.generation + 1
+        items = [(stale, Outcome(Event.SUCCEED)), (current, Outcome(Event.SUCCEED))]
+        if order:
+            items.reverse()
+        applied = store.finish_many(items, clock.now())
+        assert applied == ([False, True] if order == 0 else [True, False])
+        ended = store.get_job(job.id)
+        assert ended is not None and ended.status is JobStatus.SUCCEEDED
+        first, second = ended.attempt_history
+        assert first.status is AttemptStatus.LOST and first.late_outcome == "succeeded"
+        assert second.status is AttemptStatus.SUCCEEDED
+
+
 def test_a_heartbeat_batch_renews_only_leases_still_held(store: Store, clock: ManualClock) -> None:
     for i in range(4):
         enqueue(store, clock, args={"i": i})

@@ -68,3 +68,31 @@ def test_reports_are_coalesced_per_interval_and_the_latest_is_written() -> None:
             last[report_lease.job_id] = (fraction, message)
     assert last == {1: (1.0, "2000"), 2: (1.0, "2000")}
     assert writer.writes == len(store.writes)
+
+
+def test_a_stale_attempts_report_does_not_replace_the_current_ones() -> None:
+    # a stale attempt (its lease lost) still runs beside the current attempt of its job: the
+    # store refuses the stale one's report; the current one's is written all the same
+    store = FakeStore()
+    calls = BlockingCalls(1)
+    writer = ProgressWriter(
+        store,  # type: ignore[arg-type]
+        ManualClock(datetime(2026, 1, 1, tzinfo=UTC)),
+        calls,
+        interval=0.05,
+    )
+    current, stale = Lease(1, 11, 2, 200), Lease(1, 10, 1, 100)
+
+    async def main() -> None:
+        await writer.start()
+        running = asyncio.create_task(writer.run())
+        writer.note(current, 0.9, "current")
+        writer.note(stale, 0.1, "stale")
+        writer.forget(stale)  # the stale attempt's end leaves the current report waiting
+        await asyncio.sleep(0.2)
+        writer.stop()
+        await running
+
+    asyncio.run(main())
+    calls.close()
+    assert [r for batch in store.writes for r in batch] == [(current, 0.9, "current")]

@@ -175,7 +175,10 @@ class Finisher(Part):
         extras = []  # the outcomes that carry a result or progress: most carry neither
         tell: list[tuple[int, JobStatus]] = []  # jobs with children to tell of their end
         for lease, outcome in items:
-            job = jobs.pop(lease.job_id, None)  # one outcome per job and batch at most
+            # a batch may hold a stale attempt's outcome beside the current one's (a worker
+            # whose earlier attempt was reaped ran the job again): each is checked against the
+            # job's fence; the one that applies takes the job, so at most one per job applies
+            job = jobs.get(lease.job_id)
             target = None
             if job is not None and _fence_holds(job, lease):
                 target = next_status(outcome.event, JobStatus(job["status"]))
@@ -188,6 +191,7 @@ class Finisher(Part):
             applied.append(target is not None)
             if job is None or target is None:
                 continue
+            del jobs[lease.job_id]
             if job["has_children"] and target in TERMINAL:
                 tell.append((lease.job_id, target))
             moves.append(

@@ -106,11 +106,11 @@ def test_a_stale_outcome_and_the_current_one_of_one_job_in_one_batch(
     # completer together: the stale one is refused, the current one applies, in either order
     for order in (0, 1):
         job = enqueue(store, clock, args={"order": order})
-        [stale] = [c.lease for c in store.claim(worker_id="w", queues=None, limit=1, now=clock.now())]
+        [stale] = claim_all(store, clock, 1)
         clock.advance(31)
         lost = Outcome(Event.RETRY, due_at=clock.now(), attempt_status=AttemptStatus.LOST)
         assert store.finish_many([(stale, lost)], clock.now(), only_if_expired=True) == [True]
-        [current] = [c.lease for c in store.claim(worker_id="w", queues=None, limit=1, now=clock.now())]
+        [current] = claim_all(store, clock, 1)
         assert current.job_id == job.id and current.generation == stale.generation + 1
         items = [(stale, Outcome(Event.SUCCEED)), (current, Outcome(Event.SUCCEED))]
         if order:

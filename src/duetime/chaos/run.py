@@ -345,6 +345,12 @@ def _timed(stats: Stats, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         raise
 
 
+# the partition's reserve: the last jobs of a run with --partition are enqueued once the cut
+# worker's link is healed, over this many seconds, so that there is work for it to serve again
+PARTITION_RESERVE = 60
+RESERVE_SPREAD = 8.0
+
+
 def enqueue_all(
     url: str,
     jobs: int,
@@ -354,8 +360,11 @@ def enqueue_all(
     stop_at: float,
     dependencies: bool = False,
     sequence_keys: int = 0,
+    reserve: tuple[int, threading.Event] | None = None,
 ) -> None:
     """Enqueue `jobs` jobs evenly over `spread` seconds; record each accepted job. With
+    `reserve` (n, event), the last n wait for the event, then go evenly over RESERVE_SPREAD
+    seconds (the partition's heal: work is there to serve once it ends, however late). With
     `dependencies`, a share of the numbers (GRAPH_SHARE) each enqueue a graph (_graph_for)
     instead, whose first job is sometimes cancelled at once (a cascade by an operator). With
     `sequence_keys`, a share (SEQUENCE_SHARE) each enqueue a job into one of that many
@@ -366,9 +375,16 @@ def enqueue_all(
     weights = [w for _, w in KINDS]
     side = psycopg.connect(url, autocommit=True)
     started = time.monotonic()
+    held_back, after = reserve if reserve is not None else (0, None)
+    first_held = jobs - held_back
     try:
         for n in range(jobs):
             pace = started + spread * n / max(jobs, 1)
+            if after is not None and n >= first_held:
+                if n == first_held:
+                    after.wait(timeout=max(0.0, stop_at - time.monotonic()))
+                    resumed = time.monotonic()
+                pace = resumed + RESERVE_SPREAD * (n - first_held) / held_back
             if (wait := pace - time.monotonic()) > 0:
                 time.sleep(wait)
             if dependencies and rng.random() < GRAPH_SHARE:
@@ -467,9 +483,17 @@ class Partition:
     healed_at: float | None = None
     held_jobs: list[tuple[int, int]] = field(default_factory=list)  # (job id, generation)
     cut_pid: int | None = None
+    over: threading.Event = field(default_factory=threading.Event)  # healed, or never cut
 
     def run(self, at: float, note: Callable[[str, int | None, str], None]) -> None:
-        """The partition thread's body: wait until monotonic `at`, cut, hold, heal."""
+        """The partition thread's body: wait until monotonic `at`, cut, hold, heal; `over`
+        is set at the end whatever happened (the enqueuer's reserve waits for it)."""
+        try:
+            self._cut_and_heal(at, note)
+        finally:
+            self.over.set()
+
+    def _cut_and_heal(self, at: float, note: Callable[[str, int | None, str], None]) -> None:
         while time.monotonic() < at:
             time.sleep(0.1)
         give_up = time.monotonic() + 20
@@ -764,6 +788,9 @@ def run(
         enqueuer = threading.Thread(
             target=enqueue_all,
             args=(url, jobs, duration * 0.6, seed, stats, stop_at, dependencies, sequence_keys),
+            kwargs={
+                "reserve": None if cut is None else (min(PARTITION_RESERVE, jobs // 4), cut.over)
+            },
             name="chaos-enqueue",
             daemon=True,
         )

@@ -750,9 +750,11 @@ UNION ALL
  LIMIT %(limit)s FOR UPDATE SKIP LOCKED);
 
 -- name: queue_candidates
--- The candidates of one queue (a weighted queue the claim's first read did not reach).
+-- The candidates of one queue (a weighted queue the claim's first read did not reach), of
+-- the priority classes of `classes` (as claim_candidates: one range per class).
 SELECT id, queue, tenant, limits, attempts FROM duetime_jobs FORCE INDEX (duetime_jobs_due)
 WHERE queue = %(queue)s AND status = 'scheduled' AND due_at <= %(now)s
+  AND neg_priority IN %(classes)s
   AND (deadline_at IS NULL OR deadline_at > %(now)s)
   AND (%(all_tasks)s OR task IN %(tasks)s)
   AND (%(open_tenants)s OR tenant NOT IN %(skip_tenants)s)
@@ -761,9 +763,11 @@ LIMIT %(limit)s;
 
 -- name: tenant_candidates
 -- The candidates of one tenant (a weighted tenant the claim's first read did not reach, or
--- one of the tenants a claim rotates over), from its due jobs in claim order.
+-- one of the tenants a claim rotates over), from its due jobs in claim order, of the
+-- priority classes of `classes` (as claim_candidates: one range per class).
 SELECT id, queue, tenant, limits, attempts FROM duetime_jobs FORCE INDEX (duetime_jobs_tenant_due)
 WHERE tenant = %(tenant)s AND status = 'scheduled' AND due_at <= %(now)s
+  AND neg_priority IN %(classes)s
   AND (deadline_at IS NULL OR deadline_at > %(now)s)
   AND (%(all_queues)s OR queue IN %(queues)s)
   AND (%(all_tasks)s OR task IN %(tasks)s)

@@ -902,25 +902,39 @@ WHERE c.priority < %(below)s::bigint
 LIMIT %(limit)s;
 
 -- name: queue_candidates
--- The candidates of one queue (a weighted queue the claim's first read did not reach).
-SELECT id, queue, tenant, limits, attempts FROM duetime_jobs
-WHERE queue = %(queue)s::text AND status = 'scheduled' AND due_at <= %(now)s
-  AND (deadline_at IS NULL OR deadline_at > %(now)s)
-  AND (%(all_tasks)s::boolean OR task = ANY (%(tasks)s::text[]))
-  AND NOT (tenant = ANY (%(skip_tenants)s::text[]))
-ORDER BY priority DESC, due_at, id
+-- The candidates of one queue (a weighted queue the claim's first read did not reach); sorting
+-- off, walked class by class as claim_candidates (each class one range of the queue's index).
+SET LOCAL enable_sort = off;
+@classes
+SELECT p.id, p.queue, p.tenant, p.limits, p.attempts FROM classes c
+CROSS JOIN LATERAL (
+    SELECT j.id, j.queue, j.tenant, j.limits, j.attempts FROM duetime_jobs j
+    WHERE j.queue = %(queue)s::text AND j.status = 'scheduled' AND j.priority = c.priority
+      AND j.due_at <= %(now)s
+      AND (j.deadline_at IS NULL OR j.deadline_at > %(now)s)
+      AND (%(all_tasks)s::boolean OR j.task = ANY (%(tasks)s::text[]))
+      AND NOT (j.tenant = ANY (%(skip_tenants)s::text[]))
+    ORDER BY j.due_at, j.id
+    LIMIT %(limit)s) p
 LIMIT %(limit)s;
 
 -- name: tenant_candidates
 -- The candidates of one tenant (a weighted tenant the claim's first read did not reach, or
--- one of the tenants a claim rotates over), from its due jobs in claim order.
-SELECT id, queue, tenant, limits, attempts FROM duetime_jobs
-WHERE tenant = %(tenant)s::text AND status = 'scheduled' AND due_at <= %(now)s
-  AND (deadline_at IS NULL OR deadline_at > %(now)s)
-  AND (%(all_queues)s::boolean OR queue = ANY (%(queues)s::text[]))
-  AND (%(all_tasks)s::boolean OR task = ANY (%(tasks)s::text[]))
-  AND NOT (queue = ANY (%(skip_queues)s::text[]))
-ORDER BY priority DESC, due_at, id
+-- one of the tenants a claim rotates over), from its due jobs in claim order; sorting off,
+-- walked class by class as claim_candidates (each class one range of the tenant's index).
+SET LOCAL enable_sort = off;
+@classes
+SELECT p.id, p.queue, p.tenant, p.limits, p.attempts FROM classes c
+CROSS JOIN LATERAL (
+    SELECT j.id, j.queue, j.tenant, j.limits, j.attempts FROM duetime_jobs j
+    WHERE j.tenant = %(tenant)s::text AND j.status = 'scheduled' AND j.priority = c.priority
+      AND j.due_at <= %(now)s
+      AND (j.deadline_at IS NULL OR j.deadline_at > %(now)s)
+      AND (%(all_queues)s::boolean OR j.queue = ANY (%(queues)s::text[]))
+      AND (%(all_tasks)s::boolean OR j.task = ANY (%(tasks)s::text[]))
+      AND NOT (j.queue = ANY (%(skip_queues)s::text[]))
+    ORDER BY j.due_at, j.id
+    LIMIT %(limit)s) p
 LIMIT %(limit)s;
 
 -- name: next_due_tenant

@@ -347,6 +347,7 @@ class Claimer(Part):
                 found = (
                     self._rotated(
                         c,
+                        classes,
                         turns,
                         rotation,
                         found,
@@ -364,7 +365,7 @@ class Claimer(Part):
                 found, lower = lower + found, []
             if controls.weighted and not chosen and len(rows) >= scan:
                 found += self._weighted_behind(
-                    c, controls, found, want, now, queues, tasks, skip_queues, skip_tenants
+                    c, classes, controls, found, want, now, queues, tasks, skip_queues, skip_tenants
                 )
             found = list({f.id: f for f in found}.values())
             if budget is not None:
@@ -410,6 +411,7 @@ class Claimer(Part):
     def _rotated(
         self,
         c: Connection,
+        classes: dict[str, list[int]],
         turns: TenantRotation,
         rotation: list[str],
         seen: list[Candidate],
@@ -432,6 +434,7 @@ class Claimer(Part):
             if len(mine) < want:
                 rows = c.rows(
                     "tenant_candidates",
+                    **classes,
                     tenant=t,
                     now=now,
                     limit=want,
@@ -484,6 +487,7 @@ class Claimer(Part):
     def _weighted_behind(
         self,
         c: Connection,
+        classes: dict[str, list[int]],
         controls: FlowControls,
         seen: list[Candidate],
         want: int,
@@ -500,6 +504,7 @@ class Claimer(Part):
         seen_queues = {x.queue for x in seen}
         seen_tenants = {x.tenant for x in seen}
         common = {
+            **classes,
             "now": now,
             "limit": want,
             "all_tasks": tasks is None,

@@ -755,9 +755,11 @@ SELECT id, priority, queue, tenant, limits, attempts FROM (
     LIMIT :limit);
 
 -- name: queue_candidates
--- The candidates of one queue (a weighted queue the claim's first read did not reach).
+-- The candidates of one queue (a weighted queue the claim's first read did not reach), of
+-- the priority classes of `classes` (as claim_candidates: one range per class).
 SELECT id, queue, tenant, limits, attempts FROM duetime_jobs INDEXED BY duetime_jobs_due
 WHERE queue = :queue AND status = 'scheduled' AND due_at <= :now
+  AND priority IN (SELECT value FROM json_each(:classes))
   AND (deadline_at IS NULL OR deadline_at > :now)
   AND (:all_tasks OR task IN (SELECT value FROM json_each(:tasks)))
   AND (:open_tenants OR tenant NOT IN (SELECT value FROM json_each(:skip_tenants)))
@@ -766,9 +768,11 @@ LIMIT :limit;
 
 -- name: tenant_candidates
 -- The candidates of one tenant (a weighted tenant the claim's first read did not reach, or
--- one of the tenants a claim rotates over), from its due jobs in claim order.
+-- one of the tenants a claim rotates over), from its due jobs in claim order, of the
+-- priority classes of `classes` (as claim_candidates: one range per class).
 SELECT id, queue, tenant, limits, attempts FROM duetime_jobs INDEXED BY duetime_jobs_tenant_due
 WHERE tenant = :tenant AND status = 'scheduled' AND due_at <= :now
+  AND priority IN (SELECT value FROM json_each(:classes))
   AND (deadline_at IS NULL OR deadline_at > :now)
   AND (:all_queues OR queue IN (SELECT value FROM json_each(:queues)))
   AND (:all_tasks OR task IN (SELECT value FROM json_each(:tasks)))

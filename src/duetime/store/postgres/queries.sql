@@ -8,18 +8,23 @@
 -- index (PostgreSQL 15 has none of its own), one seek per class. A statement that names it
 -- (@classes) walks the due rows of each class alone, one range (priority = c, due_at <= now)
 -- in (due_at, id) order, instead of every entry due later (docs/performance.md, "The claim
--- walked class by class").
-WITH RECURSIVE classes AS (
+-- walked class by class"). The seeks go up from the lowest class: each lands on its class's
+-- last entry (due latest: live), where a seek down would land on its first (due earliest:
+-- the entries of the jobs claimed since the last vacuum, dead, stepped over one by one, and
+-- under an old snapshot each read from the heap). The few classes are then put highest first.
+WITH RECURSIVE up AS (
     (SELECT priority FROM duetime_jobs WHERE status = 'scheduled'
-     ORDER BY priority DESC
+     ORDER BY priority
      LIMIT 1)
     UNION ALL
     SELECT (SELECT j.priority FROM duetime_jobs j
-            WHERE j.status = 'scheduled' AND j.priority < c.priority
-            ORDER BY j.priority DESC
+            WHERE j.status = 'scheduled' AND j.priority > u.priority
+            ORDER BY j.priority
             LIMIT 1)
-    FROM classes c
-    WHERE c.priority IS NOT NULL
+    FROM up u
+    WHERE u.priority IS NOT NULL
+), classes AS (
+    SELECT priority FROM up WHERE priority IS NOT NULL ORDER BY priority DESC
 )
 
 -- name: migrations_table_exists
@@ -234,8 +239,9 @@ WHERE status = 'scheduled' AND priority < %(after)s;
 -- name: claim_queues
 -- The claim of a worker of 1 to 4 named queues (store/sql/shared.py claim_statement), as claim
 -- otherwise. Each named queue walks its own claim-order index (duetime_jobs_due) class by
--- class, as claim walks duetime_jobs_due_any: classes_k finds the k-th queue's priorities
--- with scheduled jobs (one seek each, highest first), each class's walk is one range
+-- class, as claim walks duetime_jobs_due_any: up_k finds the k-th queue's priorities with
+-- scheduled jobs (one seek each, going up as the part classes does; classes_k puts them
+-- highest first), each class's walk is one range
 -- (queue, priority = c, due_at <= now) in (due_at, id) order, and a queue's walks stop at
 -- `limit` rows; the best `limit` of the queues' rows are taken. The queue's name is a
 -- constant of the plan in each branch (a name from a join would let the planner walk
@@ -244,54 +250,62 @@ WHERE status = 'scheduled' AND priority < %(after)s;
 -- due later. Rows a queue's walk locked but the claim does not take are free again at its
 -- commit. (In claim itself, this form would cost every claim of all queues more to plan.)
 SET LOCAL enable_sort = off;
-WITH RECURSIVE classes_1 AS (
+WITH RECURSIVE up_1 AS (
     (SELECT priority FROM duetime_jobs
      WHERE status = 'scheduled' AND cardinality(%(queues)s::text[]) >= 1 AND queue = (%(queues)s::text[])[1]
-     ORDER BY priority DESC
+     ORDER BY priority
      LIMIT 1)
     UNION ALL
     SELECT (SELECT j.priority FROM duetime_jobs j
-            WHERE j.status = 'scheduled' AND j.queue = (%(queues)s::text[])[1] AND j.priority < c.priority
-            ORDER BY j.priority DESC
+            WHERE j.status = 'scheduled' AND j.queue = (%(queues)s::text[])[1] AND j.priority > u.priority
+            ORDER BY j.priority
             LIMIT 1)
-    FROM classes_1 c
-    WHERE c.priority IS NOT NULL
-), classes_2 AS (
+    FROM up_1 u
+    WHERE u.priority IS NOT NULL
+), classes_1 AS (
+    SELECT priority FROM up_1 WHERE priority IS NOT NULL ORDER BY priority DESC
+), up_2 AS (
     (SELECT priority FROM duetime_jobs
      WHERE status = 'scheduled' AND cardinality(%(queues)s::text[]) >= 2 AND queue = (%(queues)s::text[])[2]
-     ORDER BY priority DESC
+     ORDER BY priority
      LIMIT 1)
     UNION ALL
     SELECT (SELECT j.priority FROM duetime_jobs j
-            WHERE j.status = 'scheduled' AND j.queue = (%(queues)s::text[])[2] AND j.priority < c.priority
-            ORDER BY j.priority DESC
+            WHERE j.status = 'scheduled' AND j.queue = (%(queues)s::text[])[2] AND j.priority > u.priority
+            ORDER BY j.priority
             LIMIT 1)
-    FROM classes_2 c
-    WHERE c.priority IS NOT NULL
-), classes_3 AS (
+    FROM up_2 u
+    WHERE u.priority IS NOT NULL
+), classes_2 AS (
+    SELECT priority FROM up_2 WHERE priority IS NOT NULL ORDER BY priority DESC
+), up_3 AS (
     (SELECT priority FROM duetime_jobs
      WHERE status = 'scheduled' AND cardinality(%(queues)s::text[]) >= 3 AND queue = (%(queues)s::text[])[3]
-     ORDER BY priority DESC
+     ORDER BY priority
      LIMIT 1)
     UNION ALL
     SELECT (SELECT j.priority FROM duetime_jobs j
-            WHERE j.status = 'scheduled' AND j.queue = (%(queues)s::text[])[3] AND j.priority < c.priority
-            ORDER BY j.priority DESC
+            WHERE j.status = 'scheduled' AND j.queue = (%(queues)s::text[])[3] AND j.priority > u.priority
+            ORDER BY j.priority
             LIMIT 1)
-    FROM classes_3 c
-    WHERE c.priority IS NOT NULL
-), classes_4 AS (
+    FROM up_3 u
+    WHERE u.priority IS NOT NULL
+), classes_3 AS (
+    SELECT priority FROM up_3 WHERE priority IS NOT NULL ORDER BY priority DESC
+), up_4 AS (
     (SELECT priority FROM duetime_jobs
      WHERE status = 'scheduled' AND cardinality(%(queues)s::text[]) >= 4 AND queue = (%(queues)s::text[])[4]
-     ORDER BY priority DESC
+     ORDER BY priority
      LIMIT 1)
     UNION ALL
     SELECT (SELECT j.priority FROM duetime_jobs j
-            WHERE j.status = 'scheduled' AND j.queue = (%(queues)s::text[])[4] AND j.priority < c.priority
-            ORDER BY j.priority DESC
+            WHERE j.status = 'scheduled' AND j.queue = (%(queues)s::text[])[4] AND j.priority > u.priority
+            ORDER BY j.priority
             LIMIT 1)
-    FROM classes_4 c
-    WHERE c.priority IS NOT NULL
+    FROM up_4 u
+    WHERE u.priority IS NOT NULL
+), classes_4 AS (
+    SELECT priority FROM up_4 WHERE priority IS NOT NULL ORDER BY priority DESC
 ), picked AS (
     SELECT id FROM (
         SELECT id, priority, due_at FROM (

@@ -28,15 +28,19 @@ def lease(job_id: int) -> Lease:
     return Lease(job_id, job_id * 10, 1, job_id * 100)
 
 
-def test_reports_are_coalesced_per_interval_and_the_latest_is_written() -> None:
-    store = FakeStore()
-    calls = BlockingCalls(1)
-    writer = ProgressWriter(
+def writer_of(store: FakeStore, calls: BlockingCalls, interval: float) -> ProgressWriter:
+    return ProgressWriter(
         store,  # type: ignore[arg-type]
         ManualClock(datetime(2026, 1, 1, tzinfo=UTC)),
         calls,
-        interval=0.2,
+        interval=interval,
     )
+
+
+def test_reports_are_coalesced_per_interval_and_the_latest_is_written() -> None:
+    store = FakeStore()
+    calls = BlockingCalls(1)
+    writer = writer_of(store, calls, 0.2)
 
     async def main() -> None:
         await writer.start()
@@ -75,12 +79,7 @@ def test_a_stale_attempts_report_does_not_replace_the_current_ones() -> None:
     # store refuses the stale one's report; the current one's is written all the same
     store = FakeStore()
     calls = BlockingCalls(1)
-    writer = ProgressWriter(
-        store,  # type: ignore[arg-type]
-        ManualClock(datetime(2026, 1, 1, tzinfo=UTC)),
-        calls,
-        interval=0.05,
-    )
+    writer = writer_of(store, calls, 0.05)
     current, stale = Lease(1, 11, 2, 200), Lease(1, 10, 1, 100)
 
     async def main() -> None:

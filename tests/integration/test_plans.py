@@ -221,9 +221,10 @@ def sorted_scans(node: dict[str, Any], sorting: bool = False) -> list[str]:
     return found
 
 
-def sorts(plan: str) -> list[list[str]]:
-    """The sort keys of a PostgreSQL JSON plan's sorts, but the one of the part `classes`
-    (its few priority classes put highest first: they are found going up)."""
+def sorts(plan: str | dict[str, Any]) -> list[list[str]]:
+    """The sort keys of the sorts of a PostgreSQL JSON plan (or of one of its nodes), but the
+    one of the part `classes` (its few priority classes put highest first: they are found
+    going up)."""
     found = []
 
     def walk(node: dict[str, Any]) -> None:
@@ -232,7 +233,7 @@ def sorts(plan: str) -> list[list[str]]:
         for child in node.get("Plans", []):
             walk(child)
 
-    for root in json.loads(plan):
+    for root in json.loads(plan) if isinstance(plan, str) else [{"Plan": plan}]:
         walk(root["Plan"])
     return found
 

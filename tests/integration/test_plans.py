@@ -337,17 +337,6 @@ def test_a_claim_with_fewer_due_jobs_than_its_limit_stops_at_the_due_ones(
 DEAD_HEAD = 20_000  # jobs claimed since the last vacuum, under a snapshot older than that
 
 
-def recursive_union(node: dict[str, Any]) -> dict[str, Any]:
-    """The first Recursive Union of a PostgreSQL JSON plan (the part classes' seeks)."""
-    if node.get("Node Type") == "Recursive Union":
-        return node
-    for child in node.get("Plans", []):
-        found = recursive_union(child)
-        if found:
-            return found
-    return {}
-
-
 def test_the_class_seeks_land_on_live_entries_past_a_dead_head(
     kit: DialectKit, filled: tuple[str, list[str]], backlog: Store
 ) -> None:
@@ -388,7 +377,7 @@ def test_the_class_seeks_land_on_live_entries_past_a_dead_head(
         params = {**claim_params(True), "limit": 10}
         plan = json.loads(postgres_analyzed(kit, url, backlog, "claim", params))[0]["Plan"]
         old.rollback()
-    seeks = recursive_union(plan)
+    seeks = subplan(plan, "CTE up")  # the part classes' seeks
     pages = seeks.get("Shared Hit Blocks", 0) + seeks.get("Shared Read Blocks", 0)
     assert seeks and pages < 20, (pages, seeks)
 

@@ -48,9 +48,9 @@ class ProgressWriter(Service):
         self.interval = interval
         self.writes = 0  # transactions written (each with every attempt's latest report)
         self._lock = threading.Lock()
-        # by job and generation: a stale attempt still running beside the current one of its job
-        # (its lease was lost) does not replace the current one's report
-        self._pending: dict[tuple[int, int], tuple[Lease, float, str | None]] = {}
+        # by attempt: a stale attempt still running beside the current one of its job (its
+        # lease was lost) does not replace the current one's report
+        self._pending: dict[Lease, tuple[Lease, float, str | None]] = {}
         self._loop: asyncio.AbstractEventLoop | None = None
         self._last = float("-inf")  # time.monotonic() of the last write
 
@@ -61,7 +61,7 @@ class ProgressWriter(Service):
         """Keep `lease`'s latest report for the next write (from any thread)."""
         with self._lock:
             first = not self._pending
-            self._pending[lease.job_id, lease.generation] = (lease, fraction, message)
+            self._pending[lease] = (lease, fraction, message)
         loop = self._loop
         if first and loop is not None and not loop.is_closed():
             try:
@@ -73,9 +73,7 @@ class ProgressWriter(Service):
         """Drop `lease`'s report not written yet: its outcome carries it (a write after the
         finish would be refused anyway; this saves the statement)."""
         with self._lock:
-            pending = self._pending.get((lease.job_id, lease.generation))
-            if pending is not None and pending[0] == lease:
-                del self._pending[lease.job_id, lease.generation]
+            self._pending.pop(lease, None)
 
     async def run(self) -> None:
         while not self.stopping:

@@ -57,6 +57,7 @@ class PostgresDriver(Driver):
     dialect = "postgres"
     package = "duetime.store.postgres"
     pipelines = True
+    finishes_held = True
     unchanged = PLAIN | frozenset({datetime, bool})  # psycopg adapts instants, booleans itself
 
     def __init__(

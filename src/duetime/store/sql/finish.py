@@ -264,9 +264,12 @@ class Finisher(Part):
             for lease, outcome in carrying:
                 c.run("keep_results", **_extras(by_job[lease.job_id], outcome), now=now)
         self.limits.count_outcomes(c, _outcomes(items, applied), now)
-        ended = [m for m in moves if JobStatus(m["to_status"]) in TERMINAL]
-        tell = [(m["job_id"], JobStatus(m["to_status"])) for m in ended]
-        tell = [(i, to) for i, to in tell if moved[i]["has_children"]]
+        ended = [m for m in moves if m["to_status"] in TERMINAL]  # statuses are str enums
+        tell = [
+            (m["job_id"], JobStatus(m["to_status"]))
+            for m in ended
+            if moved[m["job_id"]]["has_children"]
+        ]
         if tell:  # their blocked children released or cancelled, in this transaction
             self.dependencies.settle(c, tell, now)
         ended_keys = [

@@ -183,7 +183,11 @@ WHERE schedule_id = %(schedule_id)s AND nominal_at = %(nominal_at)s::timestamptz
 -- limit each walk ends at its class's last due row (one walk of the whole index, with
 -- due_at <= now a filter, went on through every entry due later: PostgreSQL 15 has no skip
 -- scan).
+-- The claim is prepared on each connection (parsed and rewritten once) and still planned for
+-- each call's parameters (plan_cache_mode for this transaction): a generic plan would not
+-- know which rows are due.
 SET LOCAL enable_sort = off;
+SET LOCAL plan_cache_mode = force_custom_plan;
 @classes
 , picked AS (
     SELECT p.id FROM classes c
@@ -249,7 +253,9 @@ WHERE status = 'scheduled' AND priority < %(after)s;
 -- does not read the due jobs of the others one by one, nor the entries of its queues' jobs
 -- due later. Rows a queue's walk locked but the claim does not take are free again at its
 -- commit. (In claim itself, this form would cost every claim of all queues more to plan.)
+-- Prepared and planned per call, as claim is.
 SET LOCAL enable_sort = off;
+SET LOCAL plan_cache_mode = force_custom_plan;
 WITH RECURSIVE up_1 AS (
     (SELECT priority FROM duetime_jobs
      WHERE status = 'scheduled' AND cardinality(%(queues)s::text[]) >= 1 AND queue = (%(queues)s::text[])[1]

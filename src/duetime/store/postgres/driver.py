@@ -552,7 +552,8 @@ def _no_autocommit(native: psycopg.Connection[Any]) -> None:
 def _configure(conn: psycopg.Connection[Any]) -> None:
     """Each new connection plans every statement of duetime's for its own parameters: the pool's
     connections prepare no statement server-side but enqueue_one and insert_job_batch (plain
-    inserts) and finish_jobs (a batch from JSON), so each other is planned as it is sent. A
+    inserts), finish_jobs (a batch from JSON) and the claims (planned per call all the same:
+    their SET LOCAL plan_cache_mode), so each other is planned as it is sent. A
     cached generic plan cannot know that `due_at <= now` selects only the due rows, and reads
     them all. plan_cache_mode stays as it is:
     forcing custom plans session-wide would also re-plan the foreign-key check of every attempt

@@ -7,6 +7,9 @@ the batch commits; a batch is one transaction.
 from __future__ import annotations
 
 from datetime import timedelta
+from typing import Any
+
+import pytest
 
 from duetime.core.clock import ManualClock
 from duetime.core.models import Lease, Outcome
@@ -122,6 +125,87 @@ def test_a_stale_outcome_and_the_current_one_of_one_job_in_one_batch(
         first, second = ended.attempt_history
         assert first.status is AttemptStatus.LOST and first.late_outcome == "succeeded"
         assert second.status is AttemptStatus.SUCCEEDED
+
+
+def statements_of(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The names of the statements run from here on, in order, as a list that grows."""
+    from duetime.store.driver import Connection
+
+    names: list[str] = []
+    real_run, real_rows = Connection.run, Connection.rows
+
+    def run(self: Connection, name: str, /, **params: Any) -> Any:
+        names.append(name)
+        return real_run(self, name, **params)
+
+    def rows(self: Connection, name: str, /, **params: Any) -> Any:
+        names.append(name)
+        return real_rows(self, name, **params)
+
+    monkeypatch.setattr(Connection, "run", run)
+    monkeypatch.setattr(Connection, "rows", rows)
+    return names
+
+
+def test_a_batch_whose_attempts_all_hold_their_jobs(
+    store: Store, clock: ManualClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # PostgreSQL finishes it in one statement that locks and fences the rows itself
+    # (finish_jobs); the others read the rows first (lock_jobs), then finish them
+    for i in range(4):
+        enqueue(store, clock, args={"i": i})
+    leases = claim_all(store, clock, 4)
+    names = statements_of(monkeypatch)
+    due = clock.now() + timedelta(seconds=9)
+    items = [
+        (leases[0], Outcome(Event.SUCCEED, result='{"n": 1}')),
+        (leases[1], Outcome(Event.RETRY, due_at=due, error_category=ErrorCategory.RETRYABLE)),
+        (leases[2], Outcome(Event.GIVE_UP, error_message="no")),
+        (leases[3], Outcome(Event.SUCCEED)),
+    ]
+    assert store.finish_many(items, clock.now()) == [True] * 4
+    held = store.driver.finishes_held  # type: ignore[attr-defined]
+    assert "finish_jobs" in names and ("lock_jobs" in names) == (not held)
+    monkeypatch.undo()
+    jobs = [store.get_job(lease.job_id) for lease in leases]
+    assert [j.status for j in jobs if j is not None] == [
+        JobStatus.SUCCEEDED,
+        JobStatus.SCHEDULED,
+        JobStatus.DEAD,
+        JobStatus.SUCCEEDED,
+    ]
+    assert jobs[0] is not None and jobs[0].result == {"n": 1}
+    assert jobs[1] is not None and jobs[1].due_at == due
+    for job, lease in zip(jobs, leases, strict=True):
+        assert job is not None
+        [attempt] = job.attempt_history
+        assert (attempt.generation, attempt.claim_token) == (lease.generation, lease.claim_token)
+    assert jobs[2] is not None and jobs[2].attempt_history[0].error_message == "no"
+
+
+def test_a_batch_with_one_job_whose_cancel_was_asked_meanwhile(
+    store: Store, clock: ManualClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the attempt still holds its job, but the job is no longer `running`: PostgreSQL's one
+    # statement moves fewer jobs than it was sent, rolls back, and the batch goes the long
+    # way; every outcome applies once, the cancelled job's as a cancellation
+    for i in range(3):
+        enqueue(store, clock, args={"i": i})
+    leases = claim_all(store, clock, 3)
+    store.transition(leases[1].job_id, Event.CANCEL, clock.now())
+    names = statements_of(monkeypatch)
+    due = clock.now() + timedelta(seconds=9)
+    items = [(lease, Outcome(Event.RETRY, due_at=due)) for lease in leases]
+    assert store.finish_many(items, clock.now()) == [True] * 3
+    assert "lock_jobs" in names
+    monkeypatch.undo()
+    jobs = [store.get_job(lease.job_id) for lease in leases]
+    assert [j.status for j in jobs if j is not None] == [
+        JobStatus.SCHEDULED,
+        JobStatus.CANCELLED,
+        JobStatus.SCHEDULED,
+    ]
+    assert all(j is not None and len(j.attempt_history) == 1 for j in jobs)
 
 
 def test_a_heartbeat_batch_renews_only_leases_still_held(store: Store, clock: ManualClock) -> None:

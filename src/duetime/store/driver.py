@@ -169,6 +169,10 @@ class Driver(ABC):
     # (Claimer.due_classes): without a skip scan, their pick's range reads end at now only in
     # a class they name (SQLite, MariaDB/MySQL; PostgreSQL's pick walks the classes itself)
     names_classes: ClassVar[bool] = False
+    # a batch of outcomes whose attempts all still hold their jobs is finished by finish_jobs
+    # alone (it locks and fences the rows, and returns the jobs it moved), without lock_jobs
+    # reading them first (PostgreSQL)
+    finishes_held: ClassVar[bool] = False
     # parameter types encode passes as they are (exact types): those every dialect takes, and
     # a dialect's own whose encode_time or encode_bool returns the value itself
     unchanged: ClassVar[frozenset[type]] = PLAIN

@@ -57,6 +57,7 @@ class PostgresDriver(Driver):
     dialect = "postgres"
     package = "duetime.store.postgres"
     pipelines = True
+    finishes_held = True
     unchanged = PLAIN | frozenset({datetime, bool})  # psycopg adapts instants, booleans itself
 
     def __init__(
@@ -78,6 +79,10 @@ class PostgresDriver(Driver):
             self.statements("enqueue_one")
             + self.statements("insert_job_batch")
             + self.statements("finish_jobs")
+            # the claims' last statement: prepared, but planned per call (its SET LOCAL
+            # plan_cache_mode): its parse and rewrite were a quarter of a small claim's CPU
+            + self.statements("claim")[-1:]
+            + self.statements("claim_queues")[-1:]
         )
         try:  # fail fast and clearly when the server is not there
             psycopg.connect(self.conninfo, connect_timeout=10).close()
@@ -176,7 +181,7 @@ class PostgresDriver(Driver):
                             native.execute("BEGIN")
                             for statement in before:
                                 native.execute(statement, encoded)
-                            cur.execute(last, encoded)
+                            cur.execute(last, encoded, prepare=last in self._prepared or None)
                             native.execute("COMMIT")
                         rows: list[Row] = []
                         if cur.description is not None:
@@ -547,7 +552,8 @@ def _no_autocommit(native: psycopg.Connection[Any]) -> None:
 def _configure(conn: psycopg.Connection[Any]) -> None:
     """Each new connection plans every statement of duetime's for its own parameters: the pool's
     connections prepare no statement server-side but enqueue_one and insert_job_batch (plain
-    inserts) and finish_jobs (a batch from JSON), so each other is planned as it is sent. A
+    inserts), finish_jobs (a batch from JSON) and the claims (planned per call all the same:
+    their SET LOCAL plan_cache_mode), so each other is planned as it is sent. A
     cached generic plan cannot know that `due_at <= now` selects only the due rows, and reads
     them all. plan_cache_mode stays as it is:
     forcing custom plans session-wide would also re-plan the foreign-key check of every attempt

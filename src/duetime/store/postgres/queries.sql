@@ -183,7 +183,11 @@ WHERE schedule_id = %(schedule_id)s AND nominal_at = %(nominal_at)s::timestamptz
 -- limit each walk ends at its class's last due row (one walk of the whole index, with
 -- due_at <= now a filter, went on through every entry due later: PostgreSQL 15 has no skip
 -- scan).
+-- The claim is prepared on each connection (parsed and rewritten once) and still planned for
+-- each call's parameters (plan_cache_mode for this transaction): a generic plan would not
+-- know which rows are due.
 SET LOCAL enable_sort = off;
+SET LOCAL plan_cache_mode = force_custom_plan;
 @classes
 , picked AS (
     SELECT p.id FROM classes c
@@ -249,7 +253,9 @@ WHERE status = 'scheduled' AND priority < %(after)s;
 -- does not read the due jobs of the others one by one, nor the entries of its queues' jobs
 -- due later. Rows a queue's walk locked but the claim does not take are free again at its
 -- commit. (In claim itself, this form would cost every claim of all queues more to plan.)
+-- Prepared and planned per call, as claim is.
 SET LOCAL enable_sort = off;
+SET LOCAL plan_cache_mode = force_custom_plan;
 WITH RECURSIVE up_1 AS (
     (SELECT priority FROM duetime_jobs
      WHERE status = 'scheduled' AND cardinality(%(queues)s::text[]) >= 1 AND queue = (%(queues)s::text[])[1]
@@ -434,8 +440,11 @@ FOR UPDATE OF j;
 -- name: finish_jobs
 -- One statement: the jobs move (fenced by generation, claim token, status, the attempt they
 -- run and, for a reap, its expired lease), their current-attempt columns are cleared, and
--- each ended attempt's row is inserted, once, with its outcome (migration 22). The attempt's
--- columns are read from the rows as they were (`ending`: the caller locked them, lock_jobs).
+-- each ended attempt's row is inserted, once, with its outcome (migration 22). The rows are
+-- locked here, in id order: after lock_jobs (the long way, store/sql/finish.py), or alone for
+-- a batch of attempts that all still hold their running jobs, whose caller rolls back when
+-- fewer jobs moved than it sent. The moved jobs come back with what the rest of the finish
+-- needs (their count is the statement's row count).
 WITH v AS (
     SELECT * FROM jsonb_to_recordset(%(batch)s::jsonb) AS v(job_id bigint, generation bigint,
         claim_token bigint, from_status text, to_status text, due_at timestamptz,
@@ -443,7 +452,8 @@ WITH v AS (
         error_traceback text)
 ), ending AS (
     SELECT j.id, j.generation, j.claim_token, j.attempt_id, j.worker_id, j.lease_expires_at,
-           j.started_at, j.due_at, j.late_outcome, j.late_reported_at
+           j.started_at, j.due_at, j.late_outcome, j.late_reported_at, j.has_children,
+           j.tenant, j.sequence_key, j.queue
     FROM duetime_jobs j JOIN v ON j.id = v.job_id
     WHERE j.generation = v.generation AND j.claim_token = v.claim_token
       AND j.status = v.from_status AND j.attempt_id IS NOT NULL
@@ -458,15 +468,17 @@ WITH v AS (
     FROM ending JOIN v ON v.job_id = ending.id
     WHERE j.id = ending.id
     RETURNING ending.*
+), kept AS (
+    INSERT INTO duetime_attempts (id, job_id, generation, claim_token, worker_id, status,
+        lease_expires_at, started_at, finished_at, error_category, error_message,
+        error_traceback, late_outcome, late_reported_at, due_at)
+    SELECT m.attempt_id, m.id, m.generation, m.claim_token, m.worker_id, v.status,
+           m.lease_expires_at, m.started_at, %(now)s, v.error_category, v.error_message,
+           v.error_traceback, m.late_outcome, m.late_reported_at, m.due_at
+    FROM moved m JOIN v ON v.job_id = m.id
+    ORDER BY m.id
 )
-INSERT INTO duetime_attempts (id, job_id, generation, claim_token, worker_id, status,
-    lease_expires_at, started_at, finished_at, error_category, error_message, error_traceback,
-    late_outcome, late_reported_at, due_at)
-SELECT m.attempt_id, m.id, m.generation, m.claim_token, m.worker_id, v.status,
-       m.lease_expires_at, m.started_at, %(now)s, v.error_category, v.error_message,
-       v.error_traceback, m.late_outcome, m.late_reported_at, m.due_at
-FROM moved m JOIN v ON v.job_id = m.id
-ORDER BY m.id;
+SELECT id, has_children, tenant, sequence_key, queue FROM moved;
 
 -- name: keep_results
 -- A success's result and an attempt's last progress (docs/workflows.md), for the one job the

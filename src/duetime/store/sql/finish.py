@@ -41,6 +41,11 @@ class _Fenced(Exception):
     """Raised inside a completion transaction to roll it back."""
 
 
+class _NotHeld(Exception):
+    """Raised inside _finish_held's transaction to roll it back: not every attempt of the
+    batch still held its job."""
+
+
 class _Unmatched(StoreError):
     """The finish ended fewer attempts than the checks under the row locks said it would: the
     transaction is rolled back (finish_many then tries each outcome alone)."""
@@ -141,11 +146,47 @@ class Finisher(Part):
         now: datetime | Callable[[], datetime],
         only_if_expired: bool,
     ) -> list[bool]:
+        if self.driver.finishes_held and not only_if_expired:
+            applied = self._finish_held(items, now)
+            if applied is not None:
+                return applied
         with self.driver.transaction() as c:
             applied, at = self.finish_on(c, items, now, only_if_expired)
             refused = [item for item, ok in zip(items, applied, strict=True) if not ok]
             if refused and not only_if_expired:
                 c.run("late_reports", batch=Rows(_late_report(*item) for item in refused), now=at)
+        return applied
+
+    def _finish_held(
+        self, items: Sequence[tuple[Lease, Outcome]], when: datetime | Callable[[], datetime]
+    ) -> list[bool] | None:
+        """A worker's batch as its worker sees it (every attempt still holds its running job):
+        one statement locks, fences and moves the jobs (finish_jobs, which on PostgreSQL
+        returns the jobs it moved), with no read of their rows first. None when the batch is
+        not all of that: then nothing was kept, and finish_on takes it (a stale attempt, a job
+        whose cancel was asked meanwhile, two outcomes of one job), reading the rows first."""
+        targets = []
+        for lease, outcome in items:
+            target = next_status(outcome.event, JobStatus.RUNNING)
+            if target is None or lease.claim_token is None:
+                return None
+            targets.append(target)
+        if len({lease.job_id for lease, _ in items}) != len(items):
+            return None
+        try:
+            with self.driver.transaction() as c:
+                now = when() if callable(when) else when
+                moves = Rows(
+                    _move(lease, outcome, JobStatus.RUNNING, target, now, False)
+                    for (lease, outcome), target in zip(items, targets, strict=True)
+                )
+                moved = c.rows("finish_jobs", batch=moves, now=now)
+                if len(moved) != len(moves):
+                    raise _NotHeld  # rolls the moves back: finish_on decides each one
+                applied = [True] * len(items)
+                self._after_moves(c, items, applied, moves, {r["id"]: r for r in moved}, now)
+        except _NotHeld:
+            return None
         return applied
 
     def finish_on(
@@ -172,8 +213,7 @@ class Finisher(Part):
         jobs = {r["id"]: r for r in locked}
         applied: list[bool] = []
         moves = Rows()
-        extras = []  # the outcomes that carry a result or progress: most carry neither
-        tell: list[tuple[int, JobStatus]] = []  # jobs with children to tell of their end
+        moved: dict[int, Row] = {}  # the locked rows of the jobs that move
         for lease, outcome in items:
             # a batch may hold a stale attempt's outcome beside the current one's (a worker
             # whose earlier attempt was reaped ran the job again): each is checked against the
@@ -191,55 +231,59 @@ class Finisher(Part):
             applied.append(target is not None)
             if job is None or target is None:
                 continue
-            del jobs[lease.job_id]
-            if job["has_children"] and target in TERMINAL:
-                tell.append((lease.job_id, target))
+            moved[lease.job_id] = jobs.pop(lease.job_id)
             moves.append(
-                {
-                    "job_id": lease.job_id,
-                    "generation": lease.generation,
-                    "claim_token": lease.claim_token,
-                    "from_status": str(job["status"]),
-                    "to_status": str(target),
-                    "due_at": _delay_from(outcome, now),
-                    "only_if_expired": only_if_expired,
-                    "status": str(outcome.attempt_status or ATTEMPT_END[outcome.event]),
-                    "error_category": str(outcome.error_category)
-                    if outcome.error_category
-                    else None,
-                    "error_message": storable(outcome.error_message),
-                    "error_traceback": storable(outcome.error_traceback),
-                }
+                _move(lease, outcome, JobStatus(job["status"]), target, now, only_if_expired)
             )
-            if outcome.result is not None or outcome.progress is not None:
-                extras.append(_extras(moves[-1], outcome))
         if moves:
             ended = c.run("finish_jobs", batch=moves, now=now)
             if ended != len(moves):  # the row locks make this impossible: refuse to guess
                 raise _Unmatched(f"finished {ended} of the {len(moves)} jobs locked; nothing kept")
-            for extra in extras:  # under the locks taken above, fenced as the finish was
-                c.run("keep_results", **extra, now=now)
-            self.limits.count_outcomes(c, _outcomes(items, applied), now)
-            if tell:  # their blocked children released or cancelled, in this transaction
-                self.dependencies.settle(c, tell, now)
-            keys = {r["id"]: (r["tenant"], r["sequence_key"]) for r in locked if r["sequence_key"]}
-            if keys:  # jobs of a sequence: one that ended lets the next run
-                ended_keys = [
-                    keys[m["job_id"]]
-                    for m in moves
-                    if m["job_id"] in keys and JobStatus(m["to_status"]) in TERMINAL
-                ]
-                if ended_keys:
-                    self.driver.notify(c, settle_sequences(c, ended_keys, now, self._t))
-            again = {
-                m["job_id"]: m["due_at"] for m in moves if m["to_status"] == JobStatus.SCHEDULED
-            }
-            if again:  # retries: due again later (the queue is the job's)
-                queues = {r["id"]: r["queue"] for r in locked if r["id"] in again}
-                self.driver.notify(
-                    c, earliest_of((queues[i], at or now) for i, at in again.items())
-                )
+            self._after_moves(c, items, applied, moves, moved, now)
         return applied, now
+
+    def _after_moves(
+        self,
+        c: Connection,
+        items: Sequence[tuple[Lease, Outcome]],
+        applied: Sequence[bool],
+        moves: Sequence[dict[str, Any]],
+        moved: dict[int, Row],
+        now: datetime,
+    ) -> None:
+        """The rest of a finish, in its transaction, once `moves` moved the jobs `moved` (job
+        id: its row's has_children, tenant, sequence_key and queue): results and progress kept,
+        limits counted, children told, sequences and retries woken."""
+        carrying = [  # the outcomes that carry a result or progress: most carry neither
+            (lease, outcome)
+            for (lease, outcome), ok in zip(items, applied, strict=True)
+            if ok and (outcome.result is not None or outcome.progress is not None)
+        ]
+        if carrying:  # under the locks taken above, fenced as the finish was
+            by_job = {m["job_id"]: m for m in moves}
+            for lease, outcome in carrying:
+                c.run("keep_results", **_extras(by_job[lease.job_id], outcome), now=now)
+        self.limits.count_outcomes(c, _outcomes(items, applied), now)
+        ended = [m for m in moves if m["to_status"] in TERMINAL]  # statuses are str enums
+        tell = [
+            (m["job_id"], JobStatus(m["to_status"]))
+            for m in ended
+            if moved[m["job_id"]]["has_children"]
+        ]
+        if tell:  # their blocked children released or cancelled, in this transaction
+            self.dependencies.settle(c, tell, now)
+        ended_keys = [
+            (moved[m["job_id"]]["tenant"], moved[m["job_id"]]["sequence_key"])
+            for m in ended
+            if moved[m["job_id"]]["sequence_key"]
+        ]
+        if ended_keys:  # jobs of a sequence: one that ended lets the next run
+            self.driver.notify(c, settle_sequences(c, ended_keys, now, self._t))
+        again = [m for m in moves if m["to_status"] == JobStatus.SCHEDULED]
+        if again:  # retries: due again later (the queue is the job's)
+            self.driver.notify(
+                c, earliest_of((moved[m["job_id"]]["queue"], m["due_at"] or now) for m in again)
+            )
 
     @conflicts_retried
     def record_progress(
@@ -326,6 +370,31 @@ class Finisher(Part):
             if keys:  # an expired job of a sequence lets the next run
                 self.driver.notify(c, settle_sequences(c, keys, now, self._t))
         return len(rows)
+
+
+def _move(
+    lease: Lease,
+    outcome: Outcome,
+    status: JobStatus,
+    target: JobStatus,
+    now: datetime,
+    only_if_expired: bool,
+) -> dict[str, Any]:
+    """One job's row of a finish batch (finish_jobs): its move from `status` to
+    `target`, fenced by the lease, and its attempt's outcome."""
+    return {
+        "job_id": lease.job_id,
+        "generation": lease.generation,
+        "claim_token": lease.claim_token,
+        "from_status": str(status),
+        "to_status": str(target),
+        "due_at": _delay_from(outcome, now),
+        "only_if_expired": only_if_expired,
+        "status": str(outcome.attempt_status or ATTEMPT_END[outcome.event]),
+        "error_category": str(outcome.error_category) if outcome.error_category else None,
+        "error_message": storable(outcome.error_message),
+        "error_traceback": storable(outcome.error_traceback),
+    }
 
 
 def _extras(move: dict[str, Any], outcome: Outcome) -> dict[str, Any]:

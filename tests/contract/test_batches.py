@@ -187,8 +187,8 @@ def test_a_batch_with_one_job_whose_cancel_was_asked_meanwhile(
     store: Store, clock: ManualClock, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # the attempt still holds its job, but the job is no longer `running`: PostgreSQL's one
-    # statement moves fewer jobs than it was sent, rolls back, and the batch goes the long
-    # way; every outcome applies once, the cancelled job's as a cancellation
+    # statement moves none of the batch's jobs, and the batch goes the long way; every
+    # outcome applies once, the cancelled job's as a cancellation
     for i in range(3):
         enqueue(store, clock, args={"i": i})
     leases = claim_all(store, clock, 3)
@@ -197,7 +197,11 @@ def test_a_batch_with_one_job_whose_cancel_was_asked_meanwhile(
     due = clock.now() + timedelta(seconds=9)
     items = [(lease, Outcome(Event.RETRY, due_at=due)) for lease in leases]
     assert store.finish_many(items, clock.now()) == [True] * 3
-    assert "lock_jobs" in names
+    held = store.driver.finishes_held  # type: ignore[attr-defined]
+    # PostgreSQL: the one statement first (it moved nothing), then the long way
+    assert [n for n in names if n in ("lock_jobs", "finish_jobs")] == (
+        ["finish_jobs", "lock_jobs", "finish_jobs"] if held else ["lock_jobs", "finish_jobs"]
+    )
     monkeypatch.undo()
     jobs = [store.get_job(lease.job_id) for lease in leases]
     assert [j.status for j in jobs if j is not None] == [

@@ -4,39 +4,102 @@ still plans them for each call's parameters: a generic plan would not know which
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
+import psycopg
+import pytest
+
+from duetime.core.clock import ManualClock
+from duetime.core.states import Event
 from duetime.store.postgres.driver import PostgresDriver
+from duetime.store.rows import moves_json
 from duetime.store.sql.front import SQLStore
+from duetime.store.sql.shared import pick_filters
+from jobhelpers import enqueue
 from kit import kit_named
 
 NOW = datetime(2026, 6, 1, tzinfo=UTC)
+# the claims as the server holds them: the parameters numbered ($1, ...), the start the same
+STARTS = {"claim": "WITH RECURSIVE up AS (", "claim_queues": "WITH RECURSIVE up_1 AS ("}
 
 
-def test_the_claims_are_prepared_and_planned_for_each_call(tmp_path: Path) -> None:
-    url = kit_named("postgres").fresh_url(tmp_path)
+@pytest.fixture
+def one_connection(tmp_path: Path) -> Iterator[tuple[str, PostgresDriver, SQLStore]]:
+    url = kit_named("postgres").fresh_url(tmp_path, drop=True)
     driver = PostgresDriver(url, min_size=1, max_size=1)  # every claim on one connection
     store = SQLStore(driver)
     store.migrate()
-    try:
-        for name in ("claim", "claim_queues"):  # twice as many calls as PostgreSQL's five
-            for _ in range(10):  # custom plans before it weighs a generic one
-                store.claim(
-                    worker_id="w",
-                    queues=None if name == "claim" else ["default"],
-                    limit=10,
-                    now=NOW + timedelta(seconds=1),
-                )
-        with driver.transaction() as c:
-            rows = c.native.execute(
-                "SELECT statement, generic_plans, custom_plans FROM pg_prepared_statements"
-            ).fetchall()
-        # as the server holds them: the parameters numbered ($1, ...), the start the same
-        starts = {"claim": "WITH RECURSIVE up AS (", "claim_queues": "WITH RECURSIVE up_1 AS ("}
-        for name, start in starts.items():
-            assert driver.statements(name)[-1].startswith(start), name
-            found = [(r[1], r[2]) for r in rows if r[0].startswith(start)]
-            assert found == [(0, 10)], (name, found)
-    finally:
-        store.close()
+    yield url, driver, store
+    store.close()
+
+
+def plans(conn: Any) -> dict[str, list[tuple[int, int]]]:
+    """Each claim's (generic plans, custom plans) as the connection's prepared statements."""
+    rows = conn.execute(
+        "SELECT statement, generic_plans, custom_plans FROM pg_prepared_statements"
+    ).fetchall()
+    return {
+        name: [(r[1], r[2]) for r in rows if r[0].startswith(start)]
+        for name, start in STARTS.items()
+    }
+
+
+def claim_ten_times(store: SQLStore, name: str) -> None:
+    for _ in range(10):  # twice PostgreSQL's five custom plans before it weighs a generic one
+        store.claim(
+            worker_id="w",
+            queues=None if name == "claim" else ["default"],
+            limit=10,
+            now=NOW + timedelta(seconds=1),
+        )
+
+
+def test_the_claims_are_prepared_and_planned_for_each_call(
+    one_connection: tuple[str, PostgresDriver, SQLStore],
+) -> None:
+    url, driver, store = one_connection
+    for name, start in STARTS.items():
+        assert driver.statements(name)[-1].startswith(start), name
+        claim_ten_times(store, name)
+    with driver.transaction() as c:
+        assert plans(c.native) == {"claim": [(0, 10)], "claim_queues": [(0, 10)]}
+    # the control: the same statements prepared without their SET LOCAL plan_cache_mode are
+    # given a generic plan by the fifth call (what the claims must not be)
+    params = {
+        "now": NOW + timedelta(seconds=1),
+        "limit": 10,
+        "moves": moves_json(Event.CLAIM),
+        "worker_id": "w",
+        "outbox_queues": [],
+    }
+    with psycopg.connect(url) as conn:
+        for name in STARTS:
+            values = {**params, **pick_filters(None if name == "claim" else ["default"], None)}
+            for _ in range(10):
+                conn.execute("SET LOCAL enable_sort = off")
+                conn.execute(driver.statements(name)[-1], values, prepare=True)
+                conn.commit()
+        assert all(generic > 0 for [(generic, _)] in plans(conn).values()), plans(conn)
+
+
+def test_a_claim_prepared_before_a_migration_changed_the_jobs_table_runs_after_it(
+    one_connection: tuple[str, PostgresDriver, SQLStore],
+) -> None:
+    """A migration run while workers run (`duetime migrate`, then restart the workers) may
+    change the columns a prepared claim returns: PostgreSQL refuses the prepared statement
+    once; the claim is run again, prepared anew, and takes its jobs."""
+    url, _, store = one_connection
+    claim_ten_times(store, "claim")
+    enqueue(store, ManualClock(NOW), args={"i": 1})
+    with psycopg.connect(url, autocommit=True) as admin:
+        admin.execute("ALTER TABLE duetime_jobs ADD COLUMN a_later_column integer")
+        try:
+            claims = store.claim(
+                worker_id="w", queues=None, limit=10, now=NOW + timedelta(seconds=1)
+            )
+            assert [c.job.args for c in claims] == [{"i": 1}]
+        finally:
+            admin.execute("ALTER TABLE duetime_jobs DROP COLUMN a_later_column")

@@ -339,6 +339,11 @@ class PostgresDriver(Driver):
             return StoreUnavailable(f"no connection to PostgreSQL at {self.where()} in time")
         if isinstance(exc, psycopg.errors.DeadlockDetected | psycopg.errors.SerializationFailure):
             return StoreConflict(f"PostgreSQL at {self.where()} broke a conflict: {_reason(exc)}")
+        if isinstance(exc, psycopg.errors.FeatureNotSupported) and _PLAN_CHANGED in str(exc):
+            # a prepared statement (the claims return j.*) whose table a migration changed
+            # while this process ran: the transaction's rollback made psycopg forget the
+            # connection's prepared statements, so the method's rerun prepares it anew
+            return StoreConflict(f"PostgreSQL at {self.where()} changed a table: {_reason(exc)}")
         if isinstance(exc, psycopg.OperationalError):
             return StoreUnavailable(f"PostgreSQL at {self.where()} failed: {_reason(exc)}")
         if isinstance(exc, psycopg.errors.IdleInTransactionSessionTimeout):
@@ -585,6 +590,9 @@ def _configure_pooled(conn: _PooledConnection) -> None:
     _configure(conn)
     conn.used_at = conn.opened_at = time.monotonic()
 
+
+# PostgreSQL's refusal to run a prepared statement whose result's columns changed since
+_PLAN_CHANGED = "cached plan must not change result type"
 
 # Settings of each session, so that a connection lost in the middle of a transaction (a
 # partition: packets dropped, nothing refused) gives its row locks back in bounded time and

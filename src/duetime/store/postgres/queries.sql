@@ -442,9 +442,10 @@ FOR UPDATE OF j;
 -- run and, for a reap, its expired lease), their current-attempt columns are cleared, and
 -- each ended attempt's row is inserted, once, with its outcome (migration 22). The rows are
 -- locked here, in id order: after lock_jobs (the long way, store/sql/finish.py), or alone for
--- a batch of attempts that all still hold their running jobs, whose caller rolls back when
--- fewer jobs moved than it sent. The moved jobs come back with what the rest of the finish
--- needs (their count is the statement's row count).
+-- a batch of attempts that all still hold their running jobs (`whole`): then every job moves
+-- or none does, and the caller, told that none did, commits and goes the long way (no
+-- rollback: psycopg's rollback forgets the connection's prepared statements). The moved jobs
+-- come back with what the rest of the finish needs (their count is the row count).
 WITH v AS (
     SELECT * FROM jsonb_to_recordset(%(batch)s::jsonb) AS v(job_id bigint, generation bigint,
         claim_token bigint, from_status text, to_status text, due_at timestamptz,
@@ -467,6 +468,7 @@ WITH v AS (
         late_outcome = NULL, late_reported_at = NULL
     FROM ending JOIN v ON v.job_id = ending.id
     WHERE j.id = ending.id
+      AND (NOT %(whole)s::boolean OR (SELECT count(*) FROM ending) = (SELECT count(*) FROM v))
     RETURNING ending.*
 ), kept AS (
     INSERT INTO duetime_attempts (id, job_id, generation, claim_token, worker_id, status,

@@ -41,11 +41,6 @@ class _Fenced(Exception):
     """Raised inside a completion transaction to roll it back."""
 
 
-class _NotHeld(Exception):
-    """Raised inside _finish_held's transaction to roll it back: not every attempt of the
-    batch still held its job."""
-
-
 class _Unmatched(StoreError):
     """The finish ended fewer attempts than the checks under the row locks said it would: the
     transaction is rolled back (finish_many then tries each outcome alone)."""
@@ -161,10 +156,12 @@ class Finisher(Part):
         self, items: Sequence[tuple[Lease, Outcome]], when: datetime | Callable[[], datetime]
     ) -> list[bool] | None:
         """A worker's batch as its worker sees it (every attempt still holds its running job):
-        one statement locks, fences and moves the jobs (finish_jobs, which on PostgreSQL
-        returns the jobs it moved), with no read of their rows first. None when the batch is
-        not all of that: then nothing was kept, and finish_on takes it (a stale attempt, a job
-        whose cancel was asked meanwhile, two outcomes of one job), reading the rows first."""
+        one statement locks, fences and moves the jobs (finish_jobs with `whole`: all of them
+        or none), with no read of their rows first. None when the batch is not all of that:
+        nothing was written, and finish_on takes it in a transaction of its own (a stale
+        attempt, a job whose cancel was asked meanwhile, two outcomes of one job). The instant
+        recorded is read before the statement, so a wait for a row lock held by another short
+        transaction (a renewal, a progress report, an operator's cancel) is not in it."""
         targets = []
         for lease, outcome in items:
             target = next_status(outcome.event, JobStatus.RUNNING)
@@ -173,20 +170,19 @@ class Finisher(Part):
             targets.append(target)
         if len({lease.job_id for lease, _ in items}) != len(items):
             return None
-        try:
-            with self.driver.transaction() as c:
-                now = when() if callable(when) else when
-                moves = Rows(
-                    _move(lease, outcome, JobStatus.RUNNING, target, now, False)
-                    for (lease, outcome), target in zip(items, targets, strict=True)
-                )
-                moved = c.rows("finish_jobs", batch=moves, now=now)
-                if len(moved) != len(moves):
-                    raise _NotHeld  # rolls the moves back: finish_on decides each one
-                applied = [True] * len(items)
-                self._after_moves(c, items, applied, moves, {r["id"]: r for r in moved}, now)
-        except _NotHeld:
-            return None
+        with self.driver.transaction() as c:
+            now = when() if callable(when) else when
+            moves = Rows(
+                _move(lease, outcome, JobStatus.RUNNING, target, now, False)
+                for (lease, outcome), target in zip(items, targets, strict=True)
+            )
+            moved = c.rows("finish_jobs", batch=moves, now=now, whole=True)
+            if not moved:
+                return None  # nothing written; the commit lets the row locks go
+            if len(moved) != len(moves):  # `whole` makes this impossible: refuse to guess
+                raise _Unmatched(f"finished {len(moved)} of the {len(moves)} jobs; nothing kept")
+            applied = [True] * len(items)
+            self._after_moves(c, items, applied, moves, {r["id"]: r for r in moved}, now)
         return applied
 
     def finish_on(
@@ -236,7 +232,7 @@ class Finisher(Part):
                 _move(lease, outcome, JobStatus(job["status"]), target, now, only_if_expired)
             )
         if moves:
-            ended = c.run("finish_jobs", batch=moves, now=now)
+            ended = c.run("finish_jobs", batch=moves, now=now, whole=False)
             if ended != len(moves):  # the row locks make this impossible: refuse to guess
                 raise _Unmatched(f"finished {ended} of the {len(moves)} jobs locked; nothing kept")
             self._after_moves(c, items, applied, moves, moved, now)

@@ -144,7 +144,7 @@ def test_postgres_the_finish_statement_is_prepared_server_side(tmp_path: Path) -
     try:
         for _ in range(2):
             with driver.transaction() as c:
-                c.run("finish_jobs", batch=Rows(), now=datetime.now(UTC))
+                c.run("finish_jobs", batch=Rows(), now=datetime.now(UTC), whole=False)
         with driver.transaction() as c:
             prepared = [
                 str(r[0])

@@ -87,7 +87,9 @@ STATEMENTS: dict[str, str] = {
     "that claim_token is running with a lease that ended at now); inserts the row of the "
     "attempt each job that moved was running, once, from the job's row (status, "
     "error_category, error_message, error_traceback, finished_at now) and clears the job's "
-    "attempt columns (migration 22); counts the attempts ended",
+    "attempt columns (migration 22); counts the attempts ended. With `whole` (PostgreSQL, "
+    "Driver.finishes_held): moves every job of the batch or none, and returns the moved jobs' "
+    "id, has_children, tenant, sequence_key and queue",
     "keep_results": "changes: the job job_id, if it still has generation, claim_token and "
     "status to_status (the finish just moved it, in this transaction): its result set to "
     "`result` when that is not NULL, and when `progress` is not NULL its progress, "

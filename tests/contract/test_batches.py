@@ -76,9 +76,7 @@ def test_a_stale_outcome_in_a_batch_is_refused_alone(store: Store, clock: Manual
 
 
 def test_a_reap_batch_takes_only_the_leases_still_expired(store: Store, clock: ManualClock) -> None:
-    for i in range(3):
-        enqueue(store, clock, args={"i": i})
-    leases = claim_all(store, clock, 3)
+    leases = running(store, clock, 3)
     clock.advance(31)
     store.heartbeat([leases[1]], clock.now())  # renewed between the scan and the reap
     lost = Outcome(Event.RETRY, due_at=clock.now(), attempt_status=AttemptStatus.LOST)
@@ -147,14 +145,19 @@ def statements_of(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     return names
 
 
+def running(store: Store, clock: ManualClock, n: int) -> list[Lease]:
+    """The leases of `n` new jobs, claimed at once."""
+    for i in range(n):
+        enqueue(store, clock, args={"i": i})
+    return claim_all(store, clock, n)
+
+
 def test_a_batch_whose_attempts_all_hold_their_jobs(
     store: Store, clock: ManualClock, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # PostgreSQL finishes it in one statement that locks and fences the rows itself
     # (finish_jobs); the others read the rows first (lock_jobs), then finish them
-    for i in range(4):
-        enqueue(store, clock, args={"i": i})
-    leases = claim_all(store, clock, 4)
+    leases = running(store, clock, 4)
     names = statements_of(monkeypatch)
     due = clock.now() + timedelta(seconds=9)
     items = [
@@ -189,9 +192,7 @@ def test_a_batch_with_one_job_whose_cancel_was_asked_meanwhile(
     # the attempt still holds its job, but the job is no longer `running`: PostgreSQL's one
     # statement moves none of the batch's jobs, and the batch goes the long way; every
     # outcome applies once, the cancelled job's as a cancellation
-    for i in range(3):
-        enqueue(store, clock, args={"i": i})
-    leases = claim_all(store, clock, 3)
+    leases = running(store, clock, 3)
     store.transition(leases[1].job_id, Event.CANCEL, clock.now())
     names = statements_of(monkeypatch)
     due = clock.now() + timedelta(seconds=9)
@@ -213,9 +214,7 @@ def test_a_batch_with_one_job_whose_cancel_was_asked_meanwhile(
 
 
 def test_a_heartbeat_batch_renews_only_leases_still_held(store: Store, clock: ManualClock) -> None:
-    for i in range(4):
-        enqueue(store, clock, args={"i": i})
-    leases = claim_all(store, clock, 4)
+    leases = running(store, clock, 4)
     assert store.finish(leases[0], Outcome(Event.SUCCEED), clock.now())
     clock.advance(10)
     states = store.heartbeat(leases, clock.now())

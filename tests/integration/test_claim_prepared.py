@@ -13,11 +13,9 @@ import psycopg
 import pytest
 
 from duetime.core.clock import ManualClock
-from duetime.core.states import Event
 from duetime.store.postgres.driver import PostgresDriver
-from duetime.store.rows import moves_json
 from duetime.store.sql.front import SQLStore
-from duetime.store.sql.shared import pick_filters
+from integration.test_plans import claim_params
 from jobhelpers import enqueue
 from kit import kit_named
 
@@ -68,19 +66,12 @@ def test_the_claims_are_prepared_and_planned_for_each_call(
         assert plans(c.native) == {"claim": [(0, 10)], "claim_queues": [(0, 10)]}
     # the control: the same statements prepared without their SET LOCAL plan_cache_mode are
     # given a generic plan by the fifth call (what the claims must not be)
-    params = {
-        "now": NOW + timedelta(seconds=1),
-        "limit": 10,
-        "moves": moves_json(Event.CLAIM),
-        "worker_id": "w",
-        "outbox_queues": [],
-    }
     with psycopg.connect(url) as conn:
         for name in STARTS:
-            values = {**params, **pick_filters(None if name == "claim" else ["default"], None)}
             for _ in range(10):
                 conn.execute("SET LOCAL enable_sort = off")
-                conn.execute(driver.statements(name)[-1], values, prepare=True)
+                sql = driver.statements(name)[-1]
+                conn.execute(sql, claim_params(name == "claim"), prepare=True)
                 conn.commit()
         assert all(generic > 0 for [(generic, _)] in plans(conn).values()), plans(conn)
 

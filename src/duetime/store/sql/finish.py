@@ -1,11 +1,13 @@
 """The SQL store's finish part: leases renewed, attempts finished (alone, in batches, or in
 the handler's own transaction), the reaper's reads and expiries, and the pruning of ended jobs.
 
-A finish is fenced: the jobs' rows are locked first, in id order, and the generation, the claim
-token (the fence: docs/at-least-once.md) and the status the move starts from are re-checked
-under the locks; a refused report is recorded as a late report, and never holds up the others
-of its batch. An ended attempt counts on its job's limits per dependency
-(the limits part's count_outcomes, in the same transaction).
+A finish is fenced: the jobs' rows are locked in id order, and the generation, the claim token
+(the fence: docs/at-least-once.md) and the status the move starts from are checked under the
+locks, by lock_jobs and again by finish_jobs, or (PostgreSQL, a batch whose attempts all still
+hold their jobs) by finish_jobs alone; a refused report is recorded as a late report, and never
+holds up the others of its batch. An ended attempt counts on its job's limits per dependency
+(the limits part's count_outcomes, in the same transaction). One module: every way an attempt
+ends (a worker's batch, a completion, the reaper) shares that fence and what follows a move.
 """
 
 from __future__ import annotations
@@ -215,9 +217,10 @@ class Finisher(Part):
             # whose earlier attempt was reaped ran the job again): each is checked against the
             # job's fence; the one that applies takes the job, so at most one per job applies
             job = jobs.get(lease.job_id)
-            target = None
+            target = status = None
             if job is not None and _fence_holds(job, lease):
-                target = next_status(outcome.event, JobStatus(job["status"]))
+                status = JobStatus(job["status"])
+                target = next_status(outcome.event, status)
             if (
                 target is not None
                 and only_if_expired
@@ -225,12 +228,10 @@ class Finisher(Part):
             ):
                 target = None
             applied.append(target is not None)
-            if job is None or target is None:
+            if status is None or target is None:
                 continue
             moved[lease.job_id] = jobs.pop(lease.job_id)
-            moves.append(
-                _move(lease, outcome, JobStatus(job["status"]), target, now, only_if_expired)
-            )
+            moves.append(_move(lease, outcome, status, target, now, only_if_expired))
         if moves:
             ended = c.run("finish_jobs", batch=moves, now=now, whole=False)
             if ended != len(moves):  # the row locks make this impossible: refuse to guess

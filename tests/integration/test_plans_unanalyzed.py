@@ -10,17 +10,22 @@ from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
 
+import psycopg
 import pytest
 
 from conftest import STORE_KINDS
 from duetime.store import open_store
 from duetime.store.base import Store
+from duetime.store.postgres.driver import PostgresDriver
+from duetime.store.sql.front import SQLStore
 from integration.test_plans import (
     NOW,
     claim_params,
     explain,
     fill,
     job_scans,
+    postgres_executed,
+    scan_reads,
     sorted_scans,
     sorts,
     subplan,
@@ -88,3 +93,54 @@ def test_a_claim_keeps_its_plan_before_the_statistics_know_of_a_bulk_load(
         assert '"key": "duetime_jobs_due_any"' in plan, plan
     claims = unanalyzed.claim(worker_id="w", queues=None, limit=100, now=NOW, tasks=["t"])
     assert len(claims) == 50
+
+
+def test_a_claim_planned_on_an_empty_table_keeps_its_plan_after_a_bulk_load(
+    tmp_path: Path,
+) -> None:
+    """PostgreSQL plans a connection's claim once (a generic plan, cached) and runs that plan
+    for every later claim on it. A worker's first claim may find the table empty and the
+    next a burst loaded since (no ANALYZE yet, which would plan it again): the plan made for
+    the empty table must still walk the claim-order index and find each picked job by its
+    key. The control: the same statement planned for the empty table with sorting off alone
+    moves the picked jobs through a hash join over a sequential scan of the whole table."""
+    kit = kit_named("postgres")
+    url = kit.fresh_url(tmp_path, drop=True)
+    store = SQLStore(PostgresDriver(url, min_size=1, max_size=1))  # one connection
+    try:
+        store.migrate()
+        assert store.claim(worker_id="w", queues=None, limit=10, now=NOW) == []  # planned here
+        with psycopg.connect(url) as control:
+            claim = store.driver.statements("claim")[-1]
+            encoded = store.driver.encode(claim_params(True))
+            for setting in ("enable_sort = off", "plan_cache_mode = force_generic_plan"):
+                control.execute(f"SET LOCAL {setting}")
+            control.execute(claim, encoded, prepare=True).fetchall()  # planned here
+            control.commit()
+            fill(kit, url, analyze=False)
+
+            plan = postgres_executed(store, "claim", claim_params(True), analyze=True)
+            root = json.loads(plan)[0]["Plan"]
+            pick = subplan(root, "CTE picked")
+            assert job_scans(pick) == ["duetime_jobs_due_any"] and sorts(pick) == [], pick
+            assert pick["Actual Rows"] == 10
+            # the move finds each picked job by its key; nothing reads the whole table
+            assert "duetime_jobs_pkey" in job_scans(root), plan
+            assert "Seq Scan" not in plan and "Hash" not in plan, plan
+            pages, _ = scan_reads(root)
+            assert pages < 300, pages  # the table's 200,050 rows fill some 9,500 pages
+
+            notes: list[str] = []
+            control.add_notice_handler(lambda d: notes.append(d.message_primary or ""))
+            control.execute("LOAD 'auto_explain'")
+            for setting in ("log_min_duration = 0", "log_format = json", "log_level = notice"):
+                control.execute(f"SET LOCAL auto_explain.{setting}")
+            for setting in ("enable_sort = off", "plan_cache_mode = force_generic_plan"):
+                control.execute(f"SET LOCAL {setting}")
+            control.execute(claim, encoded, prepare=True).fetchall()  # the plan made above
+            control.rollback()
+            assert any("Seq Scan" in n and "Hash Join" in n for n in notes), notes
+        claims = store.claim(worker_id="w", queues=None, limit=100, now=NOW)
+        assert len(claims) == 50
+    finally:
+        store.close()

@@ -79,8 +79,10 @@ class PostgresDriver(Driver):
             self.statements("enqueue_one")
             + self.statements("insert_job_batch")
             + self.statements("finish_jobs")
-            # the claims' last statement: prepared, but planned per call (its SET LOCAL
-            # plan_cache_mode): its parse and rewrite were a quarter of a small claim's CPU
+            # the claims' last statement: its parse and rewrite were a quarter of a small
+            # claim's CPU. The claim of every queue runs one generic plan per connection
+            # (planning was half of what was left), its settings keeping that plan on the
+            # indexes; the claim of named queues is planned per call (queries.sql says why)
             + self.statements("claim")[-1:]
             + self.statements("claim_queues")[-1:]
         )
@@ -557,8 +559,8 @@ def _no_autocommit(native: psycopg.Connection[Any]) -> None:
 def _configure(conn: psycopg.Connection[Any]) -> None:
     """Each new connection plans every statement of duetime's for its own parameters: the pool's
     connections prepare no statement server-side but enqueue_one and insert_job_batch (plain
-    inserts), finish_jobs (a batch from JSON) and the claims (planned per call all the same:
-    their SET LOCAL plan_cache_mode), so each other is planned as it is sent. A
+    inserts), finish_jobs (a batch from JSON) and the claims (each with its SET LOCAL
+    plan_cache_mode: queries.sql), so each other is planned as it is sent. A
     cached generic plan cannot know that `due_at <= now` selects only the due rows, and reads
     them all. plan_cache_mode stays as it is:
     forcing custom plans session-wide would also re-plan the foreign-key check of every attempt

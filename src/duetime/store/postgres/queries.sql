@@ -183,11 +183,18 @@ WHERE schedule_id = %(schedule_id)s AND nominal_at = %(nominal_at)s::timestamptz
 -- limit each walk ends at its class's last due row (one walk of the whole index, with
 -- due_at <= now a filter, went on through every entry due later: PostgreSQL 15 has no skip
 -- scan).
--- The claim is prepared on each connection (parsed and rewritten once) and still planned for
--- each call's parameters (plan_cache_mode for this transaction): a generic plan would not
--- know which rows are due.
-SET LOCAL enable_sort = off;
-SET LOCAL plan_cache_mode = force_custom_plan;
+-- The claim is prepared on each connection and planned once there (a generic plan: planning
+-- it for each call's parameters was half of a small claim's CPU). That plan serves every
+-- later call whatever the table holds by then (the first claim may find it empty, the next
+-- a burst of a million), so it must not rest on the statistics of its day: with sequential
+-- scans, hash and merge joins off as well, every step is an index walk or a nested loop of
+-- index lookups (the pick walks the claim-order index, the move finds each picked job by
+-- its key), the plan the plan tests check (tests/integration/test_plans.py, the generic
+-- plans built on an empty table in test_plans_unanalyzed.py). An ANALYZE or a migration of
+-- the table makes PostgreSQL plan it again, under the same settings.
+SELECT set_config('enable_sort', 'off', true), set_config('enable_seqscan', 'off', true),
+       set_config('enable_hashjoin', 'off', true), set_config('enable_mergejoin', 'off', true),
+       set_config('plan_cache_mode', 'force_generic_plan', true);
 @classes
 , picked AS (
     SELECT p.id FROM classes c
@@ -253,7 +260,9 @@ WHERE status = 'scheduled' AND priority < %(after)s;
 -- does not read the due jobs of the others one by one, nor the entries of its queues' jobs
 -- due later. Rows a queue's walk locked but the claim does not take are free again at its
 -- commit. (In claim itself, this form would cost every claim of all queues more to plan.)
--- Prepared and planned per call, as claim is.
+-- Prepared as claim is, but planned for each call's parameters: a generic plan would not see
+-- the queues' names, and a table whose statistics know of one queue alone would have every
+-- queue's walk read duetime_jobs_due_any, the other queues' due jobs filtered out one by one.
 SET LOCAL enable_sort = off;
 SET LOCAL plan_cache_mode = force_custom_plan;
 WITH RECURSIVE up_1 AS (

@@ -45,6 +45,13 @@ def main() -> None:
     p.add_argument("--limit", type=int, default=100, help="jobs per claim (and per finish)")
     p.add_argument("--mode", choices=["finish", "claim"], default="finish")
     p.add_argument("--tag", default="", help="a name for the tree under test, echoed")
+    p.add_argument(
+        "--then",
+        action="append",
+        default=[],
+        help="SQL run on the test database after its migration (an experiment's change of "
+        "the schema, e.g. an index or a constraint dropped); repeatable",
+    )
     args = p.parse_args()
 
     import duetime
@@ -63,6 +70,10 @@ def main() -> None:
 
     try:
         app.migrate()
+        if args.then:
+            with psycopg.connect(_with_path(args.admin_url, db), autocommit=True) as conn:
+                for sql in args.then:
+                    conn.execute(sql)
         store = app.store
         for first in range(0, args.jobs, 1000):
             count = min(1000, args.jobs - first)

@@ -6,6 +6,7 @@ and tenant goes in its own order."""
 from __future__ import annotations
 
 from collections import Counter
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from hypothesis import given, settings
@@ -13,23 +14,38 @@ from hypothesis import strategies as st
 
 from duetime.core.errors import InvalidRequest
 from duetime.core.flow.choice import Candidate
-from duetime.core.flow.rotation import TENANT_IDLE, TENANT_PROBES, TenantRotation
-from duetime.core.flow.share import PRIORITY_IDLE, PriorityShare, Ranked, check_share
+from duetime.core.flow.rotation import (
+    TENANT_IDLE,
+    TENANT_IDLE_TIME,
+    TENANT_PROBES,
+    TenantRotation,
+)
+from duetime.core.flow.share import (
+    PRIORITY_IDLE,
+    PRIORITY_IDLE_TIME,
+    PriorityShare,
+    Ranked,
+    check_share,
+)
+
+START = datetime(2026, 6, 1, tzinfo=UTC)
 
 
 class Due:
     """Due jobs in claim order (priority desc, id), claimed as a store claims them."""
 
-    def __init__(self, jobs: list[Ranked]) -> None:
+    def __init__(self, jobs: list[Ranked], every: timedelta = timedelta(seconds=1)) -> None:
         self.jobs = sorted(jobs, key=lambda j: (-j.priority, j.id))
         self.reads = 0
+        self.now, self.every = START, every  # a claim each `every`
 
     def read(self, below: int, n: int) -> list[Ranked]:
         self.reads += 1
         return [j for j in self.jobs if j.priority < below][:n]
 
     def claim(self, share: PriorityShare, limit: int) -> list[Ranked]:
-        per_class = share.reserve(limit)
+        self.now += self.every
+        per_class = share.reserve(limit, self.now)
         lower = share.walk(self.read, per_class, limit) if per_class or share.owed else []
         taken = {j.id for j in lower}
         rest = [j for j in self.jobs if j.id not in taken][: limit - len(lower)]
@@ -89,6 +105,32 @@ def test_one_class_reads_nothing_more_most_of_the_time() -> None:
         assert len(due.claim(ps, 10)) == 10
     # a walk (two reads: the highest class, then nothing below it) once per PRIORITY_IDLE + 1
     assert due.reads == 2 * 10
+
+
+def test_one_class_in_a_fast_drain_reads_nothing_more_within_the_idle_time() -> None:
+    """Claims every 5 ms (a drain of short jobs): eight claims are 40 ms; after a walk that
+    found no lower class, none looks again within PRIORITY_IDLE_TIME of it."""
+    every = timedelta(milliseconds=5)
+    due = Due(flood({0: 100_000}), every)
+    ps = PriorityShare(0.1)
+    claims = int(timedelta(seconds=2) / every)  # 400 claims
+    for _ in range(claims):
+        assert len(due.claim(ps, 10)) == 10
+    looks = timedelta(seconds=2) / PRIORITY_IDLE_TIME  # 8: one a quarter second
+    assert due.reads == 2 * looks
+
+
+def test_a_lower_class_arriving_in_a_fast_drain_is_served_within_the_idle_time() -> None:
+    every = timedelta(milliseconds=5)
+    due = Due(flood({9: 100_000}), every)
+    ps = PriorityShare(0.1)
+    due.claim(ps, 10)  # found no lower class: idle
+    looked = due.now
+    due.jobs.append(Ranked(500_000, 0))
+    due.jobs.sort(key=lambda j: (-j.priority, j.id))
+    while all(j.id != 500_000 for j in due.claim(ps, 10)):
+        pass
+    assert due.now - looked <= PRIORITY_IDLE_TIME + every
 
 
 def test_one_class_keeps_claim_order() -> None:
@@ -157,16 +199,18 @@ def test_a_share_is_a_fraction_below_one(bad: object) -> None:
 class Tenants:
     """Due jobs per tenant, claimed as the store's rotation claims them."""
 
-    def __init__(self, sizes: dict[str, int]) -> None:
+    def __init__(self, sizes: dict[str, int], every: timedelta = timedelta(seconds=1)) -> None:
         self.lines = {t: [Candidate(i, "q", t) for i in range(n)] for t, n in sizes.items()}
         self.reads = 0
+        self.now, self.every = START, every  # a claim each `every`
 
     def next_after(self, after: str) -> str | None:
         self.reads += 1
         return min((t for t, line in self.lines.items() if line and t > after), default=None)
 
     def claim(self, rot: TenantRotation, limit: int, weights: dict[str, float]) -> list[str]:
-        if rot.wanted():
+        self.now += self.every
+        if rot.wanted(self.now):
             due = rot.due(self.next_after)
         else:
             due = []
@@ -227,6 +271,27 @@ def test_one_tenant_alone_is_looked_for_every_ninth_claim() -> None:
     for _ in range(9 * (TENANT_IDLE + 1)):
         assert tenants.claim(rot, 10, {}) == ["only"] * 10
     assert tenants.reads == 2 * 9  # finds "only", then nothing after it
+
+
+def test_one_tenant_alone_in_a_fast_drain_is_looked_for_once_in_the_idle_time() -> None:
+    every = timedelta(milliseconds=5)
+    tenants = Tenants({"only": 100_000}, every)
+    rot = TenantRotation()
+    for _ in range(int(timedelta(seconds=2) / every)):  # 400 claims
+        assert tenants.claim(rot, 10, {}) == ["only"] * 10
+    assert tenants.reads == 2 * (timedelta(seconds=2) / TENANT_IDLE_TIME)  # 8 looks
+
+
+def test_a_tenant_appearing_in_a_fast_drain_gets_its_turn_within_the_idle_time() -> None:
+    every = timedelta(milliseconds=5)
+    tenants = Tenants({"a": 100_000}, every)
+    rot = TenantRotation()
+    tenants.claim(rot, 10, {})  # one tenant alone: idle
+    looked = tenants.now
+    tenants.lines["b"] = [Candidate(1_000_000 + i, "q", "b") for i in range(100)]
+    while "b" not in tenants.claim(rot, 10, {}):
+        pass
+    assert tenants.now - looked <= TENANT_IDLE_TIME + every
 
 
 def test_more_tenants_than_probes_all_come_round() -> None:

@@ -14,8 +14,9 @@ what the claim found (Claimed.found) whether it took every due job.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import datetime
 
-from duetime.core.clock import Instant
+from duetime.core.clock import Instant, read_instant
 from duetime.core.flow.rotation import TenantRotation
 from duetime.core.flow.share import PRIORITY_SHARE, PriorityShare
 from duetime.store.base import Claimed, ClaimPlan, DispatchedEvents, Store
@@ -34,11 +35,11 @@ class ClaimFairness:
         if share != self.priorities.share:
             self.priorities = PriorityShare(share)
 
-    def plan(self, limit: int) -> ClaimPlan:
-        """The next claim's plan: the lower classes' reserved slots now and then, the tenants'
-        turns after a saturated claim, the queues' credit."""
-        per_class = self.priorities.reserve(limit)
-        rotate = self.rotation.wanted()
+    def plan(self, limit: int, now: datetime) -> ClaimPlan:
+        """The next claim's plan at `now`: the lower classes' reserved slots now and then, the
+        tenants' turns after a saturated claim, the queues' credit."""
+        per_class = self.priorities.reserve(limit, now)
+        rotate = self.rotation.wanted(now)
         return ClaimPlan(
             per_class=per_class,
             priorities=self.priorities,
@@ -65,8 +66,9 @@ class ClaimFairness:
         """One claim of `store` as this policy plans it (`now`: Store.claim's)."""
         if limit <= 0:
             return Claimed([], 0)
+        plan = self.plan(limit, read_instant(now))  # (the claim reads its own instant)
         got = store.claim_planned(
-            self.plan(limit), worker_id=worker_id, queues=queues, limit=limit, now=now, tasks=tasks
+            plan, worker_id=worker_id, queues=queues, limit=limit, now=now, tasks=tasks
         )
         self.claimed(limit, got.found)
         return got
@@ -87,7 +89,7 @@ class DispatchFairness:
         if limit <= 0:
             return DispatchedEvents([])
         dispatching = bool(store.outbox_queues())  # none: nothing to rotate over
-        rotate = dispatching and self.rotation.wanted()
+        rotate = dispatching and self.rotation.wanted(read_instant(now))
         got = store.dispatch_planned(
             now, limit, lease_seconds, rotation=self.rotation if rotate else None
         )

@@ -6,14 +6,17 @@ with due work (docs/flow-control.md). Pure policy: no I/O; its state is the runt
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from datetime import datetime, timedelta
 
 from duetime.core.flow.choice import Candidate
 
 # tenants with due work a claim rotates over at most (the next claims go on after the last)
 TENANT_PROBES = 8
 # after a saturated claim found at most one tenant with due work, the next claims that do
-# not look for others
+# not look for others, and the time in which none looks (a drain claims every few
+# milliseconds: eight of its claims would be no rest at all)
 TENANT_IDLE = 8
+TENANT_IDLE_TIME = timedelta(seconds=0.25)
 
 
 class TenantRotation:
@@ -24,21 +27,24 @@ class TenantRotation:
     A tenant joining starts at the lowest tag of the others, so it neither waits for the
     others' past nor takes a burst. Only a claim that follows a saturated one looks (a claim
     that took fewer than its slots took every due job); after finding one tenant alone, the
-    next TENANT_IDLE claims do not look."""
+    next TENANT_IDLE claims do not look, nor any within TENANT_IDLE_TIME of that look."""
 
     def __init__(self) -> None:
         self.tags: dict[str, float] = {}
         self.after = ""  # where the last look stopped, with more tenants than TENANT_PROBES
         self.idle = 0
+        self.looked_at: datetime | None = None  # the last look's instant
+        self.quiet_until: datetime | None = None  # no look before it (one tenant was found)
         self.saturated = True
 
-    def wanted(self) -> bool:
-        """Whether this claim looks for the tenants with due work."""
+    def wanted(self, now: datetime) -> bool:
+        """Whether this claim, at `now`, looks for the tenants with due work."""
         if not self.saturated:
             return False
-        if self.idle > 0:
-            self.idle -= 1
+        if self.idle > 0 or (self.quiet_until is not None and now < self.quiet_until):
+            self.idle = max(0, self.idle - 1)
             return False
+        self.looked_at = now
         return True
 
     def due(self, next_after: Callable[[str], str | None]) -> list[str]:
@@ -61,8 +67,11 @@ class TenantRotation:
         self.after = found[-1] if len(found) >= TENANT_PROBES else ""
         if len(found) < 2:
             self.idle = TENANT_IDLE
+            if self.looked_at is not None:
+                self.quiet_until = self.looked_at + TENANT_IDLE_TIME
             self.tags.clear()
             return []
+        self.quiet_until = None
         return found
 
     def order(

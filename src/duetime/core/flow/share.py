@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 
 from duetime.core.errors import InvalidRequest
 
@@ -14,8 +15,10 @@ from duetime.core.errors import InvalidRequest
 PRIORITY_SHARE = 0.1
 # lower classes served by one claim at most (the others get their turn in the next claims)
 PRIORITY_CLASSES = 8
-# after a claim found no lower class due, the next claims that do not look for one
+# after a claim found no lower class due, the next claims that do not look for one, and the
+# time in which none looks (a drain claims every few milliseconds)
 PRIORITY_IDLE = 8
+PRIORITY_IDLE_TIME = timedelta(seconds=0.25)
 # a priority above every job's (priority is a 32-bit integer): "below" it is every class
 PRIORITY_TOP = 2**31
 
@@ -47,7 +50,8 @@ class PriorityShare:
     for each priority class below the highest due one, walking them downwards (`walk`): the
     oldest due jobs of each, read from the claim-order index. The rest of the claim's slots
     go to claim order as before, so no slot is left unused. When a claim found no lower class
-    due (the common case: one class), the next PRIORITY_IDLE claims do not look; a claim that
+    due (the common case: one class), the next PRIORITY_IDLE claims do not look, nor any
+    within PRIORITY_IDLE_TIME of that look; a claim that
     did not fill its slots (nothing more due) drops the credit: it took every due job, so the
     claims after it earn and reserve nothing until one fills its slots again."""
 
@@ -55,23 +59,26 @@ class PriorityShare:
         self.share = check_share(share)
         self.credit = 0.0
         self.idle = 0
+        self.looked_at: datetime | None = None  # the last reservation's instant
+        self.quiet_until: datetime | None = None  # no look before it (no lower class was due)
         self.saturated = True  # the last claim filled its slots (or none was made yet)
         # slots owed to a lower class (by priority) that a walk cut short for lack of slots
         self.owed: dict[int, int] = {}
 
-    def reserve(self, limit: int) -> int:
-        """The slots this claim reserves for each lower class; 0 with nothing `owed`: the
-        plain claim."""
+    def reserve(self, limit: int, now: datetime) -> int:
+        """The slots this claim, at `now`, reserves for each lower class; 0 with nothing
+        `owed`: the plain claim."""
         if self.share <= 0 or limit <= 0 or not self.saturated:
             return 0
-        if self.idle > 0:
-            self.idle -= 1
+        if self.idle > 0 or (self.quiet_until is not None and now < self.quiet_until):
+            self.idle = max(0, self.idle - 1)
             return 0
         self.credit = min(self.credit + self.share * limit, 2.0 * limit)  # with a debt
         whole = int(self.credit + 1e-9)  # ten times 0.1 is a whole slot, whatever the float sum
         if whole <= 0:
             return 0
         self.credit -= whole
+        self.looked_at = now
         return whole
 
     def walk(
@@ -114,7 +121,11 @@ class PriorityShare:
             cursor = cls
         if not taken and not self.owed:
             self.idle = PRIORITY_IDLE
+            if self.looked_at is not None:
+                self.quiet_until = self.looked_at + PRIORITY_IDLE_TIME
             self.credit = 0.0
+        else:
+            self.quiet_until = None
         return taken
 
     def claimed(self, limit: int, found: int) -> None:

@@ -103,6 +103,7 @@ def main() -> None:
             "db_cpu_us_per_job": round(db_cpu / jobs * 1e6, 1),
             "db_cpu_us_per_claim": round(db_cpu / claims * 1e6),
             "wall_us_per_job": round(wall / jobs * 1e6, 1),
+            "then": args.then,
         }
         if args.mode == "finish":
             figures["finish_client_cpu_us_per_job"] = round(finish_cpu / jobs * 1e6, 1)

@@ -27,7 +27,7 @@ def test_rows_alone_commits_and_a_failure_leaves_nothing(store: Store) -> None:
     table = "duetime_rows_alone_probe"
     with driver.transaction() as c:
         driver.run_script(c.native, f"CREATE TABLE {table} (n INTEGER);")
-    # several statements (as the claim's SET LOCAL and CTE): all committed together
+    # several statements (as the claim's settings and CTE): all committed together
     driver.queries["probe_insert"] = (
         f"INSERT INTO {table} (n) VALUES (1)",
         f"SELECT count(*) AS n FROM {table}",

@@ -2,7 +2,9 @@
 finished ones kept, the claim statement still reads only the due rows through the claim-order
 index (no sequential scan, no sort of the backlog). Checked with each database's EXPLAIN on
 the store's own connection (its session settings apply), at a backlog large enough for the
-planners to prefer a bad plan if one were available."""
+planners to prefer a bad plan if one were available; on PostgreSQL, a statement the store
+prepares is checked in the plan it runs with, as auto_explain reports it (postgres_executed:
+the claim's is a generic plan, which an EXPLAIN with its parameters would not show)."""
 
 from __future__ import annotations
 
@@ -525,9 +527,11 @@ def postgres_executed(
     """PostgreSQL: the plan a statement the store prepares runs with, as auto_explain reports
     it (EXPLAIN of the statement with its parameters would plan it for them: a custom plan,
     where the claim runs the generic plan its connection has cached). The named statements
-    run as the store runs them, the read one prepared; the transaction is rolled back (which
-    makes psycopg forget the connection's prepared statements) unless not rolled_back. In the
-    form of EXPLAIN (FORMAT JSON)'s, with (ANALYZE, BUFFERS)' counts where analyze."""
+    run as the store runs them, the read one prepared (a statement that runs to its end in
+    one execute: the claims); the transaction is rolled back (which makes psycopg forget the
+    connection's prepared statements), or committed where not rolled_back. In the form of
+    EXPLAIN (FORMAT JSON)'s, with (ANALYZE, BUFFERS)' counts where analyze. Needs what the
+    test server has: a superuser's connection and PostgreSQL's auto_explain module."""
     driver = store.driver  # type: ignore[attr-defined]
     statements = list(driver.statements(name))
     read = next(s for s in statements if "duetime_jobs" in s)
@@ -538,7 +542,14 @@ def postgres_executed(
 
     with suppress(RolledBack), driver.transaction() as c:
         native = c.native
-        driver.execute(native, "LOAD 'auto_explain'", {})
+        try:
+            driver.execute(native, "LOAD 'auto_explain'", {})
+        except Exception as exc:
+            pytest.fail(
+                "the plan tests read the claims' plans through auto_explain: connect them as "
+                f"a superuser to a server with PostgreSQL's contrib modules ({exc})"
+            )
+        driver.execute(native, "SET LOCAL client_min_messages = notice", {})
         logged = {"log_min_duration": "0", "log_format": "json", "log_level": "notice"}
         if analyze:
             logged |= {"log_analyze": "on", "log_buffers": "on", "log_timing": "off"}

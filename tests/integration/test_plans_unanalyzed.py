@@ -109,7 +109,10 @@ def test_a_claim_planned_on_an_empty_table_keeps_its_plan_after_a_bulk_load(
     store = SQLStore(PostgresDriver(url, min_size=1, max_size=1))  # one connection
     try:
         store.migrate()
+        with psycopg.connect(url, autocommit=True) as admin:  # no ANALYZE behind the test's back
+            admin.execute("ALTER TABLE duetime_jobs SET (autovacuum_enabled = off)")
         assert store.claim(worker_id="w", queues=None, limit=10, now=NOW) == []  # planned here
+        assert claim_plans(store) == (1, 0)
         with psycopg.connect(url) as control:
             claim = store.driver.statements("claim")[-1]
             encoded = store.driver.encode(claim_params(True))
@@ -119,7 +122,10 @@ def test_a_claim_planned_on_an_empty_table_keeps_its_plan_after_a_bulk_load(
             control.commit()
             fill(kit, url, analyze=False)
 
-            plan = postgres_executed(store, "claim", claim_params(True), analyze=True)
+            plan = postgres_executed(
+                store, "claim", claim_params(True), analyze=True, rolled_back=False
+            )
+            assert claim_plans(store) == (2, 0)  # that plan ran again: the one made above
             root = json.loads(plan)[0]["Plan"]
             pick = subplan(root, "CTE picked")
             assert job_scans(pick) == ["duetime_jobs_due_any"] and sorts(pick) == [], pick
@@ -141,6 +147,19 @@ def test_a_claim_planned_on_an_empty_table_keeps_its_plan_after_a_bulk_load(
             control.rollback()
             assert any("Seq Scan" in n and "Hash Join" in n for n in notes), notes
         claims = store.claim(worker_id="w", queues=None, limit=100, now=NOW)
-        assert len(claims) == 50
+        assert len(claims) == 40  # and the claim above took the first 10
     finally:
         store.close()
+
+
+def claim_plans(store: SQLStore) -> tuple[int, int]:
+    """The claim's (generic plans, custom plans) on the store's one connection."""
+    with store.driver.transaction() as c:
+        rows, _ = store.driver.execute(
+            c.native,
+            "SELECT generic_plans, custom_plans FROM pg_prepared_statements "
+            "WHERE statement LIKE 'WITH RECURSIVE up AS (%%'",
+            {},
+        )
+    [row] = rows
+    return row["generic_plans"], row["custom_plans"]

@@ -27,7 +27,8 @@ class TenantRotation:
     A tenant joining starts at the lowest tag of the others, so it neither waits for the
     others' past nor takes a burst. Only a claim that follows a saturated one looks (a claim
     that took fewer than its slots took every due job); after finding one tenant alone, the
-    next TENANT_IDLE claims do not look, nor any within TENANT_IDLE_TIME of that look."""
+    next TENANT_IDLE claims do not look, nor any within TENANT_IDLE_TIME of that look (on a
+    clock that moves on)."""
 
     def __init__(self) -> None:
         self.tags: dict[str, float] = {}
@@ -41,11 +42,19 @@ class TenantRotation:
         """Whether this claim, at `now`, looks for the tenants with due work."""
         if not self.saturated:
             return False
-        if self.idle > 0 or (self.quiet_until is not None and now < self.quiet_until):
+        if self.idle > 0 or self._quiet(now):
             self.idle = max(0, self.idle - 1)
             return False
         self.looked_at = now
         return True
+
+    def _quiet(self, now: datetime) -> bool:
+        """Within TENANT_IDLE_TIME of a look that found one tenant: only on a clock that
+        moved on since (a clock standing still, as in a test, or set back leaves the count
+        of claims alone to rest)."""
+        if self.quiet_until is None or self.looked_at is None:
+            return False
+        return self.looked_at < now < self.quiet_until
 
     def due(self, next_after: Callable[[str], str | None]) -> list[str]:
         """The tenants with due work to rotate over (none when fewer than two): up to

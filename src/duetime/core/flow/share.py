@@ -51,7 +51,7 @@ class PriorityShare:
     oldest due jobs of each, read from the claim-order index. The rest of the claim's slots
     go to claim order as before, so no slot is left unused. When a claim found no lower class
     due (the common case: one class), the next PRIORITY_IDLE claims do not look, nor any
-    within PRIORITY_IDLE_TIME of that look; a claim that
+    within PRIORITY_IDLE_TIME of that look (on a clock that moves on); a claim that
     did not fill its slots (nothing more due) drops the credit: it took every due job, so the
     claims after it earn and reserve nothing until one fills its slots again."""
 
@@ -70,16 +70,24 @@ class PriorityShare:
         `owed`: the plain claim."""
         if self.share <= 0 or limit <= 0 or not self.saturated:
             return 0
-        if self.idle > 0 or (self.quiet_until is not None and now < self.quiet_until):
+        if self.idle > 0 or self._quiet(now):
             self.idle = max(0, self.idle - 1)
             return 0
+        self.looked_at = now  # (a walk for what is owed alone also dates from here)
         self.credit = min(self.credit + self.share * limit, 2.0 * limit)  # with a debt
         whole = int(self.credit + 1e-9)  # ten times 0.1 is a whole slot, whatever the float sum
         if whole <= 0:
             return 0
         self.credit -= whole
-        self.looked_at = now
         return whole
+
+    def _quiet(self, now: datetime) -> bool:
+        """Within PRIORITY_IDLE_TIME of a walk that found no lower class: only on a clock
+        that moved on since (a clock standing still, as in a test, or set back leaves the
+        count of claims alone to rest)."""
+        if self.quiet_until is None or self.looked_at is None:
+            return False
+        return self.looked_at < now < self.quiet_until
 
     def walk(
         self, read: Callable[[int, int], Sequence[Ranked]], per_class: int, limit: int

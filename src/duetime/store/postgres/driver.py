@@ -80,9 +80,10 @@ class PostgresDriver(Driver):
             + self.statements("insert_job_batch")
             + self.statements("finish_jobs")
             # the claims' last statement: its parse and rewrite were a quarter of a small
-            # claim's CPU. The claim of every queue runs one generic plan per connection
-            # (planning was half of what was left), its settings keeping that plan on the
-            # indexes; the claim of named queues is planned per call (queries.sql says why)
+            # claim's CPU. The claim of every queue (and of more than SEEKED_QUEUES named
+            # ones, filtered) runs one generic plan per connection (planning was half of
+            # what was left), its settings keeping that plan on the indexes; the claim of 1
+            # to SEEKED_QUEUES named queues is planned per call (queries.sql says why)
             + self.statements("claim")[-1:]
             + self.statements("claim_queues")[-1:]
         )
@@ -104,8 +105,9 @@ class PostgresDriver(Driver):
             min_size=min_size,
             max_size=max_size,
             open=True,
-            # nothing is prepared server-side unless asked (execute's prepare=True):
-            # each statement is planned for its own parameters (see _configure)
+            # nothing is prepared server-side unless asked (execute's prepare=True, the
+            # statements of _prepared): each other is planned for its own parameters
+            # (see _configure)
             kwargs={"autocommit": False, "prepare_threshold": _PREPARE_ONLY_WHEN_ASKED},
             configure=_configure_pooled,
             connection_class=_PooledConnection,
@@ -559,10 +561,11 @@ def _no_autocommit(native: psycopg.Connection[Any]) -> None:
 def _configure(conn: psycopg.Connection[Any]) -> None:
     """Each new connection plans every statement of duetime's for its own parameters: the pool's
     connections prepare no statement server-side but enqueue_one and insert_job_batch (plain
-    inserts), finish_jobs (a batch from JSON) and the claims (each with its SET LOCAL
-    plan_cache_mode: queries.sql), so each other is planned as it is sent. A
-    cached generic plan cannot know that `due_at <= now` selects only the due rows, and reads
-    them all. plan_cache_mode stays as it is:
+    inserts), finish_jobs (a batch from JSON) and the claims (each with its transaction's
+    plan_cache_mode: queries.sql), so each other is planned as it is sent. A cached generic
+    plan of those others cannot know that `due_at <= now` selects only the due rows, and could
+    read them all (the claim's generic plan is kept on its indexes by settings of its own
+    transaction). plan_cache_mode stays as it is session-wide:
     forcing custom plans session-wide would also re-plan the foreign-key check of every attempt
     inserted (the server's own cached query), 3 to 6 ms of a 40-job claim's 7. No JIT: its
     compiling costs hundreds of milliseconds, and these statements run in one or two (claim and

@@ -166,8 +166,8 @@ WHERE schedule_id = %(schedule_id)s AND nominal_at = %(nominal_at)s::timestamptz
 -- other's rows instead of waiting), move them by the moves, start their attempts. 'scheduled'
 -- is written out (not taken from the moves) so the partial indexes serve the pick. Only tasks
 -- of `tasks` are taken (any task when all_tasks): a worker claims only what it can run. Jobs
--- of outbox_queues are left to the relay (dispatch_outbox): a list the planner sees (an empty
--- one is no filter at all), where a subquery's unknown result would skew its estimates. A
+-- of outbox_queues are left to the relay (dispatch_outbox): a list passed in, not a subquery
+-- (whose unknown result skewed the estimates of the plans made per call). A
 -- job of a paused queue is not started: the pick leaves out nothing for it (a claim runs this
 -- statement when the store's copy of the control rows has no pause), but the move checks the
 -- queue's row as it is now, so a pause made elsewhere holds at once; rows picked that way are

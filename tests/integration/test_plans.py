@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import closing, suppress
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import psycopg
 import pytest
 
 from conftest import STORE_KINDS
@@ -535,38 +536,46 @@ def postgres_executed(
     driver = store.driver  # type: ignore[attr-defined]
     statements = list(driver.statements(name))
     read = next(s for s in statements if "duetime_jobs" in s)
+    with suppress(RolledBack), driver.transaction() as c:
+        encoded = driver.encode(params)
+        for before in statements[: statements.index(read)]:
+            driver.execute(c.native, before, encoded)
+        [plan] = auto_explained(
+            c.native, lambda: c.native.execute(read, encoded, prepare=True), analyze=analyze
+        )
+        if rolled_back:
+            raise RolledBack
+    return json.dumps([{"Plan": plan["Plan"]}])
+
+
+def auto_explained(native: Any, run: Callable[[], object], *, analyze: bool) -> list[Any]:
+    """PostgreSQL: the plans of what `run` executes on the psycopg connection `native`, in
+    its transaction, as auto_explain reports them (each its JSON: "Query Text", "Plan"; with
+    (ANALYZE, BUFFERS)' counts where analyze)."""
+    try:
+        native.execute("LOAD 'auto_explain'")
+    except psycopg.Error as exc:
+        pytest.fail(
+            "the plan tests read the claims' plans through auto_explain: connect them as "
+            f"a superuser to a server with PostgreSQL's contrib modules ({exc})"
+        )
+    native.execute("SET LOCAL client_min_messages = notice")
+    logged = {"log_min_duration": "0", "log_format": "json", "log_level": "notice"}
+    if analyze:
+        logged |= {"log_analyze": "on", "log_buffers": "on", "log_timing": "off"}
+    for setting, value in logged.items():
+        native.execute(f"SET LOCAL auto_explain.{setting} = {value}")
     notes: list[str] = []
 
     def note(diagnostic: Any) -> None:
         notes.append(diagnostic.message_primary or "")
 
-    with suppress(RolledBack), driver.transaction() as c:
-        native = c.native
-        try:
-            driver.execute(native, "LOAD 'auto_explain'", {})
-        except Exception as exc:
-            pytest.fail(
-                "the plan tests read the claims' plans through auto_explain: connect them as "
-                f"a superuser to a server with PostgreSQL's contrib modules ({exc})"
-            )
-        driver.execute(native, "SET LOCAL client_min_messages = notice", {})
-        logged = {"log_min_duration": "0", "log_format": "json", "log_level": "notice"}
-        if analyze:
-            logged |= {"log_analyze": "on", "log_buffers": "on", "log_timing": "off"}
-        for setting, value in logged.items():
-            driver.execute(native, f"SET LOCAL auto_explain.{setting} = {value}", {})
-        encoded = driver.encode(params)
-        for before in statements[: statements.index(read)]:
-            driver.execute(native, before, encoded)
-        native.add_notice_handler(note)
-        try:
-            native.execute(read, encoded, prepare=True)
-        finally:
-            native.remove_notice_handler(note)
-        if rolled_back:
-            raise RolledBack
-    [plan] = [json.loads(n.split("\n", 1)[1]) for n in notes if n.startswith("duration")]
-    return json.dumps([{"Plan": plan["Plan"]}])
+    native.add_notice_handler(note)
+    try:
+        run()
+    finally:
+        native.remove_notice_handler(note)
+    return [json.loads(n.split("\n", 1)[1]) for n in notes if n.startswith("duration")]
 
 
 FLOOD_FIRST = DUE_FIRST + 50  # a flood due in another queue (reset() deletes it too)

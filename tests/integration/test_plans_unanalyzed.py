@@ -20,6 +20,7 @@ from duetime.store.postgres.driver import PostgresDriver
 from duetime.store.sql.front import SQLStore
 from integration.test_plans import (
     NOW,
+    auto_explained,
     claim_params,
     explain,
     fill,
@@ -116,9 +117,13 @@ def test_a_claim_planned_on_an_empty_table_keeps_its_plan_after_a_bulk_load(
         with psycopg.connect(url) as control:
             claim = store.driver.statements("claim")[-1]
             encoded = store.driver.encode(claim_params(True))
-            for setting in ("enable_sort = off", "plan_cache_mode = force_generic_plan"):
-                control.execute(f"SET LOCAL {setting}")
-            control.execute(claim, encoded, prepare=True).fetchall()  # planned here
+
+            def claim_sorting_off() -> None:
+                for setting in ("enable_sort = off", "plan_cache_mode = force_generic_plan"):
+                    control.execute(f"SET LOCAL {setting}")
+                control.execute(claim, encoded, prepare=True).fetchall()
+
+            claim_sorting_off()  # planned here
             control.commit()
             fill(kit, url, analyze=False)
 
@@ -136,14 +141,9 @@ def test_a_claim_planned_on_an_empty_table_keeps_its_plan_after_a_bulk_load(
             pages, _ = scan_reads(root)
             assert pages < 300, pages  # the table's 200,050 rows fill some 9,500 pages
 
-            notes: list[str] = []
-            control.add_notice_handler(lambda d: notes.append(d.message_primary or ""))
-            control.execute("LOAD 'auto_explain'")
-            for setting in ("log_min_duration = 0", "log_format = json", "log_level = notice"):
-                control.execute(f"SET LOCAL auto_explain.{setting}")
-            for setting in ("enable_sort = off", "plan_cache_mode = force_generic_plan"):
-                control.execute(f"SET LOCAL {setting}")
-            control.execute(claim, encoded, prepare=True).fetchall()  # the plan made above
+            notes = [  # the plan made above
+                json.dumps(p) for p in auto_explained(control, claim_sorting_off, analyze=False)
+            ]
             control.rollback()
             assert any("Seq Scan" in n and "Hash Join" in n for n in notes), notes
         claims = store.claim(worker_id="w", queues=None, limit=100, now=NOW)

@@ -9,6 +9,7 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timedelta
 
 from duetime.core.flow.choice import Candidate
+from duetime.core.flow.rest import Rest
 
 # tenants with due work a claim rotates over at most (the next claims go on after the last)
 TENANT_PROBES = 8
@@ -33,28 +34,14 @@ class TenantRotation:
     def __init__(self) -> None:
         self.tags: dict[str, float] = {}
         self.after = ""  # where the last look stopped, with more tenants than TENANT_PROBES
-        self.idle = 0
-        self.looked_at: datetime | None = None  # the last look's instant
-        self.quiet_until: datetime | None = None  # no look before it (one tenant was found)
+        self.rest = Rest(TENANT_IDLE, TENANT_IDLE_TIME)  # after a look found one tenant
         self.saturated = True
 
     def wanted(self, now: datetime) -> bool:
         """Whether this claim, at `now`, looks for the tenants with due work."""
         if not self.saturated:
             return False
-        if self.idle > 0 or self._quiet(now):
-            self.idle = max(0, self.idle - 1)
-            return False
-        self.looked_at = now
-        return True
-
-    def _quiet(self, now: datetime) -> bool:
-        """Within TENANT_IDLE_TIME of a look that found one tenant: only on a clock that
-        moved on since (a clock standing still, as in a test, or set back leaves the count
-        of claims alone to rest)."""
-        if self.quiet_until is None or self.looked_at is None:
-            return False
-        return self.looked_at < now < self.quiet_until
+        return not self.rest.resting(now)
 
     def due(self, next_after: Callable[[str], str | None]) -> list[str]:
         """The tenants with due work to rotate over (none when fewer than two): up to
@@ -75,12 +62,10 @@ class TenantRotation:
             after = tenant
         self.after = found[-1] if len(found) >= TENANT_PROBES else ""
         if len(found) < 2:
-            self.idle = TENANT_IDLE
-            if self.looked_at is not None:
-                self.quiet_until = self.looked_at + TENANT_IDLE_TIME
+            self.rest.found_nothing()
             self.tags.clear()
             return []
-        self.quiet_until = None
+        self.rest.found_some()
         return found
 
     def order(

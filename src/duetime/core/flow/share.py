@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from duetime.core.errors import InvalidRequest
+from duetime.core.flow.rest import Rest
 
 # the minimum share of a saturated worker's claimed slots each lower priority class keeps
 PRIORITY_SHARE = 0.1
@@ -58,9 +59,9 @@ class PriorityShare:
     def __init__(self, share: float = PRIORITY_SHARE) -> None:
         self.share = check_share(share)
         self.credit = 0.0
-        self.idle = 0
-        self.looked_at: datetime | None = None  # the last reservation's instant
-        self.quiet_until: datetime | None = None  # no look before it (no lower class was due)
+        # after a walk that found no lower class (a walk for what is owed alone dates from
+        # the last reservation)
+        self.rest = Rest(PRIORITY_IDLE, PRIORITY_IDLE_TIME)
         self.saturated = True  # the last claim filled its slots (or none was made yet)
         # slots owed to a lower class (by priority) that a walk cut short for lack of slots
         self.owed: dict[int, int] = {}
@@ -70,24 +71,14 @@ class PriorityShare:
         `owed`: the plain claim."""
         if self.share <= 0 or limit <= 0 or not self.saturated:
             return 0
-        if self.idle > 0 or self._quiet(now):
-            self.idle = max(0, self.idle - 1)
+        if self.rest.resting(now):
             return 0
-        self.looked_at = now  # (a walk for what is owed alone also dates from here)
         self.credit = min(self.credit + self.share * limit, 2.0 * limit)  # with a debt
         whole = int(self.credit + 1e-9)  # ten times 0.1 is a whole slot, whatever the float sum
         if whole <= 0:
             return 0
         self.credit -= whole
         return whole
-
-    def _quiet(self, now: datetime) -> bool:
-        """Within PRIORITY_IDLE_TIME of a walk that found no lower class: only on a clock
-        that moved on since (a clock standing still, as in a test, or set back leaves the
-        count of claims alone to rest)."""
-        if self.quiet_until is None or self.looked_at is None:
-            return False
-        return self.looked_at < now < self.quiet_until
 
     def walk(
         self, read: Callable[[int, int], Sequence[Ranked]], per_class: int, limit: int
@@ -128,12 +119,10 @@ class PriorityShare:
                 self.owed[cls] = min(self.owed.get(cls, 0) + per_class - len(got), limit)
             cursor = cls
         if not taken and not self.owed:
-            self.idle = PRIORITY_IDLE
-            if self.looked_at is not None:
-                self.quiet_until = self.looked_at + PRIORITY_IDLE_TIME
+            self.rest.found_nothing()
             self.credit = 0.0
         else:
-            self.quiet_until = None
+            self.rest.found_some()
         return taken
 
     def claimed(self, limit: int, found: int) -> None:

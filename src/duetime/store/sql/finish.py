@@ -6,8 +6,11 @@ A finish is fenced: the jobs' rows are locked in id order, and the generation, t
 locks, by lock_jobs and again by finish_jobs, or (PostgreSQL, a batch whose attempts all still
 hold their jobs) by finish_jobs alone; a refused report is recorded as a late report, and never
 holds up the others of its batch. An ended attempt counts on its job's limits per dependency
-(the limits part's count_outcomes, in the same transaction). One module: every way an attempt
-ends (a worker's batch, a completion, the reaper) shares that fence and what follows a move.
+(the limits part's count_outcomes, in the same transaction).
+
+Why one module of some 450 lines: every way an attempt ends (a worker's batch, the one-statement
+batch, a completion, the reaper's expiries) shares that fence (_fence_holds, finish_jobs) and
+what follows a move (_after_moves); split, the halves would reach into each other's helpers.
 """
 
 from __future__ import annotations

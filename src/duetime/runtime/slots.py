@@ -22,6 +22,7 @@ from duetime.core.models import Claim, Lease
 from duetime.logs import log_event
 from duetime.runtime.attempt import AttemptRunner, RunningAttempt
 from duetime.runtime.fairness import ClaimFairness
+from duetime.runtime.node import loop_name
 from duetime.runtime.service import Pulse, Service
 from duetime.runtime.timer import DueTimes
 from duetime.tasks import AnyTask
@@ -208,6 +209,7 @@ class Slots(Service):
             queues=self.queues or "*",
             concurrency=self.concurrency,
             tasks=len(self.registry),
+            loop=loop_name(asyncio.get_running_loop()),
         )
         if not self.registry:
             log_event(

@@ -5,15 +5,20 @@ success, says in worker.started which loop it runs in, and stops cleanly on SIGT
 
 from __future__ import annotations
 
+import asyncio
 import signal
+from pathlib import Path
+from typing import Any
 
 import pytest
 
 from duetime import App
+from duetime.cli import main
 from duetime.core.states import JobStatus
 from integration.procs import Processes, wait_until
 
 JOBS = 40
+BROKER = "amqp://guest:guest@127.0.0.1:5672/"
 
 
 @pytest.mark.timeout(180)
@@ -37,3 +42,29 @@ def test_a_worker_runs_its_jobs_in_the_event_loop_it_was_given(
     worker.send(signal.SIGTERM)
     assert worker.wait_exit(60) == 0
     assert worker.problems() == [], worker.tail()
+
+
+@pytest.mark.parametrize("loop", ["auto", "asyncio", "uvloop"])
+def test_the_relay_runs_in_the_event_loop_it_is_given(
+    loop: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`duetime relay --loop` reaches the loop it runs in (its node ends at once here: the
+    broker is not needed to see which loop it was handed)."""
+    from duetime.runtime import node
+
+    ran: list[str] = []
+
+    def run_until_signalled(main: Any, *, grace: float, loop: str = "auto") -> None:
+        async def at_once() -> None:
+            stop = asyncio.Event()
+            stop.set()
+            ran.append(node.loop_name(asyncio.get_running_loop()))
+            await main(stop)
+
+        with asyncio.Runner(loop_factory=node.event_loop_factory(loop)) as runner:
+            runner.run(at_once())
+
+    monkeypatch.setattr(node, "run_until_signalled", run_until_signalled)
+    argv = ["relay", "--broker-url", BROKER, "--database-url", f"sqlite:///{tmp_path}/r.db"]
+    assert main([*argv, *(["--loop", loop] if loop != "auto" else [])]) == 0
+    assert ran == ["asyncio" if loop == "asyncio" else "uvloop"]

@@ -167,6 +167,7 @@ def test_the_first_signal_asks_for_a_graceful_stop(
     with caplog.at_level(logging.INFO, logger="duetime.cli"):
         run_until_signalled(main, grace=1.5, loop=loop, exit_now=exits.append)
     assert exits == []
+    assert signals_as_python_leaves_them(), "the signals still go to the closed loop"
     assert "received SIGTERM: finishing in-flight jobs (grace 1.5s)" in caplog.messages
 
 
@@ -191,10 +192,20 @@ def test_a_second_signal_exits_at_once_with_status_1(
     with caplog.at_level(logging.INFO, logger="duetime.cli"):
         run_until_signalled(main, grace=30, loop=loop, exit_now=exit_now)
     assert exits == [1]
+    assert signals_as_python_leaves_them(), "the signals still go to the closed loop"
     assert caplog.messages[-1] == "second signal: exiting now; in-flight leases will be reaped"
 
 
 # -- the event loop a node runs in ----------------------------------------------------------------
+
+
+def signals_as_python_leaves_them() -> bool:
+    """SIGINT raises KeyboardInterrupt and SIGTERM ends the process again (asyncio's own
+    loop puts them back so when it closes; uvloop's, once closed, would keep its handler)."""
+    return (
+        signal.getsignal(signal.SIGINT) is signal.default_int_handler
+        and signal.getsignal(signal.SIGTERM) == signal.SIG_DFL
+    )
 
 
 def ran_in(loop: str) -> str:
@@ -205,12 +216,13 @@ def ran_in(loop: str) -> str:
         seen.append(loop_name(asyncio.get_running_loop()))
 
     run_until_signalled(main, grace=1, loop=loop)
+    assert signals_as_python_leaves_them(), f"the signals still go to the closed {loop} loop"
     return seen[0]
 
 
 def test_a_node_runs_in_uvloop_by_default_and_in_asyncios_loop_when_asked() -> None:
     """uvloop is a dependency of duetime here (Linux, CPython): `auto` takes it."""
-    import uvloop
+    uvloop = pytest.importorskip("uvloop", reason="uvloop is not built for this platform")
 
     assert event_loop_factory("auto") is uvloop.new_event_loop
     assert event_loop_factory("uvloop") is uvloop.new_event_loop

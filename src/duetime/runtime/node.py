@@ -158,10 +158,16 @@ def run_until_signalled(
             )
             stop.set()
 
-        loop = asyncio.get_running_loop()
+        running = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
-            loop.add_signal_handler(sig, on_signal, sig)
-        await main(stop)
+            running.add_signal_handler(sig, on_signal, sig)
+        try:
+            await main(stop)
+        finally:
+            # while the loop still runs: uvloop's loop, once closed, leaves its own handler
+            # in place (the signals would then be ignored while the process shuts down)
+            for sig in (signal.SIGTERM, signal.SIGINT):
+                running.remove_signal_handler(sig)
 
     with asyncio.Runner(loop_factory=event_loop_factory(loop)) as runner:
         runner.run(guarded())

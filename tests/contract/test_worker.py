@@ -69,6 +69,13 @@ def test_handler_sees_its_attempt(app: duetime.App) -> None:
         duetime.current()
 
 
+def test_a_worker_refuses_an_event_loop_it_does_not_know(app: duetime.App) -> None:
+    """At once, not when serve() would start it (runtime/node.py EVENT_LOOPS)."""
+    with pytest.raises(duetime.InvalidRequest, match="one of auto, asyncio, uvloop, not 'tokio'"):
+        Worker(app, loop="tokio")
+    assert Worker(app).loop == "auto" and Worker(app, loop="asyncio").loop == "asyncio"
+
+
 def test_classified_failures(app: duetime.App) -> None:
     @app.task(name="permanent")
     def permanent() -> None:

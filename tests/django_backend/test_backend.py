@@ -325,6 +325,18 @@ def test_the_worker_command_needs_a_duetime_backend() -> None:
         call_command("duetime_worker", backend="nope")
 
 
+def test_the_worker_command_takes_the_event_loop_and_says_what_is_missing(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """--loop as `duetime worker` takes it; uvloop asked for where it is not installed is a
+    CommandError of one line, before the worker starts."""
+    import sys
+
+    monkeypatch.setitem(sys.modules, "uvloop", None)  # import uvloop fails
+    with pytest.raises(CommandError, match=r"^the uvloop event loop is not installed here"):
+        call_command("duetime_worker", loop="uvloop")
+
+
 def test_every_job_status_has_its_django_status() -> None:
     """A status added to duetime must be mapped on purpose (blocked came with dependencies)."""
     from duetime.core.states import JobStatus

@@ -154,6 +154,8 @@ def test_version(capsys: pytest.CaptureFixture[str]) -> None:
         (["serve", "--port", "70000"], "argument --port: must be 0 to 65535"),
         (["serve", "--max-body-bytes", "0"], "argument --max-body-bytes"),
         (["worker", "--app", "m:app", "--metrics-port", "-1"], "argument --metrics-port"),
+        (["worker", "--app", "m:app", "--loop", "tokio"], "argument --loop: invalid choice"),
+        (["relay", "--loop", "trio"], "argument --loop: invalid choice"),
         (["jobs", "list", "--database-url", "typo.db"], "unsupported database URL 'typo.db'"),
         (["--database-url", "postgress://db/x", "stats"], "unsupported database URL 'postgress'"),
         (["enqueue", "t", "--args", " "], "argument --args: not valid JSON"),
@@ -239,3 +241,31 @@ def test_worker_priority_share_refuses_what_is_not_a_fraction(
         build_parser().parse_args(["worker", "--app", "m:app", "--priority-share", value])
     assert exit_.value.code == 2
     assert "fraction" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("command", [["worker", "--app", "m:app"], ["relay"]])
+def test_the_commands_that_run_a_node_take_their_event_loop(command: list[str]) -> None:
+    assert build_parser().parse_args(command).loop == "auto"
+    for loop in ("asyncio", "uvloop"):
+        assert build_parser().parse_args([*command, "--loop", loop]).loop == loop
+
+
+@pytest.mark.parametrize(
+    "command", [["worker", "--app", "m:app"], ["relay", "--broker-url", "amqp://127.0.0.1/"]]
+)
+def test_loop_uvloop_without_uvloop_says_what_to_do_in_one_line(
+    command: list[str],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Before anything else: no database is opened, no app imported."""
+    monkeypatch.setitem(__import__("sys").modules, "uvloop", None)  # import uvloop fails
+    database = tmp_path / "d.db"
+    code = main([*command, "--loop", "uvloop", "--database-url", f"sqlite:///{database}"])
+    assert code == 1
+    assert capsys.readouterr().err == (
+        "duetime: error: the uvloop event loop is not installed here: pip install uvloop, "
+        "or run with --loop asyncio\n"
+    )
+    assert not database.exists()

@@ -9,8 +9,14 @@ import signal
 
 import pytest
 
-from duetime.core.errors import StoreUnavailable
-from duetime.runtime.node import Node, run_until_signalled
+from duetime.core.errors import InvalidRequest, StoreUnavailable
+from duetime.runtime.node import (
+    EVENT_LOOPS,
+    Node,
+    event_loop_factory,
+    loop_name,
+    run_until_signalled,
+)
 from duetime.runtime.service import Pulse, Service
 
 
@@ -148,7 +154,10 @@ def test_a_stop_while_the_database_stays_unreachable_ends_the_start() -> None:
     assert "start registry" not in journal and later.running.count == 0
 
 
-def test_the_first_signal_asks_for_a_graceful_stop(caplog: pytest.LogCaptureFixture) -> None:
+@pytest.mark.parametrize("loop", ["asyncio", "uvloop"])
+def test_the_first_signal_asks_for_a_graceful_stop(
+    caplog: pytest.LogCaptureFixture, loop: str
+) -> None:
     exits: list[int] = []
 
     async def main(stop: asyncio.Event) -> None:
@@ -156,12 +165,16 @@ def test_the_first_signal_asks_for_a_graceful_stop(caplog: pytest.LogCaptureFixt
         await asyncio.wait_for(stop.wait(), 5)
 
     with caplog.at_level(logging.INFO, logger="duetime.cli"):
-        run_until_signalled(main, grace=1.5, exit_now=exits.append)
+        run_until_signalled(main, grace=1.5, loop=loop, exit_now=exits.append)
     assert exits == []
+    assert signals_as_python_leaves_them(), "the signals still go to the closed loop"
     assert "received SIGTERM: finishing in-flight jobs (grace 1.5s)" in caplog.messages
 
 
-def test_a_second_signal_exits_at_once_with_status_1(caplog: pytest.LogCaptureFixture) -> None:
+@pytest.mark.parametrize("loop", ["asyncio", "uvloop"])
+def test_a_second_signal_exits_at_once_with_status_1(
+    caplog: pytest.LogCaptureFixture, loop: str
+) -> None:
     exits: list[int] = []
     exited: list[asyncio.Event] = []
 
@@ -177,6 +190,61 @@ def test_a_second_signal_exits_at_once_with_status_1(caplog: pytest.LogCaptureFi
         await asyncio.wait_for(exited[0].wait(), 5)
 
     with caplog.at_level(logging.INFO, logger="duetime.cli"):
-        run_until_signalled(main, grace=30, exit_now=exit_now)
+        run_until_signalled(main, grace=30, loop=loop, exit_now=exit_now)
     assert exits == [1]
+    assert signals_as_python_leaves_them(), "the signals still go to the closed loop"
     assert caplog.messages[-1] == "second signal: exiting now; in-flight leases will be reaped"
+
+
+# -- the event loop a node runs in ----------------------------------------------------------------
+
+
+def signals_as_python_leaves_them() -> bool:
+    """SIGINT raises KeyboardInterrupt and SIGTERM ends the process again (asyncio's own
+    loop puts them back so when it closes; uvloop's, once closed, would keep its handler)."""
+    return (
+        signal.getsignal(signal.SIGINT) is signal.default_int_handler
+        and signal.getsignal(signal.SIGTERM) == signal.SIG_DFL
+    )
+
+
+def ran_in(loop: str) -> str:
+    """The loop run_until_signalled(loop=...) ran its main in, as loop_name names it."""
+    seen: list[str] = []
+
+    async def main(stop: asyncio.Event) -> None:
+        seen.append(loop_name(asyncio.get_running_loop()))
+
+    run_until_signalled(main, grace=1, loop=loop)
+    assert signals_as_python_leaves_them(), f"the signals still go to the closed {loop} loop"
+    return seen[0]
+
+
+def test_a_node_runs_in_uvloop_by_default_and_in_asyncios_loop_when_asked() -> None:
+    """uvloop is a dependency of duetime here (Linux, CPython): `auto` takes it."""
+    uvloop = pytest.importorskip("uvloop", reason="uvloop is not built for this platform")
+
+    assert event_loop_factory("auto") is uvloop.new_event_loop
+    assert event_loop_factory("uvloop") is uvloop.new_event_loop
+    assert event_loop_factory("asyncio") is None
+    assert (ran_in("auto"), ran_in("uvloop"), ran_in("asyncio")) == ("uvloop", "uvloop", "asyncio")
+
+
+def test_without_uvloop_auto_runs_in_asyncios_loop_and_uvloop_says_what_to_do(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setitem(__import__("sys").modules, "uvloop", None)  # import uvloop fails
+    assert event_loop_factory("auto") is None
+    assert ran_in("auto") == "asyncio"
+    with pytest.raises(InvalidRequest) as caught:
+        event_loop_factory("uvloop")
+    assert str(caught.value) == (
+        "the uvloop event loop is not installed here: pip install uvloop, or run with "
+        "--loop asyncio"
+    )
+
+
+def test_an_unknown_event_loop_is_refused_with_the_known_ones() -> None:
+    assert EVENT_LOOPS == ("auto", "asyncio", "uvloop")
+    with pytest.raises(InvalidRequest, match="one of auto, asyncio, uvloop, not 'tokio'"):
+        event_loop_factory("tokio")

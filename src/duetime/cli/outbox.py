@@ -13,6 +13,7 @@ from duetime import logs
 from duetime.cli.support import (
     add_clock_warning_flag,
     add_log_flags,
+    add_loop_flag,
     checked,
     make_app,
     out,
@@ -64,6 +65,7 @@ def add_parsers(sub: Any, parents: list[argparse.ArgumentParser]) -> None:
         "--metrics-host", default="127.0.0.1", metavar="HOST", help="address to serve metrics on"
     )
     add_clock_warning_flag(p)
+    add_loop_flag(p)
     add_log_flags(p)
     p.set_defaults(func=cmd_relay)
 
@@ -87,7 +89,7 @@ def add_parsers(sub: Any, parents: list[argparse.ArgumentParser]) -> None:
 
 def cmd_relay(args: argparse.Namespace) -> int:
     from duetime.runtime import metrics as relay_metrics
-    from duetime.runtime.node import Node, NodeHeartbeat, run_until_signalled
+    from duetime.runtime.node import Node, NodeHeartbeat, event_loop_factory, run_until_signalled
     from duetime.runtime.outbox.broker import require
     from duetime.runtime.outbox.relay import relay_node, relay_services
     from duetime.runtime.service import BlockingCalls
@@ -95,6 +97,7 @@ def cmd_relay(args: argparse.Namespace) -> int:
 
     if not args.broker_url:
         args.usage_error("give the broker: --broker-url URL or DUETIME_BROKER_URL")
+    event_loop_factory(args.loop)  # --loop uvloop where it is not installed fails now
     require()
     logs.configure(args.log_level, args.log_format)
     app = make_app(args, create=True, long_running=True)
@@ -129,7 +132,7 @@ def cmd_relay(args: argparse.Namespace) -> int:
         await Node(services).run(stop)
 
     try:
-        run_until_signalled(main, grace=10.0)
+        run_until_signalled(main, grace=10.0, loop=args.loop)
     finally:
         calls.close()
         if exporter is not None:

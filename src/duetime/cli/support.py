@@ -350,6 +350,19 @@ def add_log_flags(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def add_loop_flag(parser: argparse.ArgumentParser) -> None:
+    """--loop of the commands that run a node (worker, relay)."""
+    from duetime.runtime.node import EVENT_LOOPS
+
+    parser.add_argument(
+        "--loop",
+        choices=EVENT_LOOPS,
+        default="auto",
+        help="the event loop to run in: uvloop (less CPU per job), asyncio's own, or auto "
+        "(default: uvloop where it is installed, as it is with duetime on Linux and macOS)",
+    )
+
+
 def add_clock_warning_flag(parser: argparse.ArgumentParser) -> None:
     """--clock-warning of the commands that run a node (worker, relay)."""
     parser.add_argument(

@@ -17,6 +17,7 @@ from duetime.cli.support import (
     _positive_int,
     add_clock_warning_flag,
     add_log_flags,
+    add_loop_flag,
     make_app,
     port,
     seconds,
@@ -105,6 +106,7 @@ def add_worker_flags(p: argparse.ArgumentParser) -> None:
         "freeze what it made and collect every 10,000 allocations; docs/workers.md)",
     )
     add_clock_warning_flag(p)
+    add_loop_flag(p)
     add_log_flags(p)
 
 
@@ -146,8 +148,10 @@ def _retention(text: str) -> timedelta | None:
 def cmd_worker(args: argparse.Namespace, app: App | None = None) -> int:
     """Run a worker of --app's App, or of `app` when given (Django's duetime_worker)."""
     from duetime.runtime import metrics as worker_metrics
+    from duetime.runtime.node import event_loop_factory
     from duetime.runtime.worker import Worker, default_worker_id
 
+    event_loop_factory(args.loop)  # --loop uvloop where it is not installed fails now
     # a stop request before the worker runs ends the process cleanly: nothing is claimed yet
     # (the worker's loop takes SIGTERM over once it runs: runtime.node.run_until_signalled)
     signal.signal(signal.SIGTERM, _stop_before_running)
@@ -197,6 +201,7 @@ def cmd_worker(args: argparse.Namespace, app: App | None = None) -> int:
         broker_url=args.broker_url or None,
         services=services,
         clock_warning=args.clock_warning,
+        loop=args.loop,
     )
     if not args.no_gc_tuning:
         tune_gc()

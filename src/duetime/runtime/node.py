@@ -5,8 +5,9 @@ Node(services).run(stop) starts the services in list order, runs them concurrent
 one finished before the next is asked. A worker lists its slots last: they stop claiming and
 drain first, while lease heartbeats, the reaper and the registry row still run.
 
-run_until_signalled(main, grace=...) runs `main(stop)` under SIGTERM and SIGINT: the first
-signal sets `stop` (graceful shutdown), the second exits the process at once with status 1.
+run_until_signalled(main, grace=..., loop=...) runs `main(stop)` in a new event loop (uvloop's
+where it is installed, event_loop_factory) under SIGTERM and SIGINT: the first signal sets
+`stop` (graceful shutdown), the second exits the process at once with status 1.
 NodeHeartbeat is the node's row in the registry `duetime nodes` lists; with each beat it reads
 the database's clock again (when the node runs on a CorrectedClock), writes the offset in its
 row and warns, through ClockWatch, when it passes a threshold.
@@ -24,7 +25,7 @@ from dataclasses import replace
 
 from duetime.core import models
 from duetime.core.clock import CLOCK_OFFSET_WARNING, Clock, CorrectedClock
-from duetime.core.errors import StoreUnavailable
+from duetime.core.errors import InvalidRequest, StoreUnavailable
 from duetime.logs import log_event
 from duetime.runtime.metrics import WorkerMetrics
 from duetime.runtime.service import BlockingCalls, IntervalService, Service
@@ -35,6 +36,10 @@ log = logging.getLogger("duetime.worker")
 signal_log = logging.getLogger("duetime.cli")
 NODE_HEARTBEAT_SECONDS = 5.0  # `duetime nodes` calls a node dead after 30 s of silence
 
+
+# the event loops a node runs in: `auto` is uvloop where it is installed (a dependency of
+# duetime on Linux and macOS), else asyncio's own
+EVENT_LOOPS = ("auto", "asyncio", "uvloop")
 
 START_RETRY_CAP = 30.0  # seconds between tries of a start that finds the database unreachable
 
@@ -95,13 +100,43 @@ def _report_crash(service: Service, task: asyncio.Task[None]) -> None:
         log.error("worker duty %s crashed", service.name, exc_info=task.exception())
 
 
+def event_loop_factory(name: str = "auto") -> Callable[[], asyncio.AbstractEventLoop] | None:
+    """What makes the event loop a node runs in (asyncio.Runner's loop_factory): uvloop's
+    (libuv; its callbacks, tasks and timers cost a worker less CPU per job, docs/workers.md)
+    for "uvloop", and for "auto" where uvloop is installed; None (asyncio's own loop) for
+    "asyncio", and for "auto" without uvloop."""
+    if name not in EVENT_LOOPS:
+        raise InvalidRequest(f"event loop must be one of {', '.join(EVENT_LOOPS)}, not {name!r}")
+    if name == "asyncio":
+        return None
+    try:
+        import uvloop
+    except ImportError:
+        if name == "auto":
+            return None
+        raise InvalidRequest(
+            "the uvloop event loop is not installed here: pip install uvloop, or run with "
+            "--loop asyncio"
+        ) from None
+    factory: Callable[[], asyncio.AbstractEventLoop] = uvloop.new_event_loop
+    return factory
+
+
+def loop_name(loop: asyncio.AbstractEventLoop) -> str:
+    """The event loop a node runs in, as EVENT_LOOPS names it ("uvloop", "asyncio") or, for
+    another, its class's module (an application's own loop)."""
+    module = type(loop).__module__.split(".")[0]
+    return module
+
+
 def run_until_signalled(
     main: Callable[[asyncio.Event], Awaitable[None]],
     *,
     grace: float,
+    loop: str = "auto",
     exit_now: Callable[[int], None] = os._exit,
 ) -> None:
-    """Run `main(stop)` in a new event loop until it returns.
+    """Run `main(stop)` in a new event loop (event_loop_factory(loop)'s) until it returns.
 
     The first SIGTERM or SIGINT sets `stop`: `main` then shuts down within `grace` seconds.
     A second one exits the process at once with status 1 (`exit_now`), leaving in-flight leases
@@ -123,12 +158,19 @@ def run_until_signalled(
             )
             stop.set()
 
-        loop = asyncio.get_running_loop()
+        running = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
-            loop.add_signal_handler(sig, on_signal, sig)
-        await main(stop)
+            running.add_signal_handler(sig, on_signal, sig)
+        try:
+            await main(stop)
+        finally:
+            # while the loop still runs: uvloop's loop, once closed, leaves its own handler
+            # in place (the signals would then be ignored while the process shuts down)
+            for sig in (signal.SIGTERM, signal.SIGINT):
+                running.remove_signal_handler(sig)
 
-    asyncio.run(guarded())
+    with asyncio.Runner(loop_factory=event_loop_factory(loop)) as runner:
+        runner.run(guarded())
 
 
 class ClockWatch:

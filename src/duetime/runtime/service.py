@@ -88,15 +88,18 @@ class Service:
         if self._waiter is not None and not self._waiter.done():
             self._waiter.set_result(None)
 
-    async def pause(self, seconds: float) -> None:
-        """Wait up to `seconds`; less once stop() or wake() is called. For run()'s own loop."""
+    async def pause(self, seconds: float) -> bool:
+        """Wait up to `seconds`; less once stop() or wake() is called. For run()'s own loop.
+        True when cut short by either (or called after them), False when the time ran out."""
         if not self._woken and not self.stopping:
             self._waiter = asyncio.get_running_loop().create_future()
             try:
                 await asyncio.wait([self._waiter], timeout=seconds)
             finally:
                 self._waiter = None
+        cut_short = self._woken or self.stopping
         self._woken = False
+        return cut_short
 
 
 class IntervalService(Service):

@@ -22,6 +22,7 @@ from duetime.core.models import Claim, Lease
 from duetime.logs import log_event
 from duetime.runtime.attempt import AttemptRunner, RunningAttempt
 from duetime.runtime.fairness import ClaimFairness
+from duetime.runtime.node import loop_name
 from duetime.runtime.service import Pulse, Service
 from duetime.runtime.timer import DueTimes
 from duetime.tasks import AnyTask
@@ -62,6 +63,9 @@ class Slots(Service):
     name = "slots"
     claim_linger = 0.005
     spin = 0.0015  # the event loop's timers fire up to 1 ms late: the last stretch is watched
+    # uvloop's timers count whole milliseconds: one may fire up to 1.5 ms early, and the
+    # stretch watched before a due instant is then that much longer
+    timer_early = 0.002
 
     def __init__(
         self,
@@ -208,6 +212,7 @@ class Slots(Service):
             queues=self.queues or "*",
             concurrency=self.concurrency,
             tasks=len(self.registry),
+            loop=loop_name(asyncio.get_running_loop()),
         )
         if not self.registry:
             log_event(
@@ -330,11 +335,14 @@ class Slots(Service):
         if at is None or wait >= self.poll_interval:
             await self.pause(self.poll_interval)
             return
+        left = wait
         if wait > self.spin:
-            await self.pause(wait - self.spin)
-            if (at - clock.now()).total_seconds() > self.spin:
-                return  # woken early (a wake, a stop): look again
-        limit = time.monotonic() + 2 * self.spin
+            woken = await self.pause(wait - self.spin)
+            left = (at - clock.now()).total_seconds()
+            if left > self.spin and (woken or left > self.spin + self.timer_early):
+                return  # woken early (a wake, a stop), or the clock stood still: look again
+        # the last stretch (longer after a timer that fired early) is watched
+        limit = time.monotonic() + max(0.0, left) + self.spin
         while clock.now() < at and time.monotonic() < limit and not self.stopping:
             await asyncio.sleep(0)
         now = clock.now()

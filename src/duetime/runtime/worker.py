@@ -33,7 +33,7 @@ from duetime.runtime.handlers import HandlerThreads
 from duetime.runtime.host import Host
 from duetime.runtime.leases import LeaseHeartbeats
 from duetime.runtime.metrics import WorkerMetrics
-from duetime.runtime.node import Node, NodeHeartbeat, run_until_signalled
+from duetime.runtime.node import Node, NodeHeartbeat, event_loop_factory, run_until_signalled
 from duetime.runtime.outbox.feed import BrokerFeed
 from duetime.runtime.planner import Planner, PlannerService
 from duetime.runtime.progress import ProgressWriter
@@ -69,7 +69,8 @@ class Worker:
     the free slots while more work is due, as many as the slots run during two claims' round
     trips (default cap: 10 x `concurrency`; 0: none). A node whose clock is off the
     database's by more than `clock_warning` seconds is warned about (its times are corrected
-    either way when the app runs on its own clock, see duetime.App).
+    either way when the app runs on its own clock, see duetime.App). `serve()` runs in the
+    event loop `loop` names (runtime/node.py EVENT_LOOPS: uvloop's where installed by default).
     """
 
     def __init__(
@@ -91,7 +92,9 @@ class Worker:
         retention: timedelta | None = DEFAULT_RETENTION,
         broker_url: str | None = None,
         clock_warning: float = CLOCK_OFFSET_WARNING,
+        loop: str = "auto",
     ) -> None:
+        event_loop_factory(loop)  # an unknown or missing loop fails here, not at serve()
         if concurrency < 1:
             raise ValueError("concurrency must be at least 1")
         if prefetch is not None and prefetch < 0:
@@ -105,6 +108,7 @@ class Worker:
         self.reap_interval = reap_interval
         self.plan_interval = plan_interval
         self.grace = grace
+        self.loop = loop  # the event loop serve() runs in (runtime/node.py EVENT_LOOPS)
         self.worker_id = worker_id or default_worker_id()
         self.rng = rng or random.Random()
         self.stats = WorkerStats()
@@ -275,7 +279,7 @@ class Worker:
     def serve(self) -> None:
         """Run until SIGTERM or SIGINT, then shut down gracefully; a second signal exits at
         once with status 1 (see runtime.node.run_until_signalled)."""
-        run_until_signalled(self.run, grace=self.grace)
+        run_until_signalled(self.run, grace=self.grace, loop=self.loop)
 
     async def heartbeat_once(self) -> None:
         """Renew every lease due for renewal, in one batch."""

@@ -13,6 +13,7 @@ Handlers write what they did into the folder named by DUETIME_IT_OUT:
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import threading
@@ -98,6 +99,13 @@ def make_app(database_url: str | None = None) -> App:
 
     @app.task(name="noop")
     def noop() -> None:
+        write_marker("finished")
+
+    @app.task(name="nap")
+    async def nap(seconds: float = 0.01) -> None:
+        """An async handler: waits on the event loop's timer, then writes its markers."""
+        write_marker("started")
+        await asyncio.sleep(seconds)
         write_marker("finished")
 
     @app.task(name="on_time")

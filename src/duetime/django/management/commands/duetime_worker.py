@@ -11,6 +11,7 @@ from typing import Any, NoReturn
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from duetime.cli.worker import add_worker_flags, cmd_worker
+from duetime.core.errors import InvalidRequest
 from duetime.django.management import add_backend_flag, backend_named
 
 
@@ -32,4 +33,7 @@ class Command(BaseCommand):
         def usage_error(message: str) -> NoReturn:
             raise CommandError(message)
 
-        cmd_worker(argparse.Namespace(**options, usage_error=usage_error), app=backend.app)
+        try:
+            cmd_worker(argparse.Namespace(**options, usage_error=usage_error), app=backend.app)
+        except InvalidRequest as exc:  # a flag's value refused (--loop uvloop without it)
+            raise CommandError(str(exc)) from None

@@ -53,18 +53,19 @@ def test_the_relay_runs_in_the_event_loop_it_is_given(
     from duetime.runtime import node
 
     ran: list[str] = []
+    real = node.run_until_signalled
 
-    def run_until_signalled(main: Any, *, grace: float, loop: str = "auto") -> None:
-        async def at_once() -> None:
-            stop = asyncio.Event()
-            stop.set()
+    def stopped_at_once(main: Any, *, grace: float, loop: str = "auto") -> None:
+        """The real run_until_signalled, with `main` asked to stop as it begins."""
+
+        async def stopped(stop: asyncio.Event) -> None:
             ran.append(node.loop_name(asyncio.get_running_loop()))
+            stop.set()
             await main(stop)
 
-        with asyncio.Runner(loop_factory=node.event_loop_factory(loop)) as runner:
-            runner.run(at_once())
+        real(stopped, grace=grace, loop=loop)
 
-    monkeypatch.setattr(node, "run_until_signalled", run_until_signalled)
+    monkeypatch.setattr(node, "run_until_signalled", stopped_at_once)
     argv = ["relay", "--broker-url", BROKER, "--database-url", f"sqlite:///{tmp_path}/r.db"]
     assert main([*argv, *(["--loop", loop] if loop != "auto" else [])]) == 0
     assert ran == ["asyncio" if loop == "asyncio" else "uvloop"]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -260,7 +261,7 @@ def test_loop_uvloop_without_uvloop_says_what_to_do_in_one_line(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     """Before anything else: no database is opened, no app imported."""
-    monkeypatch.setitem(__import__("sys").modules, "uvloop", None)  # import uvloop fails
+    monkeypatch.setitem(sys.modules, "uvloop", None)  # import uvloop fails
     database = tmp_path / "d.db"
     code = main([*command, "--loop", "uvloop", "--database-url", f"sqlite:///{database}"])
     assert code == 1

@@ -6,6 +6,7 @@ import asyncio
 import logging
 import os
 import signal
+import sys
 
 import pytest
 
@@ -233,7 +234,7 @@ def test_a_node_runs_in_uvloop_by_default_and_in_asyncios_loop_when_asked() -> N
 def test_without_uvloop_auto_runs_in_asyncios_loop_and_uvloop_says_what_to_do(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setitem(__import__("sys").modules, "uvloop", None)  # import uvloop fails
+    monkeypatch.setitem(sys.modules, "uvloop", None)  # import uvloop fails
     assert event_loop_factory("auto") is None
     assert ran_in("auto") == "asyncio"
     with pytest.raises(InvalidRequest) as caught:

@@ -125,8 +125,7 @@ def event_loop_factory(name: str = "auto") -> Callable[[], asyncio.AbstractEvent
 def loop_name(loop: asyncio.AbstractEventLoop) -> str:
     """The event loop a node runs in, as EVENT_LOOPS names it ("uvloop", "asyncio") or, for
     another, its class's module (an application's own loop)."""
-    module = type(loop).__module__.split(".")[0]
-    return module
+    return type(loop).__module__.split(".")[0]
 
 
 def run_until_signalled(

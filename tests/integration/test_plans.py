@@ -97,12 +97,20 @@ FILL = {
     "%(at)s FROM JSON_TABLE(CONCAT('[', REPEAT('0,', %(count)s - 1), '0]'), '$[*]' "
     "COLUMNS (k FOR ORDINALITY)) AS t",
 }
-# one succeeded attempt of each succeeded job of the fill (the history a drain leaves)
+# one succeeded attempt of each succeeded job of the fill (the history a drain leaves): the
+# first half's in the attempts table (as written before migration 24), the second half's on
+# their jobs' rows (migration 24: a success stays on its job's row)
+ON_ROWS_FIRST = BACKLOG + BACKLOG // 2 + 1
 FILL_ATTEMPTS = (
     "INSERT INTO duetime_attempts (job_id, generation, claim_token, worker_id, status, "
     "lease_expires_at, started_at, finished_at, due_at) "
     "SELECT id, 1, id, 'gone', 'succeeded', updated_at, updated_at, updated_at, due_at "
-    "FROM duetime_jobs WHERE status = 'succeeded'"
+    f"FROM duetime_jobs WHERE status = 'succeeded' AND id < {ON_ROWS_FIRST}"
+)
+FILL_ON_ROWS = (
+    f"UPDATE duetime_jobs SET attempt_id = id + {4 * BACKLOG}, generation = 1, claim_token = id, "
+    "worker_id = 'gone', lease_expires_at = updated_at, started_at = updated_at "
+    f"WHERE status = 'succeeded' AND id >= {ON_ROWS_FIRST}"
 )
 ANALYZE = {
     "sqlite": "ANALYZE",
@@ -131,6 +139,7 @@ def fill(kit: DialectKit, url: str, *, analyze: bool = True, only_due: bool = Fa
                 cur.execute(sql, {**params, "at": past})
         if not only_due:
             cur.execute(FILL_ATTEMPTS)
+            cur.execute(FILL_ON_ROWS)
         if analyze:
             cur.execute(ANALYZE[kit.name])
             if kit.name == "mysql":
@@ -1242,7 +1251,8 @@ def test_a_schedules_tick_history_reads_each_jobs_attempts_through_an_index(
 
 HISTORY_READS = [
     ("select_attempts", {"id": BACKLOG + 7}),
-    ("select_attempts_of_jobs", {"ids": [BACKLOG + 7, BACKLOG + 9]}),
+    ("select_attempts", {"id": ON_ROWS_FIRST + 7}),
+    ("select_attempts_of_jobs", {"ids": [BACKLOG + 7, BACKLOG + 9, ON_ROWS_FIRST + 7]}),
     ("attempt_samples", {"since": NOW - timedelta(minutes=5), "tenant": None, "limit": 500}),
     ("select_claim", {"job_id": BACKLOG + 7, "claim_token": BACKLOG + 7}),
 ]
@@ -1253,9 +1263,10 @@ def test_attempt_history_reads_reach_the_attempts_through_an_index(
     kit: DialectKit, backlog: Store, name: str, params: dict[str, Any]
 ) -> None:
     """The reads of attempts through the view of every attempt (migration 22: the ended
-    ones' rows and the running ones on their jobs' rows) get their condition into both of
-    its parts: a job's history, a page's, the recent samples and a dispatched claim read
-    through indexes, never every attempt (BACKLOG of them) nor every job."""
+    ones' rows and the running ones on their jobs' rows; migration 24: the successes on
+    theirs) get their condition into each of its parts: a job's history, a page's, the
+    recent samples and a dispatched claim read through indexes, never every attempt
+    (BACKLOG of them) nor every job."""
     driver = backlog.driver  # type: ignore[attr-defined]
     [statement] = driver.statements(name)
     plan = plan_of(backlog, statement, params)

@@ -3,9 +3,9 @@ dialect. A database at schema 23 holds jobs in every state; its successes were w
 version 23 wrote them (the attempt's row inserted at the end, the job's attempt columns
 cleared: the raw statements below, since this version's finish keeps a success on its row).
 After the migration every job and every attempt reads as before; a job running across the
-migration that succeeds under this version leaves no attempt row; and a worker of version 23
-still running after the migration writes its success the old way, which reads once, as it
-did."""
+migration that succeeds under this version leaves no attempt row (but on MariaDB/MySQL,
+whose migration 24 changes nothing: docs/stores.md); and a worker of version 23 still running
+after the migration writes its success the old way, which reads once, as it did."""
 
 from __future__ import annotations
 
@@ -93,7 +93,8 @@ def test_jobs_in_every_state_survive_migration_24(
     # a job claimed before the migration succeeds under this version: on its row, no row
     clock.advance(2)
     assert store.finish(across_lease, Outcome(Event.SUCCEED), clock.now())
-    assert attempt_rows(kit, url, across.id) == []
+    written = [(across_lease.attempt_id, "succeeded")]
+    assert attempt_rows(kit, url, across.id) == ([] if kit.successes_on_rows else written)
     done = store.get_job(across.id)
     assert done is not None
     [attempt] = done.attempt_history

@@ -99,13 +99,13 @@ FILL = {
 }
 # one succeeded attempt of each succeeded job of the fill (the history a drain leaves): the
 # first half's in the attempts table (as written before migration 24), the second half's on
-# their jobs' rows (migration 24: a success stays on its job's row)
+# their jobs' rows (migration 24: a success stays on its job's row; MariaDB/MySQL: rows too)
 ON_ROWS_FIRST = BACKLOG + BACKLOG // 2 + 1
 FILL_ATTEMPTS = (
     "INSERT INTO duetime_attempts (job_id, generation, claim_token, worker_id, status, "
     "lease_expires_at, started_at, finished_at, due_at) "
     "SELECT id, 1, id, 'gone', 'succeeded', updated_at, updated_at, updated_at, due_at "
-    f"FROM duetime_jobs WHERE status = 'succeeded' AND id < {ON_ROWS_FIRST}"
+    "FROM duetime_jobs WHERE status = 'succeeded' AND id < {end}"
 )
 FILL_ON_ROWS = (
     f"UPDATE duetime_jobs SET attempt_id = id + {4 * BACKLOG}, generation = 1, claim_token = id, "
@@ -138,8 +138,11 @@ def fill(kit: DialectKit, url: str, *, analyze: bool = True, only_due: bool = Fa
                 params = {"first": first, "count": count, "due": due, "status": status}
                 cur.execute(sql, {**params, "at": past})
         if not only_due:
-            cur.execute(FILL_ATTEMPTS)
-            cur.execute(FILL_ON_ROWS)
+            if kit.successes_on_rows:
+                cur.execute(FILL_ATTEMPTS.format(end=ON_ROWS_FIRST))
+                cur.execute(FILL_ON_ROWS)
+            else:
+                cur.execute(FILL_ATTEMPTS.format(end=2 * BACKLOG + 1))
         if analyze:
             cur.execute(ANALYZE[kit.name])
             if kit.name == "mysql":

@@ -252,8 +252,7 @@ WHERE j.status IN ('running', 'cancel_requested') AND j.attempt_id IS NOT NULL;
 -- The jobs' rows locked in id order, each with the attempt it runs (on its row: migration
 -- 22), if any.
 SELECT j.id, j.generation, j.claim_token, j.status, j.queue, j.has_children, j.tenant, j.sequence_key,
-       CASE WHEN j.attempt_id IS NOT NULL AND j.status IN ('running', 'cancel_requested')
-            THEN 'running' END AS attempt_status,
+       CASE WHEN j.attempt_id IS NOT NULL THEN 'running' END AS attempt_status,
        j.lease_expires_at AS attempt_lease_expires_at
 FROM duetime_jobs j
 WHERE j.id IN %(ids)s
@@ -264,12 +263,8 @@ FOR UPDATE;
 -- Each ended attempt's row is inserted, once, with its outcome, from its job's row (fenced by
 -- generation, claim token, status, the attempt it runs and, for a reap, the expired lease;
 -- the caller locked the rows, lock_jobs); then those jobs move and their current-attempt
--- columns are cleared (migration 22), under the same fence. A plain success (no error
--- recorded, a reconciled one has its category: `kept`, store/sql/finish.py) has no row: it
--- stays on its job's row, whose columns are kept (migration 24; its end is the job's
--- updated_at).
--- MySQL assigns left to right and later expressions see earlier results: the fence's columns
--- go last.
+-- columns are cleared (migration 22), under the same fence. MySQL assigns left to right and
+-- later expressions see earlier results: the fence's columns go last.
 INSERT INTO duetime_attempts (id, job_id, generation, claim_token, worker_id, status,
     lease_expires_at, started_at, finished_at, error_category, error_message, error_traceback,
     late_outcome, late_reported_at, due_at)
@@ -283,7 +278,6 @@ FROM JSON_TABLE(%(batch)s, '$[*]' COLUMNS (
         from_status VARCHAR(20) PATH '$.from_status',
         only_if_expired BOOLEAN PATH '$.only_if_expired',
         status VARCHAR(20) PATH '$.status',
-        kept BOOLEAN PATH '$.kept',
         error_category VARCHAR(50) PATH '$.error_category',
         error_message LONGTEXT PATH '$.error_message',
         error_traceback LONGTEXT PATH '$.error_traceback')) AS v
@@ -291,7 +285,6 @@ STRAIGHT_JOIN duetime_jobs AS j ON j.id = v.job_id
 WHERE j.generation = v.generation AND j.claim_token = v.claim_token
   AND j.status = v.from_status COLLATE utf8mb4_bin AND j.attempt_id IS NOT NULL
   AND (NOT v.only_if_expired OR j.lease_expires_at <= %(now)s)
-  AND NOT v.kept
 ORDER BY j.id;
 UPDATE duetime_jobs AS j
 JOIN JSON_TABLE(%(batch)s, '$[*]' COLUMNS (
@@ -301,22 +294,10 @@ JOIN JSON_TABLE(%(batch)s, '$[*]' COLUMNS (
         from_status VARCHAR(20) PATH '$.from_status',
         to_status VARCHAR(20) PATH '$.to_status',
         due_at DATETIME(6) PATH '$.due_at',
-        only_if_expired BOOLEAN PATH '$.only_if_expired',
-        kept BOOLEAN PATH '$.kept')) AS v ON j.id = v.job_id
+        only_if_expired BOOLEAN PATH '$.only_if_expired')) AS v ON j.id = v.job_id
 SET j.due_at = COALESCE(v.due_at, j.due_at), j.updated_at = %(now)s,
-    j.worker_id = CASE WHEN v.kept
-                       THEN j.worker_id END,
-    j.started_at = CASE WHEN v.kept
-                        THEN j.started_at END,
-    j.late_outcome = CASE WHEN v.kept
-                          THEN j.late_outcome END,
-    j.late_reported_at = CASE WHEN v.kept
-                              THEN j.late_reported_at END,
-    j.status = v.to_status,
-    j.lease_expires_at = CASE WHEN v.kept
-                              THEN j.lease_expires_at END,
-    j.attempt_id = CASE WHEN v.kept
-                        THEN j.attempt_id END
+    j.worker_id = NULL, j.started_at = NULL, j.late_outcome = NULL, j.late_reported_at = NULL,
+    j.status = v.to_status, j.lease_expires_at = NULL, j.attempt_id = NULL
 WHERE j.generation = v.generation AND j.claim_token = v.claim_token
   AND j.status = v.from_status COLLATE utf8mb4_bin AND j.attempt_id IS NOT NULL
   AND (NOT v.only_if_expired OR j.lease_expires_at <= %(now)s);

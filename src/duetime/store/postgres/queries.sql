@@ -460,7 +460,10 @@ FOR UPDATE OF j;
 -- rollback: psycopg's rollback forgets the connection's prepared statements). The moved jobs
 -- come back with what the rest of the finish needs (their count is the row count).
 WITH v AS (
-    SELECT * FROM jsonb_to_recordset(%(batch)s::jsonb) AS v(job_id bigint, generation bigint,
+    SELECT v.job_id, v.generation, v.claim_token, v.from_status, v.to_status, v.due_at,
+           v.only_if_expired, v.status, v.error_category, v.error_message, v.error_traceback,
+           COALESCE(v.kept, false) AND v.to_status = 'succeeded' AS kept
+    FROM jsonb_to_recordset(%(batch)s::jsonb) AS v(job_id bigint, generation bigint,
         claim_token bigint, from_status text, to_status text, due_at timestamptz,
         only_if_expired boolean, status text, error_category text, error_message text,
         error_traceback text, kept boolean)

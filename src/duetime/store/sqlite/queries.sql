@@ -284,7 +284,8 @@ FROM (SELECT json_extract(value, '$.job_id') AS job_id,
              json_extract(value, '$.error_category') AS error_category,
              json_extract(value, '$.error_message') AS error_message,
              json_extract(value, '$.error_traceback') AS error_traceback,
-             json_extract(value, '$.kept') AS kept
+             COALESCE(json_extract(value, '$.kept'), 0)
+                 AND json_extract(value, '$.to_status') = 'succeeded' AS kept
       FROM json_each(:batch)) AS v
 JOIN duetime_jobs j ON j.id = v.job_id
 WHERE j.generation = v.generation AND j.claim_token = v.claim_token
@@ -307,7 +308,8 @@ FROM (SELECT json_extract(value, '$.job_id') AS job_id,
              json_extract(value, '$.to_status') AS to_status,
              json_extract(value, '$.due_at') AS due_at,
              json_extract(value, '$.only_if_expired') AS only_if_expired,
-             json_extract(value, '$.kept') AS kept
+             COALESCE(json_extract(value, '$.kept'), 0)
+                 AND json_extract(value, '$.to_status') = 'succeeded' AS kept
       FROM json_each(:batch)) AS v
 WHERE duetime_jobs.id = v.job_id AND duetime_jobs.generation = v.generation
   AND duetime_jobs.claim_token = v.claim_token AND duetime_jobs.status = v.from_status
@@ -489,7 +491,8 @@ DO UPDATE SET job_id = excluded.job_id, detail = excluded.detail,
 
 -- name: list_ticks
 -- started_at: the first start of the tick's job, of its ended attempts' rows (through their
--- job's index) and the attempt running on its row (migration 22). Not through the view of
+-- job's index) and the attempt on its row, running (migration 22) or a success kept there
+-- (migration 24). Not through the view of
 -- every attempt (duetime_all_attempts): the correlated condition is not pushed into its
 -- UNION, and every attempt would be read.
 SELECT t.*, j.status AS job_status,
@@ -497,8 +500,8 @@ SELECT t.*, j.status AS job_status,
                     THEN MIN(a.started_at) ELSE r.started_at END
         FROM duetime_attempts a WHERE a.job_id = t.job_id) AS started_at
 FROM duetime_ticks t LEFT JOIN duetime_jobs j ON j.id = t.job_id
-LEFT JOIN duetime_jobs r ON r.id = j.id AND r.status IN ('running', 'cancel_requested')
-    AND r.attempt_id IS NOT NULL
+LEFT JOIN duetime_jobs r ON r.id = j.id
+    AND r.status IN ('running', 'cancel_requested', 'succeeded') AND r.attempt_id IS NOT NULL
 WHERE t.schedule_id = :schedule_id AND (:before_id IS NULL OR t.id < :before_id)
 ORDER BY t.id DESC
 LIMIT :limit;
@@ -590,12 +593,28 @@ WHERE status = 'scheduled' AND due_at <= :now
   AND (:tenant IS NULL OR tenant = :tenant);
 
 -- name: attempt_samples
--- the newest attempts started since a point in time, for lag, throughput and failure figures
--- (the running ones from their jobs' rows: duetime_all_attempts)
+-- the newest attempts started since a point in time, for lag, throughput and failure figures:
+-- the parts of duetime_all_attempts written out, each read from `since` on through its index
+-- (the ended attempts' rows; the running jobs; the successes kept on their jobs' rows,
+-- migration 24, through their partial index: SQLite's planner, without statistics, took the
+-- status index and read every succeeded job)
 SELECT j.task, j.queue, a.status, a.error_category, a.due_at, a.started_at, a.finished_at
-FROM duetime_all_attempts a JOIN duetime_jobs j ON j.id = a.job_id
-WHERE a.started_at >= :since
-  AND (:tenant IS NULL OR j.tenant = :tenant)
+FROM (
+    SELECT a.job_id, a.status, a.error_category, a.due_at, a.started_at, a.finished_at
+    FROM duetime_attempts AS a
+    WHERE a.started_at >= :since
+    UNION ALL
+    SELECT r.id, 'running', NULL, r.due_at, r.started_at, NULL
+    FROM duetime_jobs AS r
+    WHERE r.status IN ('running', 'cancel_requested') AND r.attempt_id IS NOT NULL
+      AND r.started_at >= :since
+    UNION ALL
+    SELECT s.id, 'succeeded', NULL, s.due_at, s.started_at, s.updated_at
+    FROM duetime_jobs AS s INDEXED BY duetime_jobs_succeeded_started
+    WHERE s.status = 'succeeded' AND s.attempt_id IS NOT NULL AND s.started_at >= :since
+) AS a
+JOIN duetime_jobs j ON j.id = a.job_id
+WHERE (:tenant IS NULL OR j.tenant = :tenant)
 ORDER BY a.started_at DESC
 LIMIT :limit;
 

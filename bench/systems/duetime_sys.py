@@ -281,7 +281,7 @@ def fill_backlog(p: dict[str, Any]) -> dict[str, Any]:
             return [r[0] for r in rows if r[0] not in skip]
 
         job_cols = ", ".join(columns("duetime_jobs", {"id"}))
-        # each copy's success its own attempt id (NULL stays NULL: the future jobs)
+        # each finished copy's success its own attempt id (where the template keeps it)
         job_sel = job_cols.replace(
             "attempt_id",
             "CASE WHEN attempt_id IS NOT NULL THEN nextval('duetime_attempts_id_seq') END",

@@ -78,9 +78,9 @@ STATEMENTS: dict[str, str] = {
     "claim token",
     "lock_jobs": "returns id, generation, claim_token, status, queue, has_children of the jobs "
     "in ids, their "
-    "rows locked for the transaction in id order, with attempt_status and "
-    "attempt_lease_expires_at of the job's attempt of its generation and claim token (NULL: "
-    "none)",
+    "rows locked for the transaction in id order, with attempt_status ('running' while the "
+    "job, running or cancel_requested, runs its attempt on its row; else NULL) and "
+    "attempt_lease_expires_at",
     "finish_jobs": "changes: each job of `batch` (job_id, generation, claim_token, from_status, "
     "to_status, due_at, only_if_expired, kept) to to_status (and due_at when given) if it "
     "still has that generation, claim_token and from_status (and with only_if_expired, its "

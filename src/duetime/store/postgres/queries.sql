@@ -462,7 +462,8 @@ FOR UPDATE OF j;
 WITH v AS (
     SELECT v.job_id, v.generation, v.claim_token, v.from_status, v.to_status, v.due_at,
            v.only_if_expired, v.status, v.error_category, v.error_message, v.error_traceback,
-           COALESCE(v.kept, false) AND v.to_status = 'succeeded' AS kept
+           COALESCE(v.kept, false) AND v.to_status = 'succeeded' AND v.status = 'succeeded'
+               AS kept
     FROM jsonb_to_recordset(%(batch)s::jsonb) AS v(job_id bigint, generation bigint,
         claim_token bigint, from_status text, to_status text, due_at timestamptz,
         only_if_expired boolean, status text, error_category text, error_message text,
@@ -527,7 +528,7 @@ WHERE id = %(job_id)s AND generation = %(generation)s AND claim_token = %(claim_
 -- name: late_reports
 -- On the attempt of each job with that generation and claim token (none: nothing recorded):
 -- its row once it ended, or the job's row while it still runs there (migration 22; the
--- attempt's row takes the report at its end).
+-- attempt's row takes the report at its end) or is a success kept there (migration 24).
 WITH v AS (
     SELECT * FROM jsonb_to_recordset(%(batch)s::jsonb) AS v(job_id bigint, generation bigint,
         claim_token bigint, outcome text)
@@ -800,7 +801,8 @@ CROSS JOIN LATERAL (
 
 -- name: attempt_samples
 -- the newest attempts started since a point in time, for lag, throughput and failure figures
--- (the running ones from their jobs' rows: duetime_all_attempts)
+-- (the running ones and the successes kept there from their jobs' rows: duetime_all_attempts;
+-- the successes' part through duetime_jobs_succeeded_started, migration 24)
 SELECT j.task, j.queue, a.status, a.error_category, a.due_at, a.started_at, a.finished_at
 FROM duetime_all_attempts a JOIN duetime_jobs j ON j.id = a.job_id
 WHERE a.started_at >= %(since)s

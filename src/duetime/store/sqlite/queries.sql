@@ -285,7 +285,8 @@ FROM (SELECT json_extract(value, '$.job_id') AS job_id,
              json_extract(value, '$.error_message') AS error_message,
              json_extract(value, '$.error_traceback') AS error_traceback,
              COALESCE(json_extract(value, '$.kept'), 0)
-                 AND json_extract(value, '$.to_status') = 'succeeded' AS kept
+                 AND json_extract(value, '$.to_status') = 'succeeded'
+                 AND json_extract(value, '$.status') = 'succeeded' AS kept
       FROM json_each(:batch)) AS v
 JOIN duetime_jobs j ON j.id = v.job_id
 WHERE j.generation = v.generation AND j.claim_token = v.claim_token
@@ -309,7 +310,8 @@ FROM (SELECT json_extract(value, '$.job_id') AS job_id,
              json_extract(value, '$.due_at') AS due_at,
              json_extract(value, '$.only_if_expired') AS only_if_expired,
              COALESCE(json_extract(value, '$.kept'), 0)
-                 AND json_extract(value, '$.to_status') = 'succeeded' AS kept
+                 AND json_extract(value, '$.to_status') = 'succeeded'
+                 AND json_extract(value, '$.status') = 'succeeded' AS kept
       FROM json_each(:batch)) AS v
 WHERE duetime_jobs.id = v.job_id AND duetime_jobs.generation = v.generation
   AND duetime_jobs.claim_token = v.claim_token AND duetime_jobs.status = v.from_status
@@ -337,7 +339,7 @@ WHERE id = :job_id AND generation = :generation AND claim_token = :claim_token
 -- name: late_reports
 -- On the attempt of each job with that generation and claim token (none: nothing recorded):
 -- the job's row while the attempt still runs there (migration 22; its row takes the report at
--- its end), else the attempt's row.
+-- its end) or is a success kept there (migration 24), else the attempt's row.
 UPDATE duetime_jobs
 SET late_outcome = v.outcome, late_reported_at = :now
 FROM (SELECT json_extract(value, '$.job_id') AS job_id,

@@ -78,6 +78,14 @@ def commits(probe: psycopg.Connection[Any], db: str) -> int:
     return int(row.fetchone()[0])  # type: ignore[index]
 
 
+# the enqueue of one run in another checkout's duetime (--src): N no-op jobs in one transaction
+ENQUEUE = (
+    "import os, sys; from bench.bench_app import TASK, app; from bench.common import payloads; "
+    "app.database_url = os.environ['DUETIME_DATABASE_URL']; "
+    "app.enqueue_many(TASK, payloads(int(sys.argv[1]))); app.close()"
+)
+
+
 def load() -> float:
     return float(Path("/proc/loadavg").read_text().split()[0])
 
@@ -92,10 +100,10 @@ def one_run(
     url = _with_path(args.admin_url, db)
     env = {**os.environ, "PYTHONPATH": "bench:.", "DUETIME_DATABASE_URL": url}
     duetime = str(Path(sys.executable).with_name("duetime"))
+    if src:  # another checkout's duetime, ahead of this one's: its schema, its enqueue too
+        env["PYTHONPATH"] = f"{src}:bench:."
     subprocess.run([duetime, "migrate"], env=env, check=True, capture_output=True)
     worker_env = {**env, "DUETIME_DATABASE_URL": f"{url}?application_name={APP_NAME}"}
-    if src:  # another checkout's duetime, ahead of this one's
-        worker_env["PYTHONPATH"] = f"{src}:bench:."
     log_path = Path(args.logs) / f"worker-{variant}{concurrency}-{run}.log"
     log_path.parent.mkdir(parents=True, exist_ok=True)
     with log_path.open("wb") as log_file:
@@ -131,7 +139,10 @@ def one_run(
         worker_before = cpu_seconds(worker.pid) or 0.0
         backends_before = backends(probe, db)
         commits_before = commits(probe, db)
-        app.enqueue_many(TASK, jobs)  # one transaction: every job due at its commit
+        if src:  # the other checkout's enqueue (this one's may not know its schema)
+            subprocess.run([sys.executable, "-c", ENQUEUE, str(args.jobs)], env=env, check=True)
+        else:
+            app.enqueue_many(TASK, jobs)  # one transaction: every job due at its commit
         enqueued = time.monotonic()
         while probe.execute(
             "SELECT count(*) FROM duetime_jobs WHERE status <> 'succeeded'"
@@ -146,8 +157,8 @@ def one_run(
         load_after = load()
         time.sleep(1.0)  # the backends report their commits when idle (up to a second later)
         commits_after = commits(probe, db)
-        first, last, attempts = probe.execute(
-            "SELECT min(started_at), max(finished_at), count(*) FROM duetime_attempts"
+        first, last, attempts = probe.execute(  # (a success stays on its job's row: 24)
+            "SELECT min(started_at), max(finished_at), count(*) FROM duetime_all_attempts"
         ).fetchone()  # type: ignore[misc]
     finally:
         for spy in spies:

@@ -308,11 +308,11 @@ def db_sample(conn: psycopg.Connection[Any]) -> dict[str, Any]:
 
 
 # -- afterwards: the attempts the run kept -----------------------------------------------------
-# (the starts read every attempt, the running ones from their jobs' rows: migration 22)
+# (every attempt, the running ones and the successes from their jobs' rows: migrations 22, 24)
 
 SERIES_FINISHED_SQL = """
 SELECT floor((extract(epoch FROM finished_at) - %(origin)s) / %(step)s)::int AS b, count(*)
-FROM duetime_attempts WHERE finished_at IS NOT NULL GROUP BY b
+FROM duetime_all_attempts WHERE finished_at IS NOT NULL GROUP BY b
 """
 SERIES_ENQUEUED_SQL = """
 SELECT floor((extract(epoch FROM due_at) - %(origin)s) / %(step)s)::int AS b, count(*)
@@ -326,7 +326,7 @@ FROM duetime_all_attempts GROUP BY b
 """
 PHASE_FINISHED_SQL = """
 SELECT width_bucket(extract(epoch FROM finished_at) - %(origin)s, %(bounds)s) AS b, count(*)
-FROM duetime_attempts WHERE finished_at IS NOT NULL GROUP BY b
+FROM duetime_all_attempts WHERE finished_at IS NOT NULL GROUP BY b
 """
 PHASE_STARTED_SQL = """
 SELECT width_bucket(extract(epoch FROM due_at) - %(origin)s, %(bounds)s) AS b, count(*),

@@ -23,6 +23,9 @@ class DialectKit(ABC):
     name: ClassVar[str]  # the store's dialect
     placeholder: ClassVar[str] = "%s"  # what `?` becomes in raw SQL
     wakeups: ClassVar[str] = "none"  # Store.listen(): "none", "changed" (no detail), "due"
+    # a plain success stays on its job's row, with no attempt row (migration 24; not on
+    # MariaDB/MySQL, which write its row as every other ending's: docs/stores.md)
+    successes_on_rows: ClassVar[bool] = True
 
     @abstractmethod
     def fresh_url(self, tmp_path: Path, *, drop: bool = False) -> str:
@@ -199,6 +202,7 @@ class MySQLKit(DialectKit):
     its own database and drops it at the end."""
 
     name = "mysql"
+    successes_on_rows = False
     schemes = ("mysql", "mariadb")
     tables_sql = (
         "SELECT table_name FROM information_schema.tables "

@@ -2,9 +2,10 @@
 
 This version's statements name the columns every migration adds, so rows written "at schema
 N-1" by them need the columns of the migrations after N too. Those migrations only add to the
-schema and none depends on N: `before(store, n)` migrates to N-1 as `migrate` does, then runs
-the scripts of the migrations after N ahead, unrecorded, and leaves the store's migrations at
-N and below, so that its next `migrate` runs N alone."""
+schema and, but for those in BUILDS_ON, none depends on N: `before(store, n)` migrates to N-1
+as `migrate` does, then runs the scripts of the migrations after N ahead, unrecorded, and
+leaves the store's migrations at N and below, so that its next `migrate` runs N alone (with
+those that build on N)."""
 
 from __future__ import annotations
 
@@ -13,21 +14,26 @@ from typing import Any
 from duetime.store.base import Store
 from duetime.store.driver import load_migrations
 
+# the later migrations that change what an earlier one made, and so cannot run ahead of it:
+# migration 24 replaces migration 22's view of every attempt (over 22's columns)
+BUILDS_ON = {24: 22}
+
 
 def before(store: Store, version: int) -> list[Any]:
     """Bring `store`'s database to the schema before `version` (with the later migrations run
-    ahead); returns every migration, for `restore`."""
+    ahead, but those that build on `version` itself: the next `migrate` runs them after it);
+    returns every migration, for `restore`."""
     driver = store.driver  # type: ignore[attr-defined]
     every: list[Any] = driver.migrations
     driver.migrations = [m for m in every if m.version < version]
     store.migrate()
-    later = [m for m in every if m.version > version]
+    later = [m for m in every if m.version > version and BUILDS_ON.get(m.version) != version]
     if later:
         with driver.transaction() as c, driver.translated():
             c.run("schema_version")  # as migrate does first (SQLite re-reads the schema)
             for migration in later:
                 driver.run_script(c.native, migration.script)
-    driver.migrations = [m for m in every if m.version <= version]
+    driver.migrations = [m for m in every if m.version <= version or m not in later]
     return every
 
 
@@ -40,14 +46,18 @@ def attempt_guard(
     store: Store, *, view: bool = True, refusal: bool = True
 ) -> tuple[list[str], list[str]]:
     """Migration 22's statements that a test probing an earlier schema lifts and puts back:
-    (lift, restore). The view of every attempt (duetime_all_attempts) names columns such a test
-    drops, and the refusal of 'running' attempt rows keeps it from writing one as an earlier
-    version stored it."""
+    (lift, restore). The view of every attempt (duetime_all_attempts, as the newest migration
+    that defines it has it: 24) names columns such a test drops, and the refusal of 'running'
+    attempt rows keeps it from writing one as an earlier version stored it."""
     dialect = store.driver.dialect  # type: ignore[attr-defined]
     driver = store.driver  # type: ignore[attr-defined]
-    [m22] = [m for m in load_migrations(driver.package) if m.version == 22]
+    migrations = load_migrations(driver.package)
+    [m22] = [m for m in migrations if m.version == 22]
     script: str = m22.script
-    create = script[script.index("CREATE VIEW duetime_all_attempts") :].split(";\n")[0]
+    newest: str = [m.script for m in migrations if "VIEW duetime_all_attempts AS" in m.script][-1]
+    view_at = newest.index("VIEW duetime_all_attempts AS")
+    start = newest.rindex("CREATE", 0, view_at)
+    create = newest[start:].split(";\n")[0].replace("CREATE OR REPLACE VIEW", "CREATE VIEW")
     lift = ["DROP VIEW duetime_all_attempts"] if view else []
     restore = [create] if view else []
     if not refusal:

@@ -251,7 +251,9 @@ def fill_backlog(p: dict[str, Any]) -> dict[str, Any]:
     """PostgreSQL only: `future` jobs due a year from now and `finished` succeeded jobs, each
     with its attempt. One job of each kind is made through duetime itself (enqueue, claim,
     finish); the rest are copies of it made by INSERT ... SELECT, column for column, so the
-    copies are whatever the current schema says a job and an attempt are."""
+    copies are whatever the current schema says a job and an attempt are (since migration 24
+    a success is on its job's row: each copy gets an attempt id of its own, and no attempt
+    row is copied, as the template has none)."""
     import psycopg
 
     from duetime.core.models import Outcome
@@ -279,6 +281,11 @@ def fill_backlog(p: dict[str, Any]) -> dict[str, Any]:
             return [r[0] for r in rows if r[0] not in skip]
 
         job_cols = ", ".join(columns("duetime_jobs", {"id"}))
+        # each finished copy's success its own attempt id (where the template keeps it)
+        job_sel = job_cols.replace(
+            "attempt_id",
+            "CASE WHEN attempt_id IS NOT NULL THEN nextval('duetime_attempts_id_seq') END",
+        )
         attempt_cols = columns("duetime_attempts", {"id", "job_id"})
         attempt_list = ", ".join(attempt_cols)
         attempt_sel = ", ".join(f"a.{c}" for c in attempt_cols)
@@ -292,7 +299,7 @@ def fill_backlog(p: dict[str, Any]) -> dict[str, Any]:
         for _, size in chunks(p["finished"], step):
             conn.execute(
                 f"WITH new AS (INSERT INTO duetime_jobs ({job_cols}) "  # noqa: S608
-                f"SELECT {job_cols} FROM duetime_jobs, generate_series(1, %s) "
+                f"SELECT {job_sel} FROM duetime_jobs, generate_series(1, %s) "
                 "WHERE id = %s RETURNING id) "
                 f"INSERT INTO duetime_attempts (job_id, {attempt_list}) "
                 f"SELECT new.id, {attempt_sel} FROM new "

@@ -26,12 +26,13 @@ MAX_TOKEN = (1 << 63) - 1
 
 
 def attempt_rows(kit: DialectKit, url: str) -> list[tuple[Any, ...]]:
-    """Every attempt row, as the database holds it (what a stale outcome must not change)."""
+    """Every attempt, as the database holds it (what a stale outcome must not change): the
+    ended ones' rows, and the running and succeeded ones on their jobs' rows."""
     return kit.execute(
         url,
         "SELECT id, job_id, generation, claim_token, worker_id, status, lease_expires_at, "
         "finished_at, error_message, late_outcome, late_reported_at "
-        "FROM duetime_attempts ORDER BY id",
+        "FROM duetime_all_attempts ORDER BY id",
     )
 
 

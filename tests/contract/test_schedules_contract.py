@@ -459,3 +459,22 @@ def test_a_ticks_history_shows_when_its_job_first_started(
     assert again.job.id == job.id and clock.now() > first
     [tick] = app.schedule_history("hourly", limit=10)
     assert tick.started_at == first  # the first start, not the running retry's
+
+
+def test_a_ticks_history_shows_when_a_job_that_succeeded_at_once_started(
+    app: duetime.App, clock: ManualClock
+) -> None:
+    """A tick whose job succeeded at its first attempt: its start, kept on the job's row with
+    the success (migration 24; an attempt row on MariaDB/MySQL)."""
+    app.add_schedule("hourly", task="report", cron="0 * * * *", timezone="UTC")
+    clock.advance(31)
+    plan(app)
+    [job] = occurrences(app, "hourly")
+    clock.advance(1)
+    first = clock.now()
+    [claim] = app.store.claim(worker_id="w", queues=None, limit=10, now=clock.now())
+    assert claim.job.id == job.id
+    clock.advance(1)
+    assert app.store.finish(claim.lease, Outcome(Event.SUCCEED), clock.now())
+    [tick] = app.schedule_history("hourly", limit=10)
+    assert tick.started_at == first

@@ -355,9 +355,9 @@ def test_a_failure_reported_after_its_own_committed_success_is_not_a_stale_compl
     assert report.counts["stale_completions_accepted"] == 0
 
     with psycopg.connect(chaos_db, autocommit=True) as conn:  # the report came first
-        conn.execute(
-            "UPDATE duetime_attempts SET late_reported_at = finished_at - interval '1 second'"
-            " WHERE job_id = %s",
+        conn.execute(  # (the success is on its job's row, migration 24: its end is updated_at)
+            "UPDATE duetime_jobs SET late_reported_at = updated_at - interval '1 second'"
+            " WHERE id = %s AND status = 'succeeded' AND attempt_id IS NOT NULL",
             (claim.job.id,),
         )
     flagged = checker.check(chaos_db)
@@ -499,8 +499,9 @@ def test_the_checker_judges_sequences(chaos_db: str) -> None:
 
     with psycopg.connect(chaos_db, autocommit=True) as conn:
         conn.execute(
-            "UPDATE duetime_attempts SET started_at = (SELECT finished_at - interval '1 ms'"
-            " FROM duetime_attempts WHERE job_id = %s) WHERE job_id = %s",
+            # (both successes are on their jobs' rows, migration 24)
+            "UPDATE duetime_jobs SET started_at = (SELECT finished_at - interval '1 ms'"
+            " FROM duetime_all_attempts WHERE job_id = %s) WHERE id = %s",
             (first.id, second.id),
         )
     stamped = checker.check(chaos_db)
@@ -510,7 +511,7 @@ def test_the_checker_judges_sequences(chaos_db: str) -> None:
     with psycopg.connect(chaos_db, autocommit=True) as conn:
         conn.execute(
             "UPDATE chaos_executions SET db_started_at = (SELECT finished_at - interval '1 ms'"
-            " FROM duetime_attempts WHERE job_id = %s) WHERE job_id = %s",
+            " FROM duetime_all_attempts WHERE job_id = %s) WHERE job_id = %s",
             (first.id, second.id),
         )
         conn.execute("UPDATE duetime_jobs SET status = 'waiting' WHERE id = %s", (third.id,))

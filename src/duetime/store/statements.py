@@ -78,16 +78,19 @@ STATEMENTS: dict[str, str] = {
     "claim token",
     "lock_jobs": "returns id, generation, claim_token, status, queue, has_children of the jobs "
     "in ids, their "
-    "rows locked for the transaction in id order, with attempt_status and "
-    "attempt_lease_expires_at of the job's attempt of its generation and claim token (NULL: "
-    "none)",
+    "rows locked for the transaction in id order, with attempt_status ('running' while the "
+    "job, running or cancel_requested, runs its attempt on its row; else NULL) and "
+    "attempt_lease_expires_at",
     "finish_jobs": "changes: each job of `batch` (job_id, generation, claim_token, from_status, "
-    "to_status, due_at, only_if_expired) to to_status (and due_at when given) if it still has "
-    "that generation, claim_token and from_status (and with only_if_expired, its attempt of "
-    "that claim_token is running with a lease that ended at now); inserts the row of the "
-    "attempt each job that moved was running, once, from the job's row (status, "
+    "to_status, due_at, only_if_expired, kept) to to_status (and due_at when given) if it "
+    "still has that generation, claim_token and from_status (and with only_if_expired, its "
+    "attempt of that claim_token is running with a lease that ended at now); inserts the row "
+    "of the attempt each job that moved was running, once, from the job's row (status, "
     "error_category, error_message, error_traceback, finished_at now) and clears the job's "
-    "attempt columns (migration 22); counts the attempts ended. With `whole` (PostgreSQL, "
+    "attempt columns (migration 22), except where the dialect keeps a success on its job's "
+    "row (migration 24: PostgreSQL, SQLite) and the move is `kept` (a plain success, to "
+    "succeeded): then the job's attempt columns stay and no row is inserted; counts the "
+    "attempts ended. With `whole` (PostgreSQL, "
     "Driver.finishes_held): moves every job of the batch or none, and returns the moved jobs' "
     "id, has_children, tenant, sequence_key and queue",
     "keep_results": "changes: the job job_id, if it still has generation, claim_token and "
@@ -99,7 +102,8 @@ STATEMENTS: dict[str, str] = {
     "set; counts the jobs changed",
     "late_reports": "records each refused outcome of `batch` (job_id, generation, claim_token, "
     "outcome) on the job's attempt of that generation and claim_token (if any), at now: its row "
-    "once it ended, the job's row while it runs (its row takes the report at its end)",
+    "once it ended, the job's row while it runs (its row takes the report at its end) or when "
+    "it is a success kept there (migration 24)",
     "expired_leases": "returns attempt_id, job_id, generation, claim_token, status, attempts, "
     "max_attempts, retry_base, retry_cap of up to `limit` running attempts whose lease ended "
     "at now, oldest first; not an attempt still held by `holder` whose outbox event is unpublished",

@@ -439,7 +439,8 @@ WHERE j.status IN ('running', 'cancel_requested') AND j.attempt_id IS NOT NULL;
 -- The jobs' rows locked in id order, each with its current attempt (the one it runs, on its
 -- row: migration 22), if any.
 SELECT j.id, j.generation, j.claim_token, j.status, j.queue, j.has_children, j.tenant, j.sequence_key,
-       CASE WHEN j.attempt_id IS NOT NULL THEN 'running' END AS attempt_status,
+       CASE WHEN j.attempt_id IS NOT NULL AND j.status IN ('running', 'cancel_requested')
+            THEN 'running' END AS attempt_status,
        j.lease_expires_at AS attempt_lease_expires_at
 FROM duetime_jobs j
 WHERE j.id = ANY (%(ids)s::bigint[])
@@ -448,18 +449,25 @@ FOR UPDATE OF j;
 
 -- name: finish_jobs
 -- One statement: the jobs move (fenced by generation, claim token, status, the attempt they
--- run and, for a reap, its expired lease), their current-attempt columns are cleared, and
--- each ended attempt's row is inserted, once, with its outcome (migration 22). The rows are
+-- run and, for a reap, its expired lease); a plain success (`kept`, store/sql/finish.py)
+-- stays on its job's row (migration 24: its current-attempt columns are kept, its end is
+-- the job's updated_at), and every other
+-- ended attempt has its job's columns cleared and its row inserted, once, with its outcome
+-- (migration 22). The rows are
 -- locked here, in id order: after lock_jobs (the long way, store/sql/finish.py), or alone for
 -- a batch of attempts that all still hold their running jobs (`whole`): then every job moves
 -- or none does, and the caller, told that none did, commits and goes the long way (no
 -- rollback: psycopg's rollback forgets the connection's prepared statements). The moved jobs
 -- come back with what the rest of the finish needs (their count is the row count).
 WITH v AS (
-    SELECT * FROM jsonb_to_recordset(%(batch)s::jsonb) AS v(job_id bigint, generation bigint,
+    SELECT v.job_id, v.generation, v.claim_token, v.from_status, v.to_status, v.due_at,
+           v.only_if_expired, v.status, v.error_category, v.error_message, v.error_traceback,
+           COALESCE(v.kept, false) AND v.to_status = 'succeeded' AND v.status = 'succeeded'
+               AS kept
+    FROM jsonb_to_recordset(%(batch)s::jsonb) AS v(job_id bigint, generation bigint,
         claim_token bigint, from_status text, to_status text, due_at timestamptz,
         only_if_expired boolean, status text, error_category text, error_message text,
-        error_traceback text)
+        error_traceback text, kept boolean)
 ), ending AS (
     SELECT j.id, j.generation, j.claim_token, j.attempt_id, j.worker_id, j.lease_expires_at,
            j.started_at, j.due_at, j.late_outcome, j.late_reported_at, j.has_children,
@@ -473,13 +481,17 @@ WITH v AS (
 ), moved AS (
     UPDATE duetime_jobs AS j
     SET status = v.to_status, due_at = COALESCE(v.due_at, j.due_at), updated_at = %(now)s,
-        attempt_id = NULL, worker_id = NULL, lease_expires_at = NULL, started_at = NULL,
-        late_outcome = NULL, late_reported_at = NULL
+        attempt_id = CASE WHEN v.kept THEN j.attempt_id END,
+        worker_id = CASE WHEN v.kept THEN j.worker_id END,
+        lease_expires_at = CASE WHEN v.kept THEN j.lease_expires_at END,
+        started_at = CASE WHEN v.kept THEN j.started_at END,
+        late_outcome = CASE WHEN v.kept THEN j.late_outcome END,
+        late_reported_at = CASE WHEN v.kept THEN j.late_reported_at END
     FROM ending JOIN v ON v.job_id = ending.id
     WHERE j.id = ending.id
       AND (NOT %(whole)s::boolean OR (SELECT count(*) FROM ending) = (SELECT count(*) FROM v))
     RETURNING ending.*
-), kept AS (
+), ended AS (
     INSERT INTO duetime_attempts (id, job_id, generation, claim_token, worker_id, status,
         lease_expires_at, started_at, finished_at, error_category, error_message,
         error_traceback, late_outcome, late_reported_at, due_at)
@@ -487,6 +499,7 @@ WITH v AS (
            m.lease_expires_at, m.started_at, %(now)s, v.error_category, v.error_message,
            v.error_traceback, m.late_outcome, m.late_reported_at, m.due_at
     FROM moved m JOIN v ON v.job_id = m.id
+    WHERE NOT v.kept
     ORDER BY m.id
 )
 SELECT id, has_children, tenant, sequence_key, queue FROM moved;
@@ -515,7 +528,7 @@ WHERE id = %(job_id)s AND generation = %(generation)s AND claim_token = %(claim_
 -- name: late_reports
 -- On the attempt of each job with that generation and claim token (none: nothing recorded):
 -- its row once it ended, or the job's row while it still runs there (migration 22; the
--- attempt's row takes the report at its end).
+-- attempt's row takes the report at its end) or is a success kept there (migration 24).
 WITH v AS (
     SELECT * FROM jsonb_to_recordset(%(batch)s::jsonb) AS v(job_id bigint, generation bigint,
         claim_token bigint, outcome text)
@@ -788,7 +801,8 @@ CROSS JOIN LATERAL (
 
 -- name: attempt_samples
 -- the newest attempts started since a point in time, for lag, throughput and failure figures
--- (the running ones from their jobs' rows: duetime_all_attempts)
+-- (the running ones and the successes kept there from their jobs' rows: duetime_all_attempts;
+-- the successes' part through duetime_jobs_succeeded_started, migration 24)
 SELECT j.task, j.queue, a.status, a.error_category, a.due_at, a.started_at, a.finished_at
 FROM duetime_all_attempts a JOIN duetime_jobs j ON j.id = a.job_id
 WHERE a.started_at >= %(since)s

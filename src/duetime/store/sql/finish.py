@@ -381,7 +381,13 @@ def _move(
     only_if_expired: bool,
 ) -> dict[str, Any]:
     """One job's row of a finish batch (finish_jobs): its move from `status` to
-    `target`, fenced by the lease, and its attempt's outcome."""
+    `target`, fenced by the lease, and its attempt's outcome. `kept`: a plain success (no
+    error recorded; a reconciled one has its category) stays on its job's row, and writes no
+    attempt row (migration 24: a succeeded job never moves again)."""
+    ended = outcome.attempt_status or ATTEMPT_END[outcome.event]
+    error_category = str(outcome.error_category) if outcome.error_category else None
+    error_message = storable(outcome.error_message)
+    error_traceback = storable(outcome.error_traceback)
     return {
         "job_id": lease.job_id,
         "generation": lease.generation,
@@ -390,10 +396,15 @@ def _move(
         "to_status": str(target),
         "due_at": _delay_from(outcome, now),
         "only_if_expired": only_if_expired,
-        "status": str(outcome.attempt_status or ATTEMPT_END[outcome.event]),
-        "error_category": str(outcome.error_category) if outcome.error_category else None,
-        "error_message": storable(outcome.error_message),
-        "error_traceback": storable(outcome.error_traceback),
+        "status": str(ended),
+        "error_category": error_category,
+        "error_message": error_message,
+        "error_traceback": error_traceback,
+        "kept": ended is AttemptStatus.SUCCEEDED
+        and target is JobStatus.SUCCEEDED
+        and error_category is None
+        and error_message is None
+        and error_traceback is None,
     }
 
 

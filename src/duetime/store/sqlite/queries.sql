@@ -101,7 +101,7 @@ SELECT * FROM duetime_jobs WHERE id = :id AND (:tenant IS NULL OR tenant = :tena
 SELECT * FROM duetime_all_attempts WHERE job_id = :id ORDER BY generation;
 
 -- name: select_attempts_of_jobs
--- every attempt of the jobs, as duetime_all_attempts has them (migration 22), written out:
+-- every attempt of the jobs, as duetime_all_attempts has them (migrations 22 and 24), written out:
 -- SQLite does not push an IN (subquery) into the view's UNION (it would read every attempt);
 -- each part reads the jobs of `ids` through its index
 SELECT a.id, a.job_id, a.generation, a.worker_id, a.status, a.lease_expires_at, a.started_at,
@@ -110,12 +110,13 @@ SELECT a.id, a.job_id, a.generation, a.worker_id, a.status, a.lease_expires_at, 
 FROM duetime_attempts AS a
 WHERE a.job_id IN (SELECT value FROM json_each(:ids))
 UNION ALL
-SELECT j.attempt_id, j.id, j.generation, j.worker_id, 'running', j.lease_expires_at,
-       j.started_at, NULL, NULL, NULL, NULL, j.late_outcome, j.late_reported_at, j.due_at,
-       j.claim_token
+SELECT j.attempt_id, j.id, j.generation, j.worker_id,
+       CASE WHEN j.status = 'succeeded' THEN 'succeeded' ELSE 'running' END, j.lease_expires_at,
+       j.started_at, CASE WHEN j.status = 'succeeded' THEN j.updated_at END, NULL, NULL, NULL,
+       j.late_outcome, j.late_reported_at, j.due_at, j.claim_token
 FROM duetime_jobs AS j
 WHERE j.id IN (SELECT value FROM json_each(:ids))
-  AND j.status IN ('running', 'cancel_requested') AND j.attempt_id IS NOT NULL
+  AND j.status IN ('running', 'cancel_requested', 'succeeded') AND j.attempt_id IS NOT NULL
 ORDER BY job_id, generation;
 
 -- name: list_jobs
@@ -254,7 +255,8 @@ WHERE j.status IN ('running', 'cancel_requested') AND j.attempt_id IS NOT NULL;
 -- the write transaction already holds the file; each job with the attempt it runs (on its
 -- row: migration 22), if any
 SELECT j.id, j.generation, j.claim_token, j.status, j.queue, j.has_children, j.tenant, j.sequence_key,
-       CASE WHEN j.attempt_id IS NOT NULL THEN 'running' END AS attempt_status,
+       CASE WHEN j.attempt_id IS NOT NULL AND j.status IN ('running', 'cancel_requested')
+            THEN 'running' END AS attempt_status,
        j.lease_expires_at AS attempt_lease_expires_at
 FROM duetime_jobs j
 WHERE j.id IN (SELECT value FROM json_each(:ids))
@@ -264,7 +266,9 @@ ORDER BY j.id;
 -- Under the write lock: each ended attempt's row is inserted, once, with its outcome, from
 -- its job's row (fenced by generation, claim token, status, the attempt it runs and, for a
 -- reap, the expired lease); then those jobs move and their current-attempt columns are
--- cleared (migration 22), under the same fence.
+-- cleared (migration 22), under the same fence. A plain success (`kept`, store/sql/finish.py)
+-- has no row: it stays on its job's row, whose columns are kept (migration 24; its end is
+-- the job's updated_at).
 INSERT INTO duetime_attempts (id, job_id, generation, claim_token, worker_id, status,
     lease_expires_at, started_at, finished_at, error_category, error_message, error_traceback,
     late_outcome, late_reported_at, due_at)
@@ -279,24 +283,35 @@ FROM (SELECT json_extract(value, '$.job_id') AS job_id,
              json_extract(value, '$.status') AS status,
              json_extract(value, '$.error_category') AS error_category,
              json_extract(value, '$.error_message') AS error_message,
-             json_extract(value, '$.error_traceback') AS error_traceback
+             json_extract(value, '$.error_traceback') AS error_traceback,
+             COALESCE(json_extract(value, '$.kept'), 0)
+                 AND json_extract(value, '$.to_status') = 'succeeded'
+                 AND json_extract(value, '$.status') = 'succeeded' AS kept
       FROM json_each(:batch)) AS v
 JOIN duetime_jobs j ON j.id = v.job_id
 WHERE j.generation = v.generation AND j.claim_token = v.claim_token
   AND j.status = v.from_status AND j.attempt_id IS NOT NULL
   AND (v.only_if_expired = 0 OR j.lease_expires_at <= :now)
+  AND NOT v.kept
 ORDER BY j.id;
 UPDATE duetime_jobs
 SET status = v.to_status, due_at = COALESCE(v.due_at, duetime_jobs.due_at), updated_at = :now,
-    attempt_id = NULL, worker_id = NULL, lease_expires_at = NULL, started_at = NULL,
-    late_outcome = NULL, late_reported_at = NULL
+    attempt_id = CASE WHEN v.kept THEN duetime_jobs.attempt_id END,
+    worker_id = CASE WHEN v.kept THEN duetime_jobs.worker_id END,
+    lease_expires_at = CASE WHEN v.kept THEN duetime_jobs.lease_expires_at END,
+    started_at = CASE WHEN v.kept THEN duetime_jobs.started_at END,
+    late_outcome = CASE WHEN v.kept THEN duetime_jobs.late_outcome END,
+    late_reported_at = CASE WHEN v.kept THEN duetime_jobs.late_reported_at END
 FROM (SELECT json_extract(value, '$.job_id') AS job_id,
              json_extract(value, '$.generation') AS generation,
              json_extract(value, '$.claim_token') AS claim_token,
              json_extract(value, '$.from_status') AS from_status,
              json_extract(value, '$.to_status') AS to_status,
              json_extract(value, '$.due_at') AS due_at,
-             json_extract(value, '$.only_if_expired') AS only_if_expired
+             json_extract(value, '$.only_if_expired') AS only_if_expired,
+             COALESCE(json_extract(value, '$.kept'), 0)
+                 AND json_extract(value, '$.to_status') = 'succeeded'
+                 AND json_extract(value, '$.status') = 'succeeded' AS kept
       FROM json_each(:batch)) AS v
 WHERE duetime_jobs.id = v.job_id AND duetime_jobs.generation = v.generation
   AND duetime_jobs.claim_token = v.claim_token AND duetime_jobs.status = v.from_status
@@ -324,7 +339,7 @@ WHERE id = :job_id AND generation = :generation AND claim_token = :claim_token
 -- name: late_reports
 -- On the attempt of each job with that generation and claim token (none: nothing recorded):
 -- the job's row while the attempt still runs there (migration 22; its row takes the report at
--- its end), else the attempt's row.
+-- its end) or is a success kept there (migration 24), else the attempt's row.
 UPDATE duetime_jobs
 SET late_outcome = v.outcome, late_reported_at = :now
 FROM (SELECT json_extract(value, '$.job_id') AS job_id,
@@ -478,7 +493,8 @@ DO UPDATE SET job_id = excluded.job_id, detail = excluded.detail,
 
 -- name: list_ticks
 -- started_at: the first start of the tick's job, of its ended attempts' rows (through their
--- job's index) and the attempt running on its row (migration 22). Not through the view of
+-- job's index) and the attempt on its row, running (migration 22) or a success kept there
+-- (migration 24). Not through the view of
 -- every attempt (duetime_all_attempts): the correlated condition is not pushed into its
 -- UNION, and every attempt would be read.
 SELECT t.*, j.status AS job_status,
@@ -486,8 +502,8 @@ SELECT t.*, j.status AS job_status,
                     THEN MIN(a.started_at) ELSE r.started_at END
         FROM duetime_attempts a WHERE a.job_id = t.job_id) AS started_at
 FROM duetime_ticks t LEFT JOIN duetime_jobs j ON j.id = t.job_id
-LEFT JOIN duetime_jobs r ON r.id = j.id AND r.status IN ('running', 'cancel_requested')
-    AND r.attempt_id IS NOT NULL
+LEFT JOIN duetime_jobs r ON r.id = j.id
+    AND r.status IN ('running', 'cancel_requested', 'succeeded') AND r.attempt_id IS NOT NULL
 WHERE t.schedule_id = :schedule_id AND (:before_id IS NULL OR t.id < :before_id)
 ORDER BY t.id DESC
 LIMIT :limit;
@@ -579,12 +595,28 @@ WHERE status = 'scheduled' AND due_at <= :now
   AND (:tenant IS NULL OR tenant = :tenant);
 
 -- name: attempt_samples
--- the newest attempts started since a point in time, for lag, throughput and failure figures
--- (the running ones from their jobs' rows: duetime_all_attempts)
+-- the newest attempts started since a point in time, for lag, throughput and failure figures:
+-- the parts of duetime_all_attempts written out, each read from `since` on through its index
+-- (the ended attempts' rows; the running jobs; the successes kept on their jobs' rows,
+-- migration 24, through their partial index: SQLite's planner, without statistics, took the
+-- status index and read every succeeded job)
 SELECT j.task, j.queue, a.status, a.error_category, a.due_at, a.started_at, a.finished_at
-FROM duetime_all_attempts a JOIN duetime_jobs j ON j.id = a.job_id
-WHERE a.started_at >= :since
-  AND (:tenant IS NULL OR j.tenant = :tenant)
+FROM (
+    SELECT a.job_id, a.status, a.error_category, a.due_at, a.started_at, a.finished_at
+    FROM duetime_attempts AS a
+    WHERE a.started_at >= :since
+    UNION ALL
+    SELECT r.id, 'running', NULL, r.due_at, r.started_at, NULL
+    FROM duetime_jobs AS r
+    WHERE r.status IN ('running', 'cancel_requested') AND r.attempt_id IS NOT NULL
+      AND r.started_at >= :since
+    UNION ALL
+    SELECT s.id, 'succeeded', NULL, s.due_at, s.started_at, s.updated_at
+    FROM duetime_jobs AS s INDEXED BY duetime_jobs_succeeded_started
+    WHERE s.status = 'succeeded' AND s.attempt_id IS NOT NULL AND s.started_at >= :since
+) AS a
+JOIN duetime_jobs j ON j.id = a.job_id
+WHERE (:tenant IS NULL OR j.tenant = :tenant)
 ORDER BY a.started_at DESC
 LIMIT :limit;
 

@@ -280,12 +280,11 @@ def fill_backlog(p: dict[str, Any]) -> dict[str, Any]:
             ).fetchall()
             return [r[0] for r in rows if r[0] not in skip]
 
-        job_cols = ", ".join(columns("duetime_jobs", {"id"}))
+        job_names = columns("duetime_jobs", {"id"})
+        job_cols = ", ".join(job_names)
         # each finished copy's success its own attempt id (where the template keeps it)
-        job_sel = job_cols.replace(
-            "attempt_id",
-            "CASE WHEN attempt_id IS NOT NULL THEN nextval('duetime_attempts_id_seq') END",
-        )
+        next_id = "CASE WHEN attempt_id IS NOT NULL THEN nextval('duetime_attempts_id_seq') END"
+        job_sel = ", ".join(next_id if c == "attempt_id" else c for c in job_names)
         attempt_cols = columns("duetime_attempts", {"id", "job_id"})
         attempt_list = ", ".join(attempt_cols)
         attempt_sel = ", ".join(f"a.{c}" for c in attempt_cols)

@@ -451,19 +451,17 @@ FOR UPDATE OF j;
 -- One statement: the jobs move (fenced by generation, claim token, status, the attempt they
 -- run and, for a reap, its expired lease); a plain success (`kept`, store/sql/finish.py)
 -- stays on its job's row (migration 24: its current-attempt columns are kept, its end is
--- the job's updated_at), and every other
--- ended attempt has its job's columns cleared and its row inserted, once, with its outcome
--- (migration 22). The rows are
--- locked here, in id order: after lock_jobs (the long way, store/sql/finish.py), or alone for
--- a batch of attempts that all still hold their running jobs (`whole`): then every job moves
--- or none does, and the caller, told that none did, commits and goes the long way (no
+-- the job's updated_at), and every other ended attempt has its job's columns cleared and
+-- its row inserted, once, with its outcome (migration 22). The rows are locked here, in id
+-- order: after lock_jobs (the long way, store/sql/finish.py), or alone for a batch of
+-- attempts that all still hold their running jobs (`whole`): then every job moves or none
+-- does, and the caller, told that none did, commits and goes the long way (no
 -- rollback: psycopg's rollback forgets the connection's prepared statements). The moved jobs
 -- come back with what the rest of the finish needs (their count is the row count).
 WITH v AS (
     SELECT v.job_id, v.generation, v.claim_token, v.from_status, v.to_status, v.due_at,
            v.only_if_expired, v.status, v.error_category, v.error_message, v.error_traceback,
-           COALESCE(v.kept, false) AND v.to_status = 'succeeded' AND v.status = 'succeeded'
-               AS kept
+           COALESCE(v.kept, false) AS kept  -- a batch without the flag writes every row
     FROM jsonb_to_recordset(%(batch)s::jsonb) AS v(job_id bigint, generation bigint,
         claim_token bigint, from_status text, to_status text, due_at timestamptz,
         only_if_expired boolean, status text, error_category text, error_message text,

@@ -284,9 +284,7 @@ FROM (SELECT json_extract(value, '$.job_id') AS job_id,
              json_extract(value, '$.error_category') AS error_category,
              json_extract(value, '$.error_message') AS error_message,
              json_extract(value, '$.error_traceback') AS error_traceback,
-             COALESCE(json_extract(value, '$.kept'), 0)
-                 AND json_extract(value, '$.to_status') = 'succeeded'
-                 AND json_extract(value, '$.status') = 'succeeded' AS kept
+             COALESCE(json_extract(value, '$.kept'), 0) AS kept
       FROM json_each(:batch)) AS v
 JOIN duetime_jobs j ON j.id = v.job_id
 WHERE j.generation = v.generation AND j.claim_token = v.claim_token
@@ -309,9 +307,7 @@ FROM (SELECT json_extract(value, '$.job_id') AS job_id,
              json_extract(value, '$.to_status') AS to_status,
              json_extract(value, '$.due_at') AS due_at,
              json_extract(value, '$.only_if_expired') AS only_if_expired,
-             COALESCE(json_extract(value, '$.kept'), 0)
-                 AND json_extract(value, '$.to_status') = 'succeeded'
-                 AND json_extract(value, '$.status') = 'succeeded' AS kept
+             COALESCE(json_extract(value, '$.kept'), 0) AS kept
       FROM json_each(:batch)) AS v
 WHERE duetime_jobs.id = v.job_id AND duetime_jobs.generation = v.generation
   AND duetime_jobs.claim_token = v.claim_token AND duetime_jobs.status = v.from_status

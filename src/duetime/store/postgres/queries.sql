@@ -164,7 +164,7 @@ WHERE schedule_id = %(schedule_id)s AND nominal_at = %(nominal_at)s::timestamptz
 -- part: claimed_columns
 -- What a claim returns of each job it started (store/rows.py CLAIMED_COLUMNS, with
 -- claim_epoch): the columns its records read and no more, as each one returned costs the
--- server's output and the driver's parse. Of the attempt only what the job's row does not
+-- database's output and the driver's parse. Of the attempt only what the job's row does not
 -- say: the rest of a started attempt is the job's (attempt_id, generation, claim_token,
 -- due_at; started_at = updated_at = now), the worker's or a constant (claims_from_rows).
        j.id, j.tenant, j.queue, j.task, j.args, j.priority, j.due_at, j.deadline_at,

@@ -162,11 +162,13 @@ SELECT id FROM duetime_jobs
 WHERE schedule_id = %(schedule_id)s AND nominal_at = %(nominal_at)s::timestamptz;
 
 -- part: claimed_columns
--- What a claim returns of each job it started (store/rows.py CLAIMED_COLUMNS, with
--- claim_epoch): the columns its records read and no more, as each one returned costs the
--- database's output and the driver's parse. Of the attempt only what the job's row does not
--- say: the rest of a started attempt is the job's (attempt_id, generation, claim_token,
--- due_at; started_at = updated_at = now), the worker's or a constant (claims_from_rows).
+-- What a claim returns of each job it started: store/rows.py CLAIMED_COLUMNS but
+-- claim_epoch, which each claim statement adds. The columns the claim's readers use and no
+-- more (claims_from_rows; limits.spend, the relay's dispatch and Reserved.used read some of
+-- them too), as each one returned costs the database's output and the driver's parse. Of
+-- the attempt only its id and lease end: the rest of a started attempt is the job's
+-- (generation, claim_token, due_at; started_at = updated_at = now), the worker's or a
+-- constant.
        j.id, j.tenant, j.queue, j.task, j.args, j.priority, j.due_at, j.deadline_at,
        j.status, j.version, j.attempts, j.max_attempts, j.generation, j.retry_base,
        j.retry_cap, j.lease_seconds, j.timeout_seconds, j.idempotency_key, j.business_key,

@@ -8,6 +8,7 @@ import threading
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -21,11 +22,13 @@ from duetime.core.errors import (
     StoreUnavailable,
 )
 from duetime.core.limits import LimitSettings
-from duetime.core.models import JobFilter, Lease, Outcome
+from duetime.core.models import Claim, JobFilter, Lease, Outcome
 from duetime.core.requests import TaskDefaults
 from duetime.core.retry import ErrorCategory
 from duetime.core.states import TRANSITIONS, AttemptStatus, Event, JobStatus
 from duetime.store.base import Store
+from duetime.store.rows import CLAIMED_COLUMNS, claims_from_rows
+from duetime.store.sql import claim as claim_module
 from jobhelpers import claim_one, enqueue, job_in, new
 from kit import DialectKit
 
@@ -246,12 +249,21 @@ def test_claim_starts_an_attempt_with_the_next_generation_and_a_lease(
 
 
 def test_every_claim_path_gives_the_job_and_attempt_as_the_store_holds_them(
-    store: Store, clock: ManualClock
+    store: Store, clock: ManualClock, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A claim reads back only part of its attempt's row (store/rows.py claims_from_rows): the
     rest must be what the store holds, whichever statement started it: claim_queues, claim,
     then claim_chosen through the limited pick (a limit exists) and the controlled one (a
-    capped queue)."""
+    capped queue). Each returns the columns CLAIMED_COLUMNS names (its dialect's part
+    claimed_columns), no more."""
+    returned: list[set[str]] = []
+
+    def noted(rows: Any, *args: Any) -> list[Claim]:
+        rows = list(rows)
+        returned.extend(set(row.keys()) for row in rows)
+        return claims_from_rows(rows, *args)
+
+    monkeypatch.setattr(claim_module, "claims_from_rows", noted)
     enqueue(store, clock, queue="named")
     enqueue(store, clock, queue="plain", args={"x": 1}, priority=2)
     clock.advance(0.25)
@@ -269,6 +281,7 @@ def test_every_claim_path_gives_the_job_and_attempt_as_the_store_holds_them(
         ("keyed", "wk"),
         ("capped", "wc"),
     ]
+    assert returned == [set(CLAIMED_COLUMNS)] * 4
     for claim in claims:
         held = store.get_job(claim.job.id)
         assert held is not None

@@ -16,6 +16,7 @@ import psycopg
 import pytest
 
 from duetime.core.clock import ManualClock
+from duetime.core.errors import DuetimeError, StoreConflict
 from duetime.store.postgres.driver import PostgresDriver
 from duetime.store.sql.front import SQLStore
 from integration.test_plans import claim_params
@@ -80,20 +81,33 @@ def test_the_claims_are_prepared_and_planned_as_each_needs(
 
 
 def test_a_claim_prepared_before_a_migration_changed_the_jobs_table_runs_after_it(
-    one_connection: tuple[str, PostgresDriver, SQLStore],
+    one_connection: tuple[str, PostgresDriver, SQLStore], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A migration run while workers run (`duetime migrate`, then restart the workers) may
-    change the columns a prepared claim returns: PostgreSQL refuses the prepared statement
-    once; the claim is run again, prepared anew, and takes its jobs."""
-    url, _, store = one_connection
+    change a column a prepared claim returns (store/rows.py CLAIMED_COLUMNS): PostgreSQL
+    refuses the prepared statement once; the claim is run again, prepared anew, and takes its
+    jobs."""
+    url, driver, store = one_connection
     claim_ten_times(store, "claim")
     enqueue(store, ManualClock(NOW), args={"i": 1})
+    conflicts: list[DuetimeError] = []
+    translate = driver.translate
+
+    def noted(exc: BaseException) -> DuetimeError | None:
+        mine = translate(exc)
+        if isinstance(mine, StoreConflict):
+            conflicts.append(mine)
+        return mine
+
+    monkeypatch.setattr(driver, "translate", noted)
     with psycopg.connect(url, autocommit=True) as admin:
-        admin.execute("ALTER TABLE duetime_jobs ADD COLUMN a_later_column integer")
+        # a returned column's type changes (text to varchar and back: the same values)
+        admin.execute("ALTER TABLE duetime_jobs ALTER COLUMN progress_message TYPE varchar(800)")
         try:
             claims = store.claim(
                 worker_id="w", queues=None, limit=10, now=NOW + timedelta(seconds=1)
             )
             assert [c.job.args for c in claims] == [{"i": 1}]
         finally:
-            admin.execute("ALTER TABLE duetime_jobs DROP COLUMN a_later_column")
+            admin.execute("ALTER TABLE duetime_jobs ALTER COLUMN progress_message TYPE text")
+    assert len(conflicts) == 1 and "changed a table" in str(conflicts[0])

@@ -5,13 +5,20 @@ from __future__ import annotations
 
 import dataclasses
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import pytest
 
 from duetime.core.models import Attempt, Claim, Job, Lease, built, made
 from duetime.core.retry import ErrorCategory
 from duetime.core.states import AttemptStatus, JobStatus
-from duetime.store.rows import ATTEMPT_COLUMNS, attempt_from_row, claims_from_rows, job_from_row
+from duetime.store.rows import (
+    ATTEMPT_COLUMNS,
+    CLAIMED_COLUMNS,
+    attempt_from_row,
+    claims_from_rows,
+    job_from_row,
+)
 
 T = datetime(2026, 12, 1, 9, 0, tzinfo=UTC)
 
@@ -153,6 +160,46 @@ def test_a_claim_from_its_row_has_every_field_of_its_job_and_new_attempt() -> No
     assert hash(claim.lease) == hash(Lease(7, 11, 2, 5_000_000_000_000_000_001))
     assert claim.lease is claim.lease
     assert attempt.fencing_token == (3 << 32) | 2
+
+
+class Reading(dict[str, Any]):
+    """A row that notes each column read from it."""
+
+    def __init__(self, values: dict[str, Any]) -> None:
+        super().__init__(values)
+        self.read: set[str] = set()
+
+    def __getitem__(self, key: str) -> Any:
+        self.read.add(key)
+        return super().__getitem__(key)
+
+
+def test_a_claimed_row_is_read_for_the_claimed_columns_and_no_other() -> None:
+    """The claim statements return CLAIMED_COLUMNS (each dialect's part claimed_columns,
+    checked in tests/contract/test_store_contract.py): every column the records read, and no
+    column more (a row of every column of the jobs' table here)."""
+    row = Reading(
+        {
+            **JOB_ROW,
+            "on_parent_failure": None,
+            "cancel_reason": None,
+            "has_children": False,
+            "parents_left": 0,
+            "release_delay": None,
+            "worker_id": "w-1",
+            "started_at": T,
+            "lease_expires_at": T + timedelta(seconds=30),
+            "late_outcome": None,
+            "late_reported_at": None,
+            "claim_token": 5,
+            "attempt_id": 11,
+            "attempt_lease_expires_at": T + timedelta(seconds=30),
+            "claim_epoch": 3,
+        }
+    )
+    claims_from_rows([row], same_time, "w-1")
+    assert row.read == set(CLAIMED_COLUMNS)
+    assert len(CLAIMED_COLUMNS) == len(set(CLAIMED_COLUMNS))
 
 
 def test_made_records_equal_init_ones_with_the_defaults_of_fields_left_out() -> None:

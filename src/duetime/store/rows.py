@@ -40,6 +40,58 @@ ATTEMPT_COLUMNS = (
 )
 
 
+# what a claim returns per job (each dialect's part claimed_columns, and claim_epoch): the
+# columns claims_from_rows reads, no more (store/sql/limits.py spend, the relay's dispatch
+# in store/sql/outbox.py and attempt_ids.Reserved.used read some of them too). A claimed row
+# is the hottest read a worker makes, and each column costs the database's output and the
+# driver's parse of it.
+CLAIMED_COLUMNS = (
+    "id",
+    "tenant",
+    "queue",
+    "task",
+    "args",
+    "priority",
+    "due_at",
+    "deadline_at",
+    "status",
+    "version",
+    "attempts",
+    "max_attempts",
+    "generation",
+    "retry_base",
+    "retry_cap",
+    "lease_seconds",
+    "timeout_seconds",
+    "idempotency_key",
+    "business_key",
+    "created_at",
+    "updated_at",
+    "cancel_requested_at",
+    "schedule_id",
+    "schedule_name",
+    "nominal_at",
+    "covers",
+    "origin",
+    "limits",
+    "result",
+    "progress",
+    "progress_message",
+    "progress_at",
+    "trace_context",
+    "on_parent_failure",
+    "cancel_reason",
+    "sequence_key",
+    "sequence_hold",
+    "unique_key",
+    "unique_until",
+    "claim_token",
+    "attempt_id",
+    "attempt_lease_expires_at",
+    "claim_epoch",
+)
+
+
 def json_list(value: Any) -> list[Any]:
     """A JSON array column: parsed already (PostgreSQL), text (SQLite, MySQL) or NULL."""
     if value is None:

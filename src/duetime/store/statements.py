@@ -57,8 +57,9 @@ STATEMENTS: dict[str, str] = {
     "row (migration 22: attempt_id a new attempt id, from first_attempt_id on in job id order "
     "where the dialect reserves them (store/sql/attempt_ids.py), worker_id, started_at now, "
     "lease_expires_at now + lease_seconds; the attempt's due_at is the job's; no attempt row); "
-    "returns each job's columns as "
-    "the claim left them (updated_at now) with its attempt's id and lease end as attempt_id "
+    "returns, as the claim left them (updated_at now), the job's columns that "
+    "store/rows.py CLAIMED_COLUMNS names and no others (the dialect's part claimed_columns), "
+    "with its attempt's id and lease end as attempt_id "
     "and attempt_lease_expires_at (the rest of the attempt is the job's or the claim's) and "
     "the database's epoch as claim_epoch (PostgreSQL: its timeline; else 0), in the same order",
     "due_class_bounds": "returns top_class, end_class: the first and the last priority class of "

@@ -344,7 +344,7 @@ class PostgresDriver(Driver):
         if isinstance(exc, psycopg.errors.DeadlockDetected | psycopg.errors.SerializationFailure):
             return StoreConflict(f"PostgreSQL at {self.where()} broke a conflict: {_reason(exc)}")
         if isinstance(exc, psycopg.errors.FeatureNotSupported) and _PLAN_CHANGED in str(exc):
-            # a prepared statement (the claims return j.*) whose table a migration changed
+            # a prepared statement (a claim) whose returned columns a migration changed
             # while this process ran: the transaction's rollback made psycopg forget the
             # connection's prepared statements, so the method's rerun prepares it anew
             return StoreConflict(f"PostgreSQL at {self.where()} changed a table: {_reason(exc)}")

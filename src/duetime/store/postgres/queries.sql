@@ -161,6 +161,23 @@ LIMIT %(limit)s;
 SELECT id FROM duetime_jobs
 WHERE schedule_id = %(schedule_id)s AND nominal_at = %(nominal_at)s::timestamptz;
 
+-- part: claimed_columns
+-- What a claim returns of each job it started: store/rows.py CLAIMED_COLUMNS but
+-- claim_epoch, which each claim statement adds. The columns the claim's readers use and no
+-- more (claims_from_rows; limits.spend, the relay's dispatch and Reserved.used read some of
+-- them too), as each one returned costs the database's output and the driver's parse. Of
+-- the attempt only its id and lease end: the rest of a started attempt is the job's
+-- (generation, claim_token, due_at; started_at = updated_at = now), the worker's or a
+-- constant.
+       j.id, j.tenant, j.queue, j.task, j.args, j.priority, j.due_at, j.deadline_at,
+       j.status, j.version, j.attempts, j.max_attempts, j.generation, j.retry_base,
+       j.retry_cap, j.lease_seconds, j.timeout_seconds, j.idempotency_key, j.business_key,
+       j.created_at, j.updated_at, j.cancel_requested_at, j.schedule_id, j.schedule_name,
+       j.nominal_at, j.covers, j.origin, j.limits, j.result, j.progress, j.progress_message,
+       j.progress_at, j.trace_context, j.on_parent_failure, j.cancel_reason, j.sequence_key,
+       j.sequence_hold, j.unique_key, j.unique_until, j.claim_token, j.attempt_id,
+       j.lease_expires_at AS attempt_lease_expires_at;
+
 -- name: claim
 -- One statement: pick the due jobs (FOR UPDATE SKIP LOCKED: concurrent claimers skip each
 -- other's rows instead of waiting), move them by the moves, start their attempts. 'scheduled'
@@ -225,12 +242,10 @@ SELECT set_config('enable_sort', 'off', true), set_config('enable_seqscan', 'off
     FROM picked
     WHERE j.id = picked.id AND (%(moves)s::jsonb ->> j.status) IS NOT NULL
       AND NOT EXISTS (SELECT 1 FROM duetime_queues q WHERE q.queue = j.queue AND q.paused)
-    RETURNING j.*
+    RETURNING
+@claimed_columns
 )
--- of the attempt only what the job's row does not say: the rest of a started attempt is
--- the job's (attempt_id, generation, claim_token, due_at; started_at = updated_at = now),
--- the worker's or a constant (store/rows.py claims_from_rows)
-SELECT j.*, j.lease_expires_at AS attempt_lease_expires_at,
+SELECT j.*,
        -- the timeline: the first 8 hex digits of the current WAL file's name
        (SELECT ('x' || substr(pg_walfile_name(pg_current_wal_lsn()), 1, 8))::bit(32)::bigint)
            AS claim_epoch
@@ -396,12 +411,10 @@ WITH RECURSIVE up_1 AS (
     FROM picked
     WHERE j.id = picked.id AND (%(moves)s::jsonb ->> j.status) IS NOT NULL
       AND NOT EXISTS (SELECT 1 FROM duetime_queues q WHERE q.queue = j.queue AND q.paused)
-    RETURNING j.*
+    RETURNING
+@claimed_columns
 )
--- of the attempt only what the job's row does not say: the rest of a started attempt is
--- the job's (attempt_id, generation, claim_token, due_at; started_at = updated_at = now),
--- the worker's or a constant (store/rows.py claims_from_rows)
-SELECT j.*, j.lease_expires_at AS attempt_lease_expires_at,
+SELECT j.*,
        -- the timeline: the first 8 hex digits of the current WAL file's name
        (SELECT ('x' || substr(pg_walfile_name(pg_current_wal_lsn()), 1, 8))::bit(32)::bigint)
            AS claim_epoch
@@ -1018,10 +1031,11 @@ WITH picked AS (
     FROM picked
     WHERE j.id = picked.id AND (%(moves)s::jsonb ->> j.status) IS NOT NULL
       AND NOT EXISTS (SELECT 1 FROM duetime_queues q WHERE q.queue = j.queue AND q.paused)
-    RETURNING j.*
+    RETURNING
+@claimed_columns
 )
 -- as claim: the attempt is the job's row's (migration 22)
-SELECT j.*, j.lease_expires_at AS attempt_lease_expires_at,
+SELECT j.*,
        -- the timeline: the first 8 hex digits of the current WAL file's name
        (SELECT ('x' || substr(pg_walfile_name(pg_current_wal_lsn()), 1, 8))::bit(32)::bigint)
            AS claim_epoch

@@ -264,6 +264,15 @@ def test_every_claim_path_gives_the_job_and_attempt_as_the_store_holds_them(
         return claims_from_rows(rows, *args)
 
     monkeypatch.setattr(claim_module, "claims_from_rows", noted)
+    run: list[str] = []  # the claim statements each claim ran, by name
+    statements = store.driver.statements  # type: ignore[attr-defined]
+
+    def named(name: str) -> tuple[str, ...]:
+        if name.startswith("claim"):
+            run.append(name)
+        return statements(name)  # type: ignore[no-any-return]
+
+    monkeypatch.setattr(store.driver, "statements", named)  # type: ignore[attr-defined]
     enqueue(store, clock, queue="named")
     enqueue(store, clock, queue="plain", args={"x": 1}, priority=2)
     clock.advance(0.25)
@@ -280,6 +289,15 @@ def test_every_claim_path_gives_the_job_and_attempt_as_the_store_holds_them(
         ("plain", "wp"),
         ("keyed", "wk"),
         ("capped", "wc"),
+    ]
+    # the paths the docstring names, each as its statements show it
+    assert run == [
+        "claim_queues",
+        "claim",
+        "claim_pick_limited",
+        "claim_chosen",
+        "claim_candidates",
+        "claim_chosen",
     ]
     assert returned == [set(CLAIMED_COLUMNS)] * 4
     for claim in claims:

@@ -254,7 +254,7 @@ def test_every_claim_path_gives_the_job_and_attempt_as_the_store_holds_them(
     """A claim reads back only part of its attempt's row (store/rows.py claims_from_rows): the
     rest must be what the store holds, whichever statement started it: claim_queues, claim,
     then claim_chosen through the limited pick (a limit exists) and the controlled one (a
-    capped queue). Each returns the columns CLAIMED_COLUMNS names (its dialect's part
+    capped queue). Each returns the columns CLAIMED_COLUMNS names (the shared part
     claimed_columns), no more."""
     returned: list[set[str]] = []
 

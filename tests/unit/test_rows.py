@@ -175,7 +175,7 @@ class Reading(dict[str, Any]):
 
 
 def test_a_claimed_row_is_read_for_the_claimed_columns_and_no_other() -> None:
-    """The claim statements return CLAIMED_COLUMNS (each dialect's part claimed_columns,
+    """The claim statements return CLAIMED_COLUMNS (the shared part claimed_columns,
     checked in tests/contract/test_store_contract.py): every column the records read, and no
     column more (a row of every column of the jobs' table here)."""
     row = Reading(

@@ -48,12 +48,15 @@ def load_queries(package: str) -> dict[str, tuple[str, ...]]:
     whose one statement is `@other` runs the statements of the block `other` defined above it
     (a dialect whose one statement serves both contracts). A `-- part: p` block is no
     statement: a line `@p` in a statement below it stands for its text (one piece of SQL that
-    several statements share, written once)."""
+    several statements share, written once). The parts of store/sql/parts.sql, the same in
+    every dialect, come first."""
+    shared = resources.files("duetime.store.sql").joinpath("parts.sql").read_text()
     text = resources.files(package).joinpath("queries.sql").read_text()
-    parts = _NAME.split(text)
+    # each file's blocks (kind, name, body) after its own preamble, the shared ones first
+    parts = _NAME.split(shared)[1:] + _NAME.split(text)[1:]
     queries: dict[str, tuple[str, ...]] = {}
     pieces: dict[str, str] = {}
-    for kind, name, body in zip(parts[1::3], parts[2::3], parts[3::3], strict=True):
+    for kind, name, body in zip(parts[0::3], parts[1::3], parts[2::3], strict=True):
         if name in queries or name in pieces:
             raise ValueError(f"{package}/queries.sql defines {name} twice")
         if kind == "part":

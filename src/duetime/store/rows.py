@@ -40,11 +40,11 @@ ATTEMPT_COLUMNS = (
 )
 
 
-# what a claim returns per job (each dialect's part claimed_columns, and claim_epoch): the
-# columns claims_from_rows reads, no more (store/sql/limits.py spend, the relay's dispatch
-# in store/sql/outbox.py and attempt_ids.Reserved.used read some of them too). A claimed row
-# is the hottest read a worker makes, and each column costs the database's output and the
-# driver's parse of it.
+# what a claim returns per job (the part claimed_columns of store/sql/parts.sql, and
+# claim_epoch): the columns claims_from_rows reads, no more (store/sql/limits.py spend, the
+# relay's dispatch in store/sql/outbox.py and attempt_ids.Reserved.used read some of them
+# too). A claimed row is the hottest read a worker makes, and each column costs the
+# database's output and the driver's parse of it.
 CLAIMED_COLUMNS = (
     "id",
     "tenant",

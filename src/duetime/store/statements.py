@@ -58,7 +58,8 @@ STATEMENTS: dict[str, str] = {
     "where the dialect reserves them (store/sql/attempt_ids.py), worker_id, started_at now, "
     "lease_expires_at now + lease_seconds; the attempt's due_at is the job's; no attempt row); "
     "returns, as the claim left them (updated_at now), the job's columns that "
-    "store/rows.py CLAIMED_COLUMNS names and no others (the dialect's part claimed_columns), "
+    "store/rows.py CLAIMED_COLUMNS names and no others (the part claimed_columns of "
+    "store/sql/parts.sql), "
     "with its attempt's id and lease end as attempt_id "
     "and attempt_lease_expires_at (the rest of the attempt is the job's or the claim's) and "
     "the database's epoch as claim_epoch (PostgreSQL: its timeline; else 0), in the same order",

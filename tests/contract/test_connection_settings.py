@@ -152,7 +152,7 @@ def test_postgres_the_finish_statement_is_prepared_server_side(tmp_path: Path) -
             ]
     finally:
         driver.close()
-    assert any("jsonb_to_recordset" in s and "duetime_attempts" in s for s in prepared)
+    assert any("json_to_recordset" in s and "duetime_attempts" in s for s in prepared)
 
 
 def test_postgres_values_in_the_url_win(pg_driver_factory: Any) -> None:

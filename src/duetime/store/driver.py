@@ -102,7 +102,7 @@ def _strip(statement: str) -> str:
 
 class Rows(list[dict[str, Any]]):
     """A batch of records passed as one parameter: every dialect receives it as a JSON array
-    of objects and reads it as a table (jsonb_to_recordset, json_each, JSON_TABLE). Values are
+    of objects and reads it as a table (json_to_recordset, json_each, JSON_TABLE). Values are
     JSON values; instants are written as the dialect's JSON form (Driver.json_time)."""
 
 

@@ -72,7 +72,7 @@ class PostgresDriver(Driver):
         # prepared server-side (the pool's connections prepare nothing else, see _configure):
         # statements whose plan cannot depend on their parameters, which then skip their parse
         # and plan on every call: one-at-a-time enqueue and enqueue_many's slices (plain
-        # inserts), and the finish of a batch (its rows come from jsonb_to_recordset, whose row
+        # inserts), and the finish of a batch (its rows come from json_to_recordset, whose row
         # estimate is the same for every batch; parsing and planning it was 3 to 5% of
         # PostgreSQL's CPU per job of a drain, docs/performance.md)
         self._prepared = frozenset(

@@ -3,8 +3,8 @@
 -- now + trunc(lease_seconds * 1e6) microseconds, as in every dialect.
 -- Every writer locks a job's row before its attempt's row.
 -- A batch of records (driver.Rows) is one JSON array read with json_to_recordset: each batch
--- is read once, in one pass, which the json type's parser does for about 0.9 us a row less
--- than jsonb_to_recordset, whose jsonb value is built whole first (docs/performance.md).
+-- is read once, and json builds no tree of the whole batch as jsonb_to_recordset's jsonb
+-- does first (about 0.9 us of the server's CPU a record less, docs/performance.md).
 
 -- part: classes
 -- The priority classes of the scheduled jobs, highest first: a skip scan of the claim-order

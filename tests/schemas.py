@@ -15,8 +15,9 @@ from duetime.store.base import Store
 from duetime.store.driver import load_migrations
 
 # the later migrations that change what an earlier one made, and so cannot run ahead of it:
-# migration 24 replaces migration 22's view of every attempt (over 22's columns)
-BUILDS_ON = {24: 22}
+# migration 24 replaces migration 22's view of every attempt (over 22's columns), and
+# migration 25 replaces 24's (which, run after it, would drop 25's part of the view)
+BUILDS_ON = {24: {22}, 25: {22, 24}}
 
 
 def before(store: Store, version: int) -> list[Any]:
@@ -27,7 +28,9 @@ def before(store: Store, version: int) -> list[Any]:
     every: list[Any] = driver.migrations
     driver.migrations = [m for m in every if m.version < version]
     store.migrate()
-    later = [m for m in every if m.version > version and BUILDS_ON.get(m.version) != version]
+    later = [
+        m for m in every if m.version > version and version not in BUILDS_ON.get(m.version, ())
+    ]
     if later:
         with driver.transaction() as c, driver.translated():
             c.run("schema_version")  # as migrate does first (SQLite re-reads the schema)
@@ -47,7 +50,7 @@ def attempt_guard(
 ) -> tuple[list[str], list[str]]:
     """Migration 22's statements that a test probing an earlier schema lifts and puts back:
     (lift, restore). The view of every attempt (duetime_all_attempts, as the newest migration
-    that defines it has it: 24) names columns such a test drops, and the refusal of 'running'
+    that defines it has it: 25) names columns such a test drops, and the refusal of 'running'
     attempt rows keeps it from writing one as an earlier version stored it."""
     dialect = store.driver.dialect  # type: ignore[attr-defined]
     driver = store.driver  # type: ignore[attr-defined]

@@ -633,7 +633,13 @@ def store_and_wipe(
 ) -> tuple[Store, Callable[[], None]]:
     """One store, and a function that empties its database (the fixture resets it per test)."""
     store = make_store()
-    tables = ["duetime_attempts", "duetime_ticks", "duetime_jobs", "duetime_schedules"]
+    tables = [
+        "duetime_attempts",
+        "duetime_ticks",
+        "duetime_jobs_done",
+        "duetime_jobs",
+        "duetime_schedules",
+    ]
 
     def clear() -> None:
         with closing(kit.connect(store_url)) as conn:

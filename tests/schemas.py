@@ -16,8 +16,9 @@ from duetime.store.driver import load_migrations
 
 # the later migrations that change what an earlier one made, and so cannot run ahead of it:
 # migration 24 replaces migration 22's view of every attempt (over 22's columns), and
-# migration 25 replaces 24's (which, run after it, would drop 25's part of the view)
-BUILDS_ON = {24: {22}, 25: {22, 24}}
+# migration 25 replaces 24's (which, run after it, would drop 25's part of the view), and
+# migration 26 drops the foreign keys of migration 20's links
+BUILDS_ON = {24: {22}, 25: {22, 24}, 26: {20}}
 
 
 def before(store: Store, version: int) -> list[Any]:

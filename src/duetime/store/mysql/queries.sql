@@ -466,9 +466,25 @@ WHERE schedule_id = %(schedule_id)s
 ORDER BY nominal_at;
 
 -- name: delete_unstarted
-DELETE FROM duetime_jobs
+-- The jobs are locked and picked first, into a temporary table, so that the statements after
+-- it (READ COMMITTED: each reads the newest rows) act on the same ones; each dependent table
+-- is joined to it (a DELETE ... WHERE ... IN (subquery) would read the whole table). No foreign key does
+-- it (migration 26): their dependency links go with them and their ticks are detached. A job
+-- never claimed (generation 0) has no attempt and no outbox event.
+CREATE TEMPORARY TABLE IF NOT EXISTS duetime_prune (id BIGINT NOT NULL PRIMARY KEY);
+DELETE FROM duetime_prune;
+SELECT id FROM duetime_jobs
+WHERE schedule_id = %(schedule_id)s AND status IN ('scheduled', 'waiting') AND generation = 0
+  AND origin = 'tick'
+FOR UPDATE;
+INSERT INTO duetime_prune (id)
+SELECT id FROM duetime_jobs
 WHERE schedule_id = %(schedule_id)s AND status IN ('scheduled', 'waiting') AND generation = 0
   AND origin = 'tick';
+DELETE l FROM duetime_job_parents l JOIN duetime_prune p ON l.child_id = p.id;
+DELETE l FROM duetime_job_parents l JOIN duetime_prune p ON l.parent_id = p.id;
+UPDATE duetime_ticks t JOIN duetime_prune p ON t.job_id = p.id SET t.job_id = NULL;
+DELETE j FROM duetime_jobs j JOIN duetime_prune p ON p.id = j.id;
 
 -- name: release_waiting
 -- The candidates are read into a derived table first (MySQL cannot update a table that a
@@ -628,6 +644,23 @@ SELECT id FROM duetime_jobs
 WHERE status IN ('succeeded', 'cancelled', 'expired') AND updated_at < %(before)s
 ORDER BY updated_at
 LIMIT %(limit)s;
+-- Then the candidates that still qualify are locked and the others forgotten, so that the
+-- statements after these (READ COMMITTED: each reads the newest rows) act on the same jobs.
+-- No foreign key does it (migration 26): their attempts, dependency links and outbox events
+-- go with them and their ticks are detached (each table joined to the candidates: a
+-- DELETE ... WHERE ... IN (subquery) would read the whole table).
+SELECT j.id FROM duetime_jobs j JOIN duetime_prune p ON p.id = j.id
+WHERE j.status IN ('succeeded', 'cancelled', 'expired') AND j.updated_at < %(before)s
+FOR UPDATE;
+DELETE p FROM duetime_prune p
+LEFT JOIN duetime_jobs j ON j.id = p.id
+    AND j.status IN ('succeeded', 'cancelled', 'expired') AND j.updated_at < %(before)s
+WHERE j.id IS NULL;
+DELETE a FROM duetime_attempts a JOIN duetime_prune p ON a.job_id = p.id;
+DELETE l FROM duetime_job_parents l JOIN duetime_prune p ON l.child_id = p.id;
+DELETE l FROM duetime_job_parents l JOIN duetime_prune p ON l.parent_id = p.id;
+DELETE o FROM duetime_outbox o JOIN duetime_prune p ON o.job_id = p.id;
+UPDATE duetime_ticks t JOIN duetime_prune p ON t.job_id = p.id SET t.job_id = NULL;
 DELETE j FROM duetime_jobs j JOIN duetime_prune p ON p.id = j.id
 WHERE j.status IN ('succeeded', 'cancelled', 'expired') AND j.updated_at < %(before)s;
 

@@ -657,9 +657,18 @@ WHERE schedule_id = %(schedule_id)s
 ORDER BY nominal_at;
 
 -- name: delete_unstarted
-DELETE FROM duetime_jobs
-WHERE schedule_id = %(schedule_id)s AND status IN ('scheduled', 'waiting') AND generation = 0
-  AND origin = 'tick';
+-- No foreign key does it (migration 26): the jobs' dependency links go with them and their
+-- ticks are detached in the same statement. A job never claimed (generation 0) has no
+-- attempt and no outbox event. The rows are locked once (a MATERIALIZED CTE runs once).
+WITH gone AS MATERIALIZED (
+    SELECT id FROM duetime_jobs
+    WHERE schedule_id = %(schedule_id)s AND status IN ('scheduled', 'waiting')
+      AND generation = 0 AND origin = 'tick'
+    FOR UPDATE),
+child_links AS (DELETE FROM duetime_job_parents WHERE child_id IN (SELECT id FROM gone)),
+parent_links AS (DELETE FROM duetime_job_parents WHERE parent_id IN (SELECT id FROM gone)),
+ticks AS (UPDATE duetime_ticks SET job_id = NULL WHERE job_id IN (SELECT id FROM gone))
+DELETE FROM duetime_jobs WHERE id IN (SELECT id FROM gone);
 
 -- name: release_waiting
 -- Safe with several callers at once: a waiting row is locked (SKIP LOCKED: another caller has
@@ -829,15 +838,23 @@ ORDER BY d.due_at
 LIMIT %(limit)s;
 
 -- name: prune
--- The candidates are picked once (ARRAY(...) is an init plan; see release_waiting).
-DELETE FROM duetime_jobs
-WHERE id = ANY (ARRAY(
+-- The candidates are picked and locked once (a MATERIALIZED CTE runs once; a locked row is
+-- checked again in its newest version, so each one picked still qualifies). No foreign key
+-- does it (migration 26): their attempts, dependency links and outbox events go with them
+-- and their ticks are detached, in the same statement (a link whose child and parent both go
+-- is deleted once; each link's part reads its own index, where one OR would scan them all).
+WITH gone AS MATERIALIZED (
     SELECT id FROM duetime_jobs
     WHERE status IN ('succeeded', 'cancelled', 'expired') AND updated_at < %(before)s
     ORDER BY updated_at
     LIMIT %(limit)s
-    FOR UPDATE SKIP LOCKED))
-  AND status IN ('succeeded', 'cancelled', 'expired');
+    FOR UPDATE SKIP LOCKED),
+attempts AS (DELETE FROM duetime_attempts WHERE job_id IN (SELECT id FROM gone)),
+child_links AS (DELETE FROM duetime_job_parents WHERE child_id IN (SELECT id FROM gone)),
+parent_links AS (DELETE FROM duetime_job_parents WHERE parent_id IN (SELECT id FROM gone)),
+events AS (DELETE FROM duetime_outbox WHERE job_id IN (SELECT id FROM gone)),
+ticks AS (UPDATE duetime_ticks SET job_id = NULL WHERE job_id IN (SELECT id FROM gone))
+DELETE FROM duetime_jobs WHERE id IN (SELECT id FROM gone);
 
 -- name: queue_settings
 SELECT queue, dispatch, paused, concurrency, max_backlog, weight, updated_at FROM duetime_queues

@@ -458,9 +458,20 @@ WHERE schedule_id = :schedule_id
 ORDER BY nominal_at;
 
 -- name: delete_unstarted
-DELETE FROM duetime_jobs
+-- The jobs are picked once, into a temporary table (one writer: they stay as they are until
+-- the transaction ends). No foreign key does it (migration 26): their dependency links go
+-- with them and their ticks are detached. A job never claimed (generation 0) has no attempt
+-- and no outbox event.
+CREATE TEMP TABLE IF NOT EXISTS duetime_gone (id INTEGER PRIMARY KEY);
+DELETE FROM temp.duetime_gone;
+INSERT INTO temp.duetime_gone (id)
+SELECT id FROM duetime_jobs
 WHERE schedule_id = :schedule_id AND status IN ('scheduled', 'waiting') AND generation = 0
   AND origin = 'tick';
+DELETE FROM duetime_job_parents WHERE child_id IN (SELECT id FROM temp.duetime_gone);
+DELETE FROM duetime_job_parents WHERE parent_id IN (SELECT id FROM temp.duetime_gone);
+UPDATE duetime_ticks SET job_id = NULL WHERE job_id IN (SELECT id FROM temp.duetime_gone);
+DELETE FROM duetime_jobs WHERE id IN (SELECT id FROM temp.duetime_gone);
 
 -- name: release_waiting
 UPDATE duetime_jobs
@@ -622,12 +633,22 @@ ORDER BY due_at
 LIMIT :limit;
 
 -- name: prune
-DELETE FROM duetime_jobs
-WHERE id IN (
-    SELECT id FROM duetime_jobs INDEXED BY duetime_jobs_finished
-    WHERE status IN ('succeeded', 'cancelled', 'expired') AND updated_at < :before
-    ORDER BY updated_at
-    LIMIT :limit);
+-- The candidates are picked once, into a temporary table (one writer: they stay as they are
+-- until the transaction ends). No foreign key does it (migration 26): their attempts,
+-- dependency links and outbox events go with them and their ticks are detached.
+CREATE TEMP TABLE IF NOT EXISTS duetime_gone (id INTEGER PRIMARY KEY);
+DELETE FROM temp.duetime_gone;
+INSERT INTO temp.duetime_gone (id)
+SELECT id FROM duetime_jobs INDEXED BY duetime_jobs_finished
+WHERE status IN ('succeeded', 'cancelled', 'expired') AND updated_at < :before
+ORDER BY updated_at
+LIMIT :limit;
+DELETE FROM duetime_attempts WHERE job_id IN (SELECT id FROM temp.duetime_gone);
+DELETE FROM duetime_job_parents WHERE child_id IN (SELECT id FROM temp.duetime_gone);
+DELETE FROM duetime_job_parents WHERE parent_id IN (SELECT id FROM temp.duetime_gone);
+DELETE FROM duetime_outbox WHERE job_id IN (SELECT id FROM temp.duetime_gone);
+UPDATE duetime_ticks SET job_id = NULL WHERE job_id IN (SELECT id FROM temp.duetime_gone);
+DELETE FROM duetime_jobs WHERE id IN (SELECT id FROM temp.duetime_gone);
 
 -- name: queue_settings
 SELECT queue, dispatch, paused, concurrency, max_backlog, weight, updated_at FROM duetime_queues

@@ -104,7 +104,14 @@ FROM JSON_TABLE(%(rows)s, '$[*]' COLUMNS (
         business_key TEXT PATH '$[3]')) AS r;
 
 -- name: jobs_by_ids
-SELECT * FROM duetime_jobs WHERE id IN %(ids)s;
+-- Both tables (a job that ended may be in the history table, migration 25).
+SELECT
+@job_columns
+FROM duetime_jobs WHERE id IN %(ids)s
+UNION ALL
+SELECT
+@job_columns
+FROM duetime_jobs_done WHERE id IN %(ids)s;
 
 -- name: jobs_by_keys
 -- a locking read: it sees the newest committed rows even inside an application's REPEATABLE
@@ -114,8 +121,14 @@ WHERE tenant IN %(tenants)s AND idempotency_key IN %(keys)s
 LOCK IN SHARE MODE;
 
 -- name: select_job
-SELECT * FROM duetime_jobs
-WHERE id = %(id)s AND (%(tenant)s IS NULL OR tenant = %(tenant)s);
+-- Both tables (a job that ended may be in the history table, migration 25).
+SELECT
+@job_columns
+FROM duetime_jobs WHERE id = %(id)s AND (%(tenant)s IS NULL OR tenant = %(tenant)s)
+UNION ALL
+SELECT
+@job_columns
+FROM duetime_jobs_done WHERE id = %(id)s AND (%(tenant)s IS NULL OR tenant = %(tenant)s);
 
 -- name: select_attempts
 -- every attempt, the running one from its job's row (migration 22: duetime_all_attempts)
@@ -1247,20 +1260,50 @@ SET j.cancel_reason = v.reason, j.version = j.version + 1, j.updated_at = %(now)
 WHERE JSON_EXTRACT(%(moves)s, CONCAT('$.', j.status)) IS NOT NULL;
 
 -- name: job_parents
-SELECT j.id, j.status FROM duetime_job_parents l JOIN duetime_jobs j ON j.id = l.parent_id
-WHERE l.child_id = %(id)s
-ORDER BY j.id
+-- Both tables (a job that ended may be in the history table, migration 25); each part stops
+-- at the limit, in id order.
+SELECT id, status FROM (
+    SELECT * FROM (
+        SELECT j.id, j.status FROM duetime_job_parents l JOIN duetime_jobs j ON j.id = l.parent_id
+        WHERE l.child_id = %(id)s
+        ORDER BY j.id
+        LIMIT %(limit)s) AS hot
+    UNION ALL
+    SELECT * FROM (
+        SELECT d.id, d.status FROM duetime_job_parents l
+        JOIN duetime_jobs_done d ON d.id = l.parent_id
+        WHERE l.child_id = %(id)s
+        ORDER BY d.id
+        LIMIT %(limit)s) AS done) AS r
+ORDER BY id
 LIMIT %(limit)s;
 
 -- name: parent_results
+-- Both tables (a job that ended may be in the history table, migration 25).
 SELECT j.id, j.result FROM duetime_job_parents l JOIN duetime_jobs j ON j.id = l.parent_id
 WHERE l.child_id = %(id)s AND j.status = 'succeeded'
-ORDER BY j.id;
+UNION ALL
+SELECT d.id, d.result FROM duetime_job_parents l JOIN duetime_jobs_done d ON d.id = l.parent_id
+WHERE l.child_id = %(id)s AND d.status = 'succeeded'
+ORDER BY id;
 
 -- name: job_children
-SELECT j.id, j.status FROM duetime_job_parents l JOIN duetime_jobs j ON j.id = l.child_id
-WHERE l.parent_id = %(id)s
-ORDER BY j.id
+-- Both tables (a job that ended may be in the history table, migration 25); each part stops
+-- at the limit, in id order.
+SELECT id, status FROM (
+    SELECT * FROM (
+        SELECT j.id, j.status FROM duetime_job_parents l JOIN duetime_jobs j ON j.id = l.child_id
+        WHERE l.parent_id = %(id)s
+        ORDER BY j.id
+        LIMIT %(limit)s) AS hot
+    UNION ALL
+    SELECT * FROM (
+        SELECT d.id, d.status FROM duetime_job_parents l
+        JOIN duetime_jobs_done d ON d.id = l.child_id
+        WHERE l.parent_id = %(id)s
+        ORDER BY d.id
+        LIMIT %(limit)s) AS done) AS r
+ORDER BY id
 LIMIT %(limit)s;
 
 -- name: unstarted_parents

@@ -126,15 +126,28 @@ SELECT (r ->> 0)::bigint, %(tenant)s::text, %(queue)s::text, %(task)s::text, r -
 FROM jsonb_array_elements(%(rows)s::jsonb) AS r;
 
 -- name: jobs_by_ids
-SELECT * FROM duetime_jobs WHERE id = ANY (%(ids)s::bigint[]);
+-- Both tables (a job that ended may be in the history table, migration 25).
+SELECT
+@job_columns
+FROM duetime_jobs WHERE id = ANY (%(ids)s::bigint[])
+UNION ALL
+SELECT
+@job_columns
+FROM duetime_jobs_done WHERE id = ANY (%(ids)s::bigint[]);
 
 -- name: jobs_by_keys
 SELECT * FROM duetime_jobs
 WHERE tenant = ANY (%(tenants)s::text[]) AND idempotency_key = ANY (%(keys)s::text[]);
 
 -- name: select_job
-SELECT * FROM duetime_jobs
-WHERE id = %(id)s AND (%(tenant)s::text IS NULL OR tenant = %(tenant)s::text);
+-- Both tables (a job that ended may be in the history table, migration 25).
+SELECT
+@job_columns
+FROM duetime_jobs WHERE id = %(id)s AND (%(tenant)s::text IS NULL OR tenant = %(tenant)s::text)
+UNION ALL
+SELECT
+@job_columns
+FROM duetime_jobs_done WHERE id = %(id)s AND (%(tenant)s::text IS NULL OR tenant = %(tenant)s::text);
 
 -- name: select_attempts
 -- every attempt, the running one from its job's row (migration 22: duetime_all_attempts)
@@ -1440,20 +1453,50 @@ FROM json_to_recordset(%(batch)s::json) AS v(id bigint, reason text)
 WHERE j.id = v.id AND (%(moves)s::jsonb ->> j.status) IS NOT NULL;
 
 -- name: job_parents
-SELECT j.id, j.status FROM duetime_job_parents l JOIN duetime_jobs j ON j.id = l.parent_id
-WHERE l.child_id = %(id)s
-ORDER BY j.id
+-- Both tables (a job that ended may be in the history table, migration 25); each part stops
+-- at the limit, in id order.
+SELECT id, status FROM (
+    SELECT * FROM (
+        SELECT j.id, j.status FROM duetime_job_parents l JOIN duetime_jobs j ON j.id = l.parent_id
+        WHERE l.child_id = %(id)s
+        ORDER BY j.id
+        LIMIT %(limit)s) AS hot
+    UNION ALL
+    SELECT * FROM (
+        SELECT d.id, d.status FROM duetime_job_parents l
+        JOIN duetime_jobs_done d ON d.id = l.parent_id
+        WHERE l.child_id = %(id)s
+        ORDER BY d.id
+        LIMIT %(limit)s) AS done) AS r
+ORDER BY id
 LIMIT %(limit)s;
 
 -- name: parent_results
+-- Both tables (a job that ended may be in the history table, migration 25).
 SELECT j.id, j.result FROM duetime_job_parents l JOIN duetime_jobs j ON j.id = l.parent_id
 WHERE l.child_id = %(id)s AND j.status = 'succeeded'
-ORDER BY j.id;
+UNION ALL
+SELECT d.id, d.result FROM duetime_job_parents l JOIN duetime_jobs_done d ON d.id = l.parent_id
+WHERE l.child_id = %(id)s AND d.status = 'succeeded'
+ORDER BY id;
 
 -- name: job_children
-SELECT j.id, j.status FROM duetime_job_parents l JOIN duetime_jobs j ON j.id = l.child_id
-WHERE l.parent_id = %(id)s
-ORDER BY j.id
+-- Both tables (a job that ended may be in the history table, migration 25); each part stops
+-- at the limit, in id order.
+SELECT id, status FROM (
+    SELECT * FROM (
+        SELECT j.id, j.status FROM duetime_job_parents l JOIN duetime_jobs j ON j.id = l.child_id
+        WHERE l.parent_id = %(id)s
+        ORDER BY j.id
+        LIMIT %(limit)s) AS hot
+    UNION ALL
+    SELECT * FROM (
+        SELECT d.id, d.status FROM duetime_job_parents l
+        JOIN duetime_jobs_done d ON d.id = l.child_id
+        WHERE l.parent_id = %(id)s
+        ORDER BY d.id
+        LIMIT %(limit)s) AS done) AS r
+ORDER BY id
 LIMIT %(limit)s;
 
 -- name: unstarted_parents

@@ -86,7 +86,14 @@ SELECT json_extract(r.value, '$[0]'), :tenant, :queue, :task, json_extract(r.val
 FROM json_each(:rows) AS r;
 
 -- name: jobs_by_ids
-SELECT * FROM duetime_jobs WHERE id IN (SELECT value FROM json_each(:ids));
+-- Both tables (a job that ended may be in the history table, migration 25).
+SELECT
+@job_columns
+FROM duetime_jobs WHERE id IN (SELECT value FROM json_each(:ids))
+UNION ALL
+SELECT
+@job_columns
+FROM duetime_jobs_done WHERE id IN (SELECT value FROM json_each(:ids));
 
 -- name: jobs_by_keys
 SELECT * FROM duetime_jobs
@@ -94,7 +101,14 @@ WHERE tenant IN (SELECT value FROM json_each(:tenants))
   AND idempotency_key IN (SELECT value FROM json_each(:keys));
 
 -- name: select_job
-SELECT * FROM duetime_jobs WHERE id = :id AND (:tenant IS NULL OR tenant = :tenant);
+-- Both tables (a job that ended may be in the history table, migration 25).
+SELECT
+@job_columns
+FROM duetime_jobs WHERE id = :id AND (:tenant IS NULL OR tenant = :tenant)
+UNION ALL
+SELECT
+@job_columns
+FROM duetime_jobs_done WHERE id = :id AND (:tenant IS NULL OR tenant = :tenant);
 
 -- name: select_attempts
 -- every attempt, the running one from its job's row (migration 22: duetime_all_attempts)
@@ -1243,20 +1257,50 @@ FROM (SELECT json_extract(value, '$.id') AS id, json_extract(value, '$.reason') 
 WHERE duetime_jobs.id = v.id AND json_type(:moves, '$.' || status) IS NOT NULL;
 
 -- name: job_parents
-SELECT j.id, j.status FROM duetime_job_parents l JOIN duetime_jobs j ON j.id = l.parent_id
-WHERE l.child_id = :id
-ORDER BY j.id
+-- Both tables (a job that ended may be in the history table, migration 25); each part stops
+-- at the limit, in id order.
+SELECT id, status FROM (
+    SELECT * FROM (
+        SELECT j.id, j.status FROM duetime_job_parents l JOIN duetime_jobs j ON j.id = l.parent_id
+        WHERE l.child_id = :id
+        ORDER BY j.id
+        LIMIT :limit) AS hot
+    UNION ALL
+    SELECT * FROM (
+        SELECT d.id, d.status FROM duetime_job_parents l
+        JOIN duetime_jobs_done d ON d.id = l.parent_id
+        WHERE l.child_id = :id
+        ORDER BY d.id
+        LIMIT :limit) AS done) AS r
+ORDER BY id
 LIMIT :limit;
 
 -- name: parent_results
+-- Both tables (a job that ended may be in the history table, migration 25).
 SELECT j.id, j.result FROM duetime_job_parents l JOIN duetime_jobs j ON j.id = l.parent_id
 WHERE l.child_id = :id AND j.status = 'succeeded'
-ORDER BY j.id;
+UNION ALL
+SELECT d.id, d.result FROM duetime_job_parents l JOIN duetime_jobs_done d ON d.id = l.parent_id
+WHERE l.child_id = :id AND d.status = 'succeeded'
+ORDER BY id;
 
 -- name: job_children
-SELECT j.id, j.status FROM duetime_job_parents l JOIN duetime_jobs j ON j.id = l.child_id
-WHERE l.parent_id = :id
-ORDER BY j.id
+-- Both tables (a job that ended may be in the history table, migration 25); each part stops
+-- at the limit, in id order.
+SELECT id, status FROM (
+    SELECT * FROM (
+        SELECT j.id, j.status FROM duetime_job_parents l JOIN duetime_jobs j ON j.id = l.child_id
+        WHERE l.parent_id = :id
+        ORDER BY j.id
+        LIMIT :limit) AS hot
+    UNION ALL
+    SELECT * FROM (
+        SELECT d.id, d.status FROM duetime_job_parents l
+        JOIN duetime_jobs_done d ON d.id = l.child_id
+        WHERE l.parent_id = :id
+        ORDER BY d.id
+        LIMIT :limit) AS done) AS r
+ORDER BY id
 LIMIT :limit;
 
 -- name: unstarted_parents

@@ -1,0 +1,87 @@
+"""Reads of a job that go to both tables (docs/history-plan.md, step 3): a job that ended may
+be in the history table once jobs move there. Nothing moves yet, so these tests move jobs by
+hand (tests/history.py) and read them back: a job, its attempts, its parents and children
+and its parents' results read as they did before the move, on every dialect."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from duetime.core.clock import ManualClock
+from duetime.core.models import Job, Outcome
+from duetime.core.retry import ErrorCategory
+from duetime.core.states import Event, JobStatus
+from duetime.store.base import Store
+from history import move
+from jobhelpers import claim_one, enqueue, job_in
+from kit import DialectKit
+
+ENDED = (JobStatus.SUCCEEDED, JobStatus.DEAD, JobStatus.CANCELLED, JobStatus.EXPIRED)
+
+
+def succeed(store: Store, clock: ManualClock, job: Job, result: str | None = None) -> None:
+    claimed, lease = claim_one(store, clock)
+    assert claimed.id == job.id
+    assert store.finish(lease, Outcome(Event.SUCCEED, result=result), clock.now())
+
+
+def rows(store: Store, name: str, **params: Any) -> list[dict[str, Any]]:
+    """A named statement's rows, read in a transaction of the store's own driver."""
+    driver = store.driver  # type: ignore[attr-defined]
+    with driver.transaction(write=False) as c:
+        return [dict(r) for r in c.rows(name, **params)]
+
+
+def test_a_job_that_moved_reads_as_it_did(
+    store: Store, clock: ManualClock, kit: DialectKit, store_url: str
+) -> None:
+    ended = [job_in(store, clock, status)[0].id for status in ENDED]
+    retried = enqueue(store, clock, max_attempts=3)
+    _, lease = claim_one(store, clock)
+    failed = Outcome(Event.RETRY, due_at=clock.now(), error_category=ErrorCategory.RETRYABLE)
+    assert store.finish(lease, failed, clock.now())
+    succeed(store, clock, retried, '{"n":1}')
+    ended.append(retried.id)
+    staying = enqueue(store, clock)
+    before = {i: store.get_job(i) for i in ended}
+    assert all(j is not None and j.status in ENDED for j in before.values())
+
+    move(kit, store_url, ended)
+
+    assert {i: store.get_job(i) for i in ended} == before
+    assert store.get_job(retried.id, tenant="default") == before[retried.id]
+    assert store.get_job(retried.id, tenant="other") is None
+    got = store.get_job(retried.id)
+    assert got is not None and got.attempt_history[0].status.value == "failed"
+    assert store.get_job(staying.id) is not None
+    found = rows(store, "jobs_by_ids", ids=[staying.id, *ended])
+    assert sorted(r["id"] for r in found) == sorted([staying.id, *ended])
+
+
+def test_parents_children_and_results_read_across_both_tables(
+    store: Store, clock: ManualClock, kit: DialectKit, store_url: str
+) -> None:
+    parents = [enqueue(store, clock) for _ in range(4)]
+    child = enqueue(store, clock, depends_on=[p.id for p in parents])
+    for n, parent in enumerate(parents):
+        succeed(store, clock, parent, f'"r{n}"')
+    results = store.parent_results(child.id)
+    assert results == {p.id: f"r{n}" for n, p in enumerate(parents)}
+    child_before = store.get_job(child.id)
+    assert child_before is not None and child_before.status is JobStatus.SCHEDULED
+    parents_before = {p.id: store.get_job(p.id) for p in parents}
+
+    move(kit, store_url, [parents[0].id, parents[2].id])  # the child stays
+
+    assert store.parent_results(child.id) == results
+    assert store.get_job(child.id) == child_before
+    assert {p.id: store.get_job(p.id) for p in parents} == parents_before
+    # each part stops at the limit, and the parts merge in id order
+    firsts = rows(store, "job_parents", id=child.id, limit=3)
+    assert [r["id"] for r in firsts] == [p.id for p in parents[:3]]
+    # and the other way: a child that moved is still its parent's child
+    succeed(store, clock, child)
+    move(kit, store_url, [child.id, parents[1].id])
+    got = store.get_job(parents[1].id)
+    assert got is not None and [c.id for c in got.children] == [child.id]
+    assert [r["id"] for r in rows(store, "job_children", id=parents[3].id, limit=10)] == [child.id]

@@ -1,15 +1,21 @@
 """Reads of a job that go to both tables (docs/history-plan.md, step 3): a job that ended may
 be in the history table once jobs move there. Nothing moves yet, so these tests move jobs by
 hand (tests/history.py) and read them back: a job, its attempts, its parents and children
-and its parents' results read as they did before the move, on every dialect."""
+and its parents' results read as they did before the move, a schedule's latest run is found
+in either table, and a dead job that holds its sequence keeps holding it from the history
+table, on every dialect."""
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any
 
 from duetime.core.clock import ManualClock
-from duetime.core.models import Job, Outcome
+from duetime.core.models import Job, JobFilter, Outcome
+from duetime.core.requests import TaskDefaults
 from duetime.core.retry import ErrorCategory
+from duetime.core.schedule_spec import build_spec
+from duetime.core.schedules import NewOccurrence, Origin, Plan
 from duetime.core.states import Event, JobStatus
 from duetime.store.base import Store
 from history import move
@@ -85,3 +91,50 @@ def test_parents_children_and_results_read_across_both_tables(
     got = store.get_job(parents[1].id)
     assert got is not None and [c.id for c in got.children] == [child.id]
     assert [r["id"] for r in rows(store, "job_children", id=parents[3].id, limit=10)] == [child.id]
+
+
+def test_a_schedules_latest_run_is_found_in_either_table(
+    store: Store, clock: ManualClock, kit: DialectKit, store_url: str
+) -> None:
+    spec = build_spec("hourly", "t", timezone="UTC", cron="0 * * * *")
+    schedule, _ = store.create_schedule(
+        "default", spec, anchor_at=clock.now(), next_fire_at=None, now=clock.now()
+    )
+    ticks = [clock.now() + timedelta(hours=h) for h in (1, 2, 3)]
+    occurrences = [NewOccurrence(t, t, JobStatus.SCHEDULED, Origin.TICK) for t in ticks]
+    store.apply_schedule("default", "hourly", clock.now(), lambda s, a: Plan(new_jobs=occurrences))
+    jobs = sorted(store.list_jobs(JobFilter(schedule_id=schedule.id)), key=lambda j: j.due_at)
+    assert store.latest_run(schedule.id) is None  # none started
+    clock.advance(2 * 3600)
+    for job in jobs[:2]:
+        succeed(store, clock, job)
+    newest = store.latest_run(schedule.id)
+    assert newest is not None and newest.id == jobs[1].id
+    move(kit, store_url, [jobs[1].id])  # the newest run is in history, the older one hot
+    moved = store.latest_run(schedule.id)
+    assert moved == newest
+    move(kit, store_url, [jobs[0].id])
+    assert store.latest_run(schedule.id) == newest
+    clock.advance(3600)
+    claimed, _lease = claim_one(store, clock)  # the third starts: it is the latest, hot
+    assert claimed.id == jobs[2].id
+    latest = store.latest_run(schedule.id)
+    assert latest is not None and latest.id == jobs[2].id
+
+
+def test_a_dead_job_in_history_holds_its_sequence(
+    store: Store, clock: ManualClock, kit: DialectKit, store_url: str
+) -> None:
+    hold = TaskDefaults(sequence="{account}", sequence_on_dead="hold")
+    first = enqueue(store, clock, args={"account": "a", "n": 0}, defaults=hold)
+    claimed, lease = claim_one(store, clock)
+    assert claimed.id == first.id
+    dead = Outcome(Event.GIVE_UP, error_category=ErrorCategory.PERMANENT)
+    assert store.finish(lease, dead, clock.now())
+    move(kit, store_url, [first.id])
+
+    later = enqueue(store, clock, args={"account": "a", "n": 1}, defaults=hold)
+    assert later.status is JobStatus.WAITING  # held by the dead job in history
+    got = store.get_job(later.id)
+    assert got is not None and got.sequence_ahead == 1
+    assert store.claim(worker_id="w", queues=None, limit=10, now=clock.now()) == []

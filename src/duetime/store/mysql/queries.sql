@@ -156,8 +156,10 @@ ORDER BY id DESC
 LIMIT %(limit)s;
 
 -- name: occurrence_id
-SELECT id FROM duetime_jobs
-WHERE schedule_id = %(schedule_id)s AND nominal_at = %(nominal_at)s;
+-- Both tables (a job that ended may be in the history table, migration 25).
+SELECT id FROM duetime_jobs WHERE schedule_id = %(schedule_id)s AND nominal_at = %(nominal_at)s
+UNION ALL
+SELECT id FROM duetime_jobs_done WHERE schedule_id = %(schedule_id)s AND nominal_at = %(nominal_at)s;
 
 -- name: claim
 -- The picked ids (FOR UPDATE SKIP LOCKED) go to a temporary table of this connection, then the
@@ -542,8 +544,20 @@ ORDER BY t.id DESC
 LIMIT %(limit)s;
 
 -- name: latest_run
-SELECT id FROM duetime_jobs
-WHERE schedule_id = %(schedule_id)s AND generation > 0
+-- Both tables (a job that ended may be in the history table, migration 25); each part
+-- stops at its newest started occurrence.
+SELECT id FROM (
+    SELECT * FROM (
+        SELECT id, nominal_at FROM duetime_jobs
+        WHERE schedule_id = %(schedule_id)s AND generation > 0
+        ORDER BY nominal_at DESC
+        LIMIT 1) AS hot
+    UNION ALL
+    SELECT * FROM (
+        SELECT id, nominal_at FROM duetime_jobs_done
+        WHERE schedule_id = %(schedule_id)s AND generation > 0
+        ORDER BY nominal_at DESC
+        LIMIT 1) AS done) AS r
 ORDER BY nominal_at DESC
 LIMIT 1;
 
@@ -1324,11 +1338,17 @@ DELETE FROM duetime_sequences
 WHERE tenant = %(tenant)s AND sequence_key = %(sequence_key)s;
 
 -- name: sequence_busy
+-- Both tables (a job that ended may be in the history table, migration 25): of the
+-- jobs that ended, a dead one that holds its sequence keeps it busy.
 SELECT id FROM duetime_jobs
 WHERE sequence_key = %(sequence_key)s AND tenant = %(tenant)s AND id <> %(exclude)s
   AND (status IN ('scheduled', 'running', 'cancel_requested', 'parked')
        OR (%(waiting)s AND status = 'waiting')
        OR (status = 'dead' AND sequence_hold = 1))
+UNION ALL
+SELECT id FROM duetime_jobs_done
+WHERE sequence_key = %(sequence_key)s AND tenant = %(tenant)s AND id <> %(exclude)s
+  AND status = 'dead' AND sequence_hold = 1
 LIMIT 1;
 
 -- name: sequence_next
@@ -1354,10 +1374,18 @@ SELECT DISTINCT tenant, sequence_key FROM duetime_jobs
 WHERE id IN %(ids)s AND sequence_key IS NOT NULL;
 
 -- name: sequence_ahead
-SELECT COUNT(*) AS ahead FROM duetime_jobs
-WHERE sequence_key = %(sequence_key)s AND tenant = %(tenant)s AND id < %(id)s
-  AND (status IN ('scheduled', 'waiting', 'running', 'cancel_requested', 'parked')
-       OR (status = 'dead' AND sequence_hold = 1));
+-- Both tables (a job that ended may be in the history table, migration 25): of the
+-- jobs that ended, a dead one that holds its sequence is ahead.
+SELECT (
+    SELECT COUNT(*) FROM duetime_jobs
+    WHERE sequence_key = %(sequence_key)s AND tenant = %(tenant)s AND id < %(id)s
+      AND (status IN ('scheduled', 'waiting', 'running', 'cancel_requested', 'parked')
+           OR (status = 'dead' AND sequence_hold = 1))
+) + (
+    SELECT COUNT(*) FROM duetime_jobs_done
+    WHERE sequence_key = %(sequence_key)s AND tenant = %(tenant)s AND id < %(id)s
+      AND status = 'dead' AND sequence_hold = 1
+) AS ahead;
 
 -- name: clear_unique
 UPDATE duetime_jobs SET unique_key = NULL

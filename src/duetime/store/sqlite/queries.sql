@@ -150,7 +150,10 @@ ORDER BY id DESC
 LIMIT :limit;
 
 -- name: occurrence_id
-SELECT id FROM duetime_jobs WHERE schedule_id = :schedule_id AND nominal_at = :nominal_at;
+-- Both tables (a job that ended may be in the history table, migration 25).
+SELECT id FROM duetime_jobs WHERE schedule_id = :schedule_id AND nominal_at = :nominal_at
+UNION ALL
+SELECT id FROM duetime_jobs_done WHERE schedule_id = :schedule_id AND nominal_at = :nominal_at;
 
 -- name: claim
 -- Under the write lock: the picked ids go to a temporary table of this connection, then the
@@ -528,8 +531,20 @@ ORDER BY t.id DESC
 LIMIT :limit;
 
 -- name: latest_run
-SELECT id FROM duetime_jobs
-WHERE schedule_id = :schedule_id AND generation > 0
+-- Both tables (a job that ended may be in the history table, migration 25); each part
+-- stops at its newest started occurrence.
+SELECT id FROM (
+    SELECT * FROM (
+        SELECT id, nominal_at FROM duetime_jobs
+        WHERE schedule_id = :schedule_id AND generation > 0
+        ORDER BY nominal_at DESC
+        LIMIT 1) AS hot
+    UNION ALL
+    SELECT * FROM (
+        SELECT id, nominal_at FROM duetime_jobs_done
+        WHERE schedule_id = :schedule_id AND generation > 0
+        ORDER BY nominal_at DESC
+        LIMIT 1) AS done) AS r
 ORDER BY nominal_at DESC
 LIMIT 1;
 
@@ -1318,11 +1333,17 @@ ON CONFLICT DO NOTHING;
 DELETE FROM duetime_sequences WHERE tenant = :tenant AND sequence_key = :sequence_key;
 
 -- name: sequence_busy
+-- Both tables (a job that ended may be in the history table, migration 25): of the
+-- jobs that ended, a dead one that holds its sequence keeps it busy.
 SELECT id FROM duetime_jobs INDEXED BY duetime_jobs_sequence
 WHERE tenant = :tenant AND sequence_key = :sequence_key AND id <> :exclude
   AND (status IN ('scheduled', 'running', 'cancel_requested', 'parked')
        OR (:waiting = 1 AND status = 'waiting')
        OR (status = 'dead' AND sequence_hold = 1))
+UNION ALL
+SELECT id FROM duetime_jobs_done INDEXED BY duetime_jobs_done_held
+WHERE tenant = :tenant AND sequence_key = :sequence_key AND id <> :exclude
+  AND status = 'dead' AND sequence_hold = 1
 LIMIT 1;
 
 -- name: sequence_next
@@ -1347,10 +1368,18 @@ SELECT DISTINCT tenant, sequence_key FROM duetime_jobs
 WHERE id IN (SELECT value FROM json_each(:ids)) AND sequence_key IS NOT NULL;
 
 -- name: sequence_ahead
-SELECT COUNT(*) AS ahead FROM duetime_jobs INDEXED BY duetime_jobs_sequence
-WHERE tenant = :tenant AND sequence_key = :sequence_key AND id < :id
-  AND (status IN ('scheduled', 'waiting', 'running', 'cancel_requested', 'parked')
-       OR (status = 'dead' AND sequence_hold = 1));
+-- Both tables (a job that ended may be in the history table, migration 25): of the
+-- jobs that ended, a dead one that holds its sequence is ahead.
+SELECT (
+    SELECT COUNT(*) FROM duetime_jobs INDEXED BY duetime_jobs_sequence
+    WHERE tenant = :tenant AND sequence_key = :sequence_key AND id < :id
+      AND (status IN ('scheduled', 'waiting', 'running', 'cancel_requested', 'parked')
+           OR (status = 'dead' AND sequence_hold = 1))
+) + (
+    SELECT COUNT(*) FROM duetime_jobs_done INDEXED BY duetime_jobs_done_held
+    WHERE tenant = :tenant AND sequence_key = :sequence_key AND id < :id
+      AND status = 'dead' AND sequence_hold = 1
+) AS ahead;
 
 -- name: clear_unique
 UPDATE duetime_jobs SET unique_key = NULL

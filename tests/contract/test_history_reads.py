@@ -2,8 +2,8 @@
 be in the history table once jobs move there. Nothing moves yet, so these tests move jobs by
 hand (tests/history.py) and read them back: a job, its attempts, its parents and children
 and its parents' results read as they did before the move, a schedule's latest run is found
-in either table, and a dead job that holds its sequence keeps holding it from the history
-table, on every dialect."""
+in either table, its tick history and the job counts read as before, and a dead job that
+holds its sequence keeps holding it from the history table, on every dialect."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from duetime.core.models import Job, JobFilter, Outcome
 from duetime.core.requests import TaskDefaults
 from duetime.core.retry import ErrorCategory
 from duetime.core.schedule_spec import build_spec
-from duetime.core.schedules import NewOccurrence, Origin, Plan
+from duetime.core.schedules import NewOccurrence, Origin, Plan, TickOutcome, TickRecord
 from duetime.core.states import Event, JobStatus
 from duetime.store.base import Store
 from history import move
@@ -138,3 +138,37 @@ def test_a_dead_job_in_history_holds_its_sequence(
     got = store.get_job(later.id)
     assert got is not None and got.sequence_ahead == 1
     assert store.claim(worker_id="w", queues=None, limit=10, now=clock.now()) == []
+
+
+def test_tick_history_and_job_counts_read_as_they_did(
+    store: Store, clock: ManualClock, kit: DialectKit, store_url: str
+) -> None:
+    spec = build_spec("ticking", "t", timezone="UTC", cron="0 * * * *")
+    schedule, _ = store.create_schedule(
+        "default", spec, anchor_at=clock.now(), next_fire_at=None, now=clock.now()
+    )
+    at = [clock.now() + timedelta(hours=h) for h in (1, 2)]
+    store.apply_schedule(
+        "default",
+        "ticking",
+        clock.now(),
+        lambda s, a: Plan(
+            new_jobs=[NewOccurrence(t, t, JobStatus.SCHEDULED, Origin.TICK) for t in at],
+            ticks=[TickRecord(t, TickOutcome.ENQUEUED) for t in at],
+        ),
+    )
+    clock.advance(3600)
+    occurrence, lease = claim_one(store, clock)
+    clock.advance(5)
+    assert store.finish(lease, Outcome(Event.SUCCEED), clock.now())
+    ended = [job_in(store, clock, status)[0].id for status in ENDED]
+    ticks = store.schedule_ticks(schedule.id, 10, None)
+    assert [t.job_status for t in ticks] == [JobStatus.SCHEDULED, JobStatus.SUCCEEDED]
+    assert ticks[1].started_at is not None
+    counts = sorted(store.job_counts(None), key=lambda c: (c.status, c.queue))
+
+    move(kit, store_url, [occurrence.id, *ended])
+
+    assert store.schedule_ticks(schedule.id, 10, None) == ticks
+    assert sorted(store.job_counts(None), key=lambda c: (c.status, c.queue)) == counts
+    assert store.job_counts("other") == []

@@ -531,13 +531,16 @@ ON DUPLICATE KEY UPDATE job_id = VALUES(job_id), detail = VALUES(detail),
 -- job's index) and the attempt running on its row (migration 22). Not through the view of
 -- every attempt (duetime_all_attempts): the correlated condition is not pushed into its
 -- UNION, and every attempt would be read.
-SELECT t.*, j.status AS job_status,
+-- The tick's job in either table (a job that ended may be in the history table, migration 25;
+-- no attempt is kept on its row here).
+SELECT t.*, COALESCE(j.status, d.status) AS job_status,
        (SELECT CASE WHEN r.started_at IS NULL OR MIN(a.started_at) < r.started_at
                     THEN MIN(a.started_at) ELSE r.started_at END
         FROM duetime_attempts a WHERE a.job_id = t.job_id) AS started_at
 FROM duetime_ticks t LEFT JOIN duetime_jobs j ON j.id = t.job_id
 LEFT JOIN duetime_jobs r ON r.id = j.id AND r.status IN ('running', 'cancel_requested')
     AND r.attempt_id IS NOT NULL
+LEFT JOIN duetime_jobs_done d ON d.id = t.job_id
 WHERE t.schedule_id = %(schedule_id)s
   AND (%(before_id)s IS NULL OR t.id < %(before_id)s)
 ORDER BY t.id DESC
@@ -633,8 +636,16 @@ DELETE FROM duetime_sessions WHERE secret_hash = %(secret_hash)s;
 DELETE FROM duetime_sessions WHERE expires_at <= %(now)s;
 
 -- name: job_counts
-SELECT status, queue, COUNT(*) AS n FROM duetime_jobs
-WHERE (%(tenant)s IS NULL OR tenant = %(tenant)s)
+-- Both tables (a job that ended may be in the history table, migration 25), each counted
+-- through its own index.
+SELECT status, queue, SUM(n) AS n FROM (
+    SELECT status, queue, COUNT(*) AS n FROM duetime_jobs
+    WHERE (%(tenant)s IS NULL OR tenant = %(tenant)s)
+    GROUP BY status, queue
+    UNION ALL
+    SELECT status, queue, COUNT(*) AS n FROM duetime_jobs_done
+    WHERE (%(tenant)s IS NULL OR tenant = %(tenant)s)
+    GROUP BY status, queue) AS c
 GROUP BY status, queue
 ORDER BY status, queue;
 

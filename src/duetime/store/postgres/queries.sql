@@ -718,9 +718,11 @@ DO UPDATE SET job_id = excluded.job_id, detail = excluded.detail,
     recorded_at = excluded.recorded_at;
 
 -- name: list_ticks
-SELECT t.*, j.status AS job_status,
+-- The tick's job in either table (a job that ended may be in the history table, migration 25).
+SELECT t.*, COALESCE(j.status, d.status) AS job_status,
        (SELECT MIN(a.started_at) FROM duetime_all_attempts a WHERE a.job_id = t.job_id) AS started_at
 FROM duetime_ticks t LEFT JOIN duetime_jobs j ON j.id = t.job_id
+LEFT JOIN duetime_jobs_done d ON d.id = t.job_id
 WHERE t.schedule_id = %(schedule_id)s
   AND (%(before_id)s::bigint IS NULL OR t.id < %(before_id)s::bigint)
 ORDER BY t.id DESC
@@ -815,8 +817,16 @@ DELETE FROM duetime_sessions WHERE secret_hash = %(secret_hash)s;
 DELETE FROM duetime_sessions WHERE expires_at <= %(now)s;
 
 -- name: job_counts
-SELECT status, queue, count(*) AS n FROM duetime_jobs
-WHERE (%(tenant)s::text IS NULL OR tenant = %(tenant)s::text)
+-- Both tables (a job that ended may be in the history table, migration 25), each counted
+-- through its own index.
+SELECT status, queue, SUM(n) AS n FROM (
+    SELECT status, queue, COUNT(*) AS n FROM duetime_jobs
+    WHERE (%(tenant)s::text IS NULL OR tenant = %(tenant)s::text)
+    GROUP BY status, queue
+    UNION ALL
+    SELECT status, queue, COUNT(*) AS n FROM duetime_jobs_done
+    WHERE (%(tenant)s::text IS NULL OR tenant = %(tenant)s::text)
+    GROUP BY status, queue) AS c
 GROUP BY status, queue
 ORDER BY status, queue;
 

@@ -516,16 +516,20 @@ DO UPDATE SET job_id = excluded.job_id, detail = excluded.detail,
 -- name: list_ticks
 -- started_at: the first start of the tick's job, of its ended attempts' rows (through their
 -- job's index) and the attempt on its row, running (migration 22) or a success kept there
--- (migration 24). Not through the view of
--- every attempt (duetime_all_attempts): the correlated condition is not pushed into its
--- UNION, and every attempt would be read.
-SELECT t.*, j.status AS job_status,
-       (SELECT CASE WHEN r.started_at IS NULL OR MIN(a.started_at) < r.started_at
-                    THEN MIN(a.started_at) ELSE r.started_at END
+-- (migration 24), in either table (a job that ended may be in the history table, migration
+-- 25). Not through the view of every attempt (duetime_all_attempts): the correlated condition
+-- is not pushed into its UNION, and every attempt would be read.
+SELECT t.*, COALESCE(j.status, d.status) AS job_status,
+       (SELECT CASE WHEN COALESCE(r.started_at, k.started_at) IS NULL
+                         OR MIN(a.started_at) < COALESCE(r.started_at, k.started_at)
+                    THEN MIN(a.started_at) ELSE COALESCE(r.started_at, k.started_at) END
         FROM duetime_attempts a WHERE a.job_id = t.job_id) AS started_at
 FROM duetime_ticks t LEFT JOIN duetime_jobs j ON j.id = t.job_id
 LEFT JOIN duetime_jobs r ON r.id = j.id
     AND r.status IN ('running', 'cancel_requested', 'succeeded') AND r.attempt_id IS NOT NULL
+LEFT JOIN duetime_jobs_done d ON d.id = t.job_id
+LEFT JOIN duetime_jobs_done k ON k.id = d.id AND k.status = 'succeeded'
+    AND k.attempt_id IS NOT NULL
 WHERE t.schedule_id = :schedule_id AND (:before_id IS NULL OR t.id < :before_id)
 ORDER BY t.id DESC
 LIMIT :limit;
@@ -618,8 +622,16 @@ DELETE FROM duetime_sessions WHERE secret_hash = :secret_hash;
 DELETE FROM duetime_sessions WHERE expires_at <= :now;
 
 -- name: job_counts
-SELECT status, queue, count(*) AS n FROM duetime_jobs
-WHERE (:tenant IS NULL OR tenant = :tenant)
+-- Both tables (a job that ended may be in the history table, migration 25), each counted
+-- through its own index.
+SELECT status, queue, SUM(n) AS n FROM (
+    SELECT status, queue, COUNT(*) AS n FROM duetime_jobs
+    WHERE (:tenant IS NULL OR tenant = :tenant)
+    GROUP BY status, queue
+    UNION ALL
+    SELECT status, queue, COUNT(*) AS n FROM duetime_jobs_done
+    WHERE (:tenant IS NULL OR tenant = :tenant)
+    GROUP BY status, queue) AS c
 GROUP BY status, queue
 ORDER BY status, queue;
 

@@ -10,6 +10,7 @@ a job that stays."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from contextlib import closing
 from datetime import timedelta
 from pathlib import Path
 
@@ -17,6 +18,7 @@ import pytest
 
 import schemas
 from duetime.core.clock import ManualClock
+from duetime.core.errors import StoreError
 from duetime.core.models import JobFilter, Outcome
 from duetime.core.outbox import Dispatch, Dispatched
 from duetime.core.retry import ErrorCategory
@@ -228,3 +230,32 @@ def test_a_schedules_unstarted_occurrences_leave_no_link_or_tick_behind(
     assert other_schedule != schedule_id
     kept = store.get_job(child.id)
     assert kept is not None  # the child of the deleted occurrence is still there
+
+
+def test_sqlite_refuses_to_migrate_a_table_whose_key_it_cannot_remove(
+    at_25: tuple[Store, str], kit: DialectKit
+) -> None:
+    """SQLite removes the keys by editing the tables' definitions (docs/stores.md): a table
+    whose definition reads otherwise than duetime wrote it (edited by hand) would keep its
+    key, whose cascade would delete what a job's move keeps. The migration fails then, and
+    changes nothing."""
+    store, url = at_25
+    if kit.name != "sqlite":
+        pytest.skip("PostgreSQL and MariaDB/MySQL drop each key by its name")
+    with closing(kit.connect(url)) as conn:
+        conn.execute("PRAGMA writable_schema = ON")
+        conn.execute(
+            "UPDATE sqlite_master SET sql = replace(sql, 'duetime_jobs (id) ON DELETE SET NULL', "
+            "'duetime_jobs(id) ON DELETE SET NULL') WHERE name = 'duetime_ticks'"
+        )
+        conn.commit()
+    with pytest.raises(StoreError, match="duetime_foreign_keys_to_jobs_removed"):
+        store.migrate()
+    assert store.schema_version() == 25
+    assert foreign_keys_to_jobs(kit, url) == [
+        "duetime_attempts",
+        "duetime_job_parents",
+        "duetime_job_parents",
+        "duetime_outbox",
+        "duetime_ticks",
+    ]

@@ -25,6 +25,22 @@ SET sql = replace(replace(sql, ' REFERENCES duetime_jobs (id) ON DELETE CASCADE'
 WHERE type = 'table'
   AND name IN ('duetime_attempts', 'duetime_outbox', 'duetime_job_parents', 'duetime_ticks');
 PRAGMA writable_schema = RESET;
+-- The keys are gone, or the migration fails and changes nothing: a table whose definition
+-- reads otherwise than duetime wrote it would keep its key, whose cascade would delete what a
+-- job's move keeps.
+CREATE TEMP TABLE duetime_migration_26 (
+    keys_left INTEGER CONSTRAINT duetime_foreign_keys_to_jobs_removed CHECK (keys_left = 0)
+);
+INSERT INTO temp.duetime_migration_26 (keys_left)
+SELECT COUNT(*) FROM (
+    SELECT 1 FROM pragma_foreign_key_list('duetime_attempts') WHERE "table" = 'duetime_jobs'
+    UNION ALL
+    SELECT 1 FROM pragma_foreign_key_list('duetime_outbox') WHERE "table" = 'duetime_jobs'
+    UNION ALL
+    SELECT 1 FROM pragma_foreign_key_list('duetime_job_parents') WHERE "table" = 'duetime_jobs'
+    UNION ALL
+    SELECT 1 FROM pragma_foreign_key_list('duetime_ticks') WHERE "table" = 'duetime_jobs');
+DROP TABLE temp.duetime_migration_26;
 DROP INDEX duetime_attempts_lease;
 
 -- Every attempt: the ended ones' rows, the running ones from their jobs, and the successes

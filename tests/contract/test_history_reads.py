@@ -38,6 +38,22 @@ def rows(store: Store, name: str, **params: Any) -> list[dict[str, Any]]:
         return [dict(r) for r in c.rows(name, **params)]
 
 
+def hourly(store: Store, clock: ManualClock, name: str, count: int) -> int:
+    """A schedule with `count` hourly occurrences from an hour from now, each with the tick
+    that made it; its id."""
+    spec = build_spec(name, "t", timezone="UTC", cron="0 * * * *")
+    schedule, _ = store.create_schedule(
+        "default", spec, anchor_at=clock.now(), next_fire_at=None, now=clock.now()
+    )
+    at = [clock.now() + timedelta(hours=h) for h in range(1, count + 1)]
+    plan = Plan(
+        new_jobs=[NewOccurrence(t, t, JobStatus.SCHEDULED, Origin.TICK) for t in at],
+        ticks=[TickRecord(t, TickOutcome.ENQUEUED) for t in at],
+    )
+    store.apply_schedule("default", name, clock.now(), lambda s, a: plan)
+    return schedule.id
+
+
 def test_a_job_that_moved_reads_as_it_did(
     store: Store, clock: ManualClock, kit: DialectKit, store_url: str
 ) -> None:
@@ -96,29 +112,23 @@ def test_parents_children_and_results_read_across_both_tables(
 def test_a_schedules_latest_run_is_found_in_either_table(
     store: Store, clock: ManualClock, kit: DialectKit, store_url: str
 ) -> None:
-    spec = build_spec("hourly", "t", timezone="UTC", cron="0 * * * *")
-    schedule, _ = store.create_schedule(
-        "default", spec, anchor_at=clock.now(), next_fire_at=None, now=clock.now()
-    )
-    ticks = [clock.now() + timedelta(hours=h) for h in (1, 2, 3)]
-    occurrences = [NewOccurrence(t, t, JobStatus.SCHEDULED, Origin.TICK) for t in ticks]
-    store.apply_schedule("default", "hourly", clock.now(), lambda s, a: Plan(new_jobs=occurrences))
-    jobs = sorted(store.list_jobs(JobFilter(schedule_id=schedule.id)), key=lambda j: j.due_at)
-    assert store.latest_run(schedule.id) is None  # none started
+    schedule_id = hourly(store, clock, "hourly", 3)
+    jobs = sorted(store.list_jobs(JobFilter(schedule_id=schedule_id)), key=lambda j: j.due_at)
+    assert store.latest_run(schedule_id) is None  # none started
     clock.advance(2 * 3600)
     for job in jobs[:2]:
         succeed(store, clock, job)
-    newest = store.latest_run(schedule.id)
+    newest = store.latest_run(schedule_id)
     assert newest is not None and newest.id == jobs[1].id
     move(kit, store_url, [jobs[1].id])  # the newest run is in history, the older one hot
-    moved = store.latest_run(schedule.id)
+    moved = store.latest_run(schedule_id)
     assert moved == newest
     move(kit, store_url, [jobs[0].id])
-    assert store.latest_run(schedule.id) == newest
+    assert store.latest_run(schedule_id) == newest
     clock.advance(3600)
     claimed, _lease = claim_one(store, clock)  # the third starts: it is the latest, hot
     assert claimed.id == jobs[2].id
-    latest = store.latest_run(schedule.id)
+    latest = store.latest_run(schedule_id)
     assert latest is not None and latest.id == jobs[2].id
 
 
@@ -143,32 +153,19 @@ def test_a_dead_job_in_history_holds_its_sequence(
 def test_tick_history_and_job_counts_read_as_they_did(
     store: Store, clock: ManualClock, kit: DialectKit, store_url: str
 ) -> None:
-    spec = build_spec("ticking", "t", timezone="UTC", cron="0 * * * *")
-    schedule, _ = store.create_schedule(
-        "default", spec, anchor_at=clock.now(), next_fire_at=None, now=clock.now()
-    )
-    at = [clock.now() + timedelta(hours=h) for h in (1, 2)]
-    store.apply_schedule(
-        "default",
-        "ticking",
-        clock.now(),
-        lambda s, a: Plan(
-            new_jobs=[NewOccurrence(t, t, JobStatus.SCHEDULED, Origin.TICK) for t in at],
-            ticks=[TickRecord(t, TickOutcome.ENQUEUED) for t in at],
-        ),
-    )
+    schedule_id = hourly(store, clock, "ticking", 2)
     clock.advance(3600)
     occurrence, lease = claim_one(store, clock)
     clock.advance(5)
     assert store.finish(lease, Outcome(Event.SUCCEED), clock.now())
     ended = [job_in(store, clock, status)[0].id for status in ENDED]
-    ticks = store.schedule_ticks(schedule.id, 10, None)
+    ticks = store.schedule_ticks(schedule_id, 10, None)
     assert [t.job_status for t in ticks] == [JobStatus.SCHEDULED, JobStatus.SUCCEEDED]
     assert ticks[1].started_at is not None
     counts = sorted(store.job_counts(None), key=lambda c: (c.status, c.queue))
 
     move(kit, store_url, [occurrence.id, *ended])
 
-    assert store.schedule_ticks(schedule.id, 10, None) == ticks
+    assert store.schedule_ticks(schedule_id, 10, None) == ticks
     assert sorted(store.job_counts(None), key=lambda c: (c.status, c.queue)) == counts
     assert store.job_counts("other") == []

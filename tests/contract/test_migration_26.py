@@ -196,6 +196,41 @@ def test_pruning_deletes_a_jobs_dependents_and_detaches_its_ticks(
     assert ticks == [(1,)]  # the pruned occurrence's tick stays, detached
 
 
+def test_pruning_deletes_a_link_whichever_side_of_it_goes(
+    store: Store, clock: ManualClock, kit: DialectKit, store_url: str
+) -> None:
+    """A link goes when its child is pruned and its parent stays, and when its parent is
+    pruned and its child stays (in the test above both go at once, which either side's
+    deletion alone would cover)."""
+    give_up = Outcome(Event.GIVE_UP, error_category=ErrorCategory.PERMANENT)
+    dead_parent = enqueue(store, clock)
+    cancelled_child = enqueue(store, clock, depends_on=[dead_parent.id])
+    _, lease = claim_one(store, clock)
+    assert lease.job_id == dead_parent.id and store.finish(lease, give_up, clock.now())
+    done_parent = enqueue(store, clock)
+    dead_child = enqueue(store, clock, depends_on=[done_parent.id])
+    _, lease = claim_one(store, clock)
+    assert store.finish(lease, Outcome(Event.SUCCEED), clock.now())
+    _, lease = claim_one(store, clock)
+    assert lease.job_id == dead_child.id and store.finish(lease, give_up, clock.now())
+    statuses = {j: store.get_job(j) for j in (cancelled_child.id, done_parent.id)}
+    assert [j.status for j in statuses.values() if j] == [JobStatus.CANCELLED, JobStatus.SUCCEEDED]
+    links = "SELECT child_id, parent_id FROM duetime_job_parents ORDER BY child_id"
+    assert kit.execute(store_url, links) == [
+        (cancelled_child.id, dead_parent.id),
+        (dead_child.id, done_parent.id),
+    ]
+    clock.advance(60)
+
+    assert store.prune(clock.now(), 100) == 2
+
+    assert kit.execute(store_url, links) == []
+    for stays in (dead_parent.id, dead_child.id):
+        job = store.get_job(stays)
+        assert job is not None and job.status is JobStatus.DEAD
+    assert orphans(kit, store_url) == {}
+
+
 def test_a_schedules_unstarted_occurrences_leave_no_link_or_tick_behind(
     store: Store, clock: ManualClock, kit: DialectKit, store_url: str
 ) -> None:

@@ -673,14 +673,20 @@ ORDER BY nominal_at;
 
 -- name: delete_unstarted
 -- No foreign key does it (migration 26): the jobs' dependency links go with them and their
--- ticks are detached in the same statement. A job never claimed (generation 0) has no
--- attempt and no outbox event. The rows are locked once (a MATERIALIZED CTE runs once).
+-- ticks are detached. A job never claimed (generation 0) has no attempt and no outbox event,
+-- and an occurrence has no parents: its links are those of its children.
+-- The rows are locked first, by a statement of their own: the second statement's snapshot
+-- then holds every link made to them by a transaction the lock waited for (an enqueue with a
+-- parent among them), which one statement's snapshot, taken before it waited, would miss.
+SELECT id FROM duetime_jobs
+WHERE schedule_id = %(schedule_id)s AND status IN ('scheduled', 'waiting') AND generation = 0
+  AND origin = 'tick'
+FOR UPDATE;
 WITH gone AS MATERIALIZED (
     SELECT id FROM duetime_jobs
     WHERE schedule_id = %(schedule_id)s AND status IN ('scheduled', 'waiting')
       AND generation = 0 AND origin = 'tick'
     FOR UPDATE),
-child_links AS (DELETE FROM duetime_job_parents WHERE child_id IN (SELECT id FROM gone)),
 parent_links AS (DELETE FROM duetime_job_parents WHERE parent_id IN (SELECT id FROM gone)),
 ticks AS (UPDATE duetime_ticks SET job_id = NULL WHERE job_id IN (SELECT id FROM gone))
 DELETE FROM duetime_jobs WHERE id IN (SELECT id FROM gone);
@@ -817,8 +823,9 @@ DELETE FROM duetime_sessions WHERE secret_hash = %(secret_hash)s;
 DELETE FROM duetime_sessions WHERE expires_at <= %(now)s;
 
 -- name: job_counts
--- Both tables (a job that ended may be in the history table, migration 25), each counted
--- through its own index.
+-- Both tables (a job that ended may be in the history table, migration 25). The jobs table's
+-- counts read its status index; the history table has no index for them yet, and its part
+-- reads the table (it is empty until jobs move: docs/history-plan.md, step 3).
 SELECT status, queue, SUM(n) AS n FROM (
     SELECT status, queue, COUNT(*) AS n FROM duetime_jobs
     WHERE (%(tenant)s::text IS NULL OR tenant = %(tenant)s::text)
@@ -880,6 +887,9 @@ LIMIT %(limit)s;
 -- does it (migration 26): their attempts, dependency links and outbox events go with them
 -- and their ticks are detached, in the same statement (a link whose child and parent both go
 -- is deleted once; each link's part reads its own index, where one OR would scan them all).
+-- A link made to a candidate by an enqueue that commits between this statement's start and
+-- its lock on that candidate (the candidate ended before the retention) is not in the
+-- statement's snapshot and stays; it names its child, and goes when the child is pruned.
 WITH gone AS MATERIALIZED (
     SELECT id FROM duetime_jobs
     WHERE status IN ('succeeded', 'cancelled', 'expired') AND updated_at < %(before)s

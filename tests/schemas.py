@@ -16,8 +16,9 @@ from duetime.store.driver import load_migrations
 
 # the later migrations that change what an earlier one made, and so cannot run ahead of it:
 # migration 24 replaces migration 22's view of every attempt (over 22's columns), and
-# migration 25 replaces 24's (which, run after it, would drop 25's part of the view)
-BUILDS_ON = {24: {22}, 25: {22, 24}}
+# migration 26 replaces 24's (which, run after it, would drop 26's part of the view, over
+# 25's table) and drops the foreign keys of migration 20's links
+BUILDS_ON = {24: {22}, 26: {20, 22, 24, 25}}
 
 
 def before(store: Store, version: int) -> list[Any]:
@@ -50,7 +51,7 @@ def attempt_guard(
 ) -> tuple[list[str], list[str]]:
     """Migration 22's statements that a test probing an earlier schema lifts and puts back:
     (lift, restore). The view of every attempt (duetime_all_attempts, as the newest migration
-    that defines it has it: 25) names columns such a test drops, and the refusal of 'running'
+    that defines it has it: 26) names columns such a test drops, and the refusal of 'running'
     attempt rows keeps it from writing one as an earlier version stored it."""
     dialect = store.driver.dialect  # type: ignore[attr-defined]
     driver = store.driver  # type: ignore[attr-defined]
@@ -88,3 +89,13 @@ def run_all(store: Store, statements: list[str]) -> None:
         for statement in statements:
             end = ";" if driver.dialect == "sqlite" else ""  # a complete statement, for SQLite
             driver.run_script(c.native, statement + end)
+
+
+def run_unrecorded(store: Store, version: int) -> None:
+    """Run one migration's script without recording it (the next `migrate` runs it again:
+    undo what it made first)."""
+    driver = store.driver  # type: ignore[attr-defined]
+    [migration] = [m for m in driver.migrations if m.version == version]
+    with driver.transaction() as c, driver.translated():
+        c.run("schema_version")  # as migrate does first (SQLite re-reads the schema)
+        driver.run_script(c.native, migration.script)

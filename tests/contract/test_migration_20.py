@@ -37,12 +37,19 @@ def test_jobs_survive_migration_20_and_dependencies_work(
     store, url = before_20
     # this version's enqueue, claim and cancel request write what version 19's wrote; the jobs
     # that ended are ended by hand (this version's finish reads the new columns). The claim
-    # returns the two columns of the jobs' table that migration 20 adds (store/rows.py
-    # CLAIMED_COLUMNS) and writes neither: they are lent to the table while it claims, and
-    # dropped again before the migration
-    lent = ("on_parent_failure", "cancel_reason")
-    for column in lent:
-        kit.execute(url, f"ALTER TABLE duetime_jobs ADD COLUMN {column} TEXT")
+    # returns two of the columns of the jobs' table that migration 20 adds (store/rows.py
+    # CLAIMED_COLUMNS), and a read of a job names all five (the part job_columns, which reads
+    # the history table alike): none is written, they are lent to the table while this
+    # version writes and reads its jobs, and dropped again before the migration
+    lent = {
+        "has_children": "INTEGER",
+        "on_parent_failure": "TEXT",
+        "parents_left": "INTEGER",
+        "release_delay": "REAL",
+        "cancel_reason": "TEXT",
+    }
+    for column, kind in lent.items():
+        kit.execute(url, f"ALTER TABLE duetime_jobs ADD COLUMN {column} {kind}")
     jobs = {s: job_in(store, clock, s) for s in (JobStatus.WAITING, JobStatus.CANCEL_REQUESTED)}
     jobs[JobStatus.RUNNING] = job_in(store, clock, JobStatus.RUNNING)
     running, lease = jobs[JobStatus.RUNNING]
@@ -72,12 +79,12 @@ def test_jobs_survive_migration_20_and_dependencies_work(
             (job.id,),
         )
         jobs[status] = (job, held)
-    for column in lent:
-        kit.execute(url, f"ALTER TABLE duetime_jobs DROP COLUMN {column}")
     for status in (JobStatus.CANCELLED, JobStatus.EXPIRED, JobStatus.SCHEDULED):
         job = enqueue(store, clock)
         kit.execute(url, "UPDATE duetime_jobs SET status = ? WHERE id = ?", (str(status), job.id))
         jobs[status] = (job, None)
+    for column in lent:
+        kit.execute(url, f"ALTER TABLE duetime_jobs DROP COLUMN {column}")
     assert set(jobs) == set(JobStatus) - {JobStatus.BLOCKED}
     # read as a listing (get_job reads the new table too)
     listed = JobFilter(with_attempts=True, limit=100)
@@ -87,7 +94,7 @@ def test_jobs_survive_migration_20_and_dependencies_work(
     attempts = kit.execute(url, "SELECT COUNT(*) FROM duetime_all_attempts")[0][0]
     assert attempts >= 4
 
-    assert store.migrate() == [20]
+    assert store.migrate() == [20, 26]  # 26 builds on 20's links (tests/schemas.py)
 
     after = store.list_jobs(listed)
     assert after == before

@@ -1311,3 +1311,74 @@ def test_attempt_history_reads_reach_the_attempts_through_an_index(
     else:
         found = mysql_tables(json.loads(plan))
         assert found and all(access != "ALL" for _, access, _ in found), found
+
+
+DEPENDENTS = ("duetime_jobs", "duetime_attempts", "duetime_job_parents")
+ANALYZE_LINKS = {
+    "postgres": "ANALYZE duetime_job_parents",
+    "mysql": "ANALYZE TABLE duetime_job_parents",
+}
+
+
+@pytest.mark.parametrize(
+    ("name", "params"),
+    [("prune", {"before": NOW, "limit": 1000}), ("delete_unstarted", {"schedule_id": 1})],
+    ids=["prune", "delete_unstarted"],
+)
+def test_deleting_jobs_reaches_their_dependents_through_indexes(
+    kit: DialectKit, backlog: Store, name: str, params: dict[str, Any]
+) -> None:
+    """Since migration 26 no foreign key cascades a job's deletion: the pruner's statement
+    and the deletion of a schedule's unstarted occurrences delete the jobs' attempts and
+    dependency links themselves (and their outbox events, and detach their ticks). Each of
+    those reads goes through an index of its table, whatever the backlog (BACKLOG finished
+    jobs with their attempts, one link per finished job): never a read of a whole table. (The
+    outbox and ticks tables are empty here, where a plan of them says nothing.)"""
+    driver = backlog.driver  # type: ignore[attr-defined]
+    with driver.transaction() as c:
+        driver.execute(
+            c.native,
+            "INSERT INTO duetime_job_parents (child_id, parent_id) "
+            "SELECT id, id - 1 FROM duetime_jobs WHERE status = 'succeeded'",
+            {},
+        )
+    if kit.name in ANALYZE_LINKS:
+        with driver.transaction() as c:
+            driver.execute(c.native, ANALYZE_LINKS[kit.name], {})
+    plans = []
+    with driver.transaction() as c:
+        for statement in driver.statements(name):
+            if statement.startswith(("CREATE", "INSERT")):  # a temporary table's candidates
+                driver.execute(c.native, statement, driver.encode(params))
+            else:
+                plans.append(plan_of(backlog, statement, params, within=c))
+    seen = set()
+    for plan in plans:
+        if kit.name == "postgres":
+            found = table_scans(json.loads(plan)[0]["Plan"], DEPENDENTS)
+            assert all(how != "Seq Scan" for _, how in found), found
+            seen |= {table for table, _ in found}
+        elif kit.name == "sqlite":
+            for table in DEPENDENTS:
+                assert f"SCAN {table}\n" not in plan + "\n", plan
+                seen |= {table} if f"SEARCH {table} " in plan else set()
+        else:
+            aliases = {"j": "duetime_jobs", "a": "duetime_attempts", "l": "duetime_job_parents"}
+            found = mysql_tables(json.loads(plan), (*DEPENDENTS, *aliases))
+            assert all(access != "ALL" for _, access, _ in found), found
+            seen |= {aliases.get(alias, alias) for alias, _, _ in found}
+    # the reads this test is about were planned (the attempts: only the pruner's)
+    assert seen >= {"duetime_jobs", "duetime_job_parents"} | (
+        {"duetime_attempts"} if name == "prune" else set()
+    ), seen
+
+
+def table_scans(node: dict[str, Any], tables: tuple[str, ...]) -> list[tuple[str, str]]:
+    """PostgreSQL: (relation, index name or node type) of every scan of `tables` under
+    `node`."""
+    found = []
+    if node.get("Relation Name") in tables:
+        found.append((node["Relation Name"], node.get("Index Name") or node["Node Type"]))
+    for child in node.get("Plans", []):
+        found += table_scans(child, tables)
+    return found

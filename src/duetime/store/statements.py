@@ -117,7 +117,8 @@ STATEMENTS: dict[str, str] = {
     "next_due": "returns due_at: the instants at which scheduled jobs of `queues` (of any "
     "queue when all_queues) fall due after now and up to `until`, earliest first, up to limit",
     "prune": "changes: deletes up to `limit` succeeded, cancelled or expired jobs last updated "
-    "before `before`, oldest first (their attempts with them)",
+    "before `before`, oldest first, with their attempts, dependency links and outbox events; "
+    "their ticks keep no job id",
     # -- schedules
     "insert_schedule": "changes: inserts a schedule unless (tenant, name) exists",
     "select_schedule": "returns the schedule (tenant, name)",
@@ -133,7 +134,8 @@ STATEMENTS: dict[str, str] = {
     "by `moves`",
     "active_occurrences": "returns id, nominal_at, status, generation, origin of the schedule's "
     "scheduled, waiting, running and cancel_requested jobs",
-    "delete_unstarted": "deletes the schedule's tick occurrences that never started",
+    "delete_unstarted": "deletes the schedule's tick occurrences that never started, with "
+    "their dependency links; their ticks keep no job id",
     "release_waiting": "changes: per schedule with no active occurrence, its oldest waiting "
     "one by `moves`, due now; up to `limit`",
     "insert_tick": "records a tick's outcome (or replaces the same tick, outcome and origin)",

@@ -104,7 +104,14 @@ FROM JSON_TABLE(%(rows)s, '$[*]' COLUMNS (
         business_key TEXT PATH '$[3]')) AS r;
 
 -- name: jobs_by_ids
-SELECT * FROM duetime_jobs WHERE id IN %(ids)s;
+-- Both tables (a job that ended may be in the history table, migration 25).
+SELECT
+@job_columns
+FROM duetime_jobs WHERE id IN %(ids)s
+UNION ALL
+SELECT
+@job_columns
+FROM duetime_jobs_done WHERE id IN %(ids)s;
 
 -- name: jobs_by_keys
 -- a locking read: it sees the newest committed rows even inside an application's REPEATABLE
@@ -114,8 +121,14 @@ WHERE tenant IN %(tenants)s AND idempotency_key IN %(keys)s
 LOCK IN SHARE MODE;
 
 -- name: select_job
-SELECT * FROM duetime_jobs
-WHERE id = %(id)s AND (%(tenant)s IS NULL OR tenant = %(tenant)s);
+-- Both tables (a job that ended may be in the history table, migration 25).
+SELECT
+@job_columns
+FROM duetime_jobs WHERE id = %(id)s AND (%(tenant)s IS NULL OR tenant = %(tenant)s)
+UNION ALL
+SELECT
+@job_columns
+FROM duetime_jobs_done WHERE id = %(id)s AND (%(tenant)s IS NULL OR tenant = %(tenant)s);
 
 -- name: select_attempts
 -- every attempt, the running one from its job's row (migration 22: duetime_all_attempts)
@@ -143,8 +156,10 @@ ORDER BY id DESC
 LIMIT %(limit)s;
 
 -- name: occurrence_id
-SELECT id FROM duetime_jobs
-WHERE schedule_id = %(schedule_id)s AND nominal_at = %(nominal_at)s;
+-- Both tables (a job that ended may be in the history table, migration 25).
+SELECT id FROM duetime_jobs WHERE schedule_id = %(schedule_id)s AND nominal_at = %(nominal_at)s
+UNION ALL
+SELECT id FROM duetime_jobs_done WHERE schedule_id = %(schedule_id)s AND nominal_at = %(nominal_at)s;
 
 -- name: claim
 -- The picked ids (FOR UPDATE SKIP LOCKED) go to a temporary table of this connection, then the
@@ -466,9 +481,29 @@ WHERE schedule_id = %(schedule_id)s
 ORDER BY nominal_at;
 
 -- name: delete_unstarted
-DELETE FROM duetime_jobs
+-- The jobs are picked into a temporary table, locked through it, and those that no longer
+-- qualify are forgotten (as prune does), so that the statements after it (READ COMMITTED:
+-- each reads the newest rows) act on the locked ones. No foreign key does it (migration 26):
+-- their dependency links go with them and their ticks are detached; each table is joined to
+-- the picked jobs (a DELETE ... WHERE ... IN (subquery) would read the whole table). A job
+-- never claimed (generation 0) has no attempt and no outbox event, and an occurrence has no
+-- parents: its links are those of its children.
+CREATE TEMPORARY TABLE IF NOT EXISTS duetime_prune (id BIGINT NOT NULL PRIMARY KEY);
+DELETE FROM duetime_prune;
+INSERT INTO duetime_prune (id)
+SELECT id FROM duetime_jobs
 WHERE schedule_id = %(schedule_id)s AND status IN ('scheduled', 'waiting') AND generation = 0
   AND origin = 'tick';
+SELECT j.id FROM duetime_jobs j JOIN duetime_prune p ON p.id = j.id
+WHERE j.status IN ('scheduled', 'waiting') AND j.generation = 0 AND j.origin = 'tick'
+FOR UPDATE;
+DELETE p FROM duetime_prune p
+LEFT JOIN duetime_jobs j ON j.id = p.id
+    AND j.status IN ('scheduled', 'waiting') AND j.generation = 0 AND j.origin = 'tick'
+WHERE j.id IS NULL;
+DELETE l FROM duetime_job_parents l JOIN duetime_prune p ON l.parent_id = p.id;
+UPDATE duetime_ticks t JOIN duetime_prune p ON t.job_id = p.id SET t.job_id = NULL;
+DELETE j FROM duetime_jobs j JOIN duetime_prune p ON p.id = j.id;
 
 -- name: release_waiting
 -- The candidates are read into a derived table first (MySQL cannot update a table that a
@@ -500,21 +535,36 @@ ON DUPLICATE KEY UPDATE job_id = VALUES(job_id), detail = VALUES(detail),
 -- job's index) and the attempt running on its row (migration 22). Not through the view of
 -- every attempt (duetime_all_attempts): the correlated condition is not pushed into its
 -- UNION, and every attempt would be read.
-SELECT t.*, j.status AS job_status,
+-- The tick's job in either table (a job that ended may be in the history table, migration 25;
+-- no attempt is kept on its row here).
+SELECT t.*, COALESCE(j.status, d.status) AS job_status,
        (SELECT CASE WHEN r.started_at IS NULL OR MIN(a.started_at) < r.started_at
                     THEN MIN(a.started_at) ELSE r.started_at END
         FROM duetime_attempts a WHERE a.job_id = t.job_id) AS started_at
 FROM duetime_ticks t LEFT JOIN duetime_jobs j ON j.id = t.job_id
 LEFT JOIN duetime_jobs r ON r.id = j.id AND r.status IN ('running', 'cancel_requested')
     AND r.attempt_id IS NOT NULL
+LEFT JOIN duetime_jobs_done d ON d.id = t.job_id
 WHERE t.schedule_id = %(schedule_id)s
   AND (%(before_id)s IS NULL OR t.id < %(before_id)s)
 ORDER BY t.id DESC
 LIMIT %(limit)s;
 
 -- name: latest_run
-SELECT id FROM duetime_jobs
-WHERE schedule_id = %(schedule_id)s AND generation > 0
+-- Both tables (a job that ended may be in the history table, migration 25); each part
+-- stops at its newest started occurrence.
+SELECT id FROM (
+    SELECT * FROM (
+        SELECT id, nominal_at FROM duetime_jobs
+        WHERE schedule_id = %(schedule_id)s AND generation > 0
+        ORDER BY nominal_at DESC
+        LIMIT 1) AS hot
+    UNION ALL
+    SELECT * FROM (
+        SELECT id, nominal_at FROM duetime_jobs_done
+        WHERE schedule_id = %(schedule_id)s AND generation > 0
+        ORDER BY nominal_at DESC
+        LIMIT 1) AS done) AS r
 ORDER BY nominal_at DESC
 LIMIT 1;
 
@@ -590,8 +640,17 @@ DELETE FROM duetime_sessions WHERE secret_hash = %(secret_hash)s;
 DELETE FROM duetime_sessions WHERE expires_at <= %(now)s;
 
 -- name: job_counts
-SELECT status, queue, COUNT(*) AS n FROM duetime_jobs
-WHERE (%(tenant)s IS NULL OR tenant = %(tenant)s)
+-- Both tables (a job that ended may be in the history table, migration 25). The jobs table's
+-- counts read its status index; the history table has no index for them yet, and its part
+-- reads the table (it is empty until jobs move: docs/history-plan.md, step 3).
+SELECT status, queue, SUM(n) AS n FROM (
+    SELECT status, queue, COUNT(*) AS n FROM duetime_jobs
+    WHERE (%(tenant)s IS NULL OR tenant = %(tenant)s)
+    GROUP BY status, queue
+    UNION ALL
+    SELECT status, queue, COUNT(*) AS n FROM duetime_jobs_done
+    WHERE (%(tenant)s IS NULL OR tenant = %(tenant)s)
+    GROUP BY status, queue) AS c
 GROUP BY status, queue
 ORDER BY status, queue;
 
@@ -628,6 +687,23 @@ SELECT id FROM duetime_jobs
 WHERE status IN ('succeeded', 'cancelled', 'expired') AND updated_at < %(before)s
 ORDER BY updated_at
 LIMIT %(limit)s;
+-- Then the candidates that still qualify are locked and the others forgotten, so that the
+-- statements after these (READ COMMITTED: each reads the newest rows) act on the same jobs.
+-- No foreign key does it (migration 26): their attempts, dependency links and outbox events
+-- go with them and their ticks are detached (each table joined to the candidates: a
+-- DELETE ... WHERE ... IN (subquery) would read the whole table).
+SELECT j.id FROM duetime_jobs j JOIN duetime_prune p ON p.id = j.id
+WHERE j.status IN ('succeeded', 'cancelled', 'expired') AND j.updated_at < %(before)s
+FOR UPDATE;
+DELETE p FROM duetime_prune p
+LEFT JOIN duetime_jobs j ON j.id = p.id
+    AND j.status IN ('succeeded', 'cancelled', 'expired') AND j.updated_at < %(before)s
+WHERE j.id IS NULL;
+DELETE a FROM duetime_attempts a JOIN duetime_prune p ON a.job_id = p.id;
+DELETE l FROM duetime_job_parents l JOIN duetime_prune p ON l.child_id = p.id;
+DELETE l FROM duetime_job_parents l JOIN duetime_prune p ON l.parent_id = p.id;
+DELETE o FROM duetime_outbox o JOIN duetime_prune p ON o.job_id = p.id;
+UPDATE duetime_ticks t JOIN duetime_prune p ON t.job_id = p.id SET t.job_id = NULL;
 DELETE j FROM duetime_jobs j JOIN duetime_prune p ON p.id = j.id
 WHERE j.status IN ('succeeded', 'cancelled', 'expired') AND j.updated_at < %(before)s;
 
@@ -1214,20 +1290,50 @@ SET j.cancel_reason = v.reason, j.version = j.version + 1, j.updated_at = %(now)
 WHERE JSON_EXTRACT(%(moves)s, CONCAT('$.', j.status)) IS NOT NULL;
 
 -- name: job_parents
-SELECT j.id, j.status FROM duetime_job_parents l JOIN duetime_jobs j ON j.id = l.parent_id
-WHERE l.child_id = %(id)s
-ORDER BY j.id
+-- Both tables (a job that ended may be in the history table, migration 25); each part stops
+-- at the limit, in id order.
+SELECT id, status FROM (
+    SELECT * FROM (
+        SELECT j.id, j.status FROM duetime_job_parents l JOIN duetime_jobs j ON j.id = l.parent_id
+        WHERE l.child_id = %(id)s
+        ORDER BY j.id
+        LIMIT %(limit)s) AS hot
+    UNION ALL
+    SELECT * FROM (
+        SELECT d.id, d.status FROM duetime_job_parents l
+        JOIN duetime_jobs_done d ON d.id = l.parent_id
+        WHERE l.child_id = %(id)s
+        ORDER BY d.id
+        LIMIT %(limit)s) AS done) AS r
+ORDER BY id
 LIMIT %(limit)s;
 
 -- name: parent_results
+-- Both tables (a job that ended may be in the history table, migration 25).
 SELECT j.id, j.result FROM duetime_job_parents l JOIN duetime_jobs j ON j.id = l.parent_id
 WHERE l.child_id = %(id)s AND j.status = 'succeeded'
-ORDER BY j.id;
+UNION ALL
+SELECT d.id, d.result FROM duetime_job_parents l JOIN duetime_jobs_done d ON d.id = l.parent_id
+WHERE l.child_id = %(id)s AND d.status = 'succeeded'
+ORDER BY id;
 
 -- name: job_children
-SELECT j.id, j.status FROM duetime_job_parents l JOIN duetime_jobs j ON j.id = l.child_id
-WHERE l.parent_id = %(id)s
-ORDER BY j.id
+-- Both tables (a job that ended may be in the history table, migration 25); each part stops
+-- at the limit, in id order.
+SELECT id, status FROM (
+    SELECT * FROM (
+        SELECT j.id, j.status FROM duetime_job_parents l JOIN duetime_jobs j ON j.id = l.child_id
+        WHERE l.parent_id = %(id)s
+        ORDER BY j.id
+        LIMIT %(limit)s) AS hot
+    UNION ALL
+    SELECT * FROM (
+        SELECT d.id, d.status FROM duetime_job_parents l
+        JOIN duetime_jobs_done d ON d.id = l.child_id
+        WHERE l.parent_id = %(id)s
+        ORDER BY d.id
+        LIMIT %(limit)s) AS done) AS r
+ORDER BY id
 LIMIT %(limit)s;
 
 -- name: unstarted_parents
@@ -1248,11 +1354,17 @@ DELETE FROM duetime_sequences
 WHERE tenant = %(tenant)s AND sequence_key = %(sequence_key)s;
 
 -- name: sequence_busy
+-- Both tables (a job that ended may be in the history table, migration 25): of the
+-- jobs that ended, a dead one that holds its sequence keeps it busy.
 SELECT id FROM duetime_jobs
 WHERE sequence_key = %(sequence_key)s AND tenant = %(tenant)s AND id <> %(exclude)s
   AND (status IN ('scheduled', 'running', 'cancel_requested', 'parked')
        OR (%(waiting)s AND status = 'waiting')
        OR (status = 'dead' AND sequence_hold = 1))
+UNION ALL
+SELECT id FROM duetime_jobs_done
+WHERE sequence_key = %(sequence_key)s AND tenant = %(tenant)s AND id <> %(exclude)s
+  AND status = 'dead' AND sequence_hold = 1
 LIMIT 1;
 
 -- name: sequence_next
@@ -1278,10 +1390,18 @@ SELECT DISTINCT tenant, sequence_key FROM duetime_jobs
 WHERE id IN %(ids)s AND sequence_key IS NOT NULL;
 
 -- name: sequence_ahead
-SELECT COUNT(*) AS ahead FROM duetime_jobs
-WHERE sequence_key = %(sequence_key)s AND tenant = %(tenant)s AND id < %(id)s
-  AND (status IN ('scheduled', 'waiting', 'running', 'cancel_requested', 'parked')
-       OR (status = 'dead' AND sequence_hold = 1));
+-- Both tables (a job that ended may be in the history table, migration 25): of the
+-- jobs that ended, a dead one that holds its sequence is ahead.
+SELECT (
+    SELECT COUNT(*) FROM duetime_jobs
+    WHERE sequence_key = %(sequence_key)s AND tenant = %(tenant)s AND id < %(id)s
+      AND (status IN ('scheduled', 'waiting', 'running', 'cancel_requested', 'parked')
+           OR (status = 'dead' AND sequence_hold = 1))
+) + (
+    SELECT COUNT(*) FROM duetime_jobs_done
+    WHERE sequence_key = %(sequence_key)s AND tenant = %(tenant)s AND id < %(id)s
+      AND status = 'dead' AND sequence_hold = 1
+) AS ahead;
 
 -- name: clear_unique
 UPDATE duetime_jobs SET unique_key = NULL

@@ -126,15 +126,28 @@ SELECT (r ->> 0)::bigint, %(tenant)s::text, %(queue)s::text, %(task)s::text, r -
 FROM jsonb_array_elements(%(rows)s::jsonb) AS r;
 
 -- name: jobs_by_ids
-SELECT * FROM duetime_jobs WHERE id = ANY (%(ids)s::bigint[]);
+-- Both tables (a job that ended may be in the history table, migration 25).
+SELECT
+@job_columns
+FROM duetime_jobs WHERE id = ANY (%(ids)s::bigint[])
+UNION ALL
+SELECT
+@job_columns
+FROM duetime_jobs_done WHERE id = ANY (%(ids)s::bigint[]);
 
 -- name: jobs_by_keys
 SELECT * FROM duetime_jobs
 WHERE tenant = ANY (%(tenants)s::text[]) AND idempotency_key = ANY (%(keys)s::text[]);
 
 -- name: select_job
-SELECT * FROM duetime_jobs
-WHERE id = %(id)s AND (%(tenant)s::text IS NULL OR tenant = %(tenant)s::text);
+-- Both tables (a job that ended may be in the history table, migration 25).
+SELECT
+@job_columns
+FROM duetime_jobs WHERE id = %(id)s AND (%(tenant)s::text IS NULL OR tenant = %(tenant)s::text)
+UNION ALL
+SELECT
+@job_columns
+FROM duetime_jobs_done WHERE id = %(id)s AND (%(tenant)s::text IS NULL OR tenant = %(tenant)s::text);
 
 -- name: select_attempts
 -- every attempt, the running one from its job's row (migration 22: duetime_all_attempts)
@@ -161,8 +174,10 @@ ORDER BY id DESC
 LIMIT %(limit)s;
 
 -- name: occurrence_id
-SELECT id FROM duetime_jobs
-WHERE schedule_id = %(schedule_id)s AND nominal_at = %(nominal_at)s::timestamptz;
+-- Both tables (a job that ended may be in the history table, migration 25).
+SELECT id FROM duetime_jobs WHERE schedule_id = %(schedule_id)s AND nominal_at = %(nominal_at)s::timestamptz
+UNION ALL
+SELECT id FROM duetime_jobs_done WHERE schedule_id = %(schedule_id)s AND nominal_at = %(nominal_at)s::timestamptz;
 
 -- name: claim
 -- One statement: pick the due jobs (FOR UPDATE SKIP LOCKED: concurrent claimers skip each
@@ -657,9 +672,24 @@ WHERE schedule_id = %(schedule_id)s
 ORDER BY nominal_at;
 
 -- name: delete_unstarted
-DELETE FROM duetime_jobs
+-- No foreign key does it (migration 26): the jobs' dependency links go with them and their
+-- ticks are detached. A job never claimed (generation 0) has no attempt and no outbox event,
+-- and an occurrence has no parents: its links are those of its children.
+-- The rows are locked first, by a statement of their own: the second statement's snapshot
+-- then holds every link made to them by a transaction the lock waited for (an enqueue with a
+-- parent among them), which one statement's snapshot, taken before it waited, would miss.
+SELECT id FROM duetime_jobs
 WHERE schedule_id = %(schedule_id)s AND status IN ('scheduled', 'waiting') AND generation = 0
-  AND origin = 'tick';
+  AND origin = 'tick'
+FOR UPDATE;
+WITH gone AS MATERIALIZED (
+    SELECT id FROM duetime_jobs
+    WHERE schedule_id = %(schedule_id)s AND status IN ('scheduled', 'waiting')
+      AND generation = 0 AND origin = 'tick'
+    FOR UPDATE),
+parent_links AS (DELETE FROM duetime_job_parents WHERE parent_id IN (SELECT id FROM gone)),
+ticks AS (UPDATE duetime_ticks SET job_id = NULL WHERE job_id IN (SELECT id FROM gone))
+DELETE FROM duetime_jobs WHERE id IN (SELECT id FROM gone);
 
 -- name: release_waiting
 -- Safe with several callers at once: a waiting row is locked (SKIP LOCKED: another caller has
@@ -694,17 +724,31 @@ DO UPDATE SET job_id = excluded.job_id, detail = excluded.detail,
     recorded_at = excluded.recorded_at;
 
 -- name: list_ticks
-SELECT t.*, j.status AS job_status,
+-- The tick's job in either table (a job that ended may be in the history table, migration 25).
+SELECT t.*, COALESCE(j.status, d.status) AS job_status,
        (SELECT MIN(a.started_at) FROM duetime_all_attempts a WHERE a.job_id = t.job_id) AS started_at
 FROM duetime_ticks t LEFT JOIN duetime_jobs j ON j.id = t.job_id
+LEFT JOIN duetime_jobs_done d ON d.id = t.job_id
 WHERE t.schedule_id = %(schedule_id)s
   AND (%(before_id)s::bigint IS NULL OR t.id < %(before_id)s::bigint)
 ORDER BY t.id DESC
 LIMIT %(limit)s;
 
 -- name: latest_run
-SELECT id FROM duetime_jobs
-WHERE schedule_id = %(schedule_id)s AND generation > 0
+-- Both tables (a job that ended may be in the history table, migration 25); each part
+-- stops at its newest started occurrence.
+SELECT id FROM (
+    SELECT * FROM (
+        SELECT id, nominal_at FROM duetime_jobs
+        WHERE schedule_id = %(schedule_id)s AND generation > 0
+        ORDER BY nominal_at DESC
+        LIMIT 1) AS hot
+    UNION ALL
+    SELECT * FROM (
+        SELECT id, nominal_at FROM duetime_jobs_done
+        WHERE schedule_id = %(schedule_id)s AND generation > 0
+        ORDER BY nominal_at DESC
+        LIMIT 1) AS done) AS r
 ORDER BY nominal_at DESC
 LIMIT 1;
 
@@ -779,8 +823,17 @@ DELETE FROM duetime_sessions WHERE secret_hash = %(secret_hash)s;
 DELETE FROM duetime_sessions WHERE expires_at <= %(now)s;
 
 -- name: job_counts
-SELECT status, queue, count(*) AS n FROM duetime_jobs
-WHERE (%(tenant)s::text IS NULL OR tenant = %(tenant)s::text)
+-- Both tables (a job that ended may be in the history table, migration 25). The jobs table's
+-- counts read its status index; the history table has no index for them yet, and its part
+-- reads the table (it is empty until jobs move: docs/history-plan.md, step 3).
+SELECT status, queue, SUM(n) AS n FROM (
+    SELECT status, queue, COUNT(*) AS n FROM duetime_jobs
+    WHERE (%(tenant)s::text IS NULL OR tenant = %(tenant)s::text)
+    GROUP BY status, queue
+    UNION ALL
+    SELECT status, queue, COUNT(*) AS n FROM duetime_jobs_done
+    WHERE (%(tenant)s::text IS NULL OR tenant = %(tenant)s::text)
+    GROUP BY status, queue) AS c
 GROUP BY status, queue
 ORDER BY status, queue;
 
@@ -829,15 +882,26 @@ ORDER BY d.due_at
 LIMIT %(limit)s;
 
 -- name: prune
--- The candidates are picked once (ARRAY(...) is an init plan; see release_waiting).
-DELETE FROM duetime_jobs
-WHERE id = ANY (ARRAY(
+-- The candidates are picked and locked once (a MATERIALIZED CTE runs once; a locked row is
+-- checked again in its newest version, so each one picked still qualifies). No foreign key
+-- does it (migration 26): their attempts, dependency links and outbox events go with them
+-- and their ticks are detached, in the same statement (a link whose child and parent both go
+-- is deleted once; each link's part reads its own index, where one OR would scan them all).
+-- A link made to a candidate by an enqueue that commits between this statement's start and
+-- its lock on that candidate (the candidate ended before the retention) is not in the
+-- statement's snapshot and stays; it names its child, and goes when the child is pruned.
+WITH gone AS MATERIALIZED (
     SELECT id FROM duetime_jobs
     WHERE status IN ('succeeded', 'cancelled', 'expired') AND updated_at < %(before)s
     ORDER BY updated_at
     LIMIT %(limit)s
-    FOR UPDATE SKIP LOCKED))
-  AND status IN ('succeeded', 'cancelled', 'expired');
+    FOR UPDATE SKIP LOCKED),
+attempts AS (DELETE FROM duetime_attempts WHERE job_id IN (SELECT id FROM gone)),
+child_links AS (DELETE FROM duetime_job_parents WHERE child_id IN (SELECT id FROM gone)),
+parent_links AS (DELETE FROM duetime_job_parents WHERE parent_id IN (SELECT id FROM gone)),
+events AS (DELETE FROM duetime_outbox WHERE job_id IN (SELECT id FROM gone)),
+ticks AS (UPDATE duetime_ticks SET job_id = NULL WHERE job_id IN (SELECT id FROM gone))
+DELETE FROM duetime_jobs WHERE id IN (SELECT id FROM gone);
 
 -- name: queue_settings
 SELECT queue, dispatch, paused, concurrency, max_backlog, weight, updated_at FROM duetime_queues
@@ -1423,20 +1487,50 @@ FROM json_to_recordset(%(batch)s::json) AS v(id bigint, reason text)
 WHERE j.id = v.id AND (%(moves)s::jsonb ->> j.status) IS NOT NULL;
 
 -- name: job_parents
-SELECT j.id, j.status FROM duetime_job_parents l JOIN duetime_jobs j ON j.id = l.parent_id
-WHERE l.child_id = %(id)s
-ORDER BY j.id
+-- Both tables (a job that ended may be in the history table, migration 25); each part stops
+-- at the limit, in id order.
+SELECT id, status FROM (
+    SELECT * FROM (
+        SELECT j.id, j.status FROM duetime_job_parents l JOIN duetime_jobs j ON j.id = l.parent_id
+        WHERE l.child_id = %(id)s
+        ORDER BY j.id
+        LIMIT %(limit)s) AS hot
+    UNION ALL
+    SELECT * FROM (
+        SELECT d.id, d.status FROM duetime_job_parents l
+        JOIN duetime_jobs_done d ON d.id = l.parent_id
+        WHERE l.child_id = %(id)s
+        ORDER BY d.id
+        LIMIT %(limit)s) AS done) AS r
+ORDER BY id
 LIMIT %(limit)s;
 
 -- name: parent_results
+-- Both tables (a job that ended may be in the history table, migration 25).
 SELECT j.id, j.result FROM duetime_job_parents l JOIN duetime_jobs j ON j.id = l.parent_id
 WHERE l.child_id = %(id)s AND j.status = 'succeeded'
-ORDER BY j.id;
+UNION ALL
+SELECT d.id, d.result FROM duetime_job_parents l JOIN duetime_jobs_done d ON d.id = l.parent_id
+WHERE l.child_id = %(id)s AND d.status = 'succeeded'
+ORDER BY id;
 
 -- name: job_children
-SELECT j.id, j.status FROM duetime_job_parents l JOIN duetime_jobs j ON j.id = l.child_id
-WHERE l.parent_id = %(id)s
-ORDER BY j.id
+-- Both tables (a job that ended may be in the history table, migration 25); each part stops
+-- at the limit, in id order.
+SELECT id, status FROM (
+    SELECT * FROM (
+        SELECT j.id, j.status FROM duetime_job_parents l JOIN duetime_jobs j ON j.id = l.child_id
+        WHERE l.parent_id = %(id)s
+        ORDER BY j.id
+        LIMIT %(limit)s) AS hot
+    UNION ALL
+    SELECT * FROM (
+        SELECT d.id, d.status FROM duetime_job_parents l
+        JOIN duetime_jobs_done d ON d.id = l.child_id
+        WHERE l.parent_id = %(id)s
+        ORDER BY d.id
+        LIMIT %(limit)s) AS done) AS r
+ORDER BY id
 LIMIT %(limit)s;
 
 -- name: unstarted_parents
@@ -1458,11 +1552,17 @@ DELETE FROM duetime_sequences
 WHERE tenant = %(tenant)s AND sequence_key = %(sequence_key)s;
 
 -- name: sequence_busy
+-- Both tables (a job that ended may be in the history table, migration 25): of the
+-- jobs that ended, a dead one that holds its sequence keeps it busy.
 SELECT id FROM duetime_jobs
 WHERE tenant = %(tenant)s AND sequence_key = %(sequence_key)s AND id <> %(exclude)s
   AND (status IN ('scheduled', 'running', 'cancel_requested', 'parked')
        OR (%(waiting)s::boolean AND status = 'waiting')
        OR (status = 'dead' AND sequence_hold = 1))
+UNION ALL
+SELECT id FROM duetime_jobs_done
+WHERE tenant = %(tenant)s AND sequence_key = %(sequence_key)s AND id <> %(exclude)s
+  AND status = 'dead' AND sequence_hold = 1
 LIMIT 1;
 
 -- name: sequence_next
@@ -1487,10 +1587,18 @@ SELECT DISTINCT tenant, sequence_key FROM duetime_jobs
 WHERE id = ANY (%(ids)s::bigint[]) AND sequence_key IS NOT NULL;
 
 -- name: sequence_ahead
-SELECT COUNT(*) AS ahead FROM duetime_jobs
-WHERE tenant = %(tenant)s AND sequence_key = %(sequence_key)s AND id < %(id)s
-  AND (status IN ('scheduled', 'waiting', 'running', 'cancel_requested', 'parked')
-       OR (status = 'dead' AND sequence_hold = 1));
+-- Both tables (a job that ended may be in the history table, migration 25): of the
+-- jobs that ended, a dead one that holds its sequence is ahead.
+SELECT (
+    SELECT COUNT(*) FROM duetime_jobs
+    WHERE tenant = %(tenant)s AND sequence_key = %(sequence_key)s AND id < %(id)s
+      AND (status IN ('scheduled', 'waiting', 'running', 'cancel_requested', 'parked')
+           OR (status = 'dead' AND sequence_hold = 1))
+) + (
+    SELECT COUNT(*) FROM duetime_jobs_done
+    WHERE tenant = %(tenant)s AND sequence_key = %(sequence_key)s AND id < %(id)s
+      AND status = 'dead' AND sequence_hold = 1
+) AS ahead;
 
 -- name: clear_unique
 UPDATE duetime_jobs SET unique_key = NULL

@@ -17,3 +17,17 @@
        j.progress_at, j.trace_context, j.on_parent_failure, j.cancel_reason, j.sequence_key,
        j.sequence_hold, j.unique_key, j.unique_until, j.claim_token, j.attempt_id,
        j.lease_expires_at AS attempt_lease_expires_at;
+
+-- part: job_columns
+-- Every stored column of a job, by name (store/rows.py reads rows by name): a read of both
+-- the jobs table and the history table (migration 25, docs/history-plan.md) is a UNION ALL of
+-- the two, which needs the same columns in the same order, whatever order a database's
+-- migrations added them in (and without MariaDB/MySQL's generated claim key).
+       id, tenant, queue, task, args, priority, due_at, deadline_at, status, version, attempts,
+       max_attempts, generation, retry_base, retry_cap, lease_seconds, timeout_seconds,
+       idempotency_key, request_hash, business_key, cancel_requested_at, created_at, updated_at,
+       schedule_id, schedule_name, nominal_at, covers, origin, limits, claim_token, result,
+       progress, progress_message, progress_at, sequence_key, sequence_hold, unique_key,
+       unique_until, has_children, on_parent_failure, parents_left, release_delay, cancel_reason,
+       trace_context, attempt_id, worker_id, lease_expires_at, started_at, late_outcome,
+       late_reported_at

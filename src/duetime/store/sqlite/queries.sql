@@ -86,7 +86,14 @@ SELECT json_extract(r.value, '$[0]'), :tenant, :queue, :task, json_extract(r.val
 FROM json_each(:rows) AS r;
 
 -- name: jobs_by_ids
-SELECT * FROM duetime_jobs WHERE id IN (SELECT value FROM json_each(:ids));
+-- Both tables (a job that ended may be in the history table, migration 25).
+SELECT
+@job_columns
+FROM duetime_jobs WHERE id IN (SELECT value FROM json_each(:ids))
+UNION ALL
+SELECT
+@job_columns
+FROM duetime_jobs_done WHERE id IN (SELECT value FROM json_each(:ids));
 
 -- name: jobs_by_keys
 SELECT * FROM duetime_jobs
@@ -94,7 +101,14 @@ WHERE tenant IN (SELECT value FROM json_each(:tenants))
   AND idempotency_key IN (SELECT value FROM json_each(:keys));
 
 -- name: select_job
-SELECT * FROM duetime_jobs WHERE id = :id AND (:tenant IS NULL OR tenant = :tenant);
+-- Both tables (a job that ended may be in the history table, migration 25).
+SELECT
+@job_columns
+FROM duetime_jobs WHERE id = :id AND (:tenant IS NULL OR tenant = :tenant)
+UNION ALL
+SELECT
+@job_columns
+FROM duetime_jobs_done WHERE id = :id AND (:tenant IS NULL OR tenant = :tenant);
 
 -- name: select_attempts
 -- every attempt, the running one from its job's row (migration 22: duetime_all_attempts)
@@ -136,7 +150,10 @@ ORDER BY id DESC
 LIMIT :limit;
 
 -- name: occurrence_id
-SELECT id FROM duetime_jobs WHERE schedule_id = :schedule_id AND nominal_at = :nominal_at;
+-- Both tables (a job that ended may be in the history table, migration 25).
+SELECT id FROM duetime_jobs WHERE schedule_id = :schedule_id AND nominal_at = :nominal_at
+UNION ALL
+SELECT id FROM duetime_jobs_done WHERE schedule_id = :schedule_id AND nominal_at = :nominal_at;
 
 -- name: claim
 -- Under the write lock: the picked ids go to a temporary table of this connection, then the
@@ -458,9 +475,19 @@ WHERE schedule_id = :schedule_id
 ORDER BY nominal_at;
 
 -- name: delete_unstarted
-DELETE FROM duetime_jobs
+-- The jobs are picked once, into a temporary table (one writer: they stay as they are until
+-- the transaction ends). No foreign key does it (migration 26): their dependency links go
+-- with them and their ticks are detached. A job never claimed (generation 0) has no attempt
+-- and no outbox event, and an occurrence has no parents: its links are those of its children.
+CREATE TEMP TABLE IF NOT EXISTS duetime_gone (id INTEGER PRIMARY KEY);
+DELETE FROM temp.duetime_gone;
+INSERT INTO temp.duetime_gone (id)
+SELECT id FROM duetime_jobs
 WHERE schedule_id = :schedule_id AND status IN ('scheduled', 'waiting') AND generation = 0
   AND origin = 'tick';
+DELETE FROM duetime_job_parents WHERE parent_id IN (SELECT id FROM temp.duetime_gone);
+UPDATE duetime_ticks SET job_id = NULL WHERE job_id IN (SELECT id FROM temp.duetime_gone);
+DELETE FROM duetime_jobs WHERE id IN (SELECT id FROM temp.duetime_gone);
 
 -- name: release_waiting
 UPDATE duetime_jobs
@@ -488,23 +515,39 @@ DO UPDATE SET job_id = excluded.job_id, detail = excluded.detail,
 -- name: list_ticks
 -- started_at: the first start of the tick's job, of its ended attempts' rows (through their
 -- job's index) and the attempt on its row, running (migration 22) or a success kept there
--- (migration 24). Not through the view of
--- every attempt (duetime_all_attempts): the correlated condition is not pushed into its
--- UNION, and every attempt would be read.
-SELECT t.*, j.status AS job_status,
-       (SELECT CASE WHEN r.started_at IS NULL OR MIN(a.started_at) < r.started_at
-                    THEN MIN(a.started_at) ELSE r.started_at END
+-- (migration 24), in either table (a job that ended may be in the history table, migration
+-- 25). Not through the view of every attempt (duetime_all_attempts): the correlated condition
+-- is not pushed into its UNION, and every attempt would be read.
+SELECT t.*, COALESCE(j.status, d.status) AS job_status,
+       (SELECT CASE WHEN COALESCE(r.started_at, k.started_at) IS NULL
+                         OR MIN(a.started_at) < COALESCE(r.started_at, k.started_at)
+                    THEN MIN(a.started_at) ELSE COALESCE(r.started_at, k.started_at) END
         FROM duetime_attempts a WHERE a.job_id = t.job_id) AS started_at
 FROM duetime_ticks t LEFT JOIN duetime_jobs j ON j.id = t.job_id
 LEFT JOIN duetime_jobs r ON r.id = j.id
     AND r.status IN ('running', 'cancel_requested', 'succeeded') AND r.attempt_id IS NOT NULL
+LEFT JOIN duetime_jobs_done d ON d.id = t.job_id
+LEFT JOIN duetime_jobs_done k ON k.id = d.id AND k.status = 'succeeded'
+    AND k.attempt_id IS NOT NULL
 WHERE t.schedule_id = :schedule_id AND (:before_id IS NULL OR t.id < :before_id)
 ORDER BY t.id DESC
 LIMIT :limit;
 
 -- name: latest_run
-SELECT id FROM duetime_jobs
-WHERE schedule_id = :schedule_id AND generation > 0
+-- Both tables (a job that ended may be in the history table, migration 25); each part
+-- stops at its newest started occurrence.
+SELECT id FROM (
+    SELECT * FROM (
+        SELECT id, nominal_at FROM duetime_jobs
+        WHERE schedule_id = :schedule_id AND generation > 0
+        ORDER BY nominal_at DESC
+        LIMIT 1) AS hot
+    UNION ALL
+    SELECT * FROM (
+        SELECT id, nominal_at FROM duetime_jobs_done
+        WHERE schedule_id = :schedule_id AND generation > 0
+        ORDER BY nominal_at DESC
+        LIMIT 1) AS done) AS r
 ORDER BY nominal_at DESC
 LIMIT 1;
 
@@ -578,8 +621,17 @@ DELETE FROM duetime_sessions WHERE secret_hash = :secret_hash;
 DELETE FROM duetime_sessions WHERE expires_at <= :now;
 
 -- name: job_counts
-SELECT status, queue, count(*) AS n FROM duetime_jobs
-WHERE (:tenant IS NULL OR tenant = :tenant)
+-- Both tables (a job that ended may be in the history table, migration 25). The jobs table's
+-- counts read its status index; the history table has no index for them yet, and its part
+-- reads the table (it is empty until jobs move: docs/history-plan.md, step 3).
+SELECT status, queue, SUM(n) AS n FROM (
+    SELECT status, queue, COUNT(*) AS n FROM duetime_jobs
+    WHERE (:tenant IS NULL OR tenant = :tenant)
+    GROUP BY status, queue
+    UNION ALL
+    SELECT status, queue, COUNT(*) AS n FROM duetime_jobs_done
+    WHERE (:tenant IS NULL OR tenant = :tenant)
+    GROUP BY status, queue) AS c
 GROUP BY status, queue
 ORDER BY status, queue;
 
@@ -622,12 +674,22 @@ ORDER BY due_at
 LIMIT :limit;
 
 -- name: prune
-DELETE FROM duetime_jobs
-WHERE id IN (
-    SELECT id FROM duetime_jobs INDEXED BY duetime_jobs_finished
-    WHERE status IN ('succeeded', 'cancelled', 'expired') AND updated_at < :before
-    ORDER BY updated_at
-    LIMIT :limit);
+-- The candidates are picked once, into a temporary table (one writer: they stay as they are
+-- until the transaction ends). No foreign key does it (migration 26): their attempts,
+-- dependency links and outbox events go with them and their ticks are detached.
+CREATE TEMP TABLE IF NOT EXISTS duetime_gone (id INTEGER PRIMARY KEY);
+DELETE FROM temp.duetime_gone;
+INSERT INTO temp.duetime_gone (id)
+SELECT id FROM duetime_jobs INDEXED BY duetime_jobs_finished
+WHERE status IN ('succeeded', 'cancelled', 'expired') AND updated_at < :before
+ORDER BY updated_at
+LIMIT :limit;
+DELETE FROM duetime_attempts WHERE job_id IN (SELECT id FROM temp.duetime_gone);
+DELETE FROM duetime_job_parents WHERE child_id IN (SELECT id FROM temp.duetime_gone);
+DELETE FROM duetime_job_parents WHERE parent_id IN (SELECT id FROM temp.duetime_gone);
+DELETE FROM duetime_outbox WHERE job_id IN (SELECT id FROM temp.duetime_gone);
+UPDATE duetime_ticks SET job_id = NULL WHERE job_id IN (SELECT id FROM temp.duetime_gone);
+DELETE FROM duetime_jobs WHERE id IN (SELECT id FROM temp.duetime_gone);
 
 -- name: queue_settings
 SELECT queue, dispatch, paused, concurrency, max_backlog, weight, updated_at FROM duetime_queues
@@ -1222,20 +1284,50 @@ FROM (SELECT json_extract(value, '$.id') AS id, json_extract(value, '$.reason') 
 WHERE duetime_jobs.id = v.id AND json_type(:moves, '$.' || status) IS NOT NULL;
 
 -- name: job_parents
-SELECT j.id, j.status FROM duetime_job_parents l JOIN duetime_jobs j ON j.id = l.parent_id
-WHERE l.child_id = :id
-ORDER BY j.id
+-- Both tables (a job that ended may be in the history table, migration 25); each part stops
+-- at the limit, in id order.
+SELECT id, status FROM (
+    SELECT * FROM (
+        SELECT j.id, j.status FROM duetime_job_parents l JOIN duetime_jobs j ON j.id = l.parent_id
+        WHERE l.child_id = :id
+        ORDER BY j.id
+        LIMIT :limit) AS hot
+    UNION ALL
+    SELECT * FROM (
+        SELECT d.id, d.status FROM duetime_job_parents l
+        JOIN duetime_jobs_done d ON d.id = l.parent_id
+        WHERE l.child_id = :id
+        ORDER BY d.id
+        LIMIT :limit) AS done) AS r
+ORDER BY id
 LIMIT :limit;
 
 -- name: parent_results
+-- Both tables (a job that ended may be in the history table, migration 25).
 SELECT j.id, j.result FROM duetime_job_parents l JOIN duetime_jobs j ON j.id = l.parent_id
 WHERE l.child_id = :id AND j.status = 'succeeded'
-ORDER BY j.id;
+UNION ALL
+SELECT d.id, d.result FROM duetime_job_parents l JOIN duetime_jobs_done d ON d.id = l.parent_id
+WHERE l.child_id = :id AND d.status = 'succeeded'
+ORDER BY id;
 
 -- name: job_children
-SELECT j.id, j.status FROM duetime_job_parents l JOIN duetime_jobs j ON j.id = l.child_id
-WHERE l.parent_id = :id
-ORDER BY j.id
+-- Both tables (a job that ended may be in the history table, migration 25); each part stops
+-- at the limit, in id order.
+SELECT id, status FROM (
+    SELECT * FROM (
+        SELECT j.id, j.status FROM duetime_job_parents l JOIN duetime_jobs j ON j.id = l.child_id
+        WHERE l.parent_id = :id
+        ORDER BY j.id
+        LIMIT :limit) AS hot
+    UNION ALL
+    SELECT * FROM (
+        SELECT d.id, d.status FROM duetime_job_parents l
+        JOIN duetime_jobs_done d ON d.id = l.child_id
+        WHERE l.parent_id = :id
+        ORDER BY d.id
+        LIMIT :limit) AS done) AS r
+ORDER BY id
 LIMIT :limit;
 
 -- name: unstarted_parents
@@ -1253,11 +1345,17 @@ ON CONFLICT DO NOTHING;
 DELETE FROM duetime_sequences WHERE tenant = :tenant AND sequence_key = :sequence_key;
 
 -- name: sequence_busy
+-- Both tables (a job that ended may be in the history table, migration 25): of the
+-- jobs that ended, a dead one that holds its sequence keeps it busy.
 SELECT id FROM duetime_jobs INDEXED BY duetime_jobs_sequence
 WHERE tenant = :tenant AND sequence_key = :sequence_key AND id <> :exclude
   AND (status IN ('scheduled', 'running', 'cancel_requested', 'parked')
        OR (:waiting = 1 AND status = 'waiting')
        OR (status = 'dead' AND sequence_hold = 1))
+UNION ALL
+SELECT id FROM duetime_jobs_done INDEXED BY duetime_jobs_done_held
+WHERE tenant = :tenant AND sequence_key = :sequence_key AND id <> :exclude
+  AND status = 'dead' AND sequence_hold = 1
 LIMIT 1;
 
 -- name: sequence_next
@@ -1282,10 +1380,18 @@ SELECT DISTINCT tenant, sequence_key FROM duetime_jobs
 WHERE id IN (SELECT value FROM json_each(:ids)) AND sequence_key IS NOT NULL;
 
 -- name: sequence_ahead
-SELECT COUNT(*) AS ahead FROM duetime_jobs INDEXED BY duetime_jobs_sequence
-WHERE tenant = :tenant AND sequence_key = :sequence_key AND id < :id
-  AND (status IN ('scheduled', 'waiting', 'running', 'cancel_requested', 'parked')
-       OR (status = 'dead' AND sequence_hold = 1));
+-- Both tables (a job that ended may be in the history table, migration 25): of the
+-- jobs that ended, a dead one that holds its sequence is ahead.
+SELECT (
+    SELECT COUNT(*) FROM duetime_jobs INDEXED BY duetime_jobs_sequence
+    WHERE tenant = :tenant AND sequence_key = :sequence_key AND id < :id
+      AND (status IN ('scheduled', 'waiting', 'running', 'cancel_requested', 'parked')
+           OR (status = 'dead' AND sequence_hold = 1))
+) + (
+    SELECT COUNT(*) FROM duetime_jobs_done INDEXED BY duetime_jobs_done_held
+    WHERE tenant = :tenant AND sequence_key = :sequence_key AND id < :id
+      AND status = 'dead' AND sequence_hold = 1
+) AS ahead;
 
 -- name: clear_unique
 UPDATE duetime_jobs SET unique_key = NULL

@@ -1,10 +1,10 @@
 -- The history table (docs/history-plan.md, step 1 of 9; docs/stores.md, "Tables"): the jobs
 -- that have ended (succeeded, dead, cancelled, expired) are to leave the hot table for this
 -- one, so that duetime_jobs holds only the work that waits, is due or runs, stays small, and
--- its updates, vacuum and counts stay cheap. This migration only makes the table, its
--- indexes and the view's part over it; no job moves yet, so it stays empty and every read
--- and write goes on as before. A row here keeps every column of the job as it ended: a
--- success kept on its job's row (migration 24) is kept here too.
+-- its updates, vacuum and counts stay cheap. This migration only makes the table and its
+-- indexes (migration 26 adds its part to the view of every attempt); no job moves yet, so it
+-- stays empty. A row here keeps every column of the job as it ended: a success kept on its
+-- job's row (migration 24) is kept here too.
 
 -- Rows come here whole from duetime_jobs with the ids they had (no default: ids are
 -- reserved from the hot table's sequence only, so none is ever issued twice). A row is
@@ -80,29 +80,3 @@ CREATE INDEX duetime_jobs_done_held ON duetime_jobs_done (tenant, sequence_key, 
 -- kept by the enqueue, docs/history-plan.md section 3).
 CREATE INDEX duetime_jobs_done_occurrence ON duetime_jobs_done (schedule_id, nominal_at)
     WHERE schedule_id IS NOT NULL;
-
--- Every attempt: the ended ones' rows, the running ones from their jobs, and the successes
--- kept on their jobs' rows, in either table.
-CREATE OR REPLACE VIEW duetime_all_attempts AS
-SELECT a.id, a.job_id, a.generation, a.worker_id, a.status, a.lease_expires_at, a.started_at,
-       a.finished_at, a.error_category, a.error_message, a.error_traceback, a.late_outcome,
-       a.late_reported_at, a.due_at, a.claim_token
-FROM duetime_attempts AS a
-UNION ALL
-SELECT j.attempt_id, j.id, j.generation, j.worker_id, 'running'::text, j.lease_expires_at,
-       j.started_at, NULL::timestamptz, NULL::text, NULL::text, NULL::text, j.late_outcome,
-       j.late_reported_at, j.due_at, j.claim_token
-FROM duetime_jobs AS j
-WHERE j.status IN ('running', 'cancel_requested') AND j.attempt_id IS NOT NULL
-UNION ALL
-SELECT j.attempt_id, j.id, j.generation, j.worker_id, 'succeeded'::text, j.lease_expires_at,
-       j.started_at, j.updated_at, NULL::text, NULL::text, NULL::text, j.late_outcome,
-       j.late_reported_at, j.due_at, j.claim_token
-FROM duetime_jobs AS j
-WHERE j.status = 'succeeded' AND j.attempt_id IS NOT NULL
-UNION ALL
-SELECT d.attempt_id, d.id, d.generation, d.worker_id, 'succeeded'::text, d.lease_expires_at,
-       d.started_at, d.updated_at, NULL::text, NULL::text, NULL::text, d.late_outcome,
-       d.late_reported_at, d.due_at, d.claim_token
-FROM duetime_jobs_done AS d
-WHERE d.status = 'succeeded' AND d.attempt_id IS NOT NULL;

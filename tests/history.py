@@ -1,0 +1,45 @@
+"""Jobs moved to the history table by hand (docs/history-plan.md): the tests of the reads that
+go to both tables plant rows there before any statement of duetime moves one."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from kit import DialectKit
+
+# a generated column of the MariaDB/MySQL jobs tables (the claim order's key): not written
+GENERATED = {"neg_priority"}
+
+
+def columns(kit: DialectKit, url: str, table: str) -> list[str]:
+    """A table's columns in their order."""
+    if kit.name == "sqlite":
+        return [row[1] for row in kit.execute(url, f"PRAGMA table_info({table})")]
+    schema = "DATABASE()" if kit.name == "mysql" else "current_schema()"
+    rows = kit.execute(
+        url,
+        "SELECT column_name FROM information_schema.columns "
+        f"WHERE table_schema = {schema} AND table_name = ? ORDER BY ordinal_position",
+        (table,),
+    )
+    return [str(name) for (name,) in rows]
+
+
+def copy(kit: DialectKit, url: str, job_id: int, new_id: int | None = None) -> None:
+    """A copy of a job's row in the history table (under `new_id`, if given)."""
+    names = [c for c in columns(kit, url, "duetime_jobs") if c not in GENERATED]
+    picked = ", ".join("?" if c == "id" and new_id is not None else c for c in names)
+    params = (job_id,) if new_id is None else (new_id, job_id)
+    kit.execute(
+        url,
+        f"INSERT INTO duetime_jobs_done ({', '.join(names)}) "
+        f"SELECT {picked} FROM duetime_jobs WHERE id = ?",
+        params,
+    )
+
+
+def move(kit: DialectKit, url: str, job_ids: Sequence[int]) -> None:
+    """Move jobs that ended from the jobs table to the history table, as the move will."""
+    for job_id in job_ids:
+        copy(kit, url, job_id)
+        kit.execute(url, "DELETE FROM duetime_jobs WHERE id = ?", (job_id,))

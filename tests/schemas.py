@@ -32,11 +32,7 @@ def before(store: Store, version: int) -> list[Any]:
     later = [
         m for m in every if m.version > version and version not in BUILDS_ON.get(m.version, ())
     ]
-    if later:
-        with driver.transaction() as c, driver.translated():
-            c.run("schema_version")  # as migrate does first (SQLite re-reads the schema)
-            for migration in later:
-                driver.run_script(c.native, migration.script)
+    _run_unrecorded(store, later)
     driver.migrations = [m for m in every if m.version <= version or m not in later]
     return every
 
@@ -95,7 +91,15 @@ def run_unrecorded(store: Store, version: int) -> None:
     """Run one migration's script without recording it (the next `migrate` runs it again:
     undo what it made first)."""
     driver = store.driver  # type: ignore[attr-defined]
-    [migration] = [m for m in driver.migrations if m.version == version]
+    _run_unrecorded(store, [m for m in driver.migrations if m.version == version])
+
+
+def _run_unrecorded(store: Store, migrations: list[Any]) -> None:
+    """Run migrations' scripts in one transaction of the store's driver, unrecorded."""
+    if not migrations:
+        return
+    driver = store.driver  # type: ignore[attr-defined]
     with driver.transaction() as c, driver.translated():
         c.run("schema_version")  # as migrate does first (SQLite re-reads the schema)
-        driver.run_script(c.native, migration.script)
+        for migration in migrations:
+            driver.run_script(c.native, migration.script)

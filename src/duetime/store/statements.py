@@ -6,6 +6,12 @@ from core.states.TRANSITIONS: a move applies only where the row's status is a ke
 a `batch` is a store.driver.Rows, a JSON array of objects the dialect reads as a table.
 "Returns" names the columns of the rows a statement gives back; "changes" statements give back
 how many rows they changed (Connection.run). A unit test holds every dialect to this list.
+
+A job that ended may be in the history table (duetime_jobs_done, migration 25;
+docs/history-plan.md) rather than the jobs table: "the job", "the jobs" mean either table's,
+except in job_limits, sequence_keys_of, unstarted_parents and ended_parents, which read the
+jobs table only. Each reads jobs that its own transaction has just moved, and a job leaves the
+jobs table only at the end of the transaction that ends it.
 """
 
 from __future__ import annotations
@@ -283,7 +289,8 @@ STATEMENTS: dict[str, str] = {
     "paused_until to `until` when that is later",
     # -- dependencies (store/sql/dependencies.py)
     "lock_parents": "returns id, tenant, status of the jobs in ids, their rows locked for the "
-    "transaction in id order",
+    "transaction in id order in each table (a job moving between the tables meanwhile may be "
+    "missed: store/sql/shared.py lock_either reads again)",
     "mark_parents": "sets has_children = 1 on the jobs in ids",
     "insert_links": "inserts the links of `batch` (child_id, parent_id, outcome: the status the "
     "parent ended in, or null)",

@@ -138,8 +138,8 @@ SELECT * FROM duetime_all_attempts WHERE job_id = %(id)s ORDER BY generation;
 SELECT * FROM duetime_all_attempts WHERE job_id IN %(ids)s
 ORDER BY job_id, generation;
 
--- name: list_jobs
-SELECT * FROM duetime_jobs
+-- part: listed
+-- list_jobs' filters, the same on both tables
 WHERE (%(tenant)s IS NULL OR tenant = %(tenant)s)
   AND (%(status)s IS NULL OR status = %(status)s)
   AND (%(task)s IS NULL OR task = %(task)s)
@@ -152,6 +152,26 @@ WHERE (%(tenant)s IS NULL OR tenant = %(tenant)s)
   AND (%(idempotency_key)s IS NULL OR idempotency_key = %(idempotency_key)s)
   AND (%(args_like)s IS NULL
        OR LOWER(CAST(args AS CHAR CHARACTER SET utf8mb4)) LIKE %(args_like)s ESCAPE '!')
+
+-- name: list_jobs
+-- Both tables (a job that ended may be in the history table, migration 25): each part reads
+-- newest first to the limit, and the two merge.
+SELECT * FROM (
+    SELECT * FROM (
+        SELECT
+@job_columns
+        FROM duetime_jobs
+@listed
+        ORDER BY id DESC
+        LIMIT %(limit)s) AS hot
+    UNION ALL
+    SELECT * FROM (
+        SELECT
+@job_columns
+        FROM duetime_jobs_done
+@listed
+        ORDER BY id DESC
+        LIMIT %(limit)s) AS done) AS r
 ORDER BY id DESC
 LIMIT %(limit)s;
 
@@ -661,11 +681,16 @@ WHERE status = 'scheduled' AND due_at <= %(now)s
 
 -- name: attempt_samples
 -- the newest attempts started since a point in time, for lag, throughput and failure figures
--- (the running ones from their jobs' rows: duetime_all_attempts)
-SELECT j.task, j.queue, a.status, a.error_category, a.due_at, a.started_at, a.finished_at
-FROM duetime_all_attempts a JOIN duetime_jobs j ON j.id = a.job_id
+-- (the running ones from their jobs' rows: duetime_all_attempts), each with its job from
+-- either table (a job that ended may be in the history table, migration 25)
+SELECT COALESCE(j.task, d.task) AS task, COALESCE(j.queue, d.queue) AS queue, a.status,
+       a.error_category, a.due_at, a.started_at, a.finished_at
+FROM duetime_all_attempts a
+LEFT JOIN duetime_jobs j ON j.id = a.job_id
+LEFT JOIN duetime_jobs_done d ON d.id = a.job_id
 WHERE a.started_at >= %(since)s
-  AND (%(tenant)s IS NULL OR j.tenant = %(tenant)s)
+  AND (j.id IS NOT NULL OR d.id IS NOT NULL)
+  AND (%(tenant)s IS NULL OR COALESCE(j.tenant, d.tenant) = %(tenant)s)
 ORDER BY a.started_at DESC
 LIMIT %(limit)s;
 
@@ -1199,10 +1224,13 @@ SELECT id, limits FROM duetime_jobs WHERE id IN %(ids)s AND limits IS NOT NULL;
 -- Dependencies (store/sql/dependencies.py; docs/workflows.md, "Dependencies") ---------------
 
 -- name: lock_parents
-SELECT id, tenant, status FROM duetime_jobs
-WHERE id IN %(ids)s
-ORDER BY id
-FOR UPDATE;
+-- Both tables (a job that ended may be in the history table, migration 25): one locking part
+-- per table (PostgreSQL locks no row of a UNION), each in id order. A job that moves between the
+-- tables while this waits can be missed by both parts: store/sql/shared.py lock_either reads
+-- again for the ids not found.
+(SELECT id, tenant, status FROM duetime_jobs WHERE id IN %(ids)s ORDER BY id FOR UPDATE)
+UNION ALL
+(SELECT id, tenant, status FROM duetime_jobs_done WHERE id IN %(ids)s ORDER BY id FOR UPDATE);
 
 -- name: mark_parents
 UPDATE duetime_jobs SET has_children = 1

@@ -39,6 +39,7 @@ from duetime.store.sql.shared import (
     key_order,
     like_pattern,
     load_job,
+    lock_either,
     move,
     new_job_record,
     reserve_ids,
@@ -392,7 +393,7 @@ class Jobs(Part):
             # its row locked first, and the status it had: a job that waited in a sequence
             # held nothing, so its end releases nothing (and takes no sequence lock, which
             # the release of the job before it, holding that lock, may be waiting on)
-            locked = c.rows("lock_parents", ids=[job_id])
+            locked = lock_either(c, [job_id])
             moved = move(c, job_id, event, now, tenant=tenant, due_at=due_at, replay=replay)
             job = load_job(c, self._t, job_id, tenant, True)
             if not moved and event is Event.CANCEL and job is not None and _held_by(job):

@@ -117,7 +117,7 @@ SELECT * FROM duetime_all_attempts WHERE job_id = :id ORDER BY generation;
 -- name: select_attempts_of_jobs
 -- every attempt of the jobs, as duetime_all_attempts has them (migrations 22 and 24), written out:
 -- SQLite does not push an IN (subquery) into the view's UNION (it would read every attempt);
--- each part reads the jobs of `ids` through its index
+-- each part reads the jobs of `ids` through its index (the history table's too, migration 25)
 SELECT a.id, a.job_id, a.generation, a.worker_id, a.status, a.lease_expires_at, a.started_at,
        a.finished_at, a.error_category, a.error_message, a.error_traceback, a.late_outcome,
        a.late_reported_at, a.due_at, a.claim_token
@@ -131,10 +131,17 @@ SELECT j.attempt_id, j.id, j.generation, j.worker_id,
 FROM duetime_jobs AS j
 WHERE j.id IN (SELECT value FROM json_each(:ids))
   AND j.status IN ('running', 'cancel_requested', 'succeeded') AND j.attempt_id IS NOT NULL
+UNION ALL
+SELECT d.attempt_id, d.id, d.generation, d.worker_id, 'succeeded', d.lease_expires_at,
+       d.started_at, d.updated_at, NULL, NULL, NULL, d.late_outcome, d.late_reported_at,
+       d.due_at, d.claim_token
+FROM duetime_jobs_done AS d
+WHERE d.id IN (SELECT value FROM json_each(:ids))
+  AND d.status = 'succeeded' AND d.attempt_id IS NOT NULL
 ORDER BY job_id, generation;
 
--- name: list_jobs
-SELECT * FROM duetime_jobs
+-- part: listed
+-- list_jobs' filters, the same on both tables
 WHERE (:tenant IS NULL OR tenant = :tenant)
   AND (:status IS NULL OR status = :status)
   AND (:task IS NULL OR task = :task)
@@ -146,6 +153,26 @@ WHERE (:tenant IS NULL OR tenant = :tenant)
   AND (:business_key IS NULL OR business_key = :business_key)
   AND (:idempotency_key IS NULL OR idempotency_key = :idempotency_key)
   AND (:args_like IS NULL OR lower(args) LIKE :args_like ESCAPE '!')
+
+-- name: list_jobs
+-- Both tables (a job that ended may be in the history table, migration 25): each part reads
+-- newest first to the limit, and the two merge.
+SELECT * FROM (
+    SELECT * FROM (
+        SELECT
+@job_columns
+        FROM duetime_jobs
+@listed
+        ORDER BY id DESC
+        LIMIT :limit) AS hot
+    UNION ALL
+    SELECT * FROM (
+        SELECT
+@job_columns
+        FROM duetime_jobs_done
+@listed
+        ORDER BY id DESC
+        LIMIT :limit) AS done) AS r
 ORDER BY id DESC
 LIMIT :limit;
 
@@ -645,8 +672,10 @@ WHERE status = 'scheduled' AND due_at <= :now
 -- the parts of duetime_all_attempts written out, each read from `since` on through its index
 -- (the ended attempts' rows; the running jobs; the successes kept on their jobs' rows,
 -- migration 24, through their partial index: SQLite's planner, without statistics, took the
--- status index and read every succeeded job)
-SELECT j.task, j.queue, a.status, a.error_category, a.due_at, a.started_at, a.finished_at
+-- status index and read every succeeded job; and those of the history table, migration 25,
+-- through its own), each with its job from either table
+SELECT coalesce(j.task, d.task) AS task, coalesce(j.queue, d.queue) AS queue, a.status,
+       a.error_category, a.due_at, a.started_at, a.finished_at
 FROM (
     SELECT a.job_id, a.status, a.error_category, a.due_at, a.started_at, a.finished_at
     FROM duetime_attempts AS a
@@ -660,9 +689,15 @@ FROM (
     SELECT s.id, 'succeeded', NULL, s.due_at, s.started_at, s.updated_at
     FROM duetime_jobs AS s INDEXED BY duetime_jobs_succeeded_started
     WHERE s.status = 'succeeded' AND s.attempt_id IS NOT NULL AND s.started_at >= :since
+    UNION ALL
+    SELECT h.id, 'succeeded', NULL, h.due_at, h.started_at, h.updated_at
+    FROM duetime_jobs_done AS h INDEXED BY duetime_jobs_done_succeeded_started
+    WHERE h.status = 'succeeded' AND h.attempt_id IS NOT NULL AND h.started_at >= :since
 ) AS a
-JOIN duetime_jobs j ON j.id = a.job_id
-WHERE (:tenant IS NULL OR j.tenant = :tenant)
+LEFT JOIN duetime_jobs j ON j.id = a.job_id
+LEFT JOIN duetime_jobs_done d ON d.id = a.job_id
+WHERE (j.id IS NOT NULL OR d.id IS NOT NULL)
+  AND (:tenant IS NULL OR coalesce(j.tenant, d.tenant) = :tenant)
 ORDER BY a.started_at DESC
 LIMIT :limit;
 
@@ -1203,8 +1238,12 @@ SELECT id, limits FROM duetime_jobs WHERE id IN (SELECT value FROM json_each(:id
 -- Dependencies (store/sql/dependencies.py; docs/workflows.md, "Dependencies") ---------------
 
 -- name: lock_parents
--- the write transaction already holds the file
+-- the write transaction already holds the file; both tables (a job that ended may be in the
+-- history table, migration 25)
 SELECT id, tenant, status FROM duetime_jobs
+WHERE id IN (SELECT value FROM json_each(:ids))
+UNION ALL
+SELECT id, tenant, status FROM duetime_jobs_done
 WHERE id IN (SELECT value FROM json_each(:ids))
 ORDER BY id;
 

@@ -358,7 +358,8 @@ WHERE id = %(job_id)s AND generation = %(generation)s AND claim_token = %(claim_
 -- name: late_reports
 -- On the attempt of each job with that generation and claim token (none: nothing recorded):
 -- the job's row while the attempt still runs there (migration 22; its row takes the report at
--- its end), else the attempt's row.
+-- its end), else the attempt's row. A job in the history table (migration 25) has ended, and
+-- MariaDB/MySQL keep no success on a job's row (docs/stores.md): its attempts are all rows.
 UPDATE duetime_jobs AS j
 JOIN JSON_TABLE(%(batch)s, '$[*]' COLUMNS (
         job_id BIGINT PATH '$.job_id',
@@ -730,6 +731,37 @@ DELETE l FROM duetime_job_parents l JOIN duetime_prune p ON l.parent_id = p.id;
 DELETE o FROM duetime_outbox o JOIN duetime_prune p ON o.job_id = p.id;
 UPDATE duetime_ticks t JOIN duetime_prune p ON t.job_id = p.id SET t.job_id = NULL;
 DELETE j FROM duetime_jobs j JOIN duetime_prune p ON p.id = j.id
+WHERE j.status IN ('succeeded', 'cancelled', 'expired') AND j.updated_at < %(before)s;
+
+-- name: prune_done
+-- prune's work on the history table (migration 25), the same way: the jobs that ended before
+-- `before`, up to `limit` of them, with their attempts, links and outbox events, their ticks
+-- detached.
+CREATE TEMPORARY TABLE IF NOT EXISTS duetime_prune (id BIGINT NOT NULL PRIMARY KEY);
+DELETE FROM duetime_prune;
+INSERT INTO duetime_prune (id)
+SELECT id FROM duetime_jobs_done
+WHERE status IN ('succeeded', 'cancelled', 'expired') AND updated_at < %(before)s
+ORDER BY updated_at
+LIMIT %(limit)s;
+-- Then the candidates that still qualify are locked and the others forgotten, so that the
+-- statements after these (READ COMMITTED: each reads the newest rows) act on the same jobs.
+-- No foreign key does it (migration 26): their attempts, dependency links and outbox events
+-- go with them and their ticks are detached (each table joined to the candidates: a
+-- DELETE ... WHERE ... IN (subquery) would read the whole table).
+SELECT j.id FROM duetime_jobs_done j JOIN duetime_prune p ON p.id = j.id
+WHERE j.status IN ('succeeded', 'cancelled', 'expired') AND j.updated_at < %(before)s
+FOR UPDATE;
+DELETE p FROM duetime_prune p
+LEFT JOIN duetime_jobs_done j ON j.id = p.id
+    AND j.status IN ('succeeded', 'cancelled', 'expired') AND j.updated_at < %(before)s
+WHERE j.id IS NULL;
+DELETE a FROM duetime_attempts a JOIN duetime_prune p ON a.job_id = p.id;
+DELETE l FROM duetime_job_parents l JOIN duetime_prune p ON l.child_id = p.id;
+DELETE l FROM duetime_job_parents l JOIN duetime_prune p ON l.parent_id = p.id;
+DELETE o FROM duetime_outbox o JOIN duetime_prune p ON o.job_id = p.id;
+UPDATE duetime_ticks t JOIN duetime_prune p ON t.job_id = p.id SET t.job_id = NULL;
+DELETE j FROM duetime_jobs_done j JOIN duetime_prune p ON p.id = j.id
 WHERE j.status IN ('succeeded', 'cancelled', 'expired') AND j.updated_at < %(before)s;
 
 -- name: queue_settings
@@ -1228,9 +1260,22 @@ SELECT id, limits FROM duetime_jobs WHERE id IN %(ids)s AND limits IS NOT NULL;
 -- per table (PostgreSQL locks no row of a UNION), each in id order. A job that moves between the
 -- tables while this waits can be missed by both parts: store/sql/shared.py lock_either reads
 -- again for the ids not found.
-(SELECT id, tenant, status FROM duetime_jobs WHERE id IN %(ids)s ORDER BY id FOR UPDATE)
+(SELECT id, tenant, status, 0 AS done FROM duetime_jobs WHERE id IN %(ids)s ORDER BY id
+ FOR UPDATE)
 UNION ALL
-(SELECT id, tenant, status FROM duetime_jobs_done WHERE id IN %(ids)s ORDER BY id FOR UPDATE);
+(SELECT id, tenant, status, 1 AS done FROM duetime_jobs_done WHERE id IN %(ids)s ORDER BY id
+ FOR UPDATE);
+
+-- name: restore_job
+-- A job of the history table back in the jobs table, its row as it is (an operator's move of
+-- an ended job: store/sql/jobs.py Jobs.transition); the caller holds its row lock.
+INSERT INTO duetime_jobs (
+@job_columns
+)
+SELECT
+@job_columns
+FROM duetime_jobs_done WHERE id = %(id)s;
+DELETE FROM duetime_jobs_done WHERE id = %(id)s;
 
 -- name: mark_parents
 UPDATE duetime_jobs SET has_children = 1

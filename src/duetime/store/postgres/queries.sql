@@ -560,7 +560,8 @@ WHERE id = %(job_id)s AND generation = %(generation)s AND claim_token = %(claim_
 -- name: late_reports
 -- On the attempt of each job with that generation and claim token (none: nothing recorded):
 -- its row once it ended, or the job's row while it still runs there (migration 22; the
--- attempt's row takes the report at its end) or is a success kept there (migration 24).
+-- attempt's row takes the report at its end) or is a success kept there (migration 24), in
+-- either table (a job that ended may be in the history table, migration 25).
 WITH v AS (
     SELECT * FROM json_to_recordset(%(batch)s::json) AS v(job_id bigint, generation bigint,
         claim_token bigint, outcome text)
@@ -570,6 +571,12 @@ WITH v AS (
     FROM v
     WHERE j.id = v.job_id AND j.generation = v.generation AND j.claim_token = v.claim_token
       AND j.attempt_id IS NOT NULL
+), kept AS (
+    UPDATE duetime_jobs_done AS d
+    SET late_outcome = v.outcome, late_reported_at = %(now)s
+    FROM v
+    WHERE d.id = v.job_id AND d.generation = v.generation AND d.claim_token = v.claim_token
+      AND d.attempt_id IS NOT NULL
 )
 UPDATE duetime_attempts AS a
 SET late_outcome = v.outcome, late_reported_at = %(now)s
@@ -927,6 +934,23 @@ parent_links AS (DELETE FROM duetime_job_parents WHERE parent_id IN (SELECT id F
 events AS (DELETE FROM duetime_outbox WHERE job_id IN (SELECT id FROM gone)),
 ticks AS (UPDATE duetime_ticks SET job_id = NULL WHERE job_id IN (SELECT id FROM gone))
 DELETE FROM duetime_jobs WHERE id IN (SELECT id FROM gone);
+
+-- name: prune_done
+-- prune's work on the history table (migration 25), the same way: the jobs that ended before
+-- `before`, up to `limit` of them, with their attempts, links and outbox events, their ticks
+-- detached.
+WITH gone AS MATERIALIZED (
+    SELECT id FROM duetime_jobs_done
+    WHERE status IN ('succeeded', 'cancelled', 'expired') AND updated_at < %(before)s
+    ORDER BY updated_at
+    LIMIT %(limit)s
+    FOR UPDATE SKIP LOCKED),
+attempts AS (DELETE FROM duetime_attempts WHERE job_id IN (SELECT id FROM gone)),
+child_links AS (DELETE FROM duetime_job_parents WHERE child_id IN (SELECT id FROM gone)),
+parent_links AS (DELETE FROM duetime_job_parents WHERE parent_id IN (SELECT id FROM gone)),
+events AS (DELETE FROM duetime_outbox WHERE job_id IN (SELECT id FROM gone)),
+ticks AS (UPDATE duetime_ticks SET job_id = NULL WHERE job_id IN (SELECT id FROM gone))
+DELETE FROM duetime_jobs_done WHERE id IN (SELECT id FROM gone);
 
 -- name: queue_settings
 SELECT queue, dispatch, paused, concurrency, max_backlog, weight, updated_at FROM duetime_queues
@@ -1443,16 +1467,27 @@ SELECT id, limits FROM duetime_jobs WHERE id = ANY (%(ids)s::bigint[]) AND limit
 -- tables while this waits can be missed by both parts: store/sql/shared.py lock_either reads
 -- again for the ids not found.
 SELECT * FROM (
-    SELECT id, tenant, status FROM duetime_jobs
+    SELECT id, tenant, status, 0 AS done FROM duetime_jobs
     WHERE id = ANY (%(ids)s::bigint[])
     ORDER BY id
     FOR UPDATE) AS hot
 UNION ALL
 SELECT * FROM (
-    SELECT id, tenant, status FROM duetime_jobs_done
+    SELECT id, tenant, status, 1 AS done FROM duetime_jobs_done
     WHERE id = ANY (%(ids)s::bigint[])
     ORDER BY id
     FOR UPDATE) AS done;
+
+-- name: restore_job
+-- A job of the history table back in the jobs table, its row as it is (an operator's move of
+-- an ended job: store/sql/jobs.py Jobs.transition); the caller holds its row lock.
+WITH gone AS (DELETE FROM duetime_jobs_done WHERE id = %(id)s RETURNING *)
+INSERT INTO duetime_jobs (
+@job_columns
+)
+SELECT
+@job_columns
+FROM gone;
 
 -- name: mark_parents
 UPDATE duetime_jobs SET has_children = 1

@@ -377,7 +377,8 @@ WHERE id = :job_id AND generation = :generation AND claim_token = :claim_token
 -- name: late_reports
 -- On the attempt of each job with that generation and claim token (none: nothing recorded):
 -- the job's row while the attempt still runs there (migration 22; its row takes the report at
--- its end) or is a success kept there (migration 24), else the attempt's row.
+-- its end) or is a success kept there (migration 24) in either table (a job that ended may be
+-- in the history table, migration 25), else the attempt's row.
 UPDATE duetime_jobs
 SET late_outcome = v.outcome, late_reported_at = :now
 FROM (SELECT json_extract(value, '$.job_id') AS job_id,
@@ -387,6 +388,16 @@ FROM (SELECT json_extract(value, '$.job_id') AS job_id,
       FROM json_each(:batch)) AS v
 WHERE duetime_jobs.id = v.job_id AND duetime_jobs.generation = v.generation
   AND duetime_jobs.claim_token = v.claim_token AND duetime_jobs.attempt_id IS NOT NULL;
+UPDATE duetime_jobs_done
+SET late_outcome = v.outcome, late_reported_at = :now
+FROM (SELECT json_extract(value, '$.job_id') AS job_id,
+             json_extract(value, '$.generation') AS generation,
+             json_extract(value, '$.claim_token') AS claim_token,
+             json_extract(value, '$.outcome') AS outcome
+      FROM json_each(:batch)) AS v
+WHERE duetime_jobs_done.id = v.job_id AND duetime_jobs_done.generation = v.generation
+  AND duetime_jobs_done.claim_token = v.claim_token
+  AND duetime_jobs_done.attempt_id IS NOT NULL;
 UPDATE duetime_attempts
 SET late_outcome = v.outcome, late_reported_at = :now
 FROM (SELECT json_extract(value, '$.job_id') AS job_id,
@@ -725,6 +736,24 @@ DELETE FROM duetime_job_parents WHERE parent_id IN (SELECT id FROM temp.duetime_
 DELETE FROM duetime_outbox WHERE job_id IN (SELECT id FROM temp.duetime_gone);
 UPDATE duetime_ticks SET job_id = NULL WHERE job_id IN (SELECT id FROM temp.duetime_gone);
 DELETE FROM duetime_jobs WHERE id IN (SELECT id FROM temp.duetime_gone);
+
+-- name: prune_done
+-- prune's work on the history table (migration 25), the same way: the jobs that ended before
+-- `before`, up to `limit` of them, with their attempts, links and outbox events, their ticks
+-- detached.
+CREATE TEMP TABLE IF NOT EXISTS duetime_gone (id INTEGER PRIMARY KEY);
+DELETE FROM temp.duetime_gone;
+INSERT INTO temp.duetime_gone (id)
+SELECT id FROM duetime_jobs_done INDEXED BY duetime_jobs_done_finished
+WHERE status IN ('succeeded', 'cancelled', 'expired') AND updated_at < :before
+ORDER BY updated_at
+LIMIT :limit;
+DELETE FROM duetime_attempts WHERE job_id IN (SELECT id FROM temp.duetime_gone);
+DELETE FROM duetime_job_parents WHERE child_id IN (SELECT id FROM temp.duetime_gone);
+DELETE FROM duetime_job_parents WHERE parent_id IN (SELECT id FROM temp.duetime_gone);
+DELETE FROM duetime_outbox WHERE job_id IN (SELECT id FROM temp.duetime_gone);
+UPDATE duetime_ticks SET job_id = NULL WHERE job_id IN (SELECT id FROM temp.duetime_gone);
+DELETE FROM duetime_jobs_done WHERE id IN (SELECT id FROM temp.duetime_gone);
 
 -- name: queue_settings
 SELECT queue, dispatch, paused, concurrency, max_backlog, weight, updated_at FROM duetime_queues
@@ -1240,12 +1269,23 @@ SELECT id, limits FROM duetime_jobs WHERE id IN (SELECT value FROM json_each(:id
 -- name: lock_parents
 -- the write transaction already holds the file; both tables (a job that ended may be in the
 -- history table, migration 25)
-SELECT id, tenant, status FROM duetime_jobs
+SELECT id, tenant, status, 0 AS done FROM duetime_jobs
 WHERE id IN (SELECT value FROM json_each(:ids))
 UNION ALL
-SELECT id, tenant, status FROM duetime_jobs_done
+SELECT id, tenant, status, 1 AS done FROM duetime_jobs_done
 WHERE id IN (SELECT value FROM json_each(:ids))
 ORDER BY id;
+
+-- name: restore_job
+-- A job of the history table back in the jobs table, its row as it is (an operator's move of
+-- an ended job: store/sql/jobs.py Jobs.transition).
+INSERT INTO duetime_jobs (
+@job_columns
+)
+SELECT
+@job_columns
+FROM duetime_jobs_done WHERE id = :id;
+DELETE FROM duetime_jobs_done WHERE id = :id;
 
 -- name: mark_parents
 UPDATE duetime_jobs SET has_children = 1

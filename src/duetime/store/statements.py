@@ -12,8 +12,8 @@ docs/history-plan.md) rather than the jobs table: "the job", "the jobs" mean eit
 except in job_limits, sequence_keys_of, unstarted_parents and ended_parents, which read the
 jobs table only, and tell_children, which writes to it only. Each reaches jobs that its own
 transaction has just moved, and a job leaves the jobs table only at the end of the transaction
-that ends it. Until docs/history-plan.md step 5, jobs_by_keys, job_by_unique and clear_unique
-reach the jobs table only too.
+that ends it. jobs_by_keys, job_by_unique and clear_unique reach the jobs table only too: a job
+with a key never leaves it (docs/history-plan.md, step 5).
 """
 
 from __future__ import annotations

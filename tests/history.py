@@ -43,3 +43,14 @@ def move(kit: DialectKit, url: str, job_ids: Sequence[int]) -> None:
     for job_id in job_ids:
         copy(kit, url, job_id)
         kit.execute(url, "DELETE FROM duetime_jobs WHERE id = ?", (job_id,))
+
+
+def table_of(kit: DialectKit, url: str, job_id: int) -> str | None:
+    """The table that holds the job: duetime_jobs or duetime_jobs_done (None: neither)."""
+    found = [
+        table
+        for table in ("duetime_jobs", "duetime_jobs_done")
+        if kit.execute(url, f"SELECT id FROM {table} WHERE id = ?", (job_id,))
+    ]
+    assert len(found) <= 1, f"job {job_id} is in both tables"
+    return found[0] if found else None

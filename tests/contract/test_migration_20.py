@@ -38,8 +38,8 @@ def test_jobs_survive_migration_20_and_dependencies_work(
     # this version's enqueue, claim and cancel request write what version 19's wrote; the jobs
     # that ended are ended by hand (this version's finish reads the new columns). The claim
     # returns two of the columns of the jobs' table that migration 20 adds (store/rows.py
-    # CLAIMED_COLUMNS), and a read of a job names all five (the part job_columns, which reads
-    # the history table alike): none is written, they are lent to the table while this
+    # CLAIMED_COLUMNS), and a read or a listing of jobs names all five (the part job_columns,
+    # which reads the history table alike): none is written, they are lent to the table while this
     # version writes and reads its jobs, and dropped again before the migration
     lent = {
         "has_children": "INTEGER",
@@ -83,13 +83,13 @@ def test_jobs_survive_migration_20_and_dependencies_work(
         job = enqueue(store, clock)
         kit.execute(url, "UPDATE duetime_jobs SET status = ? WHERE id = ?", (str(status), job.id))
         jobs[status] = (job, None)
-    for column in lent:
-        kit.execute(url, f"ALTER TABLE duetime_jobs DROP COLUMN {column}")
     assert set(jobs) == set(JobStatus) - {JobStatus.BLOCKED}
-    # read as a listing (get_job reads the new table too)
+    # read as a listing (which reads the lent columns too)
     listed = JobFilter(with_attempts=True, limit=100)
     before = store.list_jobs(listed)
     assert len(before) == len(jobs)
+    for column in lent:
+        kit.execute(url, f"ALTER TABLE duetime_jobs DROP COLUMN {column}")
     # every attempt, the running ones on their jobs' rows (migration 22, run ahead here)
     attempts = kit.execute(url, "SELECT COUNT(*) FROM duetime_all_attempts")[0][0]
     assert attempts >= 4

@@ -6,6 +6,14 @@ from core.states.TRANSITIONS: a move applies only where the row's status is a ke
 a `batch` is a store.driver.Rows, a JSON array of objects the dialect reads as a table.
 "Returns" names the columns of the rows a statement gives back; "changes" statements give back
 how many rows they changed (Connection.run). A unit test holds every dialect to this list.
+
+A job that ended may be in the history table (duetime_jobs_done, migration 25;
+docs/history-plan.md) rather than the jobs table: "the job", "the jobs" mean either table's,
+except in job_limits, sequence_keys_of, unstarted_parents and ended_parents, which read the
+jobs table only, and tell_children, which writes to it only. Each reaches jobs that its own
+transaction has just moved, and a job leaves the jobs table only at the end of the transaction
+that ends it. jobs_by_keys, job_by_unique and clear_unique reach the jobs table only too: a job
+with a key never leaves it (docs/history-plan.md, step 5).
 """
 
 from __future__ import annotations
@@ -105,7 +113,7 @@ STATEMENTS: dict[str, str] = {
     "late_reports": "records each refused outcome of `batch` (job_id, generation, claim_token, "
     "outcome) on the job's attempt of that generation and claim_token (if any), at now: its row "
     "once it ended, the job's row while it runs (its row takes the report at its end) or when "
-    "it is a success kept there (migration 24)",
+    "it is a success kept there (migration 24; in either table)",
     "expired_leases": "returns attempt_id, job_id, generation, claim_token, status, attempts, "
     "max_attempts, retry_base, retry_cap of up to `limit` running attempts whose lease ended "
     "at now, oldest first; not an attempt still held by `holder` whose outbox event is unpublished",
@@ -116,9 +124,10 @@ STATEMENTS: dict[str, str] = {
     "transition": "changes: one job by `moves` (an operator's move); see Store.transition",
     "next_due": "returns due_at: the instants at which scheduled jobs of `queues` (of any "
     "queue when all_queues) fall due after now and up to `until`, earliest first, up to limit",
-    "prune": "changes: deletes up to `limit` succeeded, cancelled or expired jobs last updated "
-    "before `before`, oldest first, with their attempts, dependency links and outbox events; "
-    "their ticks keep no job id",
+    "prune": "changes: deletes up to `limit` succeeded, cancelled or expired jobs of the jobs "
+    "table last updated before `before`, oldest first, with their attempts, dependency links "
+    "and outbox events; their ticks keep no job id",
+    "prune_done": "changes: what prune does, on the history table",
     # -- schedules
     "insert_schedule": "changes: inserts a schedule unless (tenant, name) exists",
     "select_schedule": "returns the schedule (tenant, name)",
@@ -282,8 +291,12 @@ STATEMENTS: dict[str, str] = {
     "pause_limit": "creates limit `name` paused until `until` (updated_at now), or moves its "
     "paused_until to `until` when that is later",
     # -- dependencies (store/sql/dependencies.py)
-    "lock_parents": "returns id, tenant, status of the jobs in ids, their rows locked for the "
-    "transaction in id order",
+    "lock_parents": "returns id, tenant, status, done (1 in the history table, else 0) of the "
+    "jobs in ids, their rows locked for the transaction in id order in each table (a job "
+    "moving between the tables meanwhile may be missed: store/sql/shared.py lock_either reads "
+    "again)",
+    "restore_job": "changes: moves job `id` from the history table to the jobs table, its "
+    "row as it is",
     "mark_parents": "sets has_children = 1 on the jobs in ids",
     "insert_links": "inserts the links of `batch` (child_id, parent_id, outcome: the status the "
     "parent ended in, or null)",

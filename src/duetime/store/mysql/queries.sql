@@ -138,8 +138,8 @@ SELECT * FROM duetime_all_attempts WHERE job_id = %(id)s ORDER BY generation;
 SELECT * FROM duetime_all_attempts WHERE job_id IN %(ids)s
 ORDER BY job_id, generation;
 
--- name: list_jobs
-SELECT * FROM duetime_jobs
+-- part: listed
+-- list_jobs' filters, the same on both tables
 WHERE (%(tenant)s IS NULL OR tenant = %(tenant)s)
   AND (%(status)s IS NULL OR status = %(status)s)
   AND (%(task)s IS NULL OR task = %(task)s)
@@ -152,6 +152,26 @@ WHERE (%(tenant)s IS NULL OR tenant = %(tenant)s)
   AND (%(idempotency_key)s IS NULL OR idempotency_key = %(idempotency_key)s)
   AND (%(args_like)s IS NULL
        OR LOWER(CAST(args AS CHAR CHARACTER SET utf8mb4)) LIKE %(args_like)s ESCAPE '!')
+
+-- name: list_jobs
+-- Both tables (a job that ended may be in the history table, migration 25): each part reads
+-- newest first to the limit, and the two merge.
+SELECT * FROM (
+    SELECT * FROM (
+        SELECT
+@job_columns
+        FROM duetime_jobs
+@listed
+        ORDER BY id DESC
+        LIMIT %(limit)s) AS hot
+    UNION ALL
+    SELECT * FROM (
+        SELECT
+@job_columns
+        FROM duetime_jobs_done
+@listed
+        ORDER BY id DESC
+        LIMIT %(limit)s) AS done) AS r
 ORDER BY id DESC
 LIMIT %(limit)s;
 
@@ -338,7 +358,8 @@ WHERE id = %(job_id)s AND generation = %(generation)s AND claim_token = %(claim_
 -- name: late_reports
 -- On the attempt of each job with that generation and claim token (none: nothing recorded):
 -- the job's row while the attempt still runs there (migration 22; its row takes the report at
--- its end), else the attempt's row.
+-- its end), else the attempt's row. A job in the history table (migration 25) has ended, and
+-- MariaDB/MySQL keep no success on a job's row (docs/stores.md): its attempts are all rows.
 UPDATE duetime_jobs AS j
 JOIN JSON_TABLE(%(batch)s, '$[*]' COLUMNS (
         job_id BIGINT PATH '$.job_id',
@@ -661,11 +682,16 @@ WHERE status = 'scheduled' AND due_at <= %(now)s
 
 -- name: attempt_samples
 -- the newest attempts started since a point in time, for lag, throughput and failure figures
--- (the running ones from their jobs' rows: duetime_all_attempts)
-SELECT j.task, j.queue, a.status, a.error_category, a.due_at, a.started_at, a.finished_at
-FROM duetime_all_attempts a JOIN duetime_jobs j ON j.id = a.job_id
+-- (the running ones from their jobs' rows: duetime_all_attempts), each with its job from
+-- either table (a job that ended may be in the history table, migration 25)
+SELECT COALESCE(j.task, d.task) AS task, COALESCE(j.queue, d.queue) AS queue, a.status,
+       a.error_category, a.due_at, a.started_at, a.finished_at
+FROM duetime_all_attempts a
+LEFT JOIN duetime_jobs j ON j.id = a.job_id
+LEFT JOIN duetime_jobs_done d ON d.id = a.job_id
 WHERE a.started_at >= %(since)s
-  AND (%(tenant)s IS NULL OR j.tenant = %(tenant)s)
+  AND (j.id IS NOT NULL OR d.id IS NOT NULL)
+  AND (%(tenant)s IS NULL OR COALESCE(j.tenant, d.tenant) = %(tenant)s)
 ORDER BY a.started_at DESC
 LIMIT %(limit)s;
 
@@ -705,6 +731,37 @@ DELETE l FROM duetime_job_parents l JOIN duetime_prune p ON l.parent_id = p.id;
 DELETE o FROM duetime_outbox o JOIN duetime_prune p ON o.job_id = p.id;
 UPDATE duetime_ticks t JOIN duetime_prune p ON t.job_id = p.id SET t.job_id = NULL;
 DELETE j FROM duetime_jobs j JOIN duetime_prune p ON p.id = j.id
+WHERE j.status IN ('succeeded', 'cancelled', 'expired') AND j.updated_at < %(before)s;
+
+-- name: prune_done
+-- prune's work on the history table (migration 25), the same way: the jobs that ended before
+-- `before`, up to `limit` of them, with their attempts, links and outbox events, their ticks
+-- detached.
+CREATE TEMPORARY TABLE IF NOT EXISTS duetime_prune (id BIGINT NOT NULL PRIMARY KEY);
+DELETE FROM duetime_prune;
+INSERT INTO duetime_prune (id)
+SELECT id FROM duetime_jobs_done
+WHERE status IN ('succeeded', 'cancelled', 'expired') AND updated_at < %(before)s
+ORDER BY updated_at
+LIMIT %(limit)s;
+-- Then the candidates that still qualify are locked and the others forgotten, so that the
+-- statements after these (READ COMMITTED: each reads the newest rows) act on the same jobs.
+-- No foreign key does it (migration 26): their attempts, dependency links and outbox events
+-- go with them and their ticks are detached (each table joined to the candidates: a
+-- DELETE ... WHERE ... IN (subquery) would read the whole table).
+SELECT j.id FROM duetime_jobs_done j JOIN duetime_prune p ON p.id = j.id
+WHERE j.status IN ('succeeded', 'cancelled', 'expired') AND j.updated_at < %(before)s
+FOR UPDATE;
+DELETE p FROM duetime_prune p
+LEFT JOIN duetime_jobs_done j ON j.id = p.id
+    AND j.status IN ('succeeded', 'cancelled', 'expired') AND j.updated_at < %(before)s
+WHERE j.id IS NULL;
+DELETE a FROM duetime_attempts a JOIN duetime_prune p ON a.job_id = p.id;
+DELETE l FROM duetime_job_parents l JOIN duetime_prune p ON l.child_id = p.id;
+DELETE l FROM duetime_job_parents l JOIN duetime_prune p ON l.parent_id = p.id;
+DELETE o FROM duetime_outbox o JOIN duetime_prune p ON o.job_id = p.id;
+UPDATE duetime_ticks t JOIN duetime_prune p ON t.job_id = p.id SET t.job_id = NULL;
+DELETE j FROM duetime_jobs_done j JOIN duetime_prune p ON p.id = j.id
 WHERE j.status IN ('succeeded', 'cancelled', 'expired') AND j.updated_at < %(before)s;
 
 -- name: queue_settings
@@ -1199,10 +1256,26 @@ SELECT id, limits FROM duetime_jobs WHERE id IN %(ids)s AND limits IS NOT NULL;
 -- Dependencies (store/sql/dependencies.py; docs/workflows.md, "Dependencies") ---------------
 
 -- name: lock_parents
-SELECT id, tenant, status FROM duetime_jobs
-WHERE id IN %(ids)s
-ORDER BY id
-FOR UPDATE;
+-- Both tables (a job that ended may be in the history table, migration 25): one locking part
+-- per table (PostgreSQL locks no row of a UNION), each in id order. A job that moves between the
+-- tables while this waits can be missed by both parts: store/sql/shared.py lock_either reads
+-- again for the ids not found.
+(SELECT id, tenant, status, 0 AS done FROM duetime_jobs WHERE id IN %(ids)s ORDER BY id
+ FOR UPDATE)
+UNION ALL
+(SELECT id, tenant, status, 1 AS done FROM duetime_jobs_done WHERE id IN %(ids)s ORDER BY id
+ FOR UPDATE);
+
+-- name: restore_job
+-- A job of the history table back in the jobs table, its row as it is (an operator's move of
+-- an ended job: store/sql/jobs.py Jobs.transition); the caller holds its row lock.
+INSERT INTO duetime_jobs (
+@job_columns
+)
+SELECT
+@job_columns
+FROM duetime_jobs_done WHERE id = %(id)s;
+DELETE FROM duetime_jobs_done WHERE id = %(id)s;
 
 -- name: mark_parents
 UPDATE duetime_jobs SET has_children = 1

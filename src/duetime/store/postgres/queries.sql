@@ -157,8 +157,8 @@ SELECT * FROM duetime_all_attempts WHERE job_id = %(id)s ORDER BY generation;
 SELECT * FROM duetime_all_attempts WHERE job_id = ANY (%(ids)s::bigint[])
 ORDER BY job_id, generation;
 
--- name: list_jobs
-SELECT * FROM duetime_jobs
+-- part: listed
+-- list_jobs' filters, the same on both tables
 WHERE (%(tenant)s::text IS NULL OR tenant = %(tenant)s::text)
   AND (%(status)s::text IS NULL OR status = %(status)s::text)
   AND (%(task)s::text IS NULL OR task = %(task)s::text)
@@ -170,6 +170,26 @@ WHERE (%(tenant)s::text IS NULL OR tenant = %(tenant)s::text)
   AND (%(business_key)s::text IS NULL OR business_key = %(business_key)s::text)
   AND (%(idempotency_key)s::text IS NULL OR idempotency_key = %(idempotency_key)s::text)
   AND (%(args_like)s::text IS NULL OR lower(args::text) LIKE %(args_like)s::text ESCAPE '!')
+
+-- name: list_jobs
+-- Both tables (a job that ended may be in the history table, migration 25): each part reads
+-- newest first to the limit, through its own listing index, and the two merge.
+SELECT * FROM (
+    SELECT * FROM (
+        SELECT
+@job_columns
+        FROM duetime_jobs
+@listed
+        ORDER BY id DESC
+        LIMIT %(limit)s) AS hot
+    UNION ALL
+    SELECT * FROM (
+        SELECT
+@job_columns
+        FROM duetime_jobs_done
+@listed
+        ORDER BY id DESC
+        LIMIT %(limit)s) AS done) AS r
 ORDER BY id DESC
 LIMIT %(limit)s;
 
@@ -540,7 +560,8 @@ WHERE id = %(job_id)s AND generation = %(generation)s AND claim_token = %(claim_
 -- name: late_reports
 -- On the attempt of each job with that generation and claim token (none: nothing recorded):
 -- its row once it ended, or the job's row while it still runs there (migration 22; the
--- attempt's row takes the report at its end) or is a success kept there (migration 24).
+-- attempt's row takes the report at its end) or is a success kept there (migration 24), in
+-- either table (a job that ended may be in the history table, migration 25).
 WITH v AS (
     SELECT * FROM json_to_recordset(%(batch)s::json) AS v(job_id bigint, generation bigint,
         claim_token bigint, outcome text)
@@ -550,6 +571,12 @@ WITH v AS (
     FROM v
     WHERE j.id = v.job_id AND j.generation = v.generation AND j.claim_token = v.claim_token
       AND j.attempt_id IS NOT NULL
+), kept AS (
+    UPDATE duetime_jobs_done AS d
+    SET late_outcome = v.outcome, late_reported_at = %(now)s
+    FROM v
+    WHERE d.id = v.job_id AND d.generation = v.generation AND d.claim_token = v.claim_token
+      AND d.attempt_id IS NOT NULL
 )
 UPDATE duetime_attempts AS a
 SET late_outcome = v.outcome, late_reported_at = %(now)s
@@ -852,11 +879,16 @@ CROSS JOIN LATERAL (
 -- name: attempt_samples
 -- the newest attempts started since a point in time, for lag, throughput and failure figures
 -- (the running ones and the successes kept there from their jobs' rows: duetime_all_attempts;
--- the successes' part through duetime_jobs_succeeded_started, migration 24)
-SELECT j.task, j.queue, a.status, a.error_category, a.due_at, a.started_at, a.finished_at
-FROM duetime_all_attempts a JOIN duetime_jobs j ON j.id = a.job_id
+-- the successes' part through duetime_jobs_succeeded_started, migration 24), each with its job
+-- from either table (a job that ended may be in the history table, migration 25)
+SELECT coalesce(j.task, d.task) AS task, coalesce(j.queue, d.queue) AS queue, a.status,
+       a.error_category, a.due_at, a.started_at, a.finished_at
+FROM duetime_all_attempts a
+LEFT JOIN duetime_jobs j ON j.id = a.job_id
+LEFT JOIN duetime_jobs_done d ON d.id = a.job_id
 WHERE a.started_at >= %(since)s
-  AND (%(tenant)s::text IS NULL OR j.tenant = %(tenant)s::text)
+  AND (j.id IS NOT NULL OR d.id IS NOT NULL)
+  AND (%(tenant)s::text IS NULL OR coalesce(j.tenant, d.tenant) = %(tenant)s::text)
 ORDER BY a.started_at DESC
 LIMIT %(limit)s;
 
@@ -902,6 +934,23 @@ parent_links AS (DELETE FROM duetime_job_parents WHERE parent_id IN (SELECT id F
 events AS (DELETE FROM duetime_outbox WHERE job_id IN (SELECT id FROM gone)),
 ticks AS (UPDATE duetime_ticks SET job_id = NULL WHERE job_id IN (SELECT id FROM gone))
 DELETE FROM duetime_jobs WHERE id IN (SELECT id FROM gone);
+
+-- name: prune_done
+-- prune's work on the history table (migration 25), the same way: the jobs that ended before
+-- `before`, up to `limit` of them, with their attempts, links and outbox events, their ticks
+-- detached.
+WITH gone AS MATERIALIZED (
+    SELECT id FROM duetime_jobs_done
+    WHERE status IN ('succeeded', 'cancelled', 'expired') AND updated_at < %(before)s
+    ORDER BY updated_at
+    LIMIT %(limit)s
+    FOR UPDATE SKIP LOCKED),
+attempts AS (DELETE FROM duetime_attempts WHERE job_id IN (SELECT id FROM gone)),
+child_links AS (DELETE FROM duetime_job_parents WHERE child_id IN (SELECT id FROM gone)),
+parent_links AS (DELETE FROM duetime_job_parents WHERE parent_id IN (SELECT id FROM gone)),
+events AS (DELETE FROM duetime_outbox WHERE job_id IN (SELECT id FROM gone)),
+ticks AS (UPDATE duetime_ticks SET job_id = NULL WHERE job_id IN (SELECT id FROM gone))
+DELETE FROM duetime_jobs_done WHERE id IN (SELECT id FROM gone);
 
 -- name: queue_settings
 SELECT queue, dispatch, paused, concurrency, max_backlog, weight, updated_at FROM duetime_queues
@@ -1413,10 +1462,32 @@ SELECT id, limits FROM duetime_jobs WHERE id = ANY (%(ids)s::bigint[]) AND limit
 -- Dependencies (store/sql/dependencies.py; docs/workflows.md, "Dependencies") ---------------
 
 -- name: lock_parents
-SELECT id, tenant, status FROM duetime_jobs
-WHERE id = ANY (%(ids)s::bigint[])
-ORDER BY id
-FOR UPDATE;
+-- Both tables (a job that ended may be in the history table, migration 25): one locking part
+-- per table (PostgreSQL locks no row of a UNION), each in id order. A job that moves between the
+-- tables while this waits can be missed by both parts: store/sql/shared.py lock_either reads
+-- again for the ids not found.
+SELECT * FROM (
+    SELECT id, tenant, status, 0 AS done FROM duetime_jobs
+    WHERE id = ANY (%(ids)s::bigint[])
+    ORDER BY id
+    FOR UPDATE) AS hot
+UNION ALL
+SELECT * FROM (
+    SELECT id, tenant, status, 1 AS done FROM duetime_jobs_done
+    WHERE id = ANY (%(ids)s::bigint[])
+    ORDER BY id
+    FOR UPDATE) AS done;
+
+-- name: restore_job
+-- A job of the history table back in the jobs table, its row as it is (an operator's move of
+-- an ended job: store/sql/jobs.py Jobs.transition); the caller holds its row lock.
+WITH gone AS (DELETE FROM duetime_jobs_done WHERE id = %(id)s RETURNING *)
+INSERT INTO duetime_jobs (
+@job_columns
+)
+SELECT
+@job_columns
+FROM gone;
 
 -- name: mark_parents
 UPDATE duetime_jobs SET has_children = 1

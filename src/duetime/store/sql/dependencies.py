@@ -37,7 +37,7 @@ from duetime.core.models import NewJob, Relative
 from duetime.core.states import TRANSITIONS, Event, JobStatus
 from duetime.store.driver import Connection, Row, Rows
 from duetime.store.rows import moves_json
-from duetime.store.sql.shared import Part, earliest_of
+from duetime.store.sql.shared import Part, earliest_of, lock_either
 
 # a parent's failure cancels a blocked child, and only a blocked one
 _CANCEL_BLOCKED = json.dumps(
@@ -66,7 +66,7 @@ class Dependencies(Part):
         wanted = sorted({p for job in jobs for p in job.parents})
         if not wanted:
             return [None] * len(jobs), {}
-        found = {r["id"]: r for r in c.rows("lock_parents", ids=wanted)}
+        found = {r["id"]: r for r in lock_either(c, wanted)}
         statuses = {pid: JobStatus(r["status"]) for pid, r in found.items()}
         return [self._start(job, found, statuses) for job in jobs], statuses
 

@@ -332,8 +332,13 @@ class Finisher(Part):
 
     @conflicts_retried
     def prune(self, before: datetime, limit: int) -> int:
+        """Delete up to `limit` jobs that ended before `before`: from the jobs table, then from
+        the history table (migration 25) as many as the limit leaves."""
         with self.driver.transaction() as c:
-            return c.run("prune", before=before, limit=limit)
+            pruned = c.run("prune", before=before, limit=limit)
+            if pruned < limit:
+                pruned += c.run("prune_done", before=before, limit=limit - pruned)
+            return pruned
 
     def expired_leases(self, now: datetime, limit: int) -> list[ExpiredLease]:
         with self.driver.transaction(write=False) as c:

@@ -25,7 +25,7 @@ from duetime.core.models import (
     batch_records,
     variant,
 )
-from duetime.core.states import HELD, Event, JobStatus
+from duetime.core.states import HELD, TRANSITIONS, Event, JobStatus
 from duetime.store.base import Listener
 from duetime.store.driver import Connection, Driver, Row
 from duetime.store.rows import attempts_by_job, job_from_row, refusal
@@ -39,6 +39,7 @@ from duetime.store.sql.shared import (
     key_order,
     like_pattern,
     load_job,
+    lock_either,
     move,
     new_job_record,
     reserve_ids,
@@ -392,11 +393,13 @@ class Jobs(Part):
             # its row locked first, and the status it had: a job that waited in a sequence
             # held nothing, so its end releases nothing (and takes no sequence lock, which
             # the release of the job before it, holding that lock, may be waiting on)
-            locked = c.rows("lock_parents", ids=[job_id])
+            locked = lock_either(c, [job_id])
+            _restore(c, locked, event, tenant)
             moved = move(c, job_id, event, now, tenant=tenant, due_at=due_at, replay=replay)
             job = load_job(c, self._t, job_id, tenant, True)
             if not moved and event is Event.CANCEL and job is not None and _held_by(job):
                 # a dead job that holds its sequence: a cancel dismisses it
+                _restore(c, locked, Event.DISMISS, tenant)
                 moved = move(c, job_id, Event.DISMISS, now, tenant=tenant)
                 job = load_job(c, self._t, job_id, tenant, True)
             # raised inside: a dispatched attempt withdrawn for this move is rolled back too
@@ -454,6 +457,19 @@ def _fresh(job: NewJob) -> bool:
 def _due(job: Job) -> bool:
     """A job just created that a worker may claim when due (not blocked, not cancelled)."""
     return job.status not in (JobStatus.BLOCKED, JobStatus.CANCELLED)
+
+
+def _restore(c: Connection, locked: Sequence[Row], event: Event, tenant: str | None) -> None:
+    """A job of the history table (an ended job, `locked` by lock_either) that `event` moves
+    (a replay, a dismissal) comes back to the jobs table first, where the move applies as to
+    any job (docs/history-plan.md, step 4)."""
+    if not locked or not locked[0]["done"]:
+        return
+    row = locked[0]
+    if (tenant is None or row["tenant"] == tenant) and JobStatus(row["status"]) in TRANSITIONS[
+        event
+    ]:
+        c.run("restore_job", id=row["id"])
 
 
 def _held_by(job: Job) -> bool:

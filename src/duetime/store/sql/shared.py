@@ -87,6 +87,28 @@ def load_job(
     return job_from_row(row, t, attempts)
 
 
+LOCK_ROUNDS = 3  # how often lock_either reads again for jobs it did not find
+
+
+def lock_either(c: Connection, ids: Sequence[int]) -> list[Row]:
+    """The rows (id, tenant, status) of the jobs of `ids`, locked for the transaction, from
+    whichever table holds each (the jobs table or, once it ended, the history table). A job
+    that moves between the two while the read waits for its row lock is found by neither part
+    of that read (on PostgreSQL both parts read one snapshot, taken before the move
+    committed), so the ids not found are read again, in a statement that sees the move; an id
+    of no job costs LOCK_ROUNDS reads."""
+    found: list[Row] = []
+    wanted = sorted(set(ids))
+    for _ in range(LOCK_ROUNDS):
+        rows = c.rows("lock_parents", ids=wanted)
+        found += rows
+        seen = {r["id"] for r in rows}
+        wanted = [i for i in wanted if i not in seen]
+        if not wanted:
+            break
+    return found
+
+
 def move(
     c: Connection,
     job_id: int,

@@ -117,7 +117,7 @@ SELECT * FROM duetime_all_attempts WHERE job_id = :id ORDER BY generation;
 -- name: select_attempts_of_jobs
 -- every attempt of the jobs, as duetime_all_attempts has them (migrations 22 and 24), written out:
 -- SQLite does not push an IN (subquery) into the view's UNION (it would read every attempt);
--- each part reads the jobs of `ids` through its index
+-- each part reads the jobs of `ids` through its index (the history table's too, migration 25)
 SELECT a.id, a.job_id, a.generation, a.worker_id, a.status, a.lease_expires_at, a.started_at,
        a.finished_at, a.error_category, a.error_message, a.error_traceback, a.late_outcome,
        a.late_reported_at, a.due_at, a.claim_token
@@ -131,10 +131,17 @@ SELECT j.attempt_id, j.id, j.generation, j.worker_id,
 FROM duetime_jobs AS j
 WHERE j.id IN (SELECT value FROM json_each(:ids))
   AND j.status IN ('running', 'cancel_requested', 'succeeded') AND j.attempt_id IS NOT NULL
+UNION ALL
+SELECT d.attempt_id, d.id, d.generation, d.worker_id, 'succeeded', d.lease_expires_at,
+       d.started_at, d.updated_at, NULL, NULL, NULL, d.late_outcome, d.late_reported_at,
+       d.due_at, d.claim_token
+FROM duetime_jobs_done AS d
+WHERE d.id IN (SELECT value FROM json_each(:ids))
+  AND d.status = 'succeeded' AND d.attempt_id IS NOT NULL
 ORDER BY job_id, generation;
 
--- name: list_jobs
-SELECT * FROM duetime_jobs
+-- part: listed
+-- list_jobs' filters, the same on both tables
 WHERE (:tenant IS NULL OR tenant = :tenant)
   AND (:status IS NULL OR status = :status)
   AND (:task IS NULL OR task = :task)
@@ -146,6 +153,26 @@ WHERE (:tenant IS NULL OR tenant = :tenant)
   AND (:business_key IS NULL OR business_key = :business_key)
   AND (:idempotency_key IS NULL OR idempotency_key = :idempotency_key)
   AND (:args_like IS NULL OR lower(args) LIKE :args_like ESCAPE '!')
+
+-- name: list_jobs
+-- Both tables (a job that ended may be in the history table, migration 25): each part reads
+-- newest first to the limit, and the two merge.
+SELECT * FROM (
+    SELECT * FROM (
+        SELECT
+@job_columns
+        FROM duetime_jobs
+@listed
+        ORDER BY id DESC
+        LIMIT :limit) AS hot
+    UNION ALL
+    SELECT * FROM (
+        SELECT
+@job_columns
+        FROM duetime_jobs_done
+@listed
+        ORDER BY id DESC
+        LIMIT :limit) AS done) AS r
 ORDER BY id DESC
 LIMIT :limit;
 
@@ -350,7 +377,8 @@ WHERE id = :job_id AND generation = :generation AND claim_token = :claim_token
 -- name: late_reports
 -- On the attempt of each job with that generation and claim token (none: nothing recorded):
 -- the job's row while the attempt still runs there (migration 22; its row takes the report at
--- its end) or is a success kept there (migration 24), else the attempt's row.
+-- its end) or is a success kept there (migration 24) in either table (a job that ended may be
+-- in the history table, migration 25), else the attempt's row.
 UPDATE duetime_jobs
 SET late_outcome = v.outcome, late_reported_at = :now
 FROM (SELECT json_extract(value, '$.job_id') AS job_id,
@@ -360,6 +388,16 @@ FROM (SELECT json_extract(value, '$.job_id') AS job_id,
       FROM json_each(:batch)) AS v
 WHERE duetime_jobs.id = v.job_id AND duetime_jobs.generation = v.generation
   AND duetime_jobs.claim_token = v.claim_token AND duetime_jobs.attempt_id IS NOT NULL;
+UPDATE duetime_jobs_done
+SET late_outcome = v.outcome, late_reported_at = :now
+FROM (SELECT json_extract(value, '$.job_id') AS job_id,
+             json_extract(value, '$.generation') AS generation,
+             json_extract(value, '$.claim_token') AS claim_token,
+             json_extract(value, '$.outcome') AS outcome
+      FROM json_each(:batch)) AS v
+WHERE duetime_jobs_done.id = v.job_id AND duetime_jobs_done.generation = v.generation
+  AND duetime_jobs_done.claim_token = v.claim_token
+  AND duetime_jobs_done.attempt_id IS NOT NULL;
 UPDATE duetime_attempts
 SET late_outcome = v.outcome, late_reported_at = :now
 FROM (SELECT json_extract(value, '$.job_id') AS job_id,
@@ -645,8 +683,10 @@ WHERE status = 'scheduled' AND due_at <= :now
 -- the parts of duetime_all_attempts written out, each read from `since` on through its index
 -- (the ended attempts' rows; the running jobs; the successes kept on their jobs' rows,
 -- migration 24, through their partial index: SQLite's planner, without statistics, took the
--- status index and read every succeeded job)
-SELECT j.task, j.queue, a.status, a.error_category, a.due_at, a.started_at, a.finished_at
+-- status index and read every succeeded job; and those of the history table, migration 25,
+-- through its own), each with its job from either table
+SELECT coalesce(j.task, d.task) AS task, coalesce(j.queue, d.queue) AS queue, a.status,
+       a.error_category, a.due_at, a.started_at, a.finished_at
 FROM (
     SELECT a.job_id, a.status, a.error_category, a.due_at, a.started_at, a.finished_at
     FROM duetime_attempts AS a
@@ -660,9 +700,15 @@ FROM (
     SELECT s.id, 'succeeded', NULL, s.due_at, s.started_at, s.updated_at
     FROM duetime_jobs AS s INDEXED BY duetime_jobs_succeeded_started
     WHERE s.status = 'succeeded' AND s.attempt_id IS NOT NULL AND s.started_at >= :since
+    UNION ALL
+    SELECT h.id, 'succeeded', NULL, h.due_at, h.started_at, h.updated_at
+    FROM duetime_jobs_done AS h INDEXED BY duetime_jobs_done_succeeded_started
+    WHERE h.status = 'succeeded' AND h.attempt_id IS NOT NULL AND h.started_at >= :since
 ) AS a
-JOIN duetime_jobs j ON j.id = a.job_id
-WHERE (:tenant IS NULL OR j.tenant = :tenant)
+LEFT JOIN duetime_jobs j ON j.id = a.job_id
+LEFT JOIN duetime_jobs_done d ON d.id = a.job_id
+WHERE (j.id IS NOT NULL OR d.id IS NOT NULL)
+  AND (:tenant IS NULL OR coalesce(j.tenant, d.tenant) = :tenant)
 ORDER BY a.started_at DESC
 LIMIT :limit;
 
@@ -690,6 +736,24 @@ DELETE FROM duetime_job_parents WHERE parent_id IN (SELECT id FROM temp.duetime_
 DELETE FROM duetime_outbox WHERE job_id IN (SELECT id FROM temp.duetime_gone);
 UPDATE duetime_ticks SET job_id = NULL WHERE job_id IN (SELECT id FROM temp.duetime_gone);
 DELETE FROM duetime_jobs WHERE id IN (SELECT id FROM temp.duetime_gone);
+
+-- name: prune_done
+-- prune's work on the history table (migration 25), the same way: the jobs that ended before
+-- `before`, up to `limit` of them, with their attempts, links and outbox events, their ticks
+-- detached.
+CREATE TEMP TABLE IF NOT EXISTS duetime_gone (id INTEGER PRIMARY KEY);
+DELETE FROM temp.duetime_gone;
+INSERT INTO temp.duetime_gone (id)
+SELECT id FROM duetime_jobs_done INDEXED BY duetime_jobs_done_finished
+WHERE status IN ('succeeded', 'cancelled', 'expired') AND updated_at < :before
+ORDER BY updated_at
+LIMIT :limit;
+DELETE FROM duetime_attempts WHERE job_id IN (SELECT id FROM temp.duetime_gone);
+DELETE FROM duetime_job_parents WHERE child_id IN (SELECT id FROM temp.duetime_gone);
+DELETE FROM duetime_job_parents WHERE parent_id IN (SELECT id FROM temp.duetime_gone);
+DELETE FROM duetime_outbox WHERE job_id IN (SELECT id FROM temp.duetime_gone);
+UPDATE duetime_ticks SET job_id = NULL WHERE job_id IN (SELECT id FROM temp.duetime_gone);
+DELETE FROM duetime_jobs_done WHERE id IN (SELECT id FROM temp.duetime_gone);
 
 -- name: queue_settings
 SELECT queue, dispatch, paused, concurrency, max_backlog, weight, updated_at FROM duetime_queues
@@ -1203,10 +1267,25 @@ SELECT id, limits FROM duetime_jobs WHERE id IN (SELECT value FROM json_each(:id
 -- Dependencies (store/sql/dependencies.py; docs/workflows.md, "Dependencies") ---------------
 
 -- name: lock_parents
--- the write transaction already holds the file
-SELECT id, tenant, status FROM duetime_jobs
+-- the write transaction already holds the file; both tables (a job that ended may be in the
+-- history table, migration 25)
+SELECT id, tenant, status, 0 AS done FROM duetime_jobs
+WHERE id IN (SELECT value FROM json_each(:ids))
+UNION ALL
+SELECT id, tenant, status, 1 AS done FROM duetime_jobs_done
 WHERE id IN (SELECT value FROM json_each(:ids))
 ORDER BY id;
+
+-- name: restore_job
+-- A job of the history table back in the jobs table, its row as it is (an operator's move of
+-- an ended job: store/sql/jobs.py Jobs.transition).
+INSERT INTO duetime_jobs (
+@job_columns
+)
+SELECT
+@job_columns
+FROM duetime_jobs_done WHERE id = :id;
+DELETE FROM duetime_jobs_done WHERE id = :id;
 
 -- name: mark_parents
 UPDATE duetime_jobs SET has_children = 1

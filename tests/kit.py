@@ -185,7 +185,8 @@ class PostgresKit(DialectKit):
 
         with psycopg.connect(url) as pg:
             try:
-                pg.execute("SELECT id FROM duetime_jobs WHERE id = %s FOR UPDATE NOWAIT", (job_id,))
+                for table in ("duetime_jobs", "duetime_jobs_done"):  # either holds the job
+                    pg.execute(f"SELECT id FROM {table} WHERE id = %s FOR UPDATE NOWAIT", (job_id,))
                 pg.execute(
                     "SELECT id FROM duetime_attempts WHERE job_id = %s FOR UPDATE NOWAIT",
                     (job_id,),
@@ -257,6 +258,7 @@ class MySQLKit(DialectKit):
                 cur.execute("COMMIT")
             elif tables:
                 cur.execute("DROP VIEW IF EXISTS duetime_all_attempts")  # migration 22's
+                cur.execute("DROP VIEW IF EXISTS duetime_all_jobs")  # migration 27's
                 cur.execute("DROP TABLE IF EXISTS " + ", ".join(f"`{n}`" for n in tables))
         return url
 
@@ -288,9 +290,10 @@ class MySQLKit(DialectKit):
             cur.execute("SET SESSION innodb_lock_wait_timeout = 1")
             cur.execute("START TRANSACTION")
             try:
-                cur.execute(
-                    "SELECT id FROM duetime_jobs WHERE id = %s FOR UPDATE NOWAIT", (job_id,)
-                )
+                for table in ("duetime_jobs", "duetime_jobs_done"):  # either holds the job
+                    cur.execute(
+                        f"SELECT id FROM {table} WHERE id = %s FOR UPDATE NOWAIT", (job_id,)
+                    )
                 cur.execute(
                     "SELECT id FROM duetime_attempts WHERE job_id = %s FOR UPDATE NOWAIT",
                     (job_id,),

@@ -702,6 +702,28 @@ WHERE status = 'scheduled' AND due_at > %(now)s AND due_at <= %(until)s
 ORDER BY due_at
 LIMIT %(limit)s;
 
+-- name: archive_ended
+-- The jobs of `ids` that have ended leave the jobs table for the history table (migration 25;
+-- docs/history-plan.md), as the last statement of the transaction that ended them, under its
+-- row locks. A job with a key (an idempotency key, a unique window, a schedule's occurrence)
+-- stays until it is pruned: the unique indexes that keep its key from being taken twice span
+-- the jobs table only.
+INSERT INTO duetime_jobs_done (
+@job_columns
+)
+SELECT
+@job_columns
+FROM duetime_jobs
+WHERE id IN %(ids)s
+  AND status IN ('succeeded', 'dead', 'cancelled', 'expired')
+  AND idempotency_key IS NULL AND unique_key IS NULL
+  AND (schedule_id IS NULL OR nominal_at IS NULL);
+DELETE FROM duetime_jobs
+WHERE id IN %(ids)s
+  AND status IN ('succeeded', 'dead', 'cancelled', 'expired')
+  AND idempotency_key IS NULL AND unique_key IS NULL
+  AND (schedule_id IS NULL OR nominal_at IS NULL);
+
 -- name: prune
 -- The candidates are read without locks first (READ COMMITTED: INSERT ... SELECT is a
 -- consistent read), then deleted by primary key with the condition checked again: a DELETE
@@ -739,9 +761,20 @@ WHERE j.status IN ('succeeded', 'cancelled', 'expired') AND j.updated_at < %(bef
 -- detached.
 CREATE TEMPORARY TABLE IF NOT EXISTS duetime_prune (id BIGINT NOT NULL PRIMARY KEY);
 DELETE FROM duetime_prune;
+-- One part per status, each read in updated_at order through (status, updated_at) and stopped
+-- at the limit, then merged: a range over the three statuses would sort every row past the
+-- retention on each batch, and the history table is where they pile up.
 INSERT INTO duetime_prune (id)
-SELECT id FROM duetime_jobs_done
-WHERE status IN ('succeeded', 'cancelled', 'expired') AND updated_at < %(before)s
+SELECT id FROM (
+    (SELECT id, updated_at FROM duetime_jobs_done
+     WHERE status = 'succeeded' AND updated_at < %(before)s ORDER BY updated_at LIMIT %(limit)s)
+    UNION ALL
+    (SELECT id, updated_at FROM duetime_jobs_done
+     WHERE status = 'cancelled' AND updated_at < %(before)s ORDER BY updated_at LIMIT %(limit)s)
+    UNION ALL
+    (SELECT id, updated_at FROM duetime_jobs_done
+     WHERE status = 'expired' AND updated_at < %(before)s ORDER BY updated_at LIMIT %(limit)s)
+) AS c
 ORDER BY updated_at
 LIMIT %(limit)s;
 -- Then the candidates that still qualify are locked and the others forgotten, so that the
@@ -1257,9 +1290,10 @@ SELECT id, limits FROM duetime_jobs WHERE id IN %(ids)s AND limits IS NOT NULL;
 
 -- name: lock_parents
 -- Both tables (a job that ended may be in the history table, migration 25): one locking part
--- per table (PostgreSQL locks no row of a UNION), each in id order. A job that moves between the
--- tables while this waits can be missed by both parts: store/sql/shared.py lock_either reads
--- again for the ids not found.
+-- per table, each in id order, the jobs table's first. A locking read sees the newest
+-- committed row, so a job that moved to the history table while the first part waited for it
+-- is found by the second; one that moved back (a replay) is read again by
+-- store/sql/shared.py lock_either.
 (SELECT id, tenant, status, 0 AS done FROM duetime_jobs WHERE id IN %(ids)s ORDER BY id
  FOR UPDATE)
 UNION ALL

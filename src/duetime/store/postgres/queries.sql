@@ -913,6 +913,26 @@ CROSS JOIN LATERAL (
 ORDER BY d.due_at
 LIMIT %(limit)s;
 
+-- name: archive_ended
+-- The jobs of `ids` that have ended leave the jobs table for the history table (migration 25;
+-- docs/history-plan.md), as the last statement of the transaction that ended them, under its
+-- row locks. A job with a key (an idempotency key, a unique window, a schedule's occurrence)
+-- stays until it is pruned: the unique indexes that keep its key from being taken twice span
+-- the jobs table only.
+WITH gone AS (
+    DELETE FROM duetime_jobs
+    WHERE id = ANY (%(ids)s::bigint[])
+      AND status IN ('succeeded', 'dead', 'cancelled', 'expired')
+      AND idempotency_key IS NULL AND unique_key IS NULL
+      AND (schedule_id IS NULL OR nominal_at IS NULL)
+    RETURNING *)
+INSERT INTO duetime_jobs_done (
+@job_columns
+)
+SELECT
+@job_columns
+FROM gone;
+
 -- name: prune
 -- The candidates are picked and locked once (a MATERIALIZED CTE runs once; a locked row is
 -- checked again in its newest version, so each one picked still qualifies). No foreign key

@@ -9,11 +9,13 @@ how many rows they changed (Connection.run). A unit test holds every dialect to 
 
 A job that ended may be in the history table (duetime_jobs_done, migration 25;
 docs/history-plan.md) rather than the jobs table: "the job", "the jobs" mean either table's,
-except in job_limits, sequence_keys_of, unstarted_parents and ended_parents, which read the
-jobs table only, and keep_results and tell_children, which write to it only. Each reaches jobs
-that its own transaction has just moved, and a job leaves the jobs table only at the end of the
-transaction that ends it (archive_ended). transition moves a job of the jobs table only: a
-replay or dismissal of a job in the history table brings it back first (restore_job).
+except in sequence_keys_of, unstarted_parents and ended_parents, which read the jobs table
+only. Each reaches jobs that its own transaction has just moved, and a job leaves the jobs
+table only at the end of the transaction that ends it (archive_ended; on PostgreSQL a worker's
+finish, finish_jobs, moves it itself, so job_limits, keep_results and tell_children, which
+follow it, reach both tables there and the jobs table only elsewhere). transition moves a job
+of the jobs table only: a replay or dismissal of a job in the history table brings it back
+first (restore_job).
 jobs_by_keys, job_by_unique and clear_unique reach the jobs table only too: a job with a key
 never leaves it (archive_ended; docs/history-plan.md, step 5).
 """

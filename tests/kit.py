@@ -26,6 +26,9 @@ class DialectKit(ABC):
     # a plain success stays on its job's row, with no attempt row (migration 24; not on
     # MariaDB/MySQL, which write its row as every other ending's: docs/stores.md)
     successes_on_rows: ClassVar[bool] = True
+    # a worker's finish moves a job that ends without a key to the history table (PostgreSQL
+    # only for now: docs/history-plan.md, step 8)
+    moves_ended: ClassVar[bool] = False
 
     @abstractmethod
     def fresh_url(self, tmp_path: Path, *, drop: bool = False) -> str:
@@ -108,6 +111,7 @@ class PostgresKit(DialectKit):
     """The server of tests/pgserver.py (configured, local, or a private throwaway cluster)."""
 
     name = "postgres"
+    moves_ended = True
     schemes = ("postgresql", "postgres")
     wakeups = "due"
     _url: str | None = None

@@ -1,13 +1,15 @@
-"""A job that ends leaves the jobs table for the history table (docs/history-plan.md, step 6):
-at the end of the transaction that ends it, after its result, its limits, its children and
-its sequence have had what they need of its row. A job that will run again (a retry), waits
-for an operator (parked) or holds a key (an idempotency key, a unique window, a schedule's
-occurrence) stays. Each path that ends jobs is checked here, on every dialect; what every
-job reads like afterwards is in test_history_reads.py."""
+"""A job that a worker's finish ends leaves the jobs table for the history table, within the
+finish (docs/history-plan.md, steps 6a and 8; PostgreSQL only for now), while its result, its
+limits, its children and its sequence still get what they need of it. A job that will run
+again (a retry), waits for an operator (parked) or holds a key (an idempotency key, a unique
+window, a schedule's occurrence) stays. What every job reads like afterwards is in
+test_history_reads.py, on every dialect."""
 
 from __future__ import annotations
 
 from datetime import timedelta
+
+import pytest
 
 from duetime.core.clock import ManualClock
 from duetime.core.models import Job, Outcome
@@ -21,6 +23,17 @@ from jobhelpers import claim_one, enqueue
 from kit import DialectKit
 
 HOT, DONE = "duetime_jobs", "duetime_jobs_done"
+
+
+@pytest.fixture(autouse=True)
+def _moving(kit: DialectKit) -> None:
+    if not kit.moves_ended:
+        pytest.skip(
+            "SQLite and MariaDB/MySQL keep ended jobs in the jobs table for now (their move "
+            "after the finish cost 18% to 45% of the drain: docs/history-plan.md, step 6a)"
+        )
+
+
 GIVE_UP = Outcome(Event.GIVE_UP, error_category=ErrorCategory.PERMANENT)
 
 

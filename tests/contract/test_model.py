@@ -631,7 +631,7 @@ def check_job_shape(job: Job, now: datetime, reapable: set[Lease]) -> None:
 
 @pytest.fixture
 def store_and_wipe(
-    make_store: Callable[[], Store], kit: DialectKit, store_url: str
+    make_store: Callable[[], Store], kit: DialectKit, store_url: str, request: pytest.FixtureRequest
 ) -> tuple[Store, Callable[[], None], Callable[[], list[tuple[Any, ...]]]]:
     """One store, a function that empties its database (the fixture resets it per test), and
     one that reads the ids of jobs held by both tables."""
@@ -650,8 +650,13 @@ def store_and_wipe(
             for table in tables:
                 cur.execute(f"DELETE FROM {table}")
 
+    reader = kit.connect(store_url)  # one connection for the checks after every step
+    request.addfinalizer(reader.close)
+
     def doubled() -> list[tuple[Any, ...]]:
-        return kit.execute(store_url, IN_BOTH)
+        cur = reader.cursor()
+        cur.execute(IN_BOTH)
+        return [tuple(r) for r in cur.fetchall()]
 
     return store, clear, doubled
 

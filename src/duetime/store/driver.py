@@ -176,9 +176,6 @@ class Driver(ABC):
     # alone (it locks and fences the rows, and returns the jobs it moved), without lock_jobs
     # reading them first (PostgreSQL)
     finishes_held: ClassVar[bool] = False
-    # finish_jobs moves a job that ends (and holds no key) to the history table itself, where
-    # the other dialects' finish runs archive_ended last (PostgreSQL; docs/history-plan.md)
-    finish_archives: ClassVar[bool] = False
     # parameter types encode passes as they are (exact types): those every dialect takes, and
     # a dialect's own whose encode_time or encode_bool returns the value itself
     unchanged: ClassVar[frozenset[type]] = PLAIN

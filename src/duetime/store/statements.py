@@ -10,14 +10,14 @@ how many rows they changed (Connection.run). A unit test holds every dialect to 
 A job that ended may be in the history table (duetime_jobs_done, migration 25;
 docs/history-plan.md) rather than the jobs table: "the job", "the jobs" mean either table's,
 except in sequence_keys_of, unstarted_parents and ended_parents, which read the jobs table
-only. Each reaches jobs that its own transaction has just moved, and a job leaves the jobs
-table only at the end of the transaction that ends it (archive_ended; on PostgreSQL a worker's
-finish, finish_jobs, moves it itself, so job_limits, keep_results and tell_children, which
-follow it, reach both tables there and the jobs table only elsewhere). transition moves a job
+only. Each reaches jobs that its own transaction has just moved, and only a worker's finish
+moves a job out of the jobs table, within finish_jobs, on PostgreSQL alone (docs/history-plan.md
+step 8): so job_limits, keep_results and tell_children, which follow it, reach both tables
+there and the jobs table only elsewhere. transition moves a job
 of the jobs table only: a replay or dismissal of a job in the history table brings it back
 first (restore_job).
 jobs_by_keys, job_by_unique and clear_unique reach the jobs table only too: a job with a key
-never leaves it (archive_ended; docs/history-plan.md, step 5).
+never leaves it (finish_jobs; docs/history-plan.md, step 5).
 """
 
 from __future__ import annotations
@@ -128,9 +128,6 @@ STATEMENTS: dict[str, str] = {
     "transition": "changes: one job by `moves` (an operator's move); see Store.transition",
     "next_due": "returns due_at: the instants at which scheduled jobs of `queues` (of any "
     "queue when all_queues) fall due after now and up to `until`, earliest first, up to limit",
-    "archive_ended": "changes: moves the jobs in ids that are succeeded, dead, cancelled or "
-    "expired and have no idempotency_key, no unique_key and no occurrence (schedule_id or "
-    "nominal_at null) from the jobs table to the history table, their rows as they are",
     "prune": "changes: deletes up to `limit` succeeded, cancelled or expired jobs of the jobs "
     "table last updated before `before`, oldest first, with their attempts, dependency links "
     "and outbox events; their ticks keep no job id",

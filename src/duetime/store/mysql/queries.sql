@@ -702,28 +702,6 @@ WHERE status = 'scheduled' AND due_at > %(now)s AND due_at <= %(until)s
 ORDER BY due_at
 LIMIT %(limit)s;
 
--- name: archive_ended
--- The jobs of `ids` that have ended leave the jobs table for the history table (migration 25;
--- docs/history-plan.md), as the last statement of the transaction that ended them, under its
--- row locks. A job with a key (an idempotency key, a unique window, a schedule's occurrence)
--- stays until it is pruned: the unique indexes that keep its key from being taken twice span
--- the jobs table only.
-INSERT INTO duetime_jobs_done (
-@job_columns
-)
-SELECT
-@job_columns
-FROM duetime_jobs
-WHERE id IN %(ids)s
-  AND status IN ('succeeded', 'dead', 'cancelled', 'expired')
-  AND idempotency_key IS NULL AND unique_key IS NULL
-  AND (schedule_id IS NULL OR nominal_at IS NULL);
-DELETE FROM duetime_jobs
-WHERE id IN %(ids)s
-  AND status IN ('succeeded', 'dead', 'cancelled', 'expired')
-  AND idempotency_key IS NULL AND unique_key IS NULL
-  AND (schedule_id IS NULL OR nominal_at IS NULL);
-
 -- name: prune
 -- The candidates are read without locks first (READ COMMITTED: INSERT ... SELECT is a
 -- consistent read), then deleted by primary key with the condition checked again: a DELETE

@@ -58,7 +58,6 @@ class PostgresDriver(Driver):
     package = "duetime.store.postgres"
     pipelines = True
     finishes_held = True
-    finish_archives = True
     unchanged = PLAIN | frozenset({datetime, bool})  # psycopg adapts instants, booleans itself
 
     def __init__(

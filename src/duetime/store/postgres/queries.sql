@@ -488,8 +488,8 @@ FOR UPDATE OF j;
 -- the job's updated_at), and every other ended attempt has its job's columns cleared and
 -- its row inserted, once, with its outcome (migration 22). A job that ends and holds no key
 -- leaves the jobs table here (`leaving`: deleted, and inserted as it ended into the history
--- table, docs/history-plan.md step 8), where the other dialects move it at the end of the
--- finish (archive_ended); a retry, a park and a keyed job are updated in place. The rows are
+-- table, docs/history-plan.md step 8; the other dialects keep it in the jobs table for now);
+-- a retry, a park and a keyed job are updated in place. The rows are
 -- locked here, in id order: after lock_jobs (the long way, store/sql/finish.py), or alone for
 -- a batch of attempts that all still hold their running jobs (`whole`): then every job moves
 -- or none does, and the caller, told that none did, commits and goes the long way (no
@@ -959,26 +959,6 @@ CROSS JOIN LATERAL (
     LIMIT %(limit)s) d
 ORDER BY d.due_at
 LIMIT %(limit)s;
-
--- name: archive_ended
--- The jobs of `ids` that have ended leave the jobs table for the history table (migration 25;
--- docs/history-plan.md), as the last statement of the transaction that ended them, under its
--- row locks. A job with a key (an idempotency key, a unique window, a schedule's occurrence)
--- stays until it is pruned: the unique indexes that keep its key from being taken twice span
--- the jobs table only.
-WITH gone AS (
-    DELETE FROM duetime_jobs
-    WHERE id = ANY (%(ids)s::bigint[])
-      AND status IN ('succeeded', 'dead', 'cancelled', 'expired')
-      AND idempotency_key IS NULL AND unique_key IS NULL
-      AND (schedule_id IS NULL OR nominal_at IS NULL)
-    RETURNING *)
-INSERT INTO duetime_jobs_done (
-@job_columns
-)
-SELECT
-@job_columns
-FROM gone;
 
 -- name: prune
 -- The candidates are picked and locked once (a MATERIALIZED CTE runs once; a locked row is

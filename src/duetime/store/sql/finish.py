@@ -284,9 +284,6 @@ class Finisher(Part):
             self.driver.notify(
                 c, earliest_of((moved[m["job_id"]]["queue"], m["due_at"] or now) for m in again)
             )
-        if ended and not self.driver.finish_archives:
-            # last: the jobs that ended leave the jobs table (docs/history-plan.md)
-            c.run("archive_ended", ids=sorted(m["job_id"] for m in ended))
 
     @conflicts_retried
     def record_progress(

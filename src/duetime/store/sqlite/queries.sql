@@ -719,28 +719,6 @@ WHERE status = 'scheduled' AND due_at > :now AND due_at <= :until
 ORDER BY due_at
 LIMIT :limit;
 
--- name: archive_ended
--- The jobs of `ids` that have ended leave the jobs table for the history table (migration 25;
--- docs/history-plan.md), as the last statement of the transaction that ended them, under its
--- row locks. A job with a key (an idempotency key, a unique window, a schedule's occurrence)
--- stays until it is pruned: the unique indexes that keep its key from being taken twice span
--- the jobs table only.
-INSERT INTO duetime_jobs_done (
-@job_columns
-)
-SELECT
-@job_columns
-FROM duetime_jobs
-WHERE id IN (SELECT value FROM json_each(:ids))
-  AND status IN ('succeeded', 'dead', 'cancelled', 'expired')
-  AND idempotency_key IS NULL AND unique_key IS NULL
-  AND (schedule_id IS NULL OR nominal_at IS NULL);
-DELETE FROM duetime_jobs
-WHERE id IN (SELECT value FROM json_each(:ids))
-  AND status IN ('succeeded', 'dead', 'cancelled', 'expired')
-  AND idempotency_key IS NULL AND unique_key IS NULL
-  AND (schedule_id IS NULL OR nominal_at IS NULL);
-
 -- name: prune
 -- The candidates are picked once, into a temporary table (one writer: they stay as they are
 -- until the transaction ends). No foreign key does it (migration 26): their attempts,

@@ -176,10 +176,10 @@ def pressure(doc: dict[str, Any], path: Path) -> bool:
     lat.set_ylabel("claim latency, ms\n(claimed - due)")
     queue.plot(t, col("queued"), label="due, not claimed")
     queue.set_ylabel("queued jobs")
-    dead.plot(t, col("dead_jobs"), label="duetime_jobs")
-    dead.plot(t, col("dead_attempts"), label="duetime_attempts")
+    for table in ("jobs", "jobs_done", "attempts"):
+        dead.plot(t, col(f"dead_{table}"), label=f"duetime_{table}")
     dead.set_ylabel("n_dead_tup")
-    for table in ("jobs", "attempts"):
+    for table in ("jobs", "jobs_done", "attempts"):
         size.plot(t, col(f"table_{table}", 1e6), label=f"{table}: table + TOAST")
         size.plot(t, col(f"indexes_{table}", 1e6), "--", label=f"{table}: indexes")
     size.plot(t, col("bytes_total", 1e6), color="k", label="total")

@@ -56,7 +56,7 @@ CONCURRENCY = 16
 TICK = 0.02  # seconds between the enqueuer's batches
 TASK = "bench.sleep1ms"  # bench/bench_app.py
 DRAIN_GRACE = 60.0  # seconds after the schedule for the queue to empty before workers stop
-TABLES = ("duetime_jobs", "duetime_attempts")
+TABLES = ("duetime_jobs", "duetime_jobs_done", "duetime_attempts")  # docs/history-plan.md
 
 
 # -- the server ----------------------------------------------------------------------------------
@@ -250,7 +250,8 @@ class Counts:
 SAMPLE_SQL = r"""
 SELECT
     (SELECT count(*) FROM duetime_jobs WHERE status = 'scheduled' AND due_at <= now()),
-    (SELECT COALESCE(max(id), 0) FROM duetime_jobs),
+    (SELECT GREATEST((SELECT COALESCE(max(id), 0) FROM duetime_jobs),
+                     (SELECT COALESCE(max(id), 0) FROM duetime_jobs_done))),
     (SELECT COALESCE(max(age(backend_xmin)), 0) FROM pg_stat_activity
         WHERE datname = current_database() AND backend_type = 'client backend'),
     (SELECT COALESCE(max(extract(epoch FROM now() - query_start)), 0) FROM pg_stat_activity
@@ -316,7 +317,8 @@ FROM duetime_all_attempts WHERE finished_at IS NOT NULL GROUP BY b
 """
 SERIES_ENQUEUED_SQL = """
 SELECT floor((extract(epoch FROM due_at) - %(origin)s) / %(step)s)::int AS b, count(*)
-FROM duetime_jobs GROUP BY b
+FROM (SELECT due_at FROM duetime_jobs UNION ALL SELECT due_at FROM duetime_jobs_done) AS j
+GROUP BY b
 """
 SERIES_STARTED_SQL = """
 SELECT floor((extract(epoch FROM started_at) - %(origin)s) / %(step)s)::int AS b, count(*),
@@ -337,7 +339,9 @@ FROM duetime_all_attempts GROUP BY b
 PHASE_OFFERED_SQL = """
 SELECT width_bucket(extract(epoch FROM due_at) - %(origin)s, %(bounds)s) AS b, count(*),
        count(*) FILTER (WHERE status = 'scheduled')
-FROM duetime_jobs GROUP BY b
+FROM (SELECT due_at, status FROM duetime_jobs UNION ALL
+      SELECT due_at, status FROM duetime_jobs_done) AS j
+GROUP BY b
 """
 
 

@@ -432,7 +432,7 @@ def bytes_table(results: list[Result], systems: list[str]) -> str:
                 + "; ".join(
                     f"{t}: {updates.get(t + '.ins', 0):,} inserts, {updates.get(t + '.upd', 0):,} "
                     f"updates of which {updates.get(t + '.hot_upd', 0):,} HOT"
-                    for t in ("duetime_jobs", "duetime_attempts")
+                    for t in ("duetime_jobs", "duetime_jobs_done", "duetime_attempts")
                 )
             )
     return "\n".join(lines) + "\n"

@@ -18,11 +18,13 @@ from __future__ import annotations
 
 from typing import Any
 
-TABLES = ("duetime_jobs", "duetime_attempts")
+# the jobs table, the history table a job that ended moves to (docs/history-plan.md), the
+# attempts
+TABLES = ("duetime_jobs", "duetime_jobs_done", "duetime_attempts")
 
 
 def postgres_vacuum(conn: Any) -> None:
-    """A plain VACUUM of the two tables (autocommit connection)."""
+    """A plain VACUUM of the tables (autocommit connection)."""
     for table in TABLES:
         conn.execute(f"VACUUM {table}")
 
@@ -52,7 +54,7 @@ def postgres_sizes(conn: Any) -> dict[str, int]:
 
 
 def postgres_updates(conn: Any) -> dict[str, int]:
-    """pg_stat_user_tables' counters of the two tables: inserts, updates, HOT updates, dead."""
+    """pg_stat_user_tables' counters of the tables: inserts, updates, HOT updates, dead."""
     out: dict[str, int] = {}
     for name, ins, upd, hot, dead in conn.execute(
         "SELECT relname, n_tup_ins, n_tup_upd, n_tup_hot_upd, n_dead_tup "

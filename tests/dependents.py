@@ -50,27 +50,34 @@ def ticked(store: Store, clock: ManualClock, name: str, status: JobStatus) -> tu
     return schedule.id, job.id
 
 
-def dependents(store: Store, clock: ManualClock, schedule: str = "hourly") -> dict[str, int]:
+def dependents(
+    store: Store, clock: ManualClock, schedule: str = "hourly", *, keyed: bool = False
+) -> dict[str, int]:
     """Jobs with every kind of dependent row: a job with a failed attempt then a success, a
     parent and its child (both succeeded), a job run through the outbox (its event stays
     until the outbox's own pruning), and a schedule's occurrence that succeeded (its tick
-    points at it)."""
+    points at it). `keyed`: each with an idempotency key, so that none leaves the jobs table
+    as it ends (an occurrence has its key already), as before the history table."""
+
+    def key(name: str) -> dict[str, str]:
+        return {"key": f"{schedule}-{name}"} if keyed else {}
+
     ids: dict[str, int] = {}
-    retried = enqueue(store, clock, max_attempts=3)
+    retried = enqueue(store, clock, max_attempts=3, **key("retried"))
     _, lease = claim_one(store, clock)
     failed = Outcome(Event.RETRY, due_at=clock.now(), error_category=ErrorCategory.RETRYABLE)
     assert store.finish(lease, failed, clock.now())
     _, lease = claim_one(store, clock)
     assert store.finish(lease, Outcome(Event.SUCCEED), clock.now())
     ids["retried"] = retried.id
-    parent = enqueue(store, clock)
-    child = enqueue(store, clock, depends_on=[parent.id])
+    parent = enqueue(store, clock, **key("parent"))
+    child = enqueue(store, clock, depends_on=[parent.id], **key("child"))
     for _ in range(2):
         _, lease = claim_one(store, clock)
         assert store.finish(lease, Outcome(Event.SUCCEED), clock.now())
     ids["parent"], ids["child"] = parent.id, child.id
     store.set_queue("q", clock.now(), dispatch=Dispatch.OUTBOX)
-    dispatched = enqueue(store, clock, queue="q")
+    dispatched = enqueue(store, clock, queue="q", **key("dispatched"))
     [event] = store.dispatch_outbox(clock.now(), 10, lease_seconds=300)
     assert event.job_id == dispatched.id
     assert store.mark_published([event.id], clock.now(), 300) == 1

@@ -26,23 +26,25 @@ def columns(kit: DialectKit, url: str, table: str) -> list[str]:
 
 
 def copy(kit: DialectKit, url: str, job_id: int, new_id: int | None = None) -> None:
-    """A copy of a job's row in the history table (under `new_id`, if given)."""
+    """A copy of a job's row (from whichever table holds it) in the history table (under
+    `new_id`, if given)."""
     names = [c for c in columns(kit, url, "duetime_jobs") if c not in GENERATED]
     picked = ", ".join("?" if c == "id" and new_id is not None else c for c in names)
     params = (job_id,) if new_id is None else (new_id, job_id)
+    source = table_of(kit, url, job_id)
     kit.execute(
         url,
         f"INSERT INTO duetime_jobs_done ({', '.join(names)}) "
-        f"SELECT {picked} FROM duetime_jobs WHERE id = ?",
+        f"SELECT {picked} FROM {source} WHERE id = ?",
         params,
     )
 
 
 def move(kit: DialectKit, url: str, job_ids: Sequence[int]) -> None:
-    """Move jobs that ended from the jobs table to the history table, as the move will."""
+    """Move jobs that ended from the jobs table to the history table, as archive_ended does
+    (a job already there stays)."""
     for job_id in job_ids:
-        copy(kit, url, job_id)
-        kit.execute(url, "DELETE FROM duetime_jobs WHERE id = ?", (job_id,))
+        place(kit, url, job_id, "duetime_jobs_done")
 
 
 def table_of(kit: DialectKit, url: str, job_id: int) -> str | None:
@@ -54,3 +56,16 @@ def table_of(kit: DialectKit, url: str, job_id: int) -> str | None:
     ]
     assert len(found) <= 1, f"job {job_id} is in both tables"
     return found[0] if found else None
+
+
+def place(kit: DialectKit, url: str, job_id: int, table: str) -> None:
+    """Put the job's row in `table` (duetime_jobs or duetime_jobs_done), moving it by hand
+    from the other if it is there."""
+    other = "duetime_jobs_done" if table == "duetime_jobs" else "duetime_jobs"
+    if table_of(kit, url, job_id) != other:
+        return
+    names = ", ".join(c for c in columns(kit, url, "duetime_jobs") if c not in GENERATED)
+    kit.execute(
+        url, f"INSERT INTO {table} ({names}) SELECT {names} FROM {other} WHERE id = ?", (job_id,)
+    )
+    kit.execute(url, f"DELETE FROM {other} WHERE id = ?", (job_id,))

@@ -26,6 +26,9 @@ class DialectKit(ABC):
     # a plain success stays on its job's row, with no attempt row (migration 24; not on
     # MariaDB/MySQL, which write its row as every other ending's: docs/stores.md)
     successes_on_rows: ClassVar[bool] = True
+    # a worker's finish moves a job that ends without a key to the history table (PostgreSQL
+    # only for now: docs/history-plan.md, step 8)
+    moves_ended: ClassVar[bool] = False
 
     @abstractmethod
     def fresh_url(self, tmp_path: Path, *, drop: bool = False) -> str:
@@ -108,6 +111,7 @@ class PostgresKit(DialectKit):
     """The server of tests/pgserver.py (configured, local, or a private throwaway cluster)."""
 
     name = "postgres"
+    moves_ended = True
     schemes = ("postgresql", "postgres")
     wakeups = "due"
     _url: str | None = None
@@ -185,7 +189,8 @@ class PostgresKit(DialectKit):
 
         with psycopg.connect(url) as pg:
             try:
-                pg.execute("SELECT id FROM duetime_jobs WHERE id = %s FOR UPDATE NOWAIT", (job_id,))
+                for table in ("duetime_jobs", "duetime_jobs_done"):  # either holds the job
+                    pg.execute(f"SELECT id FROM {table} WHERE id = %s FOR UPDATE NOWAIT", (job_id,))
                 pg.execute(
                     "SELECT id FROM duetime_attempts WHERE job_id = %s FOR UPDATE NOWAIT",
                     (job_id,),
@@ -257,6 +262,7 @@ class MySQLKit(DialectKit):
                 cur.execute("COMMIT")
             elif tables:
                 cur.execute("DROP VIEW IF EXISTS duetime_all_attempts")  # migration 22's
+                cur.execute("DROP VIEW IF EXISTS duetime_all_jobs")  # migration 27's
                 cur.execute("DROP TABLE IF EXISTS " + ", ".join(f"`{n}`" for n in tables))
         return url
 
@@ -288,9 +294,10 @@ class MySQLKit(DialectKit):
             cur.execute("SET SESSION innodb_lock_wait_timeout = 1")
             cur.execute("START TRANSACTION")
             try:
-                cur.execute(
-                    "SELECT id FROM duetime_jobs WHERE id = %s FOR UPDATE NOWAIT", (job_id,)
-                )
+                for table in ("duetime_jobs", "duetime_jobs_done"):  # either holds the job
+                    cur.execute(
+                        f"SELECT id FROM {table} WHERE id = %s FOR UPDATE NOWAIT", (job_id,)
+                    )
                 cur.execute(
                     "SELECT id FROM duetime_attempts WHERE job_id = %s FOR UPDATE NOWAIT",
                     (job_id,),

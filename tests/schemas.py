@@ -18,7 +18,8 @@ from duetime.store.driver import load_migrations
 # migration 24 replaces migration 22's view of every attempt (over 22's columns), and
 # migration 26 replaces 24's (which, run after it, would drop 26's part of the view, over
 # 25's table) and drops the foreign keys of migration 20's links
-BUILDS_ON = {24: {22}, 26: {20, 22, 24, 25}}
+# 27: the view of every job names the columns 18 to 22 add and the history table (25)
+BUILDS_ON = {24: {22}, 26: {20, 22, 24, 25}, 27: {18, 19, 20, 21, 22, 25}}
 
 
 def before(store: Store, version: int) -> list[Any]:
@@ -46,20 +47,24 @@ def attempt_guard(
     store: Store, *, view: bool = True, refusal: bool = True
 ) -> tuple[list[str], list[str]]:
     """Migration 22's statements that a test probing an earlier schema lifts and puts back:
-    (lift, restore). The view of every attempt (duetime_all_attempts, as the newest migration
-    that defines it has it: 26) names columns such a test drops, and the refusal of 'running'
-    attempt rows keeps it from writing one as an earlier version stored it."""
+    (lift, restore). The views of every attempt (duetime_all_attempts, as the newest migration
+    that defines it has it: 26) and of every job (duetime_all_jobs, 27) name columns such a
+    test drops, and the refusal of 'running' attempt rows keeps it from writing one as an
+    earlier version stored it."""
     dialect = store.driver.dialect  # type: ignore[attr-defined]
     driver = store.driver  # type: ignore[attr-defined]
     migrations = load_migrations(driver.package)
     [m22] = [m for m in migrations if m.version == 22]
     script: str = m22.script
-    newest: str = [m.script for m in migrations if "VIEW duetime_all_attempts AS" in m.script][-1]
-    view_at = newest.index("VIEW duetime_all_attempts AS")
-    start = newest.rindex("CREATE", 0, view_at)
-    create = newest[start:].split(";\n")[0].replace("CREATE OR REPLACE VIEW", "CREATE VIEW")
-    lift = ["DROP VIEW duetime_all_attempts"] if view else []
-    restore = [create] if view else []
+    lift: list[str] = []
+    restore: list[str] = []
+    for name in ("duetime_all_jobs", "duetime_all_attempts") if view else ():
+        newest: str = [m.script for m in migrations if f"VIEW {name} AS" in m.script][-1]
+        view_at = newest.index(f"VIEW {name} AS")
+        start = newest.rindex("CREATE", 0, view_at)
+        create = newest[start:].split(";\n")[0].replace("CREATE OR REPLACE VIEW", "CREATE VIEW")
+        lift.append(f"DROP VIEW {name}")
+        restore.insert(0, create)
     if not refusal:
         pass
     elif dialect == "sqlite":  # triggers (SQLite adds no constraint to a table)

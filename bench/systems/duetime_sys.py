@@ -95,7 +95,9 @@ def make_system(store: str, root: Path) -> System:
         python=python,
         module="bench.systems.duetime_sys",
         worker_argv=worker_argv,
-        done_query="SELECT count(*) FROM duetime_jobs WHERE status = 'succeeded'",
+        # both tables: a job that ended moves to the history table (docs/history-plan.md)
+        done_query="SELECT (SELECT count(*) FROM duetime_jobs WHERE status = 'succeeded') + "
+        "(SELECT count(*) FROM duetime_jobs_done WHERE status = 'succeeded')",
         tune=tune,
     )
 
@@ -280,6 +282,12 @@ def fill_backlog(p: dict[str, Any]) -> dict[str, Any]:
             ).fetchall()
             return [r[0] for r in rows if r[0] not in skip]
 
+        # the finished template is in the history table once it has moved (docs/history-plan.md),
+        # and so are its copies: ids from the jobs table's counter (the history table has none)
+        [(moved,)] = conn.execute(
+            "SELECT count(*) FROM duetime_jobs_done WHERE id = %s", (done.id,)
+        ).fetchall()
+        finished_table = "duetime_jobs_done" if moved else "duetime_jobs"
         job_names = columns("duetime_jobs", {"id"})
         job_cols = ", ".join(job_names)
         # each finished copy's success its own attempt id (where the template keeps it)
@@ -297,8 +305,9 @@ def fill_backlog(p: dict[str, Any]) -> dict[str, Any]:
             )
         for _, size in chunks(p["finished"], step):
             conn.execute(
-                f"WITH new AS (INSERT INTO duetime_jobs ({job_cols}) "  # noqa: S608
-                f"SELECT {job_sel} FROM duetime_jobs, generate_series(1, %s) "
+                f"WITH new AS (INSERT INTO {finished_table} (id, {job_cols}) "  # noqa: S608
+                f"SELECT nextval('duetime_jobs_id_seq'), {job_sel} "
+                f"FROM {finished_table}, generate_series(1, %s) "
                 "WHERE id = %s RETURNING id) "
                 f"INSERT INTO duetime_attempts (job_id, {attempt_list}) "
                 f"SELECT new.id, {attempt_sel} FROM new "
@@ -310,7 +319,10 @@ def fill_backlog(p: dict[str, Any]) -> dict[str, Any]:
         # drain that follows: a backlog that built up over days has no such write pending
         conn.execute("CHECKPOINT")
         counts: dict[str, int] = dict(
-            conn.execute("SELECT status, count(*) FROM duetime_jobs GROUP BY status").fetchall()
+            conn.execute(
+                "SELECT status, count(*) FROM (SELECT status FROM duetime_jobs UNION ALL "
+                "SELECT status FROM duetime_jobs_done) AS j GROUP BY status"
+            ).fetchall()
         )
     return {"seconds": time.perf_counter() - t0, "counts": counts}
 

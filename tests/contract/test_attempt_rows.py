@@ -261,7 +261,7 @@ def stale(kit: DialectKit) -> str:
     only whole, with its attempt's id."""
     held = "'running', 'cancel_requested'" + (", 'succeeded'" if kit.successes_on_rows else "")
     return (
-        f"SELECT id, status FROM duetime_jobs WHERE (status NOT IN ({held}) "
+        f"SELECT id, status FROM duetime_all_jobs WHERE (status NOT IN ({held}) "
         f"AND {ANY_ATTEMPT_COLUMN}) OR (status = 'succeeded' AND attempt_id IS NULL "
         f"AND {ANY_ATTEMPT_COLUMN}) OR (status = 'succeeded' AND attempt_id IS NOT NULL "
         "AND (worker_id IS NULL OR lease_expires_at IS NULL OR started_at IS NULL))"
@@ -270,10 +270,11 @@ def stale(kit: DialectKit) -> str:
 
 # a succeeded job whose success is not its newest attempt, or not shown as succeeded
 SUCCESSES = (
-    "SELECT j.id FROM duetime_jobs j WHERE j.status = 'succeeded' AND j.attempt_id IS NOT NULL "
+    "SELECT j.id FROM duetime_all_jobs j WHERE j.status = 'succeeded' AND j.attempt_id IS NOT NULL "
     "AND NOT EXISTS (SELECT 1 FROM duetime_all_attempts a WHERE a.job_id = j.id "
     "AND a.id = j.attempt_id AND a.generation = j.generation AND a.status = 'succeeded')"
 )
+IN_BOTH = "SELECT j.id FROM duetime_jobs j JOIN duetime_jobs_done d ON d.id = j.id"
 TWICE = (
     "SELECT job_id, generation, claim_token FROM duetime_all_attempts "
     "GROUP BY job_id, generation, claim_token HAVING COUNT(*) > 1"
@@ -308,5 +309,6 @@ def test_no_move_leaves_a_phantom_running_attempt_or_ends_one_twice(
     assert kit.execute(store_url, stale(kit)) == []
     assert kit.execute(store_url, TWICE) == []
     assert kit.execute(store_url, SUCCESSES) == []
+    assert kit.execute(store_url, IN_BOTH) == []  # each job in one table
     seen = store.get_job(held[0].job.id)
     assert seen is not None and seen.attempt_history[-1].status is AttemptStatus.LOST

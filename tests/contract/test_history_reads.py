@@ -10,6 +10,7 @@ while it moves), on every dialect."""
 from __future__ import annotations
 
 import threading
+import time
 from contextlib import closing
 from dataclasses import replace
 from datetime import timedelta
@@ -26,7 +27,7 @@ from duetime.core.schedule_spec import build_spec
 from duetime.core.schedules import NewOccurrence, Origin, Plan, TickOutcome, TickRecord
 from duetime.core.states import Event, JobStatus
 from duetime.store.base import Store
-from history import GENERATED, columns, move
+from history import GENERATED, columns, move, place
 from jobhelpers import claim_one, enqueue, job_in
 from kit import DialectKit
 
@@ -280,15 +281,38 @@ def test_a_parent_in_history_is_found_locked_and_told(
         store.transition(done.id, Event.CANCEL, clock.now())
 
 
+LOCK_WAITS = {
+    "postgres": "SELECT count(*) FROM pg_stat_activity "
+    "WHERE datname = current_database() AND wait_event_type = 'Lock'",
+    "mysql": "SELECT count(*) FROM information_schema.innodb_trx WHERE trx_state = 'LOCK WAIT'",
+}
+
+
+def lock_awaited(kit: DialectKit, url: str, seconds: float = 10.0) -> bool:
+    """Whether a transaction of the database waits for a row lock, within `seconds`."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if kit.execute(url, LOCK_WAITS[kit.name])[0][0]:
+            return True
+        time.sleep(0.02)
+    return False
+
+
+@pytest.mark.parametrize("way", ["ends", "replayed"])
 def test_a_parent_that_moves_while_its_child_waits_for_its_lock_is_found(
-    store: Store, clock: ManualClock, kit: DialectKit, store_url: str
+    store: Store, clock: ManualClock, kit: DialectKit, store_url: str, way: str
 ) -> None:
-    """A job that moves to the history table while a new child waits for its row lock is
-    found there once the move commits (on PostgreSQL the first read's two parts share one
+    """A job that moves between the tables while a new child waits for its row lock is
+    found where it went once the move commits: to the history table as it ends, or back to
+    the jobs table as it is replayed (on PostgreSQL the first read's two parts share one
     snapshot, taken before the move: store/sql/shared.py lock_either reads again)."""
     if kit.name == "sqlite":
         pytest.skip("SQLite runs one writer at a time: no read waits for a move there")
-    parent = job_in(store, clock, JobStatus.SUCCEEDED)[0]
+    parent = job_in(store, clock, JobStatus.SUCCEEDED if way == "ends" else JobStatus.DEAD)[0]
+    source, target = ("duetime_jobs", "duetime_jobs_done")
+    if way == "replayed":
+        source, target = target, source
+    place(kit, store_url, parent.id, source)
     begin = "START TRANSACTION" if kit.name == "mysql" else "BEGIN"
     found: list[Job | BaseException] = []
 
@@ -298,25 +322,28 @@ def test_a_parent_that_moves_while_its_child_waits_for_its_lock_is_found(
         except BaseException as exc:  # reported below
             found.append(exc)
 
+    names = [c for c in columns(kit, store_url, "duetime_jobs") if c not in GENERATED]
+    listed = ", ".join(names)
     with closing(kit.connect(store_url)) as mover:
         kit.execute_on(mover, begin)  # the kit's connections autocommit
-        kit.execute_on(mover, "SELECT id FROM duetime_jobs WHERE id = ? FOR UPDATE", [parent.id])
+        kit.execute_on(mover, f"SELECT id FROM {source} WHERE id = ? FOR UPDATE", [parent.id])
         thread = threading.Thread(target=child, daemon=True)
         thread.start()
-        thread.join(timeout=1)
-        waited = thread.is_alive()
-        names = [c for c in columns(kit, store_url, "duetime_jobs") if c not in GENERATED]
-        listed = ", ".join(names)
+        waited = lock_awaited(kit, store_url)  # the child's enqueue waits for the parent's lock
         kit.execute_on(
             mover,
-            f"INSERT INTO duetime_jobs_done ({listed}) SELECT {listed} FROM duetime_jobs "
-            "WHERE id = ?",
+            f"INSERT INTO {target} ({listed}) SELECT {listed} FROM {source} WHERE id = ?",
             [parent.id],
         )
-        kit.execute_on(mover, "DELETE FROM duetime_jobs WHERE id = ?", [parent.id])
+        kit.execute_on(mover, f"DELETE FROM {source} WHERE id = ?", [parent.id])
+        if way == "replayed":  # as a replay leaves it: due again
+            kit.execute_on(
+                mover, "UPDATE duetime_jobs SET status = 'scheduled' WHERE id = ?", [parent.id]
+            )
         kit.execute_on(mover, "COMMIT")
     thread.join(timeout=30)
-    assert waited  # the child's enqueue waited for the parent's row lock
+    assert waited
     [made] = found
     assert isinstance(made, Job), made
-    assert made.status is JobStatus.SCHEDULED  # its parent had succeeded
+    # as its parent is now: succeeded (the child runs), or due again (the child waits for it)
+    assert made.status is (JobStatus.SCHEDULED if way == "ends" else JobStatus.BLOCKED)

@@ -220,6 +220,7 @@ class StoreModel(RuleBasedStateMachine):
 
     store: Store
     wipe: Callable[[], None]
+    doubled: Callable[[], list[tuple[Any, ...]]]  # ids held by both tables (none may be)
 
     jobs = Bundle("jobs")
     leases = Bundle("leases")
@@ -591,6 +592,7 @@ class StoreModel(RuleBasedStateMachine):
         assert reapable == expected_reapable
         listed = self.store.list_jobs(JobFilter(limit=10_000))
         assert sorted(j.id for j in listed) == sorted(self.model)
+        assert self.doubled() == []  # a job is in the jobs table or the history table
         for listed_job in listed:
             m = self.model[listed_job.id]
             job = self.store.get_job(m.id)
@@ -629,9 +631,10 @@ def check_job_shape(job: Job, now: datetime, reapable: set[Lease]) -> None:
 
 @pytest.fixture
 def store_and_wipe(
-    make_store: Callable[[], Store], kit: DialectKit, store_url: str
-) -> tuple[Store, Callable[[], None]]:
-    """One store, and a function that empties its database (the fixture resets it per test)."""
+    make_store: Callable[[], Store], kit: DialectKit, store_url: str, request: pytest.FixtureRequest
+) -> tuple[Store, Callable[[], None], Callable[[], list[tuple[Any, ...]]]]:
+    """One store, a function that empties its database (the fixture resets it per test), and
+    one that reads the ids of jobs held by both tables."""
     store = make_store()
     tables = [
         "duetime_attempts",
@@ -647,17 +650,33 @@ def store_and_wipe(
             for table in tables:
                 cur.execute(f"DELETE FROM {table}")
 
-    return store, clear
+    reader = kit.connect(store_url)  # one connection for the checks after every step
+    request.addfinalizer(reader.close)
+
+    def doubled() -> list[tuple[Any, ...]]:
+        cur = reader.cursor()
+        cur.execute(IN_BOTH)
+        return [tuple(r) for r in cur.fetchall()]
+
+    return store, clear, doubled
 
 
-def machine_for(store: Store, clear: Callable[[], None]) -> type[StoreModel]:
+IN_BOTH = "SELECT j.id FROM duetime_jobs j JOIN duetime_jobs_done d ON d.id = j.id"
+
+
+def machine_for(
+    store: Store, clear: Callable[[], None], doubled: Callable[[], list[tuple[Any, ...]]]
+) -> type[StoreModel]:
     name = "StoreModelOn" + store.dialect.title()
-    return type(name, (StoreModel,), {"store": store, "wipe": staticmethod(clear)})
+    binds = {"store": store, "wipe": staticmethod(clear), "doubled": staticmethod(doubled)}
+    return type(name, (StoreModel,), binds)
 
 
-def test_store_agrees_with_the_model(store_and_wipe: tuple[Store, Callable[[], None]]) -> None:
-    store, clear = store_and_wipe
-    run_state_machine_as_test(machine_for(store, clear), settings=SETTINGS)
+def test_store_agrees_with_the_model(
+    store_and_wipe: tuple[Store, Callable[[], None], Callable[[], list[tuple[Any, ...]]]],
+) -> None:
+    store, clear, doubled = store_and_wipe
+    run_state_machine_as_test(machine_for(store, clear, doubled), settings=SETTINGS)
 
 
 # -- discrepancies the model found, each as a plain test -----------------------------------------

@@ -67,7 +67,7 @@ def usage_error(done: subprocess.CompletedProcess[str]) -> None:
 
 
 def count_jobs(url: str) -> int:
-    return int(scalar(url, "SELECT count(*) FROM duetime_jobs"))
+    return int(scalar(url, "SELECT count(*) FROM duetime_all_jobs"))
 
 
 def iso(value: str) -> datetime:

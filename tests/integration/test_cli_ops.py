@@ -84,7 +84,7 @@ def usage_error(done: subprocess.CompletedProcess[str], fragment: str = "") -> N
 
 
 def count_jobs(url: str) -> int:
-    return int(scalar(url, "SELECT count(*) FROM duetime_jobs"))
+    return int(scalar(url, "SELECT count(*) FROM duetime_all_jobs"))
 
 
 @pytest.fixture
@@ -211,7 +211,8 @@ def test_stats_figures_match_the_store(db_url: str, ops: App) -> None:
     expected: dict[str, dict[str, int]] = {}
     for status, queue, n in query(
         db_url,
-        "SELECT status, queue, count(*) FROM duetime_jobs WHERE tenant = ? GROUP BY status, queue",
+        "SELECT status, queue, count(*) FROM duetime_all_jobs WHERE tenant = ? "
+        "GROUP BY status, queue",
         ("default",),
     ):
         expected.setdefault(queue, {})[status] = n
@@ -427,9 +428,9 @@ def test_backfill_of_a_long_range_runs_in_chunks_paced_as_one(db_url: str) -> No
         "backfill: 1001 new occurrences, 0 ticks had one already, "
         "0 skipped (overlap policy or DST gap)\n"
     )
-    nominal = [r[0] for r in query(db_url, "SELECT nominal_at FROM duetime_jobs")]
+    nominal = [r[0] for r in query(db_url, "SELECT nominal_at FROM duetime_all_jobs")]
     assert len(nominal) == len(set(nominal)) == 1001
-    dues = sorted(ops_time(r[0]) for r in query(db_url, "SELECT due_at FROM duetime_jobs"))
+    dues = sorted(ops_time(r[0]) for r in query(db_url, "SELECT due_at FROM duetime_all_jobs"))
     gaps = [b - a for a, b in itertools.pairwise(dues)]
     assert all(abs(gap - 1) < 0.001 for gap in gaps), (min(gaps), max(gaps))  # one a second
 

@@ -173,7 +173,7 @@ def test_commands_that_create_still_create_and_then_reading_works(tmp_path: Path
     assert done.returncode == 0, describe(done)
     done = run_cli(["jobs", "list", "--json", "--database-url", "sqlite:///typo.db"], cwd=tmp_path)
     assert done.returncode == 0, describe(done)
-    assert scalar(f"sqlite:///{tmp_path / 'typo.db'}", "SELECT count(*) FROM duetime_jobs") == 1
+    assert scalar(f"sqlite:///{tmp_path / 'typo.db'}", "SELECT count(*) FROM duetime_all_jobs") == 1
 
 
 # -- a stop request at any moment of a worker's life ----------------------------------------------

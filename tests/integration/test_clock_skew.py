@@ -180,7 +180,7 @@ def attempts(url: str) -> list[dict[str, Any]]:
         url,
         "SELECT a.id, a.job_id, a.status, a.started_at, a.lease_expires_at, a.worker_id, "
         "j.due_at, j.nominal_at, j.schedule_id, j.queue FROM duetime_all_attempts a "
-        "JOIN duetime_jobs j ON j.id = a.job_id ORDER BY a.id",
+        "JOIN duetime_all_jobs j ON j.id = a.job_id ORDER BY a.id",
     )
     keys = [
         "id",

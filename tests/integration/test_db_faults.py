@@ -57,7 +57,7 @@ def test_workers_survive_dropped_connections(pg_url: str, procs: Processes, tmp_
     def wait_until_done(count: int) -> None:
         while True:
             done = int(
-                scalar(pg_url, "SELECT count(*) FROM duetime_jobs WHERE status = 'succeeded'")
+                scalar(pg_url, "SELECT count(*) FROM duetime_all_jobs WHERE status = 'succeeded'")
             )
             if done >= count:
                 return
@@ -83,7 +83,7 @@ def test_workers_survive_dropped_connections(pg_url: str, procs: Processes, tmp_
         )
     )
     assert len(per_job) == JOBS and max(per_job.values()) == 1
-    statuses = dict(query(pg_url, "SELECT status, count(*) FROM duetime_jobs GROUP BY status"))
+    statuses = dict(query(pg_url, "SELECT status, count(*) FROM duetime_all_jobs GROUP BY status"))
     assert statuses == {"succeeded": JOBS}
     # a drop that lost a claim's answer after its commit left attempts running under a worker
     # that never heard of them: the worker gave them back (interrupted), none waited out its

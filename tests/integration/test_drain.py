@@ -59,10 +59,12 @@ def test_four_workers_drain_5000_jobs_exactly_once(
     drain_started = time.monotonic()
 
     def succeeded() -> int:
-        return int(scalar(db_url, "SELECT count(*) FROM duetime_jobs WHERE status = 'succeeded'"))
+        return int(
+            scalar(db_url, "SELECT count(*) FROM duetime_all_jobs WHERE status = 'succeeded'")
+        )
 
     def progress() -> str:
-        states = query(db_url, "SELECT status, count(*) FROM duetime_jobs GROUP BY status")
+        states = query(db_url, "SELECT status, count(*) FROM duetime_all_jobs GROUP BY status")
         exited = [w for w in workers if w.popen.poll() is not None]
         return f"job statuses {dict(states)}; exited workers {exited}\n" + workers[0].tail(10)
 
@@ -82,8 +84,8 @@ def test_four_workers_drain_5000_jobs_exactly_once(
     )
 
     # the store: every job there, succeeded, with exactly one attempt, and that one succeeded
-    assert scalar(db_url, "SELECT count(*) FROM duetime_jobs") == JOBS
-    by_status = dict(query(db_url, "SELECT status, count(*) FROM duetime_jobs GROUP BY status"))
+    assert scalar(db_url, "SELECT count(*) FROM duetime_all_jobs") == JOBS
+    by_status = dict(query(db_url, "SELECT status, count(*) FROM duetime_all_jobs GROUP BY status"))
     assert by_status == {"succeeded": JOBS}, f"job statuses: {by_status}"
     # (a success stays on its job's row: duetime_all_attempts reads both, migration 24)
     attempts = dict(
@@ -97,7 +99,7 @@ def test_four_workers_drain_5000_jobs_exactly_once(
     )
     assert doubled == [], f"jobs with more than one succeeded attempt: {doubled[:10]}"
     generations = dict(
-        query(db_url, "SELECT generation, count(*) FROM duetime_jobs GROUP BY generation")
+        query(db_url, "SELECT generation, count(*) FROM duetime_all_jobs GROUP BY generation")
     )
     assert generations == {1: JOBS}, f"job generations: {generations}"
 

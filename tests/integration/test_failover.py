@@ -269,7 +269,7 @@ def drill(
         k: i
         for k, i in query(
             new,
-            "SELECT idempotency_key, id FROM duetime_jobs "
+            "SELECT idempotency_key, id FROM duetime_all_jobs "
             "WHERE starts_with(idempotency_key, 'load-')",
         )
     }
@@ -281,7 +281,7 @@ def drill(
             all(w.alive() for w in workers)
             and not scalar(
                 new,
-                "SELECT count(*) FROM duetime_jobs WHERE id = ANY(?) AND status <> 'succeeded'",
+                "SELECT count(*) FROM duetime_all_jobs WHERE id = ANY(?) AND status <> 'succeeded'",
                 (wanted,),
             )
         ),
@@ -291,7 +291,8 @@ def drill(
             + str(
                 query(
                     new,
-                    "SELECT status, count(*) FROM duetime_jobs WHERE id = ANY(?) GROUP BY status",
+                    "SELECT status, count(*) FROM duetime_all_jobs WHERE id = ANY(?) "
+                    "GROUP BY status",
                     (wanted,),
                 )
             )
@@ -365,7 +366,7 @@ def drill(
     assert ticks_after, "the schedule did not tick after the promotion"
     twice = query(
         new,
-        "SELECT nominal_at, count(*) FROM duetime_jobs WHERE schedule_name = 'fo.tick' "
+        "SELECT nominal_at, count(*) FROM duetime_all_jobs WHERE schedule_name = 'fo.tick' "
         "GROUP BY nominal_at HAVING count(*) > 1",
     )
     assert not twice, twice
@@ -634,7 +635,9 @@ def test_a_stale_worker_from_the_lost_history_is_fenced(
     pair.kill_primary()
     pair.promote()
     new = pair.primary_url()  # the promoted standby
-    assert scalar(new, "SELECT status FROM duetime_jobs WHERE id = ?", (j.id,)) == "scheduled" or (
+    assert scalar(
+        new, "SELECT status FROM duetime_all_jobs WHERE id = ?", (j.id,)
+    ) == "scheduled" or (
         scalar(new, "SELECT count(*) FROM duetime_all_attempts WHERE job_id = ?", (j.id,)) == 0
     ), "A's claim reached the standby: the drill did not lose it"
     # C takes K first, so K's attempt gets the id the lost history gave A's attempt
@@ -661,7 +664,7 @@ def test_a_stale_worker_from_the_lost_history_is_fenced(
         lambda: (
             scalar(
                 new,
-                "SELECT count(*) FROM duetime_jobs WHERE id IN (?, ?) AND status = 'succeeded'",
+                "SELECT count(*) FROM duetime_all_jobs WHERE id IN (?, ?) AND status = 'succeeded'",
                 (j.id, k.id),
             )
             == 2
@@ -673,7 +676,7 @@ def test_a_stale_worker_from_the_lost_history_is_fenced(
             + str(
                 query(
                     new,
-                    "SELECT id, status, generation FROM duetime_jobs WHERE id IN (?, ?)",
+                    "SELECT id, status, generation FROM duetime_all_jobs WHERE id IN (?, ?)",
                     (j.id, k.id),
                 )
             )

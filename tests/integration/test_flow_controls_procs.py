@@ -53,11 +53,11 @@ def kit(request: pytest.FixtureRequest) -> DialectKit:
 
 
 RUNNING_OF_TENANT = (
-    "SELECT count(*) FROM duetime_all_attempts a JOIN duetime_jobs j ON j.id = a.job_id "
+    "SELECT count(*) FROM duetime_all_attempts a JOIN duetime_all_jobs j ON j.id = a.job_id "
     "WHERE a.status = 'running' AND j.tenant = ?"
 )
 RUNNING_OF_QUEUE = (
-    "SELECT count(*) FROM duetime_all_attempts a JOIN duetime_jobs j ON j.id = a.job_id "
+    "SELECT count(*) FROM duetime_all_attempts a JOIN duetime_all_jobs j ON j.id = a.job_id "
     "WHERE a.status = 'running' AND j.queue = ?"
 )
 
@@ -209,7 +209,7 @@ def test_queue_weights_split_the_starts_across_processes(
     rows = query(
         db_url,
         "SELECT j.queue, a.worker_id FROM duetime_all_attempts a "
-        "JOIN duetime_jobs j ON j.id = a.job_id ORDER BY a.id",
+        "JOIN duetime_all_jobs j ON j.id = a.job_id ORDER BY a.id",
     )
     first = [q for q, _ in rows[:WINDOW]]
     share = first.count("heavy") / WINDOW
@@ -217,7 +217,8 @@ def test_queue_weights_split_the_starts_across_processes(
     assert abs(share - expected) <= SHARE_TOLERANCE, f"heavy started {share:.2f} of the first"
     assert len({w for _, w in rows[:WINDOW]}) == 2, "one worker ran the window: not a cluster"
     left = query(
-        db_url, "SELECT queue, count(*) FROM duetime_jobs WHERE status = 'scheduled' GROUP BY queue"
+        db_url,
+        "SELECT queue, count(*) FROM duetime_all_jobs WHERE status = 'scheduled' GROUP BY queue",
     )
     assert len(left) == 2, f"a queue drained: not saturated ({left})"
 
@@ -343,9 +344,9 @@ def test_a_max_backlog_admits_exactly_its_bound_under_concurrent_enqueues(
     finally:
         for a in apps:
             a.close()
-    rows = query(db_url, "SELECT queue, count(*) FROM duetime_jobs GROUP BY queue")
+    rows = query(db_url, "SELECT queue, count(*) FROM duetime_all_jobs GROUP BY queue")
     counts = {q: int(n) for q, n in rows}
     assert counts["bounded"] == 20 and counts["q0"] + counts["q1"] == 20, counts
     assert counts["q0"] % 2 == 0, f"a batch was stored in part: {counts}"
-    by_tenant = query(db_url, "SELECT tenant, count(*) FROM duetime_jobs GROUP BY tenant")
+    by_tenant = query(db_url, "SELECT tenant, count(*) FROM duetime_all_jobs GROUP BY tenant")
     assert sorted((t, int(n)) for t, n in by_tenant) == sorted([(app.tenant, 20), ("bounded", 20)])

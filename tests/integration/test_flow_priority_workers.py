@@ -48,7 +48,7 @@ def test_low_priority_keeps_its_share_under_a_high_priority_flood(
     rows = query(
         db_url,
         "SELECT j.priority, a.worker_id FROM duetime_all_attempts a "
-        "JOIN duetime_jobs j ON j.id = a.job_id ORDER BY a.id",
+        "JOIN duetime_all_jobs j ON j.id = a.job_id ORDER BY a.id",
     )
     first = [int(p) for p, _ in rows[:WINDOW]]
     low = first.count(0)
@@ -58,7 +58,7 @@ def test_low_priority_keeps_its_share_under_a_high_priority_flood(
     assert first.count(10) >= (1 - 2 * PRIORITY_SHARE) * WINDOW, "high priority went first"
     assert len({w for _, w in rows}) == WORKERS, "one worker ran every job: not a cluster test"
     waiting_high = scalar(
-        db_url, "SELECT count(*) FROM duetime_jobs WHERE priority = 10 AND status = 'scheduled'"
+        db_url, "SELECT count(*) FROM duetime_all_jobs WHERE priority = 10 AND status = 'scheduled'"
     )
     assert int(waiting_high) > 0, "the flood drained: not a flood"
 
@@ -80,7 +80,9 @@ def test_a_small_tenant_at_the_default_weight_starts_within_a_bound_under_a_floo
     workers = [procs.worker(db_url, "--concurrency", "4") for _ in range(2)]
 
     def flood_done() -> int:
-        return int(scalar(db_url, "SELECT count(*) FROM duetime_jobs WHERE status = 'succeeded'"))
+        return int(
+            scalar(db_url, "SELECT count(*) FROM duetime_all_jobs WHERE status = 'succeeded'")
+        )
 
     wait_until(lambda: flood_done() >= 50, 60, "the flood does not start")  # workers are busy
     small = app.scoped("small").enqueue_many("on_time", [{} for _ in range(SMALL)])

@@ -23,7 +23,7 @@ HOLD_SECONDS = 0.15
 
 
 RUNNING_CAPPED = (
-    "SELECT count(*) FROM duetime_all_attempts a JOIN duetime_jobs j ON j.id = a.job_id "
+    "SELECT count(*) FROM duetime_all_attempts a JOIN duetime_all_jobs j ON j.id = a.job_id "
     "WHERE a.status = 'running' AND j.queue = 'capped'"
 )
 
@@ -67,14 +67,14 @@ def test_a_queue_cap_holds_across_worker_processes_and_a_paused_queue_starts_not
         return int(
             scalar(
                 db_url,
-                "SELECT count(*) FROM duetime_jobs WHERE status = 'succeeded' AND queue = ?",
+                "SELECT count(*) FROM duetime_all_jobs WHERE status = 'succeeded' AND queue = ?",
                 (queue,),
             )
         )
 
     def progress() -> str:
         states = query(
-            db_url, "SELECT queue, status, count(*) FROM duetime_jobs GROUP BY queue, status"
+            db_url, "SELECT queue, status, count(*) FROM duetime_all_jobs GROUP BY queue, status"
         )
         return f"jobs by queue and status {states}\n" + workers[0].tail(10)
 
@@ -91,7 +91,7 @@ def test_a_queue_cap_holds_across_worker_processes_and_a_paused_queue_starts_not
     # the paused queue: every worker ran for the whole drain, and none started its jobs
     attempts = scalar(
         db_url,
-        "SELECT count(*) FROM duetime_all_attempts a JOIN duetime_jobs j ON j.id = a.job_id "
+        "SELECT count(*) FROM duetime_all_attempts a JOIN duetime_all_jobs j ON j.id = a.job_id "
         "WHERE j.queue = 'held'",
     )
     assert attempts == 0, f"a paused queue started {attempts} attempts"
@@ -115,7 +115,7 @@ def test_a_queue_cap_holds_across_worker_processes_and_a_paused_queue_starts_not
     statuses = dict(
         query(
             db_url,
-            "SELECT a.status, count(*) FROM duetime_all_attempts a JOIN duetime_jobs j "
+            "SELECT a.status, count(*) FROM duetime_all_attempts a JOIN duetime_all_jobs j "
             "ON j.id = a.job_id WHERE j.queue = 'capped' GROUP BY a.status",
         )
     )
@@ -148,7 +148,9 @@ def test_a_weighted_small_tenant_starts_within_a_bound_under_a_flood(
         w.wait_event("worker.started", 60)
 
     def flood_done() -> int:
-        return int(scalar(db_url, "SELECT count(*) FROM duetime_jobs WHERE status = 'succeeded'"))
+        return int(
+            scalar(db_url, "SELECT count(*) FROM duetime_all_jobs WHERE status = 'succeeded'")
+        )
 
     wait_until(lambda: flood_done() >= 50, 60, "the flood does not start")  # workers are busy
     small = app.scoped("small").enqueue_many("on_time", [{} for _ in range(SMALL)])

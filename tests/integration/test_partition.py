@@ -676,7 +676,7 @@ def test_a_relay_cut_off_loses_nothing_and_resumes(
         def succeeded() -> int:
             with psycopg.connect(scene.host_url, autocommit=True) as conn:
                 row = conn.execute(
-                    "SELECT count(*) FROM duetime_jobs WHERE status = 'succeeded'"
+                    "SELECT count(*) FROM duetime_all_jobs WHERE status = 'succeeded'"
                 ).fetchone()
             return int(row[0]) if row else 0
 
@@ -708,7 +708,9 @@ def test_a_relay_cut_off_loses_nothing_and_resumes(
         with psycopg.connect(scene.host_url, autocommit=True) as conn:
             effects = dict(conn.execute("SELECT job_id, n FROM partition_effects").fetchall())
             attempts = dict(
-                conn.execute("SELECT id, attempts FROM duetime_jobs WHERE id = ANY(%s)", (jobs,))
+                conn.execute(
+                    "SELECT id, attempts FROM duetime_all_jobs WHERE id = ANY(%s)", (jobs,)
+                )
             )
             published = int(
                 conn.execute("SELECT count(*) FROM duetime_outbox").fetchone()[0]  # type: ignore[index]

@@ -22,7 +22,7 @@ JOBS = 2_000
 PAYLOAD = 256  # bytes of compact JSON per job's arguments
 BATCH = 50  # jobs claimed (and then finished) at once, as a worker at concurrency 10 claims ahead
 TARGET = 1_000  # bytes per finished job (issue 22)
-TABLES = ("duetime_jobs", "duetime_attempts")
+TABLES = ("duetime_jobs", "duetime_jobs_done", "duetime_attempts")  # docs/history-plan.md
 
 
 def args_of(i: int) -> dict[str, object]:

@@ -106,8 +106,9 @@ def _check(conn: psycopg.Connection[Any]) -> Report:
         r[0]: r
         for r in _rows(
             conn,
+            # every job, in either table (a job that ended moves: docs/history-plan.md)
             "SELECT id, task, status, generation, due_at, deadline_at, business_key, "
-            "schedule_id, nominal_at FROM duetime_jobs",
+            "schedule_id, nominal_at FROM duetime_all_jobs",
         )
     }
     # (job_id, generation) -> (status, worker_id, started_at, error_category, late_outcome,
@@ -504,7 +505,7 @@ def _check_sequences(conn: psycopg.Connection[Any], report: Report) -> None:
         SeqJob(int(r[0]), str(r[1]), str(r[2]), r[3])
         for r in _rows(
             conn,
-            "SELECT id, sequence_key, status, updated_at FROM duetime_jobs"
+            "SELECT id, sequence_key, status, updated_at FROM duetime_all_jobs"
             " WHERE sequence_key IS NOT NULL",
         )
     ]
@@ -517,7 +518,7 @@ def _check_sequences(conn: psycopg.Connection[Any], report: Report) -> None:
             "SELECT a.job_id, a.generation, a.status, a.started_at, a.finished_at,"
             " a.lease_expires_at, (SELECT min(e.db_started_at) FROM chaos_executions e"
             " WHERE e.job_id = a.job_id AND e.generation = a.generation)"
-            " FROM duetime_all_attempts a JOIN duetime_jobs j ON j.id = a.job_id"
+            " FROM duetime_all_attempts a JOIN duetime_all_jobs j ON j.id = a.job_id"
             " WHERE j.sequence_key IS NOT NULL",
         )
     ]
@@ -564,7 +565,7 @@ def _check_dependencies(
         for r in _rows(
             conn,
             "SELECT id, on_parent_failure, cancel_reason, parents_left, status, generation "
-            "FROM duetime_jobs WHERE on_parent_failure IS NOT NULL",
+            "FROM duetime_all_jobs WHERE on_parent_failure IS NOT NULL",
         )
     }
     applied = dict(_rows(conn, "SELECT job_id, max(applied_at) FROM chaos_effects GROUP BY 1"))

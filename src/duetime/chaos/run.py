@@ -456,7 +456,7 @@ def dismiss_holds(url: str, stats: Stats, stop: threading.Event) -> None:
         try:
             with psycopg.connect(url, autocommit=True, connect_timeout=2) as conn:
                 rows = conn.execute(
-                    "SELECT id FROM duetime_jobs WHERE status = 'dead' AND sequence_hold = 1"
+                    "SELECT id FROM duetime_all_jobs WHERE status = 'dead' AND sequence_hold = 1"
                 ).fetchall()
             for (job_id,) in rows:
                 chaos_app.cancel(int(job_id))
@@ -557,7 +557,7 @@ class Partition:
             # held jobs the reaper ended instead (its deadline passed, or a cancel the driver
             # asked for): nothing takes those over
             ended = conn.execute(
-                "SELECT count(*) FROM duetime_jobs j"
+                "SELECT count(*) FROM duetime_all_jobs j"
                 " JOIN unnest(%s::bigint[], %s::bigint[]) AS h(job_id, generation)"
                 " ON j.id = h.job_id AND j.generation = h.generation"
                 " WHERE j.status IN ('expired', 'cancelled', 'dead')",
@@ -1037,7 +1037,7 @@ def failover_figures(url: str, mode: str, stats: Stats, counts: dict[str, Any]) 
         # the driver's own list, not chaos_accepted: a lossy promotion would take both
         row = conn.execute(
             "SELECT count(*) FROM unnest(%s::bigint[]) AS a(id) "
-            "WHERE NOT EXISTS (SELECT 1 FROM duetime_jobs j WHERE j.id = a.id)",
+            "WHERE NOT EXISTS (SELECT 1 FROM duetime_all_jobs j WHERE j.id = a.id)",
             (stats.accepted,),
         ).fetchone()
         lost = int(row[0]) if row else 0

@@ -9,11 +9,15 @@ how many rows they changed (Connection.run). A unit test holds every dialect to 
 
 A job that ended may be in the history table (duetime_jobs_done, migration 25;
 docs/history-plan.md) rather than the jobs table: "the job", "the jobs" mean either table's,
-except in job_limits, sequence_keys_of, unstarted_parents and ended_parents, which read the
-jobs table only, and tell_children, which writes to it only. Each reaches jobs that its own
-transaction has just moved, and a job leaves the jobs table only at the end of the transaction
-that ends it. jobs_by_keys, job_by_unique and clear_unique reach the jobs table only too: a job
-with a key never leaves it (docs/history-plan.md, step 5).
+except in sequence_keys_of, unstarted_parents and ended_parents, which read the jobs table
+only. Each reaches jobs that its own transaction has just moved, and only a worker's finish
+moves a job out of the jobs table, within finish_jobs, on PostgreSQL alone (docs/history-plan.md
+step 8): so job_limits, keep_results and tell_children, which follow it, reach both tables
+there and the jobs table only elsewhere. transition moves a job
+of the jobs table only: a replay or dismissal of a job in the history table brings it back
+first (restore_job).
+jobs_by_keys, job_by_unique and clear_unique reach the jobs table only too: a job with a key
+never leaves it (finish_jobs; docs/history-plan.md, step 5).
 """
 
 from __future__ import annotations

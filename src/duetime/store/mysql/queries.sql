@@ -739,9 +739,20 @@ WHERE j.status IN ('succeeded', 'cancelled', 'expired') AND j.updated_at < %(bef
 -- detached.
 CREATE TEMPORARY TABLE IF NOT EXISTS duetime_prune (id BIGINT NOT NULL PRIMARY KEY);
 DELETE FROM duetime_prune;
+-- One part per status, each read in updated_at order through (status, updated_at) and stopped
+-- at the limit, then merged: a range over the three statuses would sort every row past the
+-- retention on each batch, and the history table is where they pile up.
 INSERT INTO duetime_prune (id)
-SELECT id FROM duetime_jobs_done
-WHERE status IN ('succeeded', 'cancelled', 'expired') AND updated_at < %(before)s
+SELECT id FROM (
+    (SELECT id, updated_at FROM duetime_jobs_done
+     WHERE status = 'succeeded' AND updated_at < %(before)s ORDER BY updated_at LIMIT %(limit)s)
+    UNION ALL
+    (SELECT id, updated_at FROM duetime_jobs_done
+     WHERE status = 'cancelled' AND updated_at < %(before)s ORDER BY updated_at LIMIT %(limit)s)
+    UNION ALL
+    (SELECT id, updated_at FROM duetime_jobs_done
+     WHERE status = 'expired' AND updated_at < %(before)s ORDER BY updated_at LIMIT %(limit)s)
+) AS c
 ORDER BY updated_at
 LIMIT %(limit)s;
 -- Then the candidates that still qualify are locked and the others forgotten, so that the
@@ -1257,9 +1268,10 @@ SELECT id, limits FROM duetime_jobs WHERE id IN %(ids)s AND limits IS NOT NULL;
 
 -- name: lock_parents
 -- Both tables (a job that ended may be in the history table, migration 25): one locking part
--- per table (PostgreSQL locks no row of a UNION), each in id order. A job that moves between the
--- tables while this waits can be missed by both parts: store/sql/shared.py lock_either reads
--- again for the ids not found.
+-- per table, each in id order, the jobs table's first. A locking read sees the newest
+-- committed row, so a job that moved to the history table while the first part waited for it
+-- is found by the second; one that moved back (a replay) is read again by
+-- store/sql/shared.py lock_either.
 (SELECT id, tenant, status, 0 AS done FROM duetime_jobs WHERE id IN %(ids)s ORDER BY id
  FOR UPDATE)
 UNION ALL

@@ -486,10 +486,13 @@ FOR UPDATE OF j;
 -- run and, for a reap, its expired lease); a plain success (`kept`, store/sql/finish.py)
 -- stays on its job's row (migration 24: its current-attempt columns are kept, its end is
 -- the job's updated_at), and every other ended attempt has its job's columns cleared and
--- its row inserted, once, with its outcome (migration 22). The rows are locked here, in id
--- order: after lock_jobs (the long way, store/sql/finish.py), or alone for a batch of
--- attempts that all still hold their running jobs (`whole`): then every job moves or none
--- does, and the caller, told that none did, commits and goes the long way (no
+-- its row inserted, once, with its outcome (migration 22). A job that ends and holds no key
+-- leaves the jobs table here (`leaving`: deleted, and inserted as it ended into the history
+-- table, docs/history-plan.md step 8; the other dialects keep it in the jobs table for now);
+-- a retry, a park and a keyed job are updated in place. The rows are
+-- locked here, in id order: after lock_jobs (the long way, store/sql/finish.py), or alone for
+-- a batch of attempts that all still hold their running jobs (`whole`): then every job moves
+-- or none does, and the caller, told that none did, commits and goes the long way (no
 -- rollback: psycopg's rollback forgets the connection's prepared statements). The moved jobs
 -- come back with what the rest of the finish needs (their count is the row count).
 WITH v AS (
@@ -503,7 +506,10 @@ WITH v AS (
 ), ending AS (
     SELECT j.id, j.generation, j.claim_token, j.attempt_id, j.worker_id, j.lease_expires_at,
            j.started_at, j.due_at, j.late_outcome, j.late_reported_at, j.has_children,
-           j.tenant, j.sequence_key, j.queue
+           j.tenant, j.sequence_key, j.queue,
+           v.to_status IN ('succeeded', 'dead', 'cancelled', 'expired')
+               AND j.idempotency_key IS NULL AND j.unique_key IS NULL
+               AND (j.schedule_id IS NULL OR j.nominal_at IS NULL) AS leaving
     FROM duetime_jobs j JOIN v ON j.id = v.job_id
     WHERE j.generation = v.generation AND j.claim_token = v.claim_token
       AND j.status = v.from_status AND j.attempt_id IS NOT NULL
@@ -520,9 +526,36 @@ WITH v AS (
         late_outcome = CASE WHEN v.kept THEN j.late_outcome END,
         late_reported_at = CASE WHEN v.kept THEN j.late_reported_at END
     FROM ending JOIN v ON v.job_id = ending.id
-    WHERE j.id = ending.id
+    WHERE j.id = ending.id AND NOT ending.leaving
       AND (NOT %(whole)s::boolean OR (SELECT count(*) FROM ending) = (SELECT count(*) FROM v))
-    RETURNING ending.*
+    RETURNING j.id
+), gone AS (
+    DELETE FROM duetime_jobs AS j
+    USING ending, v
+    WHERE j.id = ending.id AND v.job_id = ending.id AND ending.leaving
+      AND (NOT %(whole)s::boolean OR (SELECT count(*) FROM ending) = (SELECT count(*) FROM v))
+    RETURNING j.id, j.tenant, j.queue, j.task, j.args, j.priority,
+        COALESCE(v.due_at, j.due_at) AS due_at, j.deadline_at, v.to_status AS status,
+        j.version, j.attempts, j.max_attempts, j.generation, j.retry_base, j.retry_cap,
+        j.lease_seconds, j.timeout_seconds, j.idempotency_key, j.request_hash, j.business_key,
+        j.cancel_requested_at, j.created_at, %(now)s::timestamptz AS updated_at, j.schedule_id,
+        j.schedule_name, j.nominal_at, j.covers, j.origin, j.limits, j.claim_token, j.result,
+        j.progress, j.progress_message, j.progress_at, j.sequence_key, j.sequence_hold,
+        j.unique_key, j.unique_until, j.has_children, j.on_parent_failure, j.parents_left,
+        j.release_delay, j.cancel_reason, j.trace_context,
+        CASE WHEN v.kept THEN j.attempt_id END AS attempt_id,
+        CASE WHEN v.kept THEN j.worker_id END AS worker_id,
+        CASE WHEN v.kept THEN j.lease_expires_at END AS lease_expires_at,
+        CASE WHEN v.kept THEN j.started_at END AS started_at,
+        CASE WHEN v.kept THEN j.late_outcome END AS late_outcome,
+        CASE WHEN v.kept THEN j.late_reported_at END AS late_reported_at
+), archived AS (
+    INSERT INTO duetime_jobs_done (
+@job_columns
+    )
+    SELECT
+@job_columns
+    FROM gone
 ), ended AS (
     INSERT INTO duetime_attempts (id, job_id, generation, claim_token, worker_id, status,
         lease_expires_at, started_at, finished_at, error_category, error_message,
@@ -530,16 +563,30 @@ WITH v AS (
     SELECT m.attempt_id, m.id, m.generation, m.claim_token, m.worker_id, v.status,
            m.lease_expires_at, m.started_at, %(now)s, v.error_category, v.error_message,
            v.error_traceback, m.late_outcome, m.late_reported_at, m.due_at
-    FROM moved m JOIN v ON v.job_id = m.id
+    FROM ending m JOIN v ON v.job_id = m.id
     WHERE NOT v.kept
+      AND (m.id IN (SELECT id FROM moved) OR m.id IN (SELECT id FROM gone))
     ORDER BY m.id
 )
-SELECT id, has_children, tenant, sequence_key, queue FROM moved;
-
+SELECT id, has_children, tenant, sequence_key, queue FROM ending
+WHERE id IN (SELECT id FROM moved) OR id IN (SELECT id FROM gone);
 -- name: keep_results
 -- A success's result and an attempt's last progress (docs/workflows.md), for the one job the
--- finish just moved (fenced as the finish was; run only for outcomes that carry either).
-UPDATE duetime_jobs
+-- finish just moved (fenced as the finish was; run only for outcomes that carry either), in
+-- whichever table the finish left it (finish_jobs moves a job that ended to the history
+-- table itself).
+WITH hot AS (
+    UPDATE duetime_jobs
+    SET result = COALESCE(%(result)s::text, result),
+        progress = COALESCE(%(progress)s::double precision, progress),
+        progress_message = CASE WHEN %(progress)s::double precision IS NULL
+            THEN progress_message ELSE %(progress_message)s::text END,
+        progress_at = CASE WHEN %(progress)s::double precision IS NULL THEN progress_at
+            ELSE %(now)s::timestamptz END
+    WHERE id = %(job_id)s AND generation = %(generation)s AND claim_token = %(claim_token)s
+      AND status = %(to_status)s::text
+)
+UPDATE duetime_jobs_done
 SET result = COALESCE(%(result)s::text, result),
     progress = COALESCE(%(progress)s::double precision, progress),
     progress_message = CASE WHEN %(progress)s::double precision IS NULL THEN progress_message
@@ -1457,7 +1504,11 @@ SET paused_until = GREATEST(duetime_limits.paused_until, EXCLUDED.paused_until);
 SELECT * FROM duetime_limits WHERE name = ANY (%(names)s::text[]) ORDER BY name FOR UPDATE;
 
 -- name: job_limits
-SELECT id, limits FROM duetime_jobs WHERE id = ANY (%(ids)s::bigint[]) AND limits IS NOT NULL;
+-- Both tables: finish_jobs moves a job that ended to the history table itself.
+SELECT id, limits FROM duetime_jobs WHERE id = ANY (%(ids)s::bigint[]) AND limits IS NOT NULL
+UNION ALL
+SELECT id, limits FROM duetime_jobs_done
+WHERE id = ANY (%(ids)s::bigint[]) AND limits IS NOT NULL;
 
 -- Dependencies (store/sql/dependencies.py; docs/workflows.md, "Dependencies") ---------------
 
@@ -1535,8 +1586,11 @@ WITH v AS (
 ), told AS (
     UPDATE duetime_job_parents AS l SET outcome = v.outcome
     FROM v WHERE l.parent_id = v.parent_id AND l.outcome IS NULL
+), hot AS (
+    UPDATE duetime_jobs AS j SET has_children = NULL FROM v WHERE j.id = v.parent_id
 )
-UPDATE duetime_jobs AS j SET has_children = NULL FROM v WHERE j.id = v.parent_id;
+-- (a parent that a worker's finish ended is in the history table already: finish_jobs)
+UPDATE duetime_jobs_done AS d SET has_children = NULL FROM v WHERE d.id = v.parent_id;
 
 -- name: count_parents_left
 UPDATE duetime_jobs AS j SET parents_left = v.parents_left

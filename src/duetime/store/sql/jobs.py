@@ -462,7 +462,9 @@ def _due(job: Job) -> bool:
 def _restore(c: Connection, locked: Sequence[Row], event: Event, tenant: str | None) -> None:
     """A job of the history table (an ended job, `locked` by lock_either) that `event` moves
     (a replay, a dismissal) comes back to the jobs table first, where the move applies as to
-    any job (docs/history-plan.md, step 4)."""
+    any job (docs/history-plan.md, step 4). A move refused afterwards rolls the restore back
+    with the transaction; the checks here only spare a restore that cannot be used (another
+    tenant's job, a status the event does not move)."""
     if not locked or not locked[0]["done"]:
         return
     row = locked[0]

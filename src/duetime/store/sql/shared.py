@@ -96,7 +96,10 @@ def lock_either(c: Connection, ids: Sequence[int]) -> list[Row]:
     that moves between the two while the read waits for its row lock is found by neither part
     of that read (on PostgreSQL both parts read one snapshot, taken before the move
     committed), so the ids not found are read again, in a statement that sees the move; an id
-    of no job costs LOCK_ROUNDS reads."""
+    of no job costs LOCK_ROUNDS reads. The rows are locked in id order within each table and
+    each round, no longer across all of them: two transactions that lock the same jobs in
+    other orders may deadlock, and the database then rolls one back (StoreConflict, which
+    the store's methods retry)."""
     found: list[Row] = []
     wanted = sorted(set(ids))
     for _ in range(LOCK_ROUNDS):

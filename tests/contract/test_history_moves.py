@@ -166,3 +166,35 @@ def test_children_and_sequences_are_told_before_their_job_moves(
     assert after is not None and after.status is JobStatus.SCHEDULED
     assert finish_next(store, clock, Outcome(Event.SUCCEED)).id == next_in_line.id
     assert in_both(kit, store_url) == []
+
+
+def test_one_batch_moves_what_leaves_and_updates_the_rest(
+    store: Store, clock: ManualClock, kit: DialectKit, store_url: str
+) -> None:
+    """A worker's batch finished in one statement (all its attempts still hold their jobs):
+    a job that leaves, a keyed job and a retry together, each as it would be alone."""
+    plain = enqueue(store, clock)
+    keyed = enqueue(store, clock, key="batch-1")
+    retried = enqueue(store, clock, max_attempts=3)
+    claims = store.claim(worker_id="w", queues=None, limit=3, now=clock.now())
+    assert sorted(c.job.id for c in claims) == sorted([plain.id, keyed.id, retried.id])
+    later = clock.now() + timedelta(hours=1)
+    outcomes = {
+        plain.id: Outcome(Event.SUCCEED, result='{"n":2}'),
+        keyed.id: Outcome(Event.SUCCEED),
+        retried.id: Outcome(Event.RETRY, error_category=ErrorCategory.RETRYABLE, due_at=later),
+    }
+    applied = store.finish_many([(c.lease, outcomes[c.job.id]) for c in claims], clock.now())
+    assert applied == [True, True, True]
+    assert table_of(kit, store_url, plain.id) == DONE
+    assert table_of(kit, store_url, keyed.id) == HOT
+    assert table_of(kit, store_url, retried.id) == HOT
+    got = {j: store.get_job(j) for j in (plain.id, keyed.id, retried.id)}
+    assert [g.status for g in got.values() if g] == [
+        JobStatus.SUCCEEDED,
+        JobStatus.SUCCEEDED,
+        JobStatus.SCHEDULED,
+    ]
+    assert got[plain.id].result == {"n": 2}  # type: ignore[union-attr]
+    assert [a.status.value for a in got[retried.id].attempt_history] == ["failed"]  # type: ignore[union-attr]
+    assert in_both(kit, store_url) == []

@@ -9,6 +9,8 @@ from kit import DialectKit
 
 # a generated column of the MariaDB/MySQL jobs tables (the claim order's key): not written
 GENERATED = {"neg_priority"}
+# the ids of the jobs held by both tables at once (none may be)
+IN_BOTH = "SELECT j.id FROM duetime_jobs j JOIN duetime_jobs_done d ON d.id = j.id"
 
 
 def columns(kit: DialectKit, url: str, table: str) -> list[str]:

@@ -20,6 +20,7 @@ from duetime.core.retry import ErrorCategory
 from duetime.core.states import AttemptStatus, Event, JobStatus
 from duetime.runtime.reaper import Reaper
 from duetime.store.base import Store
+from history import IN_BOTH
 from jobhelpers import claim_one, enqueue, job_in
 from kit import DialectKit
 
@@ -274,7 +275,6 @@ SUCCESSES = (
     "AND NOT EXISTS (SELECT 1 FROM duetime_all_attempts a WHERE a.job_id = j.id "
     "AND a.id = j.attempt_id AND a.generation = j.generation AND a.status = 'succeeded')"
 )
-IN_BOTH = "SELECT j.id FROM duetime_jobs j JOIN duetime_jobs_done d ON d.id = j.id"
 TWICE = (
     "SELECT job_id, generation, claim_token FROM duetime_all_attempts "
     "GROUP BY job_id, generation, claim_token HAVING COUNT(*) > 1"

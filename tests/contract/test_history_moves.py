@@ -18,7 +18,7 @@ from duetime.core.retry import ErrorCategory
 from duetime.core.states import Event, JobStatus
 from duetime.runtime.reaper import Reaper
 from duetime.store.base import Store
-from history import table_of
+from history import IN_BOTH, table_of
 from jobhelpers import claim_one, enqueue
 from kit import DialectKit
 
@@ -39,9 +39,7 @@ GIVE_UP = Outcome(Event.GIVE_UP, error_category=ErrorCategory.PERMANENT)
 
 def in_both(kit: DialectKit, url: str) -> list[tuple[object, ...]]:
     """The ids of the jobs held by both tables at once (none may be)."""
-    return kit.execute(
-        url, "SELECT j.id FROM duetime_jobs j JOIN duetime_jobs_done d ON d.id = j.id"
-    )
+    return kit.execute(url, IN_BOTH)
 
 
 def ended_in_hot(kit: DialectKit, url: str) -> list[tuple[object, ...]]:

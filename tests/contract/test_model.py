@@ -56,6 +56,7 @@ from duetime.core.states import (
 )
 from duetime.runtime.reaper import Reaper
 from duetime.store.base import Store
+from history import IN_BOTH
 from jobhelpers import claim_one, enqueue
 from kit import DialectKit
 
@@ -659,9 +660,6 @@ def store_and_wipe(
         return [tuple(r) for r in cur.fetchall()]
 
     return store, clear, doubled
-
-
-IN_BOTH = "SELECT j.id FROM duetime_jobs j JOIN duetime_jobs_done d ON d.id = j.id"
 
 
 def machine_for(

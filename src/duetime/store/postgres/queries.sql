@@ -516,6 +516,9 @@ WITH v AS (
       AND (NOT v.only_if_expired OR j.lease_expires_at <= %(now)s)
     ORDER BY j.id
     FOR UPDATE OF j
+), applies AS (  -- `whole`: every job of the batch or none
+    SELECT NOT %(whole)s::boolean OR (SELECT count(*) FROM ending) = (SELECT count(*) FROM v)
+        AS ok
 ), moved AS (
     UPDATE duetime_jobs AS j
     SET status = v.to_status, due_at = COALESCE(v.due_at, j.due_at), updated_at = %(now)s,
@@ -527,13 +530,13 @@ WITH v AS (
         late_reported_at = CASE WHEN v.kept THEN j.late_reported_at END
     FROM ending JOIN v ON v.job_id = ending.id
     WHERE j.id = ending.id AND NOT ending.leaving
-      AND (NOT %(whole)s::boolean OR (SELECT count(*) FROM ending) = (SELECT count(*) FROM v))
+      AND (SELECT ok FROM applies)
     RETURNING j.id
 ), gone AS (
     DELETE FROM duetime_jobs AS j
     USING ending, v
     WHERE j.id = ending.id AND v.job_id = ending.id AND ending.leaving
-      AND (NOT %(whole)s::boolean OR (SELECT count(*) FROM ending) = (SELECT count(*) FROM v))
+      AND (SELECT ok FROM applies)
     RETURNING j.id, j.tenant, j.queue, j.task, j.args, j.priority,
         COALESCE(v.due_at, j.due_at) AS due_at, j.deadline_at, v.to_status AS status,
         j.version, j.attempts, j.max_attempts, j.generation, j.retry_base, j.retry_cap,

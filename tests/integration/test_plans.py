@@ -1039,6 +1039,13 @@ def test_flow_counts_read_only_the_job_counts_index(kit: DialectKit, backlog: St
     assert counts.waiting_seconds == 1.0  # the 50 due jobs were due a second before NOW
 
 
+def listing_params(tenant: str | None, status: str) -> dict[str, Any]:
+    """list_jobs' parameters for a page of one status (of one tenant, or of every one)."""
+    names = ("task", "queue", "schedule_id", "before_id", "due_after", "due_before")
+    rest = ("business_key", "idempotency_key", "args_like")
+    return {"tenant": tenant, "status": status, **dict.fromkeys(names + rest), "limit": 51}
+
+
 @pytest.mark.parametrize("status", ["running", "scheduled", "succeeded", "dead"])
 def test_listing_jobs_by_status_reads_an_index(
     kit: DialectKit, backlog: Store, status: str
@@ -1051,20 +1058,7 @@ def test_listing_jobs_by_status_reads_an_index(
     backlog.claim(worker_id="w", queues=None, limit=5, now=NOW)  # a few running jobs
     driver = backlog.driver  # type: ignore[attr-defined]
     [select] = driver.statements("list_jobs")
-    params = {
-        "tenant": "default",
-        "status": status,
-        "task": None,
-        "queue": None,
-        "schedule_id": None,
-        "before_id": None,
-        "due_after": None,
-        "due_before": None,
-        "business_key": None,
-        "idempotency_key": None,
-        "args_like": None,
-        "limit": 51,
-    }
+    params = listing_params("default", status)
     plan = plan_of(backlog, select, params)
     if backlog.dialect == "postgres":
         assert "Seq Scan" not in plan, plan
@@ -1099,20 +1093,7 @@ def test_listing_one_status_of_every_tenant_reads_an_index_of_each_table(
     whose pages it reads newest first as the test above says."""
     driver = backlog.driver  # type: ignore[attr-defined]
     [select] = driver.statements("list_jobs")
-    params = {
-        "tenant": None,
-        "status": status,
-        "task": None,
-        "queue": None,
-        "schedule_id": None,
-        "before_id": None,
-        "due_after": None,
-        "due_before": None,
-        "business_key": None,
-        "idempotency_key": None,
-        "args_like": None,
-        "limit": 51,
-    }
+    params = listing_params(None, status)
     plan = plan_of(backlog, select, params)
     if backlog.dialect == "postgres":
         assert select not in driver._prepared

@@ -40,10 +40,16 @@ def claim_one(store: Store, clock: ManualClock, worker: str = "w1") -> tuple[Job
     return claims[0].job, claims[0].lease
 
 
-def job_in(store: Store, clock: ManualClock, status: JobStatus) -> tuple[Job, Lease | None]:
-    """A fresh job in `status`, and the lease of its newest attempt if it had one."""
+def job_in(
+    store: Store, clock: ManualClock, status: JobStatus, key: str | None = None
+) -> tuple[Job, Lease | None]:
+    """A fresh job in `status`, and the lease of its newest attempt if it had one. With `key`
+    (an idempotency key; not for a waiting occurrence, whose schedule keys it) a job that
+    ends stays in the jobs table (docs/history-plan.md, step 5): the tests of older schemas,
+    whose keys to the jobs table still cascade a deletion, write theirs so."""
+    kw: dict[str, Any] = {} if key is None else {"key": key}
     if status is JobStatus.EXPIRED:
-        job = enqueue(store, clock, deadline=clock.now() + timedelta(seconds=5))
+        job = enqueue(store, clock, deadline=clock.now() + timedelta(seconds=5), **kw)
         clock.advance(10)
         assert store.expire_overdue(clock.now(), 100) >= 1
         return _reload(store, job), None
@@ -51,8 +57,8 @@ def job_in(store: Store, clock: ManualClock, status: JobStatus) -> tuple[Job, Le
         return _waiting_occurrence(store, clock), None
     if status is JobStatus.BLOCKED:  # behind a parent due tomorrow
         parent = enqueue(store, clock, at=clock.now() + timedelta(days=1))
-        return enqueue(store, clock, depends_on=[parent.id]), None
-    job = enqueue(store, clock)
+        return enqueue(store, clock, depends_on=[parent.id], **kw), None
+    job = enqueue(store, clock, **kw)
     if status is JobStatus.SCHEDULED:
         return job, None
     if status is JobStatus.CANCELLED:

@@ -12,6 +12,7 @@ from datetime import timedelta
 import pytest
 
 from duetime.core.clock import ManualClock
+from duetime.core.limits import LimitSettings
 from duetime.core.models import Job, Outcome
 from duetime.core.requests import TaskDefaults
 from duetime.core.retry import ErrorCategory
@@ -196,3 +197,19 @@ def test_one_batch_moves_what_leaves_and_updates_the_rest(
     assert got[plain.id].result == {"n": 2}  # type: ignore[union-attr]
     assert [a.status.value for a in got[retried.id].attempt_history] == ["failed"]  # type: ignore[union-attr]
     assert in_both(kit, store_url) == []
+
+
+def test_the_limits_count_the_outcomes_of_jobs_that_moved(
+    store: Store, clock: ManualClock, kit: DialectKit, store_url: str
+) -> None:
+    """The finish counts an ended attempt on its job's limit keys after the job has moved
+    (job_limits reads both tables): a success and a give-up each counted once."""
+    store.set_limit(LimitSettings("api", concurrency=5), clock.now())
+    api = TaskDefaults(limits=("api",))
+    won = enqueue(store, clock, defaults=api)
+    lost = enqueue(store, clock, defaults=api, max_attempts=1)
+    assert finish_next(store, clock, Outcome(Event.SUCCEED)).id == won.id
+    assert finish_next(store, clock, GIVE_UP).id == lost.id
+    assert [table_of(kit, store_url, j.id) for j in (won, lost)] == [DONE, DONE]
+    (status,) = store.limits(clock.now())
+    assert (status.state.current.successes, status.state.current.failures) == (1, 1)

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+import history
 import schemas
 from duetime.core.clock import ManualClock
 from duetime.core.models import Lease, Outcome
@@ -68,20 +69,23 @@ def test_jobs_in_every_state_survive_migration_24(
 ) -> None:
     store, url = at_23
     ids = []
+    # every job keyed: one that ends stays where schema 23's keys (which cascade a deletion)
+    # reach it, whichever job a claim of job_in takes
     for status in JobStatus:
         if status is JobStatus.SUCCEEDED:
-            job, lease = job_in(store, clock, JobStatus.RUNNING)
+            job, lease = job_in(store, clock, JobStatus.RUNNING, key="kept-succeeded")
             assert lease is not None
             clock.advance(1)
             version_23_success(kit, url, clock, lease)
         else:
-            job, _ = job_in(store, clock, status)
+            job, _ = job_in(store, clock, status, key=f"kept-{status}")
         ids.append(job.id)
     across, across_lease = job_in(store, clock, JobStatus.RUNNING)
     old_worker, old_lease = job_in(store, clock, JobStatus.RUNNING)
     assert across_lease is not None and old_lease is not None
     ids += [across.id, old_worker.id]
     before = {i: store.get_job(i) for i in ids}
+    assert {history.table_of(kit, url, i) for i in ids} == {"duetime_jobs"}
     succeeded = [j for j in before.values() if j is not None and j.status is JobStatus.SUCCEEDED]
     assert [[a.status for a in j.attempt_history] for j in succeeded] == [[AttemptStatus.SUCCEEDED]]
 

@@ -39,18 +39,18 @@ def test_jobs_in_every_state_survive_migration_25(
     at_24: tuple[Store, str], clock: ManualClock, kit: DialectKit
 ) -> None:
     store, url = at_24
-    # this version reads the history table too (a job that ended may be there) and moves the
-    # jobs that end into it: the jobs are written with the table made ahead, unrecorded, and
-    # read; then those that moved go back to the jobs table, where version 24 kept them, and
-    # the table is dropped, empty
+    # this version reads the history table too (a job that ended may be there): the jobs are
+    # written with the table made ahead, unrecorded, and read; it is dropped again, empty.
+    # Each job holds a key, so one that ends stays in the jobs table, where version 24 kept
+    # it (a job that moved would lose its attempts to schema 24's cascading keys)
     schemas.run_unrecorded(store, 25)
-    ids = [job_in(store, clock, status)[0].id for status in JobStatus]
+    # keyed: a job that ends stays where schema 24's keys (which cascade a deletion) reach it
+    ids = [job_in(store, clock, s, key=f"kept-{s}")[0].id for s in JobStatus]
     across, lease = job_in(store, clock, JobStatus.RUNNING)
     assert lease is not None
     ids.append(across.id)
     before = {i: store.get_job(i) for i in ids}
-    for job_id in ids:
-        history.place(kit, url, job_id, "duetime_jobs")
+    assert {history.table_of(kit, url, i) for i in ids} == {"duetime_jobs"}
     kit.execute(url, "DROP TABLE duetime_jobs_done")
     assert "duetime_jobs_done" not in kit.tables(url)
 

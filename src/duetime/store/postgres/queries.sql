@@ -495,6 +495,15 @@ FOR UPDATE OF j;
 -- or none does, and the caller, told that none did, commits and goes the long way (no
 -- rollback: psycopg's rollback forgets the connection's prepared statements). The moved jobs
 -- come back with what the rest of the finish needs (their count is the row count).
+-- It is prepared on each connection (driver.py `_prepared`) and its plan cached there, so
+-- that plan must not rest on the table's size when it was made: a plan made while the jobs
+-- table was small (a worker started on a quiet database) read the whole table for each
+-- batch ever after (a hash join over a sequential scan: 13 ms a batch of 10 at 50,000 jobs,
+-- against 0.27 ms by the primary key; docs/performance.md, Under pressure). So sequential
+-- scans are off for the finish's transaction, and `ending` names the batch's ids as an
+-- array (`id = ANY`), which a plan made for any size of table reads through the primary
+-- key; hash joins stay on for the batch's own rows (off, a batch of 200 took 25 ms).
+SELECT set_config('enable_seqscan', 'off', true);
 WITH v AS (
     SELECT v.job_id, v.generation, v.claim_token, v.from_status, v.to_status, v.due_at,
            v.only_if_expired, v.status, v.error_category, v.error_message, v.error_traceback,
@@ -511,7 +520,8 @@ WITH v AS (
                AND j.idempotency_key IS NULL AND j.unique_key IS NULL
                AND (j.schedule_id IS NULL OR j.nominal_at IS NULL) AS leaving
     FROM duetime_jobs j JOIN v ON j.id = v.job_id
-    WHERE j.generation = v.generation AND j.claim_token = v.claim_token
+    WHERE j.id = ANY (ARRAY(SELECT b.job_id FROM v AS b))  -- read by the key, whatever the plan
+      AND j.generation = v.generation AND j.claim_token = v.claim_token
       AND j.status = v.from_status AND j.attempt_id IS NOT NULL
       AND (NOT v.only_if_expired OR j.lease_expires_at <= %(now)s)
     ORDER BY j.id

@@ -7,15 +7,15 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from datetime import timedelta
+from contextlib import contextmanager
+from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Any
 
 import psycopg
 import pytest
 
 from conftest import STORE_KINDS
-from duetime.core.models import Outcome
+from duetime.core.models import NewJob, Outcome
 from duetime.core.requests import TaskDefaults, build_new_job
 from duetime.core.states import Event
 from duetime.store import open_store
@@ -111,11 +111,7 @@ def test_a_claim_planned_on_an_empty_table_keeps_its_plan_after_a_bulk_load(
     moves the picked jobs through a hash join over a sequential scan of the whole table."""
     kit = kit_named("postgres")
     url = kit.fresh_url(tmp_path, drop=True)
-    store = SQLStore(PostgresDriver(url, min_size=1, max_size=1))  # one connection
-    try:
-        store.migrate()
-        with psycopg.connect(url, autocommit=True) as admin:  # no ANALYZE behind the test's back
-            admin.execute("ALTER TABLE duetime_jobs SET (autovacuum_enabled = off)")
+    with one_connection(url) as store:
         assert store.claim(worker_id="w", queues=None, limit=10, now=NOW) == []  # planned here
         assert claim_plans(store) == (1, 0)
         with psycopg.connect(url) as control:
@@ -152,6 +148,18 @@ def test_a_claim_planned_on_an_empty_table_keeps_its_plan_after_a_bulk_load(
             assert any("Seq Scan" in n and "Hash Join" in n for n in notes), notes
         claims = store.claim(worker_id="w", queues=None, limit=100, now=NOW)
         assert len(claims) == 40  # and the claim above took the first 10
+
+
+@contextmanager
+def one_connection(url: str) -> Iterator[SQLStore]:
+    """A migrated PostgreSQL store of one connection (so its cached plans are the test's),
+    on a jobs table that autovacuum never analyzes behind the test's back."""
+    store = SQLStore(PostgresDriver(url, min_size=1, max_size=1))
+    try:
+        store.migrate()
+        with psycopg.connect(url, autocommit=True) as admin:
+            admin.execute("ALTER TABLE duetime_jobs SET (autovacuum_enabled = off)")
+        yield store
     finally:
         store.close()
 
@@ -159,7 +167,7 @@ def test_a_claim_planned_on_an_empty_table_keeps_its_plan_after_a_bulk_load(
 SUCCEED = Outcome(Event.SUCCEED)
 
 
-def new_job(now: Any) -> Any:
+def new_job(now: datetime) -> NewJob:
     return build_new_job("t", {}, now=now, tenant="default", defaults=TaskDefaults())
 
 
@@ -185,21 +193,14 @@ def test_a_finish_planned_on_a_small_table_reads_its_jobs_by_key_after_a_bulk_lo
     primary key) would read every row for each batch once the table has grown: 13 to 25 ms a
     batch at 50,000 jobs, against under 5 ms by the key. The plan made on a table of 30 jobs
     must still find a batch of 200 by their ids."""
-    kit = kit_named("postgres")
-    url = kit.fresh_url(tmp_path, drop=True)
-    store = SQLStore(PostgresDriver(url, min_size=1, max_size=1))  # one connection
-    try:
-        store.migrate()
-        with psycopg.connect(url, autocommit=True) as admin:  # no ANALYZE behind the test's back
-            admin.execute("ALTER TABLE duetime_jobs SET (autovacuum_enabled = off)")
-        now = NOW
-        store.enqueue([new_job(now) for _ in range(30)], now)
+    with one_connection(kit_named("postgres").fresh_url(tmp_path, drop=True)) as store:
+        store.enqueue([new_job(NOW) for _ in range(30)], NOW)
         for _ in range(6):  # five custom plans, then the generic one, cached
-            claims = store.claim(worker_id="w", queues=None, limit=5, now=now)
-            assert store.finish_many([(c.lease, SUCCEED) for c in claims], now) == [True] * 5
+            claims = store.claim(worker_id="w", queues=None, limit=5, now=NOW)
+            assert store.finish_many([(c.lease, SUCCEED) for c in claims], NOW) == [True] * 5
         for _ in range(10):
-            store.enqueue([new_job(now) for _ in range(5_000)], now)
-        claims = store.claim(worker_id="w", queues=None, limit=200, now=now)
+            store.enqueue([new_job(NOW) for _ in range(5_000)], NOW)
+        claims = store.claim(worker_id="w", queues=None, limit=200, now=NOW)
         assert len(claims) == 200
         with store.driver._pool.connection() as native:  # type: ignore[attr-defined]
             notes: list[str] = []
@@ -212,9 +213,7 @@ def test_a_finish_planned_on_a_small_table_reads_its_jobs_by_key_after_a_bulk_lo
             ):
                 native.execute(setting)
             native.commit()
-        assert store.finish_many([(c.lease, SUCCEED) for c in claims], now) == [True] * 200
+        assert store.finish_many([(c.lease, SUCCEED) for c in claims], NOW) == [True] * 200
         [plan] = [n for n in notes if "json_to_recordset" in n]
         assert "Seq Scan on duetime_jobs" not in plan, plan
         assert "Full" not in plan and "on duetime_jobs j " in plan, plan
-    finally:
-        store.close()

@@ -220,7 +220,12 @@ SELECT id FROM duetime_jobs_done WHERE schedule_id = %(schedule_id)s AND nominal
 -- come in claim order, so the limit stops the walks, and when fewer jobs are due than the
 -- limit each walk ends at its class's last due row (one walk of the whole index, with
 -- due_at <= now a filter, went on through every entry due later: PostgreSQL 15 has no skip
--- scan).
+-- scan). `floor` (NULL: none) bounds each walk from below: a worker's claims start where its
+-- last claim that took every due job left off, less a margin, and walk from the first entry
+-- now and then (runtime/fairness.py, core/claim_floor.py). Under a transaction held open the
+-- entries of the jobs claimed since it began stay in the index, dead yet not removable, and
+-- a walk from each class's first entry stepped over all of them at every claim
+-- (docs/performance.md, "The claim's floor").
 -- The claim is prepared on each connection and planned once there (a generic plan: planning
 -- it for each call's parameters was half of a small claim's CPU). That plan serves every
 -- later call whatever the table holds by then (the first claim may find it empty, the next
@@ -240,6 +245,7 @@ SELECT set_config('enable_sort', 'off', true), set_config('enable_seqscan', 'off
         SELECT j.id FROM duetime_jobs j
         WHERE j.status = 'scheduled' AND j.priority = c.priority
           AND j.due_at <= %(now)s
+          AND j.due_at >= COALESCE(%(floor)s::timestamptz, '-infinity')
           AND (j.deadline_at IS NULL OR j.deadline_at > %(now)s)
           AND (%(all_queues)s::boolean OR j.queue = ANY (%(queues)s::text[]))
           AND (%(all_tasks)s::boolean OR j.task = ANY (%(tasks)s::text[]))
@@ -296,6 +302,7 @@ WHERE status = 'scheduled' AND priority < %(after)s;
 -- does not read the due jobs of the others one by one, nor the entries of its queues' jobs
 -- due later. Rows a queue's walk locked but the claim does not take are free again at its
 -- commit. (In claim itself, this form would cost every claim of all queues more to plan.)
+-- Each walk starts at `floor` as claim's does.
 -- Prepared as claim is, but planned for each call's parameters: a generic plan would not see
 -- the queues' names, and a table whose statistics know of one queue alone would have every
 -- queue's walk read duetime_jobs_due_any, the other queues' due jobs filtered out one by one.
@@ -365,6 +372,7 @@ WITH RECURSIVE up_1 AS (
                 SELECT j.id, j.due_at FROM duetime_jobs j
                 WHERE j.status = 'scheduled' AND j.queue = (%(queues)s::text[])[1]
                   AND j.priority = c.priority AND j.due_at <= %(now)s
+                  AND j.due_at >= COALESCE(%(floor)s::timestamptz, '-infinity')
                   AND (j.deadline_at IS NULL OR j.deadline_at > %(now)s)
                   AND (%(all_tasks)s::boolean OR j.task = ANY (%(tasks)s::text[]))
                   AND NOT (j.queue = ANY (%(outbox_queues)s::text[]))
@@ -379,6 +387,7 @@ WITH RECURSIVE up_1 AS (
                 SELECT j.id, j.due_at FROM duetime_jobs j
                 WHERE j.status = 'scheduled' AND j.queue = (%(queues)s::text[])[2]
                   AND j.priority = c.priority AND j.due_at <= %(now)s
+                  AND j.due_at >= COALESCE(%(floor)s::timestamptz, '-infinity')
                   AND (j.deadline_at IS NULL OR j.deadline_at > %(now)s)
                   AND (%(all_tasks)s::boolean OR j.task = ANY (%(tasks)s::text[]))
                   AND NOT (j.queue = ANY (%(outbox_queues)s::text[]))
@@ -393,6 +402,7 @@ WITH RECURSIVE up_1 AS (
                 SELECT j.id, j.due_at FROM duetime_jobs j
                 WHERE j.status = 'scheduled' AND j.queue = (%(queues)s::text[])[3]
                   AND j.priority = c.priority AND j.due_at <= %(now)s
+                  AND j.due_at >= COALESCE(%(floor)s::timestamptz, '-infinity')
                   AND (j.deadline_at IS NULL OR j.deadline_at > %(now)s)
                   AND (%(all_tasks)s::boolean OR j.task = ANY (%(tasks)s::text[]))
                   AND NOT (j.queue = ANY (%(outbox_queues)s::text[]))
@@ -407,6 +417,7 @@ WITH RECURSIVE up_1 AS (
                 SELECT j.id, j.due_at FROM duetime_jobs j
                 WHERE j.status = 'scheduled' AND j.queue = (%(queues)s::text[])[4]
                   AND j.priority = c.priority AND j.due_at <= %(now)s
+                  AND j.due_at >= COALESCE(%(floor)s::timestamptz, '-infinity')
                   AND (j.deadline_at IS NULL OR j.deadline_at > %(now)s)
                   AND (%(all_tasks)s::boolean OR j.task = ANY (%(tasks)s::text[]))
                   AND NOT (j.queue = ANY (%(outbox_queues)s::text[]))

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable, Iterator
-from contextlib import closing, suppress
+from contextlib import closing, contextmanager, suppress
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -194,6 +194,7 @@ def claim_params(all_queues: bool, tasks: list[str] | None = None) -> dict[str, 
         "worker_id": "plan-test",
         "all_direct": True,  # no queue in outbox mode: the common case
         "outbox_queues": [],
+        "floor": None,  # a walk from the start (a worker's floor: core/claim_floor.py)
     }
 
 
@@ -376,6 +377,40 @@ def test_a_claim_with_fewer_due_jobs_than_its_limit_stops_at_the_due_ones(
     assert len(claims) == 50  # and the claim takes exactly the due ones
 
 
+def flood(kit: DialectKit, url: str, due: datetime) -> None:
+    """PostgreSQL: DEAD_HEAD scheduled jobs due at `due`, from FLOOD_FIRST on (reset()
+    deletes them)."""
+    _run(
+        kit,
+        url,
+        FILL["postgres"].format(c=COLUMNS),
+        {"first": FLOOD_FIRST, "count": DEAD_HEAD, "due": due, "status": "scheduled", "at": due},
+    )
+
+
+@contextmanager
+def moved_under_an_old_snapshot(kit: DialectKit, url: str, status: str) -> Iterator[None]:
+    """The flood's jobs moved to `status` (as claims or finishes move them) while a snapshot
+    taken before holds, for the block: their index entries are dead, yet none can be removed
+    or marked dead."""
+    with closing(kit.connect(url)) as old:
+        old.autocommit = False
+        cur = old.cursor()
+        cur.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+        cur.execute("SELECT count(*) FROM duetime_jobs WHERE id >= %s", (FLOOD_FIRST,))
+        cur.fetchall()
+        _run(
+            kit,
+            url,
+            "UPDATE duetime_jobs SET status = %s WHERE id >= %s AND id < %s",
+            (status, FLOOD_FIRST, FLOOD_FIRST + DEAD_HEAD),
+        )
+        try:
+            yield
+        finally:
+            old.rollback()
+
+
 DEAD_HEAD = 20_000  # jobs claimed since the last vacuum, under a snapshot older than that
 
 
@@ -391,37 +426,56 @@ def test_the_class_seeks_land_on_live_entries_past_a_dead_head(
     if backlog.dialect != "postgres":
         pytest.skip("PostgreSQL: SQLite and MariaDB/MySQL are given the classes (a seek each)")
     url = filled[0]
-    first = FLOOD_FIRST  # reset() deletes them
-    _run(
-        kit,
-        url,
-        FILL["postgres"].format(c=COLUMNS),
-        {
-            "first": first,
-            "count": DEAD_HEAD,
-            "due": NOW - timedelta(days=1),
-            "status": "scheduled",
-            "at": NOW - timedelta(days=1),
-        },
-    )
-    with closing(kit.connect(url)) as old:  # a snapshot from before their claims
-        old.autocommit = False
-        cur = old.cursor()
-        cur.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
-        cur.execute("SELECT count(*) FROM duetime_jobs WHERE id >= %s", (first,))
-        cur.fetchall()
-        _run(
-            kit,
-            url,
-            "UPDATE duetime_jobs SET status = 'succeeded' WHERE id >= %s AND id < %s",
-            (first, first + DEAD_HEAD),
-        )
+    flood(kit, url, NOW - timedelta(days=1))
+    with moved_under_an_old_snapshot(kit, url, "succeeded"):
         params = {**claim_params(True), "limit": 10}
         plan = json.loads(postgres_analyzed(kit, url, backlog, "claim", params))[0]["Plan"]
-        old.rollback()
     seeks = subplan(plan, "CTE up")  # the part classes' seeks
     pages = seeks.get("Shared Hit Blocks", 0) + seeks.get("Shared Read Blocks", 0)
     assert seeks and pages < 20, (pages, seeks)
+
+
+DEAD_TAIL_CLASS = 7  # a class whose every entry is a claimed job's
+
+
+def test_a_claim_from_a_floor_steps_over_a_dead_class_in_the_index_alone(
+    kit: DialectKit, filled: tuple[str, list[str]], backlog: Store
+) -> None:
+    """PostgreSQL: a class whose due jobs were all claimed under a snapshot older than their
+    claims (a transaction held open) keeps an entry for each, dead yet not removable, and its
+    last entries are among them: the classes' seeks land there and read each entry's row
+    back to the class's first. A claim given a floor (a worker's, core/claim_floor.py) bounds
+    its seeks and walks by it: the entries due before it are stepped over in the index, no
+    row read. The same claim from the start reads every one of them (the control)."""
+    if backlog.dialect != "postgres":
+        pytest.skip("PostgreSQL: the other dialects take no floor (Driver.names_classes)")
+    url = filled[0]
+    flood(kit, url, NOW - timedelta(seconds=60))
+    _run(
+        kit,
+        url,
+        "UPDATE duetime_jobs SET priority = %s WHERE id >= %s",
+        (DEAD_TAIL_CLASS, FLOOD_FIRST),
+    )
+    _run(kit, url, "VACUUM duetime_jobs", None)  # the class 0 entries of those rows: gone
+    reads = {}
+    with moved_under_an_old_snapshot(kit, url, "running"):
+        for floor in (None, NOW - timedelta(seconds=2)):
+            params = {**claim_params(True), "limit": 10, "floor": floor}
+            plan = json.loads(postgres_analyzed(kit, url, backlog, "claim", params))[0]["Plan"]
+            seeks = subplan(plan, "CTE up")  # the part floored_classes' seeks
+            reads[floor is not None] = heap_fetches(plan), heap_fetches(seeks)
+    # from the start: a row read for each claimed job's entry (the seek of its class)
+    assert reads[False][1] >= DEAD_HEAD, reads
+    # from the floor: none (the 10 jobs it takes are read by the pick, not the seeks)
+    assert reads[True][1] == 0 and reads[True][0] <= 50, reads
+
+
+def heap_fetches(node: dict[str, Any]) -> int:
+    """PostgreSQL EXPLAIN ANALYZE: the rows the index-only scans under `node` read from the
+    heap, over all their loops (an entry whose heap page is not all-visible: a dead one under
+    an old snapshot among them)."""
+    return node.get("Heap Fetches", 0) + sum(heap_fetches(child) for child in node.get("Plans", []))
 
 
 def test_the_relays_dispatch_with_fewer_due_jobs_than_its_limit_stops_at_the_due_ones(

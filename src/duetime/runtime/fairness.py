@@ -16,19 +16,24 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import datetime
 
+from duetime.core.claim_floor import ClaimFloor
 from duetime.core.clock import Instant, read_instant
 from duetime.core.flow.rotation import TenantRotation
 from duetime.core.flow.share import PRIORITY_SHARE, PriorityShare
+from duetime.core.models import Wakeup
 from duetime.store.base import Claimed, ClaimPlan, DispatchedEvents, Store
 
 
 class ClaimFairness:
-    """A worker's claims' memory: its priority share, tenant rotation and queue credit."""
+    """A worker's claims' memory: its priority share, tenant rotation and queue credit, and
+    where its claims start their walk of the due jobs (`floor`, core/claim_floor.py; None:
+    always from the start)."""
 
-    def __init__(self, share: float = PRIORITY_SHARE) -> None:
+    def __init__(self, share: float = PRIORITY_SHARE, floor: ClaimFloor | None = None) -> None:
         self.priorities = PriorityShare(share)  # each lower priority class's share of slots
         self.rotation = TenantRotation()  # saturated claims rotate over tenants
         self.credit: dict[str, float] = {}  # weighted queues' turns, claim to claim
+        self.floor = floor
 
     def set_share(self, share: float) -> None:
         """Another priority share (0: strict priority order); its memory starts afresh."""
@@ -45,6 +50,7 @@ class ClaimFairness:
             priorities=self.priorities,
             rotation=self.rotation if rotate else None,
             credit=self.credit,
+            floor=self.floor.start(now) if self.floor is not None else None,
         )
 
     def claimed(self, limit: int, found: int) -> None:
@@ -71,7 +77,15 @@ class ClaimFairness:
             plan, worker_id=worker_id, queues=queues, limit=limit, now=now, tasks=tasks
         )
         self.claimed(limit, got.found)
+        if self.floor is not None:
+            self.floor.claimed(limit, got.found, got.plain)
         return got
+
+    def heard(self, wakeups: Sequence[Wakeup]) -> None:
+        """Wake-ups from the store: work due before the floor lowers it."""
+        if self.floor is not None:
+            for wakeup in wakeups:
+                self.floor.heard(wakeup.due_at)
 
 
 class DispatchFairness:

@@ -13,12 +13,13 @@ import functools
 import logging
 import time
 from collections import deque
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 
+from duetime.core.claim_floor import ClaimFloor
 from duetime.core.clock import Instant
 from duetime.core.flow.share import PRIORITY_SHARE
-from duetime.core.models import Claim, Lease
+from duetime.core.models import Claim, Lease, Wakeup
 from duetime.logs import log_event
 from duetime.runtime.attempt import AttemptRunner, RunningAttempt
 from duetime.runtime.fairness import ClaimFairness
@@ -81,6 +82,7 @@ class Slots(Service):
         due: DueTimes | None = None,
         share: Callable[[], float] = lambda: PRIORITY_SHARE,
         max_unrecorded: int | None = None,
+        floor: ClaimFloor | None = None,
     ) -> None:
         super().__init__()
         self.runner = runner
@@ -125,8 +127,9 @@ class Slots(Service):
         # when a limit per dependency that held back the last claim allows a start again
         # (Claimed.next_start): the loop claims then, not at its next poll
         self.limit_at: datetime | None = None
-        # the claims' policy: priority share, tenant rotation, queue credit (runtime/fairness.py)
-        self.fairness = ClaimFairness()  # its share: the App's, read at each claim
+        # the claims' policy: priority share, tenant rotation, queue credit, and where their
+        # walks start (runtime/fairness.py)
+        self.fairness = ClaimFairness(floor=floor)  # its share: the App's, read at each claim
         self.idle = Pulse()  # the claim loop waits: no free slot, or nothing more was due
         self.finished = Pulse()  # an attempt ended (recorded, refused as stale, or given up)
         self.draining = Pulse()  # shutdown began with attempts in flight
@@ -187,6 +190,11 @@ class Slots(Service):
             pace = (self.started - self._started_then) / elapsed
             self._pace += 0.3 * (pace - self._pace)
         self._last_claim, self._started_then = began, self.started
+
+    def heard(self, wakeups: Sequence[Wakeup]) -> None:
+        """Wake-ups from the store: work due before the claims' floor lowers it (the timer
+        decides when to claim)."""
+        self.fairness.heard(wakeups)
 
     def reserve(self) -> None:
         """Hold a free slot for a broker message while its attempt is being accepted

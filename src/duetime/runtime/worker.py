@@ -25,6 +25,7 @@ from collections.abc import Sequence
 from datetime import timedelta
 
 from duetime.core import models
+from duetime.core.claim_floor import ClaimFloor
 from duetime.core.clock import CLOCK_OFFSET_WARNING, Clock
 from duetime.logs import log_event
 from duetime.runtime.attempt import AttemptRunner, WorkerStats
@@ -59,6 +60,14 @@ def concurrent_finishes(store: Store) -> int:
     transactions on disjoint jobs commit side by side (one batch is written while the next
     fills); one elsewhere (SQLite takes one writer at a time)."""
     return 2 if store.dialect == "postgres" else 1
+
+
+def claim_floor(store: Store) -> ClaimFloor | None:
+    """Where the slots' claims start their walk of the due jobs (core/claim_floor.py): on
+    PostgreSQL, whose walks step over the entries of the jobs claimed since the last vacuum
+    and whose wake-ups name the instant of every job that falls due before the floor; None
+    elsewhere (the claim statements of SQLite and MariaDB/MySQL take no floor)."""
+    return ClaimFloor() if store.dialect == "postgres" else None
 
 
 class Worker:
@@ -149,11 +158,12 @@ class Worker:
             share=lambda: app.priority_share,
             # a full batch of outcomes may wait (one finish writes up to max_batch), no more
             max_unrecorded=max(concurrency, self.completer.max_batch),
+            floor=claim_floor(self.store),
         )
         self.timer = Timer(
             self.store, self.clock, self._calls, queues=self.queues, wake=self.slots.wake, due=due
         )
-        self.wakeups = Wakeups(self.store, self.timer.heard)
+        self.wakeups = Wakeups(self.store, self._heard)
         self.retention = retention
         self.pruner = (
             Pruner(self.store, self.clock, self._calls, retention=retention)
@@ -193,6 +203,11 @@ class Worker:
         self.metrics.watch_busy(lambda: self.slots.busy)  # the metrics may be the caller's
         # outbox-mode queues come from the broker (runtime/outbox/feed.py), the others by claims
         self.feed = self._broker_feed(broker_url) if broker_url is not None else None
+
+    def _heard(self, wakeups: Sequence[models.Wakeup]) -> None:
+        """Wake-ups from the store: to the slots' claim floor, then to the timer."""
+        self.slots.heard(wakeups)
+        self.timer.heard(wakeups)
 
     def _broker_feed(self, broker_url: str) -> BrokerFeed:
         """The feed of this worker's slots from the broker queues of its outbox-mode queues

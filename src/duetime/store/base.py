@@ -63,12 +63,17 @@ class ClaimPlan:
     looked for); `rotation` when this claim rotates over the tenants with due work (None: it
     does not); `credit`, the weighted queues' turns carried from claim to claim (None: none
     carried). The claim reads and updates these objects as it picks; the store keeps none of
-    them. The empty plan claims in strict claim order."""
+    them. `floor`: the plain claim (no flow control, no limits per dependency, no fairness
+    detour) leaves out the jobs due before it, on PostgreSQL (where its walk of the due
+    index otherwise starts at each class's first entry, dead ones included; the other
+    dialects walk from the start; core/claim_floor.py). The empty plan claims in strict
+    claim order."""
 
     per_class: int = 0
     priorities: PriorityShare | None = None
     rotation: TenantRotation | None = None
     credit: dict[str, float] | None = None
+    floor: datetime | None = None
 
 
 @dataclass(frozen=True)
@@ -77,11 +82,15 @@ class Claimed:
     than it started when concurrent claims took some first, which tells the policy whether
     the claim took every due job); and when a limit per dependency that allowed it no more
     starts allows one again (its bucket's next token, the end of its pause or of its
-    breaker's cool-down), where known; None otherwise."""
+    breaker's cool-down), where known; None otherwise. `plain`: the plain claim statement
+    ran (no flow control, no limits per dependency, no fairness detour), so a claim that
+    found fewer than its limit left no job of its filters due from its plan's floor to its
+    instant, but for rows other transactions held locked (ClaimPlan.floor)."""
 
     claims: list[Claim]
     found: int
     next_start: datetime | None = None
+    plain: bool = False
 
 
 @dataclass(frozen=True)

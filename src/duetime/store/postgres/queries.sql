@@ -30,6 +30,31 @@ WITH RECURSIVE up AS (
     SELECT priority FROM up WHERE priority IS NOT NULL ORDER BY priority DESC
 )
 
+-- part: floored_classes
+-- The part classes for the claim, whose walks start at its `floor` (NULL: none): only the
+-- classes with an entry due from the floor on, each seek stepping over the entries due
+-- before it in the index alone. Without the bound, a seek that lands on a class's last
+-- entries while they are dead (every due job claimed, a transaction held open somewhere so
+-- that none can be removed) read each of them from the heap, the class's whole run of
+-- claimed jobs: 10 ms at 60,000 such entries, against 0.9 ms with it
+-- (docs/performance.md, "The claim's floor").
+WITH RECURSIVE up AS (
+    (SELECT priority FROM duetime_jobs WHERE status = 'scheduled'
+       AND due_at >= COALESCE(%(floor)s::timestamptz, '-infinity')
+     ORDER BY priority
+     LIMIT 1)
+    UNION ALL
+    SELECT (SELECT j.priority FROM duetime_jobs j
+            WHERE j.status = 'scheduled' AND j.priority > u.priority
+              AND j.due_at >= COALESCE(%(floor)s::timestamptz, '-infinity')
+            ORDER BY j.priority
+            LIMIT 1)
+    FROM up u
+    WHERE u.priority IS NOT NULL
+), classes AS (
+    SELECT priority FROM up WHERE priority IS NOT NULL ORDER BY priority DESC
+)
+
 -- name: migrations_table_exists
 SELECT 1 AS found WHERE to_regclass('duetime_migrations') IS NOT NULL;
 
@@ -220,7 +245,13 @@ SELECT id FROM duetime_jobs_done WHERE schedule_id = %(schedule_id)s AND nominal
 -- come in claim order, so the limit stops the walks, and when fewer jobs are due than the
 -- limit each walk ends at its class's last due row (one walk of the whole index, with
 -- due_at <= now a filter, went on through every entry due later: PostgreSQL 15 has no skip
--- scan).
+-- scan). `floor` (NULL: none) bounds each walk from below: a worker's claims start where its
+-- last claim that took every due job left off, less a margin, and walk from the first entry
+-- now and then (runtime/fairness.py, core/claim_floor.py); so do its seeks of the classes
+-- (the part floored_classes). Under a transaction held open the
+-- entries of the jobs claimed since it began stay in the index, dead yet not removable, and
+-- a walk from each class's first entry stepped over all of them at every claim
+-- (docs/performance.md, "The claim's floor").
 -- The claim is prepared on each connection and planned once there (a generic plan: planning
 -- it for each call's parameters was half of a small claim's CPU). That plan serves every
 -- later call whatever the table holds by then (the first claim may find it empty, the next
@@ -233,13 +264,14 @@ SELECT id FROM duetime_jobs_done WHERE schedule_id = %(schedule_id)s AND nominal
 SELECT set_config('enable_sort', 'off', true), set_config('enable_seqscan', 'off', true),
        set_config('enable_hashjoin', 'off', true), set_config('enable_mergejoin', 'off', true),
        set_config('plan_cache_mode', 'force_generic_plan', true);
-@classes
+@floored_classes
 , picked AS (
     SELECT p.id FROM classes c
     CROSS JOIN LATERAL (
         SELECT j.id FROM duetime_jobs j
         WHERE j.status = 'scheduled' AND j.priority = c.priority
           AND j.due_at <= %(now)s
+          AND j.due_at >= COALESCE(%(floor)s::timestamptz, '-infinity')
           AND (j.deadline_at IS NULL OR j.deadline_at > %(now)s)
           AND (%(all_queues)s::boolean OR j.queue = ANY (%(queues)s::text[]))
           AND (%(all_tasks)s::boolean OR j.task = ANY (%(tasks)s::text[]))
@@ -296,6 +328,7 @@ WHERE status = 'scheduled' AND priority < %(after)s;
 -- does not read the due jobs of the others one by one, nor the entries of its queues' jobs
 -- due later. Rows a queue's walk locked but the claim does not take are free again at its
 -- commit. (In claim itself, this form would cost every claim of all queues more to plan.)
+-- Each seek and walk starts at `floor` as claim's do (the part floored_classes).
 -- Prepared as claim is, but planned for each call's parameters: a generic plan would not see
 -- the queues' names, and a table whose statistics know of one queue alone would have every
 -- queue's walk read duetime_jobs_due_any, the other queues' due jobs filtered out one by one.
@@ -304,11 +337,13 @@ SET LOCAL plan_cache_mode = force_custom_plan;
 WITH RECURSIVE up_1 AS (
     (SELECT priority FROM duetime_jobs
      WHERE status = 'scheduled' AND cardinality(%(queues)s::text[]) >= 1 AND queue = (%(queues)s::text[])[1]
+       AND due_at >= COALESCE(%(floor)s::timestamptz, '-infinity')
      ORDER BY priority
      LIMIT 1)
     UNION ALL
     SELECT (SELECT j.priority FROM duetime_jobs j
             WHERE j.status = 'scheduled' AND j.queue = (%(queues)s::text[])[1] AND j.priority > u.priority
+              AND j.due_at >= COALESCE(%(floor)s::timestamptz, '-infinity')
             ORDER BY j.priority
             LIMIT 1)
     FROM up_1 u
@@ -318,11 +353,13 @@ WITH RECURSIVE up_1 AS (
 ), up_2 AS (
     (SELECT priority FROM duetime_jobs
      WHERE status = 'scheduled' AND cardinality(%(queues)s::text[]) >= 2 AND queue = (%(queues)s::text[])[2]
+       AND due_at >= COALESCE(%(floor)s::timestamptz, '-infinity')
      ORDER BY priority
      LIMIT 1)
     UNION ALL
     SELECT (SELECT j.priority FROM duetime_jobs j
             WHERE j.status = 'scheduled' AND j.queue = (%(queues)s::text[])[2] AND j.priority > u.priority
+              AND j.due_at >= COALESCE(%(floor)s::timestamptz, '-infinity')
             ORDER BY j.priority
             LIMIT 1)
     FROM up_2 u
@@ -332,11 +369,13 @@ WITH RECURSIVE up_1 AS (
 ), up_3 AS (
     (SELECT priority FROM duetime_jobs
      WHERE status = 'scheduled' AND cardinality(%(queues)s::text[]) >= 3 AND queue = (%(queues)s::text[])[3]
+       AND due_at >= COALESCE(%(floor)s::timestamptz, '-infinity')
      ORDER BY priority
      LIMIT 1)
     UNION ALL
     SELECT (SELECT j.priority FROM duetime_jobs j
             WHERE j.status = 'scheduled' AND j.queue = (%(queues)s::text[])[3] AND j.priority > u.priority
+              AND j.due_at >= COALESCE(%(floor)s::timestamptz, '-infinity')
             ORDER BY j.priority
             LIMIT 1)
     FROM up_3 u
@@ -346,11 +385,13 @@ WITH RECURSIVE up_1 AS (
 ), up_4 AS (
     (SELECT priority FROM duetime_jobs
      WHERE status = 'scheduled' AND cardinality(%(queues)s::text[]) >= 4 AND queue = (%(queues)s::text[])[4]
+       AND due_at >= COALESCE(%(floor)s::timestamptz, '-infinity')
      ORDER BY priority
      LIMIT 1)
     UNION ALL
     SELECT (SELECT j.priority FROM duetime_jobs j
             WHERE j.status = 'scheduled' AND j.queue = (%(queues)s::text[])[4] AND j.priority > u.priority
+              AND j.due_at >= COALESCE(%(floor)s::timestamptz, '-infinity')
             ORDER BY j.priority
             LIMIT 1)
     FROM up_4 u
@@ -365,6 +406,7 @@ WITH RECURSIVE up_1 AS (
                 SELECT j.id, j.due_at FROM duetime_jobs j
                 WHERE j.status = 'scheduled' AND j.queue = (%(queues)s::text[])[1]
                   AND j.priority = c.priority AND j.due_at <= %(now)s
+                  AND j.due_at >= COALESCE(%(floor)s::timestamptz, '-infinity')
                   AND (j.deadline_at IS NULL OR j.deadline_at > %(now)s)
                   AND (%(all_tasks)s::boolean OR j.task = ANY (%(tasks)s::text[]))
                   AND NOT (j.queue = ANY (%(outbox_queues)s::text[]))
@@ -379,6 +421,7 @@ WITH RECURSIVE up_1 AS (
                 SELECT j.id, j.due_at FROM duetime_jobs j
                 WHERE j.status = 'scheduled' AND j.queue = (%(queues)s::text[])[2]
                   AND j.priority = c.priority AND j.due_at <= %(now)s
+                  AND j.due_at >= COALESCE(%(floor)s::timestamptz, '-infinity')
                   AND (j.deadline_at IS NULL OR j.deadline_at > %(now)s)
                   AND (%(all_tasks)s::boolean OR j.task = ANY (%(tasks)s::text[]))
                   AND NOT (j.queue = ANY (%(outbox_queues)s::text[]))
@@ -393,6 +436,7 @@ WITH RECURSIVE up_1 AS (
                 SELECT j.id, j.due_at FROM duetime_jobs j
                 WHERE j.status = 'scheduled' AND j.queue = (%(queues)s::text[])[3]
                   AND j.priority = c.priority AND j.due_at <= %(now)s
+                  AND j.due_at >= COALESCE(%(floor)s::timestamptz, '-infinity')
                   AND (j.deadline_at IS NULL OR j.deadline_at > %(now)s)
                   AND (%(all_tasks)s::boolean OR j.task = ANY (%(tasks)s::text[]))
                   AND NOT (j.queue = ANY (%(outbox_queues)s::text[]))
@@ -407,6 +451,7 @@ WITH RECURSIVE up_1 AS (
                 SELECT j.id, j.due_at FROM duetime_jobs j
                 WHERE j.status = 'scheduled' AND j.queue = (%(queues)s::text[])[4]
                   AND j.priority = c.priority AND j.due_at <= %(now)s
+                  AND j.due_at >= COALESCE(%(floor)s::timestamptz, '-infinity')
                   AND (j.deadline_at IS NULL OR j.deadline_at > %(now)s)
                   AND (%(all_tasks)s::boolean OR j.task = ANY (%(tasks)s::text[]))
                   AND NOT (j.queue = ANY (%(outbox_queues)s::text[]))

@@ -125,6 +125,7 @@ class Claimer(Part):
         tasks: Sequence[str] | None,
     ) -> Claimed:
         controls = self.flow.flow_controls()  # pause, caps, weights (docs/flow-control.md)
+        plain = False
         owed = plan.priorities is not None and bool(plan.priorities.owed)
         if controls.restricts_claim or plan.per_class or owed or plan.rotation is not None:
             claims, found, next_start = self._claim_controlled(
@@ -150,11 +151,14 @@ class Claimer(Part):
                 if limited:
                     next_start = limited_at
         else:
-            claims, next_start, _ = self._claim_plain(ids, worker_id, queues, limit, now, tasks)
+            claims, next_start, limited = self._claim_plain(
+                ids, worker_id, queues, limit, now, tasks, plan.floor
+            )
             found = len(claims)  # it skips locked rows: short only when nothing more is due
+            plain = not limited
         # what the claim found due, not what it started, tells whether it took every due job:
         # a controlled claim starts fewer than it chose when concurrent claims took some first
-        return Claimed(claims, found, next_start)
+        return Claimed(claims, found, next_start, plain=plain)
 
     def _claim_plain(
         self,
@@ -164,9 +168,11 @@ class Claimer(Part):
         limit: int,
         now: Instant,
         tasks: Sequence[str] | None,
+        floor: datetime | None = None,
     ) -> tuple[list[Claim], datetime | None, bool]:
         """The claim without flow control: the limited path while limits exist, else the claim
-        statement alone (after the read of the priority classes where the dialect needs them).
+        statement alone (after the read of the priority classes where the dialect needs them;
+        from `floor` on, where the dialect's statement takes one: ClaimPlan.floor).
         Its claims, when a limit allows a start again, and whether the limited path ran."""
         outbox = self.flow.outbox_queues()
         if self.limits.limit_names():  # limits exist: the limited path (store/sql/limits.py)
@@ -196,6 +202,7 @@ class Claimer(Part):
             "worker_id": worker_id,
             "all_direct": not outbox,
             "outbox_queues": outbox,
+            "floor": floor,
             **ids.params,
         }
         if not self.driver.names_classes:

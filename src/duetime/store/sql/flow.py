@@ -101,10 +101,21 @@ class Flow(Part):
             )
             if dispatch is Dispatch.DIRECT:  # its dispatched attempts no worker took: back
                 self._withdraw_stranded(c, now)
+            if paused is False or concurrency is not KEEP:
+                self._wake_held_back(c, now)
             rows = c.rows("queue_settings")
         self._outbox_queues.clear()  # this process's claims see the change at once
         self._controls.clear()
         return next(self._settings(r) for r in rows if r["queue"] == queue)
+
+    def _wake_held_back(self, c: Connection, now: datetime) -> None:
+        """A resume or a new cap may let jobs start that waited, due long ago: the workers
+        are told of the earliest due job (a worker's claims on PostgreSQL start at a floor
+        that such a wake-up lowers, core/claim_floor.py; without it they would find those
+        jobs only at their next walk from the start)."""
+        row = c.one("oldest_overdue", tenant=None, now=now)
+        if row is not None and row["due_at"] is not None:
+            self.driver.notify(c, {"": self._t(row["due_at"])})
 
     @conflicts_retried
     def withdraw_stranded(self, now: datetime) -> int:
@@ -182,6 +193,8 @@ class Flow(Part):
                 weight=check_weight(weight),
                 **limit_params(concurrency, max_backlog),
             )
+            if concurrency is not KEEP:
+                self._wake_held_back(c, now)
             rows = c.rows("tenant_settings")
         self._controls.clear()  # this process's claims and enqueues see the change at once
         return next(self._tenant(r) for r in rows if r["tenant"] == tenant)

@@ -1,0 +1,151 @@
+"""A claim's floor (ClaimPlan.floor, core/claim_floor.py, docs/performance.md "The claim's
+floor"): on PostgreSQL the plain claim leaves out the jobs due before it, in the claim of
+every queue and in the claim of named queues; the other dialects take no floor and walk from
+the start. Every dialect says whether the plain claim ran (Claimed.plain), which alone lets a
+worker raise its floor. A worker on PostgreSQL still runs a job made due before its floor: at
+once when a wake-up names its instant, within a walk from the start when none does."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Sequence
+from datetime import timedelta
+
+import pytest
+
+import duetime
+from duetime.core.clock import ManualClock
+from duetime.core.models import Wakeup
+from duetime.runtime.worker import Worker
+from duetime.store.base import Claimed, ClaimPlan, Store
+from jobhelpers import enqueue, until
+from kit import DialectKit
+
+
+def claim(
+    store: Store, clock: ManualClock, plan: ClaimPlan, queues: list[str] | None = None
+) -> Claimed:
+    return store.claim_planned(plan, worker_id="w", queues=queues, limit=10, now=clock.now())
+
+
+@pytest.mark.parametrize("queues", [None, ["mail"]], ids=["every queue", "named queues"])
+def test_the_plain_claim_walks_from_its_floor_on_postgresql(
+    store: Store, clock: ManualClock, kit: DialectKit, queues: list[str] | None
+) -> None:
+    now = clock.now()
+    old = enqueue(store, clock, at=now - timedelta(seconds=60), queue="mail", args={"i": 1})
+    recent = enqueue(store, clock, at=now - timedelta(seconds=1), queue="mail", args={"i": 2})
+    got = claim(store, clock, ClaimPlan(floor=now - timedelta(seconds=10)), queues)
+    assert got.plain
+    taken = {c.job.id for c in got.claims}
+    if kit.name == "postgres":
+        assert taken == {recent.id}
+        rest = claim(store, clock, ClaimPlan(), queues)  # from the start: the old one
+        assert [c.job.id for c in rest.claims] == [old.id] and rest.plain
+    else:  # no floor here: the whole walk
+        assert taken == {old.id, recent.id}
+
+
+def test_a_claim_under_flow_control_is_not_plain(store: Store, clock: ManualClock) -> None:
+    """Caps may hold due jobs back: such a claim, short of its limit, says nothing of what is
+    left due, so it must not raise a floor."""
+    for i in range(3):
+        enqueue(store, clock, queue="mail", args={"i": i})
+    store.set_queue("mail", clock.now(), concurrency=1)
+    got = claim(store, clock, ClaimPlan(floor=clock.now() - timedelta(seconds=10)))
+    assert len(got.claims) == 1 and not got.plain
+
+
+@pytest.mark.parametrize(
+    "change", ["resume", "queue cap", "tenant cap"], ids=["resume", "queue cap", "tenant cap"]
+)
+def test_a_change_that_lets_held_jobs_start_names_the_earliest_due_one(
+    make_store: Callable[[], Store], kit: DialectKit, clock: ManualClock, change: str
+) -> None:
+    """A resume or a new concurrency cap may let jobs start that were due long ago, below a
+    worker's floor: its wake-up names the earliest due instant, which lowers the floor."""
+    store = make_store()
+    minute_ago = clock.now() - timedelta(seconds=60)
+    enqueue(store, clock, queue="mail", at=minute_ago)
+    enqueue(store, clock, queue="mail", args={"i": 2})
+    store.set_queue("mail", clock.now(), paused=True)
+    listener = store.listen()
+    if kit.wakeups == "none":
+        assert listener is None  # workers poll, and keep no floor
+        return
+    assert listener is not None
+    try:
+        listener.wait(0.05)  # whatever the setup sent
+        other = make_store()  # another process, as far as the database can tell
+        if change == "resume":
+            other.set_queue("mail", clock.now(), paused=False)
+        elif change == "queue cap":
+            other.set_queue("mail", clock.now(), concurrency=5)
+        else:
+            other.set_tenant("default", clock.now(), concurrency=5)
+        heard = listener.wait(10)
+        assert heard
+        if kit.wakeups == "due":
+            assert [w.due_at for w in heard] == [minute_ago]
+    finally:
+        listener.close()
+
+
+def test_a_worker_runs_jobs_made_due_before_its_floor(
+    kit: DialectKit, store: Store, store_url: str, clock: ManualClock
+) -> None:
+    """The worker's floor (PostgreSQL) rises with its claims that took every due job. A job
+    then written due a minute ago runs at once when its wake-up is heard (the store's
+    notification of its instant: a released child, a long enqueue's commit), and after the
+    floor's next walk from the start when it is not (a lost wake-up, a claim of another
+    worker rolled back). Elsewhere there is no floor: the next claim finds it."""
+    app = duetime.App(store_url, clock=clock)
+    ran: list[int] = []
+
+    @app.task(name="t")
+    async def t(i: int) -> None:
+        ran.append(i)
+
+    worker = Worker(app, concurrency=2, poll_interval=0.05, planner=False, retention=None)
+    floor = worker.slots.fairness.floor
+    assert (floor is not None) == (kit.name == "postgres")
+    deaf = False  # the slots hear no wake-up: as if the feed lost them
+    hear = worker.slots.heard
+
+    def heard(wakeups: Sequence[Wakeup]) -> None:
+        if not deaf:
+            hear(wakeups)
+
+    worker.slots.heard = heard  # type: ignore[method-assign]
+
+    def risen() -> bool:  # a claim took every due job since the clock moved
+        return floor is None or floor.floor == clock.now() - floor.margin
+
+    async def scenario() -> None:
+        nonlocal deaf
+        stop = asyncio.Event()
+        running = asyncio.create_task(worker.run(stop))
+        try:
+            enqueue(app.store, clock, task="t", args={"i": 0})
+            await until(lambda: ran == [0])
+            clock.advance(10)
+            await until(risen)
+            minute_ago = clock.now() - timedelta(seconds=60)
+            enqueue(app.store, clock, task="t", args={"i": 1}, at=minute_ago)
+            await until(lambda: ran == [0, 1])  # its wake-up lowered the floor
+            await until(risen)
+            deaf = True
+            enqueue(app.store, clock, task="t", args={"i": 2}, at=minute_ago)
+            if floor is not None:
+                await asyncio.sleep(0.5)  # ten claims from the floor: not found
+                assert ran == [0, 1]
+                clock.advance(floor.full_every.total_seconds())  # a walk from the start
+            await until(lambda: ran == [0, 1, 2])
+        finally:
+            stop.set()
+            await asyncio.wait_for(running, 30)
+
+    try:
+        asyncio.run(scenario())
+    finally:
+        app.close()

@@ -11,7 +11,6 @@ at its floor, which the walk's index range starts at.
 
 from __future__ import annotations
 
-import threading
 from datetime import datetime, timedelta
 
 # how far before the instant of the last claim that took every due job the next claims
@@ -37,7 +36,9 @@ class ClaimFloor:
     to run in the past: their wake-ups name the instant) lowers it to that instant; a wake-up
     that names none drops it. A claim walks from the first entry at least every `full_every`
     and whenever no floor is known. A wake-up heard while a claim was under way keeps that
-    claim from raising the floor (it may have read the table before the job was there)."""
+    claim from raising the floor (it may have read the table before the job was there).
+    Not safe for threads by itself: its caller holds one lock around each call (the claims
+    run in store threads, the wake-ups in the event loop: runtime/fairness.py)."""
 
     def __init__(
         self, margin: timedelta = FLOOR_MARGIN, full_every: timedelta = FULL_WALK_EVERY
@@ -49,39 +50,35 @@ class ClaimFloor:
         self.floor: datetime | None = None
         self._full_by: datetime | None = None  # the next walk from the first entry, at the latest
         self._heard = 0  # wake-ups of work due before a claim under way could raise the floor
-        self._lock = threading.Lock()  # the claims run in store threads, wake-ups in the loop
         self._started: tuple[datetime, datetime | None, int] | None = None  # the claim under way
 
     def start(self, now: datetime) -> datetime | None:
         """The floor of the claim about to run at `now` (None: it walks from the start)."""
-        with self._lock:
-            floor = self.floor
-            if floor is not None and (self._full_by is None or now >= self._full_by):
-                floor = None
-            self._started = (now, floor, self._heard)
-            return floor
+        floor = self.floor
+        if floor is not None and (self._full_by is None or now >= self._full_by):
+            floor = None
+        self._started = (now, floor, self._heard)
+        return floor
 
     def claimed(self, limit: int, found: int, plain: bool) -> None:
         """After the claim started last: it asked for `limit` jobs, found `found` due, and
         was the plain claim (`plain`: it walked from the floor given, taking every due job it
         could lock) or not."""
-        with self._lock:
-            started, self._started = self._started, None
-            if started is None:
-                return
-            now, floor, heard = started
-            if not plain or found >= limit or heard != self._heard:
-                return
-            if floor is None:
-                self._full_by = now + self.full_every
-            self.floor = now - self.margin
+        started, self._started = self._started, None
+        if started is None:
+            return
+        now, floor, heard = started
+        if not plain or found >= limit or heard != self._heard:
+            return
+        if floor is None:
+            self._full_by = now + self.full_every
+        self.floor = now - self.margin
 
     def heard(self, due_at: datetime | None) -> None:
         """A wake-up (in another thread than the claims, maybe): work was enqueued or falls
         due again at `due_at` (None: unknown)."""
-        with self._lock:
-            under_way = self._started
-            if under_way is not None and (due_at is None or due_at < under_way[0] - self.margin):
-                self._heard += 1  # that claim may have read the table before this job was in
-            if self.floor is not None and (due_at is None or due_at < self.floor):
-                self.floor = due_at
+        under_way = self._started
+        if under_way is not None and (due_at is None or due_at < under_way[0] - self.margin):
+            self._heard += 1  # that claim may have read the table before this job was in
+        if self.floor is not None and (due_at is None or due_at < self.floor):
+            self.floor = due_at

@@ -13,6 +13,7 @@ what the claim found (Claimed.found) whether it took every due job.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Sequence
 from datetime import datetime
 
@@ -34,6 +35,7 @@ class ClaimFairness:
         self.rotation = TenantRotation()  # saturated claims rotate over tenants
         self.credit: dict[str, float] = {}  # weighted queues' turns, claim to claim
         self.floor = floor
+        self._floor_lock = threading.Lock()  # claims in store threads, wake-ups in the loop
 
     def set_share(self, share: float) -> None:
         """Another priority share (0: strict priority order); its memory starts afresh."""
@@ -50,7 +52,7 @@ class ClaimFairness:
             priorities=self.priorities,
             rotation=self.rotation if rotate else None,
             credit=self.credit,
-            floor=self.floor.start(now) if self.floor is not None else None,
+            floor=self._floor_start(now),
         )
 
     def claimed(self, limit: int, found: int) -> None:
@@ -78,14 +80,22 @@ class ClaimFairness:
         )
         self.claimed(limit, got.found)
         if self.floor is not None:
-            self.floor.claimed(limit, got.found, got.plain)
+            with self._floor_lock:
+                self.floor.claimed(limit, got.found, got.plain)
         return got
+
+    def _floor_start(self, now: datetime) -> datetime | None:
+        if self.floor is None:
+            return None
+        with self._floor_lock:
+            return self.floor.start(now)
 
     def heard(self, wakeups: Sequence[Wakeup]) -> None:
         """Wake-ups from the store: work due before the floor lowers it."""
         if self.floor is not None:
-            for wakeup in wakeups:
-                self.floor.heard(wakeup.due_at)
+            with self._floor_lock:
+                for wakeup in wakeups:
+                    self.floor.heard(wakeup.due_at)
 
 
 class DispatchFairness:

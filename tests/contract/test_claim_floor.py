@@ -3,7 +3,8 @@ floor"): on PostgreSQL the plain claim leaves out the jobs due before it, in the
 every queue and in the claim of named queues; the other dialects take no floor and walk from
 the start. Every dialect says whether the plain claim ran (Claimed.plain), which alone lets a
 worker raise its floor. A worker on PostgreSQL still runs a job made due before its floor: at
-once when a wake-up names its instant, within a walk from the start when none does."""
+once when a wake-up names its instant, after its timer's next look below the floor
+(Store.earliest_due, with the plain claim's filters) when none does."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from datetime import timedelta
 import pytest
 
 import duetime
+from duetime.core.claim_floor import FLOOR_CHECK_EVERY
 from duetime.core.clock import ManualClock
 from duetime.core.models import Wakeup
 from duetime.runtime.worker import Worker
@@ -97,8 +99,9 @@ def test_a_worker_runs_jobs_made_due_before_its_floor(
     """The worker's floor (PostgreSQL) rises with its claims that took every due job. A job
     then written due a minute ago runs at once when its wake-up is heard (the store's
     notification of its instant: a released child, a long enqueue's commit), and after the
-    floor's next walk from the start when it is not (a lost wake-up, a claim of another
-    worker rolled back). Elsewhere there is no floor: the next claim finds it."""
+    timer's next look below the floor when it is not (a lost wake-up, a claim of another
+    worker rolled back): the claims themselves do not walk from the start while they keep
+    a floor. Elsewhere there is no floor: the next claim finds it."""
     app = duetime.App(store_url, clock=clock)
     ran: list[int] = []
 
@@ -134,12 +137,14 @@ def test_a_worker_runs_jobs_made_due_before_its_floor(
             enqueue(app.store, clock, task="t", args={"i": 1}, at=minute_ago)
             await until(lambda: ran == [0, 1])  # its wake-up lowered the floor
             await until(risen)
+            for _ in range(2):  # a whole pass of the timer at this instant: a look, if due
+                await worker.timer.passes.wait()
             deaf = True
             enqueue(app.store, clock, task="t", args={"i": 2}, at=minute_ago)
             if floor is not None:
-                await asyncio.sleep(0.5)  # ten claims from the floor: not found
+                await asyncio.sleep(1.5)  # ten claims from the floor, a refill: not found
                 assert ran == [0, 1]
-                clock.advance(floor.full_every.total_seconds())  # a walk from the start
+                clock.advance(FLOOR_CHECK_EVERY.total_seconds())  # the timer looks below
             await until(lambda: ran == [0, 1, 2])
         finally:
             stop.set()
@@ -149,3 +154,42 @@ def test_a_worker_runs_jobs_made_due_before_its_floor(
         asyncio.run(scenario())
     finally:
         app.close()
+
+
+def test_the_earliest_due_job_a_claim_may_take_below_an_instant(
+    store: Store, clock: ManualClock
+) -> None:
+    """Store.earliest_due (the timer's look below a floor): the earliest due instant at or
+    before `until` among the jobs the plain claim of those queues and tasks may take, from
+    every priority class; not a job of another queue or task, one past its deadline at
+    `until`, one running, or one due after `until`."""
+    now = clock.now()
+    until_ = now - timedelta(seconds=10)
+    assert store.earliest_due(until_, None, None) is None
+    enqueue(store, clock, at=now - timedelta(seconds=5), queue="mail")  # after until
+    assert store.earliest_due(until_, None, None) is None
+    low = enqueue(store, clock, at=now - timedelta(seconds=30), queue="mail", priority=-5)
+    high = enqueue(store, clock, at=now - timedelta(seconds=20), queue="mail", priority=5)
+    other_task = enqueue(store, clock, at=now - timedelta(seconds=90), task="other", queue="mail")
+    elsewhere = enqueue(store, clock, at=now - timedelta(seconds=80), queue="reports")
+    assert store.earliest_due(until_, ["mail"], ["t"]) == low.due_at
+    assert store.earliest_due(until_, None, ["t"]) == elsewhere.due_at
+    assert store.earliest_due(until_, ["mail"], None) == other_task.due_at
+    assert store.earliest_due(until_, ["mail"], ["missing"]) is None
+    assert store.earliest_due(high.due_at, ["mail"], ["t"]) == low.due_at
+    assert store.earliest_due(low.due_at - timedelta(seconds=1), ["mail"], ["t"]) is None
+    # a deadline that has passed by `until`: the claim would not take it
+    late = enqueue(
+        store,
+        clock,
+        at=now - timedelta(seconds=50),
+        queue="late",
+        deadline=now + timedelta(seconds=5),
+    )
+    assert store.earliest_due(now + timedelta(seconds=4), ["late"], ["t"]) == late.due_at
+    assert store.earliest_due(now + timedelta(seconds=6), ["late"], ["t"]) is None
+    at_until = enqueue(store, clock, at=until_, queue="edge")  # at `until` itself: counts
+    assert store.earliest_due(until_, ["edge"], ["t"]) == at_until.due_at
+    got = claim(store, clock, ClaimPlan(), ["edge"])  # a running job is due no more
+    assert [c.job.id for c in got.claims] == [at_until.id]
+    assert store.earliest_due(until_, ["edge"], ["t"]) is None

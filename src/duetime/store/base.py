@@ -324,6 +324,16 @@ class Store(Protocol):
         when None) fall due, earliest first, at most `limit` of them: a node's timer."""
         ...
 
+    def earliest_due(
+        self, until: datetime, queues: Sequence[str] | None, tasks: Sequence[str] | None
+    ) -> datetime | None:
+        """The earliest instant at or before `until` at which a scheduled job a claim of
+        `queues` and `tasks` (any when None) may take is due (not past its deadline at
+        `until`, not of an outbox-mode queue); None when there is none. A walk from each
+        class's first entry: a worker's timer looks below its claims' floor with it now and
+        then (runtime/timer.py, core/claim_floor.py)."""
+        ...
+
     def listen(self) -> Listener | None:
         """A feed of wake-ups: word that jobs were enqueued or became due again (enqueue, a
         retry, a replay, a reschedule, a released or planned occurrence), on a connection of

@@ -128,6 +128,10 @@ STATEMENTS: dict[str, str] = {
     "transition": "changes: one job by `moves` (an operator's move); see Store.transition",
     "next_due": "returns due_at: the instants at which scheduled jobs of `queues` (of any "
     "queue when all_queues) fall due after now and up to `until`, earliest first, up to limit",
+    "earliest_due": "returns due_at: the earliest instant at or before `until` at which a "
+    "scheduled job of `queues` (any when all_queues) and `tasks` (any when all_tasks), not of "
+    "`outbox_queues` (none when all_direct) and not past its deadline at `until`, is due; NULL "
+    "when none is",
     "prune": "changes: deletes up to `limit` succeeded, cancelled or expired jobs of the jobs "
     "table last updated before `before`, oldest first, with their attempts, dependency links "
     "and outbox events; their ticks keep no job id",

@@ -981,6 +981,24 @@ CROSS JOIN LATERAL (
     ORDER BY j.due_at
     LIMIT 1) o;
 
+-- name: earliest_due
+-- The earliest instant at or before `until` at which a job the plain claim of these filters
+-- may take is due: each priority class's first such entry (the part classes: no floor), the
+-- earliest of those. A worker's timer looks below its claims' floor with it every few
+-- seconds (runtime/timer.py), off the claims' path: under a transaction held open it steps
+-- over every dead entry of the jobs claimed since, as a claim from the first entry would.
+@classes
+SELECT min(o.due_at) AS due_at FROM classes c
+CROSS JOIN LATERAL (
+    SELECT j.due_at FROM duetime_jobs j
+    WHERE j.status = 'scheduled' AND j.priority = c.priority AND j.due_at <= %(until)s
+      AND (j.deadline_at IS NULL OR j.deadline_at > %(until)s)
+      AND (%(all_queues)s::boolean OR j.queue = ANY (%(queues)s::text[]))
+      AND (%(all_tasks)s::boolean OR j.task = ANY (%(tasks)s::text[]))
+      AND NOT (j.queue = ANY (%(outbox_queues)s::text[]))
+    ORDER BY j.due_at
+    LIMIT 1) o;
+
 -- name: attempt_samples
 -- the newest attempts started since a point in time, for lag, throughput and failure figures
 -- (the running ones and the successes kept there from their jobs' rows: duetime_all_attempts;
@@ -1003,10 +1021,13 @@ LIMIT %(limit)s;
 -- seek each (a skip scan: priorities are -1000 to 1000, a few in use), then each class's
 -- earliest instants after now are one walk of the index stopped by the limit, and those few
 -- rows (at most classes x limit) are merged. (oldest_overdue, limit_waiting and
--- dispatch_outbox find the classes the same way.) Sorting is off as in claim, so each walk keeps
+-- dispatch_outbox find the classes the same way.) The seeks of the classes start at `floor`
+-- (the caller passes now): a class with no entry after it has nothing to give, and a seek
+-- bounded so steps over the entries due before it in the index alone (the part
+-- floored_classes, as the claim's). Sorting is off as in claim, so each walk keeps
 -- to the index order whatever the statistics say.
 SET LOCAL enable_sort = off;
-@classes
+@floored_classes
 SELECT d.due_at FROM classes c
 CROSS JOIN LATERAL (
     SELECT j.due_at FROM duetime_jobs j

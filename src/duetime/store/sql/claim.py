@@ -94,6 +94,22 @@ class Claimer(Part):
         self.attempt_ids.give_back(ids)  # not on an error: its ids may be written
         return claimed
 
+    def earliest_due(
+        self, until: datetime, queues: Sequence[str] | None, tasks: Sequence[str] | None
+    ) -> datetime | None:
+        """Store.earliest_due: the plain claim's filters (its queues, tasks, and not the
+        outbox-mode queues), from each class's first entry up to `until`."""
+        outbox = self.flow.outbox_queues()
+        with self.driver.transaction(write=False) as c:
+            row = c.one(
+                "earliest_due",
+                until=until,
+                **pick_filters(queues, tasks),
+                all_direct=not outbox,
+                outbox_queues=outbox,
+            )
+        return None if row is None or row["due_at"] is None else self._t(row["due_at"])
+
     def due_classes(self, c: Connection) -> dict[str, list[int]]:
         """The priority classes of the scheduled jobs in claim order, as the parameters of the
         statements that take them where the dialect has no skip scan (Driver.names_classes;

@@ -17,6 +17,8 @@ import pytest
 import duetime
 from duetime.core.claim_floor import FLOOR_CHECK_EVERY
 from duetime.core.clock import ManualClock
+from duetime.core.flow.rotation import TenantRotation
+from duetime.core.flow.share import PriorityShare
 from duetime.core.models import Wakeup
 from duetime.runtime.worker import Worker
 from duetime.store.base import Claimed, ClaimPlan, Store
@@ -193,3 +195,44 @@ def test_the_earliest_due_job_a_claim_may_take_below_an_instant(
     got = claim(store, clock, ClaimPlan(), ["edge"])  # a running job is due no more
     assert [c.job.id for c in got.claims] == [at_until.id]
     assert store.earliest_due(until_, ["edge"], ["t"]) is None
+
+
+@pytest.mark.parametrize("detour", ["queue cap", "priority share", "tenant rotation"])
+def test_a_controlled_claim_walks_from_its_floor_on_postgresql(
+    store: Store, clock: ManualClock, kit: DialectKit, detour: str
+) -> None:
+    """A claim under flow control or making a fairness detour reads its candidates from the
+    floor too (their seeks of the classes, their walks, the tenants' seek): under a
+    transaction held open, a walk from each class's first entry stepped over every job
+    claimed since it began. Such a claim still never raises the floor (it is not plain)."""
+    now = clock.now()
+    old, recent = now - timedelta(seconds=60), now - timedelta(seconds=1)
+    jobs = []
+    for i, (tenant, priority) in enumerate([("a", 5), ("b", 0)]):
+        for at in (old, recent):
+            jobs.append(
+                enqueue(
+                    store,
+                    clock,
+                    at=at,
+                    tenant=tenant,
+                    priority=priority,
+                    args={"i": i, "at": str(at)},
+                )
+            )
+    plan = ClaimPlan(floor=now - timedelta(seconds=10))
+    if detour == "queue cap":
+        store.set_queue("default", now, concurrency=10)
+    elif detour == "priority share":
+        plan = ClaimPlan(per_class=1, priorities=PriorityShare(0.1), floor=plan.floor)
+    else:
+        plan = ClaimPlan(rotation=TenantRotation(), floor=plan.floor)
+    got = claim(store, clock, plan)
+    assert not got.plain
+    taken = {c.job.id for c in got.claims}
+    if kit.name == "postgres":
+        assert taken == {j.id for j in jobs if j.due_at == recent}
+        rest = claim(store, clock, ClaimPlan(), None)  # from the start: the old ones
+        assert {c.job.id for c in rest.claims} == {j.id for j in jobs if j.due_at == old}
+    else:
+        assert taken == {j.id for j in jobs}

@@ -33,8 +33,9 @@ class ClaimFloor:
     instant less `margin`: nothing of the claimer's filters was due before then but jobs
     other transactions held (locked, or not yet committed). A claim that found its limit
     leaves the floor as it is (more may be due below where it stopped), and so does one that
-    was not plain (a fairness detour, flow control, limits per dependency: each walks from the
-    start, and jobs it held back stay due where they were). Work that falls due
+    was not plain (a fairness detour or flow control, which walk from the floor too; limits
+    per dependency, which walk from the start: jobs any of them held back stay due where they
+    were, at or above the floor). Work that falls due
     before the floor (a child released, a sequence's next job, a resumed queue, a job enqueued
     to run in the past: their wake-ups name the instant) lowers it to that instant; a wake-up
     that names none drops it, and the claims walk from the first entry until one raises it

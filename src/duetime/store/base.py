@@ -63,11 +63,11 @@ class ClaimPlan:
     looked for); `rotation` when this claim rotates over the tenants with due work (None: it
     does not); `credit`, the weighted queues' turns carried from claim to claim (None: none
     carried). The claim reads and updates these objects as it picks; the store keeps none of
-    them. `floor`: the plain claim (no flow control, no limits per dependency, no fairness
-    detour) leaves out the jobs due before it, on PostgreSQL (where its walk of the due
-    index otherwise starts at each class's first entry, dead ones included; the other
-    dialects walk from the start; core/claim_floor.py). The empty plan claims in strict
-    claim order."""
+    them. `floor`: the claim leaves out the jobs due before it, on PostgreSQL (where its walks
+    of the due index otherwise start at each class's first entry, dead ones included; the
+    other dialects walk from the start; core/claim_floor.py): the plain claim and the
+    controlled one (flow control, a fairness detour), not the limited path (limits per
+    dependency). The empty plan claims in strict claim order."""
 
     per_class: int = 0
     priorities: PriorityShare | None = None

@@ -246,8 +246,9 @@ SELECT id FROM duetime_jobs_done WHERE schedule_id = %(schedule_id)s AND nominal
 -- limit each walk ends at its class's last due row (one walk of the whole index, with
 -- due_at <= now a filter, went on through every entry due later: PostgreSQL 15 has no skip
 -- scan). `floor` (NULL: none) bounds each walk from below: a worker's claims start where its
--- last claim that took every due job left off, less a margin, and walk from the first entry
--- now and then (runtime/fairness.py, core/claim_floor.py); so do its seeks of the classes
+-- last claim that took every due job left off, less a margin, lowered by wake-ups and by its
+-- timer's looks below it (runtime/fairness.py, core/claim_floor.py, runtime/timer.py);
+-- so do its seeks of the classes
 -- (the part floored_classes). Under a transaction held open the
 -- entries of the jobs claimed since it began stay in the index, dead yet not removable, and
 -- a walk from each class's first entry stepped over all of them at every claim
@@ -1141,14 +1142,18 @@ GROUP BY j.queue, j.tenant;
 -- class one range (priority = c, due_at <= now) of the claim-order index in (due_at, id)
 -- order; the rows come in claim order, so the limit stops the walks, and with fewer due than
 -- the limit each walk ends at its class's last due row). With limits, as claim_pick_limited:
--- not the jobs carrying a blocked key, nor the retries carrying a retry_blocked one.
+-- not the jobs carrying a blocked key, nor the retries carrying a retry_blocked one. A
+-- worker's claim passes its `floor` (NULL: none; the relay's dispatch passes none): each
+-- walk and each seek of the classes starts there (the part floored_classes), as the plain
+-- claim's do; lower_candidates, queue_candidates, tenant_candidates and next_due_tenant too.
 SET LOCAL enable_sort = off;
-@classes
+@floored_classes
 SELECT p.id, p.queue, p.tenant, p.limits, p.attempts FROM classes c
 CROSS JOIN LATERAL (
     SELECT j.id, j.queue, j.tenant, j.limits, j.attempts FROM duetime_jobs j
     WHERE j.status = 'scheduled' AND j.priority = c.priority
       AND j.due_at <= %(now)s
+      AND j.due_at >= COALESCE(%(floor)s::timestamptz, '-infinity')
       AND (j.deadline_at IS NULL OR j.deadline_at > %(now)s)
       AND (%(all_queues)s::boolean OR j.queue = ANY (%(queues)s::text[]))
       AND (%(all_tasks)s::boolean OR j.task = ANY (%(tasks)s::text[]))
@@ -1171,12 +1176,13 @@ LIMIT %(limit)s;
 -- claim_candidates) over the classes below `below`. Locked, skipping rows other claims hold:
 -- two workers' reservations do not pick the same jobs.
 SET LOCAL enable_sort = off;
-@classes
+@floored_classes
 SELECT p.id, p.priority, p.queue, p.tenant, p.limits, p.attempts FROM classes c
 CROSS JOIN LATERAL (
     SELECT j.id, j.priority, j.queue, j.tenant, j.limits, j.attempts FROM duetime_jobs j
     WHERE j.status = 'scheduled' AND j.priority = c.priority
       AND j.due_at <= %(now)s
+      AND j.due_at >= COALESCE(%(floor)s::timestamptz, '-infinity')
       AND (j.deadline_at IS NULL OR j.deadline_at > %(now)s)
       AND (%(all_queues)s::boolean OR j.queue = ANY (%(queues)s::text[]))
       AND (%(all_tasks)s::boolean OR j.task = ANY (%(tasks)s::text[]))
@@ -1192,12 +1198,13 @@ LIMIT %(limit)s;
 -- The candidates of one queue (a weighted queue the claim's first read did not reach); sorting
 -- off, walked class by class as claim_candidates (each class one range of the queue's index).
 SET LOCAL enable_sort = off;
-@classes
+@floored_classes
 SELECT p.id, p.queue, p.tenant, p.limits, p.attempts FROM classes c
 CROSS JOIN LATERAL (
     SELECT j.id, j.queue, j.tenant, j.limits, j.attempts FROM duetime_jobs j
     WHERE j.queue = %(queue)s::text AND j.status = 'scheduled' AND j.priority = c.priority
       AND j.due_at <= %(now)s
+      AND j.due_at >= COALESCE(%(floor)s::timestamptz, '-infinity')
       AND (j.deadline_at IS NULL OR j.deadline_at > %(now)s)
       AND (%(all_tasks)s::boolean OR j.task = ANY (%(tasks)s::text[]))
       AND NOT (j.tenant = ANY (%(skip_tenants)s::text[]))
@@ -1210,12 +1217,13 @@ LIMIT %(limit)s;
 -- one of the tenants a claim rotates over), from its due jobs in claim order; sorting off,
 -- walked class by class as claim_candidates (each class one range of the tenant's index).
 SET LOCAL enable_sort = off;
-@classes
+@floored_classes
 SELECT p.id, p.queue, p.tenant, p.limits, p.attempts FROM classes c
 CROSS JOIN LATERAL (
     SELECT j.id, j.queue, j.tenant, j.limits, j.attempts FROM duetime_jobs j
     WHERE j.tenant = %(tenant)s::text AND j.status = 'scheduled' AND j.priority = c.priority
       AND j.due_at <= %(now)s
+      AND j.due_at >= COALESCE(%(floor)s::timestamptz, '-infinity')
       AND (j.deadline_at IS NULL OR j.deadline_at > %(now)s)
       AND (%(all_queues)s::boolean OR j.queue = ANY (%(queues)s::text[]))
       AND (%(all_tasks)s::boolean OR j.task = ANY (%(tasks)s::text[]))
@@ -1226,9 +1234,12 @@ LIMIT %(limit)s;
 
 -- name: next_due_tenant
 -- The first tenant after `after` (code-point order) with a job due at now: one seek in the
--- tenant index, so the tenants with due work are found one read each.
+-- tenant index, so the tenants with due work are found one read each; from the claim's
+-- `floor` (NULL: none), as its candidates' walks: the entries due before it are stepped
+-- over in the index alone.
 SELECT tenant FROM duetime_jobs
 WHERE status = 'scheduled' AND tenant > %(after)s::text AND due_at <= %(now)s
+  AND due_at >= COALESCE(%(floor)s::timestamptz, '-infinity')
 ORDER BY tenant
 LIMIT 1;
 

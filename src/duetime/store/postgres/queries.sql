@@ -549,7 +549,15 @@ FOR UPDATE OF j;
 -- scans are off for the finish's transaction, and `ending` names the batch's ids as an
 -- array (`id = ANY`), which a plan made for any size of table reads through the primary
 -- key; hash joins stay on for the batch's own rows (off, a batch of 200 took 25 ms).
-SELECT set_config('enable_seqscan', 'off', true);
+-- Plain and index-only scans are off too (for the rest of the finish's transaction, which
+-- reads by key): the jobs are read by bitmap scans of the primary key, the only index a
+-- condition of the statement names. A VACUUM ANALYZE that finds the table empty (every job
+-- claimed and finished under a transaction held open: their dead rows stay, yet none is
+-- live) makes the planner believe the table holds a row, and the plan made again on that
+-- walked a whole other index, every dead entry of it, to build the batch's hash: 15 to 30 ms
+-- a batch, against 1.5 (docs/performance.md, "The finish's plan after a vacuum").
+SELECT set_config('enable_seqscan', 'off', true), set_config('enable_indexscan', 'off', true),
+       set_config('enable_indexonlyscan', 'off', true);
 WITH v AS (
     SELECT v.job_id, v.generation, v.claim_token, v.from_status, v.to_status, v.due_at,
            v.only_if_expired, v.status, v.error_category, v.error_message, v.error_traceback,

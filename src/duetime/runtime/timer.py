@@ -11,7 +11,7 @@ Where the slots' claims keep a floor (core/claim_floor.py, PostgreSQL), the refi
 the floor, not from a day back, and every FLOOR_CHECK_EVERY the timer looks below the floor
 (Store.earliest_due) for work no wake-up told of, which lowers the floor: both off the claims'
 path, where a walk from a day back would step over every job claimed since a transaction
-held open somewhere began (docs/performance.md, "The looks below the floor").
+held open somewhere began (docs/performance.md, "The floor everywhere").
 """
 
 from __future__ import annotations

@@ -173,6 +173,23 @@ def new_job(now: datetime) -> NewJob:
     return build_new_job("t", {}, now=now, tenant="default", defaults=TaskDefaults())
 
 
+def explained_from_now(store: SQLStore) -> list[str]:
+    """The plans of every statement the store's one connection runs from now on, as
+    auto_explain sends them to it (notices, text format), appended to the list returned."""
+    notes: list[str] = []
+    with store.driver._pool.connection() as native:  # type: ignore[attr-defined]
+        native.add_notice_handler(lambda d: notes.append(d.message_primary or ""))
+        for setting in (
+            "LOAD 'auto_explain'",
+            "SET auto_explain.log_min_duration = 0",
+            "SET auto_explain.log_level = notice",
+            "SET client_min_messages = notice",
+        ):
+            native.execute(setting)
+        native.commit()
+    return notes
+
+
 def claim_plans(store: SQLStore) -> tuple[int, int]:
     """The claim's (generic plans, custom plans) on the store's one connection."""
     with store.driver.transaction() as c:
@@ -204,17 +221,7 @@ def test_a_finish_planned_on_a_small_table_reads_its_jobs_by_key_after_a_bulk_lo
             store.enqueue([new_job(NOW) for _ in range(5_000)], NOW)
         claims = store.claim(worker_id="w", queues=None, limit=200, now=NOW)
         assert len(claims) == 200
-        with store.driver._pool.connection() as native:  # type: ignore[attr-defined]
-            notes: list[str] = []
-            native.add_notice_handler(lambda d: notes.append(d.message_primary or ""))
-            for setting in (
-                "LOAD 'auto_explain'",
-                "SET auto_explain.log_min_duration = 0",
-                "SET auto_explain.log_level = notice",
-                "SET client_min_messages = notice",
-            ):
-                native.execute(setting)
-            native.commit()
+        notes = explained_from_now(store)
         assert store.finish_many([(c.lease, SUCCEED) for c in claims], NOW) == [True] * 200
         [plan] = [n for n in notes if "json_to_recordset" in n]
         assert "Seq Scan on duetime_jobs" not in plan, plan
@@ -248,17 +255,7 @@ def test_a_finish_reads_its_jobs_by_key_after_a_vacuum_under_a_held_snapshot(
             store.enqueue([new_job(NOW) for _ in range(50)], NOW)
             claims = store.claim(worker_id="w", queues=None, limit=50, now=NOW)
             assert len(claims) == 50
-            with store.driver._pool.connection() as native:  # type: ignore[attr-defined]
-                notes: list[str] = []
-                native.add_notice_handler(lambda d: notes.append(d.message_primary or ""))
-                for setting in (
-                    "LOAD 'auto_explain'",
-                    "SET auto_explain.log_min_duration = 0",
-                    "SET auto_explain.log_level = notice",
-                    "SET client_min_messages = notice",
-                ):
-                    native.execute(setting)
-                native.commit()
+            notes = explained_from_now(store)
             assert store.finish_many([(c.lease, SUCCEED) for c in claims], NOW) == [True] * 50
         finally:
             held.close()

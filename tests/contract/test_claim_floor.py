@@ -3,7 +3,8 @@ floor"): on PostgreSQL the plain claim leaves out the jobs due before it, in the
 every queue and in the claim of named queues; the other dialects take no floor and walk from
 the start. Every dialect says whether the plain claim ran (Claimed.plain), which alone lets a
 worker raise its floor. A worker on PostgreSQL still runs a job made due before its floor: at
-once when a wake-up names its instant, within a walk from the start when none does."""
+once when a wake-up names its instant, after its timer's next look below the floor
+(Store.earliest_due, with the plain claim's filters) when none does."""
 
 from __future__ import annotations
 
@@ -14,7 +15,10 @@ from datetime import timedelta
 import pytest
 
 import duetime
+from duetime.core.claim_floor import FLOOR_CHECK_EVERY
 from duetime.core.clock import ManualClock
+from duetime.core.flow.rotation import TenantRotation
+from duetime.core.flow.share import PriorityShare
 from duetime.core.models import Wakeup
 from duetime.runtime.worker import Worker
 from duetime.store.base import Claimed, ClaimPlan, Store
@@ -97,8 +101,9 @@ def test_a_worker_runs_jobs_made_due_before_its_floor(
     """The worker's floor (PostgreSQL) rises with its claims that took every due job. A job
     then written due a minute ago runs at once when its wake-up is heard (the store's
     notification of its instant: a released child, a long enqueue's commit), and after the
-    floor's next walk from the start when it is not (a lost wake-up, a claim of another
-    worker rolled back). Elsewhere there is no floor: the next claim finds it."""
+    timer's next look below the floor when it is not (a lost wake-up, a claim of another
+    worker rolled back): the claims themselves do not walk from the start while they keep
+    a floor. Elsewhere there is no floor: the next claim finds it."""
     app = duetime.App(store_url, clock=clock)
     ran: list[int] = []
 
@@ -134,12 +139,14 @@ def test_a_worker_runs_jobs_made_due_before_its_floor(
             enqueue(app.store, clock, task="t", args={"i": 1}, at=minute_ago)
             await until(lambda: ran == [0, 1])  # its wake-up lowered the floor
             await until(risen)
+            for _ in range(2):  # a whole pass of the timer at this instant: a look, if due
+                await worker.timer.passes.wait()
             deaf = True
             enqueue(app.store, clock, task="t", args={"i": 2}, at=minute_ago)
             if floor is not None:
-                await asyncio.sleep(0.5)  # ten claims from the floor: not found
+                await asyncio.sleep(1.5)  # ten claims from the floor, a refill: not found
                 assert ran == [0, 1]
-                clock.advance(floor.full_every.total_seconds())  # a walk from the start
+                clock.advance(FLOOR_CHECK_EVERY.total_seconds())  # the timer looks below
             await until(lambda: ran == [0, 1, 2])
         finally:
             stop.set()
@@ -149,3 +156,83 @@ def test_a_worker_runs_jobs_made_due_before_its_floor(
         asyncio.run(scenario())
     finally:
         app.close()
+
+
+def test_the_earliest_due_job_a_claim_may_take_below_an_instant(
+    store: Store, clock: ManualClock
+) -> None:
+    """Store.earliest_due (the timer's look below a floor): the earliest due instant at or
+    before `until` among the jobs the plain claim of those queues and tasks may take, from
+    every priority class; not a job of another queue or task, one past its deadline at
+    `until`, one running, or one due after `until`."""
+    now = clock.now()
+    until_ = now - timedelta(seconds=10)
+    assert store.earliest_due(until_, None, None) is None
+    enqueue(store, clock, at=now - timedelta(seconds=5), queue="mail")  # after until
+    assert store.earliest_due(until_, None, None) is None
+    low = enqueue(store, clock, at=now - timedelta(seconds=30), queue="mail", priority=-5)
+    high = enqueue(store, clock, at=now - timedelta(seconds=20), queue="mail", priority=5)
+    other_task = enqueue(store, clock, at=now - timedelta(seconds=90), task="other", queue="mail")
+    elsewhere = enqueue(store, clock, at=now - timedelta(seconds=80), queue="reports")
+    assert store.earliest_due(until_, ["mail"], ["t"]) == low.due_at
+    assert store.earliest_due(until_, None, ["t"]) == elsewhere.due_at
+    assert store.earliest_due(until_, ["mail"], None) == other_task.due_at
+    assert store.earliest_due(until_, ["mail"], ["missing"]) is None
+    assert store.earliest_due(high.due_at, ["mail"], ["t"]) == low.due_at
+    assert store.earliest_due(low.due_at - timedelta(seconds=1), ["mail"], ["t"]) is None
+    # a deadline that has passed by `until`: the claim would not take it
+    late = enqueue(
+        store,
+        clock,
+        at=now - timedelta(seconds=50),
+        queue="late",
+        deadline=now + timedelta(seconds=5),
+    )
+    assert store.earliest_due(now + timedelta(seconds=4), ["late"], ["t"]) == late.due_at
+    assert store.earliest_due(now + timedelta(seconds=6), ["late"], ["t"]) is None
+    at_until = enqueue(store, clock, at=until_, queue="edge")  # at `until` itself: counts
+    assert store.earliest_due(until_, ["edge"], ["t"]) == at_until.due_at
+    got = claim(store, clock, ClaimPlan(), ["edge"])  # a running job is due no more
+    assert [c.job.id for c in got.claims] == [at_until.id]
+    assert store.earliest_due(until_, ["edge"], ["t"]) is None
+
+
+@pytest.mark.parametrize("detour", ["queue cap", "priority share", "tenant rotation"])
+def test_a_controlled_claim_walks_from_its_floor_on_postgresql(
+    store: Store, clock: ManualClock, kit: DialectKit, detour: str
+) -> None:
+    """A claim under flow control or making a fairness detour reads its candidates from the
+    floor too (their seeks of the classes, their walks, the tenants' seek): under a
+    transaction held open, a walk from each class's first entry stepped over every job
+    claimed since it began. Such a claim still never raises the floor (it is not plain)."""
+    now = clock.now()
+    old, recent = now - timedelta(seconds=60), now - timedelta(seconds=1)
+    jobs = []
+    for i, (tenant, priority) in enumerate([("a", 5), ("b", 0)]):
+        for at in (old, recent):
+            jobs.append(
+                enqueue(
+                    store,
+                    clock,
+                    at=at,
+                    tenant=tenant,
+                    priority=priority,
+                    args={"i": i, "at": str(at)},
+                )
+            )
+    plan = ClaimPlan(floor=now - timedelta(seconds=10))
+    if detour == "queue cap":
+        store.set_queue("default", now, concurrency=10)
+    elif detour == "priority share":
+        plan = ClaimPlan(per_class=1, priorities=PriorityShare(0.1), floor=plan.floor)
+    else:
+        plan = ClaimPlan(rotation=TenantRotation(), floor=plan.floor)
+    got = claim(store, clock, plan)
+    assert not got.plain
+    taken = {c.job.id for c in got.claims}
+    if kit.name == "postgres":
+        assert taken == {j.id for j in jobs if j.due_at == recent}
+        rest = claim(store, clock, ClaimPlan(), None)  # from the start: the old ones
+        assert {c.job.id for c in rest.claims} == {j.id for j in jobs if j.due_at == old}
+    else:
+        assert taken == {j.id for j in jobs}

@@ -782,6 +782,7 @@ def candidate_params(all_queues: bool) -> dict[str, Any]:
         "skip_ids": [1, 2],
         "blocked": '["\\"api\\""]',  # a limit key that allows no start (store/sql/limits.py)
         "retry_blocked": "[]",
+        "floor": None,  # the candidates' walks from the start (a worker's floor: ClaimPlan.floor)
     }
 
 
@@ -953,7 +954,7 @@ def test_finding_the_next_tenant_with_due_work_is_one_index_seek(backlog: Store)
     }[backlog.dialect]
     with driver.transaction() as c:
         rows, _ = driver.execute(
-            c.native, prefix + select, driver.encode({"after": "", "now": NOW})
+            c.native, prefix + select, driver.encode({"after": "", "now": NOW, "floor": None})
         )
     if backlog.dialect == "postgres":
         plan = json.dumps(rows[0]["QUERY PLAN"])
@@ -982,6 +983,7 @@ def test_the_near_future_is_read_through_the_claim_order_index(
     of the backlog; then the instants come back in time order across the classes."""
     params = {
         "now": NOW,
+        "floor": NOW,  # where its seeks of the classes start (Store.next_due's now)
         "until": NOW + timedelta(seconds=60),
         "all_queues": all_queues,
         "queues": [] if all_queues else ["default"],

@@ -1,8 +1,8 @@
 """Where a worker's claims start their walk of the due jobs (core/claim_floor.ClaimFloor): a
 floor only after a plain claim that took every due job, lowered or dropped by wake-ups of
-earlier work, never raised by a claim that a wake-up overtook, and a walk from the start at
-least every `full_every`. The model below checks the one promise that matters: no due job is
-left below the floor for longer than a full walk's interval."""
+earlier work or by what the timer's look below it found, never raised by a claim that a
+wake-up overtook. The model below checks the one promise that matters: no due job is left
+below the floor for longer than the interval of the looks below it."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from duetime.core.claim_floor import ClaimFloor
 
 T0 = datetime(2026, 6, 1, 9, tzinfo=UTC)
 MARGIN = timedelta(seconds=2)
-EVERY = timedelta(seconds=5)
+EVERY = timedelta(seconds=5)  # the model's looks below the floor (the timer's: FLOOR_CHECK_EVERY)
 
 
 def s(seconds: float) -> datetime:
@@ -24,7 +24,7 @@ def s(seconds: float) -> datetime:
 
 
 def floor() -> ClaimFloor:
-    return ClaimFloor(margin=MARGIN, full_every=EVERY)
+    return ClaimFloor(margin=MARGIN)
 
 
 def test_no_floor_until_a_plain_claim_takes_every_due_job() -> None:
@@ -60,18 +60,17 @@ def test_the_floor_follows_the_claims_that_took_every_due_job_and_stays_under_sa
     assert f.start(s(3)) == s(1) - MARGIN
 
 
-def test_a_walk_from_the_start_at_least_every_interval() -> None:
+def test_the_claims_keep_their_floor_however_long_it_stands() -> None:
+    """No claim walks from the first entry while a floor is known: the timer looks below it
+    (runtime/timer.py) and lowers it through heard()."""
     f = floor()
     f.start(s(0))
-    f.claimed(10, 0, plain=True)  # a walk from the start: the next is due by 0 + 5 s
-    for second in (1, 2, 3, 4):
-        assert f.start(s(second)) is not None
-        f.claimed(10, 0, plain=True)
-    assert f.start(s(5)) is None
     f.claimed(10, 0, plain=True)
-    assert f.start(s(6)) == s(5) - MARGIN
-    assert f.start(s(9.9)) is not None
-    assert f.start(s(10)) is None
+    for second in range(1, 60):
+        assert f.start(s(second)) == s(second - 1) - MARGIN
+        f.claimed(10, 0, plain=True)
+    f.heard(s(-30))  # the timer's look found a job due 30 s ago below the floor
+    assert f.start(s(60)) == s(-30)
 
 
 def test_a_wake_up_of_earlier_work_lowers_the_floor_and_one_without_an_instant_drops_it() -> None:
@@ -112,16 +111,15 @@ def test_a_wake_up_during_a_walk_from_the_start_keeps_it_from_setting_a_floor() 
 def test_settings_are_checked() -> None:
     with pytest.raises(ValueError, match="margin"):
         ClaimFloor(margin=timedelta(seconds=-1))
-    with pytest.raises(ValueError, match="interval"):
-        ClaimFloor(full_every=timedelta(0))
 
 
 # A model: jobs commit at some instant with some due instant (earlier than their commit
 # when a child is released or a long transaction commits), each telling the floor by a
 # wake-up unless `silent` (a lost wake-up). A claim every 100 ms takes every due job it can
-# see: committed, due at or after its floor. No job may wait past its due instant longer
-# than a full walk's interval plus a claim's period, and a job that woke the floor is
-# taken by the first claim after it committed.
+# see: committed, due at or after its floor. Every EVERY the timer looks below the floor
+# (Store.earliest_due up to it) and hands what it found to heard(). No job may wait past
+# its due instant longer than that interval plus a claim's period, and a job that woke the
+# floor is taken by the first claim after it committed.
 jobs_strategy = st.lists(
     st.tuples(
         st.integers(min_value=0, max_value=300),  # commits at, in tenths of a second
@@ -134,7 +132,7 @@ jobs_strategy = st.lists(
 
 @settings(max_examples=300, deadline=None)
 @given(jobs=jobs_strategy, limit=st.integers(min_value=1, max_value=5))
-def test_no_due_job_stays_below_the_floor_past_a_full_walk(
+def test_no_due_job_stays_below_the_floor_past_a_look_below_it(
     jobs: list[tuple[int, int, bool]], limit: int
 ) -> None:
     f = floor()
@@ -145,6 +143,14 @@ def test_no_due_job_stays_below_the_floor_past_a_full_walk(
         for committed, due_in, silent in waiting:
             if committed == now and not silent:
                 f.heard(committed + due_in)
+        if tick % round(EVERY / timedelta(seconds=0.1)) == 0 and f.floor is not None:
+            below = [
+                committed + due_in
+                for i, (committed, due_in, _) in enumerate(waiting)
+                if i not in taken and committed <= now and committed + due_in <= f.floor
+            ]
+            if below:
+                f.heard(min(below))
         at = f.start(now)
         due = [
             i

@@ -7,8 +7,10 @@ from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
+from duetime.core.claim_floor import ClaimFloor
 from duetime.core.clock import ManualClock
 from duetime.core.models import Wakeup
+from duetime.runtime.fairness import ClaimFairness
 from duetime.runtime.service import BlockingCalls
 from duetime.runtime.timer import HORIZON, LOOKBACK, DueTimes, Timer
 
@@ -87,3 +89,106 @@ def test_a_wake_up_without_details_asks_for_a_refill_now() -> None:
     assert woken == []  # the refill decides whether the slots need to look
     asyncio.run(timer.run_once())
     assert woken == [1]  # it found work due now
+
+
+class BelowFloorStore(NearFutureStore):
+    """next_due as above, and earliest_due from jobs (due instant, queue, task)."""
+
+    def __init__(self, jobs: list[tuple[datetime, str, str]]) -> None:
+        super().__init__([at for at, _, _ in jobs])
+        self.jobs = jobs
+        self.looked: list[tuple[datetime, Sequence[str] | None, Sequence[str] | None]] = []
+
+    def earliest_due(
+        self, until: datetime, queues: Sequence[str] | None, tasks: Sequence[str] | None
+    ) -> datetime | None:
+        self.looked.append((until, queues, tasks))
+        found = [
+            at
+            for at, queue, task in self.jobs
+            if at <= until
+            and (queues is None or queue in queues)
+            and (tasks is None or task in tasks)
+        ]
+        return min(found, default=None)
+
+
+def floored_timer(
+    store: BelowFloorStore, clock: ManualClock, floor_at: datetime | None
+) -> tuple[Timer, ClaimFairness, list[int]]:
+    """A timer beside slots whose claims' floor stands at `floor_at` (a plain claim at
+    floor_at + MARGIN that took every due job set it), claiming task "t" of queue "q"."""
+    fairness = ClaimFairness(floor=ClaimFloor(margin=MARGIN))
+    if floor_at is not None:
+        assert fairness.floor is not None
+        fairness.floor.start(floor_at + MARGIN)
+        fairness.floor.claimed(10, 0, plain=True)
+    woken: list[int] = []
+    timer = Timer(
+        store,
+        clock,
+        BlockingCalls(1),
+        queues=["q"],
+        wake=lambda: woken.append(1),
+        fairness=fairness,
+        tasks=lambda: ["t"],
+        look_every=timedelta(seconds=5),
+    )
+    return timer, fairness, woken
+
+
+MARGIN = timedelta(seconds=0.25)
+
+
+def test_with_a_floor_the_refills_read_from_it_and_look_below_it_now_and_then() -> None:
+    """A walk from a day back steps over every job claimed since a transaction held open
+    began: with the claims' floor, the refill reads from there, and below it the timer looks
+    every few seconds (not at every refill) for a job of its slots' queues and tasks."""
+    clock = ManualClock()
+    t0 = clock.now()
+    floor_at = t0 - timedelta(seconds=1)
+    store = BelowFloorStore([])
+    timer, fairness, woken = floored_timer(store, clock, floor_at)
+    asyncio.run(timer.run_once())
+    assert store.asked == [(floor_at, t0 + HORIZON, ["q"])]
+    assert store.looked == [(floor_at, ["q"], ["t"])]  # the first pass looks
+    asyncio.run(timer.run_once())  # within look_every: a refill alone
+    assert len(store.asked) == 2 and len(store.looked) == 1
+    clock.advance(4.9)
+    asyncio.run(timer.run_once())  # still within look_every
+    assert len(store.looked) == 1
+    clock.advance(0.1)  # look_every went by
+    asyncio.run(timer.run_once())
+    assert len(store.looked) == 2
+    assert fairness.floor_now() == floor_at and woken == []  # nothing below it
+
+
+def test_a_job_found_below_the_floor_lowers_it_and_wakes_the_slots() -> None:
+    clock = ManualClock()
+    t0 = clock.now()
+    floor_at = t0 - timedelta(seconds=1)
+    lost = t0 - timedelta(hours=2)  # due two hours ago, its wake-up lost
+    store = BelowFloorStore(
+        [
+            (lost, "q", "t"),
+            (t0 - timedelta(hours=3), "q", "other"),  # a task the slots do not run
+            (t0 - timedelta(hours=4), "elsewhere", "t"),  # a queue they do not serve
+        ]
+    )
+    timer, fairness, woken = floored_timer(store, clock, floor_at)
+    asyncio.run(timer.run_once())
+    assert fairness.floor_now() == lost and woken == [1]
+
+
+def test_without_a_floor_the_refill_reads_from_a_day_back_and_nothing_looks() -> None:
+    clock = ManualClock()
+    t0 = clock.now()
+    store = BelowFloorStore([(t0 - timedelta(hours=5), "q", "t")])
+    timer, _, _ = floored_timer(store, clock, None)
+    asyncio.run(timer.run_once())
+    assert store.asked == [(t0 - LOOKBACK, t0 + HORIZON, ["q"])] and store.looked == []
+    old = t0 - 2 * LOOKBACK
+    timer2, _, _ = floored_timer(store, clock, old)  # a floor older than a day back
+    asyncio.run(timer2.run_once())
+    assert store.asked[-1] == (t0 - LOOKBACK, t0 + HORIZON, ["q"])
+    assert store.looked == [(old, ["q"], ["t"])]

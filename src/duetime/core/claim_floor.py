@@ -14,51 +14,51 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 
 # how far before the instant of the last claim that took every due job the next claims
-# start: jobs committed a little after that claim read the table (an enqueue's transaction
-# that was under way, a clock of another node a little behind) are due within it
-FLOOR_MARGIN = timedelta(seconds=2)
-# the longest time between two walks from the first entry: they find what no wake-up told of
-# (a claim of another worker rolled back, wake-ups lost while the feed was down)
-FULL_WALK_EVERY = timedelta(seconds=5)
+# start: a job whose wake-up was lost and that committed a little after that claim read the
+# table is found at once if it is due within it (a wake-up lowers the floor to its instant
+# anyway, and the timer's looks below the floor find the rest)
+FLOOR_MARGIN = timedelta(seconds=0.25)
+# the longest time between two looks below the floor (the timer's, runtime/timer.py): they
+# find what no wake-up told of (a claim of another worker rolled back, wake-ups lost while
+# the feed was down) and lower the floor to it
+FLOOR_CHECK_EVERY = timedelta(seconds=5)
 
 
 class ClaimFloor:
     """One claimer's floor: `start(now)` before each claim (the floor to walk from, or None
-    for the whole walk), `claimed(...)` after it, `heard(due_at)` for each wake-up.
+    for the whole walk), `claimed(...)` after it, `heard(due_at)` for each wake-up and for
+    what a look below the floor found.
 
     After a plain claim (Claimed.plain) that found fewer jobs than its limit, the floor is its
     instant less `margin`: nothing of the claimer's filters was due before then but jobs
     other transactions held (locked, or not yet committed). A claim that found its limit
     leaves the floor as it is (more may be due below where it stopped), and so does one that
-    was not plain (a fairness detour, flow control, limits per dependency: each walks from the
-    start, and jobs it held back stay due where they were). Work that falls due
+    was not plain (a fairness detour or flow control, which walk from the floor too; limits
+    per dependency, which walk from the start: jobs any of them held back stay due where they
+    were, at or above the floor). Work that falls due
     before the floor (a child released, a sequence's next job, a resumed queue, a job enqueued
     to run in the past: their wake-ups name the instant) lowers it to that instant; a wake-up
-    that names none drops it. A claim walks from the first entry at least every `full_every`
-    and whenever no floor is known. A wake-up heard while a claim was under way keeps that
-    claim from raising the floor (it may have read the table before the job was there).
-    Not safe for threads by itself: its caller holds one lock around each call (the claims
-    run in store threads, the wake-ups in the event loop: runtime/fairness.py)."""
+    that names none drops it, and the claims walk from the first entry until one raises it
+    again. What no wake-up told of, the claimer's timer finds below the floor, at most
+    FLOOR_CHECK_EVERY later, and hands over the same way: the claims themselves never walk
+    from the first entry while a floor is known (under a transaction held open, that walk
+    steps over every job claimed since it began). A wake-up heard while a claim was under
+    way keeps that claim from raising the floor (it may have read the table before the job
+    was there). Not safe for threads by itself: its caller holds one lock around each call
+    (the claims run in store threads, the wake-ups in the event loop: runtime/fairness.py)."""
 
-    def __init__(
-        self, margin: timedelta = FLOOR_MARGIN, full_every: timedelta = FULL_WALK_EVERY
-    ) -> None:
-        if margin < timedelta(0) or full_every <= timedelta(0):
-            raise ValueError("the floor's margin must be 0 or more, its full walks' interval more")
+    def __init__(self, margin: timedelta = FLOOR_MARGIN) -> None:
+        if margin < timedelta(0):
+            raise ValueError("the floor's margin must be 0 or more")
         self.margin = margin
-        self.full_every = full_every
         self.floor: datetime | None = None
-        self._full_by: datetime | None = None  # the next walk from the first entry, at the latest
         self._heard = 0  # wake-ups of work due before a claim under way could raise the floor
-        self._started: tuple[datetime, datetime | None, int] | None = None  # the claim under way
+        self._started: tuple[datetime, int] | None = None  # the claim under way
 
     def start(self, now: datetime) -> datetime | None:
         """The floor of the claim about to run at `now` (None: it walks from the start)."""
-        floor = self.floor
-        if floor is not None and (self._full_by is None or now >= self._full_by):
-            floor = None
-        self._started = (now, floor, self._heard)
-        return floor
+        self._started = (now, self._heard)
+        return self.floor
 
     def claimed(self, limit: int, found: int, plain: bool) -> None:
         """After the claim started last: it asked for `limit` jobs, found `found` due, and
@@ -67,16 +67,14 @@ class ClaimFloor:
         started, self._started = self._started, None
         if started is None:
             return
-        now, floor, heard = started
+        now, heard = started
         if not plain or found >= limit or heard != self._heard:
             return
-        if floor is None:
-            self._full_by = now + self.full_every
         self.floor = now - self.margin
 
     def heard(self, due_at: datetime | None) -> None:
-        """A wake-up (in another thread than the claims, maybe): work was enqueued or falls
-        due again at `due_at` (None: unknown)."""
+        """A wake-up (in another thread than the claims, maybe), or what a look below the
+        floor found: work was enqueued or falls due (again) at `due_at` (None: unknown)."""
         under_way = self._started
         if under_way is not None and (due_at is None or due_at < under_way[0] - self.margin):
             self._heard += 1  # that claim may have read the table before this job was in

@@ -97,6 +97,20 @@ class ClaimFairness:
                 for wakeup in wakeups:
                     self.floor.heard(wakeup.due_at)
 
+    def floor_now(self) -> datetime | None:
+        """Where the next claim starts its walk (None: from the first entry, or no floor)."""
+        if self.floor is None:
+            return None
+        with self._floor_lock:
+            return self.floor.floor
+
+    def found_below(self, due_at: datetime) -> None:
+        """A look below the floor (runtime/timer.py) found a job due at `due_at`: the floor
+        goes down to it, as for a wake-up that named it."""
+        if self.floor is not None:
+            with self._floor_lock:
+                self.floor.heard(due_at)
+
 
 class DispatchFairness:
     """The relay's dispatches' memory: its tenant rotation (no priority share: a worker

@@ -6,6 +6,12 @@ wake-up says something changed) and adds the instants wake-ups announce. The slo
 (runtime/slots.py) sleep until the next instant, then claim: the store decides what is due,
 so nothing starts before its due time, a cancel or a reschedule that lands first wins, and a
 node that dies loses nothing (its timer was only a copy of what the store holds).
+
+Where the slots' claims keep a floor (core/claim_floor.py, PostgreSQL), the refills read from
+the floor, not from a day back, and every FLOOR_CHECK_EVERY the timer looks below the floor
+(Store.earliest_due) for work no wake-up told of, which lowers the floor: both off the claims'
+path, where a walk from a day back would step over every job claimed since a transaction
+held open somewhere began (docs/performance.md, "The floor everywhere").
 """
 
 from __future__ import annotations
@@ -17,8 +23,10 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime, timedelta
 
+from duetime.core.claim_floor import FLOOR_CHECK_EVERY
 from duetime.core.clock import Clock
 from duetime.core.models import Wakeup
+from duetime.runtime.fairness import ClaimFairness
 from duetime.runtime.service import BlockingCalls, IntervalService
 from duetime.store.base import Store
 
@@ -63,7 +71,9 @@ class DueTimes:
 class Timer(IntervalService):
     """Keeps `due` filled with the near future (refilled every `refill` seconds, and soon
     after a wake-up that carries no instant) and calls `wake` when the slots should look:
-    new work is due now, or the next instant changed."""
+    new work is due now, or the next instant changed. With the slots' `fairness` (whose
+    floor their claims walk from), it reads from the floor and looks below it every
+    `look_every` (by its clock) for a job of the slots' queues and `tasks` due there."""
 
     name = "timer"
 
@@ -77,6 +87,9 @@ class Timer(IntervalService):
         wake: Callable[[], None],
         due: DueTimes | None = None,
         refill: float = 1.0,
+        fairness: ClaimFairness | None = None,
+        tasks: Callable[[], Sequence[str]] | None = None,
+        look_every: timedelta = FLOOR_CHECK_EVERY,
     ) -> None:
         super().__init__(refill)
         self.store = store
@@ -87,21 +100,41 @@ class Timer(IntervalService):
         self.due = due if due is not None else DueTimes()  # shared with the slots that read it
         self._last_refill = 0.0  # time.monotonic() of the last refill
         self._deferred = False  # a refill is scheduled
+        self.fairness = fairness  # the slots' claim policy, whose floor their claims walk from
+        self.tasks = tasks  # the slots' tasks: what their claims take (set as they start)
+        self.look_every = look_every
+        self._next_look: datetime | None = None  # the next look below the floor, by the clock
 
     async def run_once(self) -> None:
         now = self.clock.now()
         self._last_refill = time.monotonic()
-        # from a while back: work already due (a wake-up's or a poll's to claim) counts too
+        floor = self.fairness.floor_now() if self.fairness is not None else None
+        # from a while back: work already due (a wake-up's or a poll's to claim) counts too;
+        # with a floor, from there (below it: the looks)
+        since = now - LOOKBACK if floor is None else max(floor, now - LOOKBACK)
         instants = await self.calls(
-            functools.partial(
-                self.store.next_due, now - LOOKBACK, now + HORIZON, self.queues, MAX_INSTANTS
-            )
+            functools.partial(self.store.next_due, since, now + HORIZON, self.queues, MAX_INSTANTS)
         )
         before = self.due.next()
         self.due.replace(instants)
         first = self.due.next()
         if first is not None and (first != before or first <= self.clock.now()):
             self.slots_wake()  # work is due now, or the next instant moved
+        if self.fairness is not None and floor is not None:
+            if self._next_look is None or now >= self._next_look:
+                await self._look_below(self.fairness, floor, now)
+
+    async def _look_below(self, fairness: ClaimFairness, floor: datetime, now: datetime) -> None:
+        """Look for a job the slots' claims may take due at or before their `floor` (work no
+        wake-up told of); one found lowers the floor to its instant and wakes the slots."""
+        self._next_look = now + self.look_every
+        tasks = self.tasks() if self.tasks is not None else None
+        found = await self.calls(
+            functools.partial(self.store.earliest_due, floor, self.queues, tasks)
+        )
+        if found is not None:
+            fairness.found_below(found)
+            self.slots_wake()
 
     def heard(self, wakeups: Sequence[Wakeup]) -> None:
         """Wake-ups from the store: add the instants they name (and wake the slots when one is

@@ -161,7 +161,14 @@ class Worker:
             floor=claim_floor(self.store),
         )
         self.timer = Timer(
-            self.store, self.clock, self._calls, queues=self.queues, wake=self.slots.wake, due=due
+            self.store,
+            self.clock,
+            self._calls,
+            queues=self.queues,
+            wake=self.slots.wake,
+            due=due,
+            fairness=self.slots.fairness,  # its floor: the timer reads from it, looks below it
+            tasks=lambda: self.slots.tasks,
         )
         self.wakeups = Wakeups(self.store, self._heard)
         self.retention = retention

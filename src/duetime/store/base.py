@@ -63,11 +63,11 @@ class ClaimPlan:
     looked for); `rotation` when this claim rotates over the tenants with due work (None: it
     does not); `credit`, the weighted queues' turns carried from claim to claim (None: none
     carried). The claim reads and updates these objects as it picks; the store keeps none of
-    them. `floor`: the plain claim (no flow control, no limits per dependency, no fairness
-    detour) leaves out the jobs due before it, on PostgreSQL (where its walk of the due
-    index otherwise starts at each class's first entry, dead ones included; the other
-    dialects walk from the start; core/claim_floor.py). The empty plan claims in strict
-    claim order."""
+    them. `floor`: the claim leaves out the jobs due before it, on PostgreSQL (where its walks
+    of the due index otherwise start at each class's first entry, dead ones included; the
+    other dialects walk from the start; core/claim_floor.py): the plain claim and the
+    controlled one (flow control, a fairness detour), not the limited path (limits per
+    dependency). The empty plan claims in strict claim order."""
 
     per_class: int = 0
     priorities: PriorityShare | None = None
@@ -322,6 +322,16 @@ class Store(Protocol):
     ) -> list[datetime]:
         """The distinct instants in (now, until] at which scheduled jobs of `queues` (any queue
         when None) fall due, earliest first, at most `limit` of them: a node's timer."""
+        ...
+
+    def earliest_due(
+        self, until: datetime, queues: Sequence[str] | None, tasks: Sequence[str] | None
+    ) -> datetime | None:
+        """The earliest instant at or before `until` at which a scheduled job a claim of
+        `queues` and `tasks` (any when None) may take is due (not past its deadline at
+        `until`, not of an outbox-mode queue); None when there is none. A walk from each
+        class's first entry: a worker's timer looks below its claims' floor with it now and
+        then (runtime/timer.py, core/claim_floor.py)."""
         ...
 
     def listen(self) -> Listener | None:

@@ -62,6 +62,7 @@ STATEMENTS: dict[str, str] = {
     "`queues` (of any queue when all_queues) and of `tasks` (of any task when all_tasks), by "
     "priority desc, due_at, id, of the priority classes of `classes` where the dialect takes "
     "them (Driver.names_classes: every class due_class_bounds and due_class_after read), "
+    "due at or after `floor` where the dialect takes one (NULL: any; ClaimPlan.floor), "
     "skipping rows another transaction locked, and not of `outbox_queues` (none when "
     "all_direct); moves "
     "each by `moves` with generation + 1, attempts + 1 and a fresh random positive claim_token, "
@@ -128,6 +129,10 @@ STATEMENTS: dict[str, str] = {
     "transition": "changes: one job by `moves` (an operator's move); see Store.transition",
     "next_due": "returns due_at: the instants at which scheduled jobs of `queues` (of any "
     "queue when all_queues) fall due after now and up to `until`, earliest first, up to limit",
+    "earliest_due": "returns due_at: the earliest instant at or before `until` at which a "
+    "scheduled job of `queues` (any when all_queues) and `tasks` (any when all_tasks), not of "
+    "`outbox_queues` (none when all_direct) and not past its deadline at `until`, is due; NULL "
+    "when none is",
     "prune": "changes: deletes up to `limit` succeeded, cancelled or expired jobs of the jobs "
     "table last updated before `before`, oldest first, with their attempts, dependency links "
     "and outbox events; their ticks keep no job id",
@@ -193,8 +198,8 @@ STATEMENTS: dict[str, str] = {
     "all_tasks), not of skip_queues (unless open_queues), skip_tenants (unless open_tenants), "
     "skip_ids (unless no_skip_ids), whose limits text contains none of the strings of "
     "`blocked` nor, when attempts > 0, of `retry_blocked` (JSON arrays), of the priority "
-    "classes of `classes` where the dialect takes them (as claim), by priority desc, "
-    "due_at, id; locks nothing",
+    "classes of `classes` where the dialect takes them (as claim), due at or after `floor` "
+    "where the dialect takes one (as claim), by priority desc, due_at, id; locks nothing",
     "lower_candidates": "returns id, priority, queue, tenant, limits, attempts of up to "
     "`limit` jobs as claim_candidates (no skip_ids, no limits filters) of priority below "
     "`below`, by priority desc, due_at, id; locks nothing",
@@ -204,7 +209,8 @@ STATEMENTS: dict[str, str] = {
     "`tenant` only (queues of `queues` unless all_queues, not in skip_queues unless "
     "open_queues)",
     "next_due_tenant": "returns tenant: the first tenant after `after` in code-point order "
-    "with a scheduled job due at now, or no row",
+    "with a scheduled job due at now (and at or after `floor` where the dialect takes one), "
+    "or no row",
     "claim_chosen": "as claim, for the jobs in ids still scheduled, due at now and not past "
     "their deadline, skipping rows another transaction locked (each with a fresh claim_token, "
     "as claim); the attempts start for "

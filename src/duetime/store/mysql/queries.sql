@@ -680,6 +680,15 @@ SELECT MIN(due_at) AS due_at FROM duetime_jobs
 WHERE status = 'scheduled' AND due_at <= %(now)s
   AND (%(tenant)s IS NULL OR tenant = %(tenant)s);
 
+-- name: earliest_due
+-- (The claims of this dialect take no floor: the contract's statement.)
+SELECT MIN(due_at) AS due_at FROM duetime_jobs
+WHERE status = 'scheduled' AND due_at <= %(until)s
+  AND (deadline_at IS NULL OR deadline_at > %(until)s)
+  AND (%(all_queues)s OR queue IN %(queues)s)
+  AND (%(all_tasks)s OR task IN %(tasks)s)
+  AND (%(all_direct)s OR queue NOT IN %(outbox_queues)s);
+
 -- name: attempt_samples
 -- the newest attempts started since a point in time, for lag, throughput and failure figures
 -- (the running ones from their jobs' rows: duetime_all_attempts), each with its job from

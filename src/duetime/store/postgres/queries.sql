@@ -246,8 +246,9 @@ SELECT id FROM duetime_jobs_done WHERE schedule_id = %(schedule_id)s AND nominal
 -- limit each walk ends at its class's last due row (one walk of the whole index, with
 -- due_at <= now a filter, went on through every entry due later: PostgreSQL 15 has no skip
 -- scan). `floor` (NULL: none) bounds each walk from below: a worker's claims start where its
--- last claim that took every due job left off, less a margin, and walk from the first entry
--- now and then (runtime/fairness.py, core/claim_floor.py); so do its seeks of the classes
+-- last claim that took every due job left off, less a margin, lowered by wake-ups and by its
+-- timer's looks below it (runtime/fairness.py, core/claim_floor.py, runtime/timer.py);
+-- so do its seeks of the classes
 -- (the part floored_classes). Under a transaction held open the
 -- entries of the jobs claimed since it began stay in the index, dead yet not removable, and
 -- a walk from each class's first entry stepped over all of them at every claim
@@ -548,7 +549,15 @@ FOR UPDATE OF j;
 -- scans are off for the finish's transaction, and `ending` names the batch's ids as an
 -- array (`id = ANY`), which a plan made for any size of table reads through the primary
 -- key; hash joins stay on for the batch's own rows (off, a batch of 200 took 25 ms).
-SELECT set_config('enable_seqscan', 'off', true);
+-- Plain and index-only scans are off too (for the rest of the finish's transaction, which
+-- reads by key): the jobs are read by bitmap scans of the primary key, the only index a
+-- condition of the statement names. A VACUUM ANALYZE that finds the table empty (every job
+-- claimed and finished under a transaction held open: their dead rows stay, yet none is
+-- live) makes the planner believe the table holds a row, and the plan made again on that
+-- walked a whole other index, every dead entry of it, to build the batch's hash: 15 to 30 ms
+-- a batch, against 1.5 (docs/performance.md, "The finish's plan after a vacuum").
+SELECT set_config('enable_seqscan', 'off', true), set_config('enable_indexscan', 'off', true),
+       set_config('enable_indexonlyscan', 'off', true);
 WITH v AS (
     SELECT v.job_id, v.generation, v.claim_token, v.from_status, v.to_status, v.due_at,
            v.only_if_expired, v.status, v.error_category, v.error_message, v.error_traceback,
@@ -981,6 +990,24 @@ CROSS JOIN LATERAL (
     ORDER BY j.due_at
     LIMIT 1) o;
 
+-- name: earliest_due
+-- The earliest instant at or before `until` at which a job the plain claim of these filters
+-- may take is due: each priority class's first such entry (the part classes: no floor), the
+-- earliest of those. A worker's timer looks below its claims' floor with it every few
+-- seconds (runtime/timer.py), off the claims' path: under a transaction held open it steps
+-- over every dead entry of the jobs claimed since, as a claim from the first entry would.
+@classes
+SELECT min(o.due_at) AS due_at FROM classes c
+CROSS JOIN LATERAL (
+    SELECT j.due_at FROM duetime_jobs j
+    WHERE j.status = 'scheduled' AND j.priority = c.priority AND j.due_at <= %(until)s
+      AND (j.deadline_at IS NULL OR j.deadline_at > %(until)s)
+      AND (%(all_queues)s::boolean OR j.queue = ANY (%(queues)s::text[]))
+      AND (%(all_tasks)s::boolean OR j.task = ANY (%(tasks)s::text[]))
+      AND NOT (j.queue = ANY (%(outbox_queues)s::text[]))
+    ORDER BY j.due_at
+    LIMIT 1) o;
+
 -- name: attempt_samples
 -- the newest attempts started since a point in time, for lag, throughput and failure figures
 -- (the running ones and the successes kept there from their jobs' rows: duetime_all_attempts;
@@ -1003,10 +1030,13 @@ LIMIT %(limit)s;
 -- seek each (a skip scan: priorities are -1000 to 1000, a few in use), then each class's
 -- earliest instants after now are one walk of the index stopped by the limit, and those few
 -- rows (at most classes x limit) are merged. (oldest_overdue, limit_waiting and
--- dispatch_outbox find the classes the same way.) Sorting is off as in claim, so each walk keeps
+-- dispatch_outbox find the classes the same way.) The seeks of the classes start at `floor`
+-- (the caller passes now): a class with no entry after it has nothing to give, and a seek
+-- bounded so steps over the entries due before it in the index alone (the part
+-- floored_classes, as the claim's). Sorting is off as in claim, so each walk keeps
 -- to the index order whatever the statistics say.
 SET LOCAL enable_sort = off;
-@classes
+@floored_classes
 SELECT d.due_at FROM classes c
 CROSS JOIN LATERAL (
     SELECT j.due_at FROM duetime_jobs j
@@ -1120,14 +1150,18 @@ GROUP BY j.queue, j.tenant;
 -- class one range (priority = c, due_at <= now) of the claim-order index in (due_at, id)
 -- order; the rows come in claim order, so the limit stops the walks, and with fewer due than
 -- the limit each walk ends at its class's last due row). With limits, as claim_pick_limited:
--- not the jobs carrying a blocked key, nor the retries carrying a retry_blocked one.
+-- not the jobs carrying a blocked key, nor the retries carrying a retry_blocked one. A
+-- worker's claim passes its `floor` (NULL: none; the relay's dispatch passes none): each
+-- walk and each seek of the classes starts there (the part floored_classes), as the plain
+-- claim's do; lower_candidates, queue_candidates, tenant_candidates and next_due_tenant too.
 SET LOCAL enable_sort = off;
-@classes
+@floored_classes
 SELECT p.id, p.queue, p.tenant, p.limits, p.attempts FROM classes c
 CROSS JOIN LATERAL (
     SELECT j.id, j.queue, j.tenant, j.limits, j.attempts FROM duetime_jobs j
     WHERE j.status = 'scheduled' AND j.priority = c.priority
       AND j.due_at <= %(now)s
+      AND j.due_at >= COALESCE(%(floor)s::timestamptz, '-infinity')
       AND (j.deadline_at IS NULL OR j.deadline_at > %(now)s)
       AND (%(all_queues)s::boolean OR j.queue = ANY (%(queues)s::text[]))
       AND (%(all_tasks)s::boolean OR j.task = ANY (%(tasks)s::text[]))
@@ -1150,12 +1184,13 @@ LIMIT %(limit)s;
 -- claim_candidates) over the classes below `below`. Locked, skipping rows other claims hold:
 -- two workers' reservations do not pick the same jobs.
 SET LOCAL enable_sort = off;
-@classes
+@floored_classes
 SELECT p.id, p.priority, p.queue, p.tenant, p.limits, p.attempts FROM classes c
 CROSS JOIN LATERAL (
     SELECT j.id, j.priority, j.queue, j.tenant, j.limits, j.attempts FROM duetime_jobs j
     WHERE j.status = 'scheduled' AND j.priority = c.priority
       AND j.due_at <= %(now)s
+      AND j.due_at >= COALESCE(%(floor)s::timestamptz, '-infinity')
       AND (j.deadline_at IS NULL OR j.deadline_at > %(now)s)
       AND (%(all_queues)s::boolean OR j.queue = ANY (%(queues)s::text[]))
       AND (%(all_tasks)s::boolean OR j.task = ANY (%(tasks)s::text[]))
@@ -1171,12 +1206,13 @@ LIMIT %(limit)s;
 -- The candidates of one queue (a weighted queue the claim's first read did not reach); sorting
 -- off, walked class by class as claim_candidates (each class one range of the queue's index).
 SET LOCAL enable_sort = off;
-@classes
+@floored_classes
 SELECT p.id, p.queue, p.tenant, p.limits, p.attempts FROM classes c
 CROSS JOIN LATERAL (
     SELECT j.id, j.queue, j.tenant, j.limits, j.attempts FROM duetime_jobs j
     WHERE j.queue = %(queue)s::text AND j.status = 'scheduled' AND j.priority = c.priority
       AND j.due_at <= %(now)s
+      AND j.due_at >= COALESCE(%(floor)s::timestamptz, '-infinity')
       AND (j.deadline_at IS NULL OR j.deadline_at > %(now)s)
       AND (%(all_tasks)s::boolean OR j.task = ANY (%(tasks)s::text[]))
       AND NOT (j.tenant = ANY (%(skip_tenants)s::text[]))
@@ -1189,12 +1225,13 @@ LIMIT %(limit)s;
 -- one of the tenants a claim rotates over), from its due jobs in claim order; sorting off,
 -- walked class by class as claim_candidates (each class one range of the tenant's index).
 SET LOCAL enable_sort = off;
-@classes
+@floored_classes
 SELECT p.id, p.queue, p.tenant, p.limits, p.attempts FROM classes c
 CROSS JOIN LATERAL (
     SELECT j.id, j.queue, j.tenant, j.limits, j.attempts FROM duetime_jobs j
     WHERE j.tenant = %(tenant)s::text AND j.status = 'scheduled' AND j.priority = c.priority
       AND j.due_at <= %(now)s
+      AND j.due_at >= COALESCE(%(floor)s::timestamptz, '-infinity')
       AND (j.deadline_at IS NULL OR j.deadline_at > %(now)s)
       AND (%(all_queues)s::boolean OR j.queue = ANY (%(queues)s::text[]))
       AND (%(all_tasks)s::boolean OR j.task = ANY (%(tasks)s::text[]))
@@ -1205,9 +1242,12 @@ LIMIT %(limit)s;
 
 -- name: next_due_tenant
 -- The first tenant after `after` (code-point order) with a job due at now: one seek in the
--- tenant index, so the tenants with due work are found one read each.
+-- tenant index, so the tenants with due work are found one read each; from the claim's
+-- `floor` (NULL: none), as its candidates' walks: the entries due before it are stepped
+-- over in the index alone.
 SELECT tenant FROM duetime_jobs
 WHERE status = 'scheduled' AND tenant > %(after)s::text AND due_at <= %(now)s
+  AND due_at >= COALESCE(%(floor)s::timestamptz, '-infinity')
 ORDER BY tenant
 LIMIT 1;
 

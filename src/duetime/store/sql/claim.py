@@ -23,6 +23,7 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 from duetime.core.clock import Instant, read_instant
 from duetime.core.flow.choice import (
@@ -94,6 +95,22 @@ class Claimer(Part):
         self.attempt_ids.give_back(ids)  # not on an error: its ids may be written
         return claimed
 
+    def earliest_due(
+        self, until: datetime, queues: Sequence[str] | None, tasks: Sequence[str] | None
+    ) -> datetime | None:
+        """Store.earliest_due: the plain claim's filters (its queues, tasks, and not the
+        outbox-mode queues), from each class's first entry up to `until`."""
+        outbox = self.flow.outbox_queues()
+        with self.driver.transaction(write=False) as c:
+            row = c.one(
+                "earliest_due",
+                until=until,
+                **pick_filters(queues, tasks),
+                all_direct=not outbox,
+                outbox_queues=outbox,
+            )
+        return None if row is None or row["due_at"] is None else self._t(row["due_at"])
+
     def due_classes(self, c: Connection) -> dict[str, list[int]]:
         """The priority classes of the scheduled jobs in claim order, as the parameters of the
         statements that take them where the dialect has no skip scan (Driver.names_classes;
@@ -145,7 +162,7 @@ class Claimer(Part):
                 # not empty while jobs are due (a partial detour stays as it is: its slots kept
                 # the classes' shares)
                 claims, limited_at, limited = self._claim_plain(
-                    ids, worker_id, queues, limit, now, tasks
+                    ids, worker_id, queues, limit, now, tasks, plan.floor
                 )
                 found = len(claims)
                 if limited:
@@ -249,6 +266,7 @@ class Claimer(Part):
                 per_class=plan.per_class,
                 priorities=plan.priorities,
                 credit=plan.credit,
+                floor=plan.floor,
             )
         return (
             claims_from_rows(started.rows, self._t, worker_id),
@@ -273,6 +291,7 @@ class Claimer(Part):
         priorities: PriorityShare | None = None,
         credit: dict[str, float] | None = None,
         dispatch_lease: float | None = None,
+        floor: datetime | None = None,
     ) -> Started:
         """Choose and start up to `limit` jobs within every control, none of the queues of
         leave_out, in the caller's transaction; the started rows (claim_chosen's, fewer than
@@ -281,7 +300,9 @@ class Claimer(Part):
         job's lease. The relay's dispatch (`queues` the outbox-mode queues, leave_out empty)
         gives each attempt dispatch_lease, and takes jobs in claim order within the controls
         and the relay's own tenant rotation (`turns`): no priority share (a worker
-        process's; per_class is not used). `ids`: the attempt ids reserved for it
+        process's; per_class is not used). `floor`: where the candidates' walks start, where
+        the dialect's statements take one (a worker's, ClaimPlan.floor; None: from the first
+        entry). `ids`: the attempt ids reserved for it
         (store/sql/attempt_ids.py)."""
         dispatching = dispatch_lease is not None
         queue_room: dict[str, int] = {}
@@ -302,7 +323,8 @@ class Claimer(Part):
         budget = self.limits.budget(c, now) if self.limits.exists(c) else None
         # the pauses as the rows say now, not the copy: a pause made elsewhere holds at once
         skip_queues = set(leave_out) | self.flow.paused_now(c)
-        classes = self.due_classes(c)  # the candidates' reads stop at each class's due rows
+        # the candidates' reads stop at each class's due rows, and start at the floor
+        classes: dict[str, Any] = {**self.due_classes(c), "floor": floor}
         chosen: list[int] = []
         held: list[int] = []  # read, but held back by a limit: not read again
         # the lower priority classes' reserved slots (PriorityShare): their oldest due jobs
@@ -326,7 +348,7 @@ class Claimer(Part):
         )
         # tenant fairness (TenantRotation): the tenants with due work, when more than one
         rotation = (
-            turns.due(lambda after: self._next_due_tenant(c, after, now))
+            turns.due(lambda after: self._next_due_tenant(c, after, now, floor))
             if turns is not None
             else []
         )
@@ -411,14 +433,16 @@ class Claimer(Part):
             self.limits.spend(c, budget, started, now)
         return Started(started, len(chosen), at)
 
-    def _next_due_tenant(self, c: Connection, after: str, now: datetime) -> str | None:
-        row = c.one("next_due_tenant", after=after, now=now)
+    def _next_due_tenant(
+        self, c: Connection, after: str, now: datetime, floor: datetime | None
+    ) -> str | None:
+        row = c.one("next_due_tenant", after=after, now=now, floor=floor)
         return None if row is None else str(row["tenant"])
 
     def _rotated(
         self,
         c: Connection,
-        classes: dict[str, list[int]],
+        classes: dict[str, Any],
         turns: TenantRotation,
         rotation: list[str],
         seen: list[Candidate],
@@ -457,7 +481,7 @@ class Claimer(Part):
     def _lower_classes(
         self,
         c: Connection,
-        classes: dict[str, list[int]],
+        classes: dict[str, Any],
         priorities: PriorityShare,
         per_class: int,
         limit: int,
@@ -494,7 +518,7 @@ class Claimer(Part):
     def _weighted_behind(
         self,
         c: Connection,
-        classes: dict[str, list[int]],
+        classes: dict[str, Any],
         controls: FlowControls,
         seen: list[Candidate],
         want: int,

@@ -112,7 +112,7 @@ class Flow(Part):
         """A resume or a new cap may let jobs start that waited, due long ago: the workers
         are told of the earliest due job (a worker's claims on PostgreSQL start at a floor
         that such a wake-up lowers, core/claim_floor.py; without it they would find those
-        jobs only at their next walk from the start)."""
+        jobs only at their timer's next look below the floor, runtime/timer.py)."""
         row = c.one("oldest_overdue", tenant=None, now=now)
         if row is not None and row["due_at"] is not None:
             self.driver.notify(c, {"": self._t(row["due_at"])})

@@ -230,6 +230,11 @@ class SQLStore:
     ) -> list[datetime]:
         return self.jobs.next_due(now, until, queues, limit)
 
+    def earliest_due(
+        self, until: datetime, queues: Sequence[str] | None, tasks: Sequence[str] | None
+    ) -> datetime | None:
+        return self.claimer.earliest_due(until, queues, tasks)
+
     def listen(self) -> Listener | None:
         return self.jobs.listen()
 

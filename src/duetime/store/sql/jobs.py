@@ -360,6 +360,7 @@ class Jobs(Part):
             rows = c.rows(
                 "next_due",
                 now=now,
+                floor=now,  # where the seeks of the classes start (PostgreSQL)
                 until=until,
                 all_queues=queues is None,
                 queues=list(queues) if queues is not None else [],

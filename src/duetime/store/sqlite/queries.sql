@@ -678,6 +678,15 @@ SELECT min(due_at) AS due_at FROM duetime_jobs
 WHERE status = 'scheduled' AND due_at <= :now
   AND (:tenant IS NULL OR tenant = :tenant);
 
+-- name: earliest_due
+-- (The claims of this dialect take no floor: the contract's statement, in the due index.)
+SELECT min(due_at) AS due_at FROM duetime_jobs INDEXED BY duetime_jobs_next_due
+WHERE status = 'scheduled' AND due_at <= :until
+  AND (deadline_at IS NULL OR deadline_at > :until)
+  AND (:all_queues OR queue IN (SELECT value FROM json_each(:queues)))
+  AND (:all_tasks OR task IN (SELECT value FROM json_each(:tasks)))
+  AND (:all_direct OR queue NOT IN (SELECT value FROM json_each(:outbox_queues)));
+
 -- name: attempt_samples
 -- the newest attempts started since a point in time, for lag, throughput and failure figures:
 -- the parts of duetime_all_attempts written out, each read from `since` on through its index

@@ -91,7 +91,8 @@ class ClaimFairness:
             return self.floor.start(now)
 
     def heard(self, wakeups: Sequence[Wakeup]) -> None:
-        """Wake-ups from the store: work due before the floor lowers it."""
+        """Wake-ups from the store, or what the timer's look below the floor found
+        (runtime/timer.py): work due before the floor lowers it."""
         if self.floor is not None:
             with self._floor_lock:
                 for wakeup in wakeups:
@@ -103,13 +104,6 @@ class ClaimFairness:
             return None
         with self._floor_lock:
             return self.floor.floor
-
-    def found_below(self, due_at: datetime) -> None:
-        """A look below the floor (runtime/timer.py) found a job due at `due_at`: the floor
-        goes down to it, as for a wake-up that named it."""
-        if self.floor is not None:
-            with self._floor_lock:
-                self.floor.heard(due_at)
 
 
 class DispatchFairness:

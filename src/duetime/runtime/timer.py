@@ -133,7 +133,7 @@ class Timer(IntervalService):
             functools.partial(self.store.earliest_due, floor, self.queues, tasks)
         )
         if found is not None:
-            fairness.found_below(found)
+            fairness.heard([Wakeup(due_at=found)])  # as a wake-up naming its instant
             self.slots_wake()
 
     def heard(self, wakeups: Sequence[Wakeup]) -> None:

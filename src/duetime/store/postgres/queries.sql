@@ -498,25 +498,40 @@ ORDER BY j.priority DESC, j.due_at, j.id;
 -- the jobs' rows are locked in id order (every writer locks the job's row first) and only
 -- their lease_expires_at changes; no index covers it, so a renewal can be a HOT update. No
 -- attempt row is written.
+-- The rows are read by their keys alone (id = ANY of the batch's ids; the status checked
+-- above the lock, on the row as locked), and updated by the keys of those held: after a
+-- VACUUM ANALYZE under a transaction held open had recorded the table as empty, a join to
+-- the batch walked the whole primary key, and a status condition beside the keys would let
+-- the planner walk duetime_jobs_status's running entries, dead ones included, for each
+-- renewal (18 to 40 ms a batch, against 1; docs/performance.md, "The claim's move after a
+-- vacuum"). Sequential scans are off for this transaction, as in finish_jobs.
+SELECT set_config('enable_seqscan', 'off', true);
 WITH v AS (
     SELECT * FROM json_to_recordset(%(leases)s::json) AS v(job_id bigint, claim_token bigint)
 ), held AS (
-    SELECT j.id FROM duetime_jobs j JOIN v ON v.job_id = j.id AND v.claim_token = j.claim_token
-    WHERE j.status IN ('running', 'cancel_requested') AND j.attempt_id IS NOT NULL
+    SELECT j.id, j.status FROM duetime_jobs j JOIN v ON v.job_id = j.id AND v.claim_token = j.claim_token
+    WHERE j.id = ANY (ARRAY(SELECT b.job_id FROM v AS b)) AND j.attempt_id IS NOT NULL
     ORDER BY j.id
     FOR UPDATE OF j
 )
 UPDATE duetime_jobs AS j
 SET lease_expires_at = %(now)s + trunc(j.lease_seconds * 1000000)::bigint * interval '1 microsecond'
-FROM held
-WHERE j.id = held.id;
+WHERE j.id = ANY (ARRAY(
+    SELECT h.id FROM held h WHERE h.status IN ('running', 'cancel_requested')));
 
 -- name: lease_states
 -- Each job by its id and claim token, with the attempt it runs (its row's, migration 22).
+-- Read by the keys alone, then checked (as renew_leases, which the same heartbeat runs).
+WITH v AS (
+    SELECT * FROM json_to_recordset(%(leases)s::json) AS v(job_id bigint, claim_token bigint)
+), keyed AS MATERIALIZED (
+    SELECT j.attempt_id, j.id, j.generation, j.claim_token, j.lease_expires_at, j.status
+    FROM duetime_jobs j
+    WHERE j.id = ANY (ARRAY(SELECT b.job_id FROM v AS b))
+)
 SELECT j.attempt_id, j.id AS job_id, j.generation, j.claim_token, j.lease_expires_at,
        j.status AS job_status
-FROM json_to_recordset(%(leases)s::json) AS v(job_id bigint, claim_token bigint)
-JOIN duetime_jobs j ON j.id = v.job_id AND j.claim_token = v.claim_token
+FROM keyed j JOIN v ON j.id = v.job_id AND j.claim_token = v.claim_token
 WHERE j.status IN ('running', 'cancel_requested') AND j.attempt_id IS NOT NULL;
 
 -- name: lock_jobs

@@ -16,8 +16,11 @@ from datetime import datetime, timedelta
 # how far before the instant of the last claim that took every due job the next claims
 # start: a job whose wake-up was lost and that committed a little after that claim read the
 # table is found at once if it is due within it (a wake-up lowers the floor to its instant
-# anyway, and the timer's looks below the floor find the rest)
-FLOOR_MARGIN = timedelta(seconds=0.25)
+# anyway, and the timer's looks below the floor find the rest). Under a transaction held
+# open each claim steps over the entries of the jobs claimed within the margin, each read
+# from the heap: 0.25 s of them at 1,000 jobs/s was the largest part of the claims' time
+# (docs/performance.md, "The claim's move and the heartbeat after a vacuum").
+FLOOR_MARGIN = timedelta(seconds=0.05)
 # the longest time between two looks below the floor (the timer's, runtime/timer.py): they
 # find what no wake-up told of (a claim of another worker rolled back, wake-ups lost while
 # the feed was down) and lower the floor to it

@@ -262,6 +262,12 @@ SELECT id FROM duetime_jobs_done WHERE schedule_id = %(schedule_id)s AND nominal
 -- its key), the plan the plan tests check (tests/integration/test_plans.py, the generic
 -- plans built on an empty table in test_plans_unanalyzed.py). An ANALYZE or a migration of
 -- the table makes PostgreSQL plan it again, under the same settings.
+-- The move takes its rows by their keys (id = ANY of the picked ids, an init plan), not by a
+-- join to picked: after a VACUUM ANALYZE under a transaction held open has recorded the
+-- table as empty, a join let the planner walk the whole primary key, every dead entry, for
+-- each claim, and look each row up in picked (70 ms at 60,000 claimed jobs; the settings
+-- cannot forbid a walk the pick itself needs). A list of keys leaves it one way: one seek
+-- per key (docs/performance.md, "The claim's move after a vacuum").
 SELECT set_config('enable_sort', 'off', true), set_config('enable_seqscan', 'off', true),
        set_config('enable_hashjoin', 'off', true), set_config('enable_mergejoin', 'off', true),
        set_config('plan_cache_mode', 'force_generic_plan', true);
@@ -293,8 +299,7 @@ SELECT set_config('enable_sort', 'off', true), set_config('enable_seqscan', 'off
         lease_expires_at = %(now)s + trunc(j.lease_seconds * 1000000)::bigint
             * interval '1 microsecond',
         started_at = %(now)s, late_outcome = NULL, late_reported_at = NULL
-    FROM picked
-    WHERE j.id = picked.id AND (%(moves)s::jsonb ->> j.status) IS NOT NULL
+    WHERE j.id = ANY (ARRAY(SELECT id FROM picked)) AND (%(moves)s::jsonb ->> j.status) IS NOT NULL
       AND NOT EXISTS (SELECT 1 FROM duetime_queues q WHERE q.queue = j.queue AND q.paused)
     RETURNING
 @claimed_columns
@@ -475,8 +480,7 @@ WITH RECURSIVE up_1 AS (
         lease_expires_at = %(now)s + trunc(j.lease_seconds * 1000000)::bigint
             * interval '1 microsecond',
         started_at = %(now)s, late_outcome = NULL, late_reported_at = NULL
-    FROM picked
-    WHERE j.id = picked.id AND (%(moves)s::jsonb ->> j.status) IS NOT NULL
+    WHERE j.id = ANY (ARRAY(SELECT id FROM picked)) AND (%(moves)s::jsonb ->> j.status) IS NOT NULL
       AND NOT EXISTS (SELECT 1 FROM duetime_queues q WHERE q.queue = j.queue AND q.paused)
     RETURNING
 @claimed_columns
@@ -494,25 +498,40 @@ ORDER BY j.priority DESC, j.due_at, j.id;
 -- the jobs' rows are locked in id order (every writer locks the job's row first) and only
 -- their lease_expires_at changes; no index covers it, so a renewal can be a HOT update. No
 -- attempt row is written.
+-- The rows are read by their keys alone (id = ANY of the batch's ids; the status checked
+-- above the lock, on the row as locked), and updated by the keys of those held: after a
+-- VACUUM ANALYZE under a transaction held open had recorded the table as empty, a join to
+-- the batch walked the whole primary key, and a status condition beside the keys would let
+-- the planner walk duetime_jobs_status's running entries, dead ones included, for each
+-- renewal (18 to 40 ms a batch, against 1; docs/performance.md, "The claim's move after a
+-- vacuum"). Sequential scans are off for this transaction, as in finish_jobs.
+SELECT set_config('enable_seqscan', 'off', true);
 WITH v AS (
     SELECT * FROM json_to_recordset(%(leases)s::json) AS v(job_id bigint, claim_token bigint)
 ), held AS (
-    SELECT j.id FROM duetime_jobs j JOIN v ON v.job_id = j.id AND v.claim_token = j.claim_token
-    WHERE j.status IN ('running', 'cancel_requested') AND j.attempt_id IS NOT NULL
+    SELECT j.id, j.status FROM duetime_jobs j JOIN v ON v.job_id = j.id AND v.claim_token = j.claim_token
+    WHERE j.id = ANY (ARRAY(SELECT b.job_id FROM v AS b)) AND j.attempt_id IS NOT NULL
     ORDER BY j.id
     FOR UPDATE OF j
 )
 UPDATE duetime_jobs AS j
 SET lease_expires_at = %(now)s + trunc(j.lease_seconds * 1000000)::bigint * interval '1 microsecond'
-FROM held
-WHERE j.id = held.id;
+WHERE j.id = ANY (ARRAY(
+    SELECT h.id FROM held h WHERE h.status IN ('running', 'cancel_requested')));
 
 -- name: lease_states
 -- Each job by its id and claim token, with the attempt it runs (its row's, migration 22).
+-- Read by the keys alone, then checked (as renew_leases, which the same heartbeat runs).
+WITH v AS (
+    SELECT * FROM json_to_recordset(%(leases)s::json) AS v(job_id bigint, claim_token bigint)
+), keyed AS MATERIALIZED (
+    SELECT j.attempt_id, j.id, j.generation, j.claim_token, j.lease_expires_at, j.status
+    FROM duetime_jobs j
+    WHERE j.id = ANY (ARRAY(SELECT b.job_id FROM v AS b))
+)
 SELECT j.attempt_id, j.id AS job_id, j.generation, j.claim_token, j.lease_expires_at,
        j.status AS job_status
-FROM json_to_recordset(%(leases)s::json) AS v(job_id bigint, claim_token bigint)
-JOIN duetime_jobs j ON j.id = v.job_id AND j.claim_token = v.claim_token
+FROM keyed j JOIN v ON j.id = v.job_id AND j.claim_token = v.claim_token
 WHERE j.status IN ('running', 'cancel_requested') AND j.attempt_id IS NOT NULL;
 
 -- name: lock_jobs
@@ -1254,7 +1273,8 @@ LIMIT 1;
 -- name: claim_chosen
 -- As claim, for the jobs of `ids` still scheduled, due, not past their deadline and of a queue
 -- not paused now, skipping rows another transaction locked; the attempts' lease is
--- lease_seconds when given (the relay's dispatch), else each job's own.
+-- lease_seconds when given (the relay's dispatch), else each job's own. The move takes its
+-- rows by their keys, as claim's does.
 WITH picked AS (
     SELECT id FROM duetime_jobs
     WHERE id = ANY (%(ids)s::bigint[]) AND status = 'scheduled' AND due_at <= %(now)s
@@ -1272,8 +1292,7 @@ WITH picked AS (
             + trunc(COALESCE(%(lease_seconds)s::double precision, j.lease_seconds) * 1000000)::bigint
             * interval '1 microsecond',
         started_at = %(now)s, late_outcome = NULL, late_reported_at = NULL
-    FROM picked
-    WHERE j.id = picked.id AND (%(moves)s::jsonb ->> j.status) IS NOT NULL
+    WHERE j.id = ANY (ARRAY(SELECT id FROM picked)) AND (%(moves)s::jsonb ->> j.status) IS NOT NULL
       AND NOT EXISTS (SELECT 1 FROM duetime_queues q WHERE q.queue = j.queue AND q.paused)
     RETURNING
 @claimed_columns
@@ -1319,6 +1338,7 @@ ORDER BY queue COLLATE "C", tenant COLLATE "C";
 -- the claim-order index class by class (the part classes), highest class first, each
 -- walk in (due_at, id) order: rows come in claim order, so the limit stops the walks (and
 -- their locks) as soon as it is reached, and each walk reads the class's due rows only.
+-- The move takes its rows by their keys, as claim's does.
 @classes
 , picked AS (
     SELECT p.id FROM classes c
@@ -1342,8 +1362,7 @@ ORDER BY queue COLLATE "C", tenant COLLATE "C";
         lease_expires_at = %(now)s + trunc(%(lease_seconds)s * 1000000)::bigint
             * interval '1 microsecond',
         started_at = %(now)s, late_outcome = NULL, late_reported_at = NULL
-    FROM picked
-    WHERE j.id = picked.id AND (%(moves)s::jsonb ->> j.status) IS NOT NULL
+    WHERE j.id = ANY (ARRAY(SELECT id FROM picked)) AND (%(moves)s::jsonb ->> j.status) IS NOT NULL
     RETURNING j.id, j.queue, j.task, j.generation, j.version, j.priority, j.due_at,
         j.claim_token, j.trace_context, j.attempt_id
 )

@@ -318,8 +318,8 @@ def test_a_claim_moves_its_jobs_by_key_after_a_vacuum_under_a_held_snapshot(
     and moves its chosen jobs with claim_chosen). Joined to its picked jobs, the move of a
     claim believed the table held a row and walked the whole primary key, every dead entry,
     for each claim: 13,289 pages, 70 ms at 60,000 claimed jobs (docs/performance.md, "The
-    claim's move after a vacuum"). The move must find its jobs by their keys, and every read
-    of the table must have a condition on the index it walks."""
+    claim's move and the heartbeat after a vacuum"). The move must find its jobs by their
+    keys, and every read of the table must have a condition on the index it walks."""
     with vacuumed_under_a_held_snapshot(tmp_path, queues, capped) as store:
         notes = explained_from_now(store)
         claims = store.claim(worker_id="w", queues=queues, limit=50, now=NOW)

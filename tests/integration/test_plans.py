@@ -639,10 +639,12 @@ def postgres_executed(
     return json.dumps([{"Plan": plan["Plan"]}])
 
 
-def auto_explained(native: Any, run: Callable[[], object], *, analyze: bool) -> list[Any]:
-    """PostgreSQL: the plans of what `run` executes on the psycopg connection `native`, in
-    its transaction, as auto_explain reports them (each its JSON: "Query Text", "Plan"; with
-    (ANALYZE, BUFFERS)' counts where analyze)."""
+def start_auto_explain(
+    native: Any, *, analyze: bool, scope: str = "LOCAL", log_format: str = "json"
+) -> None:
+    """PostgreSQL: auto_explain on the psycopg connection `native`, sending the plan of every
+    statement it runs as a notice, for its transaction (`scope` LOCAL) or its session
+    (SESSION); with (ANALYZE, BUFFERS)' counts where analyze."""
     try:
         native.execute("LOAD 'auto_explain'")
     except psycopg.Error as exc:
@@ -650,12 +652,19 @@ def auto_explained(native: Any, run: Callable[[], object], *, analyze: bool) -> 
             "the plan tests read the claims' plans through auto_explain: connect them as "
             f"a superuser to a server with PostgreSQL's contrib modules ({exc})"
         )
-    native.execute("SET LOCAL client_min_messages = notice")
-    logged = {"log_min_duration": "0", "log_format": "json", "log_level": "notice"}
+    native.execute(f"SET {scope} client_min_messages = notice")
+    logged = {"log_min_duration": "0", "log_format": log_format, "log_level": "notice"}
     if analyze:
         logged |= {"log_analyze": "on", "log_buffers": "on", "log_timing": "off"}
     for setting, value in logged.items():
-        native.execute(f"SET LOCAL auto_explain.{setting} = {value}")
+        native.execute(f"SET {scope} auto_explain.{setting} = {value}")
+
+
+def auto_explained(native: Any, run: Callable[[], object], *, analyze: bool) -> list[Any]:
+    """PostgreSQL: the plans of what `run` executes on the psycopg connection `native`, in
+    its transaction, as auto_explain reports them (each its JSON: "Query Text", "Plan"; with
+    (ANALYZE, BUFFERS)' counts where analyze)."""
+    start_auto_explain(native, analyze=analyze)
     notes: list[str] = []
 
     def note(diagnostic: Any) -> None:

@@ -34,6 +34,7 @@ from integration.test_plans import (
     scan_reads,
     sorted_scans,
     sorts,
+    start_auto_explain,
     subplan,
 )
 from kit import DialectKit, kit_named
@@ -182,13 +183,7 @@ def explained_from_now(store: SQLStore) -> list[str]:
     notes: list[str] = []
     with store.driver._pool.connection() as native:  # type: ignore[attr-defined]
         native.add_notice_handler(lambda d: notes.append(d.message_primary or ""))
-        for setting in (
-            "LOAD 'auto_explain'",
-            "SET auto_explain.log_min_duration = 0",
-            "SET auto_explain.log_level = notice",
-            "SET client_min_messages = notice",
-        ):
-            native.execute(setting)
+        start_auto_explain(native, analyze=False, scope="SESSION", log_format="text")
         native.commit()
     return notes
 

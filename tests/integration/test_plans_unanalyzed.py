@@ -242,13 +242,8 @@ def vacuumed_under_a_held_snapshot(
     with one_connection(url) as store, psycopg.connect(url, autocommit=True) as admin:
         if capped:  # a cap never reached: every claim is a controlled one
             store.set_queue("default", NOW, concurrency=100_000)
-        held = psycopg.connect(url)
-        try:
-            held.execute("SELECT txid_current()")  # a snapshot older than what follows
-            for _ in range(4):
-                store.enqueue([new_job(NOW) for _ in range(2_500)], NOW)
-                while claims := store.claim(worker_id="w", queues=queues, limit=500, now=NOW):
-                    store.finish_many([(c.lease, SUCCEED) for c in claims], NOW)
+        with held_snapshot(url):
+            claimed_and_finished(store, queues, 4, NOW)
             admin.execute("VACUUM ANALYZE duetime_jobs")
             [(tuples,)] = admin.execute(
                 "SELECT reltuples FROM pg_class WHERE relname = 'duetime_jobs'"
@@ -256,8 +251,29 @@ def vacuumed_under_a_held_snapshot(
             assert tuples < 100  # the table looks empty to the planner
             store.enqueue([new_job(NOW) for _ in range(50)], NOW)
             yield store
-        finally:
-            held.close()
+
+
+@contextmanager
+def held_snapshot(url: str) -> Iterator[None]:
+    """A transaction held open on its own connection (BEGIN; SELECT txid_current(); idle)
+    while the block runs: no row or index entry that dies meanwhile can be removed."""
+    held = psycopg.connect(url)
+    try:
+        held.execute("SELECT txid_current()")  # a snapshot older than what follows
+        yield
+    finally:
+        held.close()
+
+
+def claimed_and_finished(
+    store: SQLStore, queues: list[str] | None, batches: int, due: datetime
+) -> None:
+    """`batches` of 2,500 jobs due at `due` enqueued, each claimed (by `queues`) and
+    finished at NOW before the next."""
+    for _ in range(batches):
+        store.enqueue([new_job(due) for _ in range(2_500)], due)
+        while claims := store.claim(worker_id="w", queues=queues, limit=500, now=NOW):
+            store.finish_many([(c.lease, SUCCEED) for c in claims], NOW)
 
 
 def unconditioned_job_scans(plan: str) -> list[str]:
@@ -369,20 +385,12 @@ def test_an_empty_claim_from_its_floor_reads_no_entry_below_it_under_a_held_snap
     read a few pages, not the entries below its floor (20,000 of them, about 80 pages)."""
     url = kit_named("postgres").fresh_url(tmp_path, drop=True)
     long_ago = NOW - timedelta(hours=1)
-    with one_connection(url) as store:
-        held = psycopg.connect(url)
-        try:
-            held.execute("SELECT txid_current()")  # a snapshot older than what follows
-            for _ in range(8):
-                store.enqueue([new_job(long_ago) for _ in range(2_500)], long_ago)
-                while claims := store.claim(worker_id="w", queues=queues, limit=500, now=NOW):
-                    store.finish_many([(c.lease, SUCCEED) for c in claims], NOW)
-            notes = explained_from_now(store, analyze=True)
-            plan = ClaimPlan(floor=NOW - timedelta(seconds=1))
-            got = store.claim_planned(plan, worker_id="w", queues=queues, limit=16, now=NOW)
-            assert got.claims == []
-        finally:
-            held.close()
+    with one_connection(url) as store, held_snapshot(url):
+        claimed_and_finished(store, queues, 8, long_ago)
+        notes = explained_from_now(store, analyze=True)
+        plan = ClaimPlan(floor=NOW - timedelta(seconds=1))
+        got = store.claim_planned(plan, worker_id="w", queues=queues, limit=16, now=NOW)
+        assert got.claims == []
     [claim] = [n for n in notes if "UPDATE duetime_jobs AS j" in n]  # claim, claim_queues
     # the first counts of the plan are its top node's: the whole statement's
     first = re.search(r"Buffers: shared hit=(\d+)(?: read=(\d+))?", claim)

@@ -35,7 +35,7 @@ import subprocess
 import tempfile
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
@@ -410,10 +410,12 @@ def run(
     rate: float,
     scale: float,
     step: float,
+    pressures: Sequence[str] = tuple(plan.PRESSURES),
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     """One pressure run on a fresh database (set up by the caller): (the record for the JSON:
-    samples, the phases' figures, the verdict; the verdict as judged, with infinities)."""
-    phases = plan.schedule(scale, step)
+    samples, the phases' figures, the verdict; the verdict as judged, with infinities).
+    `pressures`: which pressures run, in this order (each with its recovery)."""
+    phases = plan.schedule(scale, step, pressures)
     end = plan.total_seconds(phases)
     log.info(
         "pressure schedule (R = %s jobs/s):\n%s", f"{rate:,.0f}", plan.schedule_text(phases, rate)

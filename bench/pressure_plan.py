@@ -272,6 +272,18 @@ def phases_json(phases: Sequence[Phase]) -> list[dict[str, Any]]:
     return [asdict(p) for p in phases]
 
 
+def left_out(figure: str, schedules: Sequence[Sequence[Mapping[str, Any]] | None]) -> bool:
+    """Whether `figure` (a bench table's key, pressure_<phase>_...) is of a pressure that
+    none of the runs' `schedules` (their phases_json, None where a run recorded none) had:
+    one left out by bench/run.py --pressures, not one that failed."""
+    parts = figure.split("_")
+    if len(parts) < 3 or parts[0] != "pressure" or parts[1] not in PRESSURES:
+        return False
+    return bool(schedules) and all(
+        s is not None and parts[1] not in {phase["name"] for phase in s} for s in schedules
+    )
+
+
 def phases_from_json(rows: Sequence[Mapping[str, Any]]) -> list[Phase]:
     return [Phase(**dict(r)) for r in rows]
 

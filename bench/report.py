@@ -7,6 +7,7 @@ import statistics
 from dataclasses import dataclass, field
 from typing import Any
 
+from bench import pressure_plan
 from bench.systems.base import Setting
 from bench.workloads import Result, drain_unit
 
@@ -175,6 +176,10 @@ def table(
                     marks += notes.mark(f"{system}, {workload}, run {r.rep + 1}: {r.note}")
                 elif r.warning:
                     marks += notes.mark(f"{system}, {workload}, run {r.rep + 1}: {r.warning}")
+            schedules = [r.info.get("pressure", {}).get("phases") for r in mine]
+            if entry is None and pressure_plan.left_out(key, schedules):
+                cells.append("not run " + notes.mark("a pressure left out by --pressures"))
+                continue
             if entry is None:
                 if not marks:
                     marks = notes.mark(f"{system}, {workload}: {key} was not reported")

@@ -96,6 +96,7 @@ from typing import Any
 
 from bench import dbs, machine, report
 from bench.load import CpuWatch
+from bench.pressure_plan import PRESSURES
 from bench.procs import ROOT
 from bench.systems import duetime_sys, pgqueuer_sys, procrastinate_sys
 from bench.systems.base import Setting, System
@@ -217,6 +218,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="pressure: seconds between samples (auto: 5; 1 at tiny)",
     )
     p.add_argument(
+        "--pressures",
+        default="hold,load,counts",
+        help="pressure: which pressures run, in this order (default: hold,load,counts; e.g. "
+        "hold alone, about 8 minutes at full size)",
+    )
+    p.add_argument(
         "--pressure-server",
         choices=("private", "shared"),
         default="private",
@@ -256,6 +263,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         p.error("--pressure-scale and --pressure-step take numbers, e.g. 0.25 or 1/4, and 5")
     if args.pressure_scale <= 0 or args.pressure_step <= 0 or args.pressure_rate <= 0:
         p.error("--pressure-scale, --pressure-step and --pressure-rate must be above 0")
+    args.pressures = tuple(x.strip() for x in args.pressures.split(",") if x.strip())
+    unknown = [x for x in args.pressures if x not in PRESSURES]
+    if not args.pressures or unknown or len(set(args.pressures)) < len(args.pressures):
+        p.error(f"--pressures takes some of {','.join(PRESSURES)}, each once; got {unknown}")
     args.settings = drain_settings(
         args.concurrency, args.procs, not args.no_defaults, args.throttled
     )
@@ -354,6 +365,7 @@ def main(argv: list[str] | None = None) -> int:
                 "rate": args.pressure_rate,
                 "scale": args.pressure_scale,
                 "step": args.pressure_step,
+                "pressures": list(args.pressures),
                 "server": args.pressure_server,
             },
             "drain_settings": [s.key for s in args.settings],
@@ -408,6 +420,7 @@ def main(argv: list[str] | None = None) -> int:
                         args.pressure_scale,
                         args.pressure_step,
                         args.pressure_server,
+                        args.pressures,
                     )
                     log.info("%s run %d/%d: %s ...", workload, rep + 1, args.runs, system.name)
                     result = run_one(ctx, workload, system)

@@ -90,6 +90,7 @@ class Ctx:
     pressure_scale: float = 1.0
     pressure_step: float = 5.0
     pressure_server: str = "private"  # a PostgreSQL cluster of its own, or "shared" (--pg-url)
+    pressures: tuple[str, ...] = ("hold", "load", "counts")  # which run, in this order
 
 
 @dataclass
@@ -639,7 +640,13 @@ def w_pressure(ctx: Ctx, system: System, result: Result) -> None:
             run_step(system, "setup", {"url": db.url}, STEP_TIMEOUT)
             settings = pressure.server_settings(db.url)
             doc, verdict = pressure.run(
-                system, db, base, ctx.pressure_rate, ctx.pressure_scale, ctx.pressure_step
+                system,
+                db,
+                base,
+                ctx.pressure_rate,
+                ctx.pressure_scale,
+                ctx.pressure_step,
+                ctx.pressures,
             )
         finally:
             db.drop()

@@ -236,3 +236,36 @@ def test_a_controlled_claim_walks_from_its_floor_on_postgresql(
         assert {c.job.id for c in rest.claims} == {j.id for j in jobs if j.due_at == old}
     else:
         assert taken == {j.id for j in jobs}
+
+
+@pytest.mark.parametrize("path", ["plain", "named queues", "queue cap"])
+def test_a_claim_finds_the_classes_it_has_not_seen_above_below_and_between(
+    store: Store, clock: ManualClock, path: str
+) -> None:
+    """A claim names the priority classes of the jobs it started lately to its seeks of the
+    classes (Claimer.known_classes, the part floored_classes on PostgreSQL): those it takes as
+    they are, and it seeks only between them. A class it has not seen, above, below or
+    between those, or past the most it remembers, is still found, and the jobs start in
+    claim order."""
+    now = clock.now()
+    queues = ["default", "other"] if path == "named queues" else None  # (claim_queues)
+    if path == "queue cap":  # every claim a controlled one (claim_candidates)
+        store.set_queue("default", now, concurrency=1_000)
+    plan = ClaimPlan(floor=now - timedelta(seconds=10))
+    for i, priority in enumerate((0, 5)):
+        enqueue(store, clock, priority=priority, args={"seen": i})
+    assert {c.job.priority for c in claim(store, clock, plan, queues).claims} == {0, 5}
+    fresh = [9, 5, 3, 0, -2]  # above, known, between, known, below
+    for i, priority in enumerate(fresh):
+        enqueue(store, clock, priority=priority, args={"fresh": i})
+    got = claim(store, clock, plan, queues)
+    assert [c.job.priority for c in got.claims] == fresh
+    many = list(range(20, 8, -1))  # twelve classes more: more than a claimer remembers
+    for i, priority in enumerate(many):
+        enqueue(store, clock, priority=priority, args={"many": i})
+    got = store.claim_planned(plan, worker_id="w", queues=queues, limit=100, now=clock.now())
+    assert [c.job.priority for c in got.claims] == many
+    for i, priority in enumerate((-2, 14, 30, 0)):  # one it remembers, three it does not
+        enqueue(store, clock, priority=priority, args={"last": i})
+    got = claim(store, clock, plan, queues)
+    assert [c.job.priority for c in got.claims] == [30, 14, 0, -2]

@@ -195,6 +195,7 @@ def claim_params(all_queues: bool, tasks: list[str] | None = None) -> dict[str, 
         "all_direct": True,  # no queue in outbox mode: the common case
         "outbox_queues": [],
         "floor": None,  # a walk from the start (a worker's floor: core/claim_floor.py)
+        "known": [],  # every class sought (Claimer.known_classes)
     }
 
 
@@ -792,6 +793,7 @@ def candidate_params(all_queues: bool) -> dict[str, Any]:
         "blocked": '["\\"api\\""]',  # a limit key that allows no start (store/sql/limits.py)
         "retry_blocked": "[]",
         "floor": None,  # the candidates' walks from the start (a worker's floor: ClaimPlan.floor)
+        "known": [],  # every class sought (Claimer.known_classes)
     }
 
 
@@ -993,6 +995,7 @@ def test_the_near_future_is_read_through_the_claim_order_index(
     params = {
         "now": NOW,
         "floor": NOW,  # where its seeks of the classes start (Store.next_due's now)
+        "known": [],  # as Store.next_due: every class sought
         "until": NOW + timedelta(seconds=60),
         "all_queues": all_queues,
         "queues": [] if all_queues else ["default"],

@@ -225,3 +225,18 @@ def test_schedule_text_names_every_phase_and_its_rate() -> None:
     assert "load        500 -    740 s  1,500 jobs/s" in text
     assert "REPEATABLE READ" in text
     assert len(text.splitlines()) == 8
+
+
+def test_a_pressure_left_out_is_told_from_one_that_failed() -> None:
+    """bench/run.py --pressures hold runs no load and no counts: the report says their rows
+    were not run (plan.left_out), where a figure missing from a pressure that ran failed."""
+    hold_only = plan.phases_json(plan.schedule(pressures=["hold"]))
+    every = plan.phases_json(plan.schedule())
+    assert plan.left_out("pressure_load_tp_ratio", [hold_only])
+    assert plan.left_out("pressure_counts_p99_ratio", [hold_only, hold_only])
+    assert not plan.left_out("pressure_hold_p99_ratio", [hold_only])
+    assert not plan.left_out("pressure_load_tp_ratio", [hold_only, every])
+    assert not plan.left_out("pressure_load_tp_ratio", [hold_only, None])  # unknown: failed
+    assert not plan.left_out("pressure_load_tp_ratio", [])
+    assert not plan.left_out("pressure_clean_p99_ms", [hold_only])
+    assert not plan.left_out("pressure_pass", [hold_only])

@@ -62,7 +62,9 @@ STATEMENTS: dict[str, str] = {
     "`queues` (of any queue when all_queues) and of `tasks` (of any task when all_tasks), by "
     "priority desc, due_at, id, of the priority classes of `classes` where the dialect takes "
     "them (Driver.names_classes: every class due_class_bounds and due_class_after read), "
-    "due at or after `floor` where the dialect takes one (NULL: any; ClaimPlan.floor), "
+    "due at or after `floor` where the dialect takes one (NULL: any; ClaimPlan.floor; "
+    "`known`, the classes its seeks take without a seek where the dialect takes it: a hint "
+    "that changes nothing taken, Claimer.known_classes), "
     "skipping rows another transaction locked, and not of `outbox_queues` (none when "
     "all_direct); moves "
     "each by `moves` with generation + 1, attempts + 1 and a fresh random positive claim_token, "
@@ -199,7 +201,8 @@ STATEMENTS: dict[str, str] = {
     "skip_ids (unless no_skip_ids), whose limits text contains none of the strings of "
     "`blocked` nor, when attempts > 0, of `retry_blocked` (JSON arrays), of the priority "
     "classes of `classes` where the dialect takes them (as claim), due at or after `floor` "
-    "where the dialect takes one (as claim), by priority desc, due_at, id; locks nothing",
+    "where the dialect takes one (and `known`, as claim), by priority desc, due_at, id; "
+    "locks nothing",
     "lower_candidates": "returns id, priority, queue, tenant, limits, attempts of up to "
     "`limit` jobs as claim_candidates (no skip_ids, no limits filters) of priority below "
     "`below`, by priority desc, due_at, id; locks nothing",

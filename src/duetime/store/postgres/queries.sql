@@ -37,18 +37,48 @@ WITH RECURSIVE up AS (
 -- entries while they are dead (every due job claimed, a transaction held open somewhere so
 -- that none can be removed) read each of them from the heap, the class's whole run of
 -- claimed jobs: 10 ms at 60,000 such entries, against 0.9 ms with it
--- (docs/performance.md, "The claim's floor").
+-- (docs/performance.md, "The claim's floor"). Yet such a seek still steps over every entry
+-- of a class it finds nothing in, in the index: PostgreSQL 15 bounds a walk by due_at only
+-- within one priority. `known` (NULL or empty: none) names classes the claimer saw lately
+-- (Claimer.known_classes): each is taken as it is, without a seek (its walk, a range of one
+-- priority, finds nothing if it has no due job), and the seeks look only between them,
+-- where a range of priorities bounds each (no entry to step over when no other class
+-- exists). An empty claim under a transaction held open then costs its walks from the floor
+-- alone, not every entry the hold kept (docs/performance.md, "The seeks between the known
+-- classes").
 WITH RECURSIVE up AS (
-    (SELECT priority FROM duetime_jobs WHERE status = 'scheduled'
-       AND due_at >= COALESCE(%(floor)s::timestamptz, '-infinity')
-     ORDER BY priority
-     LIMIT 1)
+    SELECT (
+        SELECT CASE WHEN n.k IS NULL THEN
+            (SELECT priority FROM duetime_jobs WHERE status = 'scheduled'
+               AND due_at >= COALESCE(%(floor)s::timestamptz, '-infinity')
+             ORDER BY priority
+             LIMIT 1)
+        ELSE COALESCE(
+            (SELECT priority FROM duetime_jobs WHERE status = 'scheduled' AND priority < n.k
+               AND due_at >= COALESCE(%(floor)s::timestamptz, '-infinity')
+             ORDER BY priority
+             LIMIT 1),
+            n.k) END
+        FROM (SELECT MIN(k) AS k FROM unnest(%(known)s::integer[]) AS k) AS n
+    ) AS priority
     UNION ALL
-    SELECT (SELECT j.priority FROM duetime_jobs j
-            WHERE j.status = 'scheduled' AND j.priority > u.priority
-              AND j.due_at >= COALESCE(%(floor)s::timestamptz, '-infinity')
-            ORDER BY j.priority
-            LIMIT 1)
+    SELECT (
+        SELECT CASE WHEN n.k IS NULL THEN
+            (SELECT j.priority FROM duetime_jobs j
+             WHERE j.status = 'scheduled' AND j.priority > u.priority
+               AND j.due_at >= COALESCE(%(floor)s::timestamptz, '-infinity')
+             ORDER BY j.priority
+             LIMIT 1)
+        ELSE COALESCE(
+            (SELECT j.priority FROM duetime_jobs j
+             WHERE j.status = 'scheduled' AND j.priority > u.priority AND j.priority < n.k
+               AND j.due_at >= COALESCE(%(floor)s::timestamptz, '-infinity')
+             ORDER BY j.priority
+             LIMIT 1),
+            n.k) END
+        FROM (SELECT MIN(k) AS k FROM unnest(%(known)s::integer[]) AS k
+              WHERE k > u.priority) AS n
+    )
     FROM up u
     WHERE u.priority IS NOT NULL
 ), classes AS (
@@ -334,72 +364,177 @@ WHERE status = 'scheduled' AND priority < %(after)s;
 -- does not read the due jobs of the others one by one, nor the entries of its queues' jobs
 -- due later. Rows a queue's walk locked but the claim does not take are free again at its
 -- commit. (In claim itself, this form would cost every claim of all queues more to plan.)
--- Each seek and walk starts at `floor` as claim's do (the part floored_classes).
+-- Each seek and walk starts at `floor` as claim's do, and the seeks take the classes of
+-- `known` as they are and look only between them (the part floored_classes).
 -- Prepared as claim is, but planned for each call's parameters: a generic plan would not see
 -- the queues' names, and a table whose statistics know of one queue alone would have every
 -- queue's walk read duetime_jobs_due_any, the other queues' due jobs filtered out one by one.
 SET LOCAL enable_sort = off;
 SET LOCAL plan_cache_mode = force_custom_plan;
 WITH RECURSIVE up_1 AS (
-    (SELECT priority FROM duetime_jobs
-     WHERE status = 'scheduled' AND cardinality(%(queues)s::text[]) >= 1 AND queue = (%(queues)s::text[])[1]
-       AND due_at >= COALESCE(%(floor)s::timestamptz, '-infinity')
-     ORDER BY priority
-     LIMIT 1)
+    SELECT (
+        SELECT CASE WHEN n.k IS NULL THEN
+            (SELECT priority FROM duetime_jobs
+             WHERE status = 'scheduled' AND queue = (%(queues)s::text[])[1]
+               AND due_at >= COALESCE(%(floor)s::timestamptz, '-infinity')
+             ORDER BY priority
+             LIMIT 1)
+        ELSE COALESCE(
+            (SELECT priority FROM duetime_jobs
+             WHERE status = 'scheduled' AND queue = (%(queues)s::text[])[1] AND priority < n.k
+               AND due_at >= COALESCE(%(floor)s::timestamptz, '-infinity')
+             ORDER BY priority
+             LIMIT 1),
+            n.k) END
+        FROM (SELECT MIN(k) AS k FROM unnest(%(known)s::integer[]) AS k) AS n
+        WHERE cardinality(%(queues)s::text[]) >= 1
+    ) AS priority
     UNION ALL
-    SELECT (SELECT j.priority FROM duetime_jobs j
-            WHERE j.status = 'scheduled' AND j.queue = (%(queues)s::text[])[1] AND j.priority > u.priority
-              AND j.due_at >= COALESCE(%(floor)s::timestamptz, '-infinity')
-            ORDER BY j.priority
-            LIMIT 1)
+    SELECT (
+        SELECT CASE WHEN n.k IS NULL THEN
+            (SELECT j.priority FROM duetime_jobs j
+             WHERE j.status = 'scheduled' AND j.queue = (%(queues)s::text[])[1]
+               AND j.priority > u.priority
+               AND j.due_at >= COALESCE(%(floor)s::timestamptz, '-infinity')
+             ORDER BY j.priority
+             LIMIT 1)
+        ELSE COALESCE(
+            (SELECT j.priority FROM duetime_jobs j
+             WHERE j.status = 'scheduled' AND j.queue = (%(queues)s::text[])[1]
+               AND j.priority > u.priority AND j.priority < n.k
+               AND j.due_at >= COALESCE(%(floor)s::timestamptz, '-infinity')
+             ORDER BY j.priority
+             LIMIT 1),
+            n.k) END
+        FROM (SELECT MIN(k) AS k FROM unnest(%(known)s::integer[]) AS k
+              WHERE k > u.priority) AS n
+    )
     FROM up_1 u
     WHERE u.priority IS NOT NULL
 ), classes_1 AS (
     SELECT priority FROM up_1 WHERE priority IS NOT NULL ORDER BY priority DESC
 ), up_2 AS (
-    (SELECT priority FROM duetime_jobs
-     WHERE status = 'scheduled' AND cardinality(%(queues)s::text[]) >= 2 AND queue = (%(queues)s::text[])[2]
-       AND due_at >= COALESCE(%(floor)s::timestamptz, '-infinity')
-     ORDER BY priority
-     LIMIT 1)
+    SELECT (
+        SELECT CASE WHEN n.k IS NULL THEN
+            (SELECT priority FROM duetime_jobs
+             WHERE status = 'scheduled' AND queue = (%(queues)s::text[])[2]
+               AND due_at >= COALESCE(%(floor)s::timestamptz, '-infinity')
+             ORDER BY priority
+             LIMIT 1)
+        ELSE COALESCE(
+            (SELECT priority FROM duetime_jobs
+             WHERE status = 'scheduled' AND queue = (%(queues)s::text[])[2] AND priority < n.k
+               AND due_at >= COALESCE(%(floor)s::timestamptz, '-infinity')
+             ORDER BY priority
+             LIMIT 1),
+            n.k) END
+        FROM (SELECT MIN(k) AS k FROM unnest(%(known)s::integer[]) AS k) AS n
+        WHERE cardinality(%(queues)s::text[]) >= 2
+    ) AS priority
     UNION ALL
-    SELECT (SELECT j.priority FROM duetime_jobs j
-            WHERE j.status = 'scheduled' AND j.queue = (%(queues)s::text[])[2] AND j.priority > u.priority
-              AND j.due_at >= COALESCE(%(floor)s::timestamptz, '-infinity')
-            ORDER BY j.priority
-            LIMIT 1)
+    SELECT (
+        SELECT CASE WHEN n.k IS NULL THEN
+            (SELECT j.priority FROM duetime_jobs j
+             WHERE j.status = 'scheduled' AND j.queue = (%(queues)s::text[])[2]
+               AND j.priority > u.priority
+               AND j.due_at >= COALESCE(%(floor)s::timestamptz, '-infinity')
+             ORDER BY j.priority
+             LIMIT 1)
+        ELSE COALESCE(
+            (SELECT j.priority FROM duetime_jobs j
+             WHERE j.status = 'scheduled' AND j.queue = (%(queues)s::text[])[2]
+               AND j.priority > u.priority AND j.priority < n.k
+               AND j.due_at >= COALESCE(%(floor)s::timestamptz, '-infinity')
+             ORDER BY j.priority
+             LIMIT 1),
+            n.k) END
+        FROM (SELECT MIN(k) AS k FROM unnest(%(known)s::integer[]) AS k
+              WHERE k > u.priority) AS n
+    )
     FROM up_2 u
     WHERE u.priority IS NOT NULL
 ), classes_2 AS (
     SELECT priority FROM up_2 WHERE priority IS NOT NULL ORDER BY priority DESC
 ), up_3 AS (
-    (SELECT priority FROM duetime_jobs
-     WHERE status = 'scheduled' AND cardinality(%(queues)s::text[]) >= 3 AND queue = (%(queues)s::text[])[3]
-       AND due_at >= COALESCE(%(floor)s::timestamptz, '-infinity')
-     ORDER BY priority
-     LIMIT 1)
+    SELECT (
+        SELECT CASE WHEN n.k IS NULL THEN
+            (SELECT priority FROM duetime_jobs
+             WHERE status = 'scheduled' AND queue = (%(queues)s::text[])[3]
+               AND due_at >= COALESCE(%(floor)s::timestamptz, '-infinity')
+             ORDER BY priority
+             LIMIT 1)
+        ELSE COALESCE(
+            (SELECT priority FROM duetime_jobs
+             WHERE status = 'scheduled' AND queue = (%(queues)s::text[])[3] AND priority < n.k
+               AND due_at >= COALESCE(%(floor)s::timestamptz, '-infinity')
+             ORDER BY priority
+             LIMIT 1),
+            n.k) END
+        FROM (SELECT MIN(k) AS k FROM unnest(%(known)s::integer[]) AS k) AS n
+        WHERE cardinality(%(queues)s::text[]) >= 3
+    ) AS priority
     UNION ALL
-    SELECT (SELECT j.priority FROM duetime_jobs j
-            WHERE j.status = 'scheduled' AND j.queue = (%(queues)s::text[])[3] AND j.priority > u.priority
-              AND j.due_at >= COALESCE(%(floor)s::timestamptz, '-infinity')
-            ORDER BY j.priority
-            LIMIT 1)
+    SELECT (
+        SELECT CASE WHEN n.k IS NULL THEN
+            (SELECT j.priority FROM duetime_jobs j
+             WHERE j.status = 'scheduled' AND j.queue = (%(queues)s::text[])[3]
+               AND j.priority > u.priority
+               AND j.due_at >= COALESCE(%(floor)s::timestamptz, '-infinity')
+             ORDER BY j.priority
+             LIMIT 1)
+        ELSE COALESCE(
+            (SELECT j.priority FROM duetime_jobs j
+             WHERE j.status = 'scheduled' AND j.queue = (%(queues)s::text[])[3]
+               AND j.priority > u.priority AND j.priority < n.k
+               AND j.due_at >= COALESCE(%(floor)s::timestamptz, '-infinity')
+             ORDER BY j.priority
+             LIMIT 1),
+            n.k) END
+        FROM (SELECT MIN(k) AS k FROM unnest(%(known)s::integer[]) AS k
+              WHERE k > u.priority) AS n
+    )
     FROM up_3 u
     WHERE u.priority IS NOT NULL
 ), classes_3 AS (
     SELECT priority FROM up_3 WHERE priority IS NOT NULL ORDER BY priority DESC
 ), up_4 AS (
-    (SELECT priority FROM duetime_jobs
-     WHERE status = 'scheduled' AND cardinality(%(queues)s::text[]) >= 4 AND queue = (%(queues)s::text[])[4]
-       AND due_at >= COALESCE(%(floor)s::timestamptz, '-infinity')
-     ORDER BY priority
-     LIMIT 1)
+    SELECT (
+        SELECT CASE WHEN n.k IS NULL THEN
+            (SELECT priority FROM duetime_jobs
+             WHERE status = 'scheduled' AND queue = (%(queues)s::text[])[4]
+               AND due_at >= COALESCE(%(floor)s::timestamptz, '-infinity')
+             ORDER BY priority
+             LIMIT 1)
+        ELSE COALESCE(
+            (SELECT priority FROM duetime_jobs
+             WHERE status = 'scheduled' AND queue = (%(queues)s::text[])[4] AND priority < n.k
+               AND due_at >= COALESCE(%(floor)s::timestamptz, '-infinity')
+             ORDER BY priority
+             LIMIT 1),
+            n.k) END
+        FROM (SELECT MIN(k) AS k FROM unnest(%(known)s::integer[]) AS k) AS n
+        WHERE cardinality(%(queues)s::text[]) >= 4
+    ) AS priority
     UNION ALL
-    SELECT (SELECT j.priority FROM duetime_jobs j
-            WHERE j.status = 'scheduled' AND j.queue = (%(queues)s::text[])[4] AND j.priority > u.priority
-              AND j.due_at >= COALESCE(%(floor)s::timestamptz, '-infinity')
-            ORDER BY j.priority
-            LIMIT 1)
+    SELECT (
+        SELECT CASE WHEN n.k IS NULL THEN
+            (SELECT j.priority FROM duetime_jobs j
+             WHERE j.status = 'scheduled' AND j.queue = (%(queues)s::text[])[4]
+               AND j.priority > u.priority
+               AND j.due_at >= COALESCE(%(floor)s::timestamptz, '-infinity')
+             ORDER BY j.priority
+             LIMIT 1)
+        ELSE COALESCE(
+            (SELECT j.priority FROM duetime_jobs j
+             WHERE j.status = 'scheduled' AND j.queue = (%(queues)s::text[])[4]
+               AND j.priority > u.priority AND j.priority < n.k
+               AND j.due_at >= COALESCE(%(floor)s::timestamptz, '-infinity')
+             ORDER BY j.priority
+             LIMIT 1),
+            n.k) END
+        FROM (SELECT MIN(k) AS k FROM unnest(%(known)s::integer[]) AS k
+              WHERE k > u.priority) AS n
+    )
     FROM up_4 u
     WHERE u.priority IS NOT NULL
 ), classes_4 AS (

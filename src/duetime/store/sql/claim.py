@@ -49,6 +49,8 @@ from duetime.store.sql.limits import Limits
 from duetime.store.sql.shared import Part, claim_statement, conflicts_retried, pick_filters
 
 PICK_ROUNDS = 4  # the limited pick's reads at most, when a key runs out on the way
+# priority classes a claimer names to its seeks of the classes at most (Claimer.known_classes)
+KNOWN_CLASSES = 8
 NOTHING_SCHEDULED: dict[str, list[int]] = {"classes": []}  # Claimer.due_classes: no class
 
 
@@ -72,6 +74,24 @@ class Claimer(Part):
         self.flow = flow
         self.limits = limits
         self.attempt_ids = AttemptIds(driver)  # reserved ahead where the dialect needs it
+        # the priority classes of the jobs its claims started lately, the latest last
+        # (known_classes: a hint to the seeks of the classes on PostgreSQL, none otherwise)
+        self._seen: tuple[int, ...] = ()
+
+    def known_classes(self) -> list[int]:
+        """The priority classes this store's claims started jobs of lately, at most
+        KNOWN_CLASSES, in order: the claim's seeks of the classes on PostgreSQL take each as
+        it is and look only between them (the part floored_classes). A hint only: a class
+        no longer due costs its walk one empty range; one it does not name is sought."""
+        return sorted(self._seen)
+
+    def _saw(self, claims: Sequence[Claim]) -> None:
+        if not claims:
+            return
+        seen = {c.job.priority for c in claims}
+        if not seen.issubset(self._seen):
+            kept = [p for p in self._seen if p not in seen] + sorted(seen)
+            self._seen = tuple(kept[-KNOWN_CLASSES:])  # (one tuple: read by other threads)
 
     @conflicts_retried
     def claim(
@@ -91,6 +111,7 @@ class Claimer(Part):
             return Claimed([], 0)
         ids = self.attempt_ids.take(limit)  # before the claim's transaction, in one of its own
         claimed = self._claim(plan, ids, worker_id, queues, limit, now, tasks)
+        self._saw(claimed.claims)
         ids.used({"attempt_id": c.attempt.id} for c in claimed.claims)
         self.attempt_ids.give_back(ids)  # not on an error: its ids may be written
         return claimed
@@ -220,6 +241,7 @@ class Claimer(Part):
             "all_direct": not outbox,
             "outbox_queues": outbox,
             "floor": floor,
+            "known": self.known_classes(),
             **ids.params,
         }
         if not self.driver.names_classes:
@@ -324,7 +346,11 @@ class Claimer(Part):
         # the pauses as the rows say now, not the copy: a pause made elsewhere holds at once
         skip_queues = set(leave_out) | self.flow.paused_now(c)
         # the candidates' reads stop at each class's due rows, and start at the floor
-        classes: dict[str, Any] = {**self.due_classes(c), "floor": floor}
+        classes: dict[str, Any] = {
+            **self.due_classes(c),
+            "floor": floor,
+            "known": self.known_classes(),
+        }
         chosen: list[int] = []
         held: list[int] = []  # read, but held back by a limit: not read again
         # the lower priority classes' reserved slots (PriorityShare): their oldest due jobs

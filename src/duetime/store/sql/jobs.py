@@ -361,6 +361,7 @@ class Jobs(Part):
                 "next_due",
                 now=now,
                 floor=now,  # where the seeks of the classes start (PostgreSQL)
+                known=[],  # no class named: each is sought
                 until=until,
                 all_queues=queues is None,
                 queues=list(queues) if queues is not None else [],

@@ -176,11 +176,11 @@ def table(
                     marks += notes.mark(f"{system}, {workload}, run {r.rep + 1}: {r.note}")
                 elif r.warning:
                     marks += notes.mark(f"{system}, {workload}, run {r.rep + 1}: {r.warning}")
-            schedules = [r.info.get("pressure", {}).get("phases") for r in mine]
-            if entry is None and pressure_plan.left_out(key, schedules):
-                cells.append("not run " + notes.mark("a pressure left out by --pressures"))
-                continue
             if entry is None:
+                schedules = [r.info.get("pressure", {}).get("phases") for r in mine]
+                if pressure_plan.left_out(key, schedules):
+                    cells.append("not run " + notes.mark("a pressure left out by --pressures"))
+                    continue
                 if not marks:
                     marks = notes.mark(f"{system}, {workload}: {key} was not reported")
                 cells.append(f"failed {marks}")

@@ -263,10 +263,14 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         p.error("--pressure-scale and --pressure-step take numbers, e.g. 0.25 or 1/4, and 5")
     if args.pressure_scale <= 0 or args.pressure_step <= 0 or args.pressure_rate <= 0:
         p.error("--pressure-scale, --pressure-step and --pressure-rate must be above 0")
-    args.pressures = tuple(x.strip() for x in args.pressures.split(",") if x.strip())
-    unknown = [x for x in args.pressures if x not in PRESSURES]
-    if not args.pressures or unknown or len(set(args.pressures)) < len(args.pressures):
-        p.error(f"--pressures takes some of {','.join(PRESSURES)}, each once; got {unknown}")
+    given = args.pressures
+    args.pressures = tuple(x.strip() for x in given.split(",") if x.strip())
+    if (
+        not set(args.pressures) <= set(PRESSURES)
+        or len(set(args.pressures)) < len(args.pressures)
+        or not args.pressures
+    ):
+        p.error(f"--pressures takes some of {','.join(PRESSURES)}, each once; got {given!r}")
     args.settings = drain_settings(
         args.concurrency, args.procs, not args.no_defaults, args.throttled
     )

@@ -313,6 +313,9 @@ class SQLStore:
     def list_nodes(self, limit: int = 200) -> list[Node]:
         return self.registry.list_nodes(limit)
 
+    def take_turn(self, duty: str, holder: str, every: float) -> bool:
+        return self.registry.take_turn(duty, holder, every)
+
     def database_now(self) -> datetime:
         return self.registry.database_now()
 

@@ -396,3 +396,27 @@ def test_an_empty_claim_from_its_floor_reads_no_entry_below_it_under_a_held_snap
     first = re.search(r"Buffers: shared hit=(\d+)(?: read=(\d+))?", claim)
     assert first is not None, claim
     assert int(first[1]) + int(first[2] or 0) < 30, claim
+
+
+@pytest.mark.parametrize("queues", [None, ["default"]], ids=["all queues", "named queues"])
+def test_the_timers_look_ahead_reads_no_entry_below_now_under_a_held_snapshot(
+    tmp_path: Path, queues: list[str] | None
+) -> None:
+    """The timer's look at the next seconds (Store.next_due) seeks the priority classes with a
+    job due from now on, as an empty claim does from its floor: under a transaction held open
+    it stepped over every entry of the class the hold kept (docs/performance.md, "The
+    reaper's turn"). It names the classes the store's claims saw lately, as a claim does:
+    it must read a few pages, not the 20,000 entries due before now (about 80 pages). A
+    job due within the look ends the seek's walk of its class at once; none is here."""
+    url = kit_named("postgres").fresh_url(tmp_path, drop=True)
+    long_ago = NOW - timedelta(hours=1)
+    with one_connection(url) as store, held_snapshot(url):
+        claimed_and_finished(store, queues, 8, long_ago)
+        notes = explained_from_now(store, analyze=True)
+        # nothing due ahead: a seek that walks the class from its latest entry (a job due
+        # ahead would end it at once) steps over every entry the hold kept
+        assert store.next_due(NOW, NOW + timedelta(seconds=10), queues, 100) == []
+    [look] = [n for n in notes if "WITH RECURSIVE up" in n and "UPDATE" not in n]
+    first = re.search(r"Buffers: shared hit=(\d+)(?: read=(\d+))?", look)
+    assert first is not None, look
+    assert int(first[1]) + int(first[2] or 0) < 30, look

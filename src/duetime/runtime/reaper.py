@@ -1,10 +1,13 @@
 """The reaper: returns attempts whose lease ran out to the retry path. Safe to run everywhere.
 
-Reaper.run_once() is one pass; ReaperService runs it on a node every few seconds.
+Reaper.run_once() is one pass; ReaperService runs it on a node every few seconds, when the
+node's turn comes: one pass serves the whole fleet, so every node asks the store for the turn
+(Store.take_turn) and runs the pass only when the fleet's last one is old enough.
 """
 
 from __future__ import annotations
 
+import functools
 import logging
 import random
 from collections.abc import Callable
@@ -82,10 +85,21 @@ class Reaper:
         return result
 
 
+# a pass runs where the fleet's last one began this share of the node's interval ago or more:
+# a node alone, whose passes come a little early or late, still runs each of them
+TURN_SHARE = 0.8
+
+
 class ReaperService(IntervalService):
-    """A reaper pass every `interval` seconds; `on_result` hears each pass's figures."""
+    """A reaper pass every `interval` seconds; `on_result` hears each pass's figures.
+
+    With `holder` (the node's id), a pass runs only when the node gets the turn: the fleet's
+    last pass began at least TURN_SHARE of `interval` ago (Store.take_turn), so however many
+    nodes run the service, the fleet reaps about once per interval of its most frequent node,
+    and a node that stops leaves the turn to the others within one interval."""
 
     name = "reaper"
+    duty = "reaper"  # the turn's name in the store
 
     def __init__(
         self,
@@ -93,13 +107,25 @@ class ReaperService(IntervalService):
         calls: BlockingCalls,
         interval: float = 5.0,
         on_result: Callable[[ReapResult], None] | None = None,
+        *,
+        holder: str | None = None,
     ) -> None:
         super().__init__(interval)
         self.reaper = reaper
         self.calls = calls
         self.on_result = on_result
+        self.holder = holder
+        self.skipped = 0  # passes another node's recent pass made unnecessary
 
     async def run_once(self) -> None:
+        if self.holder is not None:
+            store = self.reaper.store
+            turn = functools.partial(
+                store.take_turn, self.duty, self.holder, self.interval * TURN_SHARE
+            )
+            if not await self.calls(turn):
+                self.skipped += 1
+                return
         result = await self.calls(self.reaper.run_once)
         if self.on_result is not None:
             self.on_result(result)

@@ -197,7 +197,9 @@ class Worker:
             if self.planner
             else None
         )
-        self.reaping = ReaperService(self.reaper, self._calls, reap_interval, self._reaped)
+        self.reaping = ReaperService(
+            self.reaper, self._calls, reap_interval, self._reaped, holder=self.worker_id
+        )
         self.extra = list(services)
         self.leases = LeaseHeartbeats(
             self.slots.running,

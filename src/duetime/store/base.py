@@ -458,6 +458,14 @@ class Store(Protocol):
         """The node shut down cleanly."""
         ...
 
+    def take_turn(self, duty: str, holder: str, every: float) -> bool:
+        """Whether `holder` (a node) runs `duty`'s pass now: True, and the pass recorded as
+        holder's from now, when the duty's last pass (by any node) began at least `every`
+        seconds ago by the database's clock, or never ran; False otherwise. For a duty that
+        one pass serves for the whole fleet (the reaper's), so that its cost does not grow
+        with the number of nodes; of nodes that ask at once, one gets the turn."""
+        ...
+
     def list_nodes(self, limit: int = 200) -> list[Node]:
         """Nodes, newest first, each with the jobs it holds running attempts of."""
         ...

@@ -604,6 +604,23 @@ WHERE id = %(id)s;
 -- name: stop_node
 UPDATE duetime_nodes SET last_seen_at = %(now)s, stopped_at = %(now)s WHERE id = %(id)s;
 
+-- name: take_turn
+-- The duty's turn, when its last pass (by any node) began `every` seconds ago or more, by the
+-- database's clock in UTC, or more than `every` seconds ahead of it (the clock was set back);
+-- no row changes otherwise.
+UPDATE duetime_turns SET passed_at = UTC_TIMESTAMP(6), holder = %(holder)s
+WHERE duty = %(duty)s
+  AND (passed_at <= UTC_TIMESTAMP(6) - INTERVAL ROUND(%(every)s * 1000000) MICROSECOND
+       OR passed_at > UTC_TIMESTAMP(6) + INTERVAL ROUND(%(every)s * 1000000) MICROSECOND);
+
+-- name: first_turn
+-- The duty's first pass ever (take_turn found no row): one of the nodes that race here wins.
+INSERT IGNORE INTO duetime_turns (duty, passed_at, holder)
+VALUES (%(duty)s, UTC_TIMESTAMP(6), %(holder)s);
+
+-- name: turn
+SELECT holder FROM duetime_turns WHERE duty = %(duty)s;
+
 -- name: list_nodes
 -- What each node holds: the running attempts, read once through the running jobs (as
 -- expired_leases), grouped by worker.

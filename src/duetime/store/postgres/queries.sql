@@ -1063,6 +1063,25 @@ WHERE id = %(id)s;
 -- name: stop_node
 UPDATE duetime_nodes SET last_seen_at = %(now)s, stopped_at = %(now)s WHERE id = %(id)s;
 
+-- name: take_turn
+-- The duty's turn, when its last pass (by any node) began `every` seconds ago or more, by the
+-- database's clock as the row is read (a node that waited for another's update of it sees
+-- that pass as just now), or more than `every` seconds ahead of it (the clock was set back).
+-- No row changes otherwise, and a statement that changes none writes nothing.
+UPDATE duetime_turns SET passed_at = clock_timestamp(), holder = %(holder)s
+WHERE duty = %(duty)s
+  AND (passed_at <= clock_timestamp() - %(every)s * interval '1 second'
+       OR passed_at > clock_timestamp() + %(every)s * interval '1 second');
+
+-- name: first_turn
+-- The duty's first pass ever (take_turn found no row): one of the nodes that race here wins.
+INSERT INTO duetime_turns (duty, passed_at, holder)
+VALUES (%(duty)s, clock_timestamp(), %(holder)s)
+ON CONFLICT (duty) DO NOTHING;
+
+-- name: turn
+SELECT holder FROM duetime_turns WHERE duty = %(duty)s;
+
 -- name: list_nodes
 -- What each node holds: the running attempts, read once through the running jobs (as
 -- expired_leases), grouped by worker.

@@ -228,7 +228,10 @@ class SQLStore:
     def next_due(
         self, now: datetime, until: datetime, queues: Sequence[str] | None, limit: int
     ) -> list[datetime]:
-        return self.jobs.next_due(now, until, queues, limit)
+        # the classes this store's claims started lately: the timer's seeks of the classes
+        # look between them, as the claims' do (under a transaction held open, a seek of a
+        # class from `now` would step over every entry of it the hold keeps)
+        return self.jobs.next_due(now, until, queues, limit, self.claimer.known_classes())
 
     def earliest_due(
         self, until: datetime, queues: Sequence[str] | None, tasks: Sequence[str] | None
@@ -312,6 +315,9 @@ class SQLStore:
 
     def list_nodes(self, limit: int = 200) -> list[Node]:
         return self.registry.list_nodes(limit)
+
+    def take_turn(self, duty: str, holder: str, every: float) -> bool:
+        return self.registry.take_turn(duty, holder, every)
 
     def database_now(self) -> datetime:
         return self.registry.database_now()

@@ -354,14 +354,21 @@ class Jobs(Part):
         ]
 
     def next_due(
-        self, now: datetime, until: datetime, queues: Sequence[str] | None, limit: int
+        self,
+        now: datetime,
+        until: datetime,
+        queues: Sequence[str] | None,
+        limit: int,
+        known: Sequence[int] = (),
     ) -> list[datetime]:
+        """As Store.next_due; `known`: the priority classes to name to the seeks of the
+        classes (PostgreSQL; Claimer.known_classes: a hint, as for a claim)."""
         with self.driver.transaction(write=False) as c:
             rows = c.rows(
                 "next_due",
                 now=now,
                 floor=now,  # where the seeks of the classes start (PostgreSQL)
-                known=[],  # no class named: each is sought
+                known=list(known),
                 until=until,
                 all_queues=queues is None,
                 queues=list(queues) if queues is not None else [],

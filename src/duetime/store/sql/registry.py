@@ -50,6 +50,15 @@ class Registry(Part):
         with self.driver.transaction() as c:
             c.run("stop_node", id=node_id, now=now)
 
+    @conflicts_retried
+    def take_turn(self, duty: str, holder: str, every: float) -> bool:
+        with self.driver.transaction() as c:
+            if c.run("take_turn", duty=duty, holder=holder, every=every):
+                return True
+            if c.one("turn", duty=duty) is not None:
+                return False  # another node's pass is recent: the usual answer, no write
+            return c.run("first_turn", duty=duty, holder=holder) == 1
+
     def list_nodes(self, limit: int = 200) -> list[Node]:
         with self.driver.transaction(write=False) as c:
             rows = c.rows("list_nodes", limit=limit)

@@ -603,6 +603,27 @@ UPDATE duetime_nodes SET last_seen_at = :now, clock_offset_seconds = :clock_offs
 -- name: stop_node
 UPDATE duetime_nodes SET last_seen_at = :now, stopped_at = :now WHERE id = :id;
 
+-- name: take_turn
+-- The duty's turn, when its last pass (by any process) began `every` seconds ago or more, by
+-- this machine's clock, or more than `every` seconds ahead of it (the clock was set back); no
+-- row changes otherwise.
+UPDATE duetime_turns
+SET passed_at = CAST(ROUND((julianday('now') - 2440587.5) * 86400000000.0) AS INTEGER),
+    holder = :holder
+WHERE duty = :duty
+  AND (passed_at <= CAST(ROUND((julianday('now') - 2440587.5) * 86400000000.0) AS INTEGER)
+                    - CAST(:every * 1000000 AS INTEGER)
+       OR passed_at > CAST(ROUND((julianday('now') - 2440587.5) * 86400000000.0) AS INTEGER)
+                      + CAST(:every * 1000000 AS INTEGER));
+
+-- name: first_turn
+-- The duty's first pass ever (take_turn found no row): one of the processes that race wins.
+INSERT OR IGNORE INTO duetime_turns (duty, passed_at, holder)
+VALUES (:duty, CAST(ROUND((julianday('now') - 2440587.5) * 86400000000.0) AS INTEGER), :holder);
+
+-- name: turn
+SELECT holder FROM duetime_turns WHERE duty = :duty;
+
 -- name: list_nodes
 -- What each node holds: the running attempts, read once through the running jobs (as
 -- expired_leases), grouped by worker.

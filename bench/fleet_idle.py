@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import signal
 import subprocess
 import sys
 import time
@@ -28,6 +27,7 @@ from pathlib import Path
 import psycopg
 
 from bench.dbs import DEFAULT_PG_URL, _with_path
+from bench.procs import stop_processes
 from bench.store_costs import backend_cpu
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -118,13 +118,7 @@ def one_run(admin_url: str, src: str, workers: int, jobs: int, seconds: float, h
             "commits_per_s": round((x1 - x0) / spent, 1),
         }
     finally:
-        for p in procs:
-            p.send_signal(signal.SIGTERM)
-        for p in procs:
-            try:
-                p.wait(30)
-            except subprocess.TimeoutExpired:
-                p.kill()
+        stop_processes(procs, "duetime")
         if held is not None:
             held.close()
         admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')

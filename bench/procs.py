@@ -118,18 +118,24 @@ class Workers:
         self.stop()
 
     def stop(self) -> None:
-        for proc in self.procs:
-            if proc.poll() is None:
-                proc.send_signal(signal.SIGTERM)
-        deadline = time.monotonic() + 40
-        for proc in self.procs:
-            try:
-                proc.wait(timeout=max(0.1, deadline - time.monotonic()))
-            except subprocess.TimeoutExpired:
-                log.warning("%s worker %d ignored SIGTERM; killing it", self.system.name, proc.pid)
-                proc.kill()
-                proc.wait()
+        stop_processes(self.procs, self.system.name)
         self.procs = []
+
+
+def stop_processes(procs: list[subprocess.Popen[bytes]], name: str) -> None:
+    """SIGTERM to each of `procs` still running, then up to 40 s for all of them to end; one
+    that does not is killed (and logged, as a worker of `name`)."""
+    for proc in procs:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+    deadline = time.monotonic() + 40
+    for proc in procs:
+        try:
+            proc.wait(timeout=max(0.1, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            log.warning("%s worker %d ignored SIGTERM; killing it", name, proc.pid)
+            proc.kill()
+            proc.wait()
 
 
 PROBE_SHARE = 0.05  # the probe may keep one core busy this much of the time, at most

@@ -98,8 +98,7 @@ class ReaperService(IntervalService):
     nodes run the service, the fleet reaps about once per interval of its most frequent node,
     and a node that stops leaves the turn to the others within one interval."""
 
-    name = "reaper"
-    duty = "reaper"  # the turn's name in the store
+    name = "reaper"  # also the turn's name in the store
 
     def __init__(
         self,
@@ -121,7 +120,7 @@ class ReaperService(IntervalService):
         if self.holder is not None:
             store = self.reaper.store
             turn = functools.partial(
-                store.take_turn, self.duty, self.holder, self.interval * TURN_SHARE
+                store.take_turn, self.name, self.holder, self.interval * TURN_SHARE
             )
             if not await self.calls(turn):
                 self.skipped += 1

@@ -167,7 +167,6 @@ STATEMENTS: dict[str, str] = {
     "stop_node": "marks a node stopped",
     "take_turn": "moves duty's passed_at to the database's now and its holder to holder, "
     "when passed_at is `every` seconds old or more (or ahead of now); changes no row otherwise",
-    "turn": "returns holder: the node that ran duty's last pass (no row: it never ran)",
     "first_turn": "inserts duty's row (passed_at now, holder) unless it exists",
     "list_nodes": "returns nodes, newest first, each with holding: the jobs it runs now",
     "database_now": "returns now: the database's current time, read when the statement runs "

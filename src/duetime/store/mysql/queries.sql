@@ -614,12 +614,10 @@ WHERE duty = %(duty)s
        OR passed_at > UTC_TIMESTAMP(6) + INTERVAL ROUND(%(every)s * 1000000) MICROSECOND);
 
 -- name: first_turn
--- The duty's first pass ever (take_turn found no row): one of the nodes that race here wins.
+-- After a take_turn that changed no row: the duty's first pass ever inserts its row (one of
+-- the nodes that race here wins); where the row is there, nothing is inserted.
 INSERT IGNORE INTO duetime_turns (duty, passed_at, holder)
 VALUES (%(duty)s, UTC_TIMESTAMP(6), %(holder)s);
-
--- name: turn
-SELECT holder FROM duetime_turns WHERE duty = %(duty)s;
 
 -- name: list_nodes
 -- What each node holds: the running attempts, read once through the running jobs (as

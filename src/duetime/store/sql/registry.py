@@ -55,8 +55,8 @@ class Registry(Part):
         with self.driver.transaction() as c:
             if c.run("take_turn", duty=duty, holder=holder, every=every):
                 return True
-            if c.one("turn", duty=duty) is not None:
-                return False  # another node's pass is recent: the usual answer, no write
+            # the duty's first pass ever inserts its row; a row there (another node's
+            # recent pass, the usual case) makes it insert nothing
             return c.run("first_turn", duty=duty, holder=holder) == 1
 
     def list_nodes(self, limit: int = 200) -> list[Node]:

@@ -617,12 +617,10 @@ WHERE duty = :duty
                       + CAST(:every * 1000000 AS INTEGER));
 
 -- name: first_turn
--- The duty's first pass ever (take_turn found no row): one of the processes that race wins.
+-- After a take_turn that changed no row: the duty's first pass ever inserts its row (one of
+-- the nodes that race here wins); where the row is there, nothing is inserted.
 INSERT OR IGNORE INTO duetime_turns (duty, passed_at, holder)
 VALUES (:duty, CAST(ROUND((julianday('now') - 2440587.5) * 86400000000.0) AS INTEGER), :holder);
-
--- name: turn
-SELECT holder FROM duetime_turns WHERE duty = :duty;
 
 -- name: list_nodes
 -- What each node holds: the running attempts, read once through the running jobs (as

@@ -40,6 +40,15 @@ def claim_one(store: Store, clock: ManualClock, worker: str = "w1") -> tuple[Job
     return claims[0].job, claims[0].lease
 
 
+def lapsed(store: Store, clock: ManualClock) -> Job:
+    """A job (3 attempts) claimed by "ghost", the clock then 10 minutes on: far past the
+    lease, which the ghost never renewed."""
+    job = enqueue(store, clock, max_attempts=3)
+    store.claim(worker_id="ghost", queues=None, limit=1, now=clock.now())
+    clock.advance(timedelta(minutes=10))
+    return job
+
+
 def job_in(
     store: Store, clock: ManualClock, status: JobStatus, key: str | None = None
 ) -> tuple[Job, Lease | None]:

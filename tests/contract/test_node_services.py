@@ -17,13 +17,11 @@ from duetime.runtime.reaper import Reaper, ReaperService, ReapResult
 from duetime.runtime.service import BlockingCalls, Pulse, Service
 from duetime.runtime.worker import Worker
 from duetime.store.base import Store
-from jobhelpers import enqueue
+from jobhelpers import lapsed
 
 
 def test_a_reaper_pass_returns_a_lapsed_lease(store: Store, clock: ManualClock) -> None:
-    job = enqueue(store, clock, max_attempts=3)
-    store.claim(worker_id="ghost", queues=None, limit=1, now=clock.now())
-    clock.advance(timedelta(minutes=10))  # far past the lease: the ghost never renewed it
+    job = lapsed(store, clock)
     results: list[ReapResult] = []
     calls = BlockingCalls(1)
     service = ReaperService(Reaper(store, clock), calls, interval=3600, on_result=results.append)

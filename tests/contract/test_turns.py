@@ -13,7 +13,7 @@ from duetime.core.states import JobStatus
 from duetime.runtime.reaper import Reaper, ReaperService, ReapResult
 from duetime.runtime.service import BlockingCalls
 from duetime.store.base import Store
-from jobhelpers import enqueue
+from jobhelpers import lapsed
 from kit import DialectKit
 
 HOUR = 3600.0
@@ -71,9 +71,7 @@ def test_a_pass_recorded_ahead_of_the_database_clock_gives_the_turn_up(
 
 
 def test_of_two_nodes_reaping_services_one_runs_the_pass(store: Store, clock: ManualClock) -> None:
-    job = enqueue(store, clock, max_attempts=3)
-    store.claim(worker_id="ghost", queues=None, limit=1, now=clock.now())
-    clock.advance(timedelta(minutes=10))  # far past the lease: the ghost never renewed it
+    job = lapsed(store, clock)
     results: list[ReapResult] = []
     calls = BlockingCalls(2)
     services = [

@@ -468,8 +468,11 @@ def test_a_claim_from_a_floor_steps_over_a_dead_class_in_the_index_alone(
             reads[floor is not None] = heap_fetches(plan), heap_fetches(seeks)
     # from the start: a row read for each claimed job's entry (the seek of its class)
     assert reads[False][1] >= DEAD_HEAD, reads
-    # from the floor: none (the 10 jobs it takes are read by the pick, not the seeks)
-    assert reads[True][1] == 0 and reads[True][0] <= 50, reads
+    # from the floor: none of them (the 10 jobs it takes are read by the pick, not the
+    # seeks). A seek may still read the row of the live entry it lands on when its heap page
+    # is not all-visible yet (the fresh CI run of 2026-12-05, beside other tests: 1 read), so
+    # a few are allowed, against the 20,000 of the walk from the start
+    assert reads[True][1] <= 5 and reads[True][0] <= 50, reads
 
 
 def heap_fetches(node: dict[str, Any]) -> int:

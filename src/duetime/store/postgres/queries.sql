@@ -738,7 +738,8 @@ WITH v AS (
                AND j.idempotency_key IS NULL AND j.unique_key IS NULL
                AND (j.schedule_id IS NULL OR j.nominal_at IS NULL) AS leaving
     FROM duetime_jobs j JOIN v ON j.id = v.job_id
-    WHERE j.id = ANY ((SELECT ids FROM keys)::bigint[])  -- read by the key, whatever the plan
+    -- read by the key, whatever the plan (the cast makes ANY take the array, not a subquery)
+    WHERE j.id = ANY ((SELECT ids FROM keys)::bigint[])
       AND j.id BETWEEN (SELECT low FROM keys) AND (SELECT high FROM keys)
       AND j.generation = v.generation AND j.claim_token = v.claim_token
       AND j.status = v.from_status AND j.attempt_id IS NOT NULL

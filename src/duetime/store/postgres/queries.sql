@@ -891,13 +891,20 @@ WHERE j.status IN ('running', 'cancel_requested')
 ORDER BY j.attempt_id;
 
 -- name: expire_overdue
--- The candidates are picked once (ARRAY(...) is an init plan; see release_waiting).
+-- The candidates are picked once (ARRAY(...) is an init plan; see release_waiting), in the
+-- order of duetime_jobs_deadline (the waiting jobs with a deadline) with sorting off: that
+-- ordered walk is then the only plan not disabled, whatever the statistics say. After a
+-- vacuum that found one job live (under a transaction held open) a plan with a sort was a
+-- coin toss between this small index and a walk of duetime_jobs_due_any, every entry the
+-- hold kept (docs/performance.md, "The deadlines' expiry under the hold"). Which of the jobs
+-- of one deadline goes first when the limit bites is not specified.
+SET LOCAL enable_sort = off;
 UPDATE duetime_jobs
 SET status = (%(moves)s::jsonb ->> status), version = version + 1, updated_at = %(now)s
 WHERE id = ANY (ARRAY(
     SELECT id FROM duetime_jobs
     WHERE status = 'scheduled' AND deadline_at IS NOT NULL AND deadline_at <= %(now)s
-    ORDER BY deadline_at, id
+    ORDER BY deadline_at
     LIMIT %(limit)s
     FOR UPDATE SKIP LOCKED))
   AND (%(moves)s::jsonb ->> status) IS NOT NULL

@@ -174,9 +174,9 @@ def test_nothing_is_held_ahead_while_limits_exist(app: duetime.App) -> None:
     worker = Worker(app, concurrency=2, poll_interval=0.02)
     slots = worker.slots
     slots.tasks = ["quick"]
-    slots.more_due, slots._pace, slots._claim_seconds = True, 1000.0, 0.01  # a fast backlog
+    slots.more_due, slots._pace, slots._claim_seconds = True, 1000.0, 0.005  # a fast backlog
     slots._claim(2, app.clock.now())
-    assert slots.ahead() == 20  # 2 claims' worth at this pace
+    assert slots.ahead() == 20  # 4 claims' worth at this pace
     app.set_queue("default", concurrency=30)  # a cap counts held jobs: they may be held
     slots._claim(2, app.clock.now())
     assert slots.ahead() == 20

@@ -75,7 +75,7 @@ class Worker:
 
     Extra `services` (a relay, an exporter...) run on the same node: started after the
     pruner, stopped once the slots have drained. `prefetch` jobs at most are claimed ahead of
-    the free slots while more work is due, as many as the slots run during two claims' round
+    the free slots while more work is due, as many as the slots run during four claims' round
     trips (default cap: 10 x `concurrency`; 0: none). A node whose clock is off the
     database's by more than `clock_warning` seconds is warned about (its times are corrected
     either way when the app runs on its own clock, see duetime.App). `serve()` runs in the

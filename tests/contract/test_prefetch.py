@@ -199,12 +199,12 @@ def test_outcomes_waiting_to_be_recorded_past_a_batch_hold_their_slots(app: duet
     async def quick(i: int) -> None:
         done.append(i)
 
-    total = 400
-    app.enqueue_many("quick", [{"i": i} for i in range(total)])
     worker = Worker(app, concurrency=3, poll_interval=0.02)
     holding(worker, 0)
     bound = max(3, worker.completer.max_batch)
     assert worker.slots.max_unrecorded == bound
+    total = 2 * bound  # more than the bound lets wait: a worker that ignored it would take them
+    app.enqueue_many("quick", [{"i": i} for i in range(total)])
     release = threading.Event()
     finish_many = app.store.finish_many
 

@@ -481,21 +481,9 @@ def test_the_deadlines_expiry_reads_only_jobs_with_a_deadline_after_a_vacuum_und
     only plan not disabled), and the update by key; the job past its deadline expires, the
     other stays."""
     with vacuumed_under_a_held_snapshot(tmp_path, live=live) as store:
-        late = build_new_job(
-            "t",
-            {},
-            now=NOW,
-            tenant="default",
-            defaults=TaskDefaults(),
-            deadline=NOW + timedelta(seconds=1),
-        )
-        later = build_new_job(
-            "t",
-            {},
-            now=NOW,
-            tenant="default",
-            defaults=TaskDefaults(),
-            deadline=NOW + timedelta(hours=1),
+        late, later = (
+            build_new_job("t", {}, now=NOW, tenant="default", defaults=TaskDefaults(), deadline=at)
+            for at in (NOW + timedelta(seconds=1), NOW + timedelta(hours=1))
         )
         ids = [e.job.id for e in store.enqueue([late, later], NOW)]
         notes = explained_from_now(store, analyze=True)

@@ -5,10 +5,8 @@ whatever outcomes are waiting in one transaction (Store.finish_many): at once wh
 `max_writes` batches are being written (the worker's: 2 on PostgreSQL, see
 runtime/worker.py), else as soon as one of them returns; up to `max_batch` at a time, and
 after lingering `linger` seconds for more when fewer than that are waiting (more outcomes
-per commit, for a few milliseconds of delay). 400 at most a batch: with claims of four
-claims' worth (runtime/slots.py), batches of 400 write a drain of short jobs in fewer,
-larger commits (docs/performance.md, "Larger claims and finish batches"). Batches written
-side by side hold disjoint jobs (one outcome per attempt), each fenced and locked in id
+per commit, for a few milliseconds of delay; 400 by default: see Slots.claims_ahead). Batches
+written side by side hold disjoint jobs (one outcome per attempt), each fenced and locked in id
 order as a batch of another worker's would be. An outcome is reported done only once its
 transaction committed; a stale one is refused alone while the rest of its batch commits.
 While the database is unreachable the batch is tried again with backoff; an outcome that

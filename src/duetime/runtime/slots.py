@@ -62,10 +62,8 @@ class Slots(Service):
     """
 
     name = "slots"
-    # how many claims' worth of jobs are held ready under a backlog: four (two before) makes
-    # the claims larger; with the completer's batches of 400, a drain of short jobs on
-    # PostgreSQL ran 7% to 20% faster with less of its CPU a job, either alone 1% to 3%
-    # (fewer round trips a job; docs/performance.md, "Larger claims and finish batches")
+    # claims' worth held ready under a backlog (docs/performance.md, "Larger claims and finish
+    # batches": four, with the completer's batches of 400, drained 7% to 20% faster than two)
     claims_ahead = 4
     claim_linger = 0.005
     spin = 0.0015  # the event loop's timers fire up to 1 ms late: the last stretch is watched

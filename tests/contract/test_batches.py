@@ -125,6 +125,49 @@ def test_a_stale_outcome_and_the_current_one_of_one_job_in_one_batch(
         assert second.status is AttemptStatus.SUCCEEDED
 
 
+def test_one_batch_records_each_outcome_with_what_it_carries(
+    store: Store, clock: ManualClock
+) -> None:
+    """A batch's rows leave out what an outcome does not carry (a retry's due instant, the
+    error texts): each attempt still records exactly what its own outcome says, beside a plain
+    success, and a message that is empty is a message, not none."""
+    later = clock.now() + timedelta(minutes=7)
+    outcomes = [
+        Outcome(Event.SUCCEED),
+        Outcome(Event.SUCCEED, error_category=ErrorCategory.RECONCILED),
+        Outcome(Event.RETRY, due_at=later, error_category=ErrorCategory.RETRYABLE),
+        Outcome(
+            Event.GIVE_UP,
+            error_category=ErrorCategory.PERMANENT,
+            error_message="bad input: ü",
+            error_traceback="Traceback (most recent call last):\n  ...",
+        ),
+        Outcome(Event.RETRY, due_at=later, error_message=""),
+    ]
+    ids = [enqueue(store, clock, args={"i": i}, max_attempts=3).id for i in range(len(outcomes))]
+    leases = claim_all(store, clock, len(outcomes))
+    by_job = {lease.job_id: lease for lease in leases}
+    items = [(by_job[job_id], outcome) for job_id, outcome in zip(ids, outcomes, strict=True)]
+    assert store.finish_many(items, clock.now()) == [True] * len(outcomes)
+    jobs = [store.get_job(job_id) for job_id in ids]
+    assert [j.status if j else None for j in jobs] == [
+        JobStatus.SUCCEEDED,
+        JobStatus.SUCCEEDED,
+        JobStatus.SCHEDULED,
+        JobStatus.DEAD,
+        JobStatus.SCHEDULED,
+    ]
+    attempts = [j.attempt_history[-1] for j in jobs if j]
+    assert [(a.error_category, a.error_message, a.error_traceback) for a in attempts] == [
+        (None, None, None),
+        (ErrorCategory.RECONCILED, None, None),
+        (ErrorCategory.RETRYABLE, None, None),
+        (ErrorCategory.PERMANENT, "bad input: ü", "Traceback (most recent call last):\n  ..."),
+        (None, "", None),
+    ]
+    assert [j.due_at for j in jobs if j and j.status is JobStatus.SCHEDULED] == [later, later]
+
+
 def statements_of(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """The names of the statements run from here on, in order, as a list that grows."""
     from duetime.store.driver import Connection

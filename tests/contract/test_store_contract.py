@@ -309,6 +309,48 @@ def test_every_claim_path_gives_the_job_and_attempt_as_the_store_holds_them(
         assert claim.attempt.started_at == clock.now() == claim.job.updated_at
 
 
+def test_a_claim_reads_every_value_of_a_job_as_a_read_of_it_does(
+    store: Store, clock: ManualClock
+) -> None:
+    """The claim's rows are read in their own way where a dialect can (PostgreSQL: in binary,
+    its JSON parsed from text): a job with every optional value a plain claim returns set, and
+    args of every JSON kind, text outside ASCII among them, comes out of the claim as a read
+    of the running job gives it, value for value and type for type."""
+    args = {
+        "name": 'Zoë 日本 🎉 "quoted" \\ back',
+        "n": -7,
+        "big": 2**62,
+        "x": 0.1,
+        "ok": True,
+        "none": None,
+        "list": [1, "two", {"three": [3.5]}],
+    }
+    enqueue(
+        store,
+        clock,
+        args=args,
+        key="idem-é",
+        business_key="order-ü-42",
+        priority=-3,
+        max_attempts=7,
+        deadline=clock.now() + timedelta(hours=2, microseconds=123457),
+        defaults=TaskDefaults(timeout_seconds=12.5, lease_seconds=33.25),
+    )
+    clock.advance(0.000001)
+    [claim] = store.claim(worker_id="w-ß", queues=None, limit=5, now=clock.now())
+    held = store.get_job(claim.job.id)
+    assert held is not None
+    assert claim.job == held
+    assert claim.job.args == args
+    assert {k: type(v) for k, v in claim.job.args.items()} == {k: type(v) for k, v in args.items()}
+    for field in dataclasses.fields(claim.job):
+        value, read = getattr(claim.job, field.name), getattr(held, field.name)
+        assert type(value) is type(read), field.name
+    assert (claim.job.timeout_seconds, claim.job.lease_seconds) == (12.5, 33.25)
+    assert claim.job.deadline_at is not None and claim.job.deadline_at.tzinfo is not None
+    assert claim.attempt.worker_id == "w-ß"
+
+
 def test_claim_skips_jobs_past_their_deadline(store: Store, clock: ManualClock) -> None:
     enqueue(store, clock, deadline=clock.now() + timedelta(seconds=5))
     clock.advance(5)

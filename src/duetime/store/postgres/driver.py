@@ -31,7 +31,7 @@ import psycopg_pool.pool
 from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from psycopg.rows import dict_row
-from psycopg.types.json import set_json_dumps
+from psycopg.types.json import set_json_dumps, set_json_loads
 
 from duetime.core.errors import (
     DuetimeError,
@@ -173,7 +173,10 @@ class PostgresDriver(Driver):
         transaction of `transaction()` takes one per statement, plus its BEGIN and COMMIT (the
         claim: 4). psycopg would wait for an implicit BEGIN's answer in pipeline mode, so the
         connection is in autocommit mode for the block and sends its own BEGIN. A statement
-        that fails aborts the rest (COMMIT included), and the transaction is rolled back."""
+        that fails aborts the rest (COMMIT included), and the transaction is rolled back.
+        The rows come in binary (the claims': their instants, numbers and ids cost the server
+        no text to write and the driver none to parse; docs/performance.md, "Claim rows in
+        binary, and JSON parsed from text")."""
         *before, last = self.statements(name)
         with self.translated():
             with self._pool.connection() as native:
@@ -185,7 +188,9 @@ class PostgresDriver(Driver):
                             native.execute("BEGIN")
                             for statement in before:
                                 native.execute(statement, encoded)
-                            cur.execute(last, encoded, prepare=last in self._prepared or None)
+                            cur.execute(
+                                last, encoded, prepare=last in self._prepared or None, binary=True
+                            )
                             native.execute("COMMIT")
                         rows: list[Row] = []
                         if cur.description is not None:
@@ -577,6 +582,7 @@ def _configure(conn: psycopg.Connection[Any]) -> None:
     client_connection_check_interval, which a server on a system without the kernel events it
     needs (Windows) refuses: there it stays off. Both in autocommit (the settings are the
     session's either way), so no BEGIN and COMMIT round trips."""
+    set_json_loads(_json_from_bytes, conn)
     autocommit = conn.autocommit
     conn.autocommit = True
     try:
@@ -732,6 +738,12 @@ _COPY = re.compile(r"\s*COPY\s+(\w+)\s*\(([^)]*)\)", re.IGNORECASE)
 
 # a str as JSON text (quoted, escaped, ASCII): json's own C function
 _json_string: Callable[[str], str] = json.encoder.encode_basestring_ascii
+
+
+def _json_from_bytes(data: str | bytes) -> Any:
+    """A json or jsonb value as the connection receives it (UTF-8 bytes), parsed from text:
+    json.loads of bytes first guesses their encoding in Python, once per value."""
+    return json.loads(data if isinstance(data, str) else data.decode())
 
 
 def _json_text(obj: Any) -> str:

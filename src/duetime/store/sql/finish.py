@@ -282,7 +282,7 @@ class Finisher(Part):
         again = [m for m in moves if m["to_status"] == JobStatus.SCHEDULED]
         if again:  # retries: due again later (the queue is the job's)
             self.driver.notify(
-                c, earliest_of((moved[m["job_id"]]["queue"], m["due_at"] or now) for m in again)
+                c, earliest_of((moved[m["job_id"]]["queue"], m.get("due_at") or now) for m in again)
             )
 
     @conflicts_retried
@@ -388,29 +388,36 @@ def _move(
     """One job's row of a finish batch (finish_jobs): its move from `status` to
     `target`, fenced by the lease, and its attempt's outcome. `kept`: a plain success (no
     error recorded; a reconciled one has its category) stays on its job's row, and writes no
-    attempt row (migration 24: a succeeded job never moves again)."""
+    attempt row (migration 24: a succeeded job never moves again). A retry's due_at and the
+    error texts are left out where they are None, as every dialect's statement reads a
+    missing key as NULL: most rows are plain successes, and a third of their JSON was those
+    nulls (docs/performance.md, "Claim rows in binary, and JSON parsed from text")."""
     ended = outcome.attempt_status or ATTEMPT_END[outcome.event]
-    error_category = str(outcome.error_category) if outcome.error_category else None
-    error_message = storable(outcome.error_message)
-    error_traceback = storable(outcome.error_traceback)
-    return {
+    category, message, traceback = (
+        outcome.error_category,
+        outcome.error_message,
+        outcome.error_traceback,
+    )
+    plain = not category and message is None and traceback is None  # no error recorded
+    move: dict[str, Any] = {
         "job_id": lease.job_id,
         "generation": lease.generation,
         "claim_token": lease.claim_token,
         "from_status": str(status),
         "to_status": str(target),
-        "due_at": _delay_from(outcome, now),
         "only_if_expired": only_if_expired,
         "status": str(ended),
-        "error_category": error_category,
-        "error_message": error_message,
-        "error_traceback": error_traceback,
-        "kept": ended is AttemptStatus.SUCCEEDED
-        and target is JobStatus.SUCCEEDED
-        and error_category is None
-        and error_message is None
-        and error_traceback is None,
+        "kept": plain and ended is AttemptStatus.SUCCEEDED and target is JobStatus.SUCCEEDED,
     }
+    if outcome.due_at is not None:
+        move["due_at"] = _delay_from(outcome, now)
+    if category:
+        move["error_category"] = str(category)
+    if message is not None:
+        move["error_message"] = storable(message)
+    if traceback is not None:
+        move["error_traceback"] = storable(traceback)
+    return move
 
 
 def _extras(move: dict[str, Any], outcome: Outcome) -> dict[str, Any]:

@@ -309,13 +309,16 @@ def test_every_claim_path_gives_the_job_and_attempt_as_the_store_holds_them(
         assert claim.attempt.started_at == clock.now() == claim.job.updated_at
 
 
+@pytest.mark.parametrize("queues", [None, ["q-ü"]], ids=["all-queues", "named-queue"])
 def test_a_claim_reads_every_value_of_a_job_as_a_read_of_it_does(
-    store: Store, clock: ManualClock
+    store: Store, clock: ManualClock, queues: list[str] | None
 ) -> None:
     """The claim's rows are read in their own way where a dialect can (PostgreSQL: in binary,
-    its JSON parsed from text): a job with every optional value a plain claim returns set, and
-    args of every JSON kind, text outside ASCII among them, comes out of the claim as a read
-    of the running job gives it, value for value and type for type."""
+    their JSON parsed from text), by both claim statements (all queues, named queues): jobs
+    with the optional values an enqueue can set (an idempotency key, a business key, a
+    deadline, a timeout, a sequence, a unique window) and args of every JSON kind, text
+    outside ASCII among them, come out of the claim as a read of the running jobs gives
+    them, value for value and type for type, their attempts too."""
     args = {
         "name": 'Zoë 日本 🎉 "quoted" \\ back',
         "n": -7,
@@ -325,10 +328,11 @@ def test_a_claim_reads_every_value_of_a_job_as_a_read_of_it_does(
         "none": None,
         "list": [1, "two", {"three": [3.5]}],
     }
-    enqueue(
+    keyed = enqueue(
         store,
         clock,
         args=args,
+        queue="q-ü",
         key="idem-é",
         business_key="order-ü-42",
         priority=-3,
@@ -336,19 +340,38 @@ def test_a_claim_reads_every_value_of_a_job_as_a_read_of_it_does(
         deadline=clock.now() + timedelta(hours=2, microseconds=123457),
         defaults=TaskDefaults(timeout_seconds=12.5, lease_seconds=33.25),
     )
+    windowed = enqueue(
+        store,
+        clock,
+        args={"k": "ß"},
+        queue="q-ü",
+        sequence="seq-ø",
+        unique_for="10m",
+        unique_key="once-ñ",
+    )
     clock.advance(0.000001)
-    [claim] = store.claim(worker_id="w-ß", queues=None, limit=5, now=clock.now())
-    held = store.get_job(claim.job.id)
-    assert held is not None
-    assert claim.job == held
-    assert claim.job.args == args
-    assert {k: type(v) for k, v in claim.job.args.items()} == {k: type(v) for k, v in args.items()}
-    for field in dataclasses.fields(claim.job):
-        value, read = getattr(claim.job, field.name), getattr(held, field.name)
-        assert type(value) is type(read), field.name
-    assert (claim.job.timeout_seconds, claim.job.lease_seconds) == (12.5, 33.25)
-    assert claim.job.deadline_at is not None and claim.job.deadline_at.tzinfo is not None
-    assert claim.attempt.worker_id == "w-ß"
+    claims = store.claim(worker_id="w-ß", queues=queues, limit=5, now=clock.now())
+    assert sorted(c.job.id for c in claims) == sorted([keyed.id, windowed.id])
+    for claim in claims:
+        held = store.get_job(claim.job.id)
+        assert held is not None
+        # a read counts the jobs ahead of a job in its sequence; a claim leaves that out
+        held = dataclasses.replace(held, sequence_ahead=None)
+        assert claim.job == held
+        for field in dataclasses.fields(claim.job):
+            value, read = getattr(claim.job, field.name), getattr(held, field.name)
+            assert type(value) is type(read), field.name
+        [attempt] = held.attempt_history
+        assert claim.attempt == dataclasses.replace(attempt, epoch=claim.attempt.epoch)
+        assert claim.attempt.worker_id == "w-ß"
+    job = next(c.job for c in claims if c.job.id == keyed.id)
+    assert job.args == args
+    assert {k: type(v) for k, v in job.args.items()} == {k: type(v) for k, v in args.items()}
+    assert (job.timeout_seconds, job.lease_seconds) == (12.5, 33.25)
+    assert job.deadline_at == keyed.deadline_at and job.idempotency_key == "idem-é"
+    other = next(c.job for c in claims if c.job.id == windowed.id)
+    assert (other.sequence_key, other.unique_until) == ("seq-ø", windowed.unique_until)
+    assert other.unique_key is not None and other.unique_until is not None
 
 
 def test_claim_skips_jobs_past_their_deadline(store: Store, clock: ManualClock) -> None:

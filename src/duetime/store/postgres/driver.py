@@ -31,7 +31,7 @@ import psycopg_pool.pool
 from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from psycopg.rows import dict_row
-from psycopg.types.json import set_json_dumps, set_json_loads
+from psycopg.types.json import JsonbBinaryLoader, set_json_dumps
 
 from duetime.core.errors import (
     DuetimeError,
@@ -175,8 +175,9 @@ class PostgresDriver(Driver):
         connection is in autocommit mode for the block and sends its own BEGIN. A statement
         that fails aborts the rest (COMMIT included), and the transaction is rolled back.
         The rows come in binary (the claims': their instants, numbers and ids cost the server
-        no text to write and the driver none to parse; docs/performance.md, "Claim rows in
-        binary, and JSON parsed from text")."""
+        no text to write and the driver none to parse), their JSON parsed from text
+        (_JsonbFromText; docs/performance.md, "Claim rows in binary, and JSON parsed from
+        text")."""
         *before, last = self.statements(name)
         with self.translated():
             with self._pool.connection() as native:
@@ -184,6 +185,7 @@ class PostgresDriver(Driver):
                 native.autocommit = True
                 try:
                     with native.cursor(row_factory=dict_row) as cur:
+                        cur.adapters.register_loader("jsonb", _JsonbFromText)
                         with native.pipeline():
                             native.execute("BEGIN")
                             for statement in before:
@@ -582,7 +584,6 @@ def _configure(conn: psycopg.Connection[Any]) -> None:
     client_connection_check_interval, which a server on a system without the kernel events it
     needs (Windows) refuses: there it stays off. Both in autocommit (the settings are the
     session's either way), so no BEGIN and COMMIT round trips."""
-    set_json_loads(_json_from_bytes, conn)
     autocommit = conn.autocommit
     conn.autocommit = True
     try:
@@ -741,9 +742,19 @@ _json_string: Callable[[str], str] = json.encoder.encode_basestring_ascii
 
 
 def _json_from_bytes(data: str | bytes) -> Any:
-    """A json or jsonb value as the connection receives it (UTF-8 bytes), parsed from text:
-    json.loads of bytes first guesses their encoding in Python, once per value."""
-    return json.loads(data if isinstance(data, str) else data.decode())
+    """A JSON value as a claim's cursor receives it (UTF-8 bytes), parsed from text:
+    json.loads of bytes first guesses their encoding in Python, once per value (the bytes
+    decoded as json.loads decodes UTF-8)."""
+    return json.loads(data if isinstance(data, str) else data.decode("utf-8", "surrogatepass"))
+
+
+class _JsonbFromText(JsonbBinaryLoader):
+    """The claims' jsonb columns (their args, a schedule's covers), in binary, parsed by
+    _json_from_bytes. Registered on the claim's cursor only: an application's own loader
+    (psycopg's set_json_loads) still reads JSON everywhere else on duetime's connections,
+    such as the one a handler's ctx.transaction() hands it."""
+
+    _loads = staticmethod(_json_from_bytes)
 
 
 def _json_text(obj: Any) -> str:

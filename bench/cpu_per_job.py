@@ -38,7 +38,7 @@ import psycopg
 from bench.bench_app import TASK, app
 from bench.common import payloads
 from bench.dbs import DEFAULT_PG_URL, _with_path
-from bench.procs import PROBE_SHARE
+from bench.procs import pause_probe
 
 APP_NAME = "duetime-cpu-bench"  # the worker's connections, as pg_stat_activity names them
 TICK = os.sysconf("SC_CLK_TCK")
@@ -146,21 +146,21 @@ def one_run(
             app.enqueue_many(TASK, jobs)  # one transaction: every job due at its commit
         enqueued = time.monotonic()
         while True:
-            # the count reads the whole jobs table: at most PROBE_SHARE of a core on it, so
-            # that the probe does not take from the drain the CPU it measures (every 50 ms, it
-            # was about a sixth of PostgreSQL's CPU in a drain of 200,000 jobs)
-            t = time.monotonic()
+            # the count reads the whole jobs table: paced as make bench's probe is, so that
+            # it does not take from the drain the CPU it measures (every 50 ms, it was about
+            # a sixth of PostgreSQL's CPU in a drain of 200,000 jobs)
+            t = time.time()
             left = probe.execute(
                 "SELECT count(*) FROM duetime_jobs WHERE status <> 'succeeded'"
             ).fetchone()[0]  # type: ignore[index]
+            took = time.time() - t
             if not left:
                 break
             if worker.poll() is not None:
                 raise SystemExit(f"the worker exited; see {log_path}")
             if time.monotonic() - enqueued > args.timeout:
                 raise SystemExit(f"not drained in {args.timeout} s; see {log_path}")
-            took = time.monotonic() - t
-            time.sleep(max(0.05, took / PROBE_SHARE) - took)
+            pause_probe(t, took, 0.05)
         worker_after = cpu_seconds(worker.pid) or 0.0
         backends_after = backends(probe, db)
         load_after = load()

@@ -141,6 +141,14 @@ def stop_processes(procs: list[subprocess.Popen[bytes]], name: str) -> None:
 PROBE_SHARE = 0.05  # the probe may keep one core busy this much of the time, at most
 
 
+def pause_probe(started: float, took: float, interval: float) -> None:
+    """Sleep until the next probe is due: `interval` s after the last one began (`started`,
+    time.time()), or later when it was slow (`took` s), so that probing keeps at most
+    PROBE_SHARE of one core busy."""
+    wait = max(interval, took / PROBE_SHARE)
+    time.sleep(max(0.0, wait - (time.time() - started)))
+
+
 def wait_done(
     system: System,
     db: Database,
@@ -168,5 +176,4 @@ def wait_done(
             workers.check_alive()
         if t > deadline:
             raise Failed(f"timed out after {timeout:.0f} s with {done} of {target} jobs done")
-        wait = max(interval, took / PROBE_SHARE)
-        time.sleep(max(0.0, wait - (time.time() - t)))
+        pause_probe(t, took, interval)

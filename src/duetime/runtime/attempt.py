@@ -442,10 +442,11 @@ class AttemptRunner:
             return await guarded(task.fn(**running.claim.job.args))
         finally:
             running.inline = False
-            current = asyncio.current_task()
-            while running.cancels and current is not None:
-                running.cancels -= 1
-                current.uncancel()
+            if running.cancels:  # read the task only then: this runs for every job
+                current = asyncio.current_task()
+                while running.cancels and current is not None:
+                    running.cancels -= 1
+                    current.uncancel()
 
     def _invoke(
         self, task: AnyTask, ctx: AttemptContext, args: dict[str, Any]

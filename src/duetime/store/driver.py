@@ -210,14 +210,25 @@ class Driver(ABC):
         would commit alone) that is safe to run alone. Default: a transaction."""
         return self.transaction()
 
-    def rows_alone(self, name: str, /, **params: Any) -> list[Row]:
+    def values_alone(
+        self, name: str, /, **params: Any
+    ) -> tuple[tuple[str, ...], list[tuple[Any, ...]]]:
         """The rows of a named statement run in a transaction of its own, committed before
-        they are returned. A dialect may send it in fewer round trips (PostgreSQL: BEGIN, the
-        statements and COMMIT at once); the default opens a transaction as any other.
-        A parameter given as an Instant's callable (a clock's `now`) is read once the
-        connection is held (at_connection): a wait for one stamps nothing early."""
+        they are returned: its columns' names, and each row as its values in that order (no
+        mapping each: the claims', store/rows.py claims_from_values). A dialect may send it in
+        fewer round trips (PostgreSQL: BEGIN, the statements and COMMIT at once); the default
+        opens a transaction as any other. A parameter given as an Instant's callable (a
+        clock's `now`) is read once the connection is held (at_connection): a wait for one
+        stamps nothing early."""
         with self.transaction() as c:
-            return c.rows(name, **at_connection(params))
+            rows = c.rows(name, **at_connection(params))
+        if not rows:
+            return (), []
+        first = rows[0]
+        names = tuple(first.keys())
+        if isinstance(first, Mapping):  # a dict keeps its columns' order
+            return names, [tuple(row.values()) for row in rows]
+        return names, [tuple(row) for row in rows]  # a sequence of its values (sqlite3.Row)
 
     @abstractmethod
     def joined(self, native: Any) -> AbstractContextManager[Connection]:

@@ -246,8 +246,9 @@ WHERE id IN (SELECT id FROM temp.duetime_claim)
   AND json_type(:moves, '$.' || status) IS NOT NULL;
 UPDATE duetime_attempt_ids SET next_id = next_id + (SELECT COUNT(*) FROM temp.duetime_claim)
 WHERE id = 1;
-SELECT 0 AS claim_epoch,
+SELECT
 @claimed_columns
+       , 0 AS claim_epoch  -- last, as CLAIMED_COLUMNS has it (read by position)
 FROM duetime_jobs j
 WHERE j.id IN (SELECT id FROM temp.duetime_claim) AND j.status = 'running'
   AND j.updated_at = :now AND j.attempt_id IS NOT NULL
@@ -993,8 +994,9 @@ WHERE id IN (SELECT id FROM temp.duetime_claim)
 UPDATE duetime_attempt_ids SET next_id = next_id + (SELECT COUNT(*) FROM temp.duetime_claim)
 WHERE id = 1;
 -- as claim: the attempt is the job's row's (migration 22)
-SELECT 0 AS claim_epoch,
+SELECT
 @claimed_columns
+       , 0 AS claim_epoch  -- last, as CLAIMED_COLUMNS has it (read by position)
 FROM duetime_jobs j
 WHERE j.id IN (SELECT id FROM temp.duetime_claim) AND j.status = 'running'
   AND j.updated_at = :now AND j.attempt_id IS NOT NULL

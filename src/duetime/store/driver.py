@@ -47,9 +47,9 @@ def load_queries(package: str) -> dict[str, tuple[str, ...]]:
     """The named statements of a dialect's queries.sql (`-- name: x` starts a block). A block
     whose one statement is `@other` runs the statements of the block `other` defined above it
     (a dialect whose one statement serves both contracts). A `-- part: p` block is no
-    statement: a line `@p` in a statement below it stands for its text (one piece of SQL that
-    several statements share, written once). The parts of store/sql/parts.sql, the same in
-    every dialect, come first."""
+    statement: a line `@p` in a statement (or a part) below it stands for its text (one piece
+    of SQL that several statements share, written once). The parts of store/sql/parts.sql,
+    the same in every dialect, come first."""
     shared = resources.files("duetime.store.sql").joinpath("parts.sql").read_text()
     text = resources.files(package).joinpath("queries.sql").read_text()
     # each file's blocks (kind, name, body) after its own preamble, the shared ones first
@@ -59,8 +59,8 @@ def load_queries(package: str) -> dict[str, tuple[str, ...]]:
     for kind, name, body in zip(parts[0::3], parts[1::3], parts[2::3], strict=True):
         if name in queries or name in pieces:
             raise ValueError(f"{package}/queries.sql defines {name} twice")
-        if kind == "part":
-            pieces[name] = _strip(body)
+        if kind == "part":  # it may use the parts defined above it
+            pieces[name] = _PART_USE.sub(lambda m: pieces.get(m.group(1), m.group(0)), _strip(body))
             continue
         body = _PART_USE.sub(lambda m: pieces.get(m.group(1), m.group(0)), body)
         statements = tuple(s for s in (_strip(p) for p in _STATEMENT_END.split(body + "\n")) if s)

@@ -110,6 +110,10 @@ STATEMENTS: dict[str, str] = {
     "then the job's attempt columns stay and no row is inserted; counts the attempts ended. With "
     "`whole` (PostgreSQL, Driver.finishes_held): moves every job of the batch or none, and "
     "returns the moved jobs' id, has_children, tenant, sequence_key and queue",
+    "finish_held": "changes: as finish_jobs with `whole` (the dialects of Driver.finishes_held; "
+    "unused elsewhere); returns one row: moved (how many jobs moved) and follow_ups (JSON, NULL "
+    "when none: [id, has_children, tenant, sequence_key, queue] of each job that moved and "
+    "ended with children, has a sequence_key, or was moved to scheduled)",
     "keep_results": "changes: the job job_id, if it still has generation, claim_token and "
     "status to_status (the finish just moved it, in this transaction): its result set to "
     "`result` when that is not NULL, and when `progress` is not NULL its progress, "

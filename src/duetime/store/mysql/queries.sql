@@ -293,6 +293,11 @@ WHERE j.id IN %(ids)s
 ORDER BY j.id
 FOR UPDATE;
 
+-- name: finish_held
+-- (Unused here: a batch is finished the long way, lock_jobs then finish_jobs;
+-- Driver.finishes_held.)
+SELECT 0 AS moved, NULL AS follow_ups;
+
 -- name: finish_jobs
 -- Each ended attempt's row is inserted, once, with its outcome, from its job's row (fenced by
 -- generation, claim token, status, the attempt it runs and, for a reap, the expired lease;

@@ -79,6 +79,7 @@ class PostgresDriver(Driver):
             self.statements("enqueue_one")
             + self.statements("insert_job_batch")
             + self.statements("finish_jobs")
+            + self.statements("finish_held")
             # the claims' last statement: its parse and rewrite were a quarter of a small
             # claim's CPU. The claim of every queue (and of more than SEEKED_QUEUES named
             # ones, filtered) runs one generic plan per connection (planning was half of

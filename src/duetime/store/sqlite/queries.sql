@@ -305,6 +305,11 @@ FROM duetime_jobs j
 WHERE j.id IN (SELECT value FROM json_each(:ids))
 ORDER BY j.id;
 
+-- name: finish_held
+-- (Unused here: a batch is finished the long way, lock_jobs then finish_jobs;
+-- Driver.finishes_held.)
+SELECT 0 AS moved, NULL AS follow_ups;
+
 -- name: finish_jobs
 -- Under the write lock: each ended attempt's row is inserted, once, with its outcome, from
 -- its job's row (fenced by generation, claim token, status, the attempt it runs and, for a

@@ -237,7 +237,7 @@ def test_one_batch_acts_on_each_end_that_others_wait_for(
     """The rest of a finish acts only on some of the jobs it moved: a parent that ended
     releases its child, a job of a sequence lets the next one run, a retry is due again. In
     one batch with plain jobs around them (PostgreSQL: finish_held answers with those jobs
-    alone, not a row for each), each is acted on, and nothing else."""
+    alone, not a row for each), each is acted on."""
     parent = enqueue(store, clock, args={"n": 0})
     seq = TaskDefaults(sequence="{account}")
     head = enqueue(store, clock, args={"account": "a", "n": 1}, defaults=seq)

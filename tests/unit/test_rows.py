@@ -261,3 +261,4 @@ def test_a_claim_reads_its_values_by_position_and_puts_another_order_in_its_own(
     [reordered] = claims_from_values(shuffled, [[row[c] for c in shuffled]], same_time, "w-1")
     assert by_name == in_order == reordered
     assert (in_order.attempt.id, in_order.attempt.epoch, in_order.job.id) == (11, 3, 7)
+    assert claims_from_values((), [], same_time, "w-1") == []  # no row, no names

@@ -1,14 +1,15 @@
 """One attempt's life: run its handler, decide its outcome, record it fenced, report it.
 
 AttemptRunner.begin(claim) makes a RunningAttempt; AttemptRunner.run() takes it to its end:
-the task's reconcile hook (when an earlier attempt was lost), the handler (an `async` one as
-a task on the loop, a sync one in runtime/handlers.py's threads) under the job's timeout and
-cooperative cancellation, the classification of what it raised and the retry decision, the
-outcome written fenced by the attempt's generation (retried while the database is down), and
-the log line, WorkerStats counter and metrics of the result. Claiming and slots are
-runtime/slots.py's; lease renewals are runtime/leases.py's. Past 400 lines because it has one
-purpose read in order, an attempt's steps over the RunningAttempt they share (reconcile, run,
-classify, record, report), each a short method; the log fields and the refusal reason with it.
+the task's reconcile hook (when an earlier attempt was lost), the handler (an `async` one
+awaited in the attempt's own task, or with a timeout as a task of its own beside it; a sync
+one in runtime/handlers.py's threads) under the job's timeout and cooperative cancellation,
+the classification of what it raised and the retry decision, the outcome written fenced by
+the attempt's generation (retried while the database is down), and the log line, WorkerStats
+counter and metrics of the result. Claiming and slots are runtime/slots.py's; lease renewals
+are runtime/leases.py's. Past 400 lines because it has one purpose read in order, an
+attempt's steps over the RunningAttempt they share (reconcile, run, classify, record,
+report), each a short method; the log fields and the refusal reason with it.
 """
 
 from __future__ import annotations

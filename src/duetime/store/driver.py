@@ -172,9 +172,9 @@ class Driver(ABC):
     # (Claimer.due_classes): without a skip scan, their pick's range reads end at now only in
     # a class they name (SQLite, MariaDB/MySQL; PostgreSQL's pick walks the classes itself)
     names_classes: ClassVar[bool] = False
-    # a batch of outcomes whose attempts all still hold their jobs is finished by finish_jobs
-    # alone (it locks and fences the rows, and returns the jobs it moved), without lock_jobs
-    # reading them first (PostgreSQL)
+    # a batch of outcomes whose attempts all still hold their jobs is finished by finish_held
+    # alone (it locks and fences the rows, and answers how many moved and those the rest of
+    # the finish acts on), without lock_jobs reading them first (PostgreSQL)
     finishes_held: ClassVar[bool] = False
     # parameter types encode passes as they are (exact types): those every dialect takes, and
     # a dialect's own whose encode_time or encode_bool returns the value itself
@@ -219,7 +219,7 @@ class Driver(ABC):
         fewer round trips (PostgreSQL: BEGIN, the statements and COMMIT at once); the default
         opens a transaction as any other. A parameter given as an Instant's callable (a
         clock's `now`) is read once the connection is held (at_connection): a wait for one
-        stamps nothing early."""
+        stamps nothing early. With no row, the default gives no names either."""
         with self.transaction() as c:
             rows = c.rows(name, **at_connection(params))
         if not rows:

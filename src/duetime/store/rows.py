@@ -290,7 +290,7 @@ def claims_from_values(
     rest of a just-started attempt is not read back: it is the job's (generation, claim
     token, due_at; started_at is the claim's now, as the job's updated_at), the worker's, or
     what every new attempt has (running, no outcome)."""
-    if tuple(names) != CLAIMED_COLUMNS:
+    if names and tuple(names) != CLAIMED_COLUMNS:  # (no names: no row)
         at = {name: i for i, name in enumerate(names)}
         rows = map(operator.itemgetter(*(at[name] for name in CLAIMED_COLUMNS)), rows)
     claims = []

@@ -108,8 +108,8 @@ STATEMENTS: dict[str, str] = {
     "attempt columns (migration 22), except where the dialect keeps a success on its job's row "
     "(migration 24: PostgreSQL, SQLite) and the move is `kept` (a plain success, to succeeded): "
     "then the job's attempt columns stay and no row is inserted; counts the attempts ended. With "
-    "`whole` (PostgreSQL, Driver.finishes_held): moves every job of the batch or none, and "
-    "returns the moved jobs' id, has_children, tenant, sequence_key and queue",
+    "`whole`: moves every job of the batch or none (finish_held's). Returns the moved jobs' "
+    "ids, where the dialect returns rows (PostgreSQL)",
     "finish_held": "changes: as finish_jobs with `whole` (the dialects of Driver.finishes_held; "
     "unused elsewhere); returns one row: moved (how many jobs moved) and follow_ups (JSON, NULL "
     "when none: [id, has_children, tenant, sequence_key, queue] of each job that moved and "

@@ -236,7 +236,7 @@ SET j.generation = j.generation + 1, j.attempts = j.attempts + 1, j.updated_at =
 WHERE JSON_EXTRACT(%(moves)s, CONCAT('$.', j.status)) IS NOT NULL;
 SELECT
 @claimed_columns
-       , 0 AS claim_epoch  -- last, as CLAIMED_COLUMNS has it (read by position)
+       , 0 AS claim_epoch  -- last, as CLAIMED_COLUMNS and PostgreSQL's claims have it
 FROM duetime_jobs j
 WHERE j.id IN (SELECT id FROM duetime_claim) AND j.status = 'running'
   AND j.attempt_id IS NOT NULL
@@ -988,7 +988,7 @@ WHERE JSON_EXTRACT(%(moves)s, CONCAT('$.', j.status)) IS NOT NULL;
 -- as claim: the attempt is the job's row's (migration 22)
 SELECT
 @claimed_columns
-       , 0 AS claim_epoch  -- last, as CLAIMED_COLUMNS has it (read by position)
+       , 0 AS claim_epoch  -- last, as CLAIMED_COLUMNS and PostgreSQL's claims have it
 FROM duetime_jobs j
 WHERE j.id IN (SELECT id FROM duetime_claim) AND j.status = 'running'
   AND j.attempt_id IS NOT NULL

@@ -697,7 +697,7 @@ WITH v AS (
 ), ending AS (
     SELECT j.id, j.generation, j.claim_token, j.attempt_id, j.worker_id, j.lease_expires_at,
            j.started_at, j.due_at, j.late_outcome, j.late_reported_at, j.has_children,
-           j.tenant, j.sequence_key, j.queue,
+           j.tenant, j.sequence_key, j.queue, v.to_status,
            v.to_status IN ('succeeded', 'dead', 'cancelled', 'expired')
                AND j.idempotency_key IS NULL AND j.unique_key IS NULL
                AND (j.schedule_id IS NULL OR j.nominal_at IS NULL) AS leaving
@@ -778,10 +778,11 @@ WITH v AS (
 -- table, docs/history-plan.md step 8; the other dialects keep it in the jobs table for now);
 -- a retry, a park and a keyed job are updated in place. The rows are
 -- locked here, in id order: after lock_jobs (the long way, store/sql/finish.py), or alone for
--- a batch of attempts that all still hold their running jobs (`whole`): then every job moves
--- or none does, and the caller, told that none did, commits and goes the long way (no
--- rollback: psycopg's rollback forgets the connection's prepared statements). The moved jobs
--- come back with what the rest of the finish needs (their count is the row count).
+-- a batch of attempts that all still hold their running jobs (finish_held, with `whole`: its
+-- moves are this statement's, the part finish_moves): then every job moves or none does, and
+-- the caller, told that none did, commits and goes the long way (no rollback: psycopg's
+-- rollback forgets the connection's prepared statements). The moved jobs' ids come back
+-- (their count is the row count); the long way read the rest of what it needs under its locks.
 -- It is prepared on each connection (driver.py `_prepared`) and its plan cached there, so
 -- that plan must not rest on the table's size when it was made: a plan made while the jobs
 -- table was small (a worker started on a quiet database) read the whole table for each
@@ -807,7 +808,7 @@ WITH v AS (
 SELECT set_config('enable_seqscan', 'off', true), set_config('enable_indexscan', 'off', true),
        set_config('enable_indexonlyscan', 'off', true);
 @finish_moves
-SELECT id, has_children, tenant, sequence_key, queue FROM ending
+SELECT id FROM ending
 WHERE id IN (SELECT id FROM moved) OR id IN (SELECT id FROM gone);
 
 -- name: finish_held
@@ -815,15 +816,17 @@ WHERE id IN (SELECT id FROM moved) OR id IN (SELECT id FROM gone);
 -- _finish_held, `whole`), answering in one row instead of a row for each job: how many
 -- jobs moved, and, as JSON, those of them the rest of the finish acts on (a parent that
 -- ended, a job of a sequence, a retry: [id, has_children, tenant, sequence_key, queue]
--- each; NULL when none is, as for most batches).
+-- each, as text, parsed by the caller whatever JSON loader the application gave psycopg;
+-- NULL when none is, as for most batches). store/sql/finish.py _after_moves reads those three
+-- of the jobs it is told of, and only those: this filter and its reads change together.
 SELECT set_config('enable_seqscan', 'off', true), set_config('enable_indexscan', 'off', true),
        set_config('enable_indexonlyscan', 'off', true);
 @finish_moves
 SELECT count(*) AS moved,
        json_agg(json_build_array(e.id, e.has_children, e.tenant, e.sequence_key, e.queue))
            FILTER (WHERE COALESCE(e.has_children, 0) <> 0 OR e.sequence_key IS NOT NULL
-                   OR v.to_status = 'scheduled') AS follow_ups
-FROM ending e JOIN v ON v.job_id = e.id
+                   OR e.to_status = 'scheduled')::text AS follow_ups
+FROM ending e
 WHERE e.id IN (SELECT id FROM moved) OR e.id IN (SELECT id FROM gone);
 
 -- name: keep_results

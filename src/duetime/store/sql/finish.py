@@ -15,6 +15,7 @@ what follows a move (_after_moves); split, the halves would reach into each othe
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -192,7 +193,7 @@ class Finisher(Part):
             applied = [True] * len(items)
             follow = {
                 job_id: dict(zip(_FOLLOWED, rest, strict=True))
-                for job_id, *rest in answer["follow_ups"] or ()
+                for job_id, *rest in json.loads(answer["follow_ups"] or "[]")
             }
             self._after_moves(c, items, applied, moves, follow, now)
         return applied
@@ -274,6 +275,8 @@ class Finisher(Part):
                 c.run("keep_results", **_extras(by_job[lease.job_id], outcome), now=now)
         self.limits.count_outcomes(c, _outcomes(items, applied), now)
         ended = [m for m in moves if m["to_status"] in TERMINAL]  # statuses are str enums
+        # finish_held tells only of the jobs whose end these lines act on (its filter): a job
+        # that ended and is not in `moved` has no children and no sequence; a retry always is
         ended_rows = [(m, row) for m in ended if (row := moved.get(m["job_id"])) is not None]
         tell = [
             (m["job_id"], JobStatus(m["to_status"])) for m, row in ended_rows if row["has_children"]

@@ -248,7 +248,7 @@ UPDATE duetime_attempt_ids SET next_id = next_id + (SELECT COUNT(*) FROM temp.du
 WHERE id = 1;
 SELECT
 @claimed_columns
-       , 0 AS claim_epoch  -- last, as CLAIMED_COLUMNS has it (read by position)
+       , 0 AS claim_epoch  -- last, as CLAIMED_COLUMNS and PostgreSQL's claims have it
 FROM duetime_jobs j
 WHERE j.id IN (SELECT id FROM temp.duetime_claim) AND j.status = 'running'
   AND j.updated_at = :now AND j.attempt_id IS NOT NULL
@@ -1001,7 +1001,7 @@ WHERE id = 1;
 -- as claim: the attempt is the job's row's (migration 22)
 SELECT
 @claimed_columns
-       , 0 AS claim_epoch  -- last, as CLAIMED_COLUMNS has it (read by position)
+       , 0 AS claim_epoch  -- last, as CLAIMED_COLUMNS and PostgreSQL's claims have it
 FROM duetime_jobs j
 WHERE j.id IN (SELECT id FROM temp.duetime_claim) AND j.status = 'running'
   AND j.updated_at = :now AND j.attempt_id IS NOT NULL

@@ -91,6 +91,16 @@ ATTEMPT_ROW = {
 }
 
 
+# a claim's row: its job's columns and the claim's own
+CLAIM_ROW = {
+    **JOB_ROW,
+    "claim_token": 5_000_000_000_000_000_001,
+    "attempt_id": 11,
+    "attempt_lease_expires_at": T + timedelta(seconds=30),
+    "claim_epoch": 3,
+}
+
+
 def field_names(cls: type) -> set[str]:
     return {f.name for f in dataclasses.fields(cls)}
 
@@ -135,13 +145,7 @@ def test_built_records_stay_frozen_and_hashable_as_init_made_ones() -> None:
 def test_a_claim_from_its_row_has_every_field_of_its_job_and_new_attempt() -> None:
     """A claim's row is its job's columns and three more: the rest of its attempt is the
     job's, the worker's, or what every started attempt has."""
-    row = {
-        **JOB_ROW,
-        "claim_token": 5_000_000_000_000_000_001,
-        "attempt_id": 11,
-        "attempt_lease_expires_at": T + timedelta(seconds=30),
-        "claim_epoch": 3,
-    }
+    row = CLAIM_ROW
     [claim] = claims_from_rows([row], same_time, "w-1")
     assert claim == Claim(job_from_row(JOB_ROW, same_time), claim.attempt)
     attempt = claim.attempt
@@ -246,13 +250,7 @@ def test_a_row_of_an_earlier_schema_reads_the_columns_added_since_as_null() -> N
 def test_a_claim_reads_its_values_by_position_and_puts_another_order_in_its_own() -> None:
     """A plain claim's rows come as values (Driver.values_alone) in CLAIMED_COLUMNS' order;
     values in another order, named, give the same claim."""
-    row = {
-        **JOB_ROW,
-        "claim_token": 5_000_000_000_000_000_001,
-        "attempt_id": 11,
-        "attempt_lease_expires_at": T + timedelta(seconds=30),
-        "claim_epoch": 3,
-    }
+    row = CLAIM_ROW
     [by_name] = claims_from_rows([row], same_time, "w-1")
     [in_order] = claims_from_values(
         CLAIMED_COLUMNS, [tuple(row[c] for c in CLAIMED_COLUMNS)], same_time, "w-1"

@@ -13,6 +13,7 @@ import pytest
 
 from duetime.core.clock import ManualClock
 from duetime.core.models import Lease, Outcome
+from duetime.core.requests import TaskDefaults
 from duetime.core.retry import ErrorCategory
 from duetime.core.states import AttemptStatus, Event, JobStatus
 from duetime.store.base import Store
@@ -199,7 +200,7 @@ def test_a_batch_whose_attempts_all_hold_their_jobs(
     store: Store, clock: ManualClock, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # PostgreSQL finishes it in one statement that locks and fences the rows itself
-    # (finish_jobs); the others read the rows first (lock_jobs), then finish them
+    # (finish_held); the others read the rows first (lock_jobs), then finish them (finish_jobs)
     leases = running(store, clock, 4)
     names = statements_of(monkeypatch)
     due = clock.now() + timedelta(seconds=9)
@@ -211,7 +212,8 @@ def test_a_batch_whose_attempts_all_hold_their_jobs(
     ]
     assert store.finish_many(items, clock.now()) == [True] * 4
     held = store.driver.finishes_held  # type: ignore[attr-defined]
-    assert "finish_jobs" in names and ("lock_jobs" in names) == (not held)
+    assert ("finish_held" if held else "finish_jobs") in names
+    assert ("lock_jobs" in names) == (not held)
     monkeypatch.undo()
     jobs = [store.get_job(lease.job_id) for lease in leases]
     assert [j.status for j in jobs if j is not None] == [
@@ -229,6 +231,51 @@ def test_a_batch_whose_attempts_all_hold_their_jobs(
     assert jobs[2] is not None and jobs[2].attempt_history[0].error_message == "no"
 
 
+def test_one_batch_acts_on_each_end_that_others_wait_for(
+    store: Store, clock: ManualClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The rest of a finish acts only on some of the jobs it moved: a parent that ended
+    releases its child, a job of a sequence lets the next one run, a retry is due again. In
+    one batch with plain jobs around them (PostgreSQL: finish_held answers with those jobs
+    alone, not a row for each), each is acted on."""
+    parent = enqueue(store, clock, args={"n": 0})
+    seq = TaskDefaults(sequence="{account}")
+    head = enqueue(store, clock, args={"account": "a", "n": 1}, defaults=seq)
+    plain = [enqueue(store, clock, args={"n": n}) for n in (2, 3)]
+    retried = enqueue(store, clock, args={"n": 4})
+    child = enqueue(store, clock, depends_on=[parent.id], at=clock.now() + timedelta(hours=1))
+    nxt = enqueue(store, clock, args={"account": "a", "n": 5}, defaults=seq)
+    assert (child.status, nxt.status) == (JobStatus.BLOCKED, JobStatus.WAITING)
+    leases = {lease.job_id: lease for lease in claim_all(store, clock, 5)}
+    due = clock.now() + timedelta(seconds=30)
+    names = statements_of(monkeypatch)
+    items = [
+        (leases[plain[0].id], Outcome(Event.SUCCEED)),
+        (leases[parent.id], Outcome(Event.SUCCEED)),
+        (leases[head.id], Outcome(Event.GIVE_UP, error_message="no")),
+        (leases[retried.id], Outcome(Event.RETRY, due_at=due)),
+        (leases[plain[1].id], Outcome(Event.SUCCEED)),
+    ]
+    assert store.finish_many(items, clock.now()) == [True] * 5
+    held = store.driver.finishes_held  # type: ignore[attr-defined]
+    assert ("finish_held" in names, "lock_jobs" in names) == (held, not held)
+    monkeypatch.undo()
+
+    def status(job_id: int) -> JobStatus:
+        found = store.get_job(job_id)
+        assert found is not None
+        return found.status
+
+    assert status(child.id) is JobStatus.SCHEDULED  # released, due at its own instant
+    assert status(nxt.id) is JobStatus.SCHEDULED  # the sequence's next one
+    assert status(retried.id) is JobStatus.SCHEDULED
+    assert [status(j.id) for j in (parent, *plain)] == [JobStatus.SUCCEEDED] * 3
+    assert status(head.id) is JobStatus.DEAD
+    clock.advance(31)
+    again = store.claim(worker_id="w", queues=None, limit=10, now=clock.now())
+    assert sorted(c.job.id for c in again) == sorted([retried.id, nxt.id])
+
+
 def test_a_batch_with_one_job_whose_cancel_was_asked_meanwhile(
     store: Store, clock: ManualClock, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -243,8 +290,8 @@ def test_a_batch_with_one_job_whose_cancel_was_asked_meanwhile(
     assert store.finish_many(items, clock.now()) == [True] * 3
     held = store.driver.finishes_held  # type: ignore[attr-defined]
     # PostgreSQL: the one statement first (it moved nothing), then the long way
-    assert [n for n in names if n in ("lock_jobs", "finish_jobs")] == (
-        ["finish_jobs", "lock_jobs", "finish_jobs"] if held else ["lock_jobs", "finish_jobs"]
+    assert [n for n in names if n in ("lock_jobs", "finish_jobs", "finish_held")] == (
+        ["finish_held", "lock_jobs", "finish_jobs"] if held else ["lock_jobs", "finish_jobs"]
     )
     monkeypatch.undo()
     jobs = [store.get_job(lease.job_id) for lease in leases]

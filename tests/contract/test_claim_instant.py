@@ -40,7 +40,7 @@ def stamped_after_the_wait(claims: list[Claim], clock: ManualClock) -> None:
 
 
 def plain(store: Store, clock: ManualClock) -> None:
-    """No control, no limit: the claim statement alone (Driver.rows_alone)."""
+    """No control, no limit: the claim statement alone (Driver.values_alone)."""
 
 
 def limited(store: Store, clock: ManualClock) -> None:
@@ -138,7 +138,7 @@ def test_a_broker_fed_worker_takes_its_attempt_at_the_instant_after_the_wait(
 
 
 class SlowDriver:
-    """A claimer's driver whose every connection (a transaction's, rows_alone's) is held
+    """A claimer's driver whose every connection (a transaction's, values_alone's) is held
     WAIT seconds of `clock` after it was asked for; the rest as the driver's."""
 
     def __init__(self, driver: Any, clock: ManualClock) -> None:
@@ -152,9 +152,9 @@ class SlowDriver:
         self.clock.advance(WAIT)
         return self.driver.transaction(*args, **kwargs)
 
-    def rows_alone(self, name: str, /, **params: Any) -> Any:
+    def values_alone(self, name: str, /, **params: Any) -> Any:
         self.clock.advance(WAIT)
-        return self.driver.rows_alone(name, **params)
+        return self.driver.values_alone(name, **params)
 
 
 def test_a_worker_claims_at_the_instant_after_its_wait_for_a_connection(

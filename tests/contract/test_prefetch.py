@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Iterator
+from contextvars import ContextVar
 
 import pytest
 
@@ -50,6 +51,28 @@ def test_prefetched_jobs_never_run_past_the_concurrency_limit(app: duetime.App) 
     assert sorted(done) == list(range(60))  # each once
     assert most <= 3
     assert worker.stats.claimed == 60
+
+
+def test_a_job_started_in_the_slot_another_freed_has_a_context_of_its_own(
+    app: duetime.App,
+) -> None:
+    """An async handler runs in its attempt's own task (runtime/attempt.py
+    AttemptRunner._inline), and a job held ready starts from the task of the attempt whose
+    handler freed its slot: what that handler set in its context does not reach it."""
+    probe: ContextVar[int | None] = ContextVar("probe", default=None)
+    seen: list[tuple[int, int | None]] = []
+
+    @app.task(name="setter")
+    async def setter(i: int) -> None:
+        seen.append((i, probe.get()))
+        probe.set(i)
+
+    jobs = app.enqueue_many("setter", [{"i": i} for i in range(4)])
+    worker = Worker(app, concurrency=1, poll_interval=0.02)
+    holding(worker, 3)  # one claim takes all four: each next one waits ready for the slot
+    asyncio.run(run_until(worker, lambda: len(seen) == 4))
+    assert sorted(seen) == [(i, None) for i in range(len(jobs))]
+    assert worker.stats.claimed == 4
 
 
 def test_prefetched_jobs_are_given_back_when_the_worker_stops(app: duetime.App) -> None:

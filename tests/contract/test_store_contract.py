@@ -27,7 +27,7 @@ from duetime.core.requests import TaskDefaults
 from duetime.core.retry import ErrorCategory
 from duetime.core.states import TRANSITIONS, AttemptStatus, Event, JobStatus
 from duetime.store.base import Store
-from duetime.store.rows import CLAIMED_COLUMNS, claims_from_rows
+from duetime.store.rows import CLAIMED_COLUMNS, claims_from_rows, claims_from_values
 from duetime.store.sql import claim as claim_module
 from jobhelpers import claim_one, enqueue, job_in, new
 from kit import DialectKit
@@ -255,15 +255,22 @@ def test_every_claim_path_gives_the_job_and_attempt_as_the_store_holds_them(
     rest must be what the store holds, whichever statement started it: claim_queues, claim,
     then claim_chosen through the limited pick (a limit exists) and the controlled one (a
     capped queue). Each returns the columns CLAIMED_COLUMNS names (the shared part
-    claimed_columns), no more."""
-    returned: list[set[str]] = []
+    claimed_columns), no more, in that order (a plain claim's rows are read by position:
+    claims_from_values)."""
+    returned: list[tuple[str, ...]] = []
 
     def noted(rows: Any, *args: Any) -> list[Claim]:
         rows = list(rows)
-        returned.extend(set(row.keys()) for row in rows)
+        returned.extend(tuple(row.keys()) for row in rows)
         return claims_from_rows(rows, *args)
 
+    def noted_values(names: Any, rows: Any, *args: Any) -> list[Claim]:
+        rows = list(rows)
+        returned.extend(tuple(names) for _ in rows)
+        return claims_from_values(names, rows, *args)
+
     monkeypatch.setattr(claim_module, "claims_from_rows", noted)
+    monkeypatch.setattr(claim_module, "claims_from_values", noted_values)
     run: list[str] = []  # the claim statements each claim ran, by name
     statements = store.driver.statements  # type: ignore[attr-defined]
 
@@ -299,7 +306,7 @@ def test_every_claim_path_gives_the_job_and_attempt_as_the_store_holds_them(
         "claim_candidates",
         "claim_chosen",
     ]
-    assert returned == [set(CLAIMED_COLUMNS)] * 4
+    assert returned == [CLAIMED_COLUMNS] * 4
     for claim in claims:
         held = store.get_job(claim.job.id)
         assert held is not None

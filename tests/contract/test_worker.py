@@ -38,6 +38,20 @@ def status_of(app: duetime.App, job_id: int) -> JobStatus:
     return app.get_job(job_id).status
 
 
+def cancel_once_started(
+    app: duetime.App, job_id: int, started: threading.Event
+) -> Callable[[], bool]:
+    """run_until's condition: the job cancelled once its handler started, until it ended
+    cancelled or succeeded."""
+
+    def done() -> bool:
+        if started.is_set() and status_of(app, job_id) is JobStatus.RUNNING:
+            app.cancel(job_id)
+        return status_of(app, job_id).value in {"cancelled", "succeeded"}
+
+    return done
+
+
 def test_handler_sees_its_attempt(app: duetime.App) -> None:
     seen: dict[str, Any] = {}
     # the fencing token: the database's epoch (PostgreSQL: its timeline, 1 on a fresh cluster;
@@ -160,6 +174,33 @@ def test_cancel_stops_an_async_handler(app: duetime.App) -> None:
     assert final.attempt_history[-1].status is AttemptStatus.CANCELLED
 
 
+def test_an_async_handler_that_finishes_anyway_after_a_cancel_succeeds(app: duetime.App) -> None:
+    """An async handler without a timeout runs in its attempt's own task (docs/workers.md,
+    "Where a handler runs"): the cancel raises CancelledError at its await; one that catches
+    it and returns is recorded by what it returned, once, as a sync handler's is."""
+    started = threading.Event()
+    caught: list[bool] = []
+
+    @app.task(name="stubborn")
+    async def stubborn() -> str:
+        started.set()
+        try:
+            await asyncio.sleep(60)
+        except asyncio.CancelledError:
+            caught.append(duetime.current().cancel_requested)
+            await asyncio.sleep(0.01)  # its clean-up awaits too
+        return "done anyway"
+
+    job = stubborn.enqueue()
+    worker = Worker(app, poll_interval=0.02)
+
+    asyncio.run(run_until(worker, cancel_once_started(app, job.id, started)))
+    final = app.get_job(job.id)
+    assert caught == [True]
+    assert final.status is JobStatus.SUCCEEDED and final.result == "done anyway"
+    assert [a.status for a in final.attempt_history] == [AttemptStatus.SUCCEEDED]
+
+
 @pytest.mark.parametrize("finish_anyway", [False, True])
 def test_cancel_is_visible_to_a_sync_handler(app: duetime.App, finish_anyway: bool) -> None:
     started = threading.Event()
@@ -175,12 +216,7 @@ def test_cancel_is_visible_to_a_sync_handler(app: duetime.App, finish_anyway: bo
     job = poller.enqueue()
     worker = Worker(app, poll_interval=0.02)
 
-    def done() -> bool:
-        if started.is_set() and status_of(app, job.id) is JobStatus.RUNNING:
-            app.cancel(job.id)
-        return status_of(app, job.id).value in {"cancelled", "succeeded"}
-
-    asyncio.run(run_until(worker, done))
+    asyncio.run(run_until(worker, cancel_once_started(app, job.id, started)))
     final = app.get_job(job.id)
     # the final record says whether the work finished
     if finish_anyway:

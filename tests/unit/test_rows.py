@@ -4,6 +4,7 @@ every field set, each equal to what __init__ makes of the same values."""
 from __future__ import annotations
 
 import dataclasses
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -17,6 +18,7 @@ from duetime.store.rows import (
     CLAIMED_COLUMNS,
     attempt_from_row,
     claims_from_rows,
+    claims_from_values,
     job_from_row,
 )
 
@@ -62,6 +64,8 @@ JOB_ROW = {
     "progress_message": "half",
     "progress_at": T,
     "trace_context": '{"traceparent": "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"}',
+    "on_parent_failure": "run",
+    "cancel_reason": None,
     "sequence_key": "acct-1",
     "sequence_hold": 1,
     "unique_key": "ab" * 32,
@@ -84,6 +88,16 @@ ATTEMPT_ROW = {
     "late_reported_at": None,
     "due_at": T,
     "claim_token": 5_000_000_000_000_000_001,
+}
+
+
+# a claim's row: its job's columns and the claim's own
+CLAIM_ROW = {
+    **JOB_ROW,
+    "claim_token": 5_000_000_000_000_000_001,
+    "attempt_id": 11,
+    "attempt_lease_expires_at": T + timedelta(seconds=30),
+    "claim_epoch": 3,
 }
 
 
@@ -131,13 +145,7 @@ def test_built_records_stay_frozen_and_hashable_as_init_made_ones() -> None:
 def test_a_claim_from_its_row_has_every_field_of_its_job_and_new_attempt() -> None:
     """A claim's row is its job's columns and three more: the rest of its attempt is the
     job's, the worker's, or what every started attempt has."""
-    row = {
-        **JOB_ROW,
-        "claim_token": 5_000_000_000_000_000_001,
-        "attempt_id": 11,
-        "attempt_lease_expires_at": T + timedelta(seconds=30),
-        "claim_epoch": 3,
-    }
+    row = CLAIM_ROW
     [claim] = claims_from_rows([row], same_time, "w-1")
     assert claim == Claim(job_from_row(JOB_ROW, same_time), claim.attempt)
     attempt = claim.attempt
@@ -218,3 +226,37 @@ def test_made_refuses_a_record_with_a_default_factory() -> None:
 
     with pytest.raises(TypeError, match="default_factory"):
         made(Listed)
+
+
+def test_a_row_of_an_earlier_schema_reads_the_columns_added_since_as_null() -> None:
+    """A migration test reads jobs before the database migrates: the columns of migrations 18
+    (results, progress) and 20 (dependencies) are absent then, and only those may be."""
+    later = ("result", "progress", "progress_message", "progress_at", "on_parent_failure")
+    old = {k: v for k, v in JOB_ROW.items() if k not in (*later, "cancel_reason")}
+    job = job_from_row(old, same_time)
+    assert (job.result, job.progress, job.on_parent_failure, job.cancel_reason) == (None,) * 4
+    assert job == replace(
+        job_from_row(JOB_ROW, same_time),
+        result=None,
+        progress=None,
+        progress_message=None,
+        progress_at=None,
+        on_parent_failure=None,
+    )
+    with pytest.raises(KeyError, match="queue"):
+        job_from_row({k: v for k, v in JOB_ROW.items() if k != "queue"}, same_time)
+
+
+def test_a_claim_reads_its_values_by_position_and_puts_another_order_in_its_own() -> None:
+    """A plain claim's rows come as values (Driver.values_alone) in CLAIMED_COLUMNS' order;
+    values in another order, named, give the same claim."""
+    row = CLAIM_ROW
+    [by_name] = claims_from_rows([row], same_time, "w-1")
+    [in_order] = claims_from_values(
+        CLAIMED_COLUMNS, [tuple(row[c] for c in CLAIMED_COLUMNS)], same_time, "w-1"
+    )
+    shuffled = ("claim_epoch", *reversed(CLAIMED_COLUMNS[:-1]))
+    [reordered] = claims_from_values(shuffled, [[row[c] for c in shuffled]], same_time, "w-1")
+    assert by_name == in_order == reordered
+    assert (in_order.attempt.id, in_order.attempt.epoch, in_order.job.id) == (11, 3, 7)
+    assert claims_from_values((), [], same_time, "w-1") == []  # no row, no names

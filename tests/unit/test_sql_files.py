@@ -70,6 +70,20 @@ def test_a_part_is_written_into_each_statement_that_names_it(
     }  # a part is no statement of its own
 
 
+def test_a_part_may_use_a_part_defined_above_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """(postgres/queries.sql: finish_moves uses job_columns.)"""
+    sql = (
+        "-- part: cols\n    a, b\n\n"
+        "-- part: moves\nWITH m AS (\n    SELECT\n@cols\n    FROM t\n)\n\n"
+        "-- name: x\n@moves\nSELECT count(*) FROM m;\n"
+    )
+    queries = load_queries(a_dialect(tmp_path, monkeypatch, sql))
+    moves = "WITH m AS (\n    SELECT\na, b\n    FROM t\n)"
+    assert queries == {"x": (moves + "\nSELECT count(*) FROM m",)}
+
+
 def test_a_statement_naming_a_part_not_defined_above_is_refused(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

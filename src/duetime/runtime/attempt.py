@@ -1,14 +1,15 @@
 """One attempt's life: run its handler, decide its outcome, record it fenced, report it.
 
 AttemptRunner.begin(claim) makes a RunningAttempt; AttemptRunner.run() takes it to its end:
-the task's reconcile hook (when an earlier attempt was lost), the handler (an `async` one as
-a task on the loop, a sync one in runtime/handlers.py's threads) under the job's timeout and
-cooperative cancellation, the classification of what it raised and the retry decision, the
-outcome written fenced by the attempt's generation (retried while the database is down), and
-the log line, WorkerStats counter and metrics of the result. Claiming and slots are
-runtime/slots.py's; lease renewals are runtime/leases.py's. Past 400 lines because it has one
-purpose read in order, an attempt's steps over the RunningAttempt they share (reconcile, run,
-classify, record, report), each a short method; the log fields and the refusal reason with it.
+the task's reconcile hook (when an earlier attempt was lost), the handler (an `async` one
+awaited in the attempt's own task, or with a timeout as a task of its own beside it; a sync
+one in runtime/handlers.py's threads) under the job's timeout and cooperative cancellation,
+the classification of what it raised and the retry decision, the outcome written fenced by
+the attempt's generation (retried while the database is down), and the log line, WorkerStats
+counter and metrics of the result. Claiming and slots are runtime/slots.py's; lease renewals
+are runtime/leases.py's. Past 400 lines because it has one purpose read in order, an
+attempt's steps over the RunningAttempt they share (reconcile, run, classify, record,
+report), each a short method; the log fields and the refusal reason with it.
 """
 
 from __future__ import annotations
@@ -72,19 +73,33 @@ class RunningAttempt:
     finishing: bool = False  # its outcome is being recorded: heartbeats no longer speak for it
     execution: asyncio.Task[None] | None = field(default=None, repr=False)
     trace: RunSpan | None = None  # its span, when this process traces (duetime/tracing.py)
+    # its async handler is being awaited in `execution` itself (AttemptRunner._inline), and
+    # how many times a stop cancelled that task meanwhile (taken back once the handler is over)
+    inline: bool = False
+    cancels: int = 0
 
     def ask_to_stop(self) -> None:
         """Set the flag sync handlers poll; cancel an async handler cooperatively."""
         self.ctx.request_cancel()
-        if isinstance(self.handler, asyncio.Task):
+        if self.inline:
+            self._cancel_inline()
+        elif isinstance(self.handler, asyncio.Task):
             self.handler.cancel()
 
     def interrupt(self) -> None:
         """The worker stops past its grace period: stop the handler, record it interrupted."""
         self.interrupted = True
         self.ctx.request_cancel()
-        if self.handler is not None:
+        if self.inline:
+            self._cancel_inline()
+        elif self.handler is not None:
             self.handler.cancel()
+
+    def _cancel_inline(self) -> None:
+        """Cancel the handler awaited in this attempt's own task: that task, while (and only
+        while) it is suspended in the handler."""
+        if self.execution is not None and self.execution.cancel():
+            self.cancels += 1
 
 
 class AttemptRunner:
@@ -240,10 +255,13 @@ class AttemptRunner:
                 settled = await self._reconcile(running, task)
                 if settled is not None:
                     return settled
-            running.handler, started = self._invoke(task, running.ctx, job.args)
-            if started is not None:  # a sync handler may wait for a free thread
-                await started  # its timeout starts now
-            value = await wait_shielded(running.handler, job.timeout_seconds)
+            if task.is_async and job.timeout_seconds is None:
+                value = await self._inline(running, task)
+            else:
+                running.handler, started = self._invoke(task, running.ctx, job.args)
+                if started is not None:  # a sync handler may wait for a free thread
+                    await started  # its timeout starts now
+                value = await wait_shielded(running.handler, job.timeout_seconds)
             if value is None and running.ctx.reported is None:
                 return SUCCEEDED  # most handlers: nothing more to store
             return self._success(running.ctx, value)
@@ -407,6 +425,29 @@ class AttemptRunner:
             error_message=failure.message,
             error_traceback=failure.traceback,
         )
+
+    @staticmethod
+    async def _inline(running: RunningAttempt, task: AnyTask) -> Any:
+        """An async handler without a timeout, awaited in its attempt's own task (Slots
+        gives each attempt a task with a context of its own) rather than in a task of its own
+        beside it: a task and a future less a job (3 us of the event loop's time a job; docs/
+        performance.md, "An async handler in its attempt's task"). Nothing has to outlive
+        a wait here (a handler with a timeout has its own task, left running when the timeout
+        records the attempt). A stop or an interrupt cancels this task while it is suspended
+        in the handler (RunningAttempt.inline), and those cancellations are taken back once
+        the handler is over, so the outcome's record that follows is not cancelled and a
+        cancellation of the worker itself is still told apart (Task.cancelling)."""
+        set_current(running.ctx)
+        running.inline = True
+        try:
+            return await guarded(task.fn(**running.claim.job.args))
+        finally:
+            running.inline = False
+            if running.cancels:  # read the task only then: this runs for every job
+                current = asyncio.current_task()
+                while running.cancels and current is not None:
+                    running.cancels -= 1
+                    current.uncancel()
 
     def _invoke(
         self, task: AnyTask, ctx: AttemptContext, args: dict[str, Any]

@@ -3,12 +3,15 @@
 Slots is one of the worker's services (runtime/worker.py assembles them): it claims due jobs
 through its ClaimFairness (runtime/fairness.py), holds some ready ahead of the free slots, and
 runs one attempt (runtime/attempt.py) per claim; the broker feed (runtime/outbox/feed.py) runs
-the attempts it accepted in the same slots.
+the attempts it accepted in the same slots. Past 450 lines because the claim loop, the
+slots' count (free, ready, running, recording) and the start of each attempt share that state,
+each read beside the others.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import functools
 import logging
 import time
@@ -136,6 +139,10 @@ class Slots(Service):
         self.idle = Pulse()  # the claim loop waits: no free slot, or nothing more was due
         self.finished = Pulse()  # an attempt ended (recorded, refused as stale, or given up)
         self.draining = Pulse()  # shutdown began with attempts in flight
+        # the context each attempt's task starts from (a copy each: an async handler runs in
+        # its attempt's task, runtime/attempt.py AttemptRunner._inline, and what it sets there
+        # must not reach an attempt started from that task); the service's, once it starts
+        self._context: contextvars.Context | None = None
 
     def free(self) -> int:
         """Slots free for a handler now."""
@@ -217,6 +224,7 @@ class Slots(Service):
 
     async def start(self) -> None:
         self.tasks = sorted(self.registry)  # the claim's task filter, read once
+        self._context = contextvars.copy_context()
         log_event(
             log,
             "worker.started",
@@ -378,7 +386,10 @@ class Slots(Service):
     def _run(self, running: RunningAttempt) -> None:
         self.busy += 1
         self.started += 1
-        running.execution = asyncio.create_task(self._execute(running))
+        base = self._context
+        running.execution = asyncio.create_task(
+            self._execute(running), context=base.copy() if base is not None else None
+        )
 
     def _start_ready(self) -> None:
         """Start prefetched jobs in the free slots, oldest claim first."""

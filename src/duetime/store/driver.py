@@ -47,9 +47,9 @@ def load_queries(package: str) -> dict[str, tuple[str, ...]]:
     """The named statements of a dialect's queries.sql (`-- name: x` starts a block). A block
     whose one statement is `@other` runs the statements of the block `other` defined above it
     (a dialect whose one statement serves both contracts). A `-- part: p` block is no
-    statement: a line `@p` in a statement below it stands for its text (one piece of SQL that
-    several statements share, written once). The parts of store/sql/parts.sql, the same in
-    every dialect, come first."""
+    statement: a line `@p` in a statement (or a part) below it stands for its text (one piece
+    of SQL that several statements share, written once). The parts of store/sql/parts.sql,
+    the same in every dialect, come first."""
     shared = resources.files("duetime.store.sql").joinpath("parts.sql").read_text()
     text = resources.files(package).joinpath("queries.sql").read_text()
     # each file's blocks (kind, name, body) after its own preamble, the shared ones first
@@ -59,8 +59,8 @@ def load_queries(package: str) -> dict[str, tuple[str, ...]]:
     for kind, name, body in zip(parts[0::3], parts[1::3], parts[2::3], strict=True):
         if name in queries or name in pieces:
             raise ValueError(f"{package}/queries.sql defines {name} twice")
-        if kind == "part":
-            pieces[name] = _strip(body)
+        if kind == "part":  # it may use the parts defined above it
+            pieces[name] = _PART_USE.sub(lambda m: pieces.get(m.group(1), m.group(0)), _strip(body))
             continue
         body = _PART_USE.sub(lambda m: pieces.get(m.group(1), m.group(0)), body)
         statements = tuple(s for s in (_strip(p) for p in _STATEMENT_END.split(body + "\n")) if s)
@@ -172,9 +172,9 @@ class Driver(ABC):
     # (Claimer.due_classes): without a skip scan, their pick's range reads end at now only in
     # a class they name (SQLite, MariaDB/MySQL; PostgreSQL's pick walks the classes itself)
     names_classes: ClassVar[bool] = False
-    # a batch of outcomes whose attempts all still hold their jobs is finished by finish_jobs
-    # alone (it locks and fences the rows, and returns the jobs it moved), without lock_jobs
-    # reading them first (PostgreSQL)
+    # a batch of outcomes whose attempts all still hold their jobs is finished by finish_held
+    # alone (it locks and fences the rows, and answers how many moved and those the rest of
+    # the finish acts on), without lock_jobs reading them first (PostgreSQL)
     finishes_held: ClassVar[bool] = False
     # parameter types encode passes as they are (exact types): those every dialect takes, and
     # a dialect's own whose encode_time or encode_bool returns the value itself
@@ -210,14 +210,25 @@ class Driver(ABC):
         would commit alone) that is safe to run alone. Default: a transaction."""
         return self.transaction()
 
-    def rows_alone(self, name: str, /, **params: Any) -> list[Row]:
+    def values_alone(
+        self, name: str, /, **params: Any
+    ) -> tuple[tuple[str, ...], list[tuple[Any, ...]]]:
         """The rows of a named statement run in a transaction of its own, committed before
-        they are returned. A dialect may send it in fewer round trips (PostgreSQL: BEGIN, the
-        statements and COMMIT at once); the default opens a transaction as any other.
-        A parameter given as an Instant's callable (a clock's `now`) is read once the
-        connection is held (at_connection): a wait for one stamps nothing early."""
+        they are returned: its columns' names, and each row as its values in that order (no
+        mapping each: the claims', store/rows.py claims_from_values). A dialect may send it in
+        fewer round trips (PostgreSQL: BEGIN, the statements and COMMIT at once); the default
+        opens a transaction as any other. A parameter given as an Instant's callable (a
+        clock's `now`) is read once the connection is held (at_connection): a wait for one
+        stamps nothing early. With no row, the default gives no names either."""
         with self.transaction() as c:
-            return c.rows(name, **at_connection(params))
+            rows = c.rows(name, **at_connection(params))
+        if not rows:
+            return (), []
+        first = rows[0]
+        names = tuple(first.keys())
+        if isinstance(first, Mapping):  # a dict keeps its columns' order
+            return names, [tuple(row.values()) for row in rows]
+        return names, [tuple(row) for row in rows]  # a sequence of its values (sqlite3.Row)
 
     @abstractmethod
     def joined(self, native: Any) -> AbstractContextManager[Connection]:

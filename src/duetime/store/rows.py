@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import json
+import operator
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
@@ -106,62 +107,92 @@ def moves_json(event: Event) -> str:
     return json.dumps({str(k): str(v) for k, v in TRANSITIONS[event].items()}, sort_keys=True)
 
 
+# the columns a job's record is built from (job_from_values), in the order a claim returns
+# them: CLAIMED_COLUMNS up to the claim's own (claim_token, the attempt's, claim_epoch)
+JOB_COLUMNS_READ = CLAIMED_COLUMNS[: CLAIMED_COLUMNS.index("claim_token")]
+_JOB_COLUMN_COUNT = len(JOB_COLUMNS_READ)
+_job_values = operator.itemgetter(*JOB_COLUMNS_READ)
+_claimed_values = operator.itemgetter(*CLAIMED_COLUMNS)
+# columns a database of an earlier schema lacks until it migrates (18: results and progress;
+# 20: dependencies): a migration test reads its jobs before migrating, and they read as NULL
+_ADDED_LATER = frozenset(
+    {"result", "progress", "progress_message", "progress_at", "on_parent_failure", "cancel_reason"}
+)
+
+
 def job_from_row(
     row: Row, t: ToTime, attempts: tuple[Attempt, ...] = (), *, current: Sequence[Attempt] = ()
 ) -> Job:
-    """A job from its row, with `attempts` as its history; `current`: attempts read only to
-    tell whether it waits in the broker (dispatched_at), when its history is not wanted.
-    Every claimed row passes here: the optional columns are read inline, not through a call
-    each, and the record is built from a dict display."""
-    args = row["args"]
-    limits = row["limits"]
-    covers = row["covers"]
-    deadline_at = row["deadline_at"]
-    cancel_requested_at = row["cancel_requested_at"]
-    nominal_at = row["nominal_at"]
-    timeout = row["timeout_seconds"]
-    unique_until = row["unique_until"]
+    """A job from its row (by column name), with `attempts` as its history; `current`:
+    attempts read only to tell whether it waits in the broker (dispatched_at), when its
+    history is not wanted."""
     try:
-        result, progress = row["result"], row["progress"]
-        message, progress_at = row["progress_message"], row["progress_at"]
-    except (KeyError, IndexError):  # a database of schema 17 or earlier (before it migrates)
-        result = progress = message = progress_at = None
+        values = _job_values(row)
+    except (KeyError, IndexError):  # a database of an earlier schema (before it migrates)
+        values = tuple(_or_none(row, name) for name in JOB_COLUMNS_READ)
+    return job_from_values(values, t, attempts, current=current)
+
+
+def _or_none(row: Row, name: str) -> Any:
     try:
-        on_parent_failure, cancel_reason = row["on_parent_failure"], row["cancel_reason"]
-    except (KeyError, IndexError):  # migration 20's columns (dependencies), not there yet: a
-        on_parent_failure = cancel_reason = None  # migration test reads jobs before migrating
-    generation = row["generation"]
+        return row[name]
+    except (KeyError, IndexError):
+        if name in _ADDED_LATER:
+            return None
+        raise
+
+
+def job_from_values(
+    values: Sequence[Any],
+    t: ToTime,
+    attempts: tuple[Attempt, ...] = (),
+    *,
+    current: Sequence[Attempt] = (),
+) -> Job:
+    """A job from its columns' values in JOB_COLUMNS_READ's order (more may follow: a claim's
+    row has its own after them), the one builder of a job's record: every claimed row passes
+    here, its values unpacked at once rather than looked up by name (a claim's rows come as
+    tuples, with no dict each: docs/performance.md, "Claim rows as tuples"), the optional
+    columns read inline, and the record built from a dict display."""
+    (
+        job_id, tenant, queue, task, args, priority, due_at, deadline_at, status, version,
+        tries, max_attempts, generation, retry_base, retry_cap, lease_seconds, timeout,
+        idempotency_key, business_key, created_at, updated_at, cancel_requested_at,
+        schedule_id, schedule_name, nominal_at, covers, origin, limits, result, progress,
+        message, progress_at, trace_context, on_parent_failure, cancel_reason, sequence_key,
+        sequence_hold, unique_key, unique_until,
+    ) = values[:_JOB_COLUMN_COUNT]  # fmt: skip
     return built(
         Job,
         {
-            "id": row["id"],
-            "tenant": row["tenant"],
-            "queue": row["queue"],
-            "task": row["task"],
+            "id": job_id,
+            "tenant": tenant,
+            "queue": queue,
+            "task": task,
             # PostgreSQL's driver parses JSON into a fresh dict; SQLite and MySQL give text
             "args": args if type(args) is dict else _args(args),
-            "priority": row["priority"],
-            "due_at": t(row["due_at"]),
+            "priority": priority,
+            "due_at": t(due_at),
             "deadline_at": None if deadline_at is None else t(deadline_at),
-            "status": _JOB_STATUS[row["status"]],
-            "version": row["version"],
-            "attempts": row["attempts"],
-            "max_attempts": row["max_attempts"],
+            "status": _JOB_STATUS[status],
+            "version": version,
+            "attempts": tries,
+            "max_attempts": max_attempts,
             "generation": generation,
-            "retry_base": float(row["retry_base"]),
-            "retry_cap": float(row["retry_cap"]),
-            "lease_seconds": float(row["lease_seconds"]),
+            "retry_base": float(retry_base),
+            "retry_cap": float(retry_cap),
+            "lease_seconds": float(lease_seconds),
             "timeout_seconds": None if timeout is None else float(timeout),
-            "idempotency_key": row["idempotency_key"],
-            "business_key": row["business_key"],
-            "created_at": t(row["created_at"]),
-            "updated_at": t(row["updated_at"]),
+            "idempotency_key": idempotency_key,
+            "business_key": business_key,
+            "created_at": t(created_at),
+            "updated_at": t(updated_at),
             "cancel_requested_at": None if cancel_requested_at is None else t(cancel_requested_at),
-            "schedule_id": row["schedule_id"],
-            "schedule_name": row["schedule_name"],
+            "schedule_id": schedule_id,
+            "schedule_name": schedule_name,
             "nominal_at": None if nominal_at is None else t(nominal_at),
             "covers": () if covers is None else _covers(covers),
-            "origin": row["origin"],
+            "origin": origin,
             "attempt_history": attempts,
             "limits": () if limits is None else tuple(json_list(limits)),
             "dispatched_at": dispatched_since(generation, attempts or current)
@@ -171,14 +202,14 @@ def job_from_row(
             "progress": None if progress is None else float(progress),
             "progress_message": message,
             "progress_at": None if progress_at is None else t(progress_at),
-            "trace_context": row["trace_context"],
+            "trace_context": trace_context,
             "on_parent_failure": on_parent_failure,
             "cancel_reason": cancel_reason,
             "parents": (),
             "children": (),
-            "sequence_key": row["sequence_key"],
-            "sequence_hold": bool(row["sequence_hold"]),
-            "unique_key": row["unique_key"],
+            "sequence_key": sequence_key,
+            "sequence_hold": bool(sequence_hold),
+            "unique_key": unique_key,
             "unique_until": None if unique_until is None else t(unique_until),
             "sequence_ahead": None,
         },
@@ -243,23 +274,38 @@ def _named(prefix: str) -> dict[str, str]:
 
 
 def claims_from_rows(rows: Iterable[Row], t: ToTime, worker_id: str) -> list[Claim]:
-    """The claims of the rows a claim started for `worker_id`: each its job's columns as the
-    claim left them, its attempt's id and lease end as attempt_id and attempt_lease_expires_at,
-    and the database's epoch as claim_epoch. The rest of a just-started attempt is not read
-    back: it is the job's (generation, claim token, due_at; started_at is the claim's now, as
-    the job's updated_at), the worker's, or what every new attempt has (running, no outcome)."""
+    """The claims of rows (by column name) a claim started for `worker_id`, each with the
+    columns CLAIMED_COLUMNS names: see claims_from_values."""
+    return claims_from_values(CLAIMED_COLUMNS, map(_claimed_values, rows), t, worker_id)
+
+
+def claims_from_values(
+    names: Sequence[str], rows: Iterable[Sequence[Any]], t: ToTime, worker_id: str
+) -> list[Claim]:
+    """The claims of the rows a claim started for `worker_id`, each row the values of the
+    columns `names` (in CLAIMED_COLUMNS' order, as every claim statement returns them: the
+    part claimed_columns, then claim_epoch; in any other order they are put in that one, at
+    a cost): its job's columns as the claim left them, its attempt's id and lease end as
+    attempt_id and attempt_lease_expires_at, and the database's epoch as claim_epoch. The
+    rest of a just-started attempt is not read back: it is the job's (generation, claim
+    token, due_at; started_at is the claim's now, as the job's updated_at), the worker's, or
+    what every new attempt has (running, no outcome)."""
+    if names and tuple(names) != CLAIMED_COLUMNS:  # (no names: no row)
+        at = {name: i for i, name in enumerate(names)}
+        rows = map(operator.itemgetter(*(at[name] for name in CLAIMED_COLUMNS)), rows)
     claims = []
-    for row in rows:
-        job = job_from_row(row, t)
+    for values in rows:
+        job = job_from_values(values, t)
+        claim_token, attempt_id, lease_end, epoch = values[_JOB_COLUMN_COUNT:]
         attempt = built(
             Attempt,
             {
-                "id": row["attempt_id"],
+                "id": attempt_id,
                 "job_id": job.id,
                 "generation": job.generation,
                 "worker_id": worker_id,
                 "status": AttemptStatus.RUNNING,
-                "lease_expires_at": t(row["attempt_lease_expires_at"]),
+                "lease_expires_at": t(lease_end),
                 "started_at": job.updated_at,
                 "finished_at": None,
                 "error_category": None,
@@ -268,8 +314,8 @@ def claims_from_rows(rows: Iterable[Row], t: ToTime, worker_id: str) -> list[Cla
                 "late_outcome": None,
                 "late_reported_at": None,
                 "due_at": job.due_at,
-                "claim_token": row["claim_token"],
-                "epoch": int(row["claim_epoch"]),
+                "claim_token": claim_token,
+                "epoch": int(epoch),
             },
         )
         claims.append(built(Claim, {"job": job, "attempt": attempt}))

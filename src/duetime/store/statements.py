@@ -108,8 +108,12 @@ STATEMENTS: dict[str, str] = {
     "attempt columns (migration 22), except where the dialect keeps a success on its job's row "
     "(migration 24: PostgreSQL, SQLite) and the move is `kept` (a plain success, to succeeded): "
     "then the job's attempt columns stay and no row is inserted; counts the attempts ended. With "
-    "`whole` (PostgreSQL, Driver.finishes_held): moves every job of the batch or none, and "
-    "returns the moved jobs' id, has_children, tenant, sequence_key and queue",
+    "`whole`: moves every job of the batch or none (finish_held's). Returns the moved jobs' "
+    "ids, where the dialect returns rows (PostgreSQL)",
+    "finish_held": "changes: as finish_jobs with `whole` (the dialects of Driver.finishes_held; "
+    "unused elsewhere); returns one row: moved (how many jobs moved) and follow_ups (JSON, NULL "
+    "when none: [id, has_children, tenant, sequence_key, queue] of each job that moved and "
+    "ended with children, has a sequence_key, or was moved to scheduled)",
     "keep_results": "changes: the job job_id, if it still has generation, claim_token and "
     "status to_status (the finish just moved it, in this transaction): its result set to "
     "`result` when that is not NULL, and when `progress` is not NULL its progress, "

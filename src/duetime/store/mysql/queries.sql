@@ -234,8 +234,9 @@ SET j.generation = j.generation + 1, j.attempts = j.attempts + 1, j.updated_at =
     j.started_at = %(now)s, j.late_outcome = NULL, j.late_reported_at = NULL,
     j.status = JSON_UNQUOTE(JSON_EXTRACT(%(moves)s, CONCAT('$.', j.status)))
 WHERE JSON_EXTRACT(%(moves)s, CONCAT('$.', j.status)) IS NOT NULL;
-SELECT 0 AS claim_epoch,
+SELECT
 @claimed_columns
+       , 0 AS claim_epoch  -- last, as CLAIMED_COLUMNS and PostgreSQL's claims have it
 FROM duetime_jobs j
 WHERE j.id IN (SELECT id FROM duetime_claim) AND j.status = 'running'
   AND j.attempt_id IS NOT NULL
@@ -291,6 +292,11 @@ FROM duetime_jobs j
 WHERE j.id IN %(ids)s
 ORDER BY j.id
 FOR UPDATE;
+
+-- name: finish_held
+-- (Unused here: a batch is finished the long way, lock_jobs then finish_jobs;
+-- Driver.finishes_held.)
+SELECT 0 AS moved, NULL AS follow_ups;
 
 -- name: finish_jobs
 -- Each ended attempt's row is inserted, once, with its outcome, from its job's row (fenced by
@@ -980,8 +986,9 @@ SET j.generation = j.generation + 1, j.attempts = j.attempts + 1, j.updated_at =
     j.status = JSON_UNQUOTE(JSON_EXTRACT(%(moves)s, CONCAT('$.', j.status)))
 WHERE JSON_EXTRACT(%(moves)s, CONCAT('$.', j.status)) IS NOT NULL;
 -- as claim: the attempt is the job's row's (migration 22)
-SELECT 0 AS claim_epoch,
+SELECT
 @claimed_columns
+       , 0 AS claim_epoch  -- last, as CLAIMED_COLUMNS and PostgreSQL's claims have it
 FROM duetime_jobs j
 WHERE j.id IN (SELECT id FROM duetime_claim) AND j.status = 'running'
   AND j.attempt_id IS NOT NULL

@@ -682,44 +682,8 @@ WHERE j.id = ANY (%(ids)s::bigint[])
 ORDER BY j.id
 FOR UPDATE OF j;
 
--- name: finish_jobs
--- One statement: the jobs move (fenced by generation, claim token, status, the attempt they
--- run and, for a reap, its expired lease); a plain success (`kept`, store/sql/finish.py)
--- stays on its job's row (migration 24: its current-attempt columns are kept, its end is
--- the job's updated_at), and every other ended attempt has its job's columns cleared and
--- its row inserted, once, with its outcome (migration 22). A job that ends and holds no key
--- leaves the jobs table here (`leaving`: deleted, and inserted as it ended into the history
--- table, docs/history-plan.md step 8; the other dialects keep it in the jobs table for now);
--- a retry, a park and a keyed job are updated in place. The rows are
--- locked here, in id order: after lock_jobs (the long way, store/sql/finish.py), or alone for
--- a batch of attempts that all still hold their running jobs (`whole`): then every job moves
--- or none does, and the caller, told that none did, commits and goes the long way (no
--- rollback: psycopg's rollback forgets the connection's prepared statements). The moved jobs
--- come back with what the rest of the finish needs (their count is the row count).
--- It is prepared on each connection (driver.py `_prepared`) and its plan cached there, so
--- that plan must not rest on the table's size when it was made: a plan made while the jobs
--- table was small (a worker started on a quiet database) read the whole table for each
--- batch ever after (a hash join over a sequential scan: 13 ms a batch of 10 at 50,000 jobs,
--- against 0.27 ms by the primary key; docs/performance.md, Under pressure). So sequential
--- scans are off for the finish's transaction, and `ending` names the batch's ids as an
--- array (`id = ANY`), which a plan made for any size of table reads through the primary
--- key; hash joins stay on for the batch's own rows (off, a batch of 200 took 25 ms).
--- Plain and index-only scans are off too (for the rest of the finish's transaction, which
--- reads by key): the jobs are read by bitmap scans of the primary key, the only index a
--- condition of the statement names. A VACUUM ANALYZE that finds the table empty (every job
--- claimed and finished under a transaction held open: their dead rows stay, yet none is
--- live) makes the planner believe the table holds a row, and the plan made again on that
--- walked a whole other index, every dead entry of it, to build the batch's hash: 15 to 30 ms
--- a batch, against 1.5 (docs/performance.md, "The finish's plan after a vacuum").
--- Every read of the jobs also names the batch's bounds (`keys`: id BETWEEN its least and
--- greatest id). A vacuum that finds one job live makes the planner take any condition on the
--- key to select every row, and it then leaves bitmap scans out where an index's order is of
--- use (the ORDER BY, a merge join): the plan walked whole indexes with the index scans
--- turned off, 7,600 pages a batch instead of 160, until the next ANALYZE. A range of
--- unknown bounds is estimated to select a small share of the rows, so the bitmap scans of
--- the key stay in (docs/performance.md, "The finish's plan with one job live").
-SELECT set_config('enable_seqscan', 'off', true), set_config('enable_indexscan', 'off', true),
-       set_config('enable_indexonlyscan', 'off', true);
+-- part: finish_moves
+-- What finish_jobs and finish_held do (see finish_jobs), up to what they return.
 WITH v AS (
     SELECT v.job_id, v.generation, v.claim_token, v.from_status, v.to_status, v.due_at,
            v.only_if_expired, v.status, v.error_category, v.error_message, v.error_traceback,
@@ -733,7 +697,7 @@ WITH v AS (
 ), ending AS (
     SELECT j.id, j.generation, j.claim_token, j.attempt_id, j.worker_id, j.lease_expires_at,
            j.started_at, j.due_at, j.late_outcome, j.late_reported_at, j.has_children,
-           j.tenant, j.sequence_key, j.queue,
+           j.tenant, j.sequence_key, j.queue, v.to_status,
            v.to_status IN ('succeeded', 'dead', 'cancelled', 'expired')
                AND j.idempotency_key IS NULL AND j.unique_key IS NULL
                AND (j.schedule_id IS NULL OR j.nominal_at IS NULL) AS leaving
@@ -803,8 +767,68 @@ WITH v AS (
       AND (m.id IN (SELECT id FROM moved) OR m.id IN (SELECT id FROM gone))
     ORDER BY m.id
 )
-SELECT id, has_children, tenant, sequence_key, queue FROM ending
+
+-- name: finish_jobs
+-- One statement: the jobs move (fenced by generation, claim token, status, the attempt they
+-- run and, for a reap, its expired lease); a plain success (`kept`, store/sql/finish.py)
+-- stays on its job's row (migration 24: its current-attempt columns are kept, its end is
+-- the job's updated_at), and every other ended attempt has its job's columns cleared and
+-- its row inserted, once, with its outcome (migration 22). A job that ends and holds no key
+-- leaves the jobs table here (`leaving`: deleted, and inserted as it ended into the history
+-- table, docs/history-plan.md step 8; the other dialects keep it in the jobs table for now);
+-- a retry, a park and a keyed job are updated in place. The rows are
+-- locked here, in id order: after lock_jobs (the long way, store/sql/finish.py), or alone for
+-- a batch of attempts that all still hold their running jobs (finish_held, with `whole`: its
+-- moves are this statement's, the part finish_moves): then every job moves or none does, and
+-- the caller, told that none did, commits and goes the long way (no rollback: psycopg's
+-- rollback forgets the connection's prepared statements). The moved jobs' ids come back
+-- (their count is the row count); the long way read the rest of what it needs under its locks.
+-- It is prepared on each connection (driver.py `_prepared`) and its plan cached there, so
+-- that plan must not rest on the table's size when it was made: a plan made while the jobs
+-- table was small (a worker started on a quiet database) read the whole table for each
+-- batch ever after (a hash join over a sequential scan: 13 ms a batch of 10 at 50,000 jobs,
+-- against 0.27 ms by the primary key; docs/performance.md, Under pressure). So sequential
+-- scans are off for the finish's transaction, and `ending` names the batch's ids as an
+-- array (`id = ANY`), which a plan made for any size of table reads through the primary
+-- key; hash joins stay on for the batch's own rows (off, a batch of 200 took 25 ms).
+-- Plain and index-only scans are off too (for the rest of the finish's transaction, which
+-- reads by key): the jobs are read by bitmap scans of the primary key, the only index a
+-- condition of the statement names. A VACUUM ANALYZE that finds the table empty (every job
+-- claimed and finished under a transaction held open: their dead rows stay, yet none is
+-- live) makes the planner believe the table holds a row, and the plan made again on that
+-- walked a whole other index, every dead entry of it, to build the batch's hash: 15 to 30 ms
+-- a batch, against 1.5 (docs/performance.md, "The finish's plan after a vacuum").
+-- Every read of the jobs also names the batch's bounds (`keys`: id BETWEEN its least and
+-- greatest id). A vacuum that finds one job live makes the planner take any condition on the
+-- key to select every row, and it then leaves bitmap scans out where an index's order is of
+-- use (the ORDER BY, a merge join): the plan walked whole indexes with the index scans
+-- turned off, 7,600 pages a batch instead of 160, until the next ANALYZE. A range of
+-- unknown bounds is estimated to select a small share of the rows, so the bitmap scans of
+-- the key stay in (docs/performance.md, "The finish's plan with one job live").
+SELECT set_config('enable_seqscan', 'off', true), set_config('enable_indexscan', 'off', true),
+       set_config('enable_indexonlyscan', 'off', true);
+@finish_moves
+SELECT id FROM ending
 WHERE id IN (SELECT id FROM moved) OR id IN (SELECT id FROM gone);
+
+-- name: finish_held
+-- finish_jobs for a batch whose attempts all hold their jobs (store/sql/finish.py
+-- _finish_held, `whole`), answering in one row instead of a row for each job: how many
+-- jobs moved, and, as JSON, those of them the rest of the finish acts on (a parent that
+-- ended, a job of a sequence, a retry: [id, has_children, tenant, sequence_key, queue]
+-- each, as text, parsed by the caller whatever JSON loader the application gave psycopg;
+-- NULL when none is, as for most batches). store/sql/finish.py _after_moves reads those three
+-- of the jobs it is told of, and only those: this filter and its reads change together.
+SELECT set_config('enable_seqscan', 'off', true), set_config('enable_indexscan', 'off', true),
+       set_config('enable_indexonlyscan', 'off', true);
+@finish_moves
+SELECT count(*) AS moved,
+       json_agg(json_build_array(e.id, e.has_children, e.tenant, e.sequence_key, e.queue))
+           FILTER (WHERE COALESCE(e.has_children, 0) <> 0 OR e.sequence_key IS NOT NULL
+                   OR e.to_status = 'scheduled')::text AS follow_ups
+FROM ending e
+WHERE e.id IN (SELECT id FROM moved) OR e.id IN (SELECT id FROM gone);
+
 -- name: keep_results
 -- A success's result and an attempt's last progress (docs/workflows.md), for the one job the
 -- finish just moved (fenced as the finish was; run only for outcomes that carry either), in

@@ -42,7 +42,7 @@ from duetime.core.models import Claim
 from duetime.core.states import Event
 from duetime.store.base import Claimed, ClaimPlan
 from duetime.store.driver import Connection, Driver, Row, at_connection
-from duetime.store.rows import claims_from_rows, moves_json
+from duetime.store.rows import claims_from_rows, claims_from_values, moves_json
 from duetime.store.sql.attempt_ids import AttemptIds, Reserved
 from duetime.store.sql.flow import Flow
 from duetime.store.sql.limits import Limits
@@ -246,16 +246,16 @@ class Claimer(Part):
         }
         if not self.driver.names_classes:
             # a transaction of its own, in as few round trips as the dialect can
-            # (Driver.rows_alone, which reads a callable `now` once its connection is held)
-            rows = self.driver.rows_alone(claim_statement(queues), **params)
-        else:
-            with self.driver.transaction() as c:
-                classes = self.due_classes(c)
-                rows = (
-                    c.rows(claim_statement(queues), **classes, **at_connection(params))
-                    if classes != NOTHING_SCHEDULED
-                    else []
-                )
+            # (Driver.values_alone, which reads a callable `now` once its connection is held)
+            names, values = self.driver.values_alone(claim_statement(queues), **params)
+            return claims_from_values(names, values, self._t, worker_id), None, False
+        with self.driver.transaction() as c:
+            classes = self.due_classes(c)
+            rows = (
+                c.rows(claim_statement(queues), **classes, **at_connection(params))
+                if classes != NOTHING_SCHEDULED
+                else []
+            )
         return claims_from_rows(rows, self._t, worker_id), None, False
 
     def _claim_controlled(

@@ -15,8 +15,9 @@ what follows a move (_after_moves); split, the halves would reach into each othe
 
 from __future__ import annotations
 
+import json
 import logging
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import datetime
 from typing import Any
@@ -161,8 +162,10 @@ class Finisher(Part):
         self, items: Sequence[tuple[Lease, Outcome]], when: datetime | Callable[[], datetime]
     ) -> list[bool] | None:
         """A worker's batch as its worker sees it (every attempt still holds its running job):
-        one statement locks, fences and moves the jobs (finish_jobs with `whole`: all of them
-        or none), with no read of their rows first. None when the batch is not all of that:
+        one statement locks, fences and moves the jobs (finish_held, finish_jobs with `whole`:
+        all of them or none), with no read of their rows first, and answers in one row: how
+        many moved, and those the rest of the finish acts on (_after_moves: a parent, a job of
+        a sequence, a retry), not a row for each job. None when the batch is not all of that:
         nothing was written, and finish_on takes it in a transaction of its own (a stale
         attempt, a job whose cancel was asked meanwhile, two outcomes of one job). The instant
         recorded is read before the statement, so a wait for a row lock held by another short
@@ -181,13 +184,18 @@ class Finisher(Part):
                 _move(lease, outcome, JobStatus.RUNNING, target, now, False)
                 for (lease, outcome), target in zip(items, targets, strict=True)
             )
-            moved = c.rows("finish_jobs", batch=moves, now=now, whole=True)
+            [answer] = c.rows("finish_held", batch=moves, now=now, whole=True)
+            moved = answer["moved"]
             if not moved:
                 return None  # nothing written; the commit lets the row locks go
-            if len(moved) != len(moves):  # `whole` makes this impossible: refuse to guess
-                raise _Unmatched(f"finished {len(moved)} of the {len(moves)} jobs; nothing kept")
+            if moved != len(moves):  # `whole` makes this impossible: refuse to guess
+                raise _Unmatched(f"finished {moved} of the {len(moves)} jobs; nothing kept")
             applied = [True] * len(items)
-            self._after_moves(c, items, applied, moves, {r["id"]: r for r in moved}, now)
+            follow = {
+                job_id: dict(zip(_FOLLOWED, rest, strict=True))
+                for job_id, *rest in json.loads(answer["follow_ups"] or "[]")
+            }
+            self._after_moves(c, items, applied, moves, follow, now)
         return applied
 
     def finish_on(
@@ -248,12 +256,14 @@ class Finisher(Part):
         items: Sequence[tuple[Lease, Outcome]],
         applied: Sequence[bool],
         moves: Sequence[dict[str, Any]],
-        moved: dict[int, Row],
+        moved: Mapping[int, Row],
         now: datetime,
     ) -> None:
-        """The rest of a finish, in its transaction, once `moves` moved the jobs `moved` (job
-        id: its row's has_children, tenant, sequence_key and queue): results and progress kept,
-        limits counted, children told, sequences and retries woken."""
+        """The rest of a finish, in its transaction, once `moves` moved their jobs: results and
+        progress kept, limits counted, children told, sequences and retries woken. `moved`:
+        by job id, its row's has_children, tenant, sequence_key and queue (_FOLLOWED), of every
+        job that moved or at least of those that ended with children, in a sequence, or are
+        to be retried (finish_held's answer)."""
         carrying = [  # the outcomes that carry a result or progress: most carry neither
             (lease, outcome)
             for (lease, outcome), ok in zip(items, applied, strict=True)
@@ -265,17 +275,16 @@ class Finisher(Part):
                 c.run("keep_results", **_extras(by_job[lease.job_id], outcome), now=now)
         self.limits.count_outcomes(c, _outcomes(items, applied), now)
         ended = [m for m in moves if m["to_status"] in TERMINAL]  # statuses are str enums
+        # finish_held tells only of the jobs whose end these lines act on (its filter): a job
+        # that ended and is not in `moved` has no children and no sequence; a retry always is
+        ended_rows = [(m, row) for m in ended if (row := moved.get(m["job_id"])) is not None]
         tell = [
-            (m["job_id"], JobStatus(m["to_status"]))
-            for m in ended
-            if moved[m["job_id"]]["has_children"]
+            (m["job_id"], JobStatus(m["to_status"])) for m, row in ended_rows if row["has_children"]
         ]
         if tell:  # their blocked children released or cancelled, in this transaction
             self.dependencies.settle(c, tell, now)
         ended_keys = [
-            (moved[m["job_id"]]["tenant"], moved[m["job_id"]]["sequence_key"])
-            for m in ended
-            if moved[m["job_id"]]["sequence_key"]
+            (row["tenant"], row["sequence_key"]) for _, row in ended_rows if row["sequence_key"]
         ]
         if ended_keys:  # jobs of a sequence: one that ended lets the next run
             self.driver.notify(c, settle_sequences(c, ended_keys, now, self._t))
@@ -458,6 +467,9 @@ def _outcomes(items: Sequence[tuple[Lease, Outcome]], applied: Sequence[bool]) -
     return found
 
 
+# what the rest of a finish reads of a job that moved (_after_moves), in the order of
+# finish_held's follow_ups and of the columns finish_jobs returns
+_FOLLOWED = ("has_children", "tenant", "sequence_key", "queue")
 _NOT_COUNTED = (ErrorCategory.INTERRUPTED, ErrorCategory.CANCELLED, ErrorCategory.RECONCILED)
 
 

@@ -246,8 +246,9 @@ WHERE id IN (SELECT id FROM temp.duetime_claim)
   AND json_type(:moves, '$.' || status) IS NOT NULL;
 UPDATE duetime_attempt_ids SET next_id = next_id + (SELECT COUNT(*) FROM temp.duetime_claim)
 WHERE id = 1;
-SELECT 0 AS claim_epoch,
+SELECT
 @claimed_columns
+       , 0 AS claim_epoch  -- last, as CLAIMED_COLUMNS and PostgreSQL's claims have it
 FROM duetime_jobs j
 WHERE j.id IN (SELECT id FROM temp.duetime_claim) AND j.status = 'running'
   AND j.updated_at = :now AND j.attempt_id IS NOT NULL
@@ -303,6 +304,11 @@ SELECT j.id, j.generation, j.claim_token, j.status, j.queue, j.has_children, j.t
 FROM duetime_jobs j
 WHERE j.id IN (SELECT value FROM json_each(:ids))
 ORDER BY j.id;
+
+-- name: finish_held
+-- (Unused here: a batch is finished the long way, lock_jobs then finish_jobs;
+-- Driver.finishes_held.)
+SELECT 0 AS moved, NULL AS follow_ups;
 
 -- name: finish_jobs
 -- Under the write lock: each ended attempt's row is inserted, once, with its outcome, from
@@ -993,8 +999,9 @@ WHERE id IN (SELECT id FROM temp.duetime_claim)
 UPDATE duetime_attempt_ids SET next_id = next_id + (SELECT COUNT(*) FROM temp.duetime_claim)
 WHERE id = 1;
 -- as claim: the attempt is the job's row's (migration 22)
-SELECT 0 AS claim_epoch,
+SELECT
 @claimed_columns
+       , 0 AS claim_epoch  -- last, as CLAIMED_COLUMNS and PostgreSQL's claims have it
 FROM duetime_jobs j
 WHERE j.id IN (SELECT id FROM temp.duetime_claim) AND j.status = 'running'
   AND j.updated_at = :now AND j.attempt_id IS NOT NULL

@@ -6,16 +6,16 @@ import asyncio
 import threading
 import time
 from collections.abc import Callable
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any, TypeVar
 
 from duetime.core.clock import ManualClock
-from duetime.core.models import Job, JobFilter, Lease, NewJob, Outcome
+from duetime.core.models import Attempt, Claim, Job, JobFilter, Lease, NewJob, Outcome
 from duetime.core.requests import TaskDefaults, build_new_job
 from duetime.core.retry import ErrorCategory
 from duetime.core.schedule_spec import build_spec
 from duetime.core.schedules import NewOccurrence, Origin, Plan
-from duetime.core.states import Event, JobStatus
+from duetime.core.states import AttemptStatus, Event, JobStatus
 from duetime.runtime.worker import Worker
 from duetime.store.base import Store
 
@@ -28,6 +28,19 @@ def new(
     defaults = kw.pop("defaults", TaskDefaults())
     tenant = kw.pop("tenant", "default")
     return build_new_job(task, args or {}, now=clock.now(), tenant=tenant, defaults=defaults, **kw)
+
+
+def running_claim(due: datetime, started: datetime) -> Claim:
+    """A claim made in memory (no store): job 1, due at `due`, its first attempt started at
+    `started` with a 30 s lease."""
+    job = Job(
+        id=1, tenant="a", queue="default", task="t", args={}, priority=0, due_at=due,
+        deadline_at=None, status=JobStatus.RUNNING, version=1, attempts=1, max_attempts=3,
+        generation=1, retry_base=1, retry_cap=60, lease_seconds=30, timeout_seconds=None,
+        idempotency_key=None, business_key="k", created_at=due, updated_at=started,
+    )  # fmt: skip
+    attempt = Attempt(1, 1, 1, "w", AttemptStatus.RUNNING, started + timedelta(seconds=30), started)
+    return Claim(job, attempt)
 
 
 def enqueue(store: Store, clock: ManualClock, **kw: Any) -> Job:

@@ -6,28 +6,20 @@ record that follows runs in a task that is not being cancelled."""
 from __future__ import annotations
 
 import asyncio
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from typing import Any
 
 import duetime
-from duetime.core.models import Attempt, Claim, Job
-from duetime.core.states import AttemptStatus, JobStatus
 from duetime.runtime.attempt import AttemptRunner, RunningAttempt
 from duetime.runtime.context import AttemptContext
 from duetime.tasks import Task, TaskDefaults
+from jobhelpers import running_claim
 
 NOW = datetime(2026, 3, 1, 9, 0, tzinfo=UTC)
 
 
 def _running() -> RunningAttempt:
-    job = Job(
-        id=1, tenant="a", queue="default", task="t", args={}, priority=0, due_at=NOW,
-        deadline_at=None, status=JobStatus.RUNNING, version=1, attempts=1, max_attempts=3,
-        generation=1, retry_base=1, retry_cap=60, lease_seconds=30, timeout_seconds=None,
-        idempotency_key=None, business_key="k", created_at=NOW, updated_at=NOW,
-    )  # fmt: skip
-    attempt = Attempt(1, 1, 1, "w", AttemptStatus.RUNNING, NOW + timedelta(seconds=30), NOW)
-    claim = Claim(job, attempt)
+    claim = running_claim(NOW, NOW)
     return RunningAttempt(claim, AttemptContext(claim), last_beat=0.0)
 
 

@@ -10,7 +10,6 @@ import pytest
 
 import duetime
 from duetime.core.errors import InvalidRequest
-from duetime.core.models import Attempt, Claim, Job
 from duetime.core.requests import (
     TaskDefaults,
     build_new_job,
@@ -18,8 +17,8 @@ from duetime.core.requests import (
     check_lateness,
     late_deadline,
 )
-from duetime.core.states import AttemptStatus, JobStatus
 from duetime.runtime.context import AttemptContext
+from jobhelpers import running_claim
 
 NOW = datetime(2026, 3, 1, 9, 0, tzinfo=UTC)
 FIVE_MIN = TaskDefaults(max_lateness_seconds=300)
@@ -94,24 +93,13 @@ def test_the_task_decorator_takes_and_checks_the_options() -> None:
         def bad() -> None: ...
 
 
-def _claim(due: datetime, started: datetime) -> Claim:
-    job = Job(
-        id=1, tenant="a", queue="default", task="t", args={}, priority=0, due_at=due,
-        deadline_at=None, status=JobStatus.RUNNING, version=1, attempts=1, max_attempts=3,
-        generation=1, retry_base=1, retry_cap=60, lease_seconds=30, timeout_seconds=None,
-        idempotency_key=None, business_key="k", created_at=due, updated_at=started,
-    )  # fmt: skip
-    attempt = Attempt(1, 1, 1, "w", AttemptStatus.RUNNING, started + timedelta(seconds=30), started)
-    return Claim(job, attempt)
-
-
 def test_the_handler_sees_how_late_its_attempt_started() -> None:
     bound = timedelta(minutes=5)
-    on_time = AttemptContext(_claim(NOW, NOW + timedelta(minutes=4)), max_lateness=bound)
+    on_time = AttemptContext(running_claim(NOW, NOW + timedelta(minutes=4)), max_lateness=bound)
     assert on_time.lateness == timedelta(minutes=4) and not on_time.late
-    late = AttemptContext(_claim(NOW, NOW + timedelta(minutes=6)), max_lateness=bound)
+    late = AttemptContext(running_claim(NOW, NOW + timedelta(minutes=6)), max_lateness=bound)
     assert late.lateness == timedelta(minutes=6) and late.late
-    unbounded = AttemptContext(_claim(NOW, NOW + timedelta(hours=6)))
+    unbounded = AttemptContext(running_claim(NOW, NOW + timedelta(hours=6)))
     assert unbounded.lateness == timedelta(hours=6) and not unbounded.late
-    early = AttemptContext(_claim(NOW, NOW - timedelta(seconds=1)), max_lateness=bound)
+    early = AttemptContext(running_claim(NOW, NOW - timedelta(seconds=1)), max_lateness=bound)
     assert early.lateness == timedelta(0)  # clocks apart: never negative

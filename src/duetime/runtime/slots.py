@@ -142,7 +142,7 @@ class Slots(Service):
         # the context each attempt's task starts from (a copy each: an async handler runs in
         # its attempt's task, runtime/attempt.py AttemptRunner._inline, and what it sets there
         # must not reach an attempt started from that task); the service's, once it starts
-        self._context: contextvars.Context | None = None
+        self._context = contextvars.copy_context()
 
     def free(self) -> int:
         """Slots free for a handler now."""
@@ -386,9 +386,8 @@ class Slots(Service):
     def _run(self, running: RunningAttempt) -> None:
         self.busy += 1
         self.started += 1
-        base = self._context
         running.execution = asyncio.create_task(
-            self._execute(running), context=base.copy() if base is not None else None
+            self._execute(running), context=self._context.copy()
         )
 
     def _start_ready(self) -> None:

@@ -56,13 +56,17 @@ def load_queries(package: str) -> dict[str, tuple[str, ...]]:
     parts = _NAME.split(shared)[1:] + _NAME.split(text)[1:]
     queries: dict[str, tuple[str, ...]] = {}
     pieces: dict[str, str] = {}
+
+    def expand(body: str) -> str:  # each `@p` line of a part defined above it, by its text
+        return _PART_USE.sub(lambda m: pieces.get(m.group(1), m.group(0)), body)
+
     for kind, name, body in zip(parts[0::3], parts[1::3], parts[2::3], strict=True):
         if name in queries or name in pieces:
             raise ValueError(f"{package}/queries.sql defines {name} twice")
         if kind == "part":  # it may use the parts defined above it
-            pieces[name] = _PART_USE.sub(lambda m: pieces.get(m.group(1), m.group(0)), _strip(body))
+            pieces[name] = expand(_strip(body))
             continue
-        body = _PART_USE.sub(lambda m: pieces.get(m.group(1), m.group(0)), body)
+        body = expand(body)
         statements = tuple(s for s in (_strip(p) for p in _STATEMENT_END.split(body + "\n")) if s)
         if not statements:
             raise ValueError(f"{package}/queries.sql: {name} has no statement")

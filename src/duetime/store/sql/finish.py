@@ -468,7 +468,7 @@ def _outcomes(items: Sequence[tuple[Lease, Outcome]], applied: Sequence[bool]) -
 
 
 # what the rest of a finish reads of a job that moved (_after_moves), in the order of
-# finish_held's follow_ups and of the columns finish_jobs returns
+# finish_held's follow_ups (each after the job's id)
 _FOLLOWED = ("has_children", "tenant", "sequence_key", "queue")
 _NOT_COUNTED = (ErrorCategory.INTERRUPTED, ErrorCategory.CANCELLED, ErrorCategory.RECONCILED)
 

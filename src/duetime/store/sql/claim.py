@@ -13,7 +13,9 @@ blocked keys) and chosen by core/flow/choice.choose, and the chosen started (cla
 The relay's dispatch (store/sql/outbox.py) makes the same controlled choice over the
 outbox-mode queues through start_controlled. The settings and their cached copy are the flow part's
 (store/sql/flow.py). The fairness reads: tenant rotation, lower priority classes, weighted
-queues behind the window.
+queues behind the window. A worker's claim that detours for fairness alone (no control
+restricts it) makes its looks (the lower classes, the tenants) first, in a read of their own
+(Claimer._look), and is the plain claim when they find nothing to share out.
 """
 
 from __future__ import annotations
@@ -63,6 +65,20 @@ class Started:
     rows: list[Row]
     chosen: int
     next_start: datetime | None
+
+
+@dataclass(frozen=True)
+class Looked:
+    """What a worker's fairness looks found, read before its claim (Claimer._look): the lower
+    priority classes' jobs to take first (PriorityShare.walk) and the tenants to rotate over
+    (TenantRotation.due: none when fewer than two have due work)."""
+
+    lower: list[Candidate]
+    tenants: list[str]
+
+    def found(self) -> bool:
+        """Whether the claim has anything to do that the plain claim would not."""
+        return bool(self.lower or self.tenants)
 
 
 class Claimer(Part):
@@ -165,7 +181,14 @@ class Claimer(Part):
         controls = self.flow.flow_controls()  # pause, caps, weights (docs/flow-control.md)
         plain = False
         owed = plan.priorities is not None and bool(plan.priorities.owed)
-        if controls.restricts_claim or plan.per_class or owed or plan.rotation is not None:
+        looked = None
+        if not controls.restricts_claim and (plan.per_class or owed or plan.rotation is not None):
+            # a detour for fairness alone: its looks first, in a read of their own; when they
+            # find nothing to act on (no lower class due, fewer than two tenants: the common
+            # case of one class and one tenant), the plain claim takes what the pick would
+            # have, in its one round trip
+            looked = self._look(plan, limit, queues, tasks, now)
+        if controls.restricts_claim or (looked is not None and looked.found()):
             claims, found, next_start = self._claim_controlled(
                 controls,
                 plan,
@@ -175,6 +198,7 @@ class Claimer(Part):
                 limit=limit,
                 now=now,
                 tasks=tasks,
+                looked=looked,
             )
             if not claims and not controls.restricts_claim:
                 # a detour for fairness only that started nothing: its candidates are read
@@ -269,9 +293,11 @@ class Claimer(Part):
         limit: int,
         now: Instant,
         tasks: Sequence[str] | None,
+        looked: Looked | None = None,
     ) -> tuple[list[Claim], int, datetime | None]:
         """The controlled claim's claims, how many due jobs it chose (more than it started
-        when concurrent claims took some of them first), and when a limit allows a start."""
+        when concurrent claims took some of them first), and when a limit allows a start
+        (`looked`: what its fairness looks found before it, else they look within it)."""
         outbox = self.flow.outbox_queues()  # left to the relay
         with self.driver.transaction() as c:
             started = self.start_controlled(
@@ -289,6 +315,7 @@ class Claimer(Part):
                 priorities=plan.priorities,
                 credit=plan.credit,
                 floor=plan.floor,
+                looked=looked,
             )
         return (
             claims_from_rows(started.rows, self._t, worker_id),
@@ -314,6 +341,7 @@ class Claimer(Part):
         credit: dict[str, float] | None = None,
         dispatch_lease: float | None = None,
         floor: datetime | None = None,
+        looked: Looked | None = None,
     ) -> Started:
         """Choose and start up to `limit` jobs within every control, none of the queues of
         leave_out, in the caller's transaction; the started rows (claim_chosen's, fewer than
@@ -325,7 +353,8 @@ class Claimer(Part):
         process's; per_class is not used). `floor`: where the candidates' walks start, where
         the dialect's statements take one (a worker's, ClaimPlan.floor; None: from the first
         entry). `ids`: the attempt ids reserved for it
-        (store/sql/attempt_ids.py)."""
+        (store/sql/attempt_ids.py). `looked`: what a worker's fairness looks found before
+        this transaction (Claimer._look), else they look here."""
         dispatching = dispatch_lease is not None
         queue_room: dict[str, int] = {}
         tenant_room: dict[str, int] = {}
@@ -357,7 +386,9 @@ class Claimer(Part):
         # go first in the candidates, so they are taken while their queue and tenant have
         # room (with weights: first in their queue's and tenant's line)
         lower = (
-            self._lower_classes(
+            looked.lower
+            if looked is not None
+            else self._lower_classes(
                 c,
                 classes,
                 priorities,
@@ -373,11 +404,12 @@ class Claimer(Part):
             else []
         )
         # tenant fairness (TenantRotation): the tenants with due work, when more than one
-        rotation = (
-            turns.due(lambda after: self._next_due_tenant(c, after, now, floor))
-            if turns is not None
-            else []
-        )
+        if looked is not None:
+            rotation = looked.tenants
+        elif turns is not None:
+            rotation = turns.due(lambda after: self._next_due_tenant(c, after, now, floor))
+        else:
+            rotation = []
         for _ in range(MAX_ROUNDS):
             skip_queues |= set(full(queue_room))
             skip_tenants = full(tenant_room)
@@ -458,6 +490,42 @@ class Claimer(Part):
         if budget is not None:
             self.limits.spend(c, budget, started, now)
         return Started(started, len(chosen), at)
+
+    def _look(
+        self,
+        plan: ClaimPlan,
+        limit: int,
+        queues: Sequence[str] | None,
+        tasks: Sequence[str] | None,
+        now: Instant,
+    ) -> Looked:
+        """A worker's fairness looks for its next claim of `limit` slots, in a read of their
+        own: the lower classes' jobs its reserved slots take (plan.per_class and what earlier
+        walks owe, PriorityShare.walk) and the tenants with due work (plan.rotation,
+        TenantRotation.due), each as the controlled pick would read them (no cap restricts
+        this claim: no queue or tenant is full). Both update the plan's policy objects, once
+        a claim."""
+        with self.driver.transaction(write=False) as c:
+            at = read_instant(now)  # once the connection is held
+            priorities = plan.priorities
+            lower: list[Candidate] = []
+            if priorities is not None and (plan.per_class or priorities.owed):
+                classes = {
+                    **self.due_classes(c),
+                    "floor": plan.floor,
+                    "known": self.known_classes(),
+                }
+                skip = set(self.flow.outbox_queues()) | self.flow.paused_now(c)
+                lower = self._lower_classes(
+                    c, classes, priorities, plan.per_class, limit, at, queues, tasks, skip, []
+                )
+            turns = plan.rotation
+            tenants = (
+                turns.due(lambda after: self._next_due_tenant(c, after, at, plan.floor))
+                if turns is not None
+                else []
+            )
+        return Looked(lower, tenants)
 
     def _next_due_tenant(
         self, c: Connection, after: str, now: datetime, floor: datetime | None

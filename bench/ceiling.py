@@ -2,7 +2,7 @@
 claim and finish, from its store layer, with nothing else.
 
 Each client process opens a store (`duetime.store.open_store`, the worker's own store class)
-and, until a claim finds nothing, claims 100 due jobs (`Store.claim`: the claim statement a
+and, until a claim finds nothing, claims BATCH due jobs (`Store.claim`: the claim statement a
 worker's claim runs when no flow control is set) and records their success in one batch
 (`Store.finish_many`: the fenced finish a worker's batched completions run). No worker
 process, no handler, no lease renewals, no event loop: what is left is the statements, the
@@ -22,7 +22,10 @@ from typing import Any
 
 from bench.common import step_main
 
-BATCH = 100  # jobs per claim and per finish
+# jobs per claim and per finish: a worker's finish batch at most (runtime/completer.py), and
+# about the size of its claims under a backlog at C = 100 (its free slots and those it holds
+# ahead: runtime/slots.py); 100 a batch until 2026-12-05
+BATCH = 400
 
 
 def client(p: dict[str, Any]) -> dict[str, Any]:

@@ -40,9 +40,10 @@ Workloads (handlers are no-ops that note their start)
             the callback's start (attempts' finished_at and started_at), the enqueue's
             seconds and the children's jobs/s (docs/workflows.md, "Chains and groups")
     ceiling duetime on PostgreSQL only, only when named: the raw ceiling, N jobs claimed and
-            finished 100 at a time through duetime's store layer (no worker, no handler) by
-            1 and by 2 client processes: jobs/s (bench/ceiling.py); with drain1 and drain2
-            in the same run, the drains as a share of it
+            finished 400 at a time through duetime's store layer (no worker, no handler) by
+            1, 2 and 4 client processes: jobs/s (bench/ceiling.py); with drain1 and drain2
+            in the same run, the drains as a share of it; with drain, each system's best
+            against the highest ceiling
     pressure duetime on PostgreSQL only, run only when named: a steady offered rate (1,000
             jobs/s, --pressure-rate) of 1 ms jobs to 2 workers of 16, through a transaction
             held open, 1.5x the load and four REPEATABLE READ counting connections, each for
@@ -451,15 +452,17 @@ def main(argv: list[str] | None = None) -> int:
     text = report.table(results, names, args.workloads, args.runs, skipped)
     if "bytes" in args.workloads:
         text += "\n" + report.bytes_table(results, names)
-    if "ceiling" in args.workloads:
-        text += "\n" + report.ceiling_lines(results)
-    if "pressure" in args.workloads:
-        text += "\n" + report.pressure_tables(results)
+    comparison = None
     if DRAIN in args.workloads:
         comparison = report.drain_comparison(
             results, names, args.settings, args.runs, skipped, doc["drain_configs"]
         )
         doc["drain_comparison"] = comparison.data
+    if "ceiling" in args.workloads:
+        text += "\n" + report.ceiling_lines(results, comparison.data if comparison else None)
+    if "pressure" in args.workloads:
+        text += "\n" + report.pressure_tables(results)
+    if comparison is not None:
         text = comparison.text + "\n" + text
     text += "\n" + report.machine_lines(doc["machine"]) if doc["machine"] else "\n"
     text += (

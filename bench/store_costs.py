@@ -1,7 +1,10 @@
 """What a claim and a finish cost, from the store layer alone (docs/performance.md, "One
 statement per finish batch"): a fresh PostgreSQL database, N no-op jobs enqueued, then claims
 of LIMIT jobs, each followed (`--mode finish`) by the finish of its jobs in one batch, until
-none is left. Prints one JSON line: the client's CPU and wall time per job of the finishes,
+none is left; `--mode looks`: claims alone, each making a saturated worker's fairness looks
+(a lower priority class, other tenants: docs/flow-control.md), as every ninth claim of a
+drain does (docs/performance.md, "A claim whose fairness looks find nothing is the plain
+claim"). Prints one JSON line: the client's CPU and wall time per job of the finishes,
 the database's CPU (the backends of the test database, /proc/<pid>/stat) and the wall time per
 job of the whole loop, and per claim.
 
@@ -43,7 +46,7 @@ def main() -> None:
     p.add_argument("--admin-url", default=DEFAULT_PG_URL)
     p.add_argument("--jobs", type=int, default=20000)
     p.add_argument("--limit", type=int, default=100, help="jobs per claim (and per finish)")
-    p.add_argument("--mode", choices=["finish", "claim"], default="finish")
+    p.add_argument("--mode", choices=["finish", "claim", "looks"], default="finish")
     p.add_argument("--tag", default="", help="a name for the tree under test, echoed")
     p.add_argument(
         "--then",
@@ -55,8 +58,11 @@ def main() -> None:
     args = p.parse_args()
 
     import duetime
+    from duetime.core.flow.rotation import TenantRotation
+    from duetime.core.flow.share import PriorityShare
     from duetime.core.models import Outcome
     from duetime.core.states import Event
+    from duetime.store.base import ClaimPlan
 
     db = f"duetime_store_costs_{os.getpid()}"
     admin = psycopg.connect(args.admin_url, autocommit=True)
@@ -82,7 +88,16 @@ def main() -> None:
         jobs = claims = 0
         db_cpu, started = backend_cpu(admin, db), time.perf_counter()
         while True:
-            got = store.claim(worker_id="w", queues=None, limit=args.limit, now=datetime.now(UTC))
+            plan = ClaimPlan()  # the plain claim's (Store.claim)
+            if args.mode == "looks":  # a fresh policy looks at once
+                plan = ClaimPlan(
+                    per_class=max(1, args.limit // 10),
+                    priorities=PriorityShare(),
+                    rotation=TenantRotation(),
+                )
+            got = store.claim_planned(
+                plan, worker_id="w", queues=None, limit=args.limit, now=datetime.now(UTC)
+            ).claims
             if not got:
                 break
             claims += 1
@@ -103,6 +118,7 @@ def main() -> None:
             "db_cpu_us_per_job": round(db_cpu / jobs * 1e6, 1),
             "db_cpu_us_per_claim": round(db_cpu / claims * 1e6),
             "wall_us_per_job": round(wall / jobs * 1e6, 1),
+            "wall_us_per_claim": round(wall / claims * 1e6),
             "then": args.then,
         }
         if args.mode == "finish":

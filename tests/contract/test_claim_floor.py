@@ -204,7 +204,8 @@ def test_a_controlled_claim_walks_from_its_floor_on_postgresql(
     """A claim under flow control or making a fairness detour reads its candidates from the
     floor too (their seeks of the classes, their walks, the tenants' seek): under a
     transaction held open, a walk from each class's first entry stepped over every job
-    claimed since it began. Such a claim still never raises the floor (it is not plain)."""
+    claimed since it began. Such a claim still never raises the floor (it is not plain: here
+    each detour has something to act on, a cap, a lower class or a second tenant)."""
     now = clock.now()
     old, recent = now - timedelta(seconds=60), now - timedelta(seconds=1)
     jobs = []

@@ -13,8 +13,10 @@ from collections import Counter
 import pytest
 
 from duetime.core.clock import ManualClock
+from duetime.core.flow.rotation import TENANT_PROBES, TenantRotation
+from duetime.core.flow.share import PriorityShare
 from duetime.runtime.fairness import ClaimFairness
-from duetime.store.base import Store
+from duetime.store.base import ClaimPlan, Store
 from jobhelpers import enqueue
 
 
@@ -154,3 +156,53 @@ def test_one_tenant_claims_in_order(store: Store, clock: ManualClock, fair: Clai
         for c in fair.claim(store, worker_id="w", queues=None, limit=4, now=clock.now()).claims
     ]
     assert got == ids
+
+
+# -- what a claim's looks cost (docs/flow-control.md, "What it costs") --------------------------
+
+
+@pytest.mark.parametrize("due", ["one class and one tenant", "a lower class", "another tenant"])
+def test_a_claim_whose_looks_find_nothing_to_share_is_the_plain_claim(
+    store: Store, clock: ManualClock, due: str
+) -> None:
+    """A saturated claim's fairness looks (the lower classes' reserved slots, the tenants'
+    turns) come first in its transaction: when they find one class and one tenant due, the
+    claim runs the plain claim's statement (Claimed.plain: its floor may rise) and takes the
+    jobs in claim order; a lower class or a second tenant due makes it the controlled pick,
+    which takes them in their turn. A look that finds nothing rests the next claims."""
+    flood = [enqueue(store, clock, priority=5, tenant="a").id for _ in range(20)]
+    other = None
+    if due == "a lower class":
+        other = enqueue(store, clock, priority=0, tenant="a").id
+    elif due == "another tenant":
+        other = enqueue(store, clock, priority=5, tenant="b").id
+    plan = ClaimPlan(per_class=1, priorities=PriorityShare(0.1), rotation=TenantRotation())
+    got = store.claim_planned(plan, worker_id="w", queues=None, limit=4, now=clock.now())
+    taken = [c.job.id for c in got.claims]
+    if other is None:
+        assert got.plain and taken == flood[:4]
+    else:
+        assert not got.plain and other in taken and len(taken) == 4
+    # a look that found nothing rests the next claims; one that found something does not
+    assert plan.priorities is not None and plan.rotation is not None
+    assert plan.priorities.rest.left == (8 if due != "a lower class" else 0)
+    assert plan.rotation.rest.left == (8 if due != "another tenant" else 0)
+
+
+def test_the_pick_takes_turns_over_the_tenants_its_look_found(
+    store: Store, clock: ManualClock
+) -> None:
+    """The looks made before the pick are the pick's: it takes turns over the tenants its
+    look found and does not look again (a second look would move the rotation on, and start
+    over from the first tenant)."""
+    names = [f"t{i}" for i in range(TENANT_PROBES + 2)]  # a look stops at the 8th it finds
+    for name in names:
+        enqueue(store, clock, tenant=name)
+    rotation = TenantRotation()
+    rotation.after = names[1]  # where the last look stopped: this one finds t2 to t9
+    got = store.claim_planned(
+        ClaimPlan(rotation=rotation), worker_id="w", queues=None, limit=4, now=clock.now()
+    )
+    assert not got.plain
+    assert [c.job.tenant for c in got.claims] == names[2:6]
+    assert rotation.after == names[TENANT_PROBES + 1]

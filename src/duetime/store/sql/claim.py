@@ -13,7 +13,10 @@ blocked keys) and chosen by core/flow/choice.choose, and the chosen started (cla
 The relay's dispatch (store/sql/outbox.py) makes the same controlled choice over the
 outbox-mode queues through start_controlled. The settings and their cached copy are the flow part's
 (store/sql/flow.py). The fairness reads: tenant rotation, lower priority classes, weighted
-queues behind the window.
+queues behind the window. A worker's claim that detours for fairness alone (no control
+restricts it) makes its looks (the lower classes, the tenants) first, in its transaction
+(Claimer._claim_looking), and runs the claim statement there when they find nothing to share
+out.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from __future__ import annotations
 import json
 from collections import Counter
 from collections.abc import Sequence
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -63,6 +67,21 @@ class Started:
     rows: list[Row]
     chosen: int
     next_start: datetime | None
+
+
+@dataclass(frozen=True)
+class Looked:
+    """What a worker's fairness looks found, in its claim's transaction before the pick
+    (Claimer._look): the lower priority classes' jobs to take first (PriorityShare.walk) and
+    the tenants to rotate over (TenantRotation.due: none when fewer than two have due
+    work)."""
+
+    lower: list[Candidate]
+    tenants: list[str]
+
+    def found(self) -> bool:
+        """Whether the claim has anything to do that the plain claim would not."""
+        return bool(self.lower or self.tenants)
 
 
 class Claimer(Part):
@@ -163,9 +182,10 @@ class Claimer(Part):
         tasks: Sequence[str] | None,
     ) -> Claimed:
         controls = self.flow.flow_controls()  # pause, caps, weights (docs/flow-control.md)
-        plain = False
         owed = plan.priorities is not None and bool(plan.priorities.owed)
-        if controls.restricts_claim or plan.per_class or owed or plan.rotation is not None:
+        if not controls.restricts_claim and (plan.per_class or owed or plan.rotation is not None):
+            return self._claim_looking(controls, plan, ids, worker_id, queues, limit, now, tasks)
+        if controls.restricts_claim:
             claims, found, next_start = self._claim_controlled(
                 controls,
                 plan,
@@ -176,27 +196,78 @@ class Claimer(Part):
                 now=now,
                 tasks=tasks,
             )
-            if not claims and not controls.restricts_claim:
-                # a detour for fairness only that started nothing: its candidates are read
-                # without locks, so concurrent claims may have started them all; the plain
-                # claim (which skips locked rows) looks again, so a claim under contention is
-                # not empty while jobs are due (a partial detour stays as it is: its slots kept
-                # the classes' shares)
-                claims, limited_at, limited = self._claim_plain(
-                    ids, worker_id, queues, limit, now, tasks, plan.floor
+            # what the claim found due, not what it started, tells whether it took every due
+            # job: a controlled claim starts fewer than it chose when concurrent claims took
+            # some first
+            return Claimed(claims, found, next_start)
+        claims, next_start, limited = self._claim_plain(
+            ids, worker_id, queues, limit, now, tasks, plan.floor
+        )
+        # it skips locked rows: short only when nothing more is due
+        return Claimed(claims, len(claims), next_start, plain=not limited)
+
+    def _claim_looking(
+        self,
+        controls: FlowControls,
+        plan: ClaimPlan,
+        ids: Reserved,
+        worker_id: str,
+        queues: Sequence[str] | None,
+        limit: int,
+        now: Instant,
+        tasks: Sequence[str] | None,
+    ) -> Claimed:
+        """A claim that detours for fairness alone (no control restricts it), in one
+        transaction: its looks first (Claimer._look: the lower classes' reserved jobs, locked
+        as they are read, and the tenants with due work), then the controlled pick with what
+        they found, or, when they found nothing to share out (one class and one tenant due:
+        the common case), the plain claim's statement (plain: its floor may rise), not the
+        pick's reads and moves."""
+        # the cached copies, read before the transaction (a refresh reads in one of its own)
+        outbox, limits = self.flow.outbox_queues(), bool(self.limits.limit_names())
+        with self.driver.transaction() as c:
+            at = read_instant(now)  # once the connection is held
+            looked = self._look(c, plan, limit, queues, tasks, at, outbox)
+            if not looked.found():
+                claims, next_start, limited = self._claim_plain(
+                    ids, worker_id, queues, limit, at, tasks, plan.floor, within=(c, outbox, limits)
                 )
-                found = len(claims)
-                if limited:
-                    next_start = limited_at
-        else:
-            claims, next_start, limited = self._claim_plain(
+                return Claimed(claims, len(claims), next_start, plain=not limited)
+            started = self.start_controlled(
+                c,
+                controls,
+                plan.rotation,
+                ids,
+                leave_out=outbox,
+                worker_id=worker_id,
+                queues=queues,
+                limit=limit,
+                now=at,
+                tasks=tasks,
+                per_class=plan.per_class,
+                priorities=plan.priorities,
+                credit=plan.credit,
+                floor=plan.floor,
+                looked=looked,
+            )
+        claims = claims_from_rows(started.rows, self._t, worker_id)
+        found, next_start = started.chosen, started.next_start
+        if not claims:
+            # a detour that started nothing: its candidates are read without locks, so
+            # concurrent claims may have started them all; the plain claim (which skips
+            # locked rows) looks again, so a claim under contention is not empty while jobs
+            # are due (a partial detour stays as it is: its slots kept the classes' shares)
+            claims, limited_at, limited = self._claim_plain(
                 ids, worker_id, queues, limit, now, tasks, plan.floor
             )
-            found = len(claims)  # it skips locked rows: short only when nothing more is due
-            plain = not limited
-        # what the claim found due, not what it started, tells whether it took every due job:
-        # a controlled claim starts fewer than it chose when concurrent claims took some first
-        return Claimed(claims, found, next_start, plain=plain)
+            found = len(claims)
+            if limited:
+                next_start = limited_at
+        return Claimed(claims, found, next_start)
+
+    def _within(self, c: Connection | None) -> AbstractContextManager[Connection]:
+        """`c`, a transaction under way, or a transaction of its own when None."""
+        return nullcontext(c) if c is not None else self.driver.transaction()
 
     def _claim_plain(
         self,
@@ -207,14 +278,20 @@ class Claimer(Part):
         now: Instant,
         tasks: Sequence[str] | None,
         floor: datetime | None = None,
+        within: tuple[Connection, list[str], bool] | None = None,
     ) -> tuple[list[Claim], datetime | None, bool]:
         """The claim without flow control: the limited path while limits exist, else the claim
         statement alone (after the read of the priority classes where the dialect needs them;
-        from `floor` on, where the dialect's statement takes one: ClaimPlan.floor).
+        from `floor` on, where the dialect's statement takes one: ClaimPlan.floor), in a
+        transaction of its own, or `within` one under way (Claimer._claim_looking: its
+        connection, and the outbox-mode queues and whether limits exist as read before it).
         Its claims, when a limit allows a start again, and whether the limited path ran."""
-        outbox = self.flow.outbox_queues()
-        if self.limits.limit_names():  # limits exist: the limited path (store/sql/limits.py)
-            with self.driver.transaction() as c:
+        if within is None:
+            c, outbox, limits = None, self.flow.outbox_queues(), bool(self.limits.limit_names())
+        else:
+            c, outbox, limits = within
+        if limits:  # limits exist: the limited path (store/sql/limits.py)
+            with self._within(c) as c:
                 at_start = read_instant(now)  # once the connection is held
                 # the pick leaves out the paused queues as their rows say now (claim_chosen
                 # checks again as it starts the jobs), not as the copy of the control rows does
@@ -244,12 +321,12 @@ class Claimer(Part):
             "known": self.known_classes(),
             **ids.params,
         }
-        if not self.driver.names_classes:
+        if c is None and not self.driver.names_classes:
             # a transaction of its own, in as few round trips as the dialect can
             # (Driver.values_alone, which reads a callable `now` once its connection is held)
             names, values = self.driver.values_alone(claim_statement(queues), **params)
             return claims_from_values(names, values, self._t, worker_id), None, False
-        with self.driver.transaction() as c:
+        with self._within(c) as c:
             classes = self.due_classes(c)
             rows = (
                 c.rows(claim_statement(queues), **classes, **at_connection(params))
@@ -314,6 +391,7 @@ class Claimer(Part):
         credit: dict[str, float] | None = None,
         dispatch_lease: float | None = None,
         floor: datetime | None = None,
+        looked: Looked | None = None,
     ) -> Started:
         """Choose and start up to `limit` jobs within every control, none of the queues of
         leave_out, in the caller's transaction; the started rows (claim_chosen's, fewer than
@@ -325,7 +403,8 @@ class Claimer(Part):
         process's; per_class is not used). `floor`: where the candidates' walks start, where
         the dialect's statements take one (a worker's, ClaimPlan.floor; None: from the first
         entry). `ids`: the attempt ids reserved for it
-        (store/sql/attempt_ids.py)."""
+        (store/sql/attempt_ids.py). `looked`: what a worker's fairness looks found earlier in
+        this transaction (Claimer._look), else they look here."""
         dispatching = dispatch_lease is not None
         queue_room: dict[str, int] = {}
         tenant_room: dict[str, int] = {}
@@ -357,7 +436,9 @@ class Claimer(Part):
         # go first in the candidates, so they are taken while their queue and tenant have
         # room (with weights: first in their queue's and tenant's line)
         lower = (
-            self._lower_classes(
+            looked.lower
+            if looked is not None
+            else self._lower_classes(
                 c,
                 classes,
                 priorities,
@@ -373,11 +454,12 @@ class Claimer(Part):
             else []
         )
         # tenant fairness (TenantRotation): the tenants with due work, when more than one
-        rotation = (
-            turns.due(lambda after: self._next_due_tenant(c, after, now, floor))
-            if turns is not None
-            else []
-        )
+        if looked is not None:
+            rotation = looked.tenants
+        elif turns is not None:
+            rotation = turns.due(lambda after: self._next_due_tenant(c, after, now, floor))
+        else:
+            rotation = []
         for _ in range(MAX_ROUNDS):
             skip_queues |= set(full(queue_room))
             skip_tenants = full(tenant_room)
@@ -458,6 +540,46 @@ class Claimer(Part):
         if budget is not None:
             self.limits.spend(c, budget, started, now)
         return Started(started, len(chosen), at)
+
+    def _look(
+        self,
+        c: Connection,
+        plan: ClaimPlan,
+        limit: int,
+        queues: Sequence[str] | None,
+        tasks: Sequence[str] | None,
+        now: datetime,
+        outbox: list[str],
+    ) -> Looked:
+        """A worker's fairness looks for its claim of `limit` slots, in the claim's
+        transaction `c` before its pick: the lower classes' jobs its reserved slots take
+        (plan.per_class and what earlier walks owe, PriorityShare.walk; locked as they are
+        read, so two workers' reservations do not take the same jobs) and the tenants with
+        due work (plan.rotation, TenantRotation.due), each as the controlled pick reads them
+        (no cap restricts this claim: no queue or tenant is full; the lower classes without
+        the outbox-mode queues, `outbox`; the tenants' look, as ever, over every queue). Both
+        update the plan's policy objects, once a claim. The job rows the walk locks come
+        before any limit row the pick locks (Limits.budget): every lock taken on jobs while
+        holding limit rows skips locked rows, so the two orders cannot deadlock."""
+        priorities = plan.priorities
+        lower: list[Candidate] = []
+        if priorities is not None and (plan.per_class or priorities.owed):
+            classes = {
+                **self.due_classes(c),
+                "floor": plan.floor,
+                "known": self.known_classes(),
+            }
+            skip = set(outbox) | self.flow.paused_now(c)
+            lower = self._lower_classes(
+                c, classes, priorities, plan.per_class, limit, now, queues, tasks, skip, []
+            )
+        turns = plan.rotation
+        tenants = (
+            turns.due(lambda after: self._next_due_tenant(c, after, now, plan.floor))
+            if turns is not None
+            else []
+        )
+        return Looked(lower, tenants)
 
     def _next_due_tenant(
         self, c: Connection, after: str, now: datetime, floor: datetime | None

@@ -15,7 +15,7 @@ outbox-mode queues through start_controlled. The settings and their cached copy 
 (store/sql/flow.py). The fairness reads: tenant rotation, lower priority classes, weighted
 queues behind the window. A worker's claim that detours for fairness alone (no control
 restricts it) makes its looks (the lower classes, the tenants) first, in its transaction
-(Claimer._claim_looking), and runs the claim statement there when they find nothing to share
+(Claimer._claim_detour), and runs the claim statement there when they find nothing to share
 out.
 """
 
@@ -183,30 +183,15 @@ class Claimer(Part):
     ) -> Claimed:
         controls = self.flow.flow_controls()  # pause, caps, weights (docs/flow-control.md)
         owed = plan.priorities is not None and bool(plan.priorities.owed)
-        if not controls.restricts_claim and (plan.per_class or owed or plan.rotation is not None):
-            return self._claim_looking(controls, plan, ids, worker_id, queues, limit, now, tasks)
-        if controls.restricts_claim:
-            claims, found, next_start = self._claim_controlled(
-                controls,
-                plan,
-                ids,
-                worker_id=worker_id,
-                queues=queues,
-                limit=limit,
-                now=now,
-                tasks=tasks,
-            )
-            # what the claim found due, not what it started, tells whether it took every due
-            # job: a controlled claim starts fewer than it chose when concurrent claims took
-            # some first
-            return Claimed(claims, found, next_start)
+        if controls.restricts_claim or plan.per_class or owed or plan.rotation is not None:
+            return self._claim_detour(controls, plan, ids, worker_id, queues, limit, now, tasks)
         claims, next_start, limited = self._claim_plain(
             ids, worker_id, queues, limit, now, tasks, plan.floor
         )
         # it skips locked rows: short only when nothing more is due
         return Claimed(claims, len(claims), next_start, plain=not limited)
 
-    def _claim_looking(
+    def _claim_detour(
         self,
         controls: FlowControls,
         plan: ClaimPlan,
@@ -217,18 +202,21 @@ class Claimer(Part):
         now: Instant,
         tasks: Sequence[str] | None,
     ) -> Claimed:
-        """A claim that detours for fairness alone (no control restricts it), in one
-        transaction: its looks first (Claimer._look: the lower classes' reserved jobs, locked
-        as they are read, and the tenants with due work), then the controlled pick with what
-        they found, or, when they found nothing to share out (one class and one tenant due:
-        the common case), the plain claim's statement (plain: its floor may rise), not the
-        pick's reads and moves."""
+        """A claim under flow control or making a fairness detour, in one transaction: the
+        controlled pick. A detour for fairness alone (no control restricts the claim) makes
+        its looks first (Claimer._look: the lower classes' reserved jobs, locked as they are
+        read, and the tenants with due work) and gives the pick what they found; when they
+        found nothing to share out (one class and one tenant due: the common case), it runs
+        the plain claim's statement instead (plain: its floor may rise), not the pick's reads
+        and moves."""
+        fair_only = not controls.restricts_claim
         # the cached copies, read before the transaction (a refresh reads in one of its own)
-        outbox, limits = self.flow.outbox_queues(), bool(self.limits.limit_names())
+        outbox = self.flow.outbox_queues()  # left to the relay
+        limits = fair_only and bool(self.limits.limit_names())
         with self.driver.transaction() as c:
             at = read_instant(now)  # once the connection is held
-            looked = self._look(c, plan, limit, queues, tasks, at, outbox)
-            if not looked.found():
+            looked = self._look(c, plan, limit, queues, tasks, at, outbox) if fair_only else None
+            if looked is not None and not looked.found():
                 claims, next_start, limited = self._claim_plain(
                     ids, worker_id, queues, limit, at, tasks, plan.floor, within=(c, outbox, limits)
                 )
@@ -251,12 +239,15 @@ class Claimer(Part):
                 looked=looked,
             )
         claims = claims_from_rows(started.rows, self._t, worker_id)
+        # what the claim found due, not what it started, tells whether it took every due job:
+        # a controlled claim starts fewer than it chose when concurrent claims took some first
         found, next_start = started.chosen, started.next_start
-        if not claims:
-            # a detour that started nothing: its candidates are read without locks, so
-            # concurrent claims may have started them all; the plain claim (which skips
-            # locked rows) looks again, so a claim under contention is not empty while jobs
-            # are due (a partial detour stays as it is: its slots kept the classes' shares)
+        if not claims and fair_only:
+            # a detour for fairness only that started nothing: its candidates are read
+            # without locks, so concurrent claims may have started them all; the plain claim
+            # (which skips locked rows) looks again, so a claim under contention is not empty
+            # while jobs are due (a partial detour stays as it is: its slots kept the classes'
+            # shares)
             claims, limited_at, limited = self._claim_plain(
                 ids, worker_id, queues, limit, now, tasks, plan.floor
             )
@@ -283,7 +274,7 @@ class Claimer(Part):
         """The claim without flow control: the limited path while limits exist, else the claim
         statement alone (after the read of the priority classes where the dialect needs them;
         from `floor` on, where the dialect's statement takes one: ClaimPlan.floor), in a
-        transaction of its own, or `within` one under way (Claimer._claim_looking: its
+        transaction of its own, or `within` one under way (Claimer._claim_detour: its
         connection, and the outbox-mode queues and whether limits exist as read before it).
         Its claims, when a limit allows a start again, and whether the limited path ran."""
         if within is None:
@@ -334,44 +325,6 @@ class Claimer(Part):
                 else []
             )
         return claims_from_rows(rows, self._t, worker_id), None, False
-
-    def _claim_controlled(
-        self,
-        controls: FlowControls,
-        plan: ClaimPlan,
-        ids: Reserved,
-        *,
-        worker_id: str,
-        queues: Sequence[str] | None,
-        limit: int,
-        now: Instant,
-        tasks: Sequence[str] | None,
-    ) -> tuple[list[Claim], int, datetime | None]:
-        """The controlled claim's claims, how many due jobs it chose (more than it started
-        when concurrent claims took some of them first), and when a limit allows a start."""
-        outbox = self.flow.outbox_queues()  # left to the relay
-        with self.driver.transaction() as c:
-            started = self.start_controlled(
-                c,
-                controls,
-                plan.rotation,
-                ids,
-                leave_out=outbox,
-                worker_id=worker_id,
-                queues=queues,
-                limit=limit,
-                now=read_instant(now),  # once the connection is held
-                tasks=tasks,
-                per_class=plan.per_class,
-                priorities=plan.priorities,
-                credit=plan.credit,
-                floor=plan.floor,
-            )
-        return (
-            claims_from_rows(started.rows, self._t, worker_id),
-            started.chosen,
-            started.next_start,
-        )
 
     def start_controlled(
         self,

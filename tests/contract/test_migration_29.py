@@ -1,7 +1,8 @@
 """Migration 29 (the successes kept on their jobs' rows sampled by their end), on every
 dialect. A database at schema 28 with jobs in every state, and successes kept on rows in
 either table, migrates; every job reads as before, the stats' samples are the same, and the
-indexes of the successes' start are gone (PostgreSQL and SQLite; MariaDB/MySQL had none)."""
+indexes of the successes' start are gone on PostgreSQL (SQLite keeps its own, which a process
+of an earlier version names; MariaDB/MySQL had none)."""
 
 from __future__ import annotations
 
@@ -67,4 +68,5 @@ def test_jobs_in_every_state_survive_migration_29(
     assert {i: store.get_job(i) for i in ids} == before
     assert store.attempt_samples(None, since, 1000) == samples
     assert store.attempt_samples("default", since + timedelta(seconds=1), 1) == samples[:1]
-    assert not STARTED & indexes(kit, url)
+    kept = {"postgres": set(), "sqlite": STARTED, "mysql": set()}[kit.name]
+    assert STARTED & indexes(kit, url) == kept  # SQLite's: an earlier version names them

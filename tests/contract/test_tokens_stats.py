@@ -154,11 +154,11 @@ def test_the_samples_are_the_newest_attempts_started_since_of_the_tenant_asked(
 ) -> None:
     """attempt_samples: the attempts started since `since`, newest start first, at most
     `limit`, of the tenant asked (every tenant's with None). A success that started before
-    `since` is not one, though it ended after it; another tenant's newer successes do not
-    crowd a tenant's out of its limit; successes kept in either table and ended attempts'
-    rows are sampled alike."""
+    `since` is not one, though it ended after it; another tenant's newer successes and
+    failures do not crowd a tenant's out of its limit; successes kept in either table and
+    ended attempts' rows are sampled alike."""
     succeed = Outcome(Event.SUCCEED)
-    early = enqueue(store, clock)
+    enqueue(store, clock)
     _claimed, early_lease = claim_one(store, clock)
     clock.advance(1)
     since = clock.now()
@@ -171,24 +171,26 @@ def test_the_samples_are_the_newest_attempts_started_since_of_the_tenant_asked(
         ran(store, clock, "default", succeed, key="kept-on-its-row"),
         ran(store, clock, "default", succeed),
     ]
-    theirs = [ran(store, clock, "other", succeed) for _ in range(3)]
+    theirs = [
+        ran(store, clock, "other", o) for o in (retry, retry, retry, succeed, succeed, succeed)
+    ]
 
     def started(tenant: str | None, limit: int) -> list[tuple[str, float]]:
         found = store.attempt_samples(tenant, since, limit)
         return [(s.status.value, (s.started_at - since).total_seconds()) for s in found]
 
-    # each job started a second after the one before it: mine 1 to 4 s past since, theirs 5 to 7
+    # each job started a second after the one before it: mine 1 to 4 s past since, theirs 5
+    # to 10 (three failures, then three successes)
     assert started("default", 10) == [
         ("succeeded", 4.0), ("succeeded", 3.0), ("failed", 2.0), ("succeeded", 1.0)
     ]  # fmt: skip
     assert started("default", 2) == [("succeeded", 4.0), ("succeeded", 3.0)]
     assert started("default", 3) == [("succeeded", 4.0), ("succeeded", 3.0), ("failed", 2.0)]
-    assert started("other", 2) == [("succeeded", 7.0), ("succeeded", 6.0)]
+    assert started("other", 2) == [("succeeded", 10.0), ("succeeded", 9.0)]
     assert started(None, 4) == [
-        ("succeeded", 7.0), ("succeeded", 6.0), ("succeeded", 5.0), ("succeeded", 4.0)
+        ("succeeded", 10.0), ("succeeded", 9.0), ("succeeded", 8.0), ("failed", 7.0)
     ]  # fmt: skip
     assert len(store.attempt_samples(None, since, 100)) == len(mine) + len(theirs)
-    assert early.id not in {j.id for j in mine + theirs}
 
 
 def test_jobs_can_be_listed_by_due_time(store: Store, clock: ManualClock) -> None:

@@ -714,13 +714,13 @@ WHERE status = 'scheduled' AND due_at <= :until
 
 -- name: attempt_samples
 -- the newest attempts started since a point in time, for lag, throughput and failure figures:
--- the parts of duetime_all_attempts written out, each bounded by the limit and read from
--- `since` on through its index (the ended attempts' rows by their start; the running jobs;
--- the successes kept on their jobs' rows, migration 24, in either table, by their end through
--- the pruner's index, named: SQLite's planner, without statistics, took the status index and
--- read every succeeded job; migration 29 dropped the index of their start), each with its job
--- from either table. A success that started since `since` ended since then too; where more
--- than `limit` ended since, the successes sampled are the newest by their end. Ties of a start go newest job first.
+-- the parts of duetime_all_attempts written out, each read from `since` on through its index
+-- (the ended attempts' rows; the running jobs; the successes kept on their jobs' rows,
+-- migration 24, in either table, each through its partial index of their start, named:
+-- SQLite's planner, without statistics, took the status index and read every succeeded job;
+-- those two parts, most of the rows, each stop at the limit), each with its job from either
+-- table. Ties of a start go newest job first. (PostgreSQL's migration 29 dropped its indexes
+-- of the successes' start; here they stay: a process of an earlier version names them.)
 SELECT coalesce(j.task, d.task) AS task, coalesce(j.queue, d.queue) AS queue, a.status,
        a.error_category, a.due_at, a.started_at, a.finished_at
 FROM (
@@ -735,22 +735,18 @@ FROM (
     UNION ALL
     SELECT * FROM (
         SELECT s.id, 'succeeded', NULL, s.due_at, s.started_at, s.updated_at
-        FROM duetime_jobs AS s INDEXED BY duetime_jobs_finished
-        WHERE s.status IN ('succeeded', 'cancelled', 'expired') -- the index's own terms
-          AND s.status = 'succeeded' AND s.attempt_id IS NOT NULL
-          AND s.updated_at >= :since AND s.started_at >= :since
+        FROM duetime_jobs AS s INDEXED BY duetime_jobs_succeeded_started
+        WHERE s.status = 'succeeded' AND s.attempt_id IS NOT NULL AND s.started_at >= :since
           AND (:tenant IS NULL OR s.tenant = :tenant)
-        ORDER BY s.updated_at DESC
+        ORDER BY s.started_at DESC, s.id DESC
         LIMIT :limit)
     UNION ALL
     SELECT * FROM (
         SELECT h.id, 'succeeded', NULL, h.due_at, h.started_at, h.updated_at
-        FROM duetime_jobs_done AS h INDEXED BY duetime_jobs_done_finished
-        WHERE h.status IN ('succeeded', 'cancelled', 'expired') -- the index's own terms
-          AND h.status = 'succeeded' AND h.attempt_id IS NOT NULL
-          AND h.updated_at >= :since AND h.started_at >= :since
+        FROM duetime_jobs_done AS h INDEXED BY duetime_jobs_done_succeeded_started
+        WHERE h.status = 'succeeded' AND h.attempt_id IS NOT NULL AND h.started_at >= :since
           AND (:tenant IS NULL OR h.tenant = :tenant)
-        ORDER BY h.updated_at DESC
+        ORDER BY h.started_at DESC, h.id DESC
         LIMIT :limit)
 ) AS a
 LEFT JOIN duetime_jobs j ON j.id = a.job_id

@@ -28,6 +28,10 @@ INDEXES = {
     "WHERE table_schema = DATABASE() AND table_name LIKE ?",
 }
 STARTED = {"duetime_jobs_succeeded_started", "duetime_jobs_done_succeeded_started"}
+VIEW = (
+    "SELECT status FROM duetime_all_attempts WHERE started_at >= ? "
+    "ORDER BY started_at DESC, job_id DESC"
+)
 
 
 def indexes(kit: DialectKit, url: str) -> set[str]:
@@ -60,6 +64,8 @@ def test_jobs_in_every_state_survive_migration_29(
     before = {i: store.get_job(i) for i in ids}
     samples = store.attempt_samples(None, since, 1000)
     assert len([s for s in samples if s.status.value == "succeeded"]) == 4
+    every = kit.execute(url, VIEW, (kit.instant(since),))  # the view of every attempt
+    assert [s.status.value for s in samples] == [status for (status,) in every]
     if kit.successes_on_rows:
         assert STARTED & indexes(kit, url)
 

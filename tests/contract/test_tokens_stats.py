@@ -171,9 +171,9 @@ def test_the_samples_are_the_newest_attempts_started_since_of_the_tenant_asked(
         ran(store, clock, "default", succeed, key="kept-on-its-row"),
         ran(store, clock, "default", succeed),
     ]
-    theirs = [
-        ran(store, clock, "other", o) for o in (retry, retry, retry, succeed, succeed, succeed)
-    ]
+    theirs = [ran(store, clock, "other", retry) for _ in range(3)]
+    theirs += [ran(store, clock, "other", succeed, key=f"kept-{i}") for i in range(2)]
+    theirs.append(ran(store, clock, "other", succeed))
 
     def started(tenant: str | None, limit: int) -> list[tuple[str, float]]:
         found = store.attempt_samples(tenant, since, limit)

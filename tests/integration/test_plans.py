@@ -1402,7 +1402,8 @@ def test_the_recent_samples_read_the_successes_on_their_rows_through_an_index_to
     duetime_jobs_done_finished; its migration 29 dropped the index of their start), on SQLite
     the partial index of their start. Here every success of the fill (BACKLOG / 2 on rows,
     half of them moved) started since `since`, and each table's walk reads at most `limit`
-    of them (PostgreSQL: the rows it returns and those its filter removed)."""
+    of them (PostgreSQL: the rows it returns and those its filter removed), as does the
+    ended attempts' walk of their start."""
     if not kit.successes_on_rows:
         pytest.skip("MariaDB/MySQL keep no success on its job's row (docs/stores.md)")
     driver = backlog.driver  # type: ignore[attr-defined]
@@ -1432,6 +1433,10 @@ def test_the_recent_samples_read_the_successes_on_their_rows_through_an_index_to
         (n["Relation Name"], n.get("Index Name") or n["Node Type"], n["Actual Loops"]) for n in jobs
     ]
     assert not [n for n in jobs if n["Node Type"] == "Seq Scan"], seen
+    # the ended attempts' part walks their start to the limit, and reads their jobs by key
+    [attempts] = relation_scans(root, ("duetime_attempts",))
+    assert attempts.get("Index Name") == "duetime_attempts_started", attempts
+    assert attempts["Actual Rows"] * attempts["Actual Loops"] <= 500, attempts
     assert root["Actual Rows"] == 500
 
 

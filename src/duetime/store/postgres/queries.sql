@@ -1231,17 +1231,20 @@ CROSS JOIN LATERAL (
 -- the newest attempts started since a point in time, for lag, throughput and failure figures, each
 -- with its task and queue: the parts of duetime_all_attempts written out, each of the tenant asked,
 -- returning at most the limit, read through an index from `since` on. The ended attempts' rows by
--- their start (duetime_attempts_started; their job from either table, by key for each row in turn:
--- LIMIT 1 keeps the planner from making those reads a join of whole tables, so the walk stops at
--- the limit whatever the estimates); the running jobs (at most what the workers hold, through
--- duetime_jobs_status); the successes kept on their jobs' rows (migration 24), in either table, by
--- their end (updated_at, through the pruner's duetime_jobs_finished and duetime_jobs_done_finished:
--- migration 29 dropped the index of their start, one index entry fewer per success). A success that
--- started since `since` ended since then too (its walk starts a minute earlier: the instants of its
--- claim and its end are read from clocks that a correction may step back by a little). Where more
--- than `limit` successes ended since `since`, those sampled are the `limit` that ended last, not
--- always the `limit` that started last (docs/stores.md, "Attempts written once"). Ties of a start
--- go newest job first.
+-- their start (duetime_attempts_started; their job from either table, read by key for each row:
+-- LIMIT 1 keeps the planner from making those reads a hash or merge join over whole tables); the
+-- running jobs (at most what the workers hold, through duetime_jobs_status); the successes kept on
+-- their jobs' rows (migration 24), in either table, by their end (updated_at, through the pruner's
+-- duetime_jobs_finished and duetime_jobs_done_finished: migration 29 dropped the index of their
+-- start, one index entry fewer per success). A success that started since `since` ended since then
+-- too (its walk starts a minute earlier: the instants of its claim and its end are read from clocks
+-- that a correction may step back by a little). Where more than `limit` successes ended since
+-- `since`, those sampled are the `limit` that ended last, not always the `limit` that started last
+-- (docs/stores.md, "Attempts written once"). Ties of a start go newest job first in the result. The
+-- parts' walks take no tie-break (a claim starts, and a finish batch ends, hundreds of jobs at one
+-- instant; ordering each walk by the job too made the planner sort every row when most share an
+-- instant), so which of the rows tied at the instant where a part's limit cuts are sampled is left
+-- open.
 SELECT a.task, a.queue, a.status, a.error_category, a.due_at, a.started_at, a.finished_at
 FROM (
     (SELECT a.job_id, coalesce(j.task, d.task) AS task,
@@ -1255,7 +1258,7 @@ FROM (
      WHERE a.started_at >= %(since)s
        AND (j.id IS NOT NULL OR d.id IS NOT NULL)
        AND (%(tenant)s::text IS NULL OR coalesce(j.tenant, d.tenant) = %(tenant)s::text)
-     ORDER BY a.started_at DESC, a.job_id DESC
+     ORDER BY a.started_at DESC
      LIMIT %(limit)s)
     UNION ALL
     (SELECT r.id, r.task, r.queue, 'running'::text, NULL::text, r.due_at, r.started_at,
@@ -1264,7 +1267,7 @@ FROM (
      WHERE r.status IN ('running', 'cancel_requested') AND r.attempt_id IS NOT NULL
        AND r.started_at >= %(since)s
        AND (%(tenant)s::text IS NULL OR r.tenant = %(tenant)s::text)
-     ORDER BY r.started_at DESC, r.id DESC
+     ORDER BY r.started_at DESC
      LIMIT %(limit)s)
     UNION ALL
     (SELECT s.id, s.task, s.queue, 'succeeded'::text, NULL::text, s.due_at, s.started_at,

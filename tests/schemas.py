@@ -19,20 +19,23 @@ from duetime.store.driver import load_migrations
 # migration 26 replaces 24's (which, run after it, would drop 26's part of the view, over
 # 25's table) and drops the foreign keys of migration 20's links
 # 27: the view of every job names the columns 18 to 22 add and the history table (25)
-BUILDS_ON = {24: {22}, 26: {20, 22, 24, 25}, 27: {18, 19, 20, 21, 22, 25}}
+# 29: drops the indexes of the successes' start that 24 and 25 make
+BUILDS_ON = {24: {22}, 26: {20, 22, 24, 25}, 27: {18, 19, 20, 21, 22, 25}, 29: {24, 25}}
 
 
 def before(store: Store, version: int) -> list[Any]:
     """Bring `store`'s database to the schema before `version` (with the later migrations run
-    ahead, but those that build on `version` itself: the next `migrate` runs them after it);
-    returns every migration, for `restore`."""
+    ahead, but those that build on `version`, or on one of those: the next `migrate` runs them
+    after it); returns every migration, for `restore`."""
     driver = store.driver  # type: ignore[attr-defined]
     every: list[Any] = driver.migrations
     driver.migrations = [m for m in every if m.version < version]
     store.migrate()
-    later = [
-        m for m in every if m.version > version and version not in BUILDS_ON.get(m.version, ())
-    ]
+    waits = {version}  # `version` and the later migrations that build on one that waits
+    for m in every:
+        if m.version > version and BUILDS_ON.get(m.version, set()) & waits:
+            waits.add(m.version)
+    later = [m for m in every if m.version > version and m.version not in waits]
     _run_unrecorded(store, later)
     driver.migrations = [m for m in every if m.version <= version or m not in later]
     return every

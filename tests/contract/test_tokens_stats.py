@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 from duetime.core.clock import ManualClock
-from duetime.core.models import JobFilter, Outcome
+from duetime.core.models import Job, JobFilter, Outcome
 from duetime.core.states import AttemptStatus, Event
 from duetime.core.stats import summarize
 from duetime.core.tokens import Role, hash_secret, new_secret
@@ -134,6 +134,63 @@ def test_figures_count_statuses_lag_and_throughput(store: Store, clock: ManualCl
     assert (five.minutes, five.succeeded, five.started, five.lag_p50) == (5, 1, 1, 4.0)
     assert sum(p.succeeded for p in stats.series) == 1
     assert store.attempt_samples("other", clock.now() - timedelta(hours=1), 1000) == []
+
+
+def ran(
+    store: Store, clock: ManualClock, tenant: str, outcome: Outcome, key: str | None = None
+) -> Job:
+    """A job of `tenant` claimed now and ended a second later with `outcome` (a job with an
+    idempotency key that succeeds keeps its row in the jobs table; others move to history)."""
+    job = enqueue(store, clock, tenant=tenant, **({} if key is None else {"key": key}))
+    claimed, lease = claim_one(store, clock)
+    assert claimed.id == job.id
+    clock.advance(1)
+    assert store.finish(lease, outcome, clock.now())
+    return job
+
+
+def test_the_samples_are_the_newest_attempts_started_since_of_the_tenant_asked(
+    store: Store, clock: ManualClock
+) -> None:
+    """attempt_samples: the attempts started since `since`, newest start first, at most
+    `limit`, of the tenant asked (every tenant's with None). A success that started before
+    `since` is not one, though it ended after it; another tenant's newer successes and
+    failures do not crowd a tenant's out of its limit; successes kept in either table and
+    ended attempts' rows are sampled alike."""
+    succeed = Outcome(Event.SUCCEED)
+    enqueue(store, clock)
+    _claimed, early_lease = claim_one(store, clock)
+    clock.advance(1)
+    since = clock.now()
+    clock.advance(1)
+    assert store.finish(early_lease, succeed, clock.now())  # started before since
+    retry = Outcome(Event.RETRY, due_at=clock.now() + timedelta(hours=1))
+    mine = [
+        ran(store, clock, "default", succeed),
+        ran(store, clock, "default", retry),
+        ran(store, clock, "default", succeed, key="kept-on-its-row"),
+        ran(store, clock, "default", succeed),
+    ]
+    theirs = [ran(store, clock, "other", retry) for _ in range(3)]
+    theirs += [ran(store, clock, "other", succeed, key=f"kept-{i}") for i in range(2)]
+    theirs.append(ran(store, clock, "other", succeed))
+
+    def started(tenant: str | None, limit: int) -> list[tuple[str, float]]:
+        found = store.attempt_samples(tenant, since, limit)
+        return [(s.status.value, (s.started_at - since).total_seconds()) for s in found]
+
+    # each job started a second after the one before it: mine 1 to 4 s past since, theirs 5
+    # to 10 (three failures, then three successes)
+    assert started("default", 10) == [
+        ("succeeded", 4.0), ("succeeded", 3.0), ("failed", 2.0), ("succeeded", 1.0)
+    ]  # fmt: skip
+    assert started("default", 2) == [("succeeded", 4.0), ("succeeded", 3.0)]
+    assert started("default", 3) == [("succeeded", 4.0), ("succeeded", 3.0), ("failed", 2.0)]
+    assert started("other", 2) == [("succeeded", 10.0), ("succeeded", 9.0)]
+    assert started(None, 4) == [
+        ("succeeded", 10.0), ("succeeded", 9.0), ("succeeded", 8.0), ("failed", 7.0)
+    ]  # fmt: skip
+    assert len(store.attempt_samples(None, since, 100)) == len(mine) + len(theirs)
 
 
 def test_jobs_can_be_listed_by_due_time(store: Store, clock: ManualClock) -> None:

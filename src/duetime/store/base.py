@@ -682,5 +682,8 @@ class Store(Protocol):
     def attempt_samples(
         self, tenant: str | None, since: datetime, limit: int
     ) -> list[AttemptSample]:
-        """The newest `limit` attempts started at or after `since`, newest first."""
+        """The attempts started at or after `since`, newest start first, at most `limit`.
+        Where more than `limit` successes ended since `since`, the successes among them may
+        be those that ended last rather than those that started last (PostgreSQL:
+        docs/stores.md, "Attempts written once")."""
         ...

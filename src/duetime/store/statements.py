@@ -281,7 +281,8 @@ STATEMENTS: dict[str, str] = {
     "job_counts": "returns status, queue, n",
     "oldest_overdue": "returns due_at: the earliest due scheduled job",
     "attempt_samples": "returns task, queue, status, error_category, due_at, started_at, "
-    "finished_at of the newest attempts started since `since`, up to limit",
+    "finished_at of the newest attempts started since `since`, up to limit (newest start "
+    "first, ties newest job first; the successes may be those that ended last)",
     # -- limits per dependency (store/sql/limits.py)
     "limit_names": "returns name of every limit, by name",
     "limit_rows": "returns every column of every limit, by name",

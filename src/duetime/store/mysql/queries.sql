@@ -713,7 +713,8 @@ WHERE status = 'scheduled' AND due_at <= %(until)s
 -- name: attempt_samples
 -- the newest attempts started since a point in time, for lag, throughput and failure figures
 -- (the running ones from their jobs' rows: duetime_all_attempts), each with its job from
--- either table (a job that ended may be in the history table, migration 25)
+-- either table (a job that ended may be in the history table, migration 25); ties of a start
+-- go newest job first
 SELECT COALESCE(j.task, d.task) AS task, COALESCE(j.queue, d.queue) AS queue, a.status,
        a.error_category, a.due_at, a.started_at, a.finished_at
 FROM duetime_all_attempts a
@@ -722,7 +723,7 @@ LEFT JOIN duetime_jobs_done d ON d.id = a.job_id
 WHERE a.started_at >= %(since)s
   AND (j.id IS NOT NULL OR d.id IS NOT NULL)
   AND (%(tenant)s IS NULL OR COALESCE(j.tenant, d.tenant) = %(tenant)s)
-ORDER BY a.started_at DESC
+ORDER BY a.started_at DESC, a.job_id DESC
 LIMIT %(limit)s;
 
 -- name: next_due

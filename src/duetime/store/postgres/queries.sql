@@ -1228,19 +1228,69 @@ CROSS JOIN LATERAL (
     LIMIT 1) o;
 
 -- name: attempt_samples
--- the newest attempts started since a point in time, for lag, throughput and failure figures
--- (the running ones and the successes kept there from their jobs' rows: duetime_all_attempts;
--- the successes' part through duetime_jobs_succeeded_started, migration 24), each with its job
--- from either table (a job that ended may be in the history table, migration 25)
-SELECT coalesce(j.task, d.task) AS task, coalesce(j.queue, d.queue) AS queue, a.status,
-       a.error_category, a.due_at, a.started_at, a.finished_at
-FROM duetime_all_attempts a
-LEFT JOIN duetime_jobs j ON j.id = a.job_id
-LEFT JOIN duetime_jobs_done d ON d.id = a.job_id
-WHERE a.started_at >= %(since)s
-  AND (j.id IS NOT NULL OR d.id IS NOT NULL)
-  AND (%(tenant)s::text IS NULL OR coalesce(j.tenant, d.tenant) = %(tenant)s::text)
-ORDER BY a.started_at DESC
+-- the newest attempts started since a point in time, for lag, throughput and failure figures, each
+-- with its task and queue: the parts of duetime_all_attempts written out, each of the tenant asked,
+-- returning at most the limit, read through an index from `since` on. The ended attempts' rows by
+-- their start (duetime_attempts_started; their job from either table, read by key for each row:
+-- LIMIT 1 keeps the planner from making those reads a hash or merge join over whole tables); the
+-- running jobs (at most what the workers hold, through duetime_jobs_status); the successes kept on
+-- their jobs' rows (migration 24), in either table, by their end (updated_at, through the pruner's
+-- duetime_jobs_finished and duetime_jobs_done_finished: migration 29 dropped the index of their
+-- start, one index entry fewer per success). A success that started since `since` ended since then
+-- too (its walk starts a minute earlier: the instants of its claim and its end are read from clocks
+-- that a correction may step back by a little). Where more than `limit` successes ended since
+-- `since`, those sampled are the `limit` that ended last, not always the `limit` that started last
+-- (docs/stores.md, "Attempts written once"). Ties of a start go newest job first in the result. The
+-- parts' walks take no tie-break (a claim starts, and a finish batch ends, hundreds of jobs at one
+-- instant; ordering each walk by the job too made the planner sort every row when most share an
+-- instant), so which of the rows tied at the instant where a part's limit cuts are sampled is left
+-- open.
+SELECT a.task, a.queue, a.status, a.error_category, a.due_at, a.started_at, a.finished_at
+FROM (
+    (SELECT a.job_id, coalesce(j.task, d.task) AS task,
+            coalesce(j.queue, d.queue) AS queue, a.status, a.error_category, a.due_at,
+            a.started_at, a.finished_at
+     FROM duetime_attempts a
+     LEFT JOIN LATERAL (SELECT h.id, h.tenant, h.task, h.queue FROM duetime_jobs h
+                        WHERE h.id = a.job_id LIMIT 1) j ON true
+     LEFT JOIN LATERAL (SELECT h.id, h.tenant, h.task, h.queue FROM duetime_jobs_done h
+                        WHERE h.id = a.job_id LIMIT 1) d ON true
+     WHERE a.started_at >= %(since)s
+       AND (j.id IS NOT NULL OR d.id IS NOT NULL)
+       AND (%(tenant)s::text IS NULL OR coalesce(j.tenant, d.tenant) = %(tenant)s::text)
+     ORDER BY a.started_at DESC
+     LIMIT %(limit)s)
+    UNION ALL
+    (SELECT r.id, r.task, r.queue, 'running'::text, NULL::text, r.due_at, r.started_at,
+            NULL::timestamptz
+     FROM duetime_jobs r
+     WHERE r.status IN ('running', 'cancel_requested') AND r.attempt_id IS NOT NULL
+       AND r.started_at >= %(since)s
+       AND (%(tenant)s::text IS NULL OR r.tenant = %(tenant)s::text)
+     ORDER BY r.started_at DESC
+     LIMIT %(limit)s)
+    UNION ALL
+    (SELECT s.id, s.task, s.queue, 'succeeded'::text, NULL::text, s.due_at, s.started_at,
+            s.updated_at
+     FROM duetime_jobs s
+     WHERE s.status = 'succeeded' AND s.attempt_id IS NOT NULL
+       AND s.updated_at >= %(since)s::timestamptz - interval '1 minute'
+       AND s.started_at >= %(since)s
+       AND (%(tenant)s::text IS NULL OR s.tenant = %(tenant)s::text)
+     ORDER BY s.updated_at DESC
+     LIMIT %(limit)s)
+    UNION ALL
+    (SELECT h.id, h.task, h.queue, 'succeeded'::text, NULL::text, h.due_at, h.started_at,
+            h.updated_at
+     FROM duetime_jobs_done h
+     WHERE h.status = 'succeeded' AND h.attempt_id IS NOT NULL
+       AND h.updated_at >= %(since)s::timestamptz - interval '1 minute'
+       AND h.started_at >= %(since)s
+       AND (%(tenant)s::text IS NULL OR h.tenant = %(tenant)s::text)
+     ORDER BY h.updated_at DESC
+     LIMIT %(limit)s)
+) a
+ORDER BY a.started_at DESC, a.job_id DESC
 LIMIT %(limit)s;
 
 -- name: next_due

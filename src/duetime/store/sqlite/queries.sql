@@ -716,9 +716,11 @@ WHERE status = 'scheduled' AND due_at <= :until
 -- the newest attempts started since a point in time, for lag, throughput and failure figures:
 -- the parts of duetime_all_attempts written out, each read from `since` on through its index
 -- (the ended attempts' rows; the running jobs; the successes kept on their jobs' rows,
--- migration 24, through their partial index: SQLite's planner, without statistics, took the
--- status index and read every succeeded job; and those of the history table, migration 25,
--- through its own), each with its job from either table
+-- migration 24, in either table, each through its partial index of their start, named:
+-- SQLite's planner, without statistics, took the status index and read every succeeded job;
+-- those two parts, most of the rows, each stop at the limit), each with its job from either
+-- table. Ties of a start go newest job first. (PostgreSQL's migration 29 dropped its indexes
+-- of the successes' start; here they stay: a process of an earlier version names them.)
 SELECT coalesce(j.task, d.task) AS task, coalesce(j.queue, d.queue) AS queue, a.status,
        a.error_category, a.due_at, a.started_at, a.finished_at
 FROM (
@@ -731,19 +733,27 @@ FROM (
     WHERE r.status IN ('running', 'cancel_requested') AND r.attempt_id IS NOT NULL
       AND r.started_at >= :since
     UNION ALL
-    SELECT s.id, 'succeeded', NULL, s.due_at, s.started_at, s.updated_at
-    FROM duetime_jobs AS s INDEXED BY duetime_jobs_succeeded_started
-    WHERE s.status = 'succeeded' AND s.attempt_id IS NOT NULL AND s.started_at >= :since
+    SELECT * FROM (
+        SELECT s.id, 'succeeded', NULL, s.due_at, s.started_at, s.updated_at
+        FROM duetime_jobs AS s INDEXED BY duetime_jobs_succeeded_started
+        WHERE s.status = 'succeeded' AND s.attempt_id IS NOT NULL AND s.started_at >= :since
+          AND (:tenant IS NULL OR s.tenant = :tenant)
+        ORDER BY s.started_at DESC, s.id DESC
+        LIMIT :limit)
     UNION ALL
-    SELECT h.id, 'succeeded', NULL, h.due_at, h.started_at, h.updated_at
-    FROM duetime_jobs_done AS h INDEXED BY duetime_jobs_done_succeeded_started
-    WHERE h.status = 'succeeded' AND h.attempt_id IS NOT NULL AND h.started_at >= :since
+    SELECT * FROM (
+        SELECT h.id, 'succeeded', NULL, h.due_at, h.started_at, h.updated_at
+        FROM duetime_jobs_done AS h INDEXED BY duetime_jobs_done_succeeded_started
+        WHERE h.status = 'succeeded' AND h.attempt_id IS NOT NULL AND h.started_at >= :since
+          AND (:tenant IS NULL OR h.tenant = :tenant)
+        ORDER BY h.started_at DESC, h.id DESC
+        LIMIT :limit)
 ) AS a
 LEFT JOIN duetime_jobs j ON j.id = a.job_id
 LEFT JOIN duetime_jobs_done d ON d.id = a.job_id
 WHERE (j.id IS NOT NULL OR d.id IS NOT NULL)
   AND (:tenant IS NULL OR coalesce(j.tenant, d.tenant) = :tenant)
-ORDER BY a.started_at DESC
+ORDER BY a.started_at DESC, a.job_id DESC
 LIMIT :limit;
 
 -- name: next_due

@@ -9,10 +9,17 @@ those that build on N)."""
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
+from duetime.store import open_store
 from duetime.store.base import Store
 from duetime.store.driver import load_migrations
+
+if TYPE_CHECKING:
+    from kit import DialectKit
 
 # the later migrations that change what an earlier one made, and so cannot run ahead of it:
 # migration 24 replaces migration 22's view of every attempt (over 22's columns), and
@@ -44,6 +51,20 @@ def before(store: Store, version: int) -> list[Any]:
 def restore(store: Store, every: list[Any]) -> None:
     """The store's migrations as they were before `before` (for a store that is closed next)."""
     store.driver.migrations = every  # type: ignore[attr-defined]
+
+
+@contextmanager
+def store_before(kit: DialectKit, tmp_path: Path, version: int) -> Iterator[tuple[Store, str]]:
+    """A store on a fresh database at the schema before `version` (`before`), and its URL;
+    afterwards its migrations are put back (`restore`) and it is closed."""
+    url = kit.fresh_url(tmp_path, drop=True)
+    store = open_store(url)
+    every = before(store, version)
+    try:
+        yield store, url
+    finally:
+        restore(store, every)
+        store.close()
 
 
 def attempt_guard(

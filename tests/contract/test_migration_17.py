@@ -23,7 +23,6 @@ from duetime.core.requests import TaskDefaults
 from duetime.core.retry import ErrorCategory
 from duetime.core.states import AttemptStatus, Event, JobStatus
 from duetime.runtime.reaper import Reaper
-from duetime.store import open_store
 from duetime.store.base import Store
 from jobhelpers import claim_one, enqueue, job_in
 from kit import DialectKit
@@ -41,12 +40,8 @@ def at_16(kit: DialectKit, tmp_path: Path) -> Iterator[tuple[Store, str]]:
     the later ones after 17 ahead: tests/schemas.py). The rows below are written by this
     version's statements; the ones that write them (enqueue, claim, finish, dispatch) write the
     same columns as version 16's and those of the migrations run ahead."""
-    url = kit.fresh_url(tmp_path, drop=True)
-    store = open_store(url)
-    every = schemas.before(store, 17)
-    yield store, url
-    schemas.restore(store, every)
-    store.close()
+    with schemas.store_before(kit, tmp_path, 17) as (store, url):
+        yield store, url
 
 
 def test_jobs_in_every_state_survive_migration_17(

@@ -11,7 +11,6 @@ import schemas
 from duetime.core.clock import ManualClock
 from duetime.core.models import Outcome
 from duetime.core.states import Event, JobStatus
-from duetime.store import open_store
 from jobhelpers import claim_one, enqueue
 from kit import DialectKit
 
@@ -19,10 +18,7 @@ from kit import DialectKit
 def test_a_store_of_schema_17_migrates_and_keeps_results(
     kit: DialectKit, tmp_path: Path, clock: ManualClock
 ) -> None:
-    url = kit.fresh_url(tmp_path, drop=True)
-    store = open_store(url)
-    every = schemas.before(store, 18)
-    try:
+    with schemas.store_before(kit, tmp_path, 18) as (store, _url):
         jobs = [enqueue(store, clock) for _ in range(2)]
         assert store.migrate() == [18, 27]  # 27 builds on 18 (tests/schemas.py)
         for job in jobs:
@@ -35,6 +31,3 @@ def test_a_store_of_schema_17_migrates_and_keeps_results(
         done = store.get_job(running.id)
         assert done is not None
         assert (done.result, done.progress, done.progress_message) == ({"n": 1}, 0.5, "half")
-    finally:
-        schemas.restore(store, every)
-        store.close()

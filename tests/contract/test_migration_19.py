@@ -14,7 +14,6 @@ from duetime.core.clock import ManualClock
 from duetime.core.models import Outcome
 from duetime.core.requests import TaskDefaults, build_new_jobs
 from duetime.core.states import Event, JobStatus
-from duetime.store import open_store
 from duetime.store.base import Store
 from jobhelpers import claim_one, enqueue, new
 from kit import DialectKit
@@ -23,11 +22,8 @@ from kit import DialectKit
 @pytest.fixture
 def before_19(kit: DialectKit, tmp_path: Path) -> Iterator[Store]:
     """A store on a database of the schema before migration 19."""
-    store = open_store(kit.fresh_url(tmp_path, drop=True))
-    every = schemas.before(store, 19)
-    yield store
-    schemas.restore(store, every)
-    store.close()
+    with schemas.store_before(kit, tmp_path, 19) as (store, _url):
+        yield store
 
 
 def test_a_store_before_19_migrates_and_works(before_19: Store, clock: ManualClock) -> None:

@@ -15,7 +15,6 @@ import schemas
 from duetime.core.clock import ManualClock
 from duetime.core.models import JobFilter, Outcome
 from duetime.core.states import Event, JobStatus
-from duetime.store import open_store
 from duetime.store.base import Store
 from jobhelpers import enqueue, job_in
 from kit import DialectKit
@@ -23,12 +22,8 @@ from kit import DialectKit
 
 @pytest.fixture
 def before_20(kit: DialectKit, tmp_path: Path) -> Iterator[tuple[Store, str]]:
-    url = kit.fresh_url(tmp_path, drop=True)
-    store = open_store(url)
-    every = schemas.before(store, 20)
-    yield store, url
-    schemas.restore(store, every)
-    store.close()
+    with schemas.store_before(kit, tmp_path, 20) as (store, url):
+        yield store, url
 
 
 def test_jobs_survive_migration_20_and_dependencies_work(

@@ -20,7 +20,6 @@ from duetime.core.models import Outcome
 from duetime.core.outbox import Dispatch
 from duetime.core.requests import build_new_jobs
 from duetime.core.states import Event, JobStatus
-from duetime.store import open_store
 from duetime.store.base import Store
 from jobhelpers import claim_one, new
 from kit import DialectKit
@@ -31,12 +30,8 @@ CONTEXT = json.dumps({"traceparent": "00-0af7651916cd43dd8448eb211c80319c-b7ad6b
 @pytest.fixture
 def before_21(kit: DialectKit, tmp_path: Path) -> Iterator[Store]:
     """A store on a database of the schema before migration 21."""
-    url = kit.fresh_url(tmp_path, drop=True)
-    store = open_store(url)
-    every = schemas.before(store, 21)
-    yield store
-    schemas.restore(store, every)
-    store.close()
+    with schemas.store_before(kit, tmp_path, 21) as (store, _url):
+        yield store
 
 
 def test_a_store_before_migration_21_migrates_and_keeps_trace_contexts(

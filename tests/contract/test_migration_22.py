@@ -21,7 +21,6 @@ from duetime.core.models import Lease, Outcome
 from duetime.core.outbox import DISPATCH_HOLDER, Dispatch, Dispatched
 from duetime.core.states import AttemptStatus, Event, JobStatus
 from duetime.runtime.reaper import Reaper
-from duetime.store import open_store
 from duetime.store.base import Store
 from jobhelpers import enqueue
 from kit import DialectKit
@@ -36,12 +35,8 @@ JOB = "id, status, generation, claim_token, attempts, version, due_at, cancel_re
 @pytest.fixture
 def at_21(kit: DialectKit, tmp_path: Path) -> Iterator[tuple[Store, str]]:
     """A store on a database of schema 21 (nothing run ahead: 22 is the last migration)."""
-    url = kit.fresh_url(tmp_path, drop=True)
-    store = open_store(url)
-    every = schemas.before(store, 22)
-    yield store, url
-    schemas.restore(store, every)
-    store.close()
+    with schemas.store_before(kit, tmp_path, 22) as (store, url):
+        yield store, url
 
 
 class Version21:

@@ -17,7 +17,6 @@ import schemas
 from duetime.core.clock import ManualClock
 from duetime.core.models import JobFilter, Outcome
 from duetime.core.states import Event, JobStatus
-from duetime.store import open_store
 from duetime.store.base import Store
 from jobhelpers import claim_one, enqueue, job_in
 from kit import DialectKit
@@ -26,12 +25,8 @@ from kit import DialectKit
 @pytest.fixture
 def before_23(kit: DialectKit, tmp_path: Path) -> Iterator[tuple[Store, str]]:
     """A store on a database of the schema before migration 23, and its URL."""
-    url = kit.fresh_url(tmp_path, drop=True)
-    store = open_store(url)
-    every = schemas.before(store, 23)
-    yield store, url
-    schemas.restore(store, every)
-    store.close()
+    with schemas.store_before(kit, tmp_path, 23) as (store, url):
+        yield store, url
 
 
 def job_indexes(kit: DialectKit, url: str) -> set[str]:

@@ -19,7 +19,6 @@ import schemas
 from duetime.core.clock import ManualClock
 from duetime.core.models import Lease, Outcome
 from duetime.core.states import AttemptStatus, Event, JobStatus
-from duetime.store import open_store
 from duetime.store.base import Store
 from jobhelpers import job_in
 from kit import DialectKit
@@ -28,12 +27,8 @@ from kit import DialectKit
 @pytest.fixture
 def at_23(kit: DialectKit, tmp_path: Path) -> Iterator[tuple[Store, str]]:
     """A store on a database of schema 23 (26 builds on 24: not run ahead)."""
-    url = kit.fresh_url(tmp_path, drop=True)
-    store = open_store(url)
-    every = schemas.before(store, 24)
-    yield store, url
-    schemas.restore(store, every)
-    store.close()
+    with schemas.store_before(kit, tmp_path, 24) as (store, url):
+        yield store, url
 
 
 def version_23_success(kit: DialectKit, url: str, clock: ManualClock, lease: Lease) -> None:

@@ -18,7 +18,6 @@ import schemas
 from duetime.core.clock import ManualClock
 from duetime.core.models import Outcome
 from duetime.core.states import Event, JobStatus
-from duetime.store import open_store
 from duetime.store.base import Store
 from jobhelpers import job_in
 from kit import DialectKit
@@ -27,12 +26,8 @@ from kit import DialectKit
 @pytest.fixture
 def at_24(kit: DialectKit, tmp_path: Path) -> Iterator[tuple[Store, str]]:
     """A store on a database of schema 24 (26 builds on 25: nothing run ahead)."""
-    url = kit.fresh_url(tmp_path, drop=True)
-    store = open_store(url)
-    every = schemas.before(store, 25)
-    yield store, url
-    schemas.restore(store, every)
-    store.close()
+    with schemas.store_before(kit, tmp_path, 25) as (store, url):
+        yield store, url
 
 
 def test_jobs_in_every_state_survive_migration_25(

@@ -23,7 +23,6 @@ from duetime.core.models import Outcome
 from duetime.core.retry import ErrorCategory
 from duetime.core.schedules import Plan
 from duetime.core.states import Event, JobStatus
-from duetime.store import open_store
 from duetime.store.base import Store
 from jobhelpers import claim_one, enqueue
 from kit import DialectKit
@@ -54,12 +53,8 @@ def foreign_keys_to_jobs(kit: DialectKit, url: str) -> list[str]:
 @pytest.fixture
 def at_25(kit: DialectKit, tmp_path: Path) -> Iterator[tuple[Store, str]]:
     """A store on a database of schema 25 (26 is the last migration: nothing run ahead)."""
-    url = kit.fresh_url(tmp_path, drop=True)
-    store = open_store(url)
-    every = schemas.before(store, 26)
-    yield store, url
-    schemas.restore(store, every)
-    store.close()
+    with schemas.store_before(kit, tmp_path, 26) as (store, url):
+        yield store, url
 
 
 def test_every_dependent_row_survives_migration_26(

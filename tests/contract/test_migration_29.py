@@ -16,7 +16,6 @@ import history
 import schemas
 from duetime.core.clock import ManualClock
 from duetime.core.states import JobStatus
-from duetime.store import open_store
 from duetime.store.base import Store
 from jobhelpers import job_in
 from kit import DialectKit
@@ -41,12 +40,8 @@ def indexes(kit: DialectKit, url: str) -> set[str]:
 @pytest.fixture
 def at_28(kit: DialectKit, tmp_path: Path) -> Iterator[tuple[Store, str]]:
     """A store on a database of schema 28."""
-    url = kit.fresh_url(tmp_path, drop=True)
-    store = open_store(url)
-    every = schemas.before(store, 29)
-    yield store, url
-    schemas.restore(store, every)
-    store.close()
+    with schemas.store_before(kit, tmp_path, 29) as (store, url):
+        yield store, url
 
 
 def test_jobs_in_every_state_survive_migration_29(

@@ -15,7 +15,7 @@ import pytest
 
 import duetime
 from duetime.core.clock import ManualClock
-from duetime.core.errors import ArgsMismatch, InvalidRequest
+from duetime.core.errors import ArgsMismatch, InvalidRequest, StoreError
 from duetime.store.base import Store
 from duetime.store.sql.front import BATCH_SLICE
 from kit import DialectKit
@@ -143,6 +143,66 @@ def test_a_failed_batch_after_single_enqueues_still_rolls_back_as_one(
         with pytest.raises(InvalidRequest):
             app.enqueue_many("report", args)
     assert sorted(j.id for j in app.list_jobs()) == [j.id for j in kept]
+
+
+# a trigger that refuses a job whose args name "boom": a failure of the database's own, in
+# the middle of a batch, after inserts of it have run
+REFUSE_BOOM = {
+    "postgres": [
+        """CREATE FUNCTION test_refuse_boom() RETURNS trigger AS $$
+        BEGIN
+            IF NEW.args -> 'boom' IS NOT NULL THEN RAISE EXCEPTION 'boom refused'; END IF;
+            RETURN NEW;
+        END $$ LANGUAGE plpgsql""",
+        """CREATE TRIGGER test_refuse_boom BEFORE INSERT ON duetime_jobs
+        FOR EACH ROW EXECUTE FUNCTION test_refuse_boom()""",
+    ],
+    "sqlite": [
+        """CREATE TRIGGER test_refuse_boom BEFORE INSERT ON duetime_jobs
+        WHEN json_extract(NEW.args, '$.boom') IS NOT NULL
+        BEGIN SELECT RAISE(ABORT, 'boom refused'); END""",
+    ],
+    "mysql": [
+        """CREATE TRIGGER test_refuse_boom BEFORE INSERT ON duetime_jobs FOR EACH ROW
+        BEGIN
+            IF JSON_EXTRACT(NEW.args, '$.boom') IS NOT NULL THEN
+                SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = 'boom refused';
+            END IF;
+        END""",
+    ],
+}
+
+
+def test_a_batch_the_database_refuses_past_its_first_insert_leaves_nothing_behind(
+    app: duetime.App, kit: DialectKit, store_url: str
+) -> None:
+    # on PostgreSQL the batch's BEGIN, inserts, wake-up and COMMIT go as one pipeline on a
+    # connection in autocommit mode: the refusal must roll back the inserts before it, and
+    # the connection must go back to the pool in a state where transactions still hold
+    for statement in REFUSE_BOOM[kit.name]:
+        kit.execute(store_url, statement)
+    listener = app.store.listen()
+    try:
+        if listener is not None:
+            listener.wait(0.01)  # whatever happened while the store was set up
+        args: list[dict[str, object]] = [{"i": i} for i in range(MANY)]
+        args[BATCH_SLICE + 5] = {"boom": 1}
+        for _ in range(3):  # each pooled connection in turn
+            with pytest.raises(StoreError, match="boom refused"):
+                app.enqueue_many("report", args)
+        assert app.list_jobs() == []
+        if listener is not None and kit.wakeups == "due":
+            assert listener.wait(0.2) == []  # the wake-up went with the rolled-back batch
+    finally:
+        if listener is not None:
+            listener.close()
+    kept = app.enqueue_many("report", [{"i": i} for i in range(MANY)])
+    bad: list[dict[str, object]] = [{"i": i} for i in range(MANY)]
+    bad[-1] = {"i": float("nan")}
+    for _ in range(3):  # a batch refused by the client still rolls back as one
+        with pytest.raises(InvalidRequest):
+            app.enqueue_many("report", bad)
+    assert sorted(j.id for j in app.list_jobs(limit=1000)) == [j.id for j in kept]
 
 
 def test_a_bulk_enqueue_wakes_listeners_once_with_its_earliest_due_time(

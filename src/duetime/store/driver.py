@@ -259,6 +259,13 @@ class Driver(ABC):
         error). Default: nothing (every statement waits for its result)."""
         return nullcontext()
 
+    def pipelined_transaction(self, c: Connection) -> AbstractContextManager[None]:
+        """Where the driver pipelines, on a connection of single() (autocommit): a pipeline()
+        whose statements are one transaction, its BEGIN and COMMIT sent with them, so that the
+        block costs one round trip; an error rolls it back. Drivers that do not pipeline have
+        no such block (their callers take transaction())."""
+        raise NotImplementedError(f"the {self.dialect} driver does not pipeline")
+
     @abstractmethod
     def run_script(self, native: Any, script: str) -> None:
         """Run a migration script (several statements, no parameters)."""

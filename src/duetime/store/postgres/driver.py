@@ -290,6 +290,28 @@ class PostgresDriver(Driver):
             with c.native.pipeline():
                 yield
 
+    @contextmanager
+    def pipelined_transaction(self, c: Connection) -> Iterator[None]:
+        """On a connection of single() (autocommit): BEGIN, the block's statements and COMMIT
+        in one pipeline, one round trip in all, where a transaction of transaction() takes
+        one more for psycopg's BEGIN and one for its COMMIT (as values_alone does for the
+        claims). A statement that fails aborts the rest, COMMIT included; an error, the
+        database's or the block's, rolls the transaction back."""
+        native = c.native
+        with self.translated():
+            try:
+                with native.pipeline():
+                    native.execute("BEGIN")
+                    yield
+                    native.execute("COMMIT")
+            except BaseException:
+                if native.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
+                    try:
+                        native.rollback()
+                    except psycopg.Error:
+                        pass  # single() closes a connection it cannot take out of autocommit
+                raise
+
     def execute_many(self, native: Any, sql: str, params: list[Mapping[str, Any]]) -> None:
         if sql.lstrip().upper().startswith("COPY"):
             self._copy(native, sql, params)

@@ -211,7 +211,9 @@ class Driver(ABC):
     def single(self) -> AbstractContextManager[Connection]:
         """A connection for one statement that commits on its own (autocommit): no BEGIN and
         COMMIT round trips. Only for a name of one statement (each statement of a longer name
-        would commit alone) that is safe to run alone. Default: a transaction."""
+        would commit alone) that is safe to run alone, or, where the driver pipelines, for
+        statements safe to run alone followed by a pipelined_transaction() block. Default: a
+        transaction."""
         return self.transaction()
 
     def values_alone(

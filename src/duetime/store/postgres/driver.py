@@ -227,7 +227,8 @@ class PostgresDriver(Driver):
     @contextmanager
     def single(self) -> Iterator[Connection]:
         """A pooled connection in autocommit: its one statement is its own transaction, sent
-        in one round trip (no BEGIN, no COMMIT). Taken and given back with the pool's getconn
+        in one round trip (no BEGIN, no COMMIT); a pipelined_transaction() block on it is one
+        transaction, sent in one round trip too. Taken and given back with the pool's getconn
         and putconn: its connection() block would also commit (nothing to commit here: a
         lock and a wait of psycopg's per call)."""
         with self.translated():

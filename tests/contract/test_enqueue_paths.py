@@ -9,13 +9,15 @@ anywhere in a batch leaves nothing behind, and a batch wakes listeners once.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from contextlib import ExitStack
 from datetime import timedelta
+from typing import Any
 
 import pytest
 
 import duetime
 from duetime.core.clock import ManualClock
-from duetime.core.errors import ArgsMismatch, InvalidRequest
+from duetime.core.errors import ArgsMismatch, InvalidRequest, StoreError
 from duetime.store.base import Store
 from duetime.store.sql.front import BATCH_SLICE
 from kit import DialectKit
@@ -143,6 +145,107 @@ def test_a_failed_batch_after_single_enqueues_still_rolls_back_as_one(
         with pytest.raises(InvalidRequest):
             app.enqueue_many("report", args)
     assert sorted(j.id for j in app.list_jobs()) == [j.id for j in kept]
+
+
+# a trigger that refuses a job whose args name "boom": a failure of the database's own, in
+# the middle of a batch, after inserts of it have run
+REFUSE_BOOM = {
+    "postgres": [
+        """CREATE OR REPLACE FUNCTION test_refuse_boom() RETURNS trigger AS $$
+        BEGIN
+            IF NEW.args -> 'boom' IS NOT NULL THEN RAISE EXCEPTION 'boom refused'; END IF;
+            RETURN NEW;
+        END $$ LANGUAGE plpgsql""",
+        """CREATE TRIGGER test_refuse_boom BEFORE INSERT ON duetime_jobs
+        FOR EACH ROW EXECUTE FUNCTION test_refuse_boom()""",
+    ],
+    "sqlite": [
+        """CREATE TRIGGER test_refuse_boom BEFORE INSERT ON duetime_jobs
+        WHEN json_extract(NEW.args, '$.boom') IS NOT NULL
+        BEGIN SELECT RAISE(ABORT, 'boom refused'); END""",
+    ],
+    "mysql": [
+        """CREATE TRIGGER test_refuse_boom BEFORE INSERT ON duetime_jobs FOR EACH ROW
+        BEGIN
+            IF JSON_EXTRACT(NEW.args, '$.boom') IS NOT NULL THEN
+                SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = 'boom refused';
+            END IF;
+        END""",
+    ],
+}
+DROP_REFUSE_BOOM = {
+    "postgres": [
+        "DROP TRIGGER IF EXISTS test_refuse_boom ON duetime_jobs",
+        "DROP FUNCTION IF EXISTS test_refuse_boom()",
+    ],
+    "sqlite": ["DROP TRIGGER IF EXISTS test_refuse_boom"],
+    "mysql": ["DROP TRIGGER IF EXISTS test_refuse_boom"],
+}
+
+
+@pytest.fixture
+def refusing(store: Store, kit: DialectKit, store_url: str) -> Iterator[None]:
+    """duetime_jobs (of the store, migrated) refuses a job whose args name "boom" for the
+    test (the schema outlives it on PostgreSQL and MariaDB/MySQL: the trigger is dropped
+    after)."""
+    for statement in DROP_REFUSE_BOOM[kit.name] + REFUSE_BOOM[kit.name]:
+        kit.execute(store_url, statement)
+    try:
+        yield
+    finally:
+        for statement in DROP_REFUSE_BOOM[kit.name]:
+            kit.execute(store_url, statement)
+
+
+def _pooled(app: duetime.App) -> list[tuple[int, bool]]:
+    """PostgreSQL: each pooled connection's backend pid and autocommit, all held at once."""
+    driver: Any = app.store.driver  # type: ignore[attr-defined]
+    with ExitStack() as stack:
+        held = [
+            stack.enter_context(driver.transaction())
+            for _ in range(driver._pool.get_stats()["pool_size"])
+        ]
+        return sorted(
+            (c.native.execute("SELECT pg_backend_pid()").fetchone()[0], c.native.autocommit)
+            for c in held
+        )
+
+
+@pytest.mark.usefixtures("refusing")
+def test_a_batch_the_database_refuses_past_its_first_insert_leaves_nothing_behind(
+    app: duetime.App, kit: DialectKit
+) -> None:
+    # on PostgreSQL the batch's BEGIN, inserts, wake-up and COMMIT go as one pipeline on a
+    # connection in autocommit mode: the refusal must roll back the inserts before it, and
+    # the connection must go back to the pool as it was (not in autocommit, no transaction
+    # open: not closed and replaced either)
+    pooled = _pooled(app) if kit.name == "postgres" else []
+    listener = app.store.listen()
+    try:
+        if listener is not None:
+            listener.wait(0.01)  # whatever happened while the store was set up
+        args: list[dict[str, object]] = [{"i": i} for i in range(MANY)]
+        args[BATCH_SLICE + 5] = {"boom": 1}
+        for _ in range(3):
+            with pytest.raises(StoreError, match="boom refused"):
+                app.enqueue_many("report", args)
+        assert app.list_jobs() == []
+        if listener is not None and kit.wakeups == "due":
+            assert listener.wait(0.2) == []  # the wake-up went with the rolled-back batch
+    finally:
+        if listener is not None:
+            listener.close()
+    if kit.name == "postgres":  # the same connections (the pool may have opened more)
+        after = _pooled(app)
+        assert set(pooled) <= set(after)
+        assert not any(autocommit for _, autocommit in after)
+    kept = app.enqueue_many("report", [{"i": i} for i in range(MANY)])
+    bad: list[dict[str, object]] = [{"i": i} for i in range(MANY)]
+    bad[-1] = {"i": float("nan")}
+    for _ in range(3):  # a batch refused by the client still rolls back as one
+        with pytest.raises(InvalidRequest):
+            app.enqueue_many("report", bad)
+    assert sorted(j.id for j in app.list_jobs(limit=1000)) == [j.id for j in kept]
 
 
 def test_a_bulk_enqueue_wakes_listeners_once_with_its_earliest_due_time(

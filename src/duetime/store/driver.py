@@ -211,7 +211,9 @@ class Driver(ABC):
     def single(self) -> AbstractContextManager[Connection]:
         """A connection for one statement that commits on its own (autocommit): no BEGIN and
         COMMIT round trips. Only for a name of one statement (each statement of a longer name
-        would commit alone) that is safe to run alone. Default: a transaction."""
+        would commit alone) that is safe to run alone, or, where the driver pipelines, for
+        statements safe to run alone followed by a pipelined_transaction() block. Default: a
+        transaction."""
         return self.transaction()
 
     def values_alone(
@@ -258,6 +260,13 @@ class Driver(ABC):
         while the caller goes on, and the block's end waits for them all (raising the first
         error). Default: nothing (every statement waits for its result)."""
         return nullcontext()
+
+    def pipelined_transaction(self, c: Connection) -> AbstractContextManager[None]:
+        """Where the driver pipelines, on a connection of single() (autocommit): a pipeline()
+        whose statements are one transaction, its BEGIN and COMMIT sent with them, so that the
+        block costs one round trip; an error rolls it back. Drivers that do not pipeline have
+        no such block (their callers take transaction())."""
+        raise NotImplementedError(f"the {self.dialect} driver does not pipeline")
 
     @abstractmethod
     def run_script(self, native: Any, script: str) -> None:

@@ -227,7 +227,8 @@ class PostgresDriver(Driver):
     @contextmanager
     def single(self) -> Iterator[Connection]:
         """A pooled connection in autocommit: its one statement is its own transaction, sent
-        in one round trip (no BEGIN, no COMMIT). Taken and given back with the pool's getconn
+        in one round trip (no BEGIN, no COMMIT); a pipelined_transaction() block on it is one
+        transaction, sent in one round trip too. Taken and given back with the pool's getconn
         and putconn: its connection() block would also commit (nothing to commit here: a
         lock and a wait of psycopg's per call)."""
         with self.translated():
@@ -279,8 +280,10 @@ class PostgresDriver(Driver):
             return _rows(cur, sql, params, prepare)
 
     def send(self, native: Any, sql: str, params: Mapping[str, Any]) -> None:
-        # in pipeline mode: sent, its result read at the end
-        native.execute(sql, params, prepare=True if sql in self._prepared else None)
+        # in pipeline mode: sent, its result read at the end (and never read: a pooled
+        # connection sends it with its one cursor, not a new one)
+        sender = native.unread_cursor() if isinstance(native, _PooledConnection) else native
+        sender.execute(sql, params, prepare=True if sql in self._prepared else None)
 
     @contextmanager
     def pipeline(self, c: Connection) -> Iterator[None]:
@@ -289,6 +292,29 @@ class PostgresDriver(Driver):
         with self.translated():
             with c.native.pipeline():
                 yield
+
+    @contextmanager
+    def pipelined_transaction(self, c: Connection) -> Iterator[None]:
+        """On a connection of single() (autocommit): BEGIN, the block's statements and COMMIT
+        in one pipeline, one round trip in all, where a transaction of transaction() takes
+        one more for psycopg's BEGIN and one for its COMMIT (as values_alone does for the
+        claims). A statement that fails aborts the rest, COMMIT included; an error, the
+        database's or the block's, rolls the transaction back."""
+        native = c.native
+        cur = native.unread_cursor()
+        with self.translated():
+            try:
+                with native.pipeline():
+                    cur.execute("BEGIN")
+                    yield
+                    cur.execute("COMMIT")
+            except BaseException:
+                if native.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
+                    try:
+                        native.rollback()
+                    except psycopg.Error:
+                        pass  # single() closes a connection it cannot take out of autocommit
+                raise
 
     def execute_many(self, native: Any, sql: str, params: list[Mapping[str, Any]]) -> None:
         if sql.lstrip().upper().startswith("COPY"):
@@ -408,10 +434,15 @@ class PostgresDriver(Driver):
 
     def notify(self, c: Connection, due: Mapping[str, datetime]) -> None:
         payloads = [self.wake_payload(queue, at) for queue, at in due.items()]
+        native = c.native
+        sender = native.unread_cursor() if isinstance(native, _PooledConnection) else native
         with self.translated():
-            c.native.execute(
-                "SELECT pg_notify(%s, p) FROM unnest(%s::text[]) AS p", (CHANNEL, payloads)
-            )
+            if len(payloads) == 1:  # most batches: one queue (no array to adapt)
+                sender.execute("SELECT pg_notify(%s, %s)", (CHANNEL, payloads[0]))
+            elif payloads:
+                sender.execute(
+                    "SELECT pg_notify(%s, p) FROM unnest(%s::text[]) AS p", (CHANNEL, payloads)
+                )
 
     def listener(self) -> Listener:
         with self.translated():
@@ -442,6 +473,7 @@ class _PooledConnection(psycopg.Connection[Any]):
     _ReconnectingPool reads."""
 
     _statement_cursor: psycopg.Cursor[dict[str, Any]] | None = None
+    _unread_cursor: psycopg.Cursor[Any] | None = None
     opened_at = 0.0  # time.monotonic() when it was opened (set by _configure)
     used_at = 0.0  # ... when it last finished a transaction
 
@@ -449,6 +481,16 @@ class _PooledConnection(psycopg.Connection[Any]):
         cur = self._statement_cursor
         if cur is None or cur.closed:
             cur = self._statement_cursor = self.cursor(row_factory=dict_row)
+        return cur
+
+    def unread_cursor(self) -> psycopg.Cursor[Any]:
+        """A second kept cursor, for statements whose results are never read (a pipeline's
+        BEGIN, COMMIT and sends, the wake-ups): in pipeline mode a result lands on its cursor
+        when it arrives, so one of these on the statement cursor could stand in for the
+        result a later statement there reads."""
+        cur = self._unread_cursor
+        if cur is None or cur.closed:
+            cur = self._unread_cursor = self.cursor()
         return cur
 
 

@@ -624,8 +624,9 @@ def w_ceiling(ctx: Ctx, system: System, result: Result) -> None:
 
 
 def w_pressure(ctx: Ctx, system: System, result: Result) -> None:
-    """duetime on PostgreSQL at a steady offered rate through a held transaction, 1.5x the
-    load and REPEATABLE READ counts (bench/pressure.py; issue 22, "Flat under pressure")."""
+    """duetime on PostgreSQL (or pgqueuer) at a steady offered rate through a held
+    transaction, 1.5x the load and REPEATABLE READ counts (bench/pressure.py; issue 22, "Flat
+    under pressure")."""
     from bench import pressure
 
     base = ctx.work_dir / f"pressure-{system.name}-{ctx.rep}"
@@ -744,8 +745,8 @@ def applies(workload: str, system: System, size: Size) -> str | None:
         return "n/a: duetime only (its flow controls)"
     if workload == "fanout" and system.kind != "duetime":
         return "n/a: duetime only (its groups with a callback)"
-    if workload == "pressure" and system.name != "duetime-postgres":
-        return "n/a: duetime on PostgreSQL only (its pressures are PostgreSQL transactions)"
+    if workload == "pressure" and system.name not in ("duetime-postgres", "pgqueuer"):
+        return "n/a: PostgreSQL systems only (the pressures are PostgreSQL transactions)"
     if workload == "backlog":
         if system.name != "duetime-postgres":
             return "n/a: duetime on PostgreSQL only"

@@ -81,6 +81,8 @@ class Tables:
     # temporary views the figures read: pressure_attempts(due_at, started_at, finished_at),
     # one row per claim; pressure_jobs(due_at, unclaimed), one row per job
     views: tuple[str, ...]
+    # a scalar query: how many jobs the views cannot pair up (0 where they always can)
+    repeats: str = "SELECT 0"
 
 
 DUETIME = Tables(
@@ -128,6 +130,12 @@ PGQUEUER = Tables(
         ) AS unclaimed
         FROM pgqueuer_log q WHERE q.status = 'queued'""",
     ),
+    # the views pair a job's rows by its id: a job queued or picked twice (a retry, a pick
+    # after its heartbeat went stale) would be paired with each of its rows; a 1 ms job that
+    # never fails has one of each (the run warns otherwise)
+    repeats="""SELECT count(*) FROM (
+        SELECT job_id FROM pgqueuer_log WHERE status IN ('queued', 'picked')
+        GROUP BY job_id, status HAVING count(*) > 1) AS twice""",
 )
 
 SYSTEMS = {"duetime": DUETIME, "pgqueuer": PGQUEUER}  # System.kind -> its tables
@@ -507,7 +515,7 @@ def run(
     opened: dict[str, Hold | Counts] = {"hold": hold, "counts": counts}
     enqueuer_out = work_dir / "enqueuer.out"
     enqueuer_err = work_dir / "enqueuer.err"
-    probe_out = work_dir / "probe.txt"
+    probe_out, probe_err = work_dir / "probe.txt", work_dir / "probe.err"
     with Workers(workers_system, db, PROCS, record_dir, log_dir) as workers:
         time.sleep(2.0)
         workers.check_alive()
@@ -521,14 +529,17 @@ def run(
             "task": TASK,
         }
         argv = [str(system.python), "-m", system.module, "pressure_enqueue", json.dumps(params)]
-        with enqueuer_out.open("wb") as out, enqueuer_err.open("wb") as err:
-            enqueuer = subprocess.Popen(
-                argv, cwd=ROOT, env=_env(db.url, None), stdout=out, stderr=err
-            )
         lasts = str(end + 2.0 + DRAIN_GRACE)
         probe_argv = ["-m", "bench.pressure_probe", db.url, str(probe_out), lasts, str(PROBE_EVERY)]
-        probe = subprocess.Popen([sys.executable, *probe_argv], cwd=ROOT)
+        probe: subprocess.Popen[bytes] | None = None
+        enqueuer: subprocess.Popen[bytes] | None = None
         try:
+            with probe_err.open("wb") as err:
+                probe = subprocess.Popen([sys.executable, *probe_argv], cwd=ROOT, stderr=err)
+            with enqueuer_out.open("wb") as out, enqueuer_err.open("wb") as err:
+                enqueuer = subprocess.Popen(
+                    argv, cwd=ROOT, env=_env(db.url, None), stdout=out, stderr=err
+                )
             cpu = CpuMeter([p.pid for p in workers.procs], enqueuer.pid, db.name)
             events = plan.events(phases)
             with psycopg.connect(db.url, autocommit=True) as conn:
@@ -581,19 +592,28 @@ def run(
                         break
                     upcoming = [k * step] + ([events[0][0]] if events else [])
                     time.sleep(max(0.0, min(upcoming) - (time.time() - origin)))
-        finally:
-            hold.stop()
-            if counts.threads and "stopped" not in counts.info:
-                counts.stop()
-            if enqueuer.poll() is None:
-                enqueuer.terminate()
-            enqueuer.wait(timeout=30)
-            probe.terminate()
-            probe.wait(timeout=30)
+        finally:  # each step whatever the one before raised
+            try:
+                hold.stop()
+                if counts.threads and "stopped" not in counts.info:
+                    counts.stop()
+            finally:
+                try:
+                    _stopped(enqueuer)
+                finally:
+                    _stopped(probe)
+    if probe.returncode != 0:
+        log.warning(
+            "the probe exited with %s: %s",
+            probe.returncode,
+            probe_err.read_text(errors="replace").strip()[-300:],
+        )
     enqueued = _last_json(enqueuer_out)
     with psycopg.connect(db.url, autocommit=True) as conn:
         for view in tables.views:
             conn.execute(view)
+        row = conn.execute(tables.repeats).fetchone()
+        repeats = int(row[0]) if row else 0
         per_step = series(conn, origin, step)
         figures = phase_figures(conn, origin, phases)
     for s in samples:
@@ -625,6 +645,10 @@ def run(
         "counts": counts.info,
         "probe": plan.probe_figures(probe_rows(probe_out, origin), phases),
         "tables": tables.sampled,
+        # the workers' configuration as the system takes it (duetime's concurrency;
+        # pgqueuer's batch_size and max_concurrent_tasks, None: no cap)
+        "workers": tuned.params,
+        "repeats": repeats,
         "drained_s": (drained_at - end) if drained_at is not None else None,
         "load1_mean": round(sum(s["load1"] for s in samples) / len(samples), 2)
         if samples
@@ -635,16 +659,32 @@ def run(
 
 def probe_rows(path: Path, origin: float) -> list[tuple[float, float, float]]:
     """bench/pressure_probe.py's lines as (seconds since the origin, a sleep's overshoot in
-    ms, a SELECT 1 round trip in ms); none if the probe wrote nothing readable."""
-    rows: list[tuple[float, float, float]] = []
+    ms, a SELECT 1 round trip in ms); a line it could not finish is left out."""
     try:
-        for line in path.read_text().splitlines():
-            parts = line.split()
-            if len(parts) == 3:
-                rows.append((float(parts[0]) - origin, float(parts[1]), float(parts[2])))
-    except (OSError, ValueError):
+        lines = path.read_text().splitlines()
+    except OSError:
         return []
+    rows: list[tuple[float, float, float]] = []
+    for line in lines:
+        try:
+            at, wake, trip = (float(x) for x in line.split())
+        except ValueError:
+            continue
+        rows.append((at - origin, wake, trip))
     return rows
+
+
+def _stopped(proc: subprocess.Popen[bytes] | None) -> None:
+    """A child process ended: terminated if it still runs, killed if that takes 30 s."""
+    if proc is None:
+        return
+    if proc.poll() is None:
+        proc.terminate()
+    try:
+        proc.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
 
 
 def _last_json(path: Path) -> dict[str, Any]:

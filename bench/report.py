@@ -522,13 +522,19 @@ def pressure_tables(results: list[Result], max_rows: int = 60) -> str:
             continue
         verdict = doc["verdict"]
         samples = doc["samples"]
+        workers = doc.get("workers") or {"concurrency": doc["concurrency"]}
+        settings = ", ".join(
+            f"{name} {'no cap' if value is None else value}" for name, value in workers.items()
+        )
+        tables = doc.get("tables", {})
         out.append(
             f"Under pressure, {r.system}, run {r.rep + 1}: {doc['rate']:,.0f} jobs/s offered "
-            f"(1 ms jobs) to {doc['procs']} workers x {doc['concurrency']}, phases at "
+            f"(1 ms jobs) to {doc['procs']} worker processes ({settings}), phases at "
             f"{doc['scale']:.3g} of full length, a sample every {doc['step']:g} s; "
             f"load average {_cell(doc.get('load1_mean'), '{:.1f}')} (mean of the samples); "
-            f"{_server_text(doc.get('server', {}))}; the samples' tables: "
-            + ", ".join(f"`{t}` as {short}" for t, short in doc.get("tables", {}).items())
+            f"{_server_text(doc.get('server', {}))}"
+            + ("; the samples' tables: " if tables else "")
+            + ", ".join(f"`{t}` as {short}" for t, short in tables.items())
             + f": **{'meets' if verdict['pass'] else 'misses'} the target**"
         )
         out.append("")

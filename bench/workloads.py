@@ -657,6 +657,11 @@ def w_pressure(ctx: Ctx, system: System, result: Result) -> None:
     doc["server"] = {"kind": ctx.pressure_server, "settings": settings}
     result.info["pressure"] = doc
     result.figures.update(pressure.figures_of(verdict))
+    if doc.get("repeats"):
+        result.warning = (
+            f"{doc['repeats']} jobs were queued or picked more than once (a retry, a stale "
+            "heartbeat): the claim latency pairs each of their rows (bench/pressure.py, Tables)"
+        )
     late = doc["enqueuer"].get("late_1s_ticks", 0)
     if late > 0.01 * doc["enqueuer"].get("ticks", 1):
         result.warning = (

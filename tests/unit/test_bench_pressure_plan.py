@@ -243,7 +243,7 @@ def test_a_pressure_left_out_is_told_from_one_that_failed() -> None:
 
 
 def test_the_probe_is_summed_up_per_phase_by_the_instant_of_each_measurement() -> None:
-    phases = plan.schedule(1 / 24, 1.0)  # warmup 0-1, clean 1-5, hold 5-15, ...
+    phases = plan.schedule(1 / 24, 1.0)  # warmup 0-1, clean 1-6, hold 6-16, ...
     clean, hold = phases[1], phases[2]
     rows = [(clean.start + 0.01 * k, 0.1 * k, 1.0) for k in range(1, 101)]  # 100 in clean
     rows += [(hold.start + 0.5, 50.0, 7.0), (hold.end, 60.0, 9.0)]  # two in hold, its end in

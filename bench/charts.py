@@ -7,9 +7,9 @@ Writes next to the JSON, and prints their paths: <timestamp>-drain-p1.png, -drai
 best configuration with that many worker processes), -drain-sweep.png (jobs/s against C, one
 line per system and number of processes), -drain1.png, -drain2.png (when those workloads were
 named), -burst.png (completions per second over time, first run of each system) and
--ontime.png (the distribution of start minus due), and -pressure.png (the pressure workload's
-first run: throughput, claim latency, queue depth, dead tuples and table and index sizes over
-time, the phases shaded).
+-ontime.png (the distribution of start minus due), and -pressure.png, -pressure-pgqueuer.png
+(the pressure workload's first run of duetime and of pgqueuer: throughput, claim latency,
+queue depth, dead tuples and table and index sizes over time, the phases shaded).
 """
 
 from __future__ import annotations
@@ -150,12 +150,25 @@ def ontime(doc: dict[str, Any], path: Path) -> bool:
 SHADES = {"warmup": ("0.85", 0.5), "pressure": ("tab:red", 0.15), "recovery": ("tab:green", 0.1)}
 
 
-def pressure(doc: dict[str, Any], path: Path) -> bool:
-    """The pressure workload's first run: five panels over time, the phases shaded."""
-    runs = [r for r in _first_runs(doc, "pressure") if r["info"].get("pressure")]
+def pressure(doc: dict[str, Any], system: str, path: Path) -> bool:
+    """The pressure workload's first run of `system`: five panels over time, the phases
+    shaded."""
+    runs = [
+        r
+        for r in _first_runs(doc, "pressure")
+        if r["info"].get("pressure") and r["system"] == system
+    ]
     if not runs:
         return False
     run = runs[0]["info"]["pressure"]
+    # a sample's short table names -> the system's tables (bench/pressure.py, Tables.sampled)
+    # (runs recorded before pgqueuer was measured kept no tables: duetime's)
+    tables = run.get("tables") or {
+        "duetime_jobs": "jobs",
+        "duetime_jobs_done": "jobs_done",
+        "duetime_attempts": "attempts",
+    }
+    names = {short: table for table, short in tables.items()}
     samples = run["samples"]
     if not samples:
         return False
@@ -176,12 +189,13 @@ def pressure(doc: dict[str, Any], path: Path) -> bool:
     lat.set_ylabel("claim latency, ms\n(claimed - due)")
     queue.plot(t, col("queued"), label="due, not claimed")
     queue.set_ylabel("queued jobs")
-    for table in ("jobs", "jobs_done", "attempts"):
-        dead.plot(t, col(f"dead_{table}"), label=f"duetime_{table}")
+    shorts = [short for short in ("jobs", "jobs_done", "attempts") if short in names]
+    for short in shorts:
+        dead.plot(t, col(f"dead_{short}"), label=names[short])
     dead.set_ylabel("n_dead_tup")
-    for table in ("jobs", "jobs_done", "attempts"):
-        size.plot(t, col(f"table_{table}", 1e6), label=f"{table}: table + TOAST")
-        size.plot(t, col(f"indexes_{table}", 1e6), "--", label=f"{table}: indexes")
+    for short in shorts:
+        size.plot(t, col(f"table_{short}", 1e6), label=f"{names[short]}: table + TOAST")
+        size.plot(t, col(f"indexes_{short}", 1e6), "--", label=f"{names[short]}: indexes")
     size.plot(t, col("bytes_total", 1e6), color="k", label="total")
     size.set_ylabel("MB")
     size.set_xlabel("seconds since the origin (the enqueuer's first tick)")
@@ -203,7 +217,7 @@ def pressure(doc: dict[str, Any], path: Path) -> bool:
         )
     verdict = "meets" if run["verdict"]["pass"] else "misses"
     fig.suptitle(
-        f"Under pressure: duetime on PostgreSQL, {run['rate']:,.0f} jobs/s offered, "
+        f"Under pressure: {system}, {run['rate']:,.0f} jobs/s offered, "
         f"phases at {run['scale']:.3g} of full length ({verdict} the target)"
     )
     fig.tight_layout()
@@ -231,9 +245,10 @@ def main(argv: list[str]) -> int:
     path = Path(f"{stem}-ontime.png")
     if ontime(doc, path):
         written.append(path)
-    path = Path(f"{stem}-pressure.png")
-    if pressure(doc, path):
-        written.append(path)
+    for system, suffix in (("duetime-postgres", ""), ("pgqueuer", "-pgqueuer")):
+        path = Path(f"{stem}-pressure{suffix}.png")
+        if pressure(doc, system, path):
+            written.append(path)
     sys.stdout.write("".join(f"{p}\n" for p in written))
     return 0
 

@@ -29,6 +29,7 @@ from pgqueuer.models import Job
 from bench.common import DB_URL_ENV, record_start
 
 ENTRYPOINT = "bench_noop"
+SLEEP_ENTRYPOINT = "bench_sleep1ms"  # the pressure workload's job (bench/pressure.py)
 
 
 @asynccontextmanager
@@ -39,6 +40,10 @@ async def factory() -> AsyncIterator[PgQueuer]:
     @pgq.entrypoint(ENTRYPOINT)
     async def noop(job: Job) -> None:
         record_start(job.execute_after.timestamp())
+
+    @pgq.entrypoint(SLEEP_ENTRYPOINT)
+    async def sleep1ms(job: Job) -> None:
+        await asyncio.sleep(0.001)
 
     try:
         yield pgq

@@ -1,28 +1,36 @@
-"""The `pressure` workload (issue 22, "Flat under pressure"): duetime on PostgreSQL at a steady
-offered rate, through a held transaction, 1.5x the load and REPEATABLE READ counts.
+"""The `pressure` workload (issue 22, "Flat under pressure"): duetime on PostgreSQL, and
+pgqueuer beside it, at a steady offered rate, through a held transaction, 1.5x the load and
+REPEATABLE READ counts.
 
-- Workers: PROCS `duetime worker` processes at CONCURRENCY jobs at once each (32 in all),
-  running `bench.sleep1ms` (an `asyncio.sleep(0.001)`), defaults otherwise (finished jobs are
-  kept: the default retention is 7 days, so the tables grow as a user's would).
-- Offered load: one enqueuer process (`duetime_sys pressure_enqueue`) sends, every TICK
-  seconds on a fixed schedule from the origin, the jobs the schedule has offered by then and
-  it has not sent (R jobs/s times the phase's factor; due now) with `App.enqueue_many`. It
-  never waits for the workers; a tick it reaches late is counted.
+- Workers: PROCS worker processes at CONCURRENCY jobs at once each (32 in all), running a
+  job that takes 1 ms (an `asyncio.sleep(0.001)`): `duetime worker` running `bench.sleep1ms`,
+  defaults otherwise (finished jobs are kept: the default retention is 7 days, so the tables
+  grow as a user's would); pgqueuer's runner (bench/pgqueuer_app.py) with `batch_size`
+  CONCURRENCY and no cap, its entrypoint `bench_sleep1ms` (its queue table keeps a job until
+  it ends, its log table a row per status change).
+- Offered load: one enqueuer process (the system's `pressure_enqueue` step,
+  bench/pressure_offer.py) sends, every TICK seconds on a fixed schedule from the origin, the
+  jobs the schedule has offered by then and it has not sent (R jobs/s times the phase's
+  factor; due now) in one call (duetime's `App.enqueue_many`, pgqueuer's `Queries.enqueue`
+  of lists). It never waits for the workers; a tick it reaches late is counted.
 - Phases (bench/pressure_plan.py): warmup, clean, then for each pressure its window and a
   recovery window. The orchestrator opens the pressure connections itself: `hold` one
   connection in a transaction (`SELECT txid_current()`, then idle) for the window, `counts`
-  four threads each running `REPEATABLE READ` transactions of one `SELECT count(*) FROM
-  duetime_jobs` back to back for the window.
+  four threads each running `REPEATABLE READ` transactions of one `SELECT count(*)` of the
+  system's jobs table (`duetime_jobs`, `pgqueuer`) back to back for the window.
 - Samples every `step` seconds from a connection of their own: queued jobs (due, not claimed),
-  jobs enqueued (max id), n_live_tup and n_dead_tup of both tables (pg_stat_user_tables: the
+  jobs enqueued so far, n_live_tup and n_dead_tup of the tables (pg_stat_user_tables: the
   server's statistics, which lag by up to a second or more), their sizes (heap, TOAST,
   indexes), the oldest transaction's xmin age in the database, running vacuums, the CPU of
   the workers, the enqueuer and PostgreSQL (its processes except other databases' backends,
   bench/load.py), the machine's busy cores and load average.
-- Afterwards, from the attempts the run kept: finished per step and per phase (finished_at),
-  claim latency (started_at - due_at) p50/p99 per step (by started_at) and per phase (of the
-  jobs due in it), jobs offered per phase (due_at). These join the samples; the verdict is
-  bench/pressure_plan.judge.
+- A probe process (bench/pressure_probe.py) measures, every PROBE_EVERY seconds, how late a
+  sleeping process wakes and one `SELECT 1` round trip: what the machine gives any process in
+  each phase, reported beside the claims' latency.
+- Afterwards, from the claims the run kept (Tables.views): finished per step and per phase,
+  claim latency (the claim's instant minus the due instant) p50/p99 per step (by the claim)
+  and per phase (of the jobs due in it), jobs offered per phase. These join the samples; the
+  verdict is bench/pressure_plan.judge.
 """
 
 from __future__ import annotations
@@ -32,16 +40,18 @@ import logging
 import math
 import shutil
 import subprocess
+import sys
 import tempfile
 import threading
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 import psycopg
+from psycopg import sql
 
 from bench import pressure_plan as plan
 from bench.dbs import Database
@@ -56,7 +66,80 @@ CONCURRENCY = 16
 TICK = 0.02  # seconds between the enqueuer's batches
 TASK = "bench.sleep1ms"  # bench/bench_app.py
 DRAIN_GRACE = 60.0  # seconds after the schedule for the queue to empty before workers stop
-TABLES = ("duetime_jobs", "duetime_jobs_done", "duetime_attempts")  # docs/history-plan.md
+PROBE_EVERY = 0.02  # seconds between the probe's measurements (bench/pressure_probe.py)
+
+
+@dataclass(frozen=True)
+class Tables:
+    """Where a system keeps the pressure workload's jobs, for the counts, the samples and the
+    figures afterwards."""
+
+    counted: str  # the jobs table the counting connections read (the issue's "jobs table")
+    sampled: dict[str, str]  # table -> its short name in the samples ("jobs", "attempts", ...)
+    queued: str  # a scalar query: jobs due and not claimed
+    enqueued: str  # a scalar query: jobs enqueued so far
+    # temporary views the figures read: pressure_attempts(due_at, started_at, finished_at),
+    # one row per claim; pressure_jobs(due_at, unclaimed), one row per job
+    views: tuple[str, ...]
+    # a scalar query: how many jobs the views cannot pair up (0 where they always can)
+    repeats: str = "SELECT 0"
+
+
+DUETIME = Tables(
+    counted="duetime_jobs",
+    # docs/history-plan.md: the jobs, the finished jobs, the attempts that ended in a retry
+    # or a failure (a success is kept on its job's row: migrations 22, 24)
+    sampled={
+        "duetime_jobs": "jobs",
+        "duetime_jobs_done": "jobs_done",
+        "duetime_attempts": "attempts",
+    },
+    queued="SELECT count(*) FROM duetime_jobs WHERE status = 'scheduled' AND due_at <= now()",
+    enqueued="""SELECT GREATEST((SELECT COALESCE(max(id), 0) FROM duetime_jobs),
+                     (SELECT COALESCE(max(id), 0) FROM duetime_jobs_done))""",
+    views=(
+        """CREATE TEMP VIEW pressure_attempts AS
+        SELECT due_at, started_at, finished_at FROM duetime_all_attempts""",
+        """CREATE TEMP VIEW pressure_jobs AS
+        SELECT due_at, status = 'scheduled' AS unclaimed FROM duetime_jobs
+        UNION ALL SELECT due_at, status = 'scheduled' FROM duetime_jobs_done""",
+    ),
+)
+
+# pgqueuer 1.6.0: a job's row in `pgqueuer` from its enqueue to its end (deleted by the
+# statement that logs its outcome); `pgqueuer_log` keeps a row per status change ('queued'
+# at the enqueue, 'picked' at the claim, 'successful' at the end), each stamped with its
+# transaction's now(). A job due now has execute_after = the enqueue's now(), which is its
+# 'queued' row's instant, so its claim latency is 'picked' minus 'queued'.
+PGQUEUER = Tables(
+    counted="pgqueuer",
+    sampled={"pgqueuer": "jobs", "pgqueuer_log": "attempts"},
+    queued="SELECT count(*) FROM pgqueuer WHERE status = 'queued' AND execute_after <= now()",
+    enqueued="SELECT COALESCE(max(job_id), 0) FROM pgqueuer_log WHERE status = 'queued'",
+    views=(
+        """CREATE TEMP VIEW pressure_attempts AS
+        SELECT q.created AS due_at, p.created AS started_at, f.created AS finished_at
+        FROM pgqueuer_log p
+        JOIN pgqueuer_log q ON q.job_id = p.job_id AND q.status = 'queued'
+        LEFT JOIN pgqueuer_log f ON f.job_id = p.job_id
+            AND f.status IN ('successful', 'exception', 'canceled', 'failed')
+        WHERE p.status = 'picked'""",
+        """CREATE TEMP VIEW pressure_jobs AS
+        SELECT q.created AS due_at, NOT EXISTS (
+            SELECT 1 FROM pgqueuer_log p WHERE p.job_id = q.job_id AND p.status = 'picked'
+        ) AS unclaimed
+        FROM pgqueuer_log q WHERE q.status = 'queued'""",
+    ),
+    # the views pair a job's rows by its id: a job queued or picked twice (a retry, a pick
+    # after its heartbeat went stale) would be paired with each of its rows; a 1 ms job that
+    # never fails has one of each (the run warns otherwise)
+    repeats="""SELECT count(*) FROM (
+        SELECT job_id FROM pgqueuer_log WHERE status IN ('queued', 'picked')
+        GROUP BY job_id, status HAVING count(*) > 1) AS twice""",
+)
+
+SYSTEMS = {"duetime": DUETIME, "pgqueuer": PGQUEUER}  # System.kind -> its tables
+SHORTS = ("jobs", "jobs_done", "attempts")  # every sample has these keys (0 where no table)
 
 
 # -- the server ----------------------------------------------------------------------------------
@@ -197,10 +280,11 @@ class Hold:
 
 class Counts:
     """`n` connections, each running REPEATABLE READ transactions of one count of the jobs
-    table, back to back, until stopped."""
+    table (`table`), back to back, until stopped."""
 
-    def __init__(self, url: str, n: int = plan.COUNT_CONNECTIONS) -> None:
+    def __init__(self, url: str, table: str, n: int = plan.COUNT_CONNECTIONS) -> None:
         self.url = url
+        self.table = table
         self.n = n
         self.halt = threading.Event()
         self.threads: list[threading.Thread] = []
@@ -211,11 +295,12 @@ class Counts:
 
     def _loop(self) -> None:
         try:
+            count = sql.SQL("SELECT count(*) FROM {}").format(sql.Identifier(self.table))
             with psycopg.connect(self.url) as conn:
                 conn.isolation_level = psycopg.IsolationLevel.REPEATABLE_READ
                 while not self.halt.is_set():
                     t0 = time.perf_counter()
-                    conn.execute("SELECT count(*) FROM duetime_jobs").fetchone()
+                    conn.execute(count).fetchone()
                     conn.commit()
                     with self.lock:
                         self.seconds.append(time.perf_counter() - t0)
@@ -249,9 +334,8 @@ class Counts:
 
 SAMPLE_SQL = r"""
 SELECT
-    (SELECT count(*) FROM duetime_jobs WHERE status = 'scheduled' AND due_at <= now()),
-    (SELECT GREATEST((SELECT COALESCE(max(id), 0) FROM duetime_jobs),
-                     (SELECT COALESCE(max(id), 0) FROM duetime_jobs_done))),
+    ({queued}),
+    ({enqueued}),
     (SELECT COALESCE(max(age(backend_xmin)), 0) FROM pg_stat_activity
         WHERE datname = current_database() AND backend_type = 'client backend'),
     (SELECT COALESCE(max(extract(epoch FROM now() - query_start)), 0) FROM pg_stat_activity
@@ -276,72 +360,71 @@ FROM pg_class c WHERE c.relname = ANY (%s) AND c.relkind = 'r'
 """
 
 
-def db_sample(conn: psycopg.Connection[Any]) -> dict[str, Any]:
+def db_sample(conn: psycopg.Connection[Any], tables: Tables = DUETIME) -> dict[str, Any]:
     """The database's side of one sample (autocommit: each statement its own snapshot)."""
     out: dict[str, Any] = {}
-    row = conn.execute(SAMPLE_SQL).fetchone()
+    query = SAMPLE_SQL.format(queued=tables.queued, enqueued=tables.enqueued)
+    row = conn.execute(query).fetchone()
     assert row is not None
     out["queued"], out["jobs"], out["xmin_age"] = int(row[0]), int(row[1]), int(row[2])
     out["longest_active_s"] = round(float(row[3]), 2)
     out["lock_waits"] = int(row[4])
     out["longest_active"] = row[5] or ""
     out["vacuuming"] = row[6]
-    for name, live, dead, autovacuums, upd, hot in conn.execute(STATS_SQL, (list(TABLES),)):
-        short = name.removeprefix("duetime_")
+    names = list(tables.sampled)
+    for name, live, dead, autovacuums, upd, hot in conn.execute(STATS_SQL, (names,)):
+        short = tables.sampled[name]
         out[f"live_{short}"] = int(live)
         out[f"dead_{short}"] = int(dead)
         out[f"autovacuums_{short}"] = int(autovacuums)
         out[f"upd_{short}"] = int(upd)
         out[f"hot_upd_{short}"] = int(hot)
     total = 0
-    for name, heap, table, indexes, toast in conn.execute(SIZES_SQL, (list(TABLES),)):
-        short = name.removeprefix("duetime_")
+    for name, heap, table, indexes, toast in conn.execute(SIZES_SQL, (names,)):
+        short = tables.sampled[name]
         out[f"heap_{short}"] = int(heap)  # the main fork
         out[f"table_{short}"] = int(table)  # main, free space and visibility maps, TOAST
         out[f"toast_{short}"] = int(toast)
         out[f"indexes_{short}"] = int(indexes)
         total += int(table) + int(indexes)
     out["bytes_total"] = total
-    for short in ("jobs", "attempts"):
-        for key in ("live", "dead", "autovacuums", "upd", "hot_upd"):
+    for short in SHORTS:
+        for key in ("live", "dead", "autovacuums", "upd", "hot_upd", "heap", "table", "toast"):
             out.setdefault(f"{key}_{short}", 0)
+        out.setdefault(f"indexes_{short}", 0)
     return out
 
 
-# -- afterwards: the attempts the run kept -----------------------------------------------------
-# (every attempt, the running ones and the successes from their jobs' rows: migrations 22, 24)
+# -- afterwards: the claims the run kept (Tables.views) ---------------------------------------
 
 SERIES_FINISHED_SQL = """
 SELECT floor((extract(epoch FROM finished_at) - %(origin)s) / %(step)s)::int AS b, count(*)
-FROM duetime_all_attempts WHERE finished_at IS NOT NULL GROUP BY b
+FROM pressure_attempts WHERE finished_at IS NOT NULL GROUP BY b
 """
 SERIES_ENQUEUED_SQL = """
 SELECT floor((extract(epoch FROM due_at) - %(origin)s) / %(step)s)::int AS b, count(*)
-FROM (SELECT due_at FROM duetime_jobs UNION ALL SELECT due_at FROM duetime_jobs_done) AS j
-GROUP BY b
+FROM pressure_jobs GROUP BY b
 """
 SERIES_STARTED_SQL = """
 SELECT floor((extract(epoch FROM started_at) - %(origin)s) / %(step)s)::int AS b, count(*),
        percentile_cont(0.5) WITHIN GROUP (ORDER BY extract(epoch FROM started_at - due_at)),
        percentile_cont(0.99) WITHIN GROUP (ORDER BY extract(epoch FROM started_at - due_at))
-FROM duetime_all_attempts GROUP BY b
+FROM pressure_attempts GROUP BY b
 """
 PHASE_FINISHED_SQL = """
 SELECT width_bucket(extract(epoch FROM finished_at) - %(origin)s, %(bounds)s) AS b, count(*)
-FROM duetime_all_attempts WHERE finished_at IS NOT NULL GROUP BY b
+FROM pressure_attempts WHERE finished_at IS NOT NULL GROUP BY b
 """
 PHASE_STARTED_SQL = """
 SELECT width_bucket(extract(epoch FROM due_at) - %(origin)s, %(bounds)s) AS b, count(*),
        percentile_cont(0.5) WITHIN GROUP (ORDER BY extract(epoch FROM started_at - due_at)),
        percentile_cont(0.99) WITHIN GROUP (ORDER BY extract(epoch FROM started_at - due_at))
-FROM duetime_all_attempts GROUP BY b
+FROM pressure_attempts GROUP BY b
 """
 PHASE_OFFERED_SQL = """
 SELECT width_bucket(extract(epoch FROM due_at) - %(origin)s, %(bounds)s) AS b, count(*),
-       count(*) FILTER (WHERE status = 'scheduled')
-FROM (SELECT due_at, status FROM duetime_jobs UNION ALL
-      SELECT due_at, status FROM duetime_jobs_done) AS j
-GROUP BY b
+       count(*) FILTER (WHERE unclaimed)
+FROM pressure_jobs GROUP BY b
 """
 
 
@@ -421,16 +504,18 @@ def run(
         "pressure schedule (R = %s jobs/s):\n%s", f"{rate:,.0f}", plan.schedule_text(phases, rate)
     )
     tuned = system.tune(Setting("sweep", PROCS, CONCURRENCY)) if system.tune else None
-    if tuned is None:
-        raise Failed(f"{system.name} has no worker configuration for the pressure workload")
+    tables = SYSTEMS.get(system.kind)
+    if tuned is None or tables is None:
+        raise Failed(f"{system.name} has no configuration for the pressure workload")
     workers_system = replace(system, worker_argv=tuned.argv)
     record_dir, log_dir = work_dir / "records", work_dir / "logs"
     samples: list[dict[str, Any]] = []
     hold = Hold(db.url)
-    counts = Counts(db.url)
-    pressures: dict[str, Hold | Counts] = {"hold": hold, "counts": counts}
+    counts = Counts(db.url, tables.counted)
+    opened: dict[str, Hold | Counts] = {"hold": hold, "counts": counts}
     enqueuer_out = work_dir / "enqueuer.out"
     enqueuer_err = work_dir / "enqueuer.err"
+    probe_out, probe_err = work_dir / "probe.txt", work_dir / "probe.err"
     with Workers(workers_system, db, PROCS, record_dir, log_dir) as workers:
         time.sleep(2.0)
         workers.check_alive()
@@ -444,11 +529,17 @@ def run(
             "task": TASK,
         }
         argv = [str(system.python), "-m", system.module, "pressure_enqueue", json.dumps(params)]
-        with enqueuer_out.open("wb") as out, enqueuer_err.open("wb") as err:
-            enqueuer = subprocess.Popen(
-                argv, cwd=ROOT, env=_env(db.url, None), stdout=out, stderr=err
-            )
+        lasts = str(end + 2.0 + DRAIN_GRACE)
+        probe_argv = ["-m", "bench.pressure_probe", db.url, str(probe_out), lasts, str(PROBE_EVERY)]
+        probe: subprocess.Popen[bytes] | None = None
+        enqueuer: subprocess.Popen[bytes] | None = None
         try:
+            with probe_err.open("wb") as err:
+                probe = subprocess.Popen([sys.executable, *probe_argv], cwd=ROOT, stderr=err)
+            with enqueuer_out.open("wb") as out, enqueuer_err.open("wb") as err:
+                enqueuer = subprocess.Popen(
+                    argv, cwd=ROOT, env=_env(db.url, None), stdout=out, stderr=err
+                )
             cpu = CpuMeter([p.pid for p in workers.procs], enqueuer.pid, db.name)
             events = plan.events(phases)
             with psycopg.connect(db.url, autocommit=True) as conn:
@@ -459,14 +550,14 @@ def run(
                     while events and events[0][0] <= rel:
                         _, what, name = events.pop(0)
                         log.info("  %.0f s: %s %s", rel, what, name)
-                        getattr(pressures[name], what)()
+                        getattr(opened[name], what)()
                     if k * step <= rel:
                         t0 = time.perf_counter()
                         # t: the step's nominal instant (phases are judged by it); at: when
                         s: dict[str, Any] = {"k": k, "t": k * step, "at": round(rel, 2)}
                         phase = plan.phase_at(phases, k * step - step / 2)
                         s["phase"] = phase.name if phase else "drain"
-                        s.update(db_sample(conn))
+                        s.update(db_sample(conn, tables))
                         s.update(cpu.cores())
                         s["load1"] = load_average()
                         s["sample_ms"] = round((time.perf_counter() - t0) * 1000, 1)
@@ -501,15 +592,28 @@ def run(
                         break
                     upcoming = [k * step] + ([events[0][0]] if events else [])
                     time.sleep(max(0.0, min(upcoming) - (time.time() - origin)))
-        finally:
-            hold.stop()
-            if counts.threads and "stopped" not in counts.info:
-                counts.stop()
-            if enqueuer.poll() is None:
-                enqueuer.terminate()
-            enqueuer.wait(timeout=30)
+        finally:  # each step whatever the one before raised
+            try:
+                hold.stop()
+                if counts.threads and "stopped" not in counts.info:
+                    counts.stop()
+            finally:
+                try:
+                    _stopped(enqueuer)
+                finally:
+                    _stopped(probe)
+    if probe.returncode != 0:
+        log.warning(
+            "the probe exited with %s: %s",
+            probe.returncode,
+            probe_err.read_text(errors="replace").strip()[-300:],
+        )
     enqueued = _last_json(enqueuer_out)
     with psycopg.connect(db.url, autocommit=True) as conn:
+        for view in tables.views:
+            conn.execute(view)
+        row = conn.execute(tables.repeats).fetchone()
+        repeats = int(row[0]) if row else 0
         per_step = series(conn, origin, step)
         figures = phase_figures(conn, origin, phases)
     for s in samples:
@@ -539,12 +643,48 @@ def run(
         "enqueuer": enqueued,
         "hold": hold.info,
         "counts": counts.info,
+        "probe": plan.probe_figures(probe_rows(probe_out, origin), phases),
+        "tables": tables.sampled,
+        # the workers' configuration as the system takes it (duetime's concurrency;
+        # pgqueuer's batch_size and max_concurrent_tasks, None: no cap)
+        "workers": tuned.params,
+        "repeats": repeats,
         "drained_s": (drained_at - end) if drained_at is not None else None,
         "load1_mean": round(sum(s["load1"] for s in samples) / len(samples), 2)
         if samples
         else None,
     }
     return doc, verdict
+
+
+def probe_rows(path: Path, origin: float) -> list[tuple[float, float, float]]:
+    """bench/pressure_probe.py's lines as (seconds since the origin, a sleep's overshoot in
+    ms, a SELECT 1 round trip in ms); a line it could not finish is left out."""
+    try:
+        lines = path.read_text().splitlines()
+    except OSError:
+        return []
+    rows: list[tuple[float, float, float]] = []
+    for line in lines:
+        try:
+            at, wake, trip = (float(x) for x in line.split())
+        except ValueError:
+            continue
+        rows.append((at - origin, wake, trip))
+    return rows
+
+
+def _stopped(proc: subprocess.Popen[bytes] | None) -> None:
+    """A child process ended: terminated if it still runs, killed if that takes 30 s."""
+    if proc is None:
+        return
+    if proc.poll() is None:
+        proc.terminate()
+    try:
+        proc.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
 
 
 def _last_json(path: Path) -> dict[str, Any]:

@@ -135,6 +135,27 @@ def events(phases: Sequence[Phase]) -> list[tuple[float, str, str]]:
     return sorted(out)
 
 
+def probe_figures(
+    rows: Sequence[tuple[float, float, float]], phases: Sequence[Phase]
+) -> dict[str, dict[str, float]]:
+    """The probe's measurements (bench/pressure_probe.py) per phase: `rows` are (seconds since
+    the origin, a sleep's overshoot in ms, a SELECT 1 round trip in ms); for each phase with
+    at least two of them, how many, and the p50 and p99 of each (what the machine gave any
+    process then, beside the claims' latency; not judged)."""
+    out: dict[str, dict[str, float]] = {}
+    for p in phases:
+        mine = [r for r in rows if p.start < r[0] <= p.end]
+        if len(mine) < 2:
+            continue
+        entry: dict[str, float] = {"n": len(mine)}
+        for i, name in ((1, "wake"), (2, "trip")):
+            cuts = statistics.quantiles([r[i] for r in mine], n=100, method="inclusive")
+            entry[f"{name}_p50_ms"] = round(cuts[49], 2)
+            entry[f"{name}_p99_ms"] = round(cuts[98], 2)
+        out[p.name] = entry
+    return out
+
+
 # -- the verdict -------------------------------------------------------------------------------
 
 

@@ -522,28 +522,38 @@ def pressure_tables(results: list[Result], max_rows: int = 60) -> str:
             continue
         verdict = doc["verdict"]
         samples = doc["samples"]
+        workers = doc.get("workers") or {"concurrency": doc["concurrency"]}
+        settings = ", ".join(
+            f"{name} {'no cap' if value is None else value}" for name, value in workers.items()
+        )
+        tables = doc.get("tables", {})
         out.append(
             f"Under pressure, {r.system}, run {r.rep + 1}: {doc['rate']:,.0f} jobs/s offered "
-            f"(1 ms jobs) to {doc['procs']} workers x {doc['concurrency']}, phases at "
+            f"(1 ms jobs) to {doc['procs']} worker processes ({settings}), phases at "
             f"{doc['scale']:.3g} of full length, a sample every {doc['step']:g} s; "
             f"load average {_cell(doc.get('load1_mean'), '{:.1f}')} (mean of the samples); "
-            f"{_server_text(doc.get('server', {}))}: "
-            f"**{'meets' if verdict['pass'] else 'misses'} the target**"
+            f"{_server_text(doc.get('server', {}))}"
+            + ("; the samples' tables: " if tables else "")
+            + ", ".join(f"`{t}` as {short}" for t, short in tables.items())
+            + f": **{'meets' if verdict['pass'] else 'misses'} the target**"
         )
         out.append("")
         out.append(
             "| Phase | s | offered/s | enqueued/s | finished/s | claim p50 ms | claim p99 ms | "
             "never claimed | dead tuples, peak | dead tuples, end | MB at end (tables + TOAST / "
-            "indexes) | bytes per job, end | load avg |"
+            "indexes) | bytes per job, end | load avg | probe p99 ms: wake / SELECT 1 |"
         )
-        out.append("|---|" + "---|" * 12)
+        out.append("|---|" + "---|" * 13)
+        probe = doc.get("probe", {})
         for ph in doc["phases"]:
             f = doc["figures"][ph["name"]]
             seconds = ph["end"] - ph["start"]
             mine = [s for s in samples if ph["start"] < s["t"] <= ph["end"]]
             last = mine[-1] if mine else None
-            tables = sum(last[f"table_{t}"] for t in ("jobs", "attempts")) if last else None
-            indexes = sum(last[f"indexes_{t}"] for t in ("jobs", "attempts")) if last else None
+            shorts = ("jobs", "jobs_done", "attempts")
+            tables = sum(last.get(f"table_{t}", 0) for t in shorts) if last else None
+            indexes = sum(last.get(f"indexes_{t}", 0) for t in shorts) if last else None
+            seen = probe.get(ph["name"], {})
             peak = max((s["dead_jobs"] + s["dead_attempts"] for s in mine), default=None)
             bpj = last["bytes_total"] / last["jobs"] if last and last["jobs"] else None
             load = sum(s["load1"] for s in mine) / len(mine) if mine else None
@@ -554,7 +564,9 @@ def pressure_tables(results: list[Result], max_rows: int = 60) -> str:
                 f"{_cell(f['p99_ms'], '{:,.1f}')} | {f['missing']:,} | {_cell(peak)} | "
                 f"{_cell(last and last['dead_jobs'] + last['dead_attempts'])} | "
                 f"{_cell(tables and tables / 1e6)} / {_cell(indexes and indexes / 1e6)} | "
-                f"{_cell(bpj)} | {_cell(load, '{:.1f}')} |"
+                f"{_cell(bpj)} | {_cell(load, '{:.1f}')} | "
+                f"{_cell(seen.get('wake_p99_ms'), '{:.1f}')} / "
+                f"{_cell(seen.get('trip_p99_ms'), '{:.1f}')} |"
             )
         clean = verdict["clean"]
         out.append("")

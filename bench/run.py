@@ -44,13 +44,14 @@ Workloads (handlers are no-ops that note their start)
             1, 2 and 4 client processes: jobs/s (bench/ceiling.py); with drain1 and drain2
             in the same run, the drains as a share of it; with drain, each system's best
             against the highest ceiling
-    pressure duetime on PostgreSQL only, run only when named: a steady offered rate (1,000
-            jobs/s, --pressure-rate) of 1 ms jobs to 2 workers of 16, through a transaction
+    pressure duetime on PostgreSQL and pgqueuer, run only when named: a steady offered rate
+            (1,000 jobs/s, --pressure-rate) of 1 ms jobs to 2 workers of 16, through a transaction
             held open, 1.5x the load and four REPEATABLE READ counting connections, each for
             4 minutes and 2 minutes of recovery after a clean 2 minutes (20 minutes;
             --pressure-scale shortens every phase): throughput, claim p50/p99, queue depth,
-            dead tuples and table sizes every 5 s, judged against issue 22's target
-            (bench/pressure.py, bench/pressure_plan.py)
+            dead tuples and table sizes every 5 s, judged against issue 22's target, with a
+            probe of what the machine gives any process in each phase (a sleep's overshoot,
+            a SELECT 1 round trip) (bench/pressure.py, bench/pressure_plan.py)
     flow    duetime only: drain N with 2 workers with flow control off, with a queue and tenant
             cap of 1000 (never reached), with a tenant weight of 2, with jobs carrying a limit
             key that never binds, and with all of these: jobs/s and each over off

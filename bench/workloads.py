@@ -624,8 +624,9 @@ def w_ceiling(ctx: Ctx, system: System, result: Result) -> None:
 
 
 def w_pressure(ctx: Ctx, system: System, result: Result) -> None:
-    """duetime on PostgreSQL at a steady offered rate through a held transaction, 1.5x the
-    load and REPEATABLE READ counts (bench/pressure.py; issue 22, "Flat under pressure")."""
+    """duetime on PostgreSQL (or pgqueuer) at a steady offered rate through a held
+    transaction, 1.5x the load and REPEATABLE READ counts (bench/pressure.py; issue 22, "Flat
+    under pressure")."""
     from bench import pressure
 
     base = ctx.work_dir / f"pressure-{system.name}-{ctx.rep}"
@@ -656,6 +657,11 @@ def w_pressure(ctx: Ctx, system: System, result: Result) -> None:
     doc["server"] = {"kind": ctx.pressure_server, "settings": settings}
     result.info["pressure"] = doc
     result.figures.update(pressure.figures_of(verdict))
+    if doc.get("repeats"):
+        result.warning = (
+            f"{doc['repeats']} jobs were queued or picked more than once (a retry, a stale "
+            "heartbeat): the claim latency pairs each of their rows (bench/pressure.py, Tables)"
+        )
     late = doc["enqueuer"].get("late_1s_ticks", 0)
     if late > 0.01 * doc["enqueuer"].get("ticks", 1):
         result.warning = (
@@ -744,8 +750,8 @@ def applies(workload: str, system: System, size: Size) -> str | None:
         return "n/a: duetime only (its flow controls)"
     if workload == "fanout" and system.kind != "duetime":
         return "n/a: duetime only (its groups with a callback)"
-    if workload == "pressure" and system.name != "duetime-postgres":
-        return "n/a: duetime on PostgreSQL only (its pressures are PostgreSQL transactions)"
+    if workload == "pressure" and system.name not in ("duetime-postgres", "pgqueuer"):
+        return "n/a: PostgreSQL systems only (the pressures are PostgreSQL transactions)"
     if workload == "backlog":
         if system.name != "duetime-postgres":
             return "n/a: duetime on PostgreSQL only"

@@ -328,58 +328,16 @@ def fill_backlog(p: dict[str, Any]) -> dict[str, Any]:
 
 
 def pressure_enqueue(p: dict[str, Any]) -> dict[str, Any]:
-    """The pressure workload's offered load (bench/pressure.py): every `tick` seconds from
-    `origin` (Unix seconds), the jobs of `task` (due now) that the schedule (`phases`, at
-    `rate` jobs/s times each phase's factor) has offered by then and were not sent yet, with
-    App.enqueue_many, until the schedule ends. It never waits for the workers. A tick reached
-    late sends everything offered up to the moment it runs (in calls of at most 1,000 jobs)
-    and the ticks it overtook are skipped, so the enqueuer is behind only while its own calls
-    are slow; ticks reached more than one tick and more than a second late are counted."""
-    from bench.pressure_plan import offered_jobs, phases_from_json, tick_jobs, total_seconds
+    """The pressure workload's offered load (bench/pressure.py): the jobs of `task` (due now)
+    that the schedule offers, sent every tick with App.enqueue_many (bench/pressure_offer.py
+    runs the schedule)."""
+    from bench.pressure_offer import offer
 
     app = _app(p["url"])
-    phases = phases_from_json(p["phases"])
-    rate, tick, origin = float(p["rate"]), float(p["tick"]), float(p["origin"])
-    end = total_seconds(phases)
-    ticks = round(end / tick)
-    sent = calls = late = late_1s = skipped = 0
-    worst = 0.0
-    k = 0
-    while True:
-        k += 1
-        behind = time.time() - (origin + k * tick)
-        if behind < 0:
-            time.sleep(-behind)
-        else:
-            worst = max(worst, behind)
-            if behind > tick:
-                late += 1
-            if behind > 1.0:
-                late_1s += 1
-        t = min(time.time() - origin, end)
-        n = tick_jobs(phases, rate, t, sent)
-        for offset, size in chunks(n, 1000):
-            app.enqueue_many(p["task"], payloads(size, sent + offset))
-            calls += 1
-        sent += n
-        if t >= end:
-            break
-        overtaken = int((time.time() - origin) / tick)
-        if overtaken > k:
-            skipped += overtaken - k
-            k = overtaken
-    app.close()
-    return {
-        "jobs": sent,
-        "offered": round(offered_jobs(phases, rate, end)),
-        "calls": calls,
-        "ticks": ticks,
-        "ticks_run": k,
-        "ticks_skipped": skipped,
-        "late_ticks": late,
-        "late_1s_ticks": late_1s,
-        "worst_late_s": worst,
-    }
+    try:
+        return offer(p, lambda offset, size: app.enqueue_many(p["task"], payloads(size, offset)))
+    finally:
+        app.close()
 
 
 def enqueue_fanout(p: dict[str, Any]) -> dict[str, Any]:

@@ -21,6 +21,7 @@ from bench.common import chunks, payloads, step_main
 from bench.systems.base import Setting, System, Tuned
 
 ENTRYPOINT = "bench_noop"  # as in bench/pgqueuer_app.py
+SLEEP_ENTRYPOINT = "bench_sleep1ms"  # bench/pgqueuer_app.py: the pressure workload's 1 ms job
 # pgqueuer 1.6.0's defaults, in pgqueuer.run() and QueueManager.run(): batch_size=10 (jobs per
 # dequeue), max_concurrent_tasks=None (no cap on the jobs a worker holds at once)
 DEFAULT_BATCH_SIZE = 10
@@ -169,8 +170,35 @@ def enqueue_burst(p: dict[str, Any]) -> dict[str, Any]:
     return {"finished_at": asyncio.run(run())}
 
 
+def pressure_enqueue(p: dict[str, Any]) -> dict[str, Any]:
+    """The pressure workload's offered load (bench/pressure.py): the jobs of
+    SLEEP_ENTRYPOINT (due now) that the schedule offers, sent every tick with
+    `Queries.enqueue` of lists, one statement a call (bench/pressure_offer.py runs the
+    schedule)."""
+    from bench.pressure_offer import offer
+
+    loop = asyncio.new_event_loop()
+    connection, queries = loop.run_until_complete(_queries(p["url"]))
+
+    def send(offset: int, size: int) -> None:
+        loop.run_until_complete(
+            queries.enqueue(
+                [SLEEP_ENTRYPOINT] * size,
+                [_encode(a) for a in payloads(size, offset)],
+                [0] * size,
+            )
+        )
+
+    try:
+        return offer(p, send)
+    finally:
+        loop.run_until_complete(connection.close())
+        loop.close()
+
+
 STEPS = {
     "setup": setup,
+    "pressure_enqueue": pressure_enqueue,
     "enqueue_bulk": enqueue_bulk,
     "enqueue_single": enqueue_single,
     "enqueue_delayed": enqueue_delayed,

@@ -240,3 +240,24 @@ def test_a_pressure_left_out_is_told_from_one_that_failed() -> None:
     assert not plan.left_out("pressure_load_tp_ratio", [])
     assert not plan.left_out("pressure_clean_p99_ms", [hold_only])
     assert not plan.left_out("pressure_pass", [hold_only])
+
+
+def test_the_probe_is_summed_up_per_phase_by_the_instant_of_each_measurement() -> None:
+    phases = plan.schedule(1 / 24, 1.0)  # warmup 0-1, clean 1-6, hold 6-16, ...
+    clean, hold = phases[1], phases[2]
+    rows = [(clean.start + 0.01 * k, 0.1 * k, 1.0) for k in range(1, 101)]  # 100 in clean
+    rows += [(hold.start + 0.5, 50.0, 7.0), (hold.end, 60.0, 9.0)]  # two in hold, its end in
+    rows += [(-0.5, 999.0, 999.0)]  # before the origin: in no phase
+    figures = plan.probe_figures(rows, phases)
+    assert set(figures) == {"clean", "hold"}  # a phase with fewer than two is left out
+    assert figures["clean"]["n"] == 100
+    assert figures["clean"]["wake_p50_ms"] == pytest.approx(5.05)
+    assert figures["clean"]["wake_p99_ms"] == pytest.approx(9.9, abs=0.01)
+    assert figures["clean"]["trip_p99_ms"] == 1.0
+    assert figures["hold"] == {
+        "n": 2,
+        "wake_p50_ms": 55.0,
+        "wake_p99_ms": pytest.approx(59.9),
+        "trip_p50_ms": 8.0,
+        "trip_p99_ms": pytest.approx(8.98),
+    }

@@ -281,7 +281,7 @@ class PostgresDriver(Driver):
 
     def send(self, native: Any, sql: str, params: Mapping[str, Any]) -> None:
         # in pipeline mode: sent, its result read at the end (and never read: a pooled
-        # connection sends it with its one cursor, not a new one)
+        # connection sends it with its kept unread_cursor, not a new cursor each time)
         sender = native.unread_cursor() if isinstance(native, _PooledConnection) else native
         sender.execute(sql, params, prepare=True if sql in self._prepared else None)
 

@@ -24,6 +24,8 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
+from bench import pressure_plan
+
 TITLES = {
     "drain1": "Drain, 1 worker process: completions per second",
     "drain2": "Drain, 2 worker processes: completions per second",
@@ -163,11 +165,7 @@ def pressure(doc: dict[str, Any], system: str, path: Path) -> bool:
     run = runs[0]["info"]["pressure"]
     # a sample's short table names -> the system's tables (bench/pressure.py, Tables.sampled)
     # (runs recorded before pgqueuer was measured kept no tables: duetime's)
-    tables = run.get("tables") or {
-        "duetime_jobs": "jobs",
-        "duetime_jobs_done": "jobs_done",
-        "duetime_attempts": "attempts",
-    }
+    tables = run.get("tables") or pressure_plan.DUETIME_TABLES
     names = {short: table for table, short in tables.items()}
     samples = run["samples"]
     if not samples:
@@ -189,7 +187,7 @@ def pressure(doc: dict[str, Any], system: str, path: Path) -> bool:
     lat.set_ylabel("claim latency, ms\n(claimed - due)")
     queue.plot(t, col("queued"), label="due, not claimed")
     queue.set_ylabel("queued jobs")
-    shorts = [short for short in ("jobs", "jobs_done", "attempts") if short in names]
+    shorts = [short for short in pressure_plan.SHORTS if short in names]
     for short in shorts:
         dead.plot(t, col(f"dead_{short}"), label=names[short])
     dead.set_ylabel("n_dead_tup")

@@ -45,7 +45,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -87,13 +87,7 @@ class Tables:
 
 DUETIME = Tables(
     counted="duetime_jobs",
-    # docs/history-plan.md: the jobs, the finished jobs, the attempts that ended in a retry
-    # or a failure (a success is kept on its job's row: migrations 22, 24)
-    sampled={
-        "duetime_jobs": "jobs",
-        "duetime_jobs_done": "jobs_done",
-        "duetime_attempts": "attempts",
-    },
+    sampled=plan.DUETIME_TABLES,
     queued="SELECT count(*) FROM duetime_jobs WHERE status = 'scheduled' AND due_at <= now()",
     enqueued="""SELECT GREATEST((SELECT COALESCE(max(id), 0) FROM duetime_jobs),
                      (SELECT COALESCE(max(id), 0) FROM duetime_jobs_done))""",
@@ -139,7 +133,6 @@ PGQUEUER = Tables(
 )
 
 SYSTEMS = {"duetime": DUETIME, "pgqueuer": PGQUEUER}  # System.kind -> its tables
-SHORTS = ("jobs", "jobs_done", "attempts")  # every sample has these keys (0 where no table)
 
 
 # -- the server ----------------------------------------------------------------------------------
@@ -316,6 +309,10 @@ class Counts:
             self.threads.append(t)
             time.sleep(0.05)  # staggered: their snapshots do not start together
 
+    def stop_if_started(self) -> None:
+        if self.threads and "stopped" not in self.info:
+            self.stop()
+
     def stop(self) -> None:
         self.halt.set()
         for t in self.threads:
@@ -360,7 +357,7 @@ FROM pg_class c WHERE c.relname = ANY (%s) AND c.relkind = 'r'
 """
 
 
-def db_sample(conn: psycopg.Connection[Any], tables: Tables = DUETIME) -> dict[str, Any]:
+def db_sample(conn: psycopg.Connection[Any], tables: Tables) -> dict[str, Any]:
     """The database's side of one sample (autocommit: each statement its own snapshot)."""
     out: dict[str, Any] = {}
     query = SAMPLE_SQL.format(queued=tables.queued, enqueued=tables.enqueued)
@@ -388,7 +385,7 @@ def db_sample(conn: psycopg.Connection[Any], tables: Tables = DUETIME) -> dict[s
         out[f"indexes_{short}"] = int(indexes)
         total += int(table) + int(indexes)
     out["bytes_total"] = total
-    for short in SHORTS:
+    for short in plan.SHORTS:
         for key in ("live", "dead", "autovacuums", "upd", "hot_upd", "heap", "table", "toast"):
             out.setdefault(f"{key}_{short}", 0)
         out.setdefault(f"indexes_{short}", 0)
@@ -531,15 +528,19 @@ def run(
         argv = [str(system.python), "-m", system.module, "pressure_enqueue", json.dumps(params)]
         lasts = str(end + 2.0 + DRAIN_GRACE)
         probe_argv = ["-m", "bench.pressure_probe", db.url, str(probe_out), lasts, str(PROBE_EVERY)]
-        probe: subprocess.Popen[bytes] | None = None
-        enqueuer: subprocess.Popen[bytes] | None = None
-        try:
+        # undone in reverse on the way out, each whatever the one before raised: the pressure
+        # connections, then the enqueuer, then the probe
+        with ExitStack() as undo:
             with probe_err.open("wb") as err:
                 probe = subprocess.Popen([sys.executable, *probe_argv], cwd=ROOT, stderr=err)
+            undo.callback(_stopped, probe)
             with enqueuer_out.open("wb") as out, enqueuer_err.open("wb") as err:
                 enqueuer = subprocess.Popen(
                     argv, cwd=ROOT, env=_env(db.url, None), stdout=out, stderr=err
                 )
+            undo.callback(_stopped, enqueuer)
+            undo.callback(counts.stop_if_started)
+            undo.callback(hold.stop)
             cpu = CpuMeter([p.pid for p in workers.procs], enqueuer.pid, db.name)
             events = plan.events(phases)
             with psycopg.connect(db.url, autocommit=True) as conn:
@@ -592,16 +593,6 @@ def run(
                         break
                     upcoming = [k * step] + ([events[0][0]] if events else [])
                     time.sleep(max(0.0, min(upcoming) - (time.time() - origin)))
-        finally:  # each step whatever the one before raised
-            try:
-                hold.stop()
-                if counts.threads and "stopped" not in counts.info:
-                    counts.stop()
-            finally:
-                try:
-                    _stopped(enqueuer)
-                finally:
-                    _stopped(probe)
     if probe.returncode != 0:
         log.warning(
             "the probe exited with %s: %s",
@@ -674,10 +665,8 @@ def probe_rows(path: Path, origin: float) -> list[tuple[float, float, float]]:
     return rows
 
 
-def _stopped(proc: subprocess.Popen[bytes] | None) -> None:
+def _stopped(proc: subprocess.Popen[bytes]) -> None:
     """A child process ended: terminated if it still runs, killed if that takes 30 s."""
-    if proc is None:
-        return
     if proc.poll() is None:
         proc.terminate()
     try:

@@ -34,6 +34,17 @@ FULL_RECOVERY = 120.0
 LOAD_FACTOR = 1.5  # (b): the offered rate during the load phase, times R
 COUNT_CONNECTIONS = 4  # (c): connections running REPEATABLE READ counts
 
+# the short names of a system's tables in the samples (dead_jobs, table_attempts, ...): every
+# sample has each (0 where the system has no such table)
+SHORTS = ("jobs", "jobs_done", "attempts")
+# duetime's tables (docs/history-plan.md): the jobs, the finished jobs, the attempts that
+# ended in a retry or a failure (a success is kept on its job's row: migrations 22, 24)
+DUETIME_TABLES = {
+    "duetime_jobs": "jobs",
+    "duetime_jobs_done": "jobs_done",
+    "duetime_attempts": "attempts",
+}
+
 # the pressures in the order they run, and what each one does
 PRESSURES: dict[str, str] = {
     "hold": "one connection holds a transaction open (BEGIN; SELECT txid_current(); idle)",

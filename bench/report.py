@@ -550,7 +550,7 @@ def pressure_tables(results: list[Result], max_rows: int = 60) -> str:
             seconds = ph["end"] - ph["start"]
             mine = [s for s in samples if ph["start"] < s["t"] <= ph["end"]]
             last = mine[-1] if mine else None
-            shorts = ("jobs", "jobs_done", "attempts")
+            shorts = pressure_plan.SHORTS
             tables = sum(last.get(f"table_{t}", 0) for t in shorts) if last else None
             indexes = sum(last.get(f"indexes_{t}", 0) for t in shorts) if last else None
             seen = probe.get(ph["name"], {})

@@ -18,13 +18,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import time
 from datetime import UTC, datetime, timedelta
 
 import psycopg
 
-from bench.dbs import DEFAULT_PG_URL, _with_path
+from bench.dbs import DEFAULT_PG_URL, Servers
 from duetime.store import open_store
 
 FILL = (
@@ -42,33 +43,34 @@ FILL = (
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--url", default=DEFAULT_PG_URL, help="a PostgreSQL server (any db)")
-    parser.add_argument("--database", default="bench_samples_cost")
+    parser.add_argument(
+        "--database", default=None, help="its name (default: bench_samples_cost_<pid>)"
+    )
     parser.add_argument("--jobs", type=int, default=300_000)
     parser.add_argument("--limit", type=int, default=100_000)
     parser.add_argument("--runs", type=int, default=7)
     parser.add_argument("--tag", default="")
     args = parser.parse_args()
 
-    with psycopg.connect(args.url, autocommit=True) as admin:
-        admin.execute(f'DROP DATABASE IF EXISTS "{args.database}"')
-        admin.execute(f'CREATE DATABASE "{args.database}"')
-    url = _with_path(args.url, args.database)
-    store = open_store(url)
+    servers = Servers(pg_url=args.url)
+    url = servers.create("postgres", args.database or f"bench_samples_cost_{os.getpid()}").url
     try:
-        store.migrate()
-        now = datetime.now(UTC)
-        with psycopg.connect(url, autocommit=True) as conn:
-            conn.execute(FILL, {"now": now, "n": args.jobs})
-            conn.execute("VACUUM ANALYZE duetime_jobs_done")
-        times = []
-        for _ in range(args.runs):
-            t0 = time.perf_counter()
-            samples = store.attempt_samples(None, now - timedelta(hours=1), args.limit)
-            times.append((time.perf_counter() - t0) * 1000)
+        store = open_store(url)
+        try:
+            store.migrate()
+            now = datetime.now(UTC)
+            with psycopg.connect(url, autocommit=True) as conn:
+                conn.execute(FILL, {"now": now, "n": args.jobs})
+                conn.execute("VACUUM ANALYZE duetime_jobs_done")
+            times = []
+            for _ in range(args.runs):
+                t0 = time.perf_counter()
+                samples = store.attempt_samples(None, now - timedelta(hours=1), args.limit)
+                times.append((time.perf_counter() - t0) * 1000)
+        finally:
+            store.close()
     finally:
-        store.close()
-    with psycopg.connect(args.url, autocommit=True) as admin:
-        admin.execute(f'DROP DATABASE IF EXISTS "{args.database}"')
+        servers.drop_all()
     figures = {
         "tag": args.tag,
         "jobs": args.jobs,

@@ -48,22 +48,17 @@ def before(store: Store, version: int) -> list[Any]:
     return every
 
 
-def restore(store: Store, every: list[Any]) -> None:
-    """The store's migrations as they were before `before` (for a store that is closed next)."""
-    store.driver.migrations = every  # type: ignore[attr-defined]
-
-
 @contextmanager
 def store_before(kit: DialectKit, tmp_path: Path, version: int) -> Iterator[tuple[Store, str]]:
     """A store on a fresh database at the schema before `version` (`before`), and its URL;
-    afterwards its migrations are put back (`restore`) and it is closed."""
+    afterwards its migrations are put back as they were and it is closed."""
     url = kit.fresh_url(tmp_path, drop=True)
     store = open_store(url)
     every = before(store, version)
     try:
         yield store, url
     finally:
-        restore(store, every)
+        store.driver.migrations = every  # type: ignore[attr-defined]
         store.close()
 
 

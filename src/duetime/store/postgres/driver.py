@@ -280,10 +280,8 @@ class PostgresDriver(Driver):
             return _rows(cur, sql, params, prepare)
 
     def send(self, native: Any, sql: str, params: Mapping[str, Any]) -> None:
-        # in pipeline mode: sent, its result read at the end (and never read: a pooled
-        # connection sends it with its kept unread_cursor, not a new cursor each time)
-        sender = native.unread_cursor() if isinstance(native, _PooledConnection) else native
-        sender.execute(sql, params, prepare=True if sql in self._prepared else None)
+        # in pipeline mode: sent, its result read at the end (and never read)
+        _unread(native).execute(sql, params, prepare=True if sql in self._prepared else None)
 
     @contextmanager
     def pipeline(self, c: Connection) -> Iterator[None]:
@@ -434,8 +432,7 @@ class PostgresDriver(Driver):
 
     def notify(self, c: Connection, due: Mapping[str, datetime]) -> None:
         payloads = [self.wake_payload(queue, at) for queue, at in due.items()]
-        native = c.native
-        sender = native.unread_cursor() if isinstance(native, _PooledConnection) else native
+        sender = _unread(c.native)
         with self.translated():
             if len(payloads) == 1:  # most batches: one queue (no array to adapt)
                 sender.execute("SELECT pg_notify(%s, %s)", (CHANNEL, payloads[0]))
@@ -492,6 +489,12 @@ class _PooledConnection(psycopg.Connection[Any]):
         if cur is None or cur.closed:
             cur = self._unread_cursor = self.cursor()
         return cur
+
+
+def _unread(native: Any) -> Any:
+    """Where a statement whose result is never read goes: a pooled connection's kept
+    unread_cursor, not a new cursor each time; an application's connection itself."""
+    return native.unread_cursor() if isinstance(native, _PooledConnection) else native
 
 
 class _ReconnectingPool(psycopg_pool.ConnectionPool[_PooledConnection]):

@@ -1227,6 +1227,17 @@ CROSS JOIN LATERAL (
     ORDER BY j.due_at
     LIMIT 1) o;
 
+-- part: kept_successes
+-- attempt_samples' successes kept on their jobs' rows, the same on both tables: from the
+-- pruner's index of their end (a minute early: see attempt_samples), those started since
+-- `since`, to the limit
+     WHERE status = 'succeeded' AND attempt_id IS NOT NULL
+       AND updated_at >= %(since)s::timestamptz - interval '1 minute'
+       AND started_at >= %(since)s
+       AND (%(tenant)s::text IS NULL OR tenant = %(tenant)s::text)
+     ORDER BY updated_at DESC
+     LIMIT %(limit)s
+
 -- name: attempt_samples
 -- the newest attempts started since a point in time, for lag, throughput and failure figures, each
 -- with its task and queue: the parts of duetime_all_attempts written out, each of the tenant asked,
@@ -1270,25 +1281,15 @@ FROM (
      ORDER BY r.started_at DESC
      LIMIT %(limit)s)
     UNION ALL
-    (SELECT s.id, s.task, s.queue, 'succeeded'::text, NULL::text, s.due_at, s.started_at,
-            s.updated_at
+    (SELECT id, task, queue, 'succeeded'::text, NULL::text, due_at, started_at, updated_at
      FROM duetime_jobs s
-     WHERE s.status = 'succeeded' AND s.attempt_id IS NOT NULL
-       AND s.updated_at >= %(since)s::timestamptz - interval '1 minute'
-       AND s.started_at >= %(since)s
-       AND (%(tenant)s::text IS NULL OR s.tenant = %(tenant)s::text)
-     ORDER BY s.updated_at DESC
-     LIMIT %(limit)s)
+@kept_successes
+    )
     UNION ALL
-    (SELECT h.id, h.task, h.queue, 'succeeded'::text, NULL::text, h.due_at, h.started_at,
-            h.updated_at
+    (SELECT id, task, queue, 'succeeded'::text, NULL::text, due_at, started_at, updated_at
      FROM duetime_jobs_done h
-     WHERE h.status = 'succeeded' AND h.attempt_id IS NOT NULL
-       AND h.updated_at >= %(since)s::timestamptz - interval '1 minute'
-       AND h.started_at >= %(since)s
-       AND (%(tenant)s::text IS NULL OR h.tenant = %(tenant)s::text)
-     ORDER BY h.updated_at DESC
-     LIMIT %(limit)s)
+@kept_successes
+    )
 ) a
 ORDER BY a.started_at DESC, a.job_id DESC
 LIMIT %(limit)s;

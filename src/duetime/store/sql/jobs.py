@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeGuard
 
 from duetime.core.errors import IdempotencyConflict, InvalidRequest, JobNotFound, StoreError
 from duetime.core.models import (
@@ -85,8 +85,7 @@ class Jobs(Part):
                 return [created]
         if (
             self.driver.pipelines
-            and isinstance(jobs, NewJobs)
-            and _fresh(jobs.template)
+            and _batched(jobs)
             and not controls.bounds(jobs.template.queue, jobs.template.tenant)
         ):
             # enqueue_many's jobs with no backlog to count first (admit would do nothing):
@@ -163,7 +162,7 @@ class Jobs(Part):
             one = self._enqueue_one(c, jobs[0], now)
             if one is not None:
                 return [one]
-        if isinstance(jobs, NewJobs) and _fresh(jobs.template):
+        if _batched(jobs):
             return self._enqueue_batch(c, jobs, now)
         if len(jobs) > 1 and all(_fresh(j) for j in jobs):
             return self._enqueue_fresh(c, jobs, now)
@@ -503,6 +502,12 @@ def _restore(c: Connection, locked: Sequence[Row], event: Event, tenant: str | N
 def _held_by(job: Job) -> bool:
     """A dead job that holds its sequence (sequence_on_dead="hold")."""
     return job.status is JobStatus.DEAD and job.sequence_hold and job.sequence_key is not None
+
+
+def _batched(jobs: Sequence[NewJob]) -> TypeGuard[NewJobs]:
+    """True for enqueue_many's jobs that go in by _enqueue_batch: one template that cannot
+    meet a unique key and has no parents."""
+    return isinstance(jobs, NewJobs) and _fresh(jobs.template)
 
 
 def _keyed(job: NewJob) -> bool:

@@ -712,6 +712,14 @@ WHERE status = 'scheduled' AND due_at <= :until
   AND (:all_tasks OR task IN (SELECT value FROM json_each(:tasks)))
   AND (:all_direct OR queue NOT IN (SELECT value FROM json_each(:outbox_queues)));
 
+-- part: kept_successes
+-- attempt_samples' successes kept on their jobs' rows, the same on both tables: those started
+-- since `since`, newest first, to the limit
+        WHERE status = 'succeeded' AND attempt_id IS NOT NULL AND started_at >= :since
+          AND (:tenant IS NULL OR tenant = :tenant)
+        ORDER BY started_at DESC, id DESC
+        LIMIT :limit
+
 -- name: attempt_samples
 -- the newest attempts started since a point in time, for lag, throughput and failure figures:
 -- the parts of duetime_all_attempts written out, each read from `since` on through its index
@@ -734,20 +742,16 @@ FROM (
       AND r.started_at >= :since
     UNION ALL
     SELECT * FROM (
-        SELECT s.id, 'succeeded', NULL, s.due_at, s.started_at, s.updated_at
+        SELECT id, 'succeeded', NULL, due_at, started_at, updated_at
         FROM duetime_jobs AS s INDEXED BY duetime_jobs_succeeded_started
-        WHERE s.status = 'succeeded' AND s.attempt_id IS NOT NULL AND s.started_at >= :since
-          AND (:tenant IS NULL OR s.tenant = :tenant)
-        ORDER BY s.started_at DESC, s.id DESC
-        LIMIT :limit)
+@kept_successes
+    )
     UNION ALL
     SELECT * FROM (
-        SELECT h.id, 'succeeded', NULL, h.due_at, h.started_at, h.updated_at
+        SELECT id, 'succeeded', NULL, due_at, started_at, updated_at
         FROM duetime_jobs_done AS h INDEXED BY duetime_jobs_done_succeeded_started
-        WHERE h.status = 'succeeded' AND h.attempt_id IS NOT NULL AND h.started_at >= :since
-          AND (:tenant IS NULL OR h.tenant = :tenant)
-        ORDER BY h.started_at DESC, h.id DESC
-        LIMIT :limit)
+@kept_successes
+    )
 ) AS a
 LEFT JOIN duetime_jobs j ON j.id = a.job_id
 LEFT JOIN duetime_jobs_done d ON d.id = a.job_id

@@ -600,7 +600,9 @@ def run(
             # its schedule is over: let it write what it sent (stopping it lost that, and a
             # pgqueuer enqueuer still closing its connection was stopped)
             try:
-                enqueuer.wait(timeout=30)
+                if enqueuer.wait(timeout=30) != 0:
+                    tail = enqueuer_err.read_text(errors="replace").strip()[-300:]
+                    raise Failed(f"the enqueuer exited with {enqueuer.returncode}: {tail}")
             except subprocess.TimeoutExpired:
                 log.warning("the enqueuer had not exited 30 s after its schedule ended")
     if probe.returncode != 0:

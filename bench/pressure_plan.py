@@ -168,6 +168,12 @@ def probe_figures(
     return out
 
 
+def _p50_p99(values: Sequence[float]) -> dict[str, float]:
+    """How many values, and their p50 and p99 (inclusive quantiles), rounded."""
+    cuts = statistics.quantiles(values, n=100, method="inclusive")
+    return {"n": len(values), "p50_ms": round(cuts[49], 2), "p99_ms": round(cuts[98], 2)}
+
+
 def call_figures(
     calls: Sequence[Sequence[float]], phases: Sequence[Phase]
 ) -> dict[str, dict[str, float]]:
@@ -178,10 +184,8 @@ def call_figures(
     out: dict[str, dict[str, float]] = {}
     for p in phases:
         mine = [float(ms) for at, ms in calls if p.start < at <= p.end]
-        if len(mine) < 2:
-            continue
-        cuts = statistics.quantiles(mine, n=100, method="inclusive")
-        out[p.name] = {"n": len(mine), "p50_ms": round(cuts[49], 2), "p99_ms": round(cuts[98], 2)}
+        if len(mine) >= 2:
+            out[p.name] = _p50_p99(mine)
     return out
 
 
@@ -194,28 +198,31 @@ def after_calls(
     phases: Sequence[Phase],
 ) -> dict[str, dict[str, float]]:
     """Each claim's latency counted from the end of the enqueuer's call that sent its job,
-    not from its due instant (taken as the call began): the claim's part after the job's
+    not from its due instant (taken as the call ran): the claim's part after the job's
     commit had returned to the client. `claims` are (due, claimed) in seconds since the
-    origin; a job's call is the last one that began at most CALL_SLACK after its due
-    instant (duetime's due instant is read on its clock, corrected to the database's, which
-    may stand a little before the enqueuer's own; calls are a tick apart, 20 ms, unless the
-    enqueuer fell behind). Per phase of the due instant, with at least two claims: how many,
-    and the p50 and p99 in ms (not judged; the claim p99 of the target counts from the due
-    instant). A claim made before its call returned counts below 0."""
+    origin. A job's call is the last one that began at or before its due instant; but when
+    that call had ended before it and the next began at most CALL_SLACK after it, the next
+    (duetime reads the due instant on its clock corrected to the database's, which may stand
+    a little before the enqueuer's own; calls are a tick apart, 20 ms, unless the enqueuer
+    fell behind). Per phase of the due instant, with at least two claims: how many, and the
+    p50 and p99 in ms (not judged; the claim p99 of the target counts from the due instant).
+    A claim made before its call returned counts below 0."""
     starts = [float(at) for at, _ in calls]
     ends = [float(at) + float(ms) / 1000 for at, ms in calls]
     out: dict[str, dict[str, float]] = {}
     for p in phases:
         mine = []
         for due, claimed in claims:
-            if p.start < due <= p.end:
-                i = bisect.bisect_right(starts, due + CALL_SLACK) - 1
-                if i >= 0:
-                    mine.append((claimed - ends[i]) * 1000)
-        if len(mine) < 2:
-            continue
-        cuts = statistics.quantiles(mine, n=100, method="inclusive")
-        out[p.name] = {"n": len(mine), "p50_ms": round(cuts[49], 2), "p99_ms": round(cuts[98], 2)}
+            if not p.start < due <= p.end:
+                continue
+            i = bisect.bisect_right(starts, due) - 1
+            after_it = i < 0 or due > ends[i]
+            if after_it and i + 1 < len(starts) and starts[i + 1] <= due + CALL_SLACK:
+                i += 1
+            if i >= 0:
+                mine.append((claimed - ends[i]) * 1000)
+        if len(mine) >= 2:
+            out[p.name] = _p50_p99(mine)
     return out
 
 

@@ -284,12 +284,20 @@ def test_a_claim_after_its_call_counts_from_the_end_of_the_call_that_sent_its_jo
         (at + 0.0015, at + 0.005),  # 1 ms after
         (at + 0.021, at + 0.060),  # the second call's: it returned at +50 ms, 10 ms after
         (at + 0.025, at + 0.052),  # 2 ms after
-        (hold.start + 1.001, hold.start + 1.005),  # the only one in hold: left out
+        (hold.start + 1.001, hold.start + 1.005),  # hold's: 3 ms after its call
         (at - 0.5, at),  # due before any call began: no call to count from
         (at + 0.0198, at + 0.0520),  # due on a clock 0.2 ms behind: the second call's, 2 ms
     ]
+    # calls bunched after a late tick: a job due within the first call is the first call's
+    # even when the next began less than CALL_SLACK later
+    late = hold.start + 3.0
+    calls += [[late, 2.0], [late + 0.003, 1.0]]
+    claims += [(late + 0.001, late + 0.007), (late + 0.0035, late + 0.0045)]  # 5 and 0.5 ms
     figures = plan.after_calls(claims, calls, phases)
-    assert set(figures) == {"clean"}
+    assert set(figures) == {"clean", "hold"}
     assert figures["clean"]["n"] == 5
     assert figures["clean"]["p50_ms"] == pytest.approx(2.0, abs=0.01)
     assert figures["clean"]["p99_ms"] == pytest.approx(9.84, abs=0.01)
+    assert figures["hold"]["n"] == 3  # 3 ms, 5 ms and 0.5 ms after their calls
+    assert figures["hold"]["p50_ms"] == pytest.approx(3.0, abs=0.01)
+    assert figures["hold"]["p99_ms"] == pytest.approx(4.96, abs=0.01)  # the 5 ms one's

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+import uvloop
 
 from duetime.core.models import Wakeup
 from duetime.runtime import wakeups as wakeups_module
@@ -22,16 +23,22 @@ from jobhelpers import until
 
 class SocketFeed:
     """A SocketListener on one end of a socket pair: each line written to the other end is a
-    wake-up of that queue. `checked` holds what its next wait() returns (what a check would
+    wake-up of that queue. check_finds() sets what its next wait() returns (what a check would
     have read); a line "LOST" makes arrived() fail as a lost connection does."""
 
     def __init__(self) -> None:
         self.ours, self.theirs = socket.socketpair()
         self.ours.setblocking(False)
-        self.checked: list[Wakeup] = []
+        self._checked: list[Wakeup] = []  # the loop sets, the thread takes: under the lock
+        self._lock = threading.Lock()
         self.waits = 0
         self.wait_threads: set[str] = set()
         self.closed = False
+
+    def check_finds(self, wakeups: list[Wakeup]) -> None:
+        """What the next wait() returns, as if its check had read it."""
+        with self._lock:
+            self._checked = wakeups
 
     def send(self, queue: str) -> None:
         self.theirs.sendall(f"{queue}\n".encode())
@@ -52,7 +59,8 @@ class SocketFeed:
     def wait(self, timeout: float) -> list[Wakeup]:
         self.waits += 1
         self.wait_threads.add(threading.current_thread().name)
-        found, self.checked = self.checked, []
+        with self._lock:
+            found, self._checked = self._checked, []
         return found
 
     def close(self) -> None:
@@ -70,6 +78,24 @@ class FeedStore:
     def listen(self) -> SocketFeed:
         self.feeds.append(SocketFeed())
         return self.feeds[-1]
+
+
+LOOPS = {"asyncio": asyncio.new_event_loop, "uvloop": uvloop.new_event_loop}
+
+
+@pytest.fixture(params=sorted(LOOPS))
+def run_in_loop(request: pytest.FixtureRequest) -> Callable[[Any], None]:
+    """Runs a coroutine in asyncio's own event loop and in uvloop's (workers run in uvloop's
+    where it is installed): each watches the socket its own way."""
+
+    def run(coro: Any) -> None:
+        loop = LOOPS[request.param]()
+        try:
+            loop.run_until_complete(coro)
+        finally:
+            loop.close()
+
+    return run
 
 
 def _service(store: FeedStore, heard: list[Wakeup]) -> Wakeups:
@@ -97,7 +123,7 @@ def test_the_feed_is_a_socket_listener() -> None:
 
 
 def test_what_lands_on_the_socket_is_heard_in_the_loop_while_the_thread_is_held(
-    monkeypatch: pytest.MonkeyPatch,
+    monkeypatch: pytest.MonkeyPatch, run_in_loop: Callable[[Any], None]
 ) -> None:
     monkeypatch.setattr(wakeups_module, "WAIT", 30.0)
     store, heard = FeedStore(), list[Wakeup]()
@@ -114,12 +140,12 @@ def test_what_lands_on_the_socket_is_heard_in_the_loop_while_the_thread_is_held(
         finally:
             gate.set()
 
-    asyncio.run(_running(service, store, then))
+    run_in_loop(_running(service, store, then))
     assert service.received.count >= 1
 
 
 def test_what_the_checks_read_in_the_thread_is_heard_too(
-    monkeypatch: pytest.MonkeyPatch,
+    monkeypatch: pytest.MonkeyPatch, run_in_loop: Callable[[Any], None]
 ) -> None:
     monkeypatch.setattr(wakeups_module, "WAIT", 0.01)
     store, heard = FeedStore(), list[Wakeup]()
@@ -128,17 +154,17 @@ def test_what_the_checks_read_in_the_thread_is_heard_too(
     async def then() -> None:
         feed = store.feeds[0]
         await until(lambda: feed.waits >= 2, timeout=5)  # the checks run every WAIT
-        feed.checked = [Wakeup(queue="read-by-a-check")]
+        feed.check_finds([Wakeup(queue="read-by-a-check")])
         await until(lambda: "read-by-a-check" in _queues(heard), timeout=5)
         assert all(name.startswith("duetime-wakeups") for name in feed.wait_threads)
         feed.send("then-on-the-socket")  # and the socket is watched again after a check
         await until(lambda: "then-on-the-socket" in _queues(heard), timeout=5)
 
-    asyncio.run(_running(service, store, then))
+    run_in_loop(_running(service, store, then))
 
 
 def test_a_feed_lost_as_it_is_read_is_closed_and_opened_again(
-    monkeypatch: pytest.MonkeyPatch,
+    monkeypatch: pytest.MonkeyPatch, run_in_loop: Callable[[Any], None]
 ) -> None:
     monkeypatch.setattr(wakeups_module, "WAIT", 30.0)  # seen by the read, not by a check
     store, heard = FeedStore(), list[Wakeup]()
@@ -152,7 +178,7 @@ def test_a_feed_lost_as_it_is_read_is_closed_and_opened_again(
         store.feeds[1].send("again")
         await until(lambda: _queues(heard) == ["again"], timeout=5)
 
-    asyncio.run(_running(service, store, then))
+    run_in_loop(_running(service, store, then))
     assert store.feeds[-1].closed  # closed as the service stopped
 
 
@@ -171,7 +197,7 @@ def test_an_event_loop_that_cannot_watch_a_socket_reads_the_feed_in_the_thread(
 
     async def then() -> None:
         feed = store.feeds[0]
-        feed.checked = [Wakeup(queue="from-wait")]
+        feed.check_finds([Wakeup(queue="from-wait")])
         await until(lambda: _queues(heard) == ["from-wait"], timeout=5)
         await until(lambda: feed.waits >= 3, timeout=5)
 
@@ -180,3 +206,27 @@ def test_an_event_loop_that_cannot_watch_a_socket_reads_the_feed_in_the_thread(
         loop.run_until_complete(_running(service, store, then))
     finally:
         loop.close()
+
+
+def test_a_failure_of_heard_on_the_socket_opens_the_feed_again_as_in_the_thread(
+    monkeypatch: pytest.MonkeyPatch, run_in_loop: Callable[[Any], None]
+) -> None:
+    """`heard` raising in the loop's read is handled as a thread's wait raising it: logged
+    as the feed failing, and the feed opened again; not lost in the loop's callback."""
+    monkeypatch.setattr(wakeups_module, "WAIT", 30.0)
+    store, heard = FeedStore(), list[Wakeup]()
+
+    def hear(wakeups: Any) -> None:
+        if any(w.queue == "boom" for w in wakeups):
+            raise RuntimeError("heard failed")
+        heard.extend(wakeups)
+
+    service = Wakeups(store, hear, retry=0.01)  # type: ignore[arg-type]
+
+    async def then() -> None:
+        store.feeds[0].send("boom")
+        await until(lambda: len(store.feeds) == 2, timeout=5)
+        store.feeds[1].send("after")
+        await until(lambda: _queues(heard) == ["after"], timeout=5)
+
+    run_in_loop(_running(service, store, then))

@@ -3,9 +3,10 @@
 Where the feed arrives on a socket (PostgreSQL's LISTEN, a SocketListener), the event loop
 watches that socket and reads each wake-up as it lands, handing it to `heard` at once: no
 thread stands between the socket and the claim loop, so a wake-up waits for one process
-wake-up, not for a thread's and then the loop's. Every WAIT seconds the feed's own checks
-(a round trip: is the server still writable?) run in a thread of its own, with the socket
-unwatched meanwhile. Any other blocking feed (SQLite's data_version) is read in that thread,
+wake-up, not for a thread's and then the loop's. Every WAIT seconds the feed's wait(0) runs
+in a thread of its own, with the socket unwatched meanwhile: it makes the feed's own checks
+when they are due (PostgreSQL: is the server still writable? a round trip every 5 s) and
+reads what arrived. Any other blocking feed (SQLite's data_version) is read in that thread,
 WAIT seconds at a time. Where the database has no feed, the service just waits for the node
 to stop, and the timer's refills and the slots' poll interval find new work. A feed that
 fails (the database restarted) is opened again after `retry` seconds.
@@ -23,7 +24,10 @@ from duetime.runtime.service import Pulse, Service
 from duetime.store.base import Listener, SocketListener, Store
 
 log = logging.getLogger("duetime.worker")
-WAIT = 0.5  # seconds each blocking wait lasts at most: how soon a stop is noticed
+# seconds between two turns of the service's thread: each blocking wait of a feed read there
+# lasts at most this long (how soon a stop is noticed), and a socket feed's checks are made
+# this often at most
+WAIT = 0.5
 
 
 class Wakeups(Service):
@@ -91,13 +95,11 @@ class Wakeups(Service):
 
         def readable() -> None:
             try:
-                found = listener.arrived()
-            except Exception as exc:  # the connection is gone: run() opens a new one
-                loop.remove_reader(fd)
+                self._hand(listener.arrived())
+            except Exception as exc:  # the connection is gone (or `heard` failed, as a
+                loop.remove_reader(fd)  # thread's wait would): run() opens a new one
                 lost.append(exc)
                 self.wake()
-                return
-            self._hand(found)
 
         try:
             loop.add_reader(fd, readable)

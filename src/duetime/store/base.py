@@ -117,7 +117,8 @@ class SocketListener(Listener, Protocol):
     """A feed whose wake-ups arrive on a socket (PostgreSQL's LISTEN): the worker watches
     `fileno()` in its event loop and reads what came with `arrived()` as it comes, without a
     thread between the socket and the loop (runtime/wakeups.py). `wait` is still called now
-    and then, in a thread: the checks that take a round trip happen there."""
+    and then, in a thread: the checks that take a round trip happen there. The two never
+    overlap: the socket is unwatched while wait() runs."""
 
     def fileno(self) -> int:
         """The socket the wake-ups arrive on."""

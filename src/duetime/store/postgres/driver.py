@@ -764,8 +764,8 @@ class _Listener:
                 self._check_writable()
             for note in self.conn.notifies(timeout=timeout, stop_after=1):
                 found.append(_wakeup(note.payload))
-            if found:  # and whatever else is waiting, without waiting
-                found.extend(_wakeup(n.payload) for n in self.conn.notifies(timeout=0))
+        if found:  # and whatever else is waiting, without waiting
+            found.extend(self.arrived())
         return found
 
     def fileno(self) -> int:

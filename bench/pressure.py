@@ -30,7 +30,8 @@ REPEATABLE READ counts.
 - Afterwards, from the claims the run kept (Tables.views): finished per step and per phase,
   claim latency (the claim's instant minus the due instant) p50/p99 per step (by the claim)
   and per phase (of the jobs due in it), jobs offered per phase. These join the samples; the
-  verdict is bench/pressure_plan.judge.
+  verdict is bench/pressure_plan.judge. Beside it, not judged: the enqueuer's calls' duration
+  per phase, and each claim's latency counted from the end of its job's call.
 """
 
 from __future__ import annotations
@@ -418,6 +419,9 @@ SELECT width_bucket(extract(epoch FROM due_at) - %(origin)s, %(bounds)s) AS b, c
        percentile_cont(0.99) WITHIN GROUP (ORDER BY extract(epoch FROM started_at - due_at))
 FROM pressure_attempts GROUP BY b
 """
+CLAIMS_SQL = """
+SELECT extract(epoch FROM due_at), extract(epoch FROM started_at) FROM pressure_attempts
+"""
 PHASE_OFFERED_SQL = """
 SELECT width_bucket(extract(epoch FROM due_at) - %(origin)s, %(bounds)s) AS b, count(*),
        count(*) FILTER (WHERE unclaimed)
@@ -593,6 +597,14 @@ def run(
                         break
                     upcoming = [k * step] + ([events[0][0]] if events else [])
                     time.sleep(max(0.0, min(upcoming) - (time.time() - origin)))
+            # its schedule is over: let it write what it sent (stopping it lost that, and a
+            # pgqueuer enqueuer still closing its connection was stopped)
+            try:
+                if enqueuer.wait(timeout=30) != 0:
+                    tail = enqueuer_err.read_text(errors="replace").strip()[-300:]
+                    raise Failed(f"the enqueuer exited with {enqueuer.returncode}: {tail}")
+            except subprocess.TimeoutExpired:
+                log.warning("the enqueuer had not exited 30 s after its schedule ended")
     if probe.returncode != 0:
         log.warning(
             "the probe exited with %s: %s",
@@ -600,6 +612,7 @@ def run(
             probe_err.read_text(errors="replace").strip()[-300:],
         )
     enqueued = _last_json(enqueuer_out)
+    timed_calls = enqueued.pop("timed_calls", [])
     with psycopg.connect(db.url, autocommit=True) as conn:
         for view in tables.views:
             conn.execute(view)
@@ -607,6 +620,10 @@ def run(
         repeats = int(row[0]) if row else 0
         per_step = series(conn, origin, step)
         figures = phase_figures(conn, origin, phases)
+        claims = [
+            (float(due) - origin, float(claimed) - origin)
+            for due, claimed in conn.execute(CLAIMS_SQL)
+        ]
     for s in samples:
         s.update({"finished_per_s": 0.0, "claimed_per_s": 0.0, "enqueued_per_s": 0.0})
         s.update(per_step.get(s["k"], {}))
@@ -635,6 +652,8 @@ def run(
         "hold": hold.info,
         "counts": counts.info,
         "probe": plan.probe_figures(probe_rows(probe_out, origin), phases),
+        "enqueue_calls": plan.call_figures(timed_calls, phases),
+        "claims_after_calls": plan.after_calls(claims, timed_calls, phases),
         "tables": tables.sampled,
         # the workers' configuration as the system takes it (duetime's concurrency;
         # pgqueuer's batch_size and max_concurrent_tasks, None: no cap)

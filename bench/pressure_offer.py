@@ -7,7 +7,8 @@ yet, through the system's own `send(offset, size)` (calls of at most 1,000 jobs)
 schedule ends. It never waits for the workers. A tick reached late sends everything offered
 up to the moment it runs and the ticks it overtook are skipped, so the enqueuer is behind
 only while its own calls are slow; ticks reached more than one tick and more than a second
-late are counted.
+late are counted. Each call is timed (`timed_calls`: when it began, how long it took): a job's
+claim latency begins before its call, so the call's own time is part of it.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ def offer(p: dict[str, Any], send: Callable[[int, int], None]) -> dict[str, Any]
     ticks = round(end / tick)
     sent = calls = late = late_1s = skipped = 0
     worst = 0.0
+    timed: list[tuple[float, float]] = []  # each call: (its start since the origin, its ms)
     k = 0
     while True:
         k += 1
@@ -44,7 +46,9 @@ def offer(p: dict[str, Any], send: Callable[[int, int], None]) -> dict[str, Any]
         t = min(time.time() - origin, end)
         n = tick_jobs(phases, rate, t, sent)
         for offset, size in chunks(n, 1000):
+            began = time.time()
             send(sent + offset, size)
+            timed.append((round(began - origin, 4), round((time.time() - began) * 1000, 3)))
             calls += 1
         sent += n
         if t >= end:
@@ -63,4 +67,5 @@ def offer(p: dict[str, Any], send: Callable[[int, int], None]) -> dict[str, Any]
         "late_ticks": late,
         "late_1s_ticks": late_1s,
         "worst_late_s": worst,
+        "timed_calls": timed,
     }

@@ -21,6 +21,7 @@ Every duration is multiplied by the scale and rounded to a whole number of sampl
 
 from __future__ import annotations
 
+import bisect
 import math
 import statistics
 from collections.abc import Mapping, Sequence
@@ -164,6 +165,64 @@ def probe_figures(
             entry[f"{name}_p50_ms"] = round(cuts[49], 2)
             entry[f"{name}_p99_ms"] = round(cuts[98], 2)
         out[p.name] = entry
+    return out
+
+
+def _p50_p99(values: Sequence[float]) -> dict[str, float]:
+    """How many values, and their p50 and p99 (inclusive quantiles), rounded."""
+    cuts = statistics.quantiles(values, n=100, method="inclusive")
+    return {"n": len(values), "p50_ms": round(cuts[49], 2), "p99_ms": round(cuts[98], 2)}
+
+
+def call_figures(
+    calls: Sequence[Sequence[float]], phases: Sequence[Phase]
+) -> dict[str, dict[str, float]]:
+    """The enqueuer's calls (bench/pressure_offer.py `timed_calls`: seconds since the origin
+    when each began, how long it took in ms) per phase: for each phase with at least two,
+    how many, and the p50 and p99 of their durations (the part of a job's claim latency spent
+    before its enqueue returned; not judged)."""
+    out: dict[str, dict[str, float]] = {}
+    for p in phases:
+        mine = [float(ms) for at, ms in calls if p.start < at <= p.end]
+        if len(mine) >= 2:
+            out[p.name] = _p50_p99(mine)
+    return out
+
+
+CALL_SLACK = 0.005  # seconds: see after_calls
+
+
+def after_calls(
+    claims: Sequence[tuple[float, float]],
+    calls: Sequence[Sequence[float]],
+    phases: Sequence[Phase],
+) -> dict[str, dict[str, float]]:
+    """Each claim's latency counted from the end of the enqueuer's call that sent its job,
+    not from its due instant (taken as the call ran): the claim's part after the job's
+    commit had returned to the client. `claims` are (due, claimed) in seconds since the
+    origin. A job's call is the last one that began at or before its due instant; but when
+    that call had ended before it and the next began at most CALL_SLACK after it, the next
+    (duetime reads the due instant on its clock corrected to the database's, which may stand
+    a little before the enqueuer's own; calls are a tick apart, 20 ms, unless the enqueuer
+    fell behind). Per phase of the due instant, with at least two claims: how many, and the
+    p50 and p99 in ms (not judged; the claim p99 of the target counts from the due instant).
+    A claim made before its call returned counts below 0."""
+    starts = [float(at) for at, _ in calls]
+    ends = [float(at) + float(ms) / 1000 for at, ms in calls]
+    out: dict[str, dict[str, float]] = {}
+    for p in phases:
+        mine = []
+        for due, claimed in claims:
+            if not p.start < due <= p.end:
+                continue
+            i = bisect.bisect_right(starts, due) - 1
+            after_it = i < 0 or due > ends[i]
+            if after_it and i + 1 < len(starts) and starts[i + 1] <= due + CALL_SLACK:
+                i += 1
+            if i >= 0:
+                mine.append((claimed - ends[i]) * 1000)
+        if len(mine) >= 2:
+            out[p.name] = _p50_p99(mine)
     return out
 
 

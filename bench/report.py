@@ -587,6 +587,24 @@ def pressure_tables(results: list[Result], max_rows: int = 60) -> str:
                 f"{_cell(ph['bytes_per_job_after'])}{mark['size']} | "
                 f"{'yes' if ph['pass'] else 'no'} |"
             )
+        calls, after = doc.get("enqueue_calls", {}), doc.get("claims_after_calls", {})
+        if calls:
+            out.append("")
+            out.append(
+                "The enqueuer's calls and the claims after them (not judged): how long a call "
+                "took (its jobs' claim latency counts from before it), and each claim counted "
+                "from the end of its job's call instead"
+            )
+            out.append("")
+            out.append("| Phase | enqueue call p50 / p99 ms | claim after its call p50 / p99 ms |")
+            out.append("|---|---|---|")
+            for ph in doc["phases"]:
+                c, a = calls.get(ph["name"], {}), after.get(ph["name"], {})
+                out.append(
+                    f"| {ph['name']} | {_cell(c.get('p50_ms'), '{:.1f}')} / "
+                    f"{_cell(c.get('p99_ms'), '{:.1f}')} | {_cell(a.get('p50_ms'), '{:.1f}')}"
+                    f" / {_cell(a.get('p99_ms'), '{:.1f}')} |"
+                )
         every = max(1, -(-len(samples) // max_rows))
         out.append("")
         out.append(

@@ -261,3 +261,43 @@ def test_the_probe_is_summed_up_per_phase_by_the_instant_of_each_measurement() -
         "trip_p50_ms": 8.0,
         "trip_p99_ms": pytest.approx(8.98),
     }
+
+
+def test_the_enqueuers_calls_are_summed_up_per_phase_by_when_each_began() -> None:
+    phases = plan.schedule(1 / 24, 1.0)  # warmup 0-1, clean 1-6, hold 6-16, ...
+    clean, hold = phases[1], phases[2]
+    calls = [[clean.start + 0.01 * k, 0.1 * k] for k in range(1, 101)]  # 100 in clean
+    calls += [[hold.start + 0.5, 50.0], [hold.end, 60.0], [hold.end + 0.1, 999.0]]
+    figures = plan.call_figures(calls, phases)
+    assert set(figures) == {"clean", "hold"}  # the last call is the next phase's only one
+    assert figures["clean"] == {"n": 100, "p50_ms": 5.05, "p99_ms": 9.9}
+    assert figures["hold"] == {"n": 2, "p50_ms": 55.0, "p99_ms": pytest.approx(59.9)}
+
+
+def test_a_claim_after_its_call_counts_from_the_end_of_the_call_that_sent_its_job() -> None:
+    phases = plan.schedule(1 / 24, 1.0)  # warmup 0-1, clean 1-6, hold 6-16, ...
+    clean, hold = phases[1], phases[2]
+    at = clean.start + 1.0
+    calls = [[at, 4.0], [at + 0.02, 30.0], [hold.start + 1.0, 2.0]]  # began (s), took (ms)
+    claims = [
+        (at + 0.001, at + 0.010),  # the first call's: 6 ms after it returned at +4 ms
+        (at + 0.0015, at + 0.005),  # 1 ms after
+        (at + 0.021, at + 0.060),  # the second call's: it returned at +50 ms, 10 ms after
+        (at + 0.025, at + 0.052),  # 2 ms after
+        (hold.start + 1.001, hold.start + 1.005),  # hold's: 3 ms after its call
+        (at - 0.5, at),  # due before any call began: no call to count from
+        (at + 0.0198, at + 0.0520),  # due on a clock 0.2 ms behind: the second call's, 2 ms
+    ]
+    # calls bunched after a late tick: a job due within the first call is the first call's
+    # even when the next began less than CALL_SLACK later
+    late = hold.start + 3.0
+    calls += [[late, 2.0], [late + 0.003, 1.0]]
+    claims += [(late + 0.001, late + 0.007), (late + 0.0035, late + 0.0045)]  # 5 and 0.5 ms
+    figures = plan.after_calls(claims, calls, phases)
+    assert set(figures) == {"clean", "hold"}
+    assert figures["clean"]["n"] == 5
+    assert figures["clean"]["p50_ms"] == pytest.approx(2.0, abs=0.01)
+    assert figures["clean"]["p99_ms"] == pytest.approx(9.84, abs=0.01)
+    assert figures["hold"]["n"] == 3  # 3 ms, 5 ms and 0.5 ms after their calls
+    assert figures["hold"]["p50_ms"] == pytest.approx(3.0, abs=0.01)
+    assert figures["hold"]["p99_ms"] == pytest.approx(4.96, abs=0.01)  # the 5 ms one's

@@ -23,7 +23,7 @@ from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 from duetime.core.clock import Instant
 from duetime.core.flow.parsers import KEEP, Keep
@@ -110,6 +110,24 @@ class Listener(Protocol):
         ...
 
     def close(self) -> None: ...
+
+
+@runtime_checkable
+class SocketListener(Listener, Protocol):
+    """A feed whose wake-ups arrive on a socket (PostgreSQL's LISTEN): the worker watches
+    `fileno()` in its event loop and reads what came with `arrived()` as it comes, without a
+    thread between the socket and the loop (runtime/wakeups.py). `wait` is still called now
+    and then, in a thread: the checks that take a round trip happen there. The two never
+    overlap: the socket is unwatched while wait() runs."""
+
+    def fileno(self) -> int:
+        """The socket the wake-ups arrive on."""
+        ...
+
+    def arrived(self) -> list[Wakeup]:
+        """The wake-ups the socket holds now, read without waiting and without a round trip
+        (maybe none); raises StoreUnavailable when the connection was lost."""
+        ...
 
 
 class Store(Protocol):

@@ -746,7 +746,9 @@ class _Listener:
     connections meet, and it would hear nothing from the new primary until the process
     restarted. So every LISTENER_CHECK_EVERY s, and in its first wait, it asks the server
     (one round trip); on a read-only node it fails with StoreUnavailable, and the worker
-    opens it again (runtime/wakeups.py), where target_session_attrs=read-write leads."""
+    opens it again (runtime/wakeups.py), where target_session_attrs=read-write leads.
+    A worker watches its socket in the event loop (a SocketListener: fileno, arrived) and
+    calls wait(0) in a thread every half second, for those checks."""
 
     def __init__(self, url: str, driver: PostgresDriver) -> None:
         self.driver = driver
@@ -762,9 +764,16 @@ class _Listener:
                 self._check_writable()
             for note in self.conn.notifies(timeout=timeout, stop_after=1):
                 found.append(_wakeup(note.payload))
-            if found:  # and whatever else is waiting, without waiting
-                found.extend(_wakeup(n.payload) for n in self.conn.notifies(timeout=0))
+        if found:  # and whatever else is waiting, without waiting
+            found.extend(self.arrived())
         return found
+
+    def fileno(self) -> int:
+        return self.conn.fileno()
+
+    def arrived(self) -> list[Wakeup]:
+        with self.driver.translated():
+            return [_wakeup(note.payload) for note in self.conn.notifies(timeout=0)]
 
     def _check_writable(self) -> None:
         row = self.conn.execute(_READ_ONLY_NOW).fetchone()

@@ -161,9 +161,9 @@ def probe_figures(
             continue
         entry: dict[str, float] = {"n": len(mine)}
         for i, name in ((1, "wake"), (2, "trip")):
-            cuts = statistics.quantiles([r[i] for r in mine], n=100, method="inclusive")
-            entry[f"{name}_p50_ms"] = round(cuts[49], 2)
-            entry[f"{name}_p99_ms"] = round(cuts[98], 2)
+            figures = _p50_p99([r[i] for r in mine])
+            entry[f"{name}_p50_ms"] = figures["p50_ms"]
+            entry[f"{name}_p99_ms"] = figures["p99_ms"]
         out[p.name] = entry
     return out
 

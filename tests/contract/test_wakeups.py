@@ -28,15 +28,13 @@ def _queues(heard: list[Wakeup]) -> set[str]:
     return {w.queue for w in heard if w.queue}
 
 
-async def _listening(
-    store: Store, clock: ManualClock, heard: Callable[[], bool], enqueue_in: Callable[..., Any]
-) -> None:
+async def _listening(store: Store, clock: ManualClock, heard: Callable[[], bool]) -> None:
     """Enqueue a job every 50 ms until the service heard one (its feed opens in its thread,
     after the service started: a job enqueued before that is not heard)."""
     deadline = time.monotonic() + 15
     while not heard():
         assert time.monotonic() < deadline, "the wake-ups service never heard an enqueue"
-        await enqueue_in(store, clock, queue="opened")
+        await _enqueue(store, clock, queue="opened")
         await asyncio.sleep(0.05)
 
 
@@ -79,7 +77,7 @@ def test_a_wake_up_is_heard_in_the_event_loop_while_the_services_thread_is_busy(
     async def scenario() -> None:
         running = asyncio.create_task(service.run())
         try:
-            await _listening(store, clock, lambda: bool(heard), _enqueue)
+            await _listening(store, clock, lambda: bool(heard))
             holding = threading.Event()
 
             def hold() -> None:
@@ -129,7 +127,7 @@ def test_no_wake_up_is_lost_around_the_feeds_checks(
     async def scenario() -> None:
         running = asyncio.create_task(service.run())
         try:
-            await _listening(store, clock, lambda: bool(heard), _enqueue)
+            await _listening(store, clock, lambda: bool(heard))
             before = len(heard)
             await asyncio.to_thread(enqueue_all)
             if kit.wakeups == "due":
@@ -177,7 +175,7 @@ def test_postgres_a_feed_whose_connection_was_lost_is_opened_again(
     async def scenario() -> None:
         running = asyncio.create_task(service.run())
         try:
-            await _listening(store, clock, lambda: bool(heard), _enqueue)
+            await _listening(store, clock, lambda: bool(heard))
             (pid,) = listening_pids()
             admin.execute("SELECT pg_terminate_backend(%s)", (pid,))
             await until(lambda: bool(failed), timeout=10)  # seen without a check's round trip

@@ -8,6 +8,7 @@ anywhere in a batch leaves nothing behind, and a batch wakes listeners once.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 from contextlib import ExitStack
 from datetime import timedelta
@@ -76,6 +77,37 @@ def test_a_bulk_enqueue_of_several_inserts_returns_the_jobs_as_stored(
     for job in (jobs[0], jobs[BATCH_SLICE - 1], jobs[BATCH_SLICE], jobs[-1]):
         assert app.get_job(job.id) == job
     assert len(app.list_jobs(limit=1000)) == MANY
+
+
+def test_batches_enqueued_at_once_each_get_their_own_jobs_ids(app: duetime.App) -> None:
+    # on PostgreSQL each insert of a batch numbers its jobs itself (the ids come back once the
+    # pipeline ends); batches of several threads at once draw from the same sequence, so a
+    # job's id must still be matched to its own args, in the batch's order
+    threads, rounds = 4, 2
+    start = threading.Barrier(threads)
+    made: dict[int, list[list[duetime.Job]]] = {}
+
+    def enqueue(t: int) -> None:
+        start.wait()
+        made[t] = [
+            app.enqueue_many("report", [{"t": t, "r": r, "i": i} for i in range(MANY)])
+            for r in range(rounds)
+        ]
+
+    workers = [threading.Thread(target=enqueue, args=(t,)) for t in range(threads)]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join()
+    assert sorted(made) == list(range(threads))
+    stored = {j.id: j for j in app.list_jobs(limit=threads * rounds * MANY + 1)}
+    assert len(stored) == threads * rounds * MANY
+    for t, batches in made.items():
+        for r, jobs in enumerate(batches):
+            assert [j.args for j in jobs] == [{"t": t, "r": r, "i": i} for i in range(MANY)]
+            ids = [j.id for j in jobs]
+            assert ids == sorted(ids)  # in the request's order
+            assert [stored[i].args for i in ids] == [j.args for j in jobs]
 
 
 def test_text_that_json_escapes_comes_back_from_a_bulk_enqueue_as_given(

@@ -9,7 +9,7 @@ its insert and original-job lookups, and the operators' moves share its sequence
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from datetime import datetime
 from typing import Any, TypeGuard
@@ -43,6 +43,7 @@ from duetime.store.sql.shared import (
     move,
     new_job_record,
     reserve_ids,
+    returned_ids,
     sequence_status,
     settle_sequences,
 )
@@ -277,34 +278,49 @@ class Jobs(Part):
     ) -> list[Enqueued]:
         """enqueue_many's jobs (no keys, no occurrences): an insert per slice of jobs, with
         what they share sent once and a JSON array of what differs. Where the driver pipelines
-        (PostgreSQL), the database inserts one slice while the next is made and checked, and
-        the records (built from the template) are made while it inserts the last; the first
-        slice is short there (FIRST_SLICE), so that the database starts early. The jobs are read
-        as their parts (NewJobs.parts): no NewJob is built for any of them. `own_transaction`:
-        `c` is single()'s (autocommit), and the pipeline is a transaction of its own
-        (Driver.pipelined_transaction)."""
+        (PostgreSQL), the database inserts one slice while the next is made and checked; the
+        first slice is short there (FIRST_SLICE), so that the database starts early. Where the
+        driver numbers jobs (PostgreSQL), each insert gives its jobs their ids and returns them,
+        read once the pipeline ends; elsewhere the ids are reserved first, and the records
+        (built from the template) are made while the database inserts the last slice. The jobs
+        are read as their parts (NewJobs.parts): no NewJob is built for any of them.
+        `own_transaction`: `c` is single()'s (autocommit), and the pipeline is a transaction of
+        its own (Driver.pipelined_transaction)."""
         # a short first slice where the driver pipelines: the database starts on it early
         first = FIRST_SLICE if self.driver.pipelines else BATCH_SLICE
         jobs.parts(0, first)  # the first slice is checked before anything is sent
-        ids = reserve_ids(c, len(jobs))
+        ids = None if self.driver.numbers_jobs else reserve_ids(c, len(jobs))
+        numbered: list[Callable[[], list[Row]]] = []  # each slice's ids, once the block ends
         template = jobs.template
         shared = job_params(0, template, now)
         shared_due = template.due_at
         job_batch = self.driver.job_batch
         earliest_due: datetime | None = None  # of the batch: its wake-up
         block = self.driver.pipelined_transaction if own_transaction else self.driver.pipeline
+        record = new_job_record(0, template, now)
         with block(c):
             for start in (0, *range(first, len(jobs), BATCH_SLICE)):
                 stop = min(start + (first if start == 0 else BATCH_SLICE), len(jobs))
                 parts = jobs.parts(start, stop)
-                rows = job_batch(ids[start:stop], parts, shared_due)
-                c.send("insert_job_batch", **shared, rows=rows)
+                rows = job_batch(None if ids is None else ids[start:stop], parts, shared_due)
+                if ids is None:
+                    numbered.append(c.sent("insert_job_batch", **shared, rows=rows))
+                else:
+                    c.send("insert_job_batch", **shared, rows=rows)
                 due_at = min(p[2] for p in parts)
                 if earliest_due is None or due_at < earliest_due:
                     earliest_due = due_at
             self.driver.notify(c, {template.queue: earliest_due} if earliest_due else {})
-            made = batch_records(new_job_record(0, template, now), ids, jobs.parts(0, len(jobs)))
-            return [Enqueued(job, True) for job in made]
+            # the records, while the database inserts the last slice (ids to come: 0 until
+            # the block ends)
+            made = batch_records(record, ids or [0] * len(jobs), jobs.parts(0, len(jobs)))
+        if ids is None:
+            numbers = [i for read in numbered for i in returned_ids(read())]
+            if len(numbers) != len(jobs):
+                raise StoreError(f"inserted {len(jobs)} jobs and read {len(numbers)} ids back")
+            for job, job_id in zip(made, numbers, strict=True):
+                job.__dict__["id"] = job_id  # not yet handed out: set as batch_records sets it
+        return [Enqueued(job, True) for job in made]
 
     def _jobs_by_key(
         self, c: Connection, jobs: Sequence[NewJob]

@@ -280,8 +280,38 @@ def test_a_batch_the_database_refuses_past_its_first_insert_leaves_nothing_behin
     assert sorted(j.id for j in app.list_jobs(limit=1000)) == [j.id for j in kept]
 
 
+@pytest.mark.usefixtures("refusing")
+def test_a_batch_of_one_insert_the_database_refuses_leaves_nothing_behind(
+    app: duetime.App, kit: DialectKit
+) -> None:
+    # on PostgreSQL a batch of one slice is one statement committing alone (its wake-up in
+    # it): refused, nothing of it is stored, no wake-up is heard, and the connection goes back
+    # to the pool as it came
+    pooled = _pooled(app) if kit.name == "postgres" else []
+    listener = app.store.listen()
+    try:
+        if listener is not None:
+            listener.wait(0.01)
+        for _ in range(3):
+            with pytest.raises(StoreError, match="boom refused"):
+                app.enqueue_many("report", [{"i": 0}, {"boom": 1}, {"i": 2}])
+        assert app.list_jobs() == []
+        if listener is not None and kit.wakeups == "due":
+            assert listener.wait(0.2) == []
+    finally:
+        if listener is not None:
+            listener.close()
+    if kit.name == "postgres":
+        after = _pooled(app)
+        assert set(pooled) <= set(after)
+        assert not any(autocommit for _, autocommit in after)
+    kept = app.enqueue_many("report", [{"i": i} for i in range(3)])
+    assert [app.get_job(j.id) for j in kept] == kept
+
+
+@pytest.mark.parametrize("size", [3, MANY])  # one insert (PostgreSQL: one statement), several
 def test_a_bulk_enqueue_wakes_listeners_once_with_its_earliest_due_time(
-    app: duetime.App, kit: DialectKit, clock: ManualClock
+    app: duetime.App, kit: DialectKit, clock: ManualClock, size: int
 ) -> None:
     listener = app.store.listen()
     if listener is None:
@@ -290,8 +320,8 @@ def test_a_bulk_enqueue_wakes_listeners_once_with_its_earliest_due_time(
     try:
         listener.wait(0.01)  # whatever happened while the store was set up
         start = clock.now() + timedelta(seconds=5)
-        dues = [start + timedelta(seconds=MANY - i) for i in range(MANY)]
-        app.enqueue_many("report", [{"i": i} for i in range(MANY)], queue="mail", at_each=dues)
+        dues = [start + timedelta(seconds=size - i) for i in range(size)]
+        app.enqueue_many("report", [{"i": i} for i in range(size)], queue="mail", at_each=dues)
         heard = listener.wait(10)
         assert heard
         if kit.wakeups == "due":

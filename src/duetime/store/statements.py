@@ -51,7 +51,9 @@ STATEMENTS: dict[str, str] = {
     "as the JSON object itself). Where the driver numbers jobs (Driver.numbers_jobs), each row "
     "has no id: the statement gives each job a new id, never given out before, the ids "
     "ascending in the rows' order, and returns ids, the new ids (in any order), in one row "
-    "(as reserve_job_ids); elsewhere it returns nothing",
+    "(as reserve_job_ids); elsewhere it returns nothing. Where the dialect has a wake-up feed "
+    "(PostgreSQL), it also sends `wake` (Driver.wake_payload) when not null, in the same "
+    "statement",
     "jobs_by_ids": "returns the jobs whose id is in ids",
     "jobs_by_keys": "returns the jobs with an idempotency key, whose tenant is in tenants "
     "and whose key is in keys",

@@ -285,28 +285,38 @@ class Jobs(Part):
         (built from the template) are made while the database inserts the last slice. The jobs
         are read as their parts (NewJobs.parts): no NewJob is built for any of them.
         `own_transaction`: `c` is single()'s (autocommit), and the pipeline is a transaction of
-        its own (Driver.pipelined_transaction)."""
+        its own (Driver.pipelined_transaction); a batch of one slice there is one insert that
+        commits alone, its wake-up sent by the statement (PostgreSQL: one round trip)."""
         # a short first slice where the driver pipelines: the database starts on it early
         first = FIRST_SLICE if self.driver.pipelines else BATCH_SLICE
         jobs.parts(0, first)  # the first slice is checked before anything is sent
         ids = None if self.driver.numbers_jobs else reserve_ids(c, len(jobs))
-        numbered: list[Callable[[], list[Row]]] = []  # each slice's ids, once the block ends
         template = jobs.template
         shared = job_params(0, template, now)
         shared_due = template.due_at
         job_batch = self.driver.job_batch
+        record = new_job_record(0, template, now)
+        if own_transaction and len(jobs) <= first:
+            # one insert, committing alone with its wake-up: one statement, no pipeline
+            parts = jobs.parts(0, len(jobs))
+            wake = self.driver.wake_payload(template.queue, min(p[2] for p in parts))
+            read = c.sent(
+                "insert_job_batch", **shared, rows=job_batch(ids, parts, shared_due), wake=wake
+            )
+            made = batch_records(record, ids or [0] * len(jobs), parts)
+            return self._numbered(jobs, made, [read] if ids is None else [])
+        numbered: list[Callable[[], list[Row]]] = []  # each slice's ids, once the block ends
         earliest_due: datetime | None = None  # of the batch: its wake-up
         block = self.driver.pipelined_transaction if own_transaction else self.driver.pipeline
-        record = new_job_record(0, template, now)
         with block(c):
             for start in (0, *range(first, len(jobs), BATCH_SLICE)):
                 stop = min(start + (first if start == 0 else BATCH_SLICE), len(jobs))
                 parts = jobs.parts(start, stop)
                 rows = job_batch(None if ids is None else ids[start:stop], parts, shared_due)
                 if ids is None:
-                    numbered.append(c.sent("insert_job_batch", **shared, rows=rows))
+                    numbered.append(c.sent("insert_job_batch", **shared, rows=rows, wake=None))
                 else:
-                    c.send("insert_job_batch", **shared, rows=rows)
+                    c.send("insert_job_batch", **shared, rows=rows, wake=None)
                 due_at = min(p[2] for p in parts)
                 if earliest_due is None or due_at < earliest_due:
                     earliest_due = due_at
@@ -314,7 +324,16 @@ class Jobs(Part):
             # the records, while the database inserts the last slice (ids to come: 0 until
             # the block ends)
             made = batch_records(record, ids or [0] * len(jobs), jobs.parts(0, len(jobs)))
-        if ids is None:
+        return self._numbered(jobs, made, numbered if ids is None else [])
+
+    @staticmethod
+    def _numbered(
+        jobs: NewJobs, made: list[Job], numbered: list[Callable[[], list[Row]]]
+    ) -> list[Enqueued]:
+        """A batch's records, given the ids its inserts returned (`numbered`: each insert's
+        rows, in order, where the driver numbers jobs; none where the ids were reserved and
+        the records hold them already)."""
+        if numbered:
             numbers = [i for read in numbered for i in returned_ids(read())]
             if len(numbers) != len(jobs):
                 raise StoreError(f"inserted {len(jobs)} jobs and read {len(numbers)} ids back")

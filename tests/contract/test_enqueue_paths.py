@@ -80,9 +80,9 @@ def test_a_bulk_enqueue_of_several_inserts_returns_the_jobs_as_stored(
 
 
 def test_batches_enqueued_at_once_each_get_their_own_jobs_ids(app: duetime.App) -> None:
-    # on PostgreSQL each insert of a batch numbers its jobs itself (the ids come back once the
-    # pipeline ends); batches of several threads at once draw from the same sequence, so a
-    # job's id must still be matched to its own args, in the batch's order
+    # batches of several threads at once: each job's id is matched to its own args, in the
+    # batch's order (PostgreSQL numbers each insert's jobs in it; the others reserve the ids
+    # first, and on MariaDB two reservations at once once deadlocked)
     threads, rounds = 4, 2
     start = threading.Barrier(threads)
     made: dict[int, list[list[duetime.Job]]] = {}
@@ -108,6 +108,21 @@ def test_batches_enqueued_at_once_each_get_their_own_jobs_ids(app: duetime.App) 
             ids = [j.id for j in jobs]
             assert ids == sorted(ids)  # in the request's order
             assert [stored[i].args for i in ids] == [j.args for j in jobs]
+
+
+@pytest.mark.parametrize("size", [3, MANY])
+def test_a_bulk_enqueue_into_a_queue_with_a_backlog_bound_returns_the_jobs_as_stored(
+    app: duetime.App, size: int
+) -> None:
+    # a max_backlog is counted first, in a transaction of the pool's: the inserts (on
+    # PostgreSQL pipelined in it, their ids read when the pipeline ends) go the other way
+    app.set_queue("bounded", max_backlog=10 * MANY)
+    args = [{"i": i} for i in range(size)]
+    jobs = app.enqueue_many("report", args, queue="bounded")
+    assert [j.args for j in jobs] == args
+    ids = [j.id for j in jobs]
+    assert ids == sorted(ids) and len(set(ids)) == size
+    assert [app.get_job(i) for i in ids] == jobs
 
 
 def test_text_that_json_escapes_comes_back_from_a_bulk_enqueue_as_given(

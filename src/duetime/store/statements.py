@@ -49,9 +49,9 @@ STATEMENTS: dict[str, str] = {
     "`rows`, a JSON array of [id, args, due_at as Driver.json_time or null for the shared "
     "due_at, business_key] as Driver.job_batch writes it (args as JSON text, or on PostgreSQL "
     "as the JSON object itself). Where the driver numbers jobs (Driver.numbers_jobs), each row "
-    "has no id: the statement gives each job a new id, never given out before, the ids "
-    "ascending in the rows' order, and returns ids, the new ids (in any order), in one row "
-    "(as reserve_job_ids); elsewhere it returns nothing. Where the dialect has a wake-up feed "
+    "has no id: the statement gives each job a new id, never given out before, and returns "
+    "ids, the new ids in the rows' order, in one row (as reserve_job_ids); "
+    "elsewhere it returns nothing. Where the dialect has a wake-up feed "
     "(PostgreSQL), it also sends `wake` (Driver.wake_payload) when not null, in the same "
     "statement",
     "jobs_by_ids": "returns the jobs whose id is in ids",

@@ -90,9 +90,9 @@ class Jobs(Part):
             and not controls.bounds(jobs.template.queue, jobs.template.tenant)
         ):
             # enqueue_many's jobs with no backlog to count first (admit would do nothing):
-            # their ids in one round trip (nextval needs no transaction), then the inserts
-            # and their wake-up in a transaction sent as one pipeline (PostgreSQL: two round
-            # trips in all, where transaction() takes four)
+            # the inserts, numbering their jobs, and their wake-up in a transaction sent as
+            # one pipeline, or one statement committing alone for a batch of one insert
+            # (PostgreSQL: one round trip, where transaction() takes four)
             with self.driver.single() as c:
                 return self._enqueue_batch(c, jobs, now, own_transaction=True)
         with self.driver.transaction() as c:
@@ -296,15 +296,16 @@ class Jobs(Part):
         shared_due = template.due_at
         job_batch = self.driver.job_batch
         record = new_job_record(0, template, now)
-        if own_transaction and len(jobs) <= first:
-            # one insert, committing alone with its wake-up: one statement, no pipeline
+        if own_transaction and ids is None and len(jobs) <= first:
+            # one insert numbering its jobs, committing alone with its wake-up (the statement
+            # sends it): one statement, no pipeline
             parts = jobs.parts(0, len(jobs))
             wake = self.driver.wake_payload(template.queue, min(p[2] for p in parts))
-            read = c.sent(
-                "insert_job_batch", **shared, rows=job_batch(ids, parts, shared_due), wake=wake
+            inserted = c.rows(
+                "insert_job_batch", **shared, rows=job_batch(None, parts, shared_due), wake=wake
             )
-            made = batch_records(record, ids or [0] * len(jobs), parts)
-            return self._numbered(jobs, made, [read] if ids is None else [])
+            made = batch_records(record, [0] * len(jobs), parts)
+            return self._numbered(jobs, made, [inserted])
         numbered: list[Callable[[], list[Row]]] = []  # each slice's ids, once the block ends
         earliest_due: datetime | None = None  # of the batch: its wake-up
         block = self.driver.pipelined_transaction if own_transaction else self.driver.pipeline
@@ -324,19 +325,20 @@ class Jobs(Part):
             # the records, while the database inserts the last slice (ids to come: 0 until
             # the block ends)
             made = batch_records(record, ids or [0] * len(jobs), jobs.parts(0, len(jobs)))
-        return self._numbered(jobs, made, numbered if ids is None else [])
+        return self._numbered(jobs, made, [read() for read in numbered] if ids is None else [])
 
     @staticmethod
-    def _numbered(
-        jobs: NewJobs, made: list[Job], numbered: list[Callable[[], list[Row]]]
-    ) -> list[Enqueued]:
-        """A batch's records, given the ids its inserts returned (`numbered`: each insert's
+    def _numbered(jobs: NewJobs, made: list[Job], inserts: list[list[Row]]) -> list[Enqueued]:
+        """A batch's records, given the ids its inserts returned (`inserts`: each insert's
         rows, in order, where the driver numbers jobs; none where the ids were reserved and
         the records hold them already)."""
-        if numbered:
-            numbers = [i for read in numbered for i in returned_ids(read())]
+        if inserts:
+            numbers = [i for rows in inserts for i in returned_ids(rows)]
             if len(numbers) != len(jobs):
-                raise StoreError(f"inserted {len(jobs)} jobs and read {len(numbers)} ids back")
+                raise StoreError(
+                    f"the batch's {len(jobs)} jobs were inserted but {len(numbers)} ids came "
+                    "back (a bug of duetime's: please report it)"
+                )
             for job, job_id in zip(made, numbers, strict=True):
                 job.__dict__["id"] = job_id  # not yet handed out: set as batch_records sets it
         return [Enqueued(job, True) for job in made]

@@ -75,9 +75,8 @@ def reserve_ids(c: Connection, count: int) -> list[int]:
 
 
 def returned_ids(rows: list[Row]) -> list[int]:
-    """The ids an insert_job_batch that numbers its jobs returned, ascending: its jobs' in
-    their order."""
-    return sorted(int(i) for i in json_list(rows[0]["ids"] if rows else None))
+    """The ids an insert_job_batch that numbers its jobs returned: its jobs', in their order."""
+    return [int(i) for i in json_list(rows[0]["ids"] if rows else None)]
 
 
 def load_job(

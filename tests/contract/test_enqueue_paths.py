@@ -8,6 +8,7 @@ anywhere in a batch leaves nothing behind, and a batch wakes listeners once.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 from contextlib import ExitStack
 from datetime import timedelta
@@ -76,6 +77,52 @@ def test_a_bulk_enqueue_of_several_inserts_returns_the_jobs_as_stored(
     for job in (jobs[0], jobs[BATCH_SLICE - 1], jobs[BATCH_SLICE], jobs[-1]):
         assert app.get_job(job.id) == job
     assert len(app.list_jobs(limit=1000)) == MANY
+
+
+def test_batches_enqueued_at_once_each_get_their_own_jobs_ids(app: duetime.App) -> None:
+    # batches of several threads at once: each job's id is matched to its own args, in the
+    # batch's order (PostgreSQL numbers each insert's jobs in it; the others reserve the ids
+    # first, and on MariaDB two reservations at once once deadlocked)
+    threads, rounds = 4, 2
+    start = threading.Barrier(threads)
+    made: dict[int, list[list[duetime.Job]]] = {}
+
+    def enqueue(t: int) -> None:
+        start.wait()
+        made[t] = [
+            app.enqueue_many("report", [{"t": t, "r": r, "i": i} for i in range(MANY)])
+            for r in range(rounds)
+        ]
+
+    workers = [threading.Thread(target=enqueue, args=(t,)) for t in range(threads)]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join()
+    assert sorted(made) == list(range(threads))
+    stored = {j.id: j for j in app.list_jobs(limit=threads * rounds * MANY + 1)}
+    assert len(stored) == threads * rounds * MANY
+    for t, batches in made.items():
+        for r, jobs in enumerate(batches):
+            assert [j.args for j in jobs] == [{"t": t, "r": r, "i": i} for i in range(MANY)]
+            ids = [j.id for j in jobs]
+            assert ids == sorted(ids)  # in the request's order
+            assert [stored[i].args for i in ids] == [j.args for j in jobs]
+
+
+@pytest.mark.parametrize("size", [3, MANY])
+def test_a_bulk_enqueue_into_a_queue_with_a_backlog_bound_returns_the_jobs_as_stored(
+    app: duetime.App, size: int
+) -> None:
+    # a max_backlog is counted first, in a transaction of the pool's: the inserts (on
+    # PostgreSQL pipelined in it, their ids read when the pipeline ends) go the other way
+    app.set_queue("bounded", max_backlog=10 * MANY)
+    args = [{"i": i} for i in range(size)]
+    jobs = app.enqueue_many("report", args, queue="bounded")
+    assert [j.args for j in jobs] == args
+    ids = [j.id for j in jobs]
+    assert ids == sorted(ids) and len(set(ids)) == size
+    assert [app.get_job(i) for i in ids] == jobs
 
 
 def test_text_that_json_escapes_comes_back_from_a_bulk_enqueue_as_given(
@@ -212,20 +259,22 @@ def _pooled(app: duetime.App) -> list[tuple[int, bool]]:
 
 
 @pytest.mark.usefixtures("refusing")
-def test_a_batch_the_database_refuses_past_its_first_insert_leaves_nothing_behind(
-    app: duetime.App, kit: DialectKit
+@pytest.mark.parametrize("size", [3, MANY])  # one insert (PostgreSQL: one statement), several
+def test_a_batch_the_database_refuses_leaves_nothing_behind(
+    app: duetime.App, kit: DialectKit, size: int
 ) -> None:
-    # on PostgreSQL the batch's BEGIN, inserts, wake-up and COMMIT go as one pipeline on a
-    # connection in autocommit mode: the refusal must roll back the inserts before it, and
-    # the connection must go back to the pool as it was (not in autocommit, no transaction
-    # open: not closed and replaced either)
+    # on PostgreSQL a batch of several inserts sends BEGIN, the inserts, the wake-up and COMMIT
+    # as one pipeline on a connection in autocommit mode, and a batch of one insert is one
+    # statement committing alone, its wake-up in it: the refusal (past the first insert, or
+    # in the one) must leave nothing, and the connection must go back to the pool as it was
+    # (not in autocommit, no transaction open: not closed and replaced either)
     pooled = _pooled(app) if kit.name == "postgres" else []
     listener = app.store.listen()
     try:
         if listener is not None:
             listener.wait(0.01)  # whatever happened while the store was set up
-        args: list[dict[str, object]] = [{"i": i} for i in range(MANY)]
-        args[BATCH_SLICE + 5] = {"boom": 1}
+        args: list[dict[str, object]] = [{"i": i} for i in range(size)]
+        args[min(BATCH_SLICE + 5, size - 2)] = {"boom": 1}
         for _ in range(3):
             with pytest.raises(StoreError, match="boom refused"):
                 app.enqueue_many("report", args)
@@ -239,8 +288,8 @@ def test_a_batch_the_database_refuses_past_its_first_insert_leaves_nothing_behin
         after = _pooled(app)
         assert set(pooled) <= set(after)
         assert not any(autocommit for _, autocommit in after)
-    kept = app.enqueue_many("report", [{"i": i} for i in range(MANY)])
-    bad: list[dict[str, object]] = [{"i": i} for i in range(MANY)]
+    kept = app.enqueue_many("report", [{"i": i} for i in range(size)])
+    bad: list[dict[str, object]] = [{"i": i} for i in range(size)]
     bad[-1] = {"i": float("nan")}
     for _ in range(3):  # a batch refused by the client still rolls back as one
         with pytest.raises(InvalidRequest):
@@ -248,8 +297,9 @@ def test_a_batch_the_database_refuses_past_its_first_insert_leaves_nothing_behin
     assert sorted(j.id for j in app.list_jobs(limit=1000)) == [j.id for j in kept]
 
 
+@pytest.mark.parametrize("size", [3, MANY])  # one insert (PostgreSQL: one statement), several
 def test_a_bulk_enqueue_wakes_listeners_once_with_its_earliest_due_time(
-    app: duetime.App, kit: DialectKit, clock: ManualClock
+    app: duetime.App, kit: DialectKit, clock: ManualClock, size: int
 ) -> None:
     listener = app.store.listen()
     if listener is None:
@@ -258,8 +308,8 @@ def test_a_bulk_enqueue_wakes_listeners_once_with_its_earliest_due_time(
     try:
         listener.wait(0.01)  # whatever happened while the store was set up
         start = clock.now() + timedelta(seconds=5)
-        dues = [start + timedelta(seconds=MANY - i) for i in range(MANY)]
-        app.enqueue_many("report", [{"i": i} for i in range(MANY)], queue="mail", at_each=dues)
+        dues = [start + timedelta(seconds=size - i) for i in range(size)]
+        app.enqueue_many("report", [{"i": i} for i in range(size)], queue="mail", at_each=dues)
         heard = listener.wait(10)
         assert heard
         if kit.wakeups == "due":

@@ -137,6 +137,13 @@ class Connection:
         with self.driver.translated():
             self.driver.send(self.native, statement, self.driver.encode(params))
 
+    def sent(self, name: str, /, **params: Any) -> Callable[[], list[Row]]:
+        """Run a one-statement name whose rows are read later: as send, but the callable
+        returned gives its rows once the Driver.pipeline block it was sent in has ended."""
+        [statement] = self.driver.statements(name)
+        with self.driver.translated():
+            return self.driver.sent(self.native, statement, self.driver.encode(params))
+
     def run_many(self, name: str, params: Sequence[Mapping[str, Any]]) -> None:
         """Run a one-statement name once per parameter set, batched as the driver can."""
         if not params:
@@ -176,6 +183,9 @@ class Driver(ABC):
     # (Claimer.due_classes): without a skip scan, their pick's range reads end at now only in
     # a class they name (SQLite, MariaDB/MySQL; PostgreSQL's pick walks the classes itself)
     names_classes: ClassVar[bool] = False
+    # insert_job_batch gives its jobs their ids and returns them (rows without ids; no
+    # reserve_job_ids round trip first): PostgreSQL
+    numbers_jobs: ClassVar[bool] = False
     # a batch of outcomes whose attempts all still hold their jobs is finished by finish_held
     # alone (it locks and fences the rows, and answers how many moved and those the rest of
     # the finish acts on), without lock_jobs reading them first (PostgreSQL)
@@ -255,6 +265,11 @@ class Driver(ABC):
         """Connection.send: run a statement without reading its result. Default: execute."""
         self.execute(native, sql, params)
 
+    def sent(self, native: Any, sql: str, params: Mapping[str, Any]) -> Callable[[], list[Row]]:
+        """Connection.sent: its rows, read when called. Default: executed now."""
+        rows = self.execute(native, sql, params)[0] or []
+        return lambda: rows
+
     def pipeline(self, c: Connection) -> AbstractContextManager[None]:
         """A block in which `c.send` need not wait for each statement: the database runs them
         while the caller goes on, and the block's end waits for them all (raising the first
@@ -312,10 +327,14 @@ class Driver(ABC):
         """An instant inside a Rows batch (JSON): ISO 8601 unless the dialect reads another."""
         return value.isoformat()
 
-    def job_batch(self, ids: Sequence[int], parts: Sequence[JobParts], shared_due: datetime) -> str:
+    def job_batch(
+        self, ids: Sequence[int] | None, parts: Sequence[JobParts], shared_due: datetime
+    ) -> str:
         """insert_job_batch's `rows` for these jobs (ids, and each job's parts): a JSON array
         of [id, args JSON text, due_at as json_time or null where it is `shared_due`,
-        business_key]. A dialect may write it otherwise, as its statement reads it."""
+        business_key]. A dialect may write it otherwise, as its statement reads it; ids are
+        None where the driver numbers jobs (numbers_jobs)."""
+        assert ids is not None, "a driver that numbers jobs writes its own job_batch"
         json_time = self.json_time
         return json.dumps(
             [

@@ -48,7 +48,12 @@ STATEMENTS: dict[str, str] = {
     "every column but id, args, due_at and business_key: those of insert_job as parameters, and "
     "`rows`, a JSON array of [id, args, due_at as Driver.json_time or null for the shared "
     "due_at, business_key] as Driver.job_batch writes it (args as JSON text, or on PostgreSQL "
-    "as the JSON object itself)",
+    "as the JSON object itself). Where the driver numbers jobs (Driver.numbers_jobs), each row "
+    "has no id: the statement gives each job a new id, never given out before, and returns "
+    "ids, the new ids in the rows' order, in one row (as reserve_job_ids); "
+    "elsewhere it returns nothing. Where the dialect has a wake-up feed "
+    "(PostgreSQL), it also sends `wake` (Driver.wake_payload) when not null, in the same "
+    "statement",
     "jobs_by_ids": "returns the jobs whose id is in ids",
     "jobs_by_keys": "returns the jobs with an idempotency key, whose tenant is in tenants "
     "and whose key is in keys",

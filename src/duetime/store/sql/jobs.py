@@ -9,7 +9,7 @@ its insert and original-job lookups, and the operators' moves share its sequence
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from datetime import datetime
 from typing import Any, TypeGuard
@@ -43,6 +43,7 @@ from duetime.store.sql.shared import (
     move,
     new_job_record,
     reserve_ids,
+    returned_ids,
     sequence_status,
     settle_sequences,
 )
@@ -89,9 +90,9 @@ class Jobs(Part):
             and not controls.bounds(jobs.template.queue, jobs.template.tenant)
         ):
             # enqueue_many's jobs with no backlog to count first (admit would do nothing):
-            # their ids in one round trip (nextval needs no transaction), then the inserts
-            # and their wake-up in a transaction sent as one pipeline (PostgreSQL: two round
-            # trips in all, where transaction() takes four)
+            # the inserts, numbering their jobs, and their wake-up in a transaction sent as
+            # one pipeline, or one statement committing alone for a batch of one insert
+            # (PostgreSQL: one round trip, where transaction() takes four)
             with self.driver.single() as c:
                 return self._enqueue_batch(c, jobs, now, own_transaction=True)
         with self.driver.transaction() as c:
@@ -277,34 +278,70 @@ class Jobs(Part):
     ) -> list[Enqueued]:
         """enqueue_many's jobs (no keys, no occurrences): an insert per slice of jobs, with
         what they share sent once and a JSON array of what differs. Where the driver pipelines
-        (PostgreSQL), the database inserts one slice while the next is made and checked, and
-        the records (built from the template) are made while it inserts the last; the first
-        slice is short there (FIRST_SLICE), so that the database starts early. The jobs are read
-        as their parts (NewJobs.parts): no NewJob is built for any of them. `own_transaction`:
-        `c` is single()'s (autocommit), and the pipeline is a transaction of its own
-        (Driver.pipelined_transaction)."""
+        (PostgreSQL), the database inserts one slice while the next is made and checked; the
+        first slice is short there (FIRST_SLICE), so that the database starts early. Where the
+        driver numbers jobs (PostgreSQL), each insert gives its jobs their ids and returns them,
+        read once the pipeline ends; elsewhere the ids are reserved first, and the records
+        (built from the template) are made while the database inserts the last slice. The jobs
+        are read as their parts (NewJobs.parts): no NewJob is built for any of them.
+        `own_transaction`: `c` is single()'s (autocommit), and the pipeline is a transaction of
+        its own (Driver.pipelined_transaction); a batch of one slice there is one insert that
+        commits alone, its wake-up sent by the statement (PostgreSQL: one round trip)."""
         # a short first slice where the driver pipelines: the database starts on it early
         first = FIRST_SLICE if self.driver.pipelines else BATCH_SLICE
         jobs.parts(0, first)  # the first slice is checked before anything is sent
-        ids = reserve_ids(c, len(jobs))
+        ids = None if self.driver.numbers_jobs else reserve_ids(c, len(jobs))
         template = jobs.template
         shared = job_params(0, template, now)
         shared_due = template.due_at
         job_batch = self.driver.job_batch
+        record = new_job_record(0, template, now)
+        if own_transaction and ids is None and len(jobs) <= first:
+            # one insert numbering its jobs, committing alone with its wake-up (the statement
+            # sends it): one statement, no pipeline
+            parts = jobs.parts(0, len(jobs))
+            wake = self.driver.wake_payload(template.queue, min(p[2] for p in parts))
+            inserted = c.rows(
+                "insert_job_batch", **shared, rows=job_batch(None, parts, shared_due), wake=wake
+            )
+            made = batch_records(record, [0] * len(jobs), parts)
+            return self._numbered(jobs, made, [inserted])
+        numbered: list[Callable[[], list[Row]]] = []  # each slice's ids, once the block ends
         earliest_due: datetime | None = None  # of the batch: its wake-up
         block = self.driver.pipelined_transaction if own_transaction else self.driver.pipeline
         with block(c):
             for start in (0, *range(first, len(jobs), BATCH_SLICE)):
                 stop = min(start + (first if start == 0 else BATCH_SLICE), len(jobs))
                 parts = jobs.parts(start, stop)
-                rows = job_batch(ids[start:stop], parts, shared_due)
-                c.send("insert_job_batch", **shared, rows=rows)
+                rows = job_batch(None if ids is None else ids[start:stop], parts, shared_due)
+                if ids is None:
+                    numbered.append(c.sent("insert_job_batch", **shared, rows=rows, wake=None))
+                else:
+                    c.send("insert_job_batch", **shared, rows=rows, wake=None)
                 due_at = min(p[2] for p in parts)
                 if earliest_due is None or due_at < earliest_due:
                     earliest_due = due_at
             self.driver.notify(c, {template.queue: earliest_due} if earliest_due else {})
-            made = batch_records(new_job_record(0, template, now), ids, jobs.parts(0, len(jobs)))
-            return [Enqueued(job, True) for job in made]
+            # the records, while the database inserts the last slice (ids to come: 0 until
+            # the block ends)
+            made = batch_records(record, ids or [0] * len(jobs), jobs.parts(0, len(jobs)))
+        return self._numbered(jobs, made, [read() for read in numbered] if ids is None else [])
+
+    @staticmethod
+    def _numbered(jobs: NewJobs, made: list[Job], inserts: list[list[Row]]) -> list[Enqueued]:
+        """A batch's records, given the ids its inserts returned (`inserts`: each insert's
+        rows, in order, where the driver numbers jobs; none where the ids were reserved and
+        the records hold them already)."""
+        if inserts:
+            numbers = [i for rows in inserts for i in returned_ids(rows)]
+            if len(numbers) != len(jobs):
+                raise StoreError(
+                    f"the batch's {len(jobs)} jobs were inserted but {len(numbers)} ids came "
+                    "back (a bug of duetime's: please report it)"
+                )
+            for job, job_id in zip(made, numbers, strict=True):
+                job.__dict__["id"] = job_id  # not yet handed out: set as batch_records sets it
+        return [Enqueued(job, True) for job in made]
 
     def _jobs_by_key(
         self, c: Connection, jobs: Sequence[NewJob]

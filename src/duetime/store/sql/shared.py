@@ -74,6 +74,11 @@ def reserve_ids(c: Connection, count: int) -> list[int]:
     return ids
 
 
+def returned_ids(rows: list[Row]) -> list[int]:
+    """The ids an insert_job_batch that numbers its jobs returned: its jobs', in their order."""
+    return [int(i) for i in json_list(rows[0]["ids"] if rows else None)]
+
+
 def load_job(
     c: Connection, t: ToTime, job_id: int, tenant: str | None, history: bool
 ) -> Job | None:

@@ -306,7 +306,8 @@ class Jobs(Part):
             )
             made = batch_records(record, [0] * len(jobs), parts)
             return self._numbered(jobs, made, [inserted])
-        numbered: list[Callable[[], list[Row]]] = []  # each slice's ids, once the block ends
+        # each insert's rows (its ids where the driver numbers jobs), once the block ends
+        numbered: list[Callable[[], list[Row]]] = []
         earliest_due: datetime | None = None  # of the batch: its wake-up
         block = self.driver.pipelined_transaction if own_transaction else self.driver.pipeline
         with block(c):
@@ -314,10 +315,7 @@ class Jobs(Part):
                 stop = min(start + (first if start == 0 else BATCH_SLICE), len(jobs))
                 parts = jobs.parts(start, stop)
                 rows = job_batch(None if ids is None else ids[start:stop], parts, shared_due)
-                if ids is None:
-                    numbered.append(c.sent("insert_job_batch", **shared, rows=rows, wake=None))
-                else:
-                    c.send("insert_job_batch", **shared, rows=rows, wake=None)
+                numbered.append(c.sent("insert_job_batch", **shared, rows=rows, wake=None))
                 due_at = min(p[2] for p in parts)
                 if earliest_due is None or due_at < earliest_due:
                     earliest_due = due_at

@@ -2,14 +2,19 @@
 is"): a fresh database, migrated, then
 
 - `--part layers`: one-job enqueues (`App.enqueue`), the client's CPU and wall time per call,
-  and the same for each layer alone: the request's checks (the `NewJob`), the store's enqueue,
-  the store's pooled connection taken and given back, psycopg running the prepared
-  `enqueue_one` statement alone on a connection of its own, and psycopg's `SELECT 1`;
-- `--part indexes`: the server's time for `insert_job_batch` of 1,000 jobs (a bulk enqueue's
-  statement, run in a transaction rolled back; the median of `--reps`), into `duetime_jobs`
-  and into copies of it with no index, and with each of its indexes alone.
+  and the same for parts of it: the request's checks (the `NewJob`); the store's enqueue of a
+  `NewJob` made in the call (so the request's checks included); the store's pooled connection
+  taken and given back in autocommit, with nothing run in it, and with the prepared
+  `enqueue_one` statement run in it on a cursor of tuple rows and on the driver's own cursor
+  (dict rows); psycopg alone running that statement on a connection of its own; and psycopg's
+  `SELECT 1`. The parts run one after another, each on the same database;
+- `--part indexes`: the wall time, from the client, of `insert_job_batch` of 1,000 jobs (a
+  bulk enqueue's statement, prepared, in a transaction rolled back: the parameters sent, the
+  statement run, its answer read; the median of `--reps`), into `duetime_jobs` and into
+  copies of it (its columns, defaults, checks, foreign key and fillfactor) with no index, and
+  with each of its indexes alone.
 
-Prints one JSON line.
+Prints one JSON line. Run each part a few times and take the medians:
 
     PYTHONPATH=src:. .venv/bin/python -m bench.enqueue_costs --part layers
     PYTHONPATH=src:. .venv/bin/python -m bench.enqueue_costs --part indexes
@@ -31,20 +36,21 @@ from bench.dbs import DEFAULT_PG_URL, _with_path
 
 
 def per_call(calls: int, fn: Callable[[int], object]) -> dict[str, float]:
-    """The client's CPU and wall time per call of fn(i), in microseconds: the median of three
-    rounds of `calls` calls, after a warm-up of a tenth of them."""
+    """The client's CPU and wall time per call of fn(i), in microseconds: each the median of
+    three rounds of `calls` calls, after a warm-up of a tenth of them."""
     for i in range(calls // 10):
         fn(i)
-    rounds = []
+    cpus, walls = [], []
     for _ in range(3):
         c0, t0 = time.process_time(), time.perf_counter()
         for i in range(calls):
             fn(i)
-        rounds.append(
-            ((time.process_time() - c0) / calls * 1e6, (time.perf_counter() - t0) / calls * 1e6)
-        )
-    cpu, wall = sorted(rounds)[1]
-    return {"cpu_us": round(cpu, 1), "wall_us": round(wall, 1)}
+        cpus.append((time.process_time() - c0) / calls * 1e6)
+        walls.append((time.perf_counter() - t0) / calls * 1e6)
+    return {
+        "cpu_us": round(statistics.median(cpus), 1),
+        "wall_us": round(statistics.median(walls), 1),
+    }
 
 
 def layers(app: Any, url: str, calls: int) -> dict[str, Any]:
@@ -64,6 +70,22 @@ def layers(app: Any, url: str, calls: int) -> dict[str, Any]:
         with driver.single():
             pass
 
+    tuple_cursors: dict[int, Any] = {}
+
+    def checkout_and_statement(i: int) -> None:
+        with driver.single() as c:
+            cur = tuple_cursors.get(id(c.native))
+            if cur is None:
+                cur = tuple_cursors[id(c.native)] = c.native.cursor()
+            cur.execute(statement, params, prepare=True)
+            cur.fetchall()
+
+    def checkout_and_statement_dict(i: int) -> None:
+        with driver.single() as c:
+            cur = c.native.statement_cursor()
+            cur.execute(statement, params, prepare=True)
+            cur.fetchall()
+
     figures = {
         "app_enqueue": per_call(calls, lambda i: app.enqueue("noop", {"i": i})),
         "request": per_call(calls, lambda i: new_job_of(app, "noop", {"i": i}, {})),
@@ -71,6 +93,8 @@ def layers(app: Any, url: str, calls: int) -> dict[str, Any]:
             calls, lambda i: store.enqueue([new_job_of(app, "noop", {"i": i}, {})], now)
         ),
         "connection_checkout": per_call(calls, checkout),
+        "connection_checkout_and_statement": per_call(calls, checkout_and_statement),
+        "connection_checkout_and_statement_dict_rows": per_call(calls, checkout_and_statement_dict),
     }
     with psycopg.connect(url, autocommit=True) as conn, conn.cursor() as cur:
 
@@ -121,13 +145,29 @@ def indexes(app: Any, url: str, reps: int) -> dict[str, Any]:
             )
         ]
 
+        [(options,)] = conn.execute(
+            "SELECT coalesce(array_to_string(reloptions, ', '), '') FROM pg_class "
+            "WHERE oid = 'duetime_jobs'::regclass"
+        )
+        foreign = [
+            sql
+            for (sql,) in conn.execute(
+                "SELECT pg_get_constraintdef(oid) FROM pg_constraint "
+                "WHERE conrelid = 'duetime_jobs'::regclass AND contype = 'f'"
+            )
+        ]
+
+        def replaced(text: str, old: str, new: str) -> str:
+            assert old in text, f"{old!r} not found in {text!r}"
+            return text.replace(old, new)
+
         def timed(table: str) -> float:
-            sql = statement.replace("INSERT INTO duetime_jobs ", f"INSERT INTO {table} ")
+            sql = replaced(statement, "INSERT INTO duetime_jobs ", f"INSERT INTO {table} ")
             times = []
             for _ in range(reps):
                 with conn.transaction(force_rollback=True):
                     t0 = time.perf_counter()
-                    conn.execute(sql, params)
+                    conn.execute(sql, params, prepare=True)
                     times.append(time.perf_counter() - t0)
             return round(statistics.median(times) * 1e3, 2)
 
@@ -135,11 +175,18 @@ def indexes(app: Any, url: str, reps: int) -> dict[str, Any]:
         candidates: list[tuple[str, str | None]] = [("no index", None), *defs]
         for label, definition in candidates:
             conn.execute("DROP TABLE IF EXISTS bench_jobs_copy")
-            conn.execute("CREATE TABLE bench_jobs_copy (LIKE duetime_jobs INCLUDING DEFAULTS)")
+            conn.execute(
+                "CREATE TABLE bench_jobs_copy (LIKE duetime_jobs INCLUDING ALL EXCLUDING INDEXES)"
+                + (f" WITH ({options})" if options else "")
+            )
+            for constraint in foreign:
+                conn.execute(f"ALTER TABLE bench_jobs_copy ADD {constraint}")
             if definition is not None:
                 conn.execute(
-                    definition.replace(f"INDEX {label} ", "INDEX ").replace(
-                        " public.duetime_jobs ", " bench_jobs_copy "
+                    replaced(
+                        replaced(definition, f"INDEX {label} ", "INDEX "),
+                        " public.duetime_jobs ",
+                        " bench_jobs_copy ",
                     )
                 )
             out[label] = timed("bench_jobs_copy")
@@ -161,23 +208,25 @@ def main() -> None:
     db = f"duetime_enqueue_costs_{os.getpid()}"
     url = _with_path(args.admin_url, db)
     admin = psycopg.connect(args.admin_url, autocommit=True)
-    admin.execute(f'DROP DATABASE IF EXISTS "{db}" WITH (FORCE)')
-    admin.execute(f'CREATE DATABASE "{db}"')
-    app = duetime.App(url)
-
-    @app.task(name="noop")
-    def noop(i: int) -> None:
-        """Never run: the jobs are only enqueued."""
-
     try:
-        app.migrate()
-        if args.part == "layers":
-            figures = layers(app, url, args.calls)
-        else:
-            figures = indexes(app, url, args.reps)
-        print(json.dumps({"tag": args.tag, "part": args.part, **figures}))  # noqa: T201
+        admin.execute(f'DROP DATABASE IF EXISTS "{db}" WITH (FORCE)')
+        admin.execute(f'CREATE DATABASE "{db}"')
+        app = duetime.App(url)
+
+        @app.task(name="noop")
+        def noop(i: int) -> None:
+            """Never run: the jobs are only enqueued."""
+
+        try:
+            app.migrate()
+            if args.part == "layers":
+                figures = layers(app, url, args.calls)
+            else:
+                figures = indexes(app, url, args.reps)
+            print(json.dumps({"tag": args.tag, "part": args.part, **figures}))  # noqa: T201
+        finally:
+            app.close()
     finally:
-        app.close()
         admin.execute(f'DROP DATABASE IF EXISTS "{db}" WITH (FORCE)')
         admin.close()
 

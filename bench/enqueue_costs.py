@@ -32,7 +32,7 @@ from typing import Any
 
 import psycopg
 
-from bench.dbs import DEFAULT_PG_URL, _with_path
+from bench.dbs import DEFAULT_PG_URL, Servers
 
 
 def per_call(calls: int, fn: Callable[[int], object]) -> dict[str, float]:
@@ -205,13 +205,9 @@ def main() -> None:
 
     import duetime
 
-    db = f"duetime_enqueue_costs_{os.getpid()}"
-    url = _with_path(args.admin_url, db)
-    admin = psycopg.connect(args.admin_url, autocommit=True)
+    db = Servers(pg_url=args.admin_url).create("postgres", f"duetime_enqueue_costs_{os.getpid()}")
     try:
-        admin.execute(f'DROP DATABASE IF EXISTS "{db}" WITH (FORCE)')
-        admin.execute(f'CREATE DATABASE "{db}"')
-        app = duetime.App(url)
+        app = duetime.App(db.url)
 
         @app.task(name="noop")
         def noop(i: int) -> None:
@@ -220,15 +216,14 @@ def main() -> None:
         try:
             app.migrate()
             if args.part == "layers":
-                figures = layers(app, url, args.calls)
+                figures = layers(app, db.url, args.calls)
             else:
-                figures = indexes(app, url, args.reps)
+                figures = indexes(app, db.url, args.reps)
             print(json.dumps({"tag": args.tag, "part": args.part, **figures}))  # noqa: T201
         finally:
             app.close()
     finally:
-        admin.execute(f'DROP DATABASE IF EXISTS "{db}" WITH (FORCE)')
-        admin.close()
+        db.drop()
 
 
 if __name__ == "__main__":

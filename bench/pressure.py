@@ -68,6 +68,7 @@ TICK = 0.02  # seconds between the enqueuer's batches
 TASK = "bench.sleep1ms"  # bench/bench_app.py
 DRAIN_GRACE = 60.0  # seconds after the schedule for the queue to empty before workers stop
 PROBE_EVERY = 0.02  # seconds between the probe's measurements (bench/pressure_probe.py)
+WAITS_EVERY = 0.1  # seconds between the probe's samples of the backends' waits
 
 
 @dataclass(frozen=True)
@@ -351,6 +352,7 @@ STATS_SQL = """
 SELECT relname, n_live_tup, n_dead_tup, autovacuum_count, n_tup_upd, n_tup_hot_upd
 FROM pg_stat_user_tables WHERE relname = ANY (%s)
 """
+WAL_SQL = "SELECT wal_records, wal_fpi, wal_bytes, wal_sync FROM pg_stat_wal"
 SIZES_SQL = """
 SELECT c.relname, pg_relation_size(c.oid), pg_table_size(c.oid), pg_indexes_size(c.oid),
        COALESCE(pg_total_relation_size(NULLIF(c.reltoastrelid, 0)), 0)
@@ -386,6 +388,12 @@ def db_sample(conn: psycopg.Connection[Any], tables: Tables) -> dict[str, Any]:
         out[f"indexes_{short}"] = int(indexes)
         total += int(table) + int(indexes)
     out["bytes_total"] = total
+    # the server's WAL so far (its one database is the run's): records, full-page images,
+    # bytes, syncs (cumulative; the report takes each phase's difference)
+    wal = conn.execute(WAL_SQL).fetchone()  # one row, always
+    if wal is not None:
+        keys = ("wal_records", "wal_fpi", "wal_bytes", "wal_sync")
+        out.update({key: int(value) for key, value in zip(keys, wal, strict=True)})
     for short in plan.SHORTS:
         for key in ("live", "dead", "autovacuums", "upd", "hot_upd", "heap", "table", "toast"):
             out.setdefault(f"{key}_{short}", 0)
@@ -517,6 +525,7 @@ def run(
     enqueuer_out = work_dir / "enqueuer.out"
     enqueuer_err = work_dir / "enqueuer.err"
     probe_out, probe_err = work_dir / "probe.txt", work_dir / "probe.err"
+    waits_out = work_dir / "waits.jsonl"
     with Workers(workers_system, db, PROCS, record_dir, log_dir) as workers:
         time.sleep(2.0)
         workers.check_alive()
@@ -531,7 +540,10 @@ def run(
         }
         argv = [str(system.python), "-m", system.module, "pressure_enqueue", json.dumps(params)]
         lasts = str(end + 2.0 + DRAIN_GRACE)
-        probe_argv = ["-m", "bench.pressure_probe", db.url, str(probe_out), lasts, str(PROBE_EVERY)]
+        probe_argv = [
+            *("-m", "bench.pressure_probe", db.url, str(probe_out), lasts, str(PROBE_EVERY)),
+            *(str(waits_out), str(WAITS_EVERY)),
+        ]
         # undone in reverse on the way out, each whatever the one before raised: the pressure
         # connections, then the enqueuer, then the probe
         with ExitStack() as undo:
@@ -652,6 +664,7 @@ def run(
         "hold": hold.info,
         "counts": counts.info,
         "probe": plan.probe_figures(probe_rows(probe_out, origin), phases),
+        "waits": plan.wait_figures(wait_rows(waits_out, origin), phases),
         "enqueue_calls": plan.call_figures(timed_calls, phases),
         "claims_after_calls": plan.after_calls(claims, timed_calls, phases),
         "tables": tables.sampled,
@@ -665,6 +678,23 @@ def run(
         else None,
     }
     return doc, verdict
+
+
+def wait_rows(path: Path, origin: float) -> list[tuple[float, list[list[str]]]]:
+    """The probe's samples of the backends (bench/pressure_probe.py, WAITS_OUT), their instants
+    as seconds since the origin; a line cut short by the probe's stop is left out."""
+    rows: list[tuple[float, list[list[str]]]] = []
+    try:
+        lines = path.read_text().splitlines()
+    except OSError:
+        return rows
+    for line in lines:
+        try:
+            at, backends = json.loads(line)
+        except ValueError:
+            continue
+        rows.append((float(at) - origin, backends))
+    return rows
 
 
 def probe_rows(path: Path, origin: float) -> list[tuple[float, float, float]]:

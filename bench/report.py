@@ -497,6 +497,30 @@ def ceiling_lines(results: list[Result], drains: dict[str, Any] | None = None) -
     return "\n".join(lines) + "\n" if lines else ""
 
 
+def _wal_rates(samples: list[dict[str, Any]], start: float, end: float) -> dict[str, float]:
+    """The server's WAL per second between the last sample at or before a phase's start and
+    its last sample within it (bench/pressure.py db_sample): MB, full-page images, syncs; none
+    where the samples have no WAL figures (a run before they were sampled)."""
+    before = [s for s in samples if s["t"] <= start and "wal_bytes" in s]
+    within = [s for s in samples if start < s["t"] <= end and "wal_bytes" in s]
+    if not before or not within:
+        return {}
+    a, b = before[-1], within[-1]
+    seconds = b["at"] - a["at"]
+    if seconds <= 0:
+        return {}
+    return {
+        "wal_bytes": (b["wal_bytes"] - a["wal_bytes"]) / 1e6 / seconds,
+        "wal_fpi": (b["wal_fpi"] - a["wal_fpi"]) / seconds,
+        "wal_sync": (b["wal_sync"] - a["wal_sync"]) / seconds,
+    }
+
+
+def _md_cell(text: str) -> str:
+    """A statement's start as text for a table's cell: no pipe or backtick to end it early."""
+    return text.replace("|", "/").replace("`", "'")
+
+
 def _cell(value: Any, fmt: str = "{:,.0f}", none: str = "-") -> str:
     return none if value is None else fmt.format(value)
 
@@ -604,6 +628,34 @@ def pressure_tables(results: list[Result], max_rows: int = 60) -> str:
                     f"| {ph['name']} | {_cell(c.get('p50_ms'), '{:.1f}')} / "
                     f"{_cell(c.get('p99_ms'), '{:.1f}')} | {_cell(a.get('p50_ms'), '{:.1f}')}"
                     f" / {_cell(a.get('p99_ms'), '{:.1f}')} |"
+                )
+        waits = doc.get("waits", {})
+        if waits:
+            out.append("")
+            out.append(
+                "The database's backends per phase (not judged; the probe's samples of "
+                "pg_stat_activity every 0.1 s): the average number not idle, and the largest "
+                "pairs of what one ran (its statement's start) and what it waited for (cpu: "
+                "no wait), as the average number of backends in each"
+            )
+            out.append("")
+            out.append(
+                "| Phase | WAL MB/s | full-page images/s | WAL syncs/s | backends not idle | "
+                "the largest pairs |"
+            )
+            out.append("|---|---|---|---|---|---|")
+            for ph in doc["phases"]:
+                w = waits.get(ph["name"])
+                if not w:
+                    continue
+                wal = _wal_rates(samples, ph["start"], ph["end"])
+                pairs = "; ".join(
+                    f"`{_md_cell(what)}` {wait} {share:.2f}" for what, wait, share in w["top"][:6]
+                )
+                out.append(
+                    f"| {ph['name']} | {_cell(wal.get('wal_bytes'), '{:.2f}')} | "
+                    f"{_cell(wal.get('wal_fpi'))} | {_cell(wal.get('wal_sync'))} | "
+                    f"{w['backends_mean']:.2f} | {pairs} |"
                 )
         every = max(1, -(-len(samples) // max_rows))
         out.append("")

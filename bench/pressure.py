@@ -39,6 +39,7 @@ from __future__ import annotations
 import json
 import logging
 import math
+import os
 import shutil
 import subprocess
 import sys
@@ -215,10 +216,12 @@ def _cpu_seconds(pid: int) -> float | None:
 
 class CpuMeter:
     """Cores used between two reads by the workers, the enqueuer, PostgreSQL (bench/load.py's
-    accounting: its processes, except backends of other databases) and the whole machine."""
+    accounting: its processes, except backends of other databases), this process (the
+    orchestrator: the counting connections' client side, the hold, the samples) and the whole
+    machine."""
 
     def __init__(self, workers: list[int], enqueuer: int, database: str) -> None:
-        self.groups = {"workers": workers, "enqueuer": [enqueuer]}
+        self.groups = {"workers": workers, "enqueuer": [enqueuer], "orchestrator": [os.getpid()]}
         self.database = database
         self.last = self._read()
 
@@ -311,6 +314,11 @@ class Counts:
             self.threads.append(t)
             time.sleep(0.05)  # staggered: their snapshots do not start together
 
+    def done(self) -> int:
+        """How many count transactions have ended so far."""
+        with self.lock:
+            return len(self.seconds)
+
     def stop_if_started(self) -> None:
         if self.threads and "stopped" not in self.info:
             self.stop()
@@ -388,6 +396,7 @@ def db_sample(conn: psycopg.Connection[Any], tables: Tables) -> dict[str, Any]:
         out[f"indexes_{short}"] = int(indexes)
         total += int(table) + int(indexes)
     out["bytes_total"] = total
+    out["count_plan"] = count_plan(conn, tables.counted)
     # the server's WAL so far (its one database is the run's): records, full-page images,
     # bytes, syncs (cumulative; the report takes each phase's difference)
     wal = conn.execute(WAL_SQL).fetchone()  # one row, always
@@ -399,6 +408,21 @@ def db_sample(conn: psycopg.Connection[Any], tables: Tables) -> dict[str, Any]:
             out.setdefault(f"{key}_{short}", 0)
         out.setdefault(f"indexes_{short}", 0)
     return out
+
+
+def count_plan(conn: psycopg.Connection[Any], table: str) -> str:
+    """The plan the counting connections' statement would get now (planned, not run): its
+    nodes from the top, each with its index where it reads one ("Aggregate > Index Only Scan
+    duetime_jobs_pkey"). The counts' cost, and so the cores they take, follows it."""
+    count = sql.SQL("EXPLAIN (FORMAT JSON) SELECT count(*) FROM {}").format(sql.Identifier(table))
+    row = conn.execute(count).fetchone()
+    node = row[0][0]["Plan"] if row else None
+    steps: list[str] = []
+    while node is not None:
+        steps.append(" ".join(filter(None, (node["Node Type"], node.get("Index Name")))))
+        children = node.get("Plans") or [None]
+        node = children[0]
+    return " > ".join(steps)
 
 
 # -- afterwards: the claims the run kept (Tables.views) ---------------------------------------
@@ -561,6 +585,7 @@ def run(
             events = plan.events(phases)
             with psycopg.connect(db.url, autocommit=True) as conn:
                 k = 1
+                counted = 0  # the counting connections' transactions at the last sample
                 drained_at: float | None = None
                 while True:
                     rel = time.time() - origin
@@ -577,12 +602,18 @@ def run(
                         s.update(db_sample(conn, tables))
                         s.update(cpu.cores())
                         s["load1"] = load_average()
+                        # the counting connections' transactions ended in the step (0 outside
+                        # the counts phase): how often each loop went round
+                        done = counts.done()
+                        s["counts_per_s"] = round((done - counted) / step, 1)
+                        counted = done
                         s["sample_ms"] = round((time.perf_counter() - t0) * 1000, 1)
                         samples.append(s)
                         log.info(
                             "  %4.0f s %-8s jobs %8d queued %6d dead %8d+%-8d MB %6.0f "
                             "xmin age %6d longest %5.1f s lock waits %2d vacuum %s "
-                            "cpu w %.2f pg %.2f load %.1f",
+                            "cpu w %.2f pg %.2f orchestrator %.2f machine %.2f load %.1f "
+                            "counts/s %.0f plan %s",
                             rel,
                             s["phase"],
                             s["jobs"],
@@ -596,7 +627,11 @@ def run(
                             s["vacuuming"] or "-",
                             s["cpu_workers"],
                             s["cpu_postgres"],
+                            s["cpu_orchestrator"],
+                            s["cpu_machine"],
                             s["load1"],
+                            s["counts_per_s"],
+                            s["count_plan"],
                         )
                         k += 1
                         if rel >= end and drained_at is None and s["queued"] == 0:

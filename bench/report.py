@@ -640,10 +640,10 @@ def pressure_tables(results: list[Result], max_rows: int = 60) -> str:
             )
             out.append("")
             out.append(
-                "| Phase | WAL MB/s | full-page images/s | WAL syncs/s | backends not idle | "
-                "the largest pairs |"
+                "| Phase | WAL MB/s | full-page images/s | WAL syncs/s | counts/s | the count's "
+                "plans (samples) | backends not idle | the largest pairs |"
             )
-            out.append("|---|---|---|---|---|---|")
+            out.append("|---|---|---|---|---|---|---|---|")
             for ph in doc["phases"]:
                 w = waits.get(ph["name"])
                 if not w:
@@ -652,9 +652,17 @@ def pressure_tables(results: list[Result], max_rows: int = 60) -> str:
                 pairs = "; ".join(
                     f"`{_md_cell(what)}` {wait} {share:.2f}" for what, wait, share in w["top"][:6]
                 )
+                mine = [x for x in samples if ph["start"] < x["t"] <= ph["end"]]
+                rate = [x["counts_per_s"] for x in mine if "counts_per_s" in x]
+                plans: dict[str, int] = {}
+                for x in mine:
+                    if x.get("count_plan"):
+                        plans[x["count_plan"]] = plans.get(x["count_plan"], 0) + 1
+                seen = "; ".join(f"{_md_cell(plan)} ({n})" for plan, n in plans.items())
                 out.append(
                     f"| {ph['name']} | {_cell(wal.get('wal_bytes'), '{:.2f}')} | "
                     f"{_cell(wal.get('wal_fpi'))} | {_cell(wal.get('wal_sync'))} | "
+                    f"{_cell(sum(rate) / len(rate) if rate else None)} | {seen or '-'} | "
                     f"{w['backends_mean']:.2f} | {pairs} |"
                 )
         every = max(1, -(-len(samples) // max_rows))
@@ -667,9 +675,10 @@ def pressure_tables(results: list[Result], max_rows: int = 60) -> str:
         out.append(
             "| t s | phase | offered/s | enqueued/s | finished/s | p50 ms | p99 ms | queued | "
             "dead jobs | dead attempts | jobs MB (table / idx) | attempts MB (table / idx) | "
-            "xmin age | longest statement s | lock waits | CPU workers | CPU pg | load |"
+            "xmin age | longest statement s | lock waits | CPU workers | CPU pg | "
+            "CPU orchestrator | CPU machine | load | counts/s |"
         )
-        out.append("|---|" + "---|" * 17)
+        out.append("|---|" + "---|" * 20)
         for s in samples[every - 1 :: every]:
             out.append(
                 f"| {s['t']:.0f} | {s['phase']} | {_cell(s.get('offered_per_s'))} | "
@@ -680,7 +689,10 @@ def pressure_tables(results: list[Result], max_rows: int = 60) -> str:
                 f"{s['indexes_jobs'] / 1e6:,.0f} | {s['table_attempts'] / 1e6:,.0f} / "
                 f"{s['indexes_attempts'] / 1e6:,.0f} | {s['xmin_age']:,} | "
                 f"{s.get('longest_active_s', 0):,.1f} | {s.get('lock_waits', 0)} | "
-                f"{s['cpu_workers']:.2f} | {s['cpu_postgres']:.2f} | {s['load1']:.1f} |"
+                f"{s['cpu_workers']:.2f} | {s['cpu_postgres']:.2f} | "
+                f"{_cell(s.get('cpu_orchestrator'), '{:.2f}')} | "
+                f"{_cell(s.get('cpu_machine'), '{:.2f}')} | {s['load1']:.1f} | "
+                f"{_cell(s.get('counts_per_s'))} |"
             )
         out.append("")
     return "\n".join(out) + ("\n" if out else "")

@@ -589,7 +589,7 @@ def run(
                 drained_at: float | None = None
                 while True:
                     rel = time.time() - origin
-                    while events and events[0][0] <= rel:
+                    while events and events[0][0] <= rel and events[0][1] == "stop":
                         _, what, name = events.pop(0)
                         log.info("  %.0f s: %s %s", rel, what, name)
                         getattr(opened[name], what)()
@@ -636,6 +636,12 @@ def run(
                         k += 1
                         if rel >= end and drained_at is None and s["queued"] == 0:
                             drained_at = rel
+                    # a pressure that begins at a step's end begins after that step's sample
+                    # (and one that ends there, before it): each counts in its own steps
+                    while events and events[0][0] <= rel:
+                        _, what, name = events.pop(0)
+                        log.info("  %.0f s: %s %s", rel, what, name)
+                        getattr(opened[name], what)()
                     workers.check_alive()
                     if enqueuer.poll() not in (None, 0):
                         tail = enqueuer_err.read_text(errors="replace").strip()[-300:]

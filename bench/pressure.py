@@ -360,7 +360,7 @@ STATS_SQL = """
 SELECT relname, n_live_tup, n_dead_tup, autovacuum_count, n_tup_upd, n_tup_hot_upd
 FROM pg_stat_user_tables WHERE relname = ANY (%s)
 """
-WAL_SQL = "SELECT wal_records, wal_fpi, wal_bytes, wal_sync FROM pg_stat_wal"
+WAL_SQL = "SELECT to_jsonb(w) FROM pg_stat_wal w"
 SIZES_SQL = """
 SELECT c.relname, pg_relation_size(c.oid), pg_table_size(c.oid), pg_indexes_size(c.oid),
        COALESCE(pg_total_relation_size(NULLIF(c.reltoastrelid, 0)), 0)
@@ -398,11 +398,15 @@ def db_sample(conn: psycopg.Connection[Any], tables: Tables) -> dict[str, Any]:
     out["bytes_total"] = total
     out["count_plan"] = count_plan(conn, tables.counted)
     # the server's WAL so far (its one database is the run's): records, full-page images,
-    # bytes, syncs (cumulative; the report takes each phase's difference)
-    wal = conn.execute(WAL_SQL).fetchone()  # one row, always
-    if wal is not None:
-        keys = ("wal_records", "wal_fpi", "wal_bytes", "wal_sync")
-        out.update({key: int(value) for key, value in zip(keys, wal, strict=True)})
+    # bytes, syncs (cumulative; the report takes each phase's difference). pg_stat_wal is in
+    # PostgreSQL 14 and later, its wal_sync until 17: what the server has of them
+    try:
+        wal = conn.execute(WAL_SQL).fetchone()
+    except psycopg.errors.UndefinedTable:
+        wal = None
+    for key in ("wal_records", "wal_fpi", "wal_bytes", "wal_sync"):
+        if wal is not None and wal[0].get(key) is not None:
+            out[key] = int(wal[0][key])
     for short in plan.SHORTS:
         for key in ("live", "dead", "autovacuums", "upd", "hot_upd", "heap", "table", "toast"):
             out.setdefault(f"{key}_{short}", 0)
@@ -411,9 +415,13 @@ def db_sample(conn: psycopg.Connection[Any], tables: Tables) -> dict[str, Any]:
 
 
 def count_plan(conn: psycopg.Connection[Any], table: str) -> str:
-    """The plan the counting connections' statement would get now (planned, not run): its
-    nodes from the top, each with its index where it reads one ("Aggregate > Index Only Scan
-    duetime_jobs_pkey"). The counts' cost, and so the cores they take, follows it."""
+    """The plan a planning of the counting connections' statement chooses now (planned, not
+    run): its nodes from the top, each with its index where it reads one ("Aggregate > Index
+    Only Scan duetime_jobs_pkey"). The counting connections run the count prepared (psycopg
+    prepares a statement run five times), and their plan is made again when the table's
+    statistics change (a vacuum, an analyze), so between those it may differ from this one;
+    the count transactions a second say which the loops ran. The counts' cost, and so the
+    cores they take, follows it."""
     count = sql.SQL("EXPLAIN (FORMAT JSON) SELECT count(*) FROM {}").format(sql.Identifier(table))
     row = conn.execute(count).fetchone()
     node = row[0][0]["Plan"] if row else None
@@ -585,7 +593,9 @@ def run(
             events = plan.events(phases)
             with psycopg.connect(db.url, autocommit=True) as conn:
                 k = 1
-                counted = 0  # the counting connections' transactions at the last sample
+                # the counting connections' transactions at the last sample, and when
+                counted = 0
+                counted_at: float | None = None
                 drained_at: float | None = None
                 while True:
                     rel = time.time() - origin
@@ -605,8 +615,9 @@ def run(
                         # the counting connections' transactions ended in the step (0 outside
                         # the counts phase): how often each loop went round
                         done = counts.done()
-                        s["counts_per_s"] = round((done - counted) / step, 1)
-                        counted = done
+                        since = max(1e-6, rel - counted_at) if counted_at is not None else step
+                        s["counts_per_s"] = round((done - counted) / since, 1)
+                        counted, counted_at = done, rel
                         s["sample_ms"] = round((time.perf_counter() - t0) * 1000, 1)
                         samples.append(s)
                         log.info(
@@ -636,8 +647,11 @@ def run(
                         k += 1
                         if rel >= end and drained_at is None and s["queued"] == 0:
                             drained_at = rel
-                    # a pressure that begins at a step's end begins after that step's sample
-                    # (and one that ends there, before it): each counts in its own steps
+                    # a pressure that begins at a step's end begins after that step's sample,
+                    # and one that ends there ends before it (above): the count transactions
+                    # of each step are its phase's. The last sample of a pressure phase
+                    # therefore reads the instant's figures (xmin age, the longest statement)
+                    # with the pressure just ended
                     while events and events[0][0] <= rel:
                         _, what, name = events.pop(0)
                         log.info("  %.0f s: %s %s", rel, what, name)

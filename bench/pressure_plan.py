@@ -139,12 +139,14 @@ def tick_jobs(phases: Sequence[Phase], rate: float, t: float, sent: int) -> int:
 
 def events(phases: Sequence[Phase]) -> list[tuple[float, str, str]]:
     """(seconds, "start" or "stop", pressure) of the pressures that need connections: hold
-    and counts (load is the enqueuer's own schedule), in time order."""
+    and counts (load is the enqueuer's own schedule), in time order; at one instant the
+    stops first (bench/pressure.py ends them before that step's sample, and starts the others
+    after it)."""
     out: list[tuple[float, str, str]] = []
     for p in phases:
         if p.kind == "pressure" and p.pressure in ("hold", "counts"):
             out += [(p.start, "start", p.pressure), (p.end, "stop", p.pressure)]
-    return sorted(out)
+    return sorted(out, key=lambda e: (e[0], e[1] != "stop", e[2]))
 
 
 def probe_figures(

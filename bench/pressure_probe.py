@@ -22,6 +22,7 @@ number of backends in each statement and wait).
 from __future__ import annotations
 
 import json
+import os
 import signal
 import sys
 import time
@@ -35,8 +36,8 @@ def _stop(signum: int, frame: FrameType | None) -> None:
 
 
 WAITS_SQL = r"""
-SELECT state, COALESCE(wait_event_type, ''), COALESCE(wait_event, ''),
-    left(regexp_replace(query, '\s+', ' ', 'g'), 60), backend_type
+SELECT COALESCE(state, ''), COALESCE(wait_event_type, ''), COALESCE(wait_event, ''),
+    COALESCE(left(regexp_replace(query, '\s+', ' ', 'g'), 60), ''), COALESCE(backend_type, '')
 FROM pg_stat_activity
 WHERE datname = current_database() AND pid <> pg_backend_pid()
     AND state IS DISTINCT FROM 'idle'
@@ -49,7 +50,7 @@ def main(
     seconds: float,
     every: float,
     waits_path: str | None = None,
-    waits_every: float = 0.1,
+    waits_every: float = 0.0,
 ) -> None:
     signal.signal(signal.SIGTERM, _stop)
     end = time.time() + seconds
@@ -57,11 +58,12 @@ def main(
     with (
         psycopg.connect(url, autocommit=True) as conn,
         open(out_path, "w", buffering=1) as out,  # a line at a time: none lost at the end
-        open(waits_path or "/dev/null", "w", buffering=1) as waits,
+        open(waits_path or os.devnull, "w", buffering=1) as waits,
     ):
         while time.time() < end:
-            if waits_path is not None and time.time() >= next_wait:
-                next_wait += waits_every
+            if waits_path and time.time() >= next_wait:
+                # after a stall, the next sample a whole interval on: no burst to catch up
+                next_wait = max(next_wait + waits_every, time.time())
                 rows = conn.execute(WAITS_SQL).fetchall()
                 waits.write(json.dumps([round(time.time(), 3), [list(r) for r in rows]]) + "\n")
             t0 = time.perf_counter()
@@ -74,5 +76,9 @@ def main(
 
 
 if __name__ == "__main__":
-    waits_args = (sys.argv[5], float(sys.argv[6])) if len(sys.argv) > 6 else ()
+    if len(sys.argv) not in (5, 7):
+        sys.exit(
+            "usage: python -m bench.pressure_probe URL OUT SECONDS EVERY [WAITS_OUT WAITS_EVERY]"
+        )
+    waits_args = (sys.argv[5], float(sys.argv[6])) if len(sys.argv) == 7 else ()
     main(sys.argv[1], sys.argv[2], float(sys.argv[3]), float(sys.argv[4]), *waits_args)

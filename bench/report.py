@@ -509,11 +509,14 @@ def _wal_rates(samples: list[dict[str, Any]], start: float, end: float) -> dict[
     seconds = b["at"] - a["at"]
     if seconds <= 0:
         return {}
-    return {
-        "wal_bytes": (b["wal_bytes"] - a["wal_bytes"]) / 1e6 / seconds,
-        "wal_fpi": (b["wal_fpi"] - a["wal_fpi"]) / seconds,
-        "wal_sync": (b["wal_sync"] - a["wal_sync"]) / seconds,
+    per_s = {
+        key: (b[key] - a[key]) / seconds
+        for key in ("wal_bytes", "wal_fpi", "wal_sync")
+        if key in a and key in b  # wal_sync: PostgreSQL 14 to 17
     }
+    if "wal_bytes" in per_s:
+        per_s["wal_bytes"] /= 1e6
+    return per_s
 
 
 def _md_cell(text: str) -> str:
@@ -630,13 +633,15 @@ def pressure_tables(results: list[Result], max_rows: int = 60) -> str:
                     f" / {_cell(a.get('p99_ms'), '{:.1f}')} |"
                 )
         waits = doc.get("waits", {})
-        if waits:
+        if waits or any("wal_bytes" in x for x in samples):
             out.append("")
             out.append(
-                "The database's backends per phase (not judged; the probe's samples of "
-                "pg_stat_activity every 0.1 s): the average number not idle, and the largest "
-                "pairs of what one ran (its statement's start) and what it waited for (cpu: "
-                "no wait), as the average number of backends in each"
+                "The server's WAL, the counting connections and the database's backends per "
+                "phase (not judged): WAL a second, the count transactions a second and the "
+                "plans a planning of the count chose at the samples; then, from the probe's "
+                "samples of pg_stat_activity every 0.1 s, the average number of backends not "
+                "idle, and the largest pairs of what one ran (its statement's start) and what "
+                "it waited for (cpu: no wait), as the average number of backends in each"
             )
             out.append("")
             out.append(
@@ -645,12 +650,11 @@ def pressure_tables(results: list[Result], max_rows: int = 60) -> str:
             )
             out.append("|---|---|---|---|---|---|---|---|")
             for ph in doc["phases"]:
-                w = waits.get(ph["name"])
-                if not w:
-                    continue
+                w = waits.get(ph["name"], {})
                 wal = _wal_rates(samples, ph["start"], ph["end"])
                 pairs = "; ".join(
-                    f"`{_md_cell(what)}` {wait} {share:.2f}" for what, wait, share in w["top"][:6]
+                    f"`{_md_cell(what)}` {wait} {share:.2f}"
+                    for what, wait, share in w.get("top", [])[:6]
                 )
                 mine = [x for x in samples if ph["start"] < x["t"] <= ph["end"]]
                 rate = [x["counts_per_s"] for x in mine if "counts_per_s" in x]
@@ -658,12 +662,12 @@ def pressure_tables(results: list[Result], max_rows: int = 60) -> str:
                 for x in mine:
                     if x.get("count_plan"):
                         plans[x["count_plan"]] = plans.get(x["count_plan"], 0) + 1
-                seen = "; ".join(f"{_md_cell(plan)} ({n})" for plan, n in plans.items())
+                chosen = "; ".join(f"{_md_cell(plan)} ({n})" for plan, n in plans.items())
                 out.append(
                     f"| {ph['name']} | {_cell(wal.get('wal_bytes'), '{:.2f}')} | "
                     f"{_cell(wal.get('wal_fpi'))} | {_cell(wal.get('wal_sync'))} | "
-                    f"{_cell(sum(rate) / len(rate) if rate else None)} | {seen or '-'} | "
-                    f"{w['backends_mean']:.2f} | {pairs} |"
+                    f"{_cell(sum(rate) / len(rate) if rate else None)} | {chosen or '-'} | "
+                    f"{_cell(w.get('backends_mean'), '{:.2f}')} | {pairs or '-'} |"
                 )
         every = max(1, -(-len(samples) // max_rows))
         out.append("")

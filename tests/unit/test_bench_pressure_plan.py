@@ -108,6 +108,20 @@ def test_events_open_and_close_the_pressure_connections() -> None:
     ]
 
 
+def test_at_one_instant_a_pressure_stops_before_another_starts() -> None:
+    # no schedule of today's has this (each recovery lasts a step at least): a made-up one
+    phases = [
+        plan.Phase("counts", "pressure", "counts", 10.0, 20.0),
+        plan.Phase("hold", "pressure", "hold", 20.0, 30.0),
+    ]
+    assert plan.events(phases) == [
+        (10.0, "start", "counts"),
+        (20.0, "stop", "counts"),
+        (20.0, "start", "hold"),
+        (30.0, "stop", "hold"),
+    ]
+
+
 def test_p99_is_unbounded_when_more_than_one_percent_never_started() -> None:
     assert plan.p99_or_unbounded(12.0, 1000, 10) == 12.0
     assert plan.p99_or_unbounded(12.0, 1000, 11) == math.inf

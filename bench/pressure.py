@@ -39,6 +39,7 @@ from __future__ import annotations
 import json
 import logging
 import math
+import os
 import shutil
 import subprocess
 import sys
@@ -68,6 +69,7 @@ TICK = 0.02  # seconds between the enqueuer's batches
 TASK = "bench.sleep1ms"  # bench/bench_app.py
 DRAIN_GRACE = 60.0  # seconds after the schedule for the queue to empty before workers stop
 PROBE_EVERY = 0.02  # seconds between the probe's measurements (bench/pressure_probe.py)
+WAITS_EVERY = 0.1  # seconds between the probe's samples of the backends' waits
 
 
 @dataclass(frozen=True)
@@ -214,10 +216,12 @@ def _cpu_seconds(pid: int) -> float | None:
 
 class CpuMeter:
     """Cores used between two reads by the workers, the enqueuer, PostgreSQL (bench/load.py's
-    accounting: its processes, except backends of other databases) and the whole machine."""
+    accounting: its processes, except backends of other databases), this process (the
+    orchestrator: the counting connections' client side, the hold, the samples) and the whole
+    machine."""
 
     def __init__(self, workers: list[int], enqueuer: int, database: str) -> None:
-        self.groups = {"workers": workers, "enqueuer": [enqueuer]}
+        self.groups = {"workers": workers, "enqueuer": [enqueuer], "orchestrator": [os.getpid()]}
         self.database = database
         self.last = self._read()
 
@@ -310,6 +314,11 @@ class Counts:
             self.threads.append(t)
             time.sleep(0.05)  # staggered: their snapshots do not start together
 
+    def done(self) -> int:
+        """How many count transactions have ended so far."""
+        with self.lock:
+            return len(self.seconds)
+
     def stop_if_started(self) -> None:
         if self.threads and "stopped" not in self.info:
             self.stop()
@@ -351,6 +360,7 @@ STATS_SQL = """
 SELECT relname, n_live_tup, n_dead_tup, autovacuum_count, n_tup_upd, n_tup_hot_upd
 FROM pg_stat_user_tables WHERE relname = ANY (%s)
 """
+WAL_SQL = "SELECT to_jsonb(w) FROM pg_stat_wal w"
 SIZES_SQL = """
 SELECT c.relname, pg_relation_size(c.oid), pg_table_size(c.oid), pg_indexes_size(c.oid),
        COALESCE(pg_total_relation_size(NULLIF(c.reltoastrelid, 0)), 0)
@@ -386,11 +396,41 @@ def db_sample(conn: psycopg.Connection[Any], tables: Tables) -> dict[str, Any]:
         out[f"indexes_{short}"] = int(indexes)
         total += int(table) + int(indexes)
     out["bytes_total"] = total
+    out["count_plan"] = count_plan(conn, tables.counted)
+    # the server's WAL so far (its one database is the run's): records, full-page images,
+    # bytes, syncs (cumulative; the report takes each phase's difference). pg_stat_wal is in
+    # PostgreSQL 14 and later, its wal_sync until 17: what the server has of them
+    try:
+        wal = conn.execute(WAL_SQL).fetchone()
+    except psycopg.errors.UndefinedTable:
+        wal = None
+    for key in ("wal_records", "wal_fpi", "wal_bytes", "wal_sync"):
+        if wal is not None and wal[0].get(key) is not None:
+            out[key] = int(wal[0][key])
     for short in plan.SHORTS:
         for key in ("live", "dead", "autovacuums", "upd", "hot_upd", "heap", "table", "toast"):
             out.setdefault(f"{key}_{short}", 0)
         out.setdefault(f"indexes_{short}", 0)
     return out
+
+
+def count_plan(conn: psycopg.Connection[Any], table: str) -> str:
+    """The plan a planning of the counting connections' statement chooses now (planned, not
+    run): its nodes from the top, each with its index where it reads one ("Aggregate > Index
+    Only Scan duetime_jobs_pkey"). The counting connections run the count prepared (psycopg
+    prepares a statement run five times), and their plan is made again when the table's
+    statistics change (a vacuum, an analyze), so between those it may differ from this one;
+    the count transactions a second say which the loops ran. The counts' cost, and so the
+    cores they take, follows it."""
+    count = sql.SQL("EXPLAIN (FORMAT JSON) SELECT count(*) FROM {}").format(sql.Identifier(table))
+    row = conn.execute(count).fetchone()
+    node = row[0][0]["Plan"] if row else None
+    steps: list[str] = []
+    while node is not None:
+        steps.append(" ".join(filter(None, (node["Node Type"], node.get("Index Name")))))
+        children = node.get("Plans") or [None]
+        node = children[0]
+    return " > ".join(steps)
 
 
 # -- afterwards: the claims the run kept (Tables.views) ---------------------------------------
@@ -517,6 +557,7 @@ def run(
     enqueuer_out = work_dir / "enqueuer.out"
     enqueuer_err = work_dir / "enqueuer.err"
     probe_out, probe_err = work_dir / "probe.txt", work_dir / "probe.err"
+    waits_out = work_dir / "waits.jsonl"
     with Workers(workers_system, db, PROCS, record_dir, log_dir) as workers:
         time.sleep(2.0)
         workers.check_alive()
@@ -531,7 +572,10 @@ def run(
         }
         argv = [str(system.python), "-m", system.module, "pressure_enqueue", json.dumps(params)]
         lasts = str(end + 2.0 + DRAIN_GRACE)
-        probe_argv = ["-m", "bench.pressure_probe", db.url, str(probe_out), lasts, str(PROBE_EVERY)]
+        probe_argv = [
+            *("-m", "bench.pressure_probe", db.url, str(probe_out), lasts, str(PROBE_EVERY)),
+            *(str(waits_out), str(WAITS_EVERY)),
+        ]
         # undone in reverse on the way out, each whatever the one before raised: the pressure
         # connections, then the enqueuer, then the probe
         with ExitStack() as undo:
@@ -549,10 +593,13 @@ def run(
             events = plan.events(phases)
             with psycopg.connect(db.url, autocommit=True) as conn:
                 k = 1
+                # the counting connections' transactions at the last sample, and when
+                counted = 0
+                counted_at: float | None = None
                 drained_at: float | None = None
                 while True:
                     rel = time.time() - origin
-                    while events and events[0][0] <= rel:
+                    while events and events[0][0] <= rel and events[0][1] == "stop":
                         _, what, name = events.pop(0)
                         log.info("  %.0f s: %s %s", rel, what, name)
                         getattr(opened[name], what)()
@@ -565,12 +612,19 @@ def run(
                         s.update(db_sample(conn, tables))
                         s.update(cpu.cores())
                         s["load1"] = load_average()
+                        # the counting connections' transactions ended in the step (0 outside
+                        # the counts phase): how often each loop went round
+                        done = counts.done()
+                        since = max(1e-6, rel - counted_at) if counted_at is not None else step
+                        s["counts_per_s"] = round((done - counted) / since, 1)
+                        counted, counted_at = done, rel
                         s["sample_ms"] = round((time.perf_counter() - t0) * 1000, 1)
                         samples.append(s)
                         log.info(
                             "  %4.0f s %-8s jobs %8d queued %6d dead %8d+%-8d MB %6.0f "
                             "xmin age %6d longest %5.1f s lock waits %2d vacuum %s "
-                            "cpu w %.2f pg %.2f load %.1f",
+                            "cpu w %.2f pg %.2f orchestrator %.2f machine %.2f load %.1f "
+                            "counts/s %.0f plan %s",
                             rel,
                             s["phase"],
                             s["jobs"],
@@ -584,11 +638,24 @@ def run(
                             s["vacuuming"] or "-",
                             s["cpu_workers"],
                             s["cpu_postgres"],
+                            s["cpu_orchestrator"],
+                            s["cpu_machine"],
                             s["load1"],
+                            s["counts_per_s"],
+                            s["count_plan"],
                         )
                         k += 1
                         if rel >= end and drained_at is None and s["queued"] == 0:
                             drained_at = rel
+                    # a pressure that begins at a step's end begins after that step's sample,
+                    # and one that ends there ends before it (above): the count transactions
+                    # of each step are its phase's. The last sample of a pressure phase
+                    # therefore reads the instant's figures (xmin age, the longest statement)
+                    # with the pressure just ended
+                    while events and events[0][0] <= rel:
+                        _, what, name = events.pop(0)
+                        log.info("  %.0f s: %s %s", rel, what, name)
+                        getattr(opened[name], what)()
                     workers.check_alive()
                     if enqueuer.poll() not in (None, 0):
                         tail = enqueuer_err.read_text(errors="replace").strip()[-300:]
@@ -652,6 +719,7 @@ def run(
         "hold": hold.info,
         "counts": counts.info,
         "probe": plan.probe_figures(probe_rows(probe_out, origin), phases),
+        "waits": plan.wait_figures(wait_rows(waits_out, origin), phases),
         "enqueue_calls": plan.call_figures(timed_calls, phases),
         "claims_after_calls": plan.after_calls(claims, timed_calls, phases),
         "tables": tables.sampled,
@@ -665,6 +733,23 @@ def run(
         else None,
     }
     return doc, verdict
+
+
+def wait_rows(path: Path, origin: float) -> list[tuple[float, list[list[str]]]]:
+    """The probe's samples of the backends (bench/pressure_probe.py, WAITS_OUT), their instants
+    as seconds since the origin; a line cut short by the probe's stop is left out."""
+    rows: list[tuple[float, list[list[str]]]] = []
+    try:
+        lines = path.read_text().splitlines()
+    except OSError:
+        return rows
+    for line in lines:
+        try:
+            at, backends = json.loads(line)
+        except ValueError:
+            continue
+        rows.append((float(at) - origin, backends))
+    return rows
 
 
 def probe_rows(path: Path, origin: float) -> list[tuple[float, float, float]]:

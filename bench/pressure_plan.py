@@ -139,12 +139,14 @@ def tick_jobs(phases: Sequence[Phase], rate: float, t: float, sent: int) -> int:
 
 def events(phases: Sequence[Phase]) -> list[tuple[float, str, str]]:
     """(seconds, "start" or "stop", pressure) of the pressures that need connections: hold
-    and counts (load is the enqueuer's own schedule), in time order."""
+    and counts (load is the enqueuer's own schedule), in time order; at one instant the
+    stops first (bench/pressure.py ends them before that step's sample, and starts the others
+    after it)."""
     out: list[tuple[float, str, str]] = []
     for p in phases:
         if p.kind == "pressure" and p.pressure in ("hold", "counts"):
             out += [(p.start, "start", p.pressure), (p.end, "stop", p.pressure)]
-    return sorted(out)
+    return sorted(out, key=lambda e: (e[0], e[1] != "stop", e[2]))
 
 
 def probe_figures(
@@ -165,6 +167,46 @@ def probe_figures(
             entry[f"{name}_p50_ms"] = figures["p50_ms"]
             entry[f"{name}_p99_ms"] = figures["p99_ms"]
         out[p.name] = entry
+    return out
+
+
+WAITS_TOP = 12  # the statement-and-wait pairs kept per phase
+
+
+def wait_figures(
+    samples: Sequence[tuple[float, Sequence[Sequence[str]]]], phases: Sequence[Phase]
+) -> dict[str, dict[str, Any]]:
+    """The probe's samples of the database's backends (bench/pressure_probe.py, WAITS_OUT):
+    `samples` are (seconds since the origin, the backends not idle, each [state, wait type,
+    wait event, the statement's first characters, backend type]). For each phase with any:
+    how many samples, the average number of backends not idle, and the pairs of what a
+    backend ran (its statement's start; the backend type where it runs none) and what it
+    waited for ("cpu": no wait, on a core or waiting for one; else type:event; the state where
+    it is not active) with the average number of backends in each, the largest first (at most
+    WAITS_TOP; not judged)."""
+    out: dict[str, dict[str, Any]] = {}
+    for p in phases:
+        mine = [backends for at, backends in samples if p.start < at <= p.end]
+        if not mine:
+            continue
+        tally: dict[tuple[str, str], int] = {}
+        for backends in mine:
+            for state, wait_type, wait_event, query, backend_type in backends:
+                what = query if backend_type == "client backend" else backend_type
+                if state != "active":
+                    wait = state
+                elif wait_type:
+                    wait = f"{wait_type}:{wait_event}"
+                else:
+                    wait = "cpu"
+                tally[(what, wait)] = tally.get((what, wait), 0) + 1
+        n = len(mine)
+        top = sorted(tally.items(), key=lambda kv: (-kv[1], kv[0]))[:WAITS_TOP]
+        out[p.name] = {
+            "samples": n,
+            "backends_mean": round(sum(len(b) for b in mine) / n, 2),
+            "top": [[what, wait, round(count / n, 3)] for (what, wait), count in top],
+        }
     return out
 
 

@@ -497,6 +497,33 @@ def ceiling_lines(results: list[Result], drains: dict[str, Any] | None = None) -
     return "\n".join(lines) + "\n" if lines else ""
 
 
+def _wal_rates(samples: list[dict[str, Any]], start: float, end: float) -> dict[str, float]:
+    """The server's WAL per second between the last sample at or before a phase's start and
+    its last sample within it (bench/pressure.py db_sample): MB, full-page images, syncs; none
+    where the samples have no WAL figures (a run before they were sampled)."""
+    before = [s for s in samples if s["t"] <= start and "wal_bytes" in s]
+    within = [s for s in samples if start < s["t"] <= end and "wal_bytes" in s]
+    if not before or not within:
+        return {}
+    a, b = before[-1], within[-1]
+    seconds = b["at"] - a["at"]
+    if seconds <= 0:
+        return {}
+    per_s = {
+        key: (b[key] - a[key]) / seconds
+        for key in ("wal_bytes", "wal_fpi", "wal_sync")
+        if key in a and key in b  # wal_sync: PostgreSQL 14 to 17
+    }
+    if "wal_bytes" in per_s:
+        per_s["wal_bytes"] /= 1e6
+    return per_s
+
+
+def _md_cell(text: str) -> str:
+    """A statement's start as text for a table's cell: no pipe or backtick to end it early."""
+    return text.replace("|", "/").replace("`", "'")
+
+
 def _cell(value: Any, fmt: str = "{:,.0f}", none: str = "-") -> str:
     return none if value is None else fmt.format(value)
 
@@ -605,6 +632,43 @@ def pressure_tables(results: list[Result], max_rows: int = 60) -> str:
                     f"{_cell(c.get('p99_ms'), '{:.1f}')} | {_cell(a.get('p50_ms'), '{:.1f}')}"
                     f" / {_cell(a.get('p99_ms'), '{:.1f}')} |"
                 )
+        waits = doc.get("waits", {})
+        if waits or any("wal_bytes" in x for x in samples):
+            out.append("")
+            out.append(
+                "The server's WAL, the counting connections and the database's backends per "
+                "phase (not judged): WAL a second, the count transactions a second and the "
+                "plans a planning of the count chose at the samples; then, from the probe's "
+                "samples of pg_stat_activity every 0.1 s, the average number of backends not "
+                "idle, and the largest pairs of what one ran (its statement's start) and what "
+                "it waited for (cpu: no wait), as the average number of backends in each"
+            )
+            out.append("")
+            out.append(
+                "| Phase | WAL MB/s | full-page images/s | WAL syncs/s | counts/s | the count's "
+                "plans (samples) | backends not idle | the largest pairs |"
+            )
+            out.append("|---|---|---|---|---|---|---|---|")
+            for ph in doc["phases"]:
+                w = waits.get(ph["name"], {})
+                wal = _wal_rates(samples, ph["start"], ph["end"])
+                pairs = "; ".join(
+                    f"`{_md_cell(what)}` {wait} {share:.2f}"
+                    for what, wait, share in w.get("top", [])[:6]
+                )
+                mine = [x for x in samples if ph["start"] < x["t"] <= ph["end"]]
+                rate = [x["counts_per_s"] for x in mine if "counts_per_s" in x]
+                plans: dict[str, int] = {}
+                for x in mine:
+                    if x.get("count_plan"):
+                        plans[x["count_plan"]] = plans.get(x["count_plan"], 0) + 1
+                chosen = "; ".join(f"{_md_cell(plan)} ({n})" for plan, n in plans.items())
+                out.append(
+                    f"| {ph['name']} | {_cell(wal.get('wal_bytes'), '{:.2f}')} | "
+                    f"{_cell(wal.get('wal_fpi'))} | {_cell(wal.get('wal_sync'))} | "
+                    f"{_cell(sum(rate) / len(rate) if rate else None)} | {chosen or '-'} | "
+                    f"{_cell(w.get('backends_mean'), '{:.2f}')} | {pairs or '-'} |"
+                )
         every = max(1, -(-len(samples) // max_rows))
         out.append("")
         out.append(
@@ -615,9 +679,10 @@ def pressure_tables(results: list[Result], max_rows: int = 60) -> str:
         out.append(
             "| t s | phase | offered/s | enqueued/s | finished/s | p50 ms | p99 ms | queued | "
             "dead jobs | dead attempts | jobs MB (table / idx) | attempts MB (table / idx) | "
-            "xmin age | longest statement s | lock waits | CPU workers | CPU pg | load |"
+            "xmin age | longest statement s | lock waits | CPU workers | CPU pg | "
+            "CPU orchestrator | CPU machine | load | counts/s |"
         )
-        out.append("|---|" + "---|" * 17)
+        out.append("|---|" + "---|" * 20)
         for s in samples[every - 1 :: every]:
             out.append(
                 f"| {s['t']:.0f} | {s['phase']} | {_cell(s.get('offered_per_s'))} | "
@@ -628,7 +693,10 @@ def pressure_tables(results: list[Result], max_rows: int = 60) -> str:
                 f"{s['indexes_jobs'] / 1e6:,.0f} | {s['table_attempts'] / 1e6:,.0f} / "
                 f"{s['indexes_attempts'] / 1e6:,.0f} | {s['xmin_age']:,} | "
                 f"{s.get('longest_active_s', 0):,.1f} | {s.get('lock_waits', 0)} | "
-                f"{s['cpu_workers']:.2f} | {s['cpu_postgres']:.2f} | {s['load1']:.1f} |"
+                f"{s['cpu_workers']:.2f} | {s['cpu_postgres']:.2f} | "
+                f"{_cell(s.get('cpu_orchestrator'), '{:.2f}')} | "
+                f"{_cell(s.get('cpu_machine'), '{:.2f}')} | {s['load1']:.1f} | "
+                f"{_cell(s.get('counts_per_s'))} |"
             )
         out.append("")
     return "\n".join(out) + ("\n" if out else "")

@@ -108,6 +108,20 @@ def test_events_open_and_close_the_pressure_connections() -> None:
     ]
 
 
+def test_at_one_instant_a_pressure_stops_before_another_starts() -> None:
+    # no schedule of today's has this (each recovery lasts a step at least): a made-up one
+    phases = [
+        plan.Phase("counts", "pressure", "counts", 10.0, 20.0),
+        plan.Phase("hold", "pressure", "hold", 20.0, 30.0),
+    ]
+    assert plan.events(phases) == [
+        (10.0, "start", "counts"),
+        (20.0, "stop", "counts"),
+        (20.0, "start", "hold"),
+        (30.0, "stop", "hold"),
+    ]
+
+
 def test_p99_is_unbounded_when_more_than_one_percent_never_started() -> None:
     assert plan.p99_or_unbounded(12.0, 1000, 10) == 12.0
     assert plan.p99_or_unbounded(12.0, 1000, 11) == math.inf
@@ -301,3 +315,37 @@ def test_a_claim_after_its_call_counts_from_the_end_of_the_call_that_sent_its_jo
     assert figures["hold"]["n"] == 3  # 3 ms, 5 ms and 0.5 ms after their calls
     assert figures["hold"]["p50_ms"] == pytest.approx(3.0, abs=0.01)
     assert figures["hold"]["p99_ms"] == pytest.approx(4.96, abs=0.01)  # the 5 ms one's
+
+
+def test_the_backends_waits_are_averaged_per_phase_by_statement_and_wait() -> None:
+    phases = plan.schedule(1 / 24, 1.0)  # warmup 0-1, clean 1-6, hold 6-16, ...
+    clean, hold = phases[1], phases[2]
+    claim = "WITH picked AS (SELECT id FROM duetime_jobs"
+    count = "SELECT count(*) FROM duetime_jobs"
+    on_cpu = ["active", "", "", claim, "client backend"]
+    on_lock = ["active", "Lock", "transactionid", claim, "client backend"]
+    counting = ["active", "", "", count, "client backend"]
+    held = [
+        "idle in transaction",
+        "Client",
+        "ClientRead",
+        "SELECT txid_current()",
+        "client backend",
+    ]
+    vacuum = ["active", "IO", "DataFileRead", "", "autovacuum worker"]
+    samples = [(clean.start + 0.5, [on_cpu]), (clean.start + 1.5, [on_cpu, on_lock])]
+    samples += [(clean.start + 2.5, [])]  # nothing but idle backends: a sample all the same
+    samples += [(hold.start + 1.0, [held, counting, counting, vacuum])]
+    samples += [(-0.5, [on_cpu])]  # before the origin: in no phase
+    figures = plan.wait_figures(samples, phases)
+    assert set(figures) == {"clean", "hold"}
+    assert figures["clean"] == {
+        "samples": 3,
+        "backends_mean": 1.0,
+        "top": [[claim, "cpu", round(2 / 3, 3)], [claim, "Lock:transactionid", round(1 / 3, 3)]],
+    }
+    assert figures["hold"]["top"] == [
+        [count, "cpu", 2.0],
+        ["SELECT txid_current()", "idle in transaction", 1.0],
+        ["autovacuum worker", "IO:DataFileRead", 1.0],
+    ]

@@ -593,16 +593,13 @@ def run(
             events = plan.events(phases)
             with psycopg.connect(db.url, autocommit=True) as conn:
                 k = 1
-                # the counting connections' transactions at the last sample, and when
-                counted = 0
-                counted_at: float | None = None
+                # the counting connections' transactions at the last sample, and when (none
+                # before the origin)
+                counted, counted_at = 0, 0.0
                 drained_at: float | None = None
                 while True:
                     rel = time.time() - origin
-                    while events and events[0][0] <= rel and events[0][1] == "stop":
-                        _, what, name = events.pop(0)
-                        log.info("  %.0f s: %s %s", rel, what, name)
-                        getattr(opened[name], what)()
+                    _fire(events, rel, opened, stops_only=True)
                     if k * step <= rel:
                         t0 = time.perf_counter()
                         # t: the step's nominal instant (phases are judged by it); at: when
@@ -615,8 +612,7 @@ def run(
                         # the counting connections' transactions ended in the step (0 outside
                         # the counts phase): how often each loop went round
                         done = counts.done()
-                        since = max(1e-6, rel - counted_at) if counted_at is not None else step
-                        s["counts_per_s"] = round((done - counted) / since, 1)
+                        s["counts_per_s"] = round((done - counted) / max(1e-6, rel - counted_at), 1)
                         counted, counted_at = done, rel
                         s["sample_ms"] = round((time.perf_counter() - t0) * 1000, 1)
                         samples.append(s)
@@ -652,10 +648,7 @@ def run(
                     # of each step are its phase's. The last sample of a pressure phase
                     # therefore reads the instant's figures (xmin age, the longest statement)
                     # with the pressure just ended
-                    while events and events[0][0] <= rel:
-                        _, what, name = events.pop(0)
-                        log.info("  %.0f s: %s %s", rel, what, name)
-                        getattr(opened[name], what)()
+                    _fire(events, rel, opened)
                     workers.check_alive()
                     if enqueuer.poll() not in (None, 0):
                         tail = enqueuer_err.read_text(errors="replace").strip()[-300:]
@@ -735,15 +728,34 @@ def run(
     return doc, verdict
 
 
+def _fire(
+    events: list[tuple[float, str, str]],
+    rel: float,
+    opened: dict[str, Hold | Counts],
+    *,
+    stops_only: bool = False,
+) -> None:
+    """Starts and stops the pressures whose instant (plan.events) has come by `rel`, in order;
+    `stops_only`: only the stops at the head of the list."""
+    while events and events[0][0] <= rel and (not stops_only or events[0][1] == "stop"):
+        _, what, name = events.pop(0)
+        log.info("  %.0f s: %s %s", rel, what, name)
+        getattr(opened[name], what)()
+
+
+def _probe_lines(path: Path) -> list[str]:
+    """The lines a probe's file holds (none if it was never written)."""
+    try:
+        return path.read_text().splitlines()
+    except OSError:
+        return []
+
+
 def wait_rows(path: Path, origin: float) -> list[tuple[float, list[list[str]]]]:
     """The probe's samples of the backends (bench/pressure_probe.py, WAITS_OUT), their instants
     as seconds since the origin; a line cut short by the probe's stop is left out."""
     rows: list[tuple[float, list[list[str]]]] = []
-    try:
-        lines = path.read_text().splitlines()
-    except OSError:
-        return rows
-    for line in lines:
+    for line in _probe_lines(path):
         try:
             at, backends = json.loads(line)
         except ValueError:
@@ -755,12 +767,8 @@ def wait_rows(path: Path, origin: float) -> list[tuple[float, list[list[str]]]]:
 def probe_rows(path: Path, origin: float) -> list[tuple[float, float, float]]:
     """bench/pressure_probe.py's lines as (seconds since the origin, a sleep's overshoot in
     ms, a SELECT 1 round trip in ms); a line it could not finish is left out."""
-    try:
-        lines = path.read_text().splitlines()
-    except OSError:
-        return []
     rows: list[tuple[float, float, float]] = []
-    for line in lines:
+    for line in _probe_lines(path):
         try:
             at, wake, trip = (float(x) for x in line.split())
         except ValueError:

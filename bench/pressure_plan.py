@@ -24,6 +24,7 @@ from __future__ import annotations
 import bisect
 import math
 import statistics
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
@@ -189,7 +190,7 @@ def wait_figures(
         mine = [backends for at, backends in samples if p.start < at <= p.end]
         if not mine:
             continue
-        tally: dict[tuple[str, str], int] = {}
+        tally: Counter[tuple[str, str]] = Counter()
         for backends in mine:
             for state, wait_type, wait_event, query, backend_type in backends:
                 what = query if backend_type == "client backend" else backend_type
@@ -199,7 +200,7 @@ def wait_figures(
                     wait = f"{wait_type}:{wait_event}"
                 else:
                     wait = "cpu"
-                tally[(what, wait)] = tally.get((what, wait), 0) + 1
+                tally[(what, wait)] += 1
         n = len(mine)
         top = sorted(tally.items(), key=lambda kv: (-kv[1], kv[0]))[:WAITS_TOP]
         out[p.name] = {

@@ -4,6 +4,7 @@ then duetime-postgres / peer ratios. Failures and caveats become numbered notes.
 from __future__ import annotations
 
 import statistics
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -658,10 +659,7 @@ def pressure_tables(results: list[Result], max_rows: int = 60) -> str:
                 )
                 mine = [x for x in samples if ph["start"] < x["t"] <= ph["end"]]
                 rate = [x["counts_per_s"] for x in mine if "counts_per_s" in x]
-                plans: dict[str, int] = {}
-                for x in mine:
-                    if x.get("count_plan"):
-                        plans[x["count_plan"]] = plans.get(x["count_plan"], 0) + 1
+                plans = Counter(x["count_plan"] for x in mine if x.get("count_plan"))
                 chosen = "; ".join(f"{_md_cell(plan)} ({n})" for plan, n in plans.items())
                 out.append(
                     f"| {ph['name']} | {_cell(wal.get('wal_bytes'), '{:.2f}')} | "
